@@ -1,0 +1,3 @@
+from lathe.ui.cli import main
+
+main()

@@ -1,0 +1,137 @@
+"""The agent's event stream: every face (terminal, --json, HTTP, logs) consumes these.
+
+Each event is a pydantic model with a `type` literal, so `event.model_dump_json()` is
+the wire form of `lathe run --json` and the service's SSE stream.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lathe.types import AssistantMessage, Usage
+
+
+class RunStatus(StrEnum):
+    VERIFIED = "verified"  # the verify command passed, run by lathe itself
+    UNVERIFIED = "unverified"  # the model finished; no verify command was configured
+    FAILED = "failed"  # the verify command still failed when the turns ran out
+    STUCK = "stuck"  # the model repeated itself after a nudge
+    MAX_TURNS = "max_turns"  # the turn budget ran out before the model finished
+    PROVIDER_ERROR = "provider_error"  # the model endpoint failed beyond retries
+    INTERRUPTED = "interrupted"  # the user stopped the run
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    task: str
+    model: str
+    workspace: str
+
+
+class TurnStarted(_Event):
+    type: Literal["turn_started"] = "turn_started"
+    turn: int
+
+
+class TextDelta(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ThinkingDelta(_Event):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+class AssistantReply(_Event):
+    """The model's complete reply for one turn, as it enters the conversation."""
+
+    type: Literal["assistant_reply"] = "assistant_reply"
+    message: AssistantMessage
+
+
+class ToolStarted(_Event):
+    type: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    summary: str  # the key argument, e.g. the path or the command
+
+
+class ToolFinished(_Event):
+    type: Literal["tool_finished"] = "tool_finished"
+    call_id: str
+    name: str
+    is_error: bool
+    summary: str  # one line: "42 lines", "exit 1", "not found: ..."
+    duration_ms: float
+    details: dict[str, Any] = Field(default_factory=dict)  # e.g. diff, exit_code
+
+
+class Retrying(_Event):
+    type: Literal["retry"] = "retry"
+    attempt: int
+    max_attempts: int
+    wait_s: float
+    error: str
+
+
+class StallNudge(_Event):
+    type: Literal["stall_nudge"] = "stall_nudge"
+    tool: str
+    repeats: int
+
+
+class VerifyStarted(_Event):
+    type: Literal["verify_started"] = "verify_started"
+    command: str
+
+
+class VerifyFinished(_Event):
+    type: Literal["verify_finished"] = "verify_finished"
+    command: str
+    exit_code: int | None
+    passed: bool
+    output_tail: str
+
+
+class Evidence(BaseModel):
+    """The last test-like command the model ran after its last edit, when unverified."""
+
+    model_config = ConfigDict(frozen=True)
+    command: str
+    exit_code: int | None
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    turns: int
+    usage: Usage
+    answer: str
+    reason: str = ""  # why the run ended, in words
+    evidence: Evidence | None = None
+
+
+AgentEvent = Annotated[
+    RunStarted
+    | TurnStarted
+    | TextDelta
+    | ThinkingDelta
+    | AssistantReply
+    | ToolStarted
+    | ToolFinished
+    | Retrying
+    | StallNudge
+    | VerifyStarted
+    | VerifyFinished
+    | RunFinished,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,1 @@
+"""Executors: where shell commands run (the local machine, a bubblewrap sandbox)."""

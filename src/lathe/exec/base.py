@@ -1,0 +1,49 @@
+"""The executor seam: tools never call subprocess themselves, they ask an executor.
+
+Contract for `Executor.run`:
+- Runs `command` with `bash -c` in `cwd`, in a new session/process group, stdin at
+  /dev/null (a command never blocks waiting for input).
+- stdout and stderr are captured as one stream, decoded as UTF-8 with replacement.
+- On timeout (or cancellation of the awaiting task) the whole process group is killed,
+  grandchildren included, and `run` returns promptly with `timed_out=True` (or re-raises
+  the cancellation after killing).
+- Output beyond `max_output_bytes` keeps its head and tail in `output` with a marker in
+  between; the complete output is written to a file under `spill_dir`, named in
+  `full_output_path`. Memory use stays bounded however much the command prints.
+- It raises only for problems of lathe's own (e.g. the sandbox cannot start:
+  `ExecutorUnavailable`); a failing command is a normal result with its exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from lathe.errors import LatheError
+
+
+class ExecutorUnavailable(LatheError):
+    """The executor cannot run commands at all here; the message says why and the fix."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None  # None when the process was killed (timeout, interrupt)
+    output: str
+    truncated: bool
+    full_output_path: Path | None
+    timed_out: bool
+    duration_s: float
+
+
+class Executor(Protocol):
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        max_output_bytes: int,
+        spill_dir: Path,
+    ) -> ExecResult: ...

@@ -1,0 +1,1 @@
+"""Model providers: the Provider seam, concrete providers, the retry policy."""

@@ -1,0 +1,60 @@
+"""The provider seam.
+
+A provider turns a `ModelRequest` into an async stream of `StreamEvent`s. Contract:
+
+- It yields zero or more `TextDelta`/`ThinkingDelta` as the reply arrives, then exactly
+  one `Completed` carrying the whole `AssistantMessage` (text, tool calls assembled,
+  usage, stop reason). Nothing follows `Completed`.
+- It fails by raising a `lathe.errors.ProviderError` subclass, never an SDK or httpx
+  exception. A stream that ends without a stop reason raises `Transport`.
+- It never retries by itself: `lathe.llm.retry` owns that policy, so providers must turn
+  their SDK's retries off.
+- It never prints and never touches the conversation; the loop owns both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lathe.types import AssistantMessage, Message, ToolSpec
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    message: AssistantMessage
+
+
+StreamEvent = TextDelta | ThinkingDelta | Completed
+
+
+class Provider(Protocol):
+    """One configured model endpoint. `model` is the wire model id it sends."""
+
+    @property
+    def model(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...

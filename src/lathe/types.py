@@ -1,0 +1,107 @@
+"""Pure values shared by every layer: the internal message model.
+
+Providers translate these to and from their wire protocols; the loop, the session
+store and the faces only ever see these. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Value):
+    """Tokens reported by the provider for one request (zeros when it reported none)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class StopReason(StrEnum):
+    END = "end"  # the model finished its answer
+    TOOL_USE = "tool_use"  # the model wants tool results
+    MAX_TOKENS = "max_tokens"  # cut by the output limit
+    CONTENT_FILTER = "content_filter"
+
+
+class ToolCall(_Value):
+    """One call the model asked for. `arguments` is the JSON text as the model wrote it
+    (or as lathe repaired it); the loop parses and validates it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """Arguments as a dict for wire formats that need one; {} when not an object."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+class Thinking(_Value):
+    """Reasoning the model emitted. `signature` is vendor-specific and only replayed to
+    the vendor that produced it; other vendors get the text as plain text."""
+
+    text: str
+    signature: str | None = None
+    provider: str | None = None
+
+
+class UserMessage(_Value):
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(_Value):
+    role: Literal["assistant"] = "assistant"
+    text: str = ""
+    thinking: tuple[Thinking, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: StopReason = StopReason.END
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+class ToolResultMessage(_Value):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
+
+
+class ToolSpec(_Value):
+    """What the model is told about a tool: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
