@@ -1,0 +1,1 @@
+"""The agent loop: a state machine that knows nothing about terminals."""

@@ -1,0 +1,87 @@
+"""Extension points of the loop. Sessions, the context budget, checkpoints and the
+policy gate arrive as hooks, so the loop itself never names them.
+
+Every method has a do-nothing default; subclass and override what you need, or combine
+several with `HookChain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lathe.tools.base import ToolOutput
+from lathe.types import Message
+
+
+class AgentHooks:
+    async def prepare_messages(self, messages: list[Message]) -> list[Message]:
+        """The messages to send this turn (budgeting, pruning). Must keep them valid."""
+        return messages
+
+    async def on_context_too_long(self, messages: list[Message]) -> bool:
+        """The provider refused the prompt as too long; return True after shrinking
+        `messages` in place so the request can be retried, False to give up."""
+        return False
+
+    def on_message(self, message: Message) -> None:
+        """A message entered the conversation (persist it)."""
+
+    async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
+        """Return a ToolOutput to stop the call (a denial the model sees); None to run."""
+        return None
+
+    async def after_tool(
+        self, name: str, arguments: dict[str, Any], output: ToolOutput
+    ) -> ToolOutput:
+        return output
+
+    async def before_changes(self, turn: int) -> None:
+        """Called once before the first tool of a turn that may change files."""
+
+    async def after_changes(self, turn: int) -> None:
+        """Called after the tools of a turn that may have changed files."""
+
+
+class HookChain(AgentHooks):
+    """Runs several hook objects in order; a denial or a rewrite stops the chain."""
+
+    def __init__(self, hooks: Sequence[AgentHooks]) -> None:
+        self._hooks = list(hooks)
+
+    async def prepare_messages(self, messages: list[Message]) -> list[Message]:
+        for hook in self._hooks:
+            messages = await hook.prepare_messages(messages)
+        return messages
+
+    async def on_context_too_long(self, messages: list[Message]) -> bool:
+        for hook in self._hooks:
+            if await hook.on_context_too_long(messages):
+                return True
+        return False
+
+    def on_message(self, message: Message) -> None:
+        for hook in self._hooks:
+            hook.on_message(message)
+
+    async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
+        for hook in self._hooks:
+            verdict = await hook.before_tool(name, arguments)
+            if verdict is not None:
+                return verdict
+        return None
+
+    async def after_tool(
+        self, name: str, arguments: dict[str, Any], output: ToolOutput
+    ) -> ToolOutput:
+        for hook in self._hooks:
+            output = await hook.after_tool(name, arguments, output)
+        return output
+
+    async def before_changes(self, turn: int) -> None:
+        for hook in self._hooks:
+            await hook.before_changes(turn)
+
+    async def after_changes(self, turn: int) -> None:
+        for hook in self._hooks:
+            await hook.after_changes(turn)

@@ -1,0 +1,215 @@
+"""The agent loop: context → model → tools → stall check → ... → verify gate.
+
+`Agent.run(user_input)` drives one task to an end and returns the `RunFinished` event it
+also emits. The conversation (`Agent.messages`) survives between runs, so an
+interactive face can call `run` again with the next message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lathe.agent.hooks import AgentHooks
+from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
+from lathe.agent.tooling import ToolRunner
+from lathe.agent.verify import EvidenceTracker, failure_message, run_verify
+from lathe.errors import ContextTooLong, ProviderError
+from lathe.events import (
+    AgentEvent,
+    AssistantReply,
+    Retrying,
+    RunFinished,
+    RunStatus,
+    StallNudge,
+    TextDelta,
+    ThinkingDelta,
+    TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
+)
+from lathe.llm import base as llm
+from lathe.llm.retry import RetryPolicy, stream_with_retry
+from lathe.tools.base import ToolContext, ToolRegistry
+from lathe.types import AssistantMessage, Message, StopReason, Usage, UserMessage
+
+Emit = Callable[[AgentEvent], None]
+
+_CUT_OFF_NOTE = (
+    "Your reply was cut off by the output token limit. Continue where you stopped; keep "
+    "tool arguments short (edit a small region rather than writing whole files)."
+)
+
+
+@dataclass
+class AgentSettings:
+    max_turns: int = 50
+    verify_command: str | None = None
+    verify_timeout_s: float = 900.0
+    stall_repeat_limit: int = 3
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass
+class AgentDeps:
+    provider: llm.Provider
+    tools: ToolRegistry
+    tool_context: ToolContext
+    system_prompt: str
+    settings: AgentSettings = field(default_factory=AgentSettings)
+    hooks: AgentHooks = field(default_factory=AgentHooks)
+
+
+class Agent:
+    def __init__(self, deps: AgentDeps, emit: Emit, messages: list[Message] | None = None):
+        self.deps = deps
+        self.emit = emit
+        self.messages: list[Message] = list(messages or [])
+        self.usage = Usage()
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self.deps.hooks.on_message(message)
+
+    async def run(self, user_input: str) -> RunFinished:
+        settings = self.deps.settings
+        runner = ToolRunner(self.deps, self.emit)
+        stall = StallDetector(settings.stall_repeat_limit)
+        evidence = EvidenceTracker()
+        usage_before = self.usage
+        verify_failed = False
+        self.append(UserMessage(content=user_input))
+        turn = 0
+
+        def finish(status: RunStatus, answer: str = "", reason: str = "") -> RunFinished:
+            event = RunFinished(
+                status=status,
+                turns=turn,
+                usage=_difference(self.usage, usage_before),
+                answer=answer,
+                reason=reason,
+                evidence=evidence.latest if status is RunStatus.UNVERIFIED else None,
+            )
+            self.emit(event)
+            return event
+
+        while turn < settings.max_turns:
+            turn += 1
+            self.emit(TurnStarted(turn=turn))
+            try:
+                reply = await self._complete()
+            except ProviderError as exc:
+                return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
+            self.usage = self.usage + reply.usage
+            self.append(reply)
+            self.emit(AssistantReply(message=reply))
+
+            if reply.tool_calls:
+                outcome = await runner.run_calls(turn, reply.tool_calls, stall, evidence)
+                for result in outcome.results:
+                    self.append(result)
+                if outcome.verdict is StallVerdict.STUCK:
+                    return finish(
+                        RunStatus.STUCK,
+                        reason=f"the model kept repeating the same {outcome.stalled_tool} call",
+                    )
+                if outcome.verdict is StallVerdict.NUDGE:
+                    self.emit(StallNudge(tool=outcome.stalled_tool, repeats=stall.repeats))
+                    self.append(
+                        UserMessage(content=nudge_text(outcome.stalled_tool, stall.repeats))
+                    )
+                continue
+
+            if reply.stop_reason is StopReason.MAX_TOKENS:
+                self.append(UserMessage(content=_CUT_OFF_NOTE))
+                continue
+
+            if not settings.verify_command:
+                return finish(RunStatus.UNVERIFIED, answer=reply.text)
+            passed, feedback = await self._verify(settings.verify_command)
+            if passed:
+                return finish(RunStatus.VERIFIED, answer=reply.text)
+            verify_failed = True
+            self.append(UserMessage(content=feedback))
+
+        if verify_failed:
+            return finish(
+                RunStatus.FAILED,
+                reason=f"the verify command still failed after {turn} turns",
+            )
+        return finish(RunStatus.MAX_TURNS, reason=f"the turn limit ({settings.max_turns}) ran out")
+
+    async def _complete(self) -> AssistantMessage:
+        """One model reply, streamed, retried on transient errors, and shrunk-and-retried
+        once when the provider says the context is too long."""
+        shrunk = False
+        while True:
+            try:
+                return await self._stream_once()
+            except ContextTooLong:
+                if shrunk or not await self.deps.hooks.on_context_too_long(self.messages):
+                    raise
+                shrunk = True
+
+    async def _stream_once(self) -> AssistantMessage:
+        deps = self.deps
+        request = llm.ModelRequest(
+            system=deps.system_prompt,
+            messages=await deps.hooks.prepare_messages(list(self.messages)),
+            tools=deps.tools.specs(),
+            max_output_tokens=deps.settings.max_output_tokens,
+            temperature=deps.settings.temperature,
+        )
+
+        def on_retry(attempt: int, max_attempts: int, wait_s: float, error: ProviderError) -> None:
+            self.emit(
+                Retrying(
+                    attempt=attempt, max_attempts=max_attempts, wait_s=wait_s, error=str(error)
+                )
+            )
+
+        stream = stream_with_retry(
+            lambda: deps.provider.stream(request), deps.settings.retry, on_retry
+        )
+        async for event in stream:
+            match event:
+                case llm.TextDelta(text=text):
+                    self.emit(TextDelta(text=text))
+                case llm.ThinkingDelta(text=text):
+                    self.emit(ThinkingDelta(text=text))
+                case llm.Completed(message=message):
+                    return message
+        raise ProviderError("the provider's stream ended without a reply")
+
+    async def _verify(self, command: str) -> tuple[bool, str]:
+        ctx = self.deps.tool_context
+        self.emit(VerifyStarted(command=command))
+        result = await run_verify(
+            command,
+            ctx.executor,
+            workspace=ctx.workspace,
+            timeout_s=self.deps.settings.verify_timeout_s,
+            max_output_bytes=ctx.limits.output_max_bytes,
+            spill_dir=ctx.spill_dir,
+        )
+        passed = result.exit_code == 0 and not result.timed_out
+        self.emit(
+            VerifyFinished(
+                command=command,
+                exit_code=result.exit_code,
+                passed=passed,
+                output_tail=result.output[-2000:],
+            )
+        )
+        return passed, ("" if passed else failure_message(command, result))
+
+
+def _difference(total: Usage, before: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens - before.input_tokens,
+        output_tokens=total.output_tokens - before.output_tokens,
+        cache_read_tokens=total.cache_read_tokens - before.cache_read_tokens,
+        cache_write_tokens=total.cache_write_tokens - before.cache_write_tokens,
+    )

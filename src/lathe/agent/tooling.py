@@ -1,0 +1,170 @@
+"""Running one reply's tool calls: parse, validate, gate, execute, report.
+
+Consecutive read-only calls run concurrently; anything that may change the workspace
+runs alone, in order. Results always come back in call order, one per call, so the
+conversation never holds an unanswered call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lathe.agent.stall import StallDetector, StallVerdict, call_signature
+from lathe.agent.toolcalls import parse_arguments, validate
+from lathe.agent.verify import EvidenceTracker
+from lathe.errors import ToolError
+from lathe.events import ToolFinished, ToolStarted
+from lathe.tools.base import Tool, ToolOutput
+from lathe.types import ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    from lathe.agent.loop import AgentDeps, Emit
+
+
+@dataclass
+class _Prepared:
+    call: ToolCall
+    tool: Tool | None
+    arguments: dict[str, Any] | None
+    params: Any = None
+    error: str | None = None
+
+
+@dataclass
+class CallsOutcome:
+    results: list[ToolResultMessage] = field(default_factory=list)
+    verdict: StallVerdict = StallVerdict.OK
+    stalled_tool: str = ""
+
+
+class ToolRunner:
+    def __init__(self, deps: AgentDeps, emit: Emit) -> None:
+        self._deps = deps
+        self._emit = emit
+
+    async def run_calls(
+        self,
+        turn: int,
+        calls: Sequence[ToolCall],
+        stall: StallDetector,
+        evidence: EvidenceTracker,
+    ) -> CallsOutcome:
+        prepared = [self._prepare(call) for call in calls]
+        outcome = CallsOutcome()
+        for item in prepared:
+            verdict = stall.observe(
+                call_signature(item.call.name, item.arguments, item.call.arguments)
+            )
+            if verdict is not StallVerdict.OK and outcome.verdict is not StallVerdict.STUCK:
+                outcome.verdict, outcome.stalled_tool = verdict, item.call.name
+
+        may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
+        if may_change:
+            await self._deps.hooks.before_changes(turn)
+        outputs: list[ToolOutput] = []
+        for group in _groups(prepared):
+            outputs.extend(await asyncio.gather(*(self._execute(item) for item in group)))
+        if may_change:
+            await self._deps.hooks.after_changes(turn)
+
+        for item, output in zip(prepared, outputs, strict=True):
+            _track_evidence(item, output, evidence)
+            outcome.results.append(
+                ToolResultMessage(
+                    tool_call_id=item.call.id,
+                    name=item.call.name,
+                    content=output.content,
+                    is_error=output.is_error,
+                )
+            )
+        return outcome
+
+    def _prepare(self, call: ToolCall) -> _Prepared:
+        tool = self._deps.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._deps.tools.names())
+            return _Prepared(
+                call, None, None, error=f"there is no tool named {call.name!r}. Tools: {names}."
+            )
+        parsed = parse_arguments(call.arguments)
+        if parsed.value is None:
+            return _Prepared(call, tool, None, error=f"{call.name}: {parsed.error}")
+        params = validate(tool.parameters, tool.name, parsed.value)
+        if isinstance(params, str):
+            return _Prepared(call, tool, parsed.value, error=params)
+        return _Prepared(call, tool, parsed.value, params=params)
+
+    async def _execute(self, item: _Prepared) -> ToolOutput:
+        call, tool = item.call, item.tool
+        arguments = item.arguments or {}
+        summary = tool.summarize_call(item.params) if tool and item.params is not None else ""
+        self._emit(
+            ToolStarted(call_id=call.id, name=call.name, arguments=arguments, summary=summary)
+        )
+        started = time.monotonic()
+        output = await self._output_for(item, arguments)
+        self._emit(
+            ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                is_error=output.is_error,
+                summary=output.summary or _first_line(output.content),
+                duration_ms=(time.monotonic() - started) * 1000,
+                details=output.details,
+            )
+        )
+        return output
+
+    async def _output_for(self, item: _Prepared, arguments: dict[str, Any]) -> ToolOutput:
+        if item.error is not None or item.tool is None:
+            return ToolOutput(
+                content=f"Error: {item.error}", is_error=True, summary=item.error or ""
+            )
+        hooks = self._deps.hooks
+        denial = await hooks.before_tool(item.tool.name, arguments)
+        if denial is not None:
+            return denial
+        try:
+            output = await item.tool.execute(item.params, self._deps.tool_context)
+        except ToolError as exc:
+            output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
+        except Exception as exc:  # a tool bug must not kill a user's run; the model is told
+            output = ToolOutput(
+                content=f"Error: internal error in the {item.tool.name} tool: "
+                f"{type(exc).__name__}: {exc}",
+                is_error=True,
+                summary=f"internal error: {type(exc).__name__}",
+            )
+        return await hooks.after_tool(item.tool.name, arguments, output)
+
+
+def _groups(prepared: list[_Prepared]) -> list[list[_Prepared]]:
+    """Consecutive read-only calls form one concurrent group; others run alone."""
+    groups: list[list[_Prepared]] = []
+    for item in prepared:
+        read_only = item.tool is not None and item.tool.read_only
+        if read_only and groups and groups[-1][-1].tool and groups[-1][-1].tool.read_only:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def _track_evidence(item: _Prepared, output: ToolOutput, evidence: EvidenceTracker) -> None:
+    if item.tool is None or (output.is_error and "exit_code" not in output.details):
+        return
+    if item.tool.name == "bash" and item.arguments:
+        evidence.saw_command(
+            str(item.arguments.get("command", "")), output.details.get("exit_code")
+        )
+    elif not item.tool.read_only:
+        evidence.saw_edit()
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:120]

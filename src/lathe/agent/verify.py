@@ -1,0 +1,77 @@
+"""The verify gate and the evidence lathe reports when there is no gate.
+
+lathe never claims "verified" for a check it did not run itself: `run_verify` executes
+the configured command through the same executor as the `bash` tool.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.events import Evidence
+from lathe.exec.base import ExecResult, Executor
+
+_TEST_LIKE = re.compile(
+    r"(^|[\s;&|(/])("
+    r"pytest|py\.test|tox|nox|unittest|nosetests|"
+    r"(npm|pnpm|yarn|bun)\s+(run\s+)?test|jest|vitest|mocha|"
+    r"go\s+test|cargo\s+(test|nextest)|make\s+(test|check)|ctest|"
+    r"mvn\s+(test|verify)|gradle\w*\s+test|rspec|phpunit|dotnet\s+test|"
+    r"mix\s+test|swift\s+test|ruff|mypy|flake8|eslint|tsc"
+    r")\b"
+)
+
+
+def is_test_like(command: str) -> bool:
+    return bool(_TEST_LIKE.search(command))
+
+
+@dataclass
+class EvidenceTracker:
+    """Remembers the last test-like command run after the last edit."""
+
+    latest: Evidence | None = None
+
+    def saw_edit(self) -> None:
+        self.latest = None
+
+    def saw_command(self, command: str, exit_code: int | None) -> None:
+        if is_test_like(command):
+            self.latest = Evidence(command=command, exit_code=exit_code)
+
+
+async def run_verify(
+    command: str,
+    executor: Executor,
+    *,
+    workspace: Path,
+    timeout_s: float,
+    max_output_bytes: int,
+    spill_dir: Path,
+) -> ExecResult:
+    return await executor.run(
+        command,
+        cwd=workspace,
+        timeout=timeout_s,
+        max_output_bytes=max_output_bytes,
+        spill_dir=spill_dir,
+    )
+
+
+def failure_message(command: str, result: ExecResult) -> str:
+    if result.timed_out:
+        status = f"was killed after its time limit ({result.duration_s:.0f}s)"
+    else:
+        status = f"failed with exit code {result.exit_code}"
+    more = (
+        f"\n(The output was cut; the whole of it is in {result.full_output_path}.)"
+        if result.truncated and result.full_output_path
+        else ""
+    )
+    return (
+        f"You said you were done, but the verify command `{command}` {status}. "
+        f"Its output:\n\n{result.output.rstrip()}{more}\n\n"
+        "Read the failure, fix the code, and finish again when it passes."
+    )

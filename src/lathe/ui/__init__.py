@@ -1,0 +1,1 @@
+"""The faces: command line, headless printers, the interactive terminal."""

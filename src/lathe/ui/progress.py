@@ -1,0 +1,96 @@
+"""Headless faces: plain progress lines on stderr, or every event as JSON on stdout."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from lathe.events import (
+    AgentEvent,
+    AssistantReply,
+    Retrying,
+    RunFinished,
+    RunStarted,
+    StallNudge,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
+)
+
+
+class ProgressPrinter:
+    """One line per tool call, retry and verify; the final status and token totals."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stderr
+        self._started: dict[str, str] = {}
+
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case RunStarted(model=model, workspace=workspace):
+                self._line(f"lathe: {model} in {workspace}")
+            case ToolStarted(call_id=call_id, name=name, summary=summary):
+                self._started[call_id] = f"{name} {summary}".strip()
+            case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
+                label = self._started.pop(call_id, name)
+                mark = "!!" if is_error else "->"
+                self._line(f"  {_clip(label, 90)} {mark} {_clip(summary, 100)}")
+            case AssistantReply(message=message) if message.tool_calls and message.text.strip():
+                self._line(f"  . {_clip(message.text.strip().splitlines()[0], 110)}")
+            case Retrying(attempt=attempt, max_attempts=total, wait_s=wait, error=error):
+                self._line(f"  retry {attempt}/{total} in {wait:.1f}s: {_clip(error, 120)}")
+            case StallNudge(tool=tool, repeats=repeats):
+                self._line(f"  stall: {tool} repeated {repeats} times; nudging the model")
+            case VerifyStarted(command=command):
+                self._line(f"  verify: {command}")
+            case VerifyFinished(passed=passed, exit_code=code, output_tail=tail):
+                self._line(f"  verify {'passed' if passed else 'failed'} (exit {code})")
+                if not passed and tail.strip():
+                    for line in tail.strip().splitlines()[-5:]:
+                        self._line(f"    | {_clip(line, 110)}")
+            case RunFinished():
+                self._finish(event)
+            case TurnStarted() | TextDelta() | ThinkingDelta() | AssistantReply():
+                pass
+
+    def _finish(self, event: RunFinished) -> None:
+        usage = event.usage
+        self._line(
+            f"status: {event.status.value} after {event.turns} turn(s); tokens "
+            f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
+            + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
+        )
+        if event.reason:
+            self._line(f"  reason: {event.reason}")
+        if event.status.value == "unverified":
+            if event.evidence:
+                self._line(
+                    f"  evidence: `{event.evidence.command}` exited {event.evidence.exit_code} "
+                    "after the last edit (lathe ran no check of its own; use --verify)"
+                )
+            else:
+                self._line("  no test was run after the last edit; use --verify CMD to check")
+
+    def _line(self, text: str) -> None:
+        self._out.write(text + "\n")
+        self._out.flush()
+
+
+class JsonPrinter:
+    """`--json`: each event as one JSON object per line on stdout."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stdout
+
+    def __call__(self, event: AgentEvent) -> None:
+        self._out.write(event.model_dump_json() + "\n")
+        self._out.flush()
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
