@@ -1,0 +1,300 @@
+"""The loop against the scripted provider, with small tools defined here."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from lathe.agent.loop import Agent, AgentDeps, AgentSettings
+from lathe.errors import AuthError, Overloaded, RateLimited
+from lathe.events import Retrying, RunStatus, StallNudge, ToolFinished, VerifyFinished
+from lathe.exec.local import LocalExecutor
+from lathe.llm.retry import RetryPolicy
+from lathe.llm.scripted import ScriptedProvider, reply
+from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.types import AssistantMessage, ToolResultMessage, UserMessage
+
+
+class PathParams(Params):
+    path: str
+
+
+class Touch:
+    """Creates a file: a mutating tool."""
+
+    name: ClassVar[str] = "touch"
+    description: ClassVar[str] = "create a file"
+    parameters: ClassVar[type[Params]] = PathParams
+    read_only: ClassVar[bool] = False
+
+    async def execute(self, args: PathParams, ctx: ToolContext) -> ToolOutput:
+        (ctx.workspace / args.path).write_text("x")
+        return ToolOutput(content=f"created {args.path}", summary="created")
+
+    def summarize_call(self, args: PathParams) -> str:
+        return args.path
+
+
+class Peek:
+    """Read-only; waits until its partner has started, to prove concurrency."""
+
+    name: ClassVar[str] = "peek"
+    description: ClassVar[str] = "look at a path"
+    parameters: ClassVar[type[Params]] = PathParams
+    read_only: ClassVar[bool] = True
+    started: ClassVar[dict[str, asyncio.Event]] = {}
+
+    async def execute(self, args: PathParams, ctx: ToolContext) -> ToolOutput:
+        Peek.started.setdefault(args.path, asyncio.Event()).set()
+        partner = "b" if args.path == "a" else "a"
+        try:
+            await asyncio.wait_for(Peek.started.setdefault(partner, asyncio.Event()).wait(), 2)
+            return ToolOutput(content=f"peeked {args.path} alongside {partner}")
+        except TimeoutError:
+            return ToolOutput(content=f"peeked {args.path} alone")
+
+    def summarize_call(self, args: PathParams) -> str:
+        return args.path
+
+
+class FakeBash:
+    name: ClassVar[str] = "bash"
+    description: ClassVar[str] = "pretend to run a command"
+    parameters: ClassVar[type[Params]] = type(
+        "CommandParams", (Params,), {"__annotations__": {"command": str}}
+    )
+    read_only: ClassVar[bool] = False
+
+    async def execute(self, args, ctx: ToolContext) -> ToolOutput:
+        code = 1 if "fail" in args.command else 0
+        return ToolOutput(content=f"ran\n[exit code: {code}]", details={"exit_code": code})
+
+    def summarize_call(self, args) -> str:
+        return args.command
+
+
+@pytest.fixture(autouse=True)
+def _reset_peek():
+    Peek.started = {}
+
+
+def make_agent(tmp_path: Path, provider: ScriptedProvider, **settings) -> tuple[Agent, list]:
+    events: list = []
+    context = ToolContext(
+        workspace=tmp_path, executor=LocalExecutor(), spill_dir=tmp_path / ".spill", file_state=None
+    )
+    deps = AgentDeps(
+        provider=provider,
+        tools=ToolRegistry([Touch(), Peek(), FakeBash()]),
+        tool_context=context,
+        system_prompt="test",
+        settings=AgentSettings(
+            retry=RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.01), **settings
+        ),
+    )
+    return Agent(deps, events.append), events
+
+
+def sent_messages(provider: ScriptedProvider, request_index: int) -> list:
+    return list(provider.requests[request_index].messages)
+
+
+async def test_tool_results_are_fed_back_with_matching_ids(tmp_path):
+    first = reply("looking", ("touch", {"path": "a.txt"}), ("peek", {"path": "a"}))
+    provider = ScriptedProvider([first, reply("all done")])
+    agent, _ = make_agent(tmp_path, provider)
+
+    finished = await agent.run("make a.txt")
+
+    assert finished.status is RunStatus.UNVERIFIED
+    assert finished.answer == "all done"
+    second = sent_messages(provider, 1)
+    assert [type(m) for m in second] == [
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        ToolResultMessage,
+    ]
+    assert [m.tool_call_id for m in second[2:]] == [c.id for c in first.tool_calls]
+    assert second[2].content == "created a.txt"
+    assert (tmp_path / "a.txt").exists()
+
+
+async def test_read_only_calls_run_concurrently_and_results_keep_call_order(tmp_path):
+    calls = reply("", ("peek", {"path": "a"}), ("peek", {"path": "b"}))
+    provider = ScriptedProvider([calls, reply("ok")])
+    agent, _ = make_agent(tmp_path, provider)
+
+    await agent.run("peek both")
+
+    results = [m for m in sent_messages(provider, 1) if isinstance(m, ToolResultMessage)]
+    assert [r.content for r in results] == ["peeked a alongside b", "peeked b alongside a"]
+
+
+async def test_verify_gate_passes(tmp_path):
+    provider = ScriptedProvider([reply("done")])
+    agent, events = make_agent(tmp_path, provider, verify_command="true")
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.VERIFIED
+    assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [True]
+
+
+async def test_verify_failure_goes_back_to_the_model_until_it_passes(tmp_path):
+    provider = ScriptedProvider(
+        [reply("done"), reply("", ("touch", {"path": "ok.flag"})), reply("done now")]
+    )
+    agent, events = make_agent(
+        tmp_path, provider, verify_command="test -f ok.flag || { echo missing flag; exit 3; }"
+    )
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.VERIFIED
+    assert finished.turns == 3
+    feedback = sent_messages(provider, 1)[-1]
+    assert isinstance(feedback, UserMessage)
+    assert "exit code 3" in feedback.content and "missing flag" in feedback.content
+    assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [False, True]
+
+
+async def test_verify_that_never_passes_ends_failed(tmp_path):
+    provider = ScriptedProvider([reply("done")] * 3)
+    agent, _ = make_agent(tmp_path, provider, verify_command="exit 1", max_turns=3)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.FAILED
+    assert "verify" in finished.reason
+
+
+async def test_stall_nudges_once_then_stops_stuck(tmp_path):
+    same = [reply("", ("peek", {"path": "x"})) for _ in range(5)]
+    provider = ScriptedProvider(same)
+    agent, events = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.STUCK
+    assert finished.turns == 4
+    assert len([e for e in events if isinstance(e, StallNudge)]) == 1
+    nudge = sent_messages(provider, 3)[-1]
+    assert isinstance(nudge, UserMessage) and "same arguments 3 times" in nudge.content
+
+
+async def test_max_turns_stops_the_run(tmp_path):
+    provider = ScriptedProvider([reply("", ("peek", {"path": str(i)})) for i in range(10)])
+    agent, _ = make_agent(tmp_path, provider, max_turns=4)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.MAX_TURNS
+    assert finished.turns == 4
+    assert len(provider.requests) == 4
+
+
+async def test_truncated_json_arguments_are_repaired(tmp_path):
+    provider = ScriptedProvider([reply("", ("touch", '{"path": "fixed.txt"')), reply("ok")])
+    agent, _ = make_agent(tmp_path, provider)
+
+    await agent.run("task")
+
+    assert (tmp_path / "fixed.txt").exists()
+
+
+async def test_ambiguous_json_arguments_get_an_error_result(tmp_path):
+    provider = ScriptedProvider([reply("", ("touch", "{path: fixed.txt}")), reply("ok")])
+    agent, _ = make_agent(tmp_path, provider)
+
+    await agent.run("task")
+
+    result = sent_messages(provider, 1)[-1]
+    assert result.is_error and "not valid JSON" in result.content
+    assert not (tmp_path / "fixed.txt").exists()
+
+
+async def test_arguments_are_validated_against_the_schema(tmp_path):
+    provider = ScriptedProvider([reply("", ("touch", {"file": "a"})), reply("ok")])
+    agent, _ = make_agent(tmp_path, provider)
+
+    await agent.run("task")
+
+    result = sent_messages(provider, 1)[-1]
+    assert result.is_error
+    assert "invalid arguments for touch" in result.content and "path" in result.content
+
+
+async def test_unknown_tool_gets_a_result_listing_the_real_tools(tmp_path):
+    provider = ScriptedProvider([reply("", ("delete_everything", {})), reply("ok")])
+    agent, events = make_agent(tmp_path, provider)
+
+    await agent.run("task")
+
+    result = sent_messages(provider, 1)[-1]
+    assert result.is_error
+    assert "no tool named 'delete_everything'" in result.content
+    assert "touch, peek, bash" in result.content
+    assert any(isinstance(e, ToolFinished) and e.is_error for e in events)
+
+
+async def test_transient_errors_are_retried_with_retry_events(tmp_path):
+    provider = ScriptedProvider(
+        [RateLimited("slow down", retry_after=0.001), Overloaded("busy"), reply("fine")]
+    )
+    agent, events = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.UNVERIFIED
+    retries = [e for e in events if isinstance(e, Retrying)]
+    assert [r.attempt for r in retries] == [1, 2]
+    assert [type(m) for m in agent.messages] == [UserMessage, AssistantMessage]
+
+
+async def test_fatal_provider_error_ends_the_run(tmp_path):
+    provider = ScriptedProvider([AuthError("the key in OPENAI_API_KEY was rejected")])
+    agent, events = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.PROVIDER_ERROR
+    assert "OPENAI_API_KEY" in finished.reason
+    assert not any(isinstance(e, Retrying) for e in events)
+
+
+async def test_unverified_run_reports_the_last_test_after_the_last_edit(tmp_path):
+    provider = ScriptedProvider(
+        [
+            reply("", ("bash", {"command": "pytest -q fail"})),
+            reply("", ("touch", {"path": "a"})),
+            reply("", ("bash", {"command": "python -m pytest -q"})),
+            reply("done"),
+        ]
+    )
+    agent, _ = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.UNVERIFIED
+    assert finished.evidence is not None
+    assert finished.evidence.command == "python -m pytest -q"
+    assert finished.evidence.exit_code == 0
+
+
+async def test_no_evidence_when_nothing_was_tested_after_the_last_edit(tmp_path):
+    provider = ScriptedProvider(
+        [
+            reply("", ("bash", {"command": "pytest"})),
+            reply("", ("touch", {"path": "a"})),
+            reply("done"),
+        ]
+    )
+    agent, _ = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.evidence is None
