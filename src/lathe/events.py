@@ -89,6 +89,15 @@ class StallNudge(_Event):
     repeats: int
 
 
+class Compacted(_Event):
+    """The older history was replaced by a summary (the session file keeps all of it)."""
+
+    type: Literal["compaction"] = "compaction"
+    tokens_before: int
+    tokens_after: int
+    reason: str  # "budget" or "context_too_long"
+
+
 class VerifyStarted(_Event):
     type: Literal["verify_started"] = "verify_started"
     command: str
@@ -130,6 +139,7 @@ AgentEvent = Annotated[
     | ToolFinished
     | Retrying
     | StallNudge
+    | Compacted
     | VerifyStarted
     | VerifyFinished
     | RunFinished,

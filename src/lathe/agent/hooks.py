@@ -15,17 +15,12 @@ from lathe.types import Message
 
 
 class AgentHooks:
-    async def prepare_messages(self, messages: list[Message]) -> list[Message]:
-        """The messages to send this turn (budgeting, pruning). Must keep them valid."""
-        return messages
-
-    async def on_context_too_long(self, messages: list[Message]) -> bool:
-        """The provider refused the prompt as too long; return True after shrinking
-        `messages` in place so the request can be retried, False to give up."""
-        return False
-
     def on_message(self, message: Message) -> None:
         """A message entered the conversation (persist it)."""
+
+    def on_compaction(self, summary: str, kept_messages: int) -> None:
+        """The history was compacted: the task plus `summary` now stand for everything
+        before the last `kept_messages` messages."""
 
     async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
         """Return a ToolOutput to stop the call (a denial the model sees); None to run."""
@@ -49,20 +44,13 @@ class HookChain(AgentHooks):
     def __init__(self, hooks: Sequence[AgentHooks]) -> None:
         self._hooks = list(hooks)
 
-    async def prepare_messages(self, messages: list[Message]) -> list[Message]:
-        for hook in self._hooks:
-            messages = await hook.prepare_messages(messages)
-        return messages
-
-    async def on_context_too_long(self, messages: list[Message]) -> bool:
-        for hook in self._hooks:
-            if await hook.on_context_too_long(messages):
-                return True
-        return False
-
     def on_message(self, message: Message) -> None:
         for hook in self._hooks:
             hook.on_message(message)
+
+    def on_compaction(self, summary: str, kept_messages: int) -> None:
+        for hook in self._hooks:
+            hook.on_compaction(summary, kept_messages)
 
     async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
         for hook in self._hooks:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from lathe.agent.compaction import ContextManager
+from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import ToolRunner
@@ -60,6 +62,7 @@ class AgentDeps:
     system_prompt: str
     settings: AgentSettings = field(default_factory=AgentSettings)
     hooks: AgentHooks = field(default_factory=AgentHooks)
+    context: ContextManager | None = None  # None: send the whole history every time
 
 
 class Agent:
@@ -104,6 +107,8 @@ class Agent:
                 return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
             self.usage = self.usage + reply.usage
             self.append(reply)
+            if self.deps.context:
+                self.deps.context.record_usage(reply.usage, len(self.messages))
             self.emit(AssistantReply(message=reply))
 
             if reply.tool_calls:
@@ -149,15 +154,22 @@ class Agent:
             try:
                 return await self._stream_once()
             except ContextTooLong:
-                if shrunk or not await self.deps.hooks.on_context_too_long(self.messages):
+                context = self.deps.context
+                if shrunk or not context:
+                    raise
+                if not await context.compact(self.messages, reason="context_too_long"):
                     raise
                 shrunk = True
 
     async def _stream_once(self) -> AssistantMessage:
         deps = self.deps
+        if deps.context:
+            messages = await deps.context.prepare(self.messages)
+        else:
+            messages = request_messages(self.messages)
         request = llm.ModelRequest(
             system=deps.system_prompt,
-            messages=await deps.hooks.prepare_messages(list(self.messages)),
+            messages=messages,
             tools=deps.tools.specs(),
             max_output_tokens=deps.settings.max_output_tokens,
             temperature=deps.settings.temperature,

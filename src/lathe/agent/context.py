@@ -1,0 +1,192 @@
+"""The context budget: what each request carries, so the prompt never outgrows the window.
+
+Two mechanisms, cheapest first:
+- pruning: old tool outputs beyond a token budget are replaced, in the request only, by
+  a one-line stub naming what was there and how to get it again; the newest results
+  stay whole and the stored history keeps everything;
+- compaction: when the estimate crosses the window minus the output reserve (or the
+  provider says the prompt is too long), the older part of the history is replaced by a
+  model-written summary. The original task stays verbatim, the recent turns stay
+  verbatim, and the cut only ever falls before a user or assistant message, so a tool
+  call is never separated from its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+
+SUMMARY_HEADING = "[Summary of the earlier part of this session, written when it was compacted]"
+
+
+@dataclass(frozen=True)
+class Budget:
+    context_window: int = 128_000
+    output_reserve: int = 16_000
+    tool_output_keep_tokens: int = 40_000  # newest tool outputs kept whole, in total
+    recent_keep_tokens: int = 20_000  # verbatim tail kept at compaction
+
+    @property
+    def prompt_limit(self) -> int:
+        return max(self.context_window - self.output_reserve, 1_000)
+
+
+def estimate_tokens(text: str) -> int:
+    # ~4 bytes a token for English and code; an estimate only, corrected by reported usage.
+    return len(text.encode("utf-8", "replace")) // 4 + 1
+
+
+def message_tokens(message: Message) -> int:
+    match message:
+        case UserMessage(content=content) | ToolResultMessage(content=content):
+            return estimate_tokens(content) + 4
+        case AssistantMessage():
+            calls = sum(estimate_tokens(c.name + c.arguments) + 8 for c in message.tool_calls)
+            thinking = sum(estimate_tokens(t.text) for t in message.thinking)
+            return estimate_tokens(message.text) + calls + thinking + 4
+
+
+def conversation_tokens(messages: Sequence[Message]) -> int:
+    return sum(message_tokens(m) for m in messages)
+
+
+@dataclass
+class TokenMeter:
+    """Reported usage where there is one, an estimate for what was added since."""
+
+    _reported: int | None = None
+    _reported_at: int = 0  # number of messages the report covered
+
+    def report(self, usage: Usage, message_count: int) -> None:
+        total = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+        if total > 0:
+            self._reported, self._reported_at = total, message_count
+
+    def reset(self) -> None:
+        self._reported, self._reported_at = None, 0
+
+    def estimate(self, messages: Sequence[Message], fixed_tokens: int) -> int:
+        if self._reported is None or self._reported_at > len(messages):
+            return fixed_tokens + conversation_tokens(messages)
+        return self._reported + conversation_tokens(messages[self._reported_at :])
+
+
+def prune_tool_outputs(messages: Sequence[Message], keep_tokens: int) -> list[Message]:
+    """Stub out old tool outputs beyond `keep_tokens`, newest kept first. The results of
+    the most recent assistant message are always kept whole."""
+    last_assistant = max(
+        (i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1
+    )
+    calls = _calls_by_id(messages)
+    kept = 0
+    pruned: list[Message] = list(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, ToolResultMessage):
+            continue
+        size = message_tokens(message)
+        if index > last_assistant or kept + size <= keep_tokens:
+            kept += size
+            continue
+        pruned[index] = message.model_copy(
+            update={"content": _stub(message, calls.get(message.tool_call_id), size)}
+        )
+    return pruned
+
+
+def _calls_by_id(messages: Sequence[Message]) -> dict[str, str]:
+    described = {}
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                described[call.id] = f"{call.name}({_clip(call.arguments, 120)})"
+    return described
+
+
+def _stub(result: ToolResultMessage, call: str | None, tokens: int) -> str:
+    what = call or result.name
+    return (
+        f"[pruned: the output of {what}, about {tokens} tokens, was removed to save "
+        "context. Call the tool again if you still need it.]"
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    task: UserMessage  # the original task, always kept verbatim
+    older: list[Message]  # what the summary replaces
+    recent: list[Message]  # kept verbatim
+
+
+def plan_compaction(messages: Sequence[Message], recent_keep_tokens: int) -> CompactionPlan | None:
+    """Where to cut: after the task, before a user or assistant message, keeping about
+    `recent_keep_tokens` of the newest messages. None when there is nothing to cut."""
+    if len(messages) < 3 or not isinstance(messages[0], UserMessage):
+        return None
+    boundaries = [
+        i for i in range(2, len(messages)) if not isinstance(messages[i], ToolResultMessage)
+    ]
+    if not boundaries:
+        return None
+    tail_tokens, cut = 0, boundaries[-1]
+    for index in range(len(messages) - 1, 0, -1):
+        tail_tokens += message_tokens(messages[index])
+        if tail_tokens > recent_keep_tokens:
+            break
+        if index in boundaries:
+            cut = index
+    return CompactionPlan(
+        task=messages[0], older=list(messages[1:cut]), recent=list(messages[cut:])
+    )
+
+
+def compacted_history(plan: CompactionPlan, summary: str) -> list[Message]:
+    opening = UserMessage(content=f"{plan.task.content}\n\n{SUMMARY_HEADING}\n{summary.strip()}")
+    return [opening, *plan.recent]
+
+
+def request_messages(messages: Sequence[Message]) -> list[Message]:
+    """The history shaped for any provider: consecutive user messages merged into one."""
+    shaped: list[Message] = []
+    for message in messages:
+        previous = shaped[-1] if shaped else None
+        if isinstance(message, UserMessage) and isinstance(previous, UserMessage):
+            shaped[-1] = UserMessage(content=f"{previous.content}\n\n{message.content}")
+        else:
+            shaped.append(message)
+    return shaped
+
+
+def request_problems(messages: Sequence[Message]) -> list[str]:
+    """Why a request would be refused by a strict API (empty when it is valid)."""
+    problems: list[str] = []
+    if not messages or not isinstance(messages[0], UserMessage):
+        problems.append("the first message must be from the user")
+    pending: list[str] = []
+    previous: Message | None = None
+    for index, message in enumerate(messages):
+        match message:
+            case ToolResultMessage(tool_call_id=call_id):
+                if call_id not in pending:
+                    problems.append(f"message {index}: result {call_id} answers no open call")
+                else:
+                    pending.remove(call_id)
+            case AssistantMessage() | UserMessage():
+                if pending:
+                    problems.append(f"message {index}: calls {pending} have no result")
+                    pending = []
+                if type(message) is type(previous):
+                    problems.append(f"message {index}: two {message.role} messages in a row")
+                if isinstance(message, AssistantMessage):
+                    pending = [c.id for c in message.tool_calls]
+        previous = message
+    if pending:
+        problems.append(f"the last calls {pending} have no result")
+    return problems

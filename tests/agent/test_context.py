@@ -1,0 +1,90 @@
+"""The context budget: pruning and compaction never produce an invalid request."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lathe.agent.context import (
+    compacted_history,
+    plan_compaction,
+    prune_tool_outputs,
+    request_messages,
+    request_problems,
+)
+from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+
+_ids = iter(range(10**9))
+
+
+@st.composite
+def conversations(draw):
+    """A task, then turns: assistant replies with 0-3 calls and their results, with
+    occasional user messages (verify feedback, nudges) between turns."""
+    messages = [UserMessage(content="task: " + draw(st.text(max_size=40)))]
+    for _ in range(draw(st.integers(1, 25))):
+        calls = tuple(
+            ToolCall(id=f"c{next(_ids)}", name="read", arguments=json.dumps({"path": "x"}))
+            for _ in range(draw(st.integers(0, 3)))
+        )
+        messages.append(AssistantMessage(text=draw(st.text(max_size=30)), tool_calls=calls))
+        for call in calls:
+            size = draw(st.integers(0, 4000))
+            messages.append(
+                ToolResultMessage(tool_call_id=call.id, name="read", content="y" * size)
+            )
+        if not calls or draw(st.booleans()):
+            messages.append(UserMessage(content="feedback " + draw(st.text(max_size=20))))
+    return messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), st.integers(0, 20_000), st.integers(0, 20_000))
+def test_every_request_built_is_valid(messages, keep_recent, keep_outputs):
+    assert request_problems(request_messages(messages)) == []
+
+    plan = plan_compaction(messages, keep_recent)
+    history = compacted_history(plan, "summary") if plan else messages
+    sent = request_messages(prune_tool_outputs(history, keep_outputs))
+
+    assert request_problems(sent) == []
+    assert sent[0].content.startswith(messages[0].content)  # the task is never lost
+    assert len(sent) <= len(request_messages(messages))
+
+
+def test_pruning_keeps_the_newest_results_whole_and_names_what_was_removed():
+    calls = [
+        ToolCall(id=f"k{i}", name="read", arguments=json.dumps({"path": f"f{i}.py"}))
+        for i in range(3)
+    ]
+    messages = [UserMessage(content="task")]
+    for call in calls:
+        messages.append(AssistantMessage(tool_calls=(call,)))
+        messages.append(ToolResultMessage(tool_call_id=call.id, name="read", content="z" * 8000))
+
+    pruned = prune_tool_outputs(messages, keep_tokens=2500)
+
+    contents = [m.content for m in pruned if isinstance(m, ToolResultMessage)]
+    assert contents[2] == "z" * 8000
+    assert contents[0].startswith("[pruned: the output of read(") and "f0.py" in contents[0]
+    assert messages[2].content == "z" * 8000  # the history itself is untouched
+
+
+def test_compaction_keeps_the_task_and_the_recent_turns_verbatim():
+    messages = [UserMessage(content="fix the bug")]
+    for i in range(10):
+        call = ToolCall(id=f"r{i}", name="bash", arguments='{"command": "pytest"}')
+        messages += [
+            AssistantMessage(text=f"step {i}", tool_calls=(call,)),
+            ToolResultMessage(tool_call_id=call.id, name="bash", content="out " * 500),
+        ]
+
+    plan = plan_compaction(messages, recent_keep_tokens=1200)
+    history = compacted_history(plan, "Goal: fix the bug")
+
+    assert history[0].content.startswith("fix the bug")
+    assert "Goal: fix the bug" in history[0].content
+    assert history[1:] == messages[-len(plan.recent) :]
+    assert isinstance(history[1], AssistantMessage)
