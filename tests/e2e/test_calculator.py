@@ -1,0 +1,192 @@
+"""End to end: `lathe run` as a subprocess fixes the calculator example against the fake
+OpenAI-compatible server, and the real tests pass afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.openai_server import Call, Reply
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calculator"
+
+
+def lathe(*args: str, cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def workspace(tmp_path: Path) -> Path:
+    target = tmp_path / "calc"
+    shutil.copytree(EXAMPLE, target)
+    return target
+
+
+def fixing_script() -> list[Reply]:
+    return [
+        Reply("Let me look at the code.", calls=[Call("read", {"path": "calculator.py"})]),
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "path": "calculator.py",
+                        "old_string": "        return 0.0",
+                        "new_string": '        raise ValueError("income must not be negative")',
+                    },
+                )
+            ]
+        ),
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "path": "calculator.py",
+                        "old_string": "income * (rate / 10)",
+                        "new_string": "income * (rate / 100)",
+                    },
+                )
+            ]
+        ),
+        Reply(calls=[Call("bash", {"command": "python -m pytest -q"})]),
+        Reply("Fixed the rate and rejected negative income; both tests pass."),
+    ]
+
+
+def test_lathe_run_fixes_the_calculator(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    fake_openai.enqueue(*fixing_script())
+
+    result = lathe(
+        "run",
+        "--model",
+        "fake-model",
+        "--base-url",
+        fake_openai.base_url,
+        "-C",
+        str(ws),
+        "--verify",
+        "python -m pytest -q -p no:cacheprovider",
+        "Make the failing tests pass",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test-e2e", "LATHE_HOME": str(tmp_path / "home")},
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "Fixed the rate" in result.stdout
+    assert "status: verified" in result.stderr
+    check = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout
+    bodies = fake_openai.chat_bodies()
+    assert len(bodies) == 5
+    assert all(body["model"] == "fake-model" for body in bodies)
+    sent_results = [m for m in bodies[-1]["messages"] if m["role"] == "tool"]
+    sent_calls = [
+        call["id"]
+        for m in bodies[-1]["messages"]
+        if m["role"] == "assistant"
+        for call in m.get("tool_calls") or []
+    ]
+    assert [m["tool_call_id"] for m in sent_results] == sent_calls
+    assert "2 passed" in sent_results[-1]["content"]
+
+
+def test_verify_that_never_passes_exits_1(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    fake_openai.responder = lambda request: Reply("I think it is done.")
+
+    result = lathe(
+        "run",
+        "--model",
+        "m",
+        "--base-url",
+        fake_openai.base_url,
+        "-C",
+        str(ws),
+        "--verify",
+        "python -m pytest -q -p no:cacheprovider",
+        "--max-turns",
+        "3",
+        "fix it",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )
+
+    assert result.returncode == 1
+    assert "status: failed" in result.stderr
+    assert (ws / "calculator.py").read_text() == (EXAMPLE / "calculator.py").read_text()
+
+
+def test_json_mode_prints_one_event_per_line(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    fake_openai.enqueue(Reply("", calls=[Call("ls", {})]), Reply("Nothing to do."))
+
+    result = lathe(
+        "run",
+        "--json",
+        "--model",
+        "m",
+        "--base-url",
+        fake_openai.base_url,
+        "-C",
+        str(ws),
+        "look around",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )
+
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert "tool_started" in types and "tool_finished" in types
+    assert events[-1]["status"] == "unverified"
+
+
+def test_missing_key_and_model_are_usage_errors(tmp_path):
+    no_model = lathe("run", "task", cwd=tmp_path, env_extra={"OPENAI_API_KEY": "sk-x"})
+    assert no_model.returncode == 2
+    assert "--model" in no_model.stderr and "LATHE_MODEL" in no_model.stderr
+
+    no_key = lathe("run", "--model", "gpt-4o", "task", cwd=tmp_path, env_extra={})
+    assert no_key.returncode == 2
+    assert "OPENAI_API_KEY" in no_key.stderr
+
+
+def test_provider_failure_beyond_retries_exits_3(tmp_path, fake_openai):
+    from tests.fakes.openai_server import unauthorized
+
+    fake_openai.enqueue(unauthorized())
+    result = lathe(
+        "run",
+        "--model",
+        "m",
+        "--base-url",
+        fake_openai.base_url,
+        "-C",
+        str(tmp_path),
+        "task",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-secret-value-123", "LATHE_HOME": str(tmp_path / "h")},
+    )
+    assert result.returncode == 3
+    assert "OPENAI_API_KEY" in result.stderr
+    assert "sk-secret-value-123" not in result.stderr + result.stdout
