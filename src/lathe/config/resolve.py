@@ -1,0 +1,194 @@
+"""Turning a model name into everything a provider needs to talk to it.
+
+Rules, in order (`name` defaults to `config.model`, the overrides to `config.provider`
+and `config.base_url`):
+
+1. A provider override: `name` is that provider's [models] entry when one has that
+   name, else the wire id as-is (a leading "PROVIDER/" is dropped).
+2. A [models] entry called `name`.
+3. A base_url override: `name` is sent as-is to that OpenAI-compatible endpoint, with
+   the `openai` provider's key variable and headers (the `--base-url` + `--model` case).
+4. `PROVIDER/ID`: the id as-is on that provider, for models the catalog does not list.
+5. Anything else is a UsageError listing near matches.
+
+Ids not in the catalog get a context window and output limit by model family and are
+priced at 0 (`prices.known` is False).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lathe.config.catalog import family_limits
+from lathe.config.cost import Prices, cost_usd
+from lathe.config.schema import Config, ModelConfig, ProviderKind
+from lathe.errors import UsageError
+from lathe.types import Usage
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Takes precedence over every provider's own key variable: one place to put the key for
+# a proxy or a one-off run.
+KEY_OVERRIDE_ENV = "LATHE_API_KEY"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    provider: str
+    """Name of the [providers] entry."""
+    kind: ProviderKind
+    base_url: str
+    model_id: str
+    """The id sent on the wire."""
+    context_window: int
+    max_output_tokens: int
+    prices: Prices
+    api_key_env: str | None
+    """Variable the key is read from; None when the endpoint needs no key."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra headers with ${VAR} references already expanded: may hold secrets."""
+    timeout_s: float = 600.0
+    name: str | None = None
+    """The [models] entry used, or None for an unlisted id."""
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """LATHE_API_KEY if set, else the provider's key variable; None when neither is.
+        Whether a missing key is fatal is the provider's call: local servers need none."""
+        environ = os.environ if environ is None else environ
+        if environ.get(KEY_OVERRIDE_ENV):
+            return environ[KEY_OVERRIDE_ENV]
+        if self.api_key_env and environ.get(self.api_key_env):
+            return environ[self.api_key_env]
+        return None
+
+    def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Every secret value this model's requests carry, for masking wherever lathe writes."""
+        found = [v for v in self.headers.values() if v]
+        key = self.api_key(environ)
+        return [key, *found] if key else found
+
+    @property
+    def input_includes_cache(self) -> bool:
+        """Whether this provider's reported input tokens already count cache hits."""
+        return self.kind == "openai-compatible"
+
+    def cost(self, usage: Usage) -> float:
+        return cost_usd(usage, self.prices, input_includes_cache=self.input_includes_cache)
+
+
+def resolve_model(
+    config: Config,
+    name: str | None = None,
+    base_url_override: str | None = None,
+    *,
+    provider: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedModel:
+    """Resolve `name` (default `config.model`) by the rules in the module docstring."""
+    environ = os.environ if environ is None else environ
+    name = name or config.model
+    base_url = base_url_override or config.base_url
+    provider = provider or config.provider
+
+    if provider is not None:
+        if provider not in config.providers:
+            raise UsageError(_unknown_provider(config, provider))
+        entry = config.models.get(name)
+        if entry is not None and entry.provider == provider:
+            return _build(config, name, entry, base_url, environ)
+        return _unlisted(config, provider, name.removeprefix(f"{provider}/"), base_url, environ)
+    if name in config.models:
+        return _build(config, name, config.models[name], base_url, environ)
+    if base_url:
+        return _unlisted(config, "openai", name, base_url, environ)
+    prefix, slash, wire_id = name.partition("/")
+    if slash and wire_id:
+        if prefix not in config.providers:
+            raise UsageError(f"model {name!r}: {_unknown_provider(config, prefix)}")
+        return _unlisted(config, prefix, wire_id, None, environ)
+    raise UsageError(_unknown_model(config, name))
+
+
+def _unlisted(
+    config: Config, provider: str, wire_id: str, base_url: str | None, environ: Mapping[str, str]
+) -> ResolvedModel:
+    # A catalog entry for the same provider and id still knows the window and prices.
+    for entry_name, entry in config.models.items():
+        if entry.provider == provider and (entry.id or entry_name) == wire_id:
+            return _build(config, entry_name, entry, base_url, environ)
+    return _build(config, None, ModelConfig(provider=provider, id=wire_id), base_url, environ)
+
+
+def _build(
+    config: Config,
+    name: str | None,
+    entry: ModelConfig,
+    base_url: str | None,
+    environ: Mapping[str, str],
+) -> ResolvedModel:
+    provider = config.providers[entry.provider]
+    wire_id = entry.id or name or ""
+    url = base_url or provider.base_url
+    if not url:
+        raise UsageError(
+            f"provider {entry.provider!r} has no base_url: set providers.{entry.provider}.base_url"
+        )
+    context, max_out = family_limits(wire_id)
+    return ResolvedModel(
+        provider=entry.provider,
+        kind=provider.kind,
+        base_url=url,
+        model_id=wire_id,
+        context_window=entry.context_window or context,
+        max_output_tokens=entry.max_output_tokens or max_out,
+        prices=Prices(
+            input=entry.input_price,
+            output=entry.output_price,
+            cached_input=entry.cached_input_price,
+            cache_write=entry.cache_write_price,
+        ),
+        api_key_env=provider.api_key_env,
+        headers={k: _expand(entry.provider, k, v, environ) for k, v in provider.headers.items()},
+        timeout_s=provider.timeout_s,
+        name=name,
+    )
+
+
+def _expand(provider: str, header: str, value: str, environ: Mapping[str, str]) -> str:
+    def lookup(match: re.Match[str]) -> str:
+        var = match.group(1)
+        if var not in environ:
+            raise UsageError(
+                f"providers.{provider}.headers.{header} uses ${{{var}}}, "
+                f"but the environment variable {var} is not set"
+            )
+        return environ[var]
+
+    return _ENV_REF.sub(lookup, value)
+
+
+def _unknown_provider(config: Config, provider: str) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(provider, list(config.providers), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"unknown provider {provider!r}{hint}; known providers: "
+        f"{', '.join(sorted(config.providers))}. Add one with a [providers.NAME] table"
+    )
+
+
+def _unknown_model(config: Config, name: str) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, list(config.models), n=3, cutoff=0.5)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    providers = ", ".join(sorted(config.providers))
+    return (
+        f"unknown model {name!r}{hint}. For a model the catalog does not list, write "
+        f"PROVIDER/MODEL-ID, e.g. --model openai/{name} or --model ollama/{name} "
+        f"(providers: {providers}), or give --base-url for an OpenAI-compatible endpoint. "
+        "`lathe config show` lists the catalog."
+    )

@@ -1,0 +1,269 @@
+"""The configuration schema: every key lathe reads, its type, default and meaning.
+
+Each field's docstring is its documentation: `use_attribute_docstrings` makes it the
+field's description, `lathe config init` writes it into the starter file, and a test
+checks that no field lacks one. Unknown keys are errors everywhere (`extra="forbid"`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lathe.config import catalog
+from lathe.config.secrets import ENV_NAME, looks_like_secret
+
+Approval = Literal["read-only", "ask", "auto", "full"]
+ProviderKind = Literal["openai-compatible", "anthropic"]
+
+_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ProviderConfig(Section):
+    """One model endpoint: `[providers.NAME]`."""
+
+    kind: ProviderKind = "openai-compatible"
+    """Wire protocol: "openai-compatible" (chat completions) or "anthropic" (Messages API)."""
+
+    base_url: str | None = None
+    """Endpoint URL, e.g. "http://127.0.0.1:8000/v1"."""
+
+    api_key_env: str | None = None
+    """NAME of the environment variable holding the API key (never the key itself);
+    unset for servers that need no key. LATHE_API_KEY, when set, takes precedence."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra HTTP headers sent with every request. Write ${VAR} to take a secret value
+    from the environment at run time."""
+
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds to wait for a response (the whole streamed reply) before giving up."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if looks_like_secret(value):
+            raise ValueError(
+                "this looks like an API key itself; keys are never stored in config files. "
+                "Export the key in an environment variable and put the variable's NAME here, "
+                'e.g. api_key_env = "OPENAI_API_KEY"'
+            )
+        if not ENV_NAME.match(value):
+            raise ValueError(
+                "expected the name of an environment variable (letters, digits and _), "
+                'e.g. api_key_env = "OPENAI_API_KEY"'
+            )
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _no_literal_secrets(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if looks_like_secret(_ENV_REF.sub("", value)):
+                raise ValueError(
+                    f"header {name!r} looks like it holds a secret; secrets are never stored "
+                    'in config files. Write "${VAR}" (e.g. "Bearer ${MY_TOKEN}") and export VAR'
+                )
+        return headers
+
+
+class ModelConfig(Section):
+    """One model: `[models.NAME]`, picked with `--model NAME`."""
+
+    provider: str
+    """Name of the entry in [providers] that serves this model."""
+
+    id: str | None = None
+    """Model id sent on the wire; defaults to the entry's NAME."""
+
+    context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts (prompt plus reply); unset means a default by model family."""
+
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Most tokens the model may write in one reply; unset means a default by model family."""
+
+    input_price: float = Field(default=0.0, ge=0)
+    """US dollars per million uncached input tokens (0 = unknown, cost reported as 0)."""
+
+    output_price: float = Field(default=0.0, ge=0)
+    """US dollars per million output tokens, reasoning included."""
+
+    cached_input_price: float | None = Field(default=None, ge=0)
+    """US dollars per million input tokens read from the prompt cache; unset = input_price."""
+
+    cache_write_price: float | None = Field(default=None, ge=0)
+    """US dollars per million tokens written to the prompt cache; unset = input_price."""
+
+
+class AgentConfig(Section):
+    """How a run proceeds and when it stops."""
+
+    max_turns: int = Field(default=50, gt=0)
+    """Most model turns in one run before it stops with status max_turns."""
+
+    verify: str | None = Field(default=None, examples=["pytest -q"])
+    """Shell command lathe runs itself when the model says it is done (e.g. "pytest -q");
+    a non-zero exit goes back to the model. Unset: no verification."""
+
+    verify_timeout_s: float = Field(default=900.0, gt=0)
+    """Seconds the verify command may run before it counts as failed."""
+
+    stall_repeat_limit: int = Field(default=3, ge=2)
+    """The same tool call with the same arguments this many times in a row is a stall:
+    the model is nudged once, then the run stops with status stuck."""
+
+
+class RetryConfig(Section):
+    """Retrying transient provider failures (rate limits, overload, dropped connections)."""
+
+    max_attempts: int = Field(default=5, ge=1)
+    """Attempts per model request, the first included; 1 disables retrying."""
+
+    base_delay_s: float = Field(default=1.0, ge=0)
+    """First backoff delay in seconds; doubled per attempt, with jitter."""
+
+    max_delay_s: float = Field(default=60.0, ge=0)
+    """Longest single wait in seconds, including a server's Retry-After."""
+
+
+class ToolsConfig(Section):
+    """Limits of the built-in tools."""
+
+    bash_default_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds a bash command may run when the model gives no timeout."""
+
+    bash_max_timeout_s: float = Field(default=600.0, gt=0)
+    """Longest timeout in seconds the model may ask bash for."""
+
+    output_max_bytes: int = Field(default=30_000, gt=0)
+    """Bytes of one tool output kept in context (head and tail); the rest is spilled to a
+    file the model can page through."""
+
+    read_default_lines: int = Field(default=2000, gt=0)
+    """Lines `read` returns when the model gives no limit."""
+
+    read_max_line_chars: int = Field(default=2000, gt=0)
+    """Characters of one line `read` shows before cutting it."""
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> ToolsConfig:
+        if self.bash_default_timeout_s > self.bash_max_timeout_s:
+            raise ValueError(
+                f"bash_default_timeout_s ({self.bash_default_timeout_s:g}) is larger than "
+                f"bash_max_timeout_s ({self.bash_max_timeout_s:g})"
+            )
+        return self
+
+
+class ContextConfig(Section):
+    """Keeping the conversation within the model's window."""
+
+    output_reserve_tokens: int = Field(default=16_384, ge=0)
+    """Tokens kept free for the model's reply when assembling the prompt."""
+
+    prune_budget_tokens: int = Field(default=40_000, ge=0)
+    """Tokens of recent tool output kept verbatim; older tool outputs beyond this are
+    pruned first when space runs short."""
+
+    compaction: bool = True
+    """Summarise the conversation when it nears the window (false: stop with an error)."""
+
+    compact_threshold: float = Field(default=0.85, gt=0, le=1)
+    """Fraction of the usable window at which compaction starts."""
+
+
+class SandboxConfig(Section):
+    """The sandbox commands run in (bubblewrap on Linux)."""
+
+    network: bool = False
+    """Whether sandboxed commands may use the network."""
+
+
+class PermissionsConfig(Section):
+    """What lathe may do without asking."""
+
+    approval: Approval = "ask"
+    """read-only: no writes or commands; ask: confirm writes and commands; auto: run
+    inside the workspace and sandbox, ask otherwise; full: never ask."""
+
+    allow: list[str] = Field(default_factory=list)
+    """Rules for calls that run without asking, e.g. "bash(git status)"."""
+
+    deny: list[str] = Field(default_factory=list)
+    """Rules for calls that are always refused; deny wins over allow."""
+
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Sandbox settings."""
+
+
+def _builtin_providers() -> dict[str, ProviderConfig]:
+    return {name: ProviderConfig(**entry) for name, entry in catalog.PROVIDERS.items()}
+
+
+def _builtin_models() -> dict[str, ModelConfig]:
+    return {name: ModelConfig(**entry) for name, entry in catalog.MODELS.items()}
+
+
+class Config(Section):
+    """Everything lathe reads from config files, the environment and flags."""
+
+    model: str = catalog.DEFAULT_MODEL
+    """Model to use: a name from [models], or PROVIDER/MODEL-ID for any model a provider
+    serves that the catalog does not list."""
+
+    provider: str | None = Field(default=None, examples=["ollama"])
+    """Provider to send `model` to, overriding the one its [models] entry names; `model`
+    is then the wire id unless it names a [models] entry of this provider."""
+
+    base_url: str | None = Field(default=None, examples=["http://127.0.0.1:8000/v1"])
+    """Endpoint overriding the selected provider's base_url. With it, a model name that
+    is not in [models] is sent as-is to this OpenAI-compatible endpoint."""
+
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    """Run behaviour."""
+
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    """Retry policy for provider requests."""
+
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Tool limits."""
+
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    """Context budget."""
+
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    """Approval and sandbox."""
+
+    providers: dict[str, ProviderConfig] = Field(default_factory=_builtin_providers)
+    """Model endpoints by name; entries merge key by key over the built-in ones."""
+
+    models: dict[str, ModelConfig] = Field(default_factory=_builtin_models)
+    """Models by name; entries merge key by key over the built-in ones."""
+
+
+def all_sections() -> list[type[BaseModel]]:
+    """Every model class in the schema, for documentation and its tests."""
+    seen: list[type[BaseModel]] = []
+    pending: list[Any] = [Config]
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.append(cls)
+        for field in cls.model_fields.values():
+            pending.extend(_models_in(field.annotation))
+    return seen
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in getattr(annotation, "__args__", ()) for m in _models_in(arg)]

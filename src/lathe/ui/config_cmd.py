@@ -1,0 +1,150 @@
+"""`lathe config show|path|init`: the configuration as the user sees it.
+
+The lead CLI attaches `config_group` to the main command. Heavy work (pydantic, the
+schema) is imported inside each command so `lathe --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _ConfigProblem(click.ClickException):
+    exit_code = 2  # usage or config error, as everywhere in lathe
+
+    def format_message(self) -> str:
+        return self.message
+
+
+def _workspace_option(command: F) -> F:
+    return click.option(
+        "-C",
+        "--cwd",
+        "workspace",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=Path("."),
+        help="Workspace whose project config applies (default: current directory).",
+    )(command)
+
+
+@click.group("config")
+def config_group() -> None:
+    """Show, locate and create lathe's configuration files."""
+
+
+@config_group.command("show")
+@_workspace_option
+@click.option(
+    "-c",
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one key, e.g. -c agent.max_turns=20 (repeatable).",
+)
+def show(workspace: Path, overrides: tuple[str, ...]) -> None:
+    """Print every effective value and where it came from; secrets masked."""
+    import os
+
+    from lathe.config import load_config
+    from lathe.errors import UsageError
+
+    try:
+        loaded = load_config(workspace, overrides=overrides)
+    except UsageError as exc:
+        raise _ConfigProblem(str(exc)) from None
+    for line in _value_lines(loaded):
+        click.echo(line)
+    click.echo("")
+    for line in _key_lines(loaded.config, os.environ):
+        click.echo(line)
+    click.echo("")
+    click.echo(_selected_model(loaded.config))
+
+
+@config_group.command("path")
+@_workspace_option
+def path(workspace: Path) -> None:
+    """Print where the user and project config files are and whether they exist."""
+    from lathe.config.loader import find_project_file, project_root, user_config_path
+
+    project = find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
+    for label, file in (("user", user_config_path()), ("project", project)):
+        state = "exists" if file.is_file() else "not found"
+        click.echo(f"{label + ' file:':<14}{file}  ({state})")
+
+
+@config_group.command("init")
+@_workspace_option
+@click.option("--project", is_flag=True, help="Write the project file instead of the user file.")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def init(workspace: Path, project: bool, force: bool) -> None:
+    """Write a commented starter config file."""
+    from lathe.config.loader import find_project_file, project_root, user_config_path
+    from lathe.config.render import starter_file
+
+    if project:
+        target = find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
+    else:
+        target = user_config_path()
+    if target.exists() and not force:
+        raise _ConfigProblem(f"{target} already exists; use --force to overwrite it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(starter_file("project" if project else "user"), encoding="utf-8")
+    except OSError as exc:
+        raise _ConfigProblem(f"cannot write {target}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {target}")
+
+
+def _value_lines(loaded: Any) -> list[str]:
+    from lathe.config.keys import format_key
+    from lathe.config.render import toml_value
+    from lathe.config.secrets import looks_like_secret, mask_secret
+
+    rows = []
+    for key, value, origin in loaded.values():
+        if isinstance(value, str) and looks_like_secret(value):
+            value = mask_secret(value)
+        rows.append((f"{format_key(key)} = {toml_value(value)}", str(origin)))
+    width = min(max(len(text) for text, _ in rows), 64)
+    header = "# effective configuration; precedence: default < user < project < env < flag < -c"
+    return [header, *(f"{text:<{width}}  # {origin}" for text, origin in rows)]
+
+
+def _key_lines(config: Any, environ: Any) -> list[str]:
+    from lathe.config import KEY_OVERRIDE_ENV, mask_secret
+
+    def state(var: str) -> str:
+        return mask_secret(environ[var]) if environ.get(var) else "not set"
+
+    lines = [
+        "# API keys: read from the environment when a model is used, never stored",
+        f"{KEY_OVERRIDE_ENV:<24}{state(KEY_OVERRIDE_ENV)}  (when set, used for every provider)",
+    ]
+    for name, provider in sorted(config.providers.items()):
+        var = provider.api_key_env
+        shown = f"{var:<24}{state(var)}" if var else "no key needed"
+        lines.append(f"{name:<12}{shown}")
+    return lines
+
+
+def _selected_model(config: Any) -> str:
+    from lathe.config import resolve_model
+    from lathe.errors import UsageError
+
+    try:
+        model = resolve_model(config)
+    except UsageError as exc:
+        return f"# selected model: {config.model!r} does not resolve: {exc}"
+    return (
+        f"# selected model: {config.model} -> {model.provider} ({model.kind}) "
+        f"{model.model_id} at {model.base_url}; context {model.context_window}, "
+        f"max output {model.max_output_tokens}"
+    )
