@@ -25,6 +25,7 @@ def test_show_prints_values_with_origins(
     code, out = run("show", "-C", str(workspace), "-c", "retry.max_attempts=2")
     assert code == 0, out
     lines = out.splitlines()
+    assert lines[:2] == [f"# user file: {user_file}  (exists)", "# project file: none found"]
     assert any(
         line.startswith('model = "gpt-4o"') and line.endswith(f"# user file {user_file}")
         for line in lines

@@ -143,3 +143,11 @@ def test_inconsistent_timeouts_blame_the_layer_that_set_them(
 def test_an_unreadable_file(workspace: Path, user_file: Path) -> None:
     user_file.write_bytes(b'model = "\xff"\n')
     assert error_of(workspace) == f"{user_file}: invalid TOML: the file is not UTF-8 text"
+
+
+def test_an_empty_model_table_is_blamed_on_its_file(
+    workspace: Path, user_file: Path, project_file: Path
+) -> None:
+    user_file.write_text('[models.other]\nprovider = "ollama"\n')
+    project_file.write_text("[models.mine]\n")
+    assert error_of(workspace) == f"{project_file}: models.mine.provider: required key is missing"

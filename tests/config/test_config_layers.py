@@ -119,3 +119,17 @@ def test_values_lists_every_leaf_once_with_its_origin(workspace: Path) -> None:
     assert values[("agent", "verify")] == (None, "default")
     with pytest.raises(KeyError):
         loaded.origin("agent")  # a table, not a value
+
+
+def test_an_unquoted_dotted_model_name_means_the_quoted_one(workspace: Path) -> None:
+    loaded = load_config(workspace, overrides=["models.gpt-4.1.input_price=2.5"])
+    assert loaded.config.models["gpt-4.1"].input_price == 2.5
+    assert loaded.origin("models.gpt-4.1.input_price") == '-c models."gpt-4.1".input_price'
+
+
+def test_set_by_lists_what_a_layer_changed(workspace: Path, project_file: Path) -> None:
+    project_file.write_text('base_url = "http://x/v1"\n[agent]\nverify = "make test"\n')
+    assert sorted(load_config(workspace).set_by("project")) == [
+        ("agent", "verify"),
+        ("base_url",),
+    ]

@@ -136,6 +136,8 @@ def test_a_user_defined_provider_and_model(workspace: Path, user_file: Path) -> 
         65_536,
     )
     assert model.headers == {"X-Org": "team-7"}
+    assert model.secrets({"LAB_KEY": "k-123", "LAB_ORG": "team-7"}) == ["k-123", "team-7"]
+    assert "team-7" not in repr(model)
     with pytest.raises(UsageError) as caught:
         resolve_model(config, "coder", environ={})
     assert str(caught.value) == (

@@ -37,6 +37,10 @@ def parse_key(text: str) -> KeyPath:
     while isinstance(node, dict):
         ((key, node),) = node.items()
         path.append(key)
+    if path[0] == "models" and len(path) > 3:
+        # Model names often hold dots (gpt-4.1) and a model entry has no sub-tables, so
+        # `models.gpt-4.1.input_price` can only mean the quoted name.
+        path = ["models", ".".join(path[1:-1]), path[-1]]
     return tuple(path)
 
 

@@ -75,7 +75,8 @@ class Origin:
 class LoadedConfig:
     config: Config
     origins: Mapping[KeyPath, Origin]
-    """Origin of every leaf some layer set; a leaf not listed is a schema default."""
+    """Origin of every leaf (and empty table) some layer set; a leaf not listed is a
+    schema default."""
     user_file: Path
     """Where the user file is read from, whether or not it exists."""
     project_file: Path | None
@@ -91,6 +92,10 @@ class LoadedConfig:
         if path in self._leaves:
             return "default"
         raise KeyError(f"{format_key(path)} is not a key with a value")
+
+    def set_by(self, layer: Layer) -> list[KeyPath]:
+        """Keys a layer set, e.g. to ask before trusting what a project file changes."""
+        return [path for path, origin in self.origins.items() if origin.layer == layer]
 
     def values(self) -> list[tuple[KeyPath, Any, Origin]]:
         """Every effective leaf value with its origin, in schema order."""
@@ -174,8 +179,7 @@ def load_config(
     for origin, raw in layers:
         for path, value, is_leaf in _flatten(raw, _ROOT, (), origin):
             _place(merged, path, value, is_leaf)
-            if is_leaf:
-                origins[path] = origin
+            origins[path] = origin
     try:
         config = Config.model_validate(merged)
     except ValidationError as exc:

@@ -47,11 +47,13 @@ class ResolvedModel:
     prices: Prices
     api_key_env: str | None
     """Variable the key is read from; None when the endpoint needs no key."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra headers with ${VAR} references already expanded: may hold secrets."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Extra headers with ${VAR} references expanded: may hold secrets, so kept out of repr."""
     timeout_s: float = 600.0
     name: str | None = None
     """The [models] entry used, or None for an unlisted id."""
+    header_secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Values that ${VAR} references in `headers` expanded to."""
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """LATHE_API_KEY if set, else the provider's key variable; None when neither is.
@@ -65,8 +67,8 @@ class ResolvedModel:
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Every secret value this model's requests carry, for masking wherever lathe writes."""
-        found = [v for v in self.headers.values() if v]
         key = self.api_key(environ)
+        found = [v for v in self.header_secrets if v]
         return [key, *found] if key else found
 
     @property
@@ -136,6 +138,10 @@ def _build(
             f"provider {entry.provider!r} has no base_url: set providers.{entry.provider}.base_url"
         )
     context, max_out = family_limits(wire_id)
+    secrets: list[str] = []
+    headers = {
+        k: _expand(entry.provider, k, v, environ, secrets) for k, v in provider.headers.items()
+    }
     return ResolvedModel(
         provider=entry.provider,
         kind=provider.kind,
@@ -150,13 +156,16 @@ def _build(
             cache_write=entry.cache_write_price,
         ),
         api_key_env=provider.api_key_env,
-        headers={k: _expand(entry.provider, k, v, environ) for k, v in provider.headers.items()},
+        headers=headers,
         timeout_s=provider.timeout_s,
         name=name,
+        header_secrets=tuple(secrets),
     )
 
 
-def _expand(provider: str, header: str, value: str, environ: Mapping[str, str]) -> str:
+def _expand(
+    provider: str, header: str, value: str, environ: Mapping[str, str], secrets: list[str]
+) -> str:
     def lookup(match: re.Match[str]) -> str:
         var = match.group(1)
         if var not in environ:
@@ -164,6 +173,7 @@ def _expand(provider: str, header: str, value: str, environ: Mapping[str, str]) 
                 f"providers.{provider}.headers.{header} uses ${{{var}}}, "
                 f"but the environment variable {var} is not set"
             )
+        secrets.append(environ[var])
         return environ[var]
 
     return _ENV_REF.sub(lookup, value)

@@ -59,6 +59,8 @@ def show(workspace: Path, overrides: tuple[str, ...]) -> None:
         loaded = load_config(workspace, overrides=overrides)
     except UsageError as exc:
         raise _ConfigProblem(str(exc)) from None
+    for label, file in (("user", loaded.user_file), ("project", loaded.project_file)):
+        click.echo(f"# {label} file: {file or 'none found'}" + _exists(file))
     for line in _value_lines(loaded):
         click.echo(line)
     click.echo("")
@@ -76,8 +78,7 @@ def path(workspace: Path) -> None:
 
     project = find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
     for label, file in (("user", user_config_path()), ("project", project)):
-        state = "exists" if file.is_file() else "not found"
-        click.echo(f"{label + ' file:':<14}{file}  ({state})")
+        click.echo(f"{label + ' file:':<14}{file}{_exists(file)}")
 
 
 @config_group.command("init")
@@ -101,6 +102,12 @@ def init(workspace: Path, project: bool, force: bool) -> None:
     except OSError as exc:
         raise _ConfigProblem(f"cannot write {target}: {exc.strerror or exc}") from None
     click.echo(f"wrote {target}")
+
+
+def _exists(file: Path | None) -> str:
+    if file is None:
+        return ""
+    return "  (exists)" if file.is_file() else "  (not found)"
 
 
 def _value_lines(loaded: Any) -> list[str]:
