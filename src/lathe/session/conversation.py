@@ -1,0 +1,102 @@
+"""From a branch of entries to a conversation a provider accepts. Pure functions.
+
+Order of operations on resume: take the branch (root → leaf), apply the latest
+compaction, then repair tool calls a crash left without results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lathe.session.entries import CompactionEntry, Entry, MessageEntry
+from lathe.types import AssistantMessage, Message, ToolResultMessage, UserMessage
+
+INTERRUPTED_RESULT = (
+    "interrupted: the run stopped before this tool finished; "
+    "check the workspace state before repeating it"
+)
+
+
+def branch_messages(entries: Sequence[Entry]) -> list[Message]:
+    """Every message on the branch, in order, ignoring compactions: the full history."""
+    return [entry.message for entry in entries if isinstance(entry, MessageEntry)]
+
+
+def apply_compaction(entries: Sequence[Entry]) -> list[Message]:
+    """The messages to send, given a branch (root first).
+
+    Only the latest compaction counts: its summary was written from a context that
+    already held any earlier summary. Its summary becomes one user message that replaces
+    every message before `first_kept`; messages from `first_kept` on stay verbatim,
+    including those appended after the compaction entry. When `first_kept` is not on the
+    branch (a compaction that kept nothing), only messages after the compaction stay.
+    A summary followed by a user message gives two user messages in a row; merging them
+    for providers that require alternation is the context layer's job.
+    """
+    latest = None
+    for index in range(len(entries) - 1, -1, -1):
+        if isinstance(entries[index], CompactionEntry):
+            latest = index
+            break
+    if latest is None:
+        return branch_messages(entries)
+    compaction = entries[latest]
+    assert isinstance(compaction, CompactionEntry)
+    start = next(
+        (i for i, entry in enumerate(entries[:latest]) if entry.id == compaction.first_kept),
+        latest + 1,
+    )
+    kept = branch_messages(entries[start:])
+    return [UserMessage(content=compaction.summary), *kept]
+
+
+def repair_dangling_tool_calls(
+    messages: Sequence[Message],
+) -> tuple[list[Message], list[ToolResultMessage]]:
+    """Give every assistant tool call without a result an "interrupted" error result.
+
+    The synthetic results go right after the results the call's message did get, so
+    each assistant message is followed by exactly one result per call. Returns the
+    repaired conversation and the results that were added (empty when nothing was
+    missing).
+    """
+    repaired: list[Message] = []
+    added: list[ToolResultMessage] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        repaired.append(message)
+        index += 1
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            continue
+        answered: set[str] = set()
+        while index < len(messages) and isinstance(messages[index], ToolResultMessage):
+            result = messages[index]
+            assert isinstance(result, ToolResultMessage)
+            answered.add(result.tool_call_id)
+            repaired.append(result)
+            index += 1
+        for call in message.tool_calls:
+            if call.id not in answered:
+                synthetic = ToolResultMessage(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=INTERRUPTED_RESULT,
+                    is_error=True,
+                )
+                repaired.append(synthetic)
+                added.append(synthetic)
+    return repaired, added
+
+
+def unanswered_tail_calls(messages: Sequence[Message]) -> list[ToolResultMessage]:
+    """The interrupted results to append at the end of a conversation whose last
+    assistant message is followed only by (some of) its results: the state a crash
+    mid-tool leaves. Empty when the tail is complete or something else came after."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], AssistantMessage):
+            _, added = repair_dangling_tool_calls(messages[index:])
+            if all(isinstance(m, ToolResultMessage) for m in messages[index + 1 :]):
+                return added
+            return []
+    return []

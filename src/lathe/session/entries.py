@@ -1,0 +1,139 @@
+"""What a session file holds: one header line, then one entry per line.
+
+Every line is a pydantic model with a `type` literal, so a line is parsed by one
+discriminated-union adapter and written with `model_dump_json()`. Entries carry `id`
+(short, unique within the file), `parent` (the id of the entry before it on its branch,
+or None for the first) and `ts`; the parent links make the file a tree, and the entry
+appended last is the current leaf.
+
+To add an entry type: define a model deriving from `BaseEntry` with a new `type` literal,
+add it to `Entry`, and handle it where `match` statements over entries fail the type
+check. Changing what an existing type means, or renaming a field, is a new format
+version with a step in `migrations.py`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from lathe.types import Message, Usage
+
+FORMAT_VERSION = 2
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_session_id() -> str:
+    return secrets.token_hex(6)
+
+
+def new_entry_id() -> str:
+    return secrets.token_hex(4)
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Header(_Line):
+    """The first line of every session file. A fork names where it came from."""
+
+    type: Literal["header"] = "header"
+    version: int = FORMAT_VERSION
+    id: str
+    cwd: str
+    created: datetime = Field(default_factory=utc_now)
+    model: str
+    parent_session: str | None = None
+    parent_entry: str | None = None
+
+
+class BaseEntry(_Line):
+    # `id` and `parent` are filled in by `Session.append`; callers leave them empty.
+    id: str = ""
+    parent: str | None = None
+    ts: datetime = Field(default_factory=utc_now)
+
+
+class MessageEntry(BaseEntry):
+    """A user message, an assistant reply (text, tool calls, usage, model) or a tool result."""
+
+    type: Literal["message"] = "message"
+    message: Message
+
+
+class CompactionEntry(BaseEntry):
+    """The branch before `first_kept` is replaced by `summary` when building context.
+
+    Appended after the last message it summarises; `first_kept` is an earlier entry on
+    the same branch. See `lathe.session.conversation.apply_compaction`.
+    """
+
+    type: Literal["compaction"] = "compaction"
+    summary: str
+    first_kept: str
+    tokens_before: int
+    tokens_after: int
+
+
+class CheckpointEntry(BaseEntry):
+    """A workspace snapshot taken before `turn`; `ref` names it in the checkpoint store."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    ref: str
+    turn: int
+
+
+class ModelChangeEntry(BaseEntry):
+    type: Literal["model_change"] = "model_change"
+    provider: str
+    model: str
+
+
+class LabelEntry(BaseEntry):
+    """Free text attached to a point of the tree, e.g. a name for a fork point."""
+
+    type: Literal["label"] = "label"
+    text: str
+
+
+class ApprovalEntry(BaseEntry):
+    """A decision the user made about a policy rule, replayed when the session resumes."""
+
+    type: Literal["approval"] = "approval"
+    rule: str
+    decision: Literal["allow", "deny"]
+
+
+class RunEndEntry(BaseEntry):
+    """How one run over this session ended; `status` is a `lathe.events.RunStatus` value.
+
+    Kept as a plain string so a file written by a newer lathe with a new status still
+    loads.
+    """
+
+    type: Literal["run_end"] = "run_end"
+    status: str
+    turns: int
+    usage: Usage = Usage()
+    reason: str = ""
+
+
+Entry = Annotated[
+    MessageEntry
+    | CompactionEntry
+    | CheckpointEntry
+    | ModelChangeEntry
+    | LabelEntry
+    | ApprovalEntry
+    | RunEndEntry,
+    Field(discriminator="type"),
+]
+
+ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)

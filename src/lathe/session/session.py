@@ -1,0 +1,186 @@
+"""One open session: its entries in memory, and, when writable, the file it appends to.
+
+Contract:
+- `append` writes one JSON line with a single `write`, then `fsync`s before it returns,
+  so an entry `append` returned is on disk, and a kill -9 at any moment leaves at most
+  one torn last line, which the loader skips.
+- Only a writable session (one holding the lock, from `SessionStore.create`, `open`,
+  `latest` or `fork`) can append; a read-only one is a snapshot of the file when loaded.
+- The current leaf is the entry appended last, or the one `set_leaf` chose; `append`
+  attaches new entries to it, so moving the leaf back starts a new branch in the same
+  file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar, cast
+
+from lathe.errors import UsageError
+from lathe.session.conversation import (
+    apply_compaction,
+    branch_messages,
+    repair_dangling_tool_calls,
+    unanswered_tail_calls,
+)
+from lathe.session.entries import BaseEntry, Entry, Header, MessageEntry, new_entry_id
+from lathe.session.lock import SessionLock
+from lathe.types import Message, ToolResultMessage
+
+E = TypeVar("E", bound=BaseEntry)
+
+
+class _Default(Enum):
+    LEAF = "leaf"
+
+
+LEAF = _Default.LEAF
+
+
+def write_durably(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.fsync(fd)
+
+
+class Session:
+    def __init__(
+        self,
+        path: Path,
+        header: Header,
+        entries: list[Entry],
+        warnings: list[str] | None = None,
+        lock: SessionLock | None = None,
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.warnings: list[str] = warnings or []
+        self._entries = entries
+        self._by_id: dict[str, Entry] = {entry.id: entry for entry in entries}
+        self._leaf: str | None = entries[-1].id if entries else None
+        self._lock = lock
+        self._fd: int | None = None
+        if lock is not None:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def entries(self) -> Sequence[Entry]:
+        """Every entry in file order, all branches."""
+        return self._entries
+
+    @property
+    def leaf(self) -> str | None:
+        return self._leaf
+
+    @property
+    def writable(self) -> bool:
+        return self._fd is not None
+
+    def get(self, entry_id: str) -> Entry:
+        return self._by_id[entry_id]
+
+    def resolve(self, prefix: str) -> str:
+        """The id of the one entry whose id starts with `prefix`."""
+        if prefix in self._by_id:
+            return prefix
+        matches = [entry_id for entry_id in self._by_id if entry_id.startswith(prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UsageError(
+                f"session {self.id} has no entry starting with {prefix!r}; "
+                f"`lathe sessions show {self.id}` lists entry ids"
+            )
+        raise UsageError(
+            f"entry prefix {prefix!r} is ambiguous in session {self.id}: it matches "
+            f"{', '.join(sorted(matches))}; give more characters"
+        )
+
+    def set_leaf(self, entry_id: str | None) -> None:
+        """Move the leaf (an id or prefix; None for before the first entry)."""
+        self._leaf = None if entry_id is None else self.resolve(entry_id)
+
+    def append(self, entry: E, *, parent: str | _Default | None = LEAF) -> E:
+        """Write `entry` attached to `parent` (default: the current leaf) and make it
+        the leaf. Fills in a fresh id unless the entry already has one; returns the
+        entry as stored."""
+        if self._fd is None:
+            raise RuntimeError(f"session {self.id} was opened read-only")
+        parent_id = self._leaf if parent is LEAF else parent
+        if parent_id is not None and parent_id not in self._by_id:
+            raise ValueError(f"parent {parent_id} is not an entry of session {self.id}")
+        entry_id = entry.id
+        if entry_id in self._by_id:
+            raise ValueError(f"entry id {entry_id} already exists in session {self.id}")
+        while not entry_id or entry_id in self._by_id:
+            entry_id = new_entry_id()
+        stored = entry.model_copy(update={"id": entry_id, "parent": parent_id})
+        write_durably(self._fd, stored.model_dump_json().encode() + b"\n")
+        # E is one of Entry's members; mypy cannot see through the Annotated union.
+        self._entries.append(cast("Entry", stored))
+        self._by_id[entry_id] = cast("Entry", stored)
+        self._leaf = entry_id
+        return stored
+
+    def append_message(self, message: Message) -> MessageEntry:
+        return self.append(MessageEntry(message=message))
+
+    def branch(self, leaf: str | None = None) -> list[Entry]:
+        """The entries from the root to `leaf` (an id or prefix; default the current
+        leaf), in order."""
+        current = self._leaf if leaf is None else self.resolve(leaf)
+        path: list[Entry] = []
+        while current is not None:
+            entry = self._by_id[current]
+            path.append(entry)
+            current = entry.parent
+        path.reverse()
+        return path
+
+    def messages(self, leaf: str | None = None) -> list[Message]:
+        """The full message history of the branch ending at `leaf`, compactions ignored."""
+        return branch_messages(self.branch(leaf))
+
+    def conversation(self, leaf: str | None = None) -> list[Message]:
+        """What to send to the model: the latest compaction applied and any tool call
+        left without a result given an "interrupted" result."""
+        repaired, _ = repair_dangling_tool_calls(apply_compaction(self.branch(leaf)))
+        return repaired
+
+    def close_dangling_tool_calls(self) -> list[ToolResultMessage]:
+        """After a crash mid-tool: append an "interrupted" result for each call of the
+        last assistant message that has none, so the file itself is whole again.
+        Call once on resume, before the next model request."""
+        added = unanswered_tail_calls(self.messages())
+        for result in added:
+            self.append_message(result)
+        return added
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,249 @@
+"""Where sessions live and how they are found, opened, listed and forked.
+
+Layout: `<home>/sessions/<project_slug(workspace)>/<created>_<id>.jsonl`, with a
+`<created>_<id>.lock` sidecar next to a file that has been opened for writing. Session
+ids are 12 hex digits; every command accepts a unique prefix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lathe.errors import UsageError
+from lathe.home import project_slug
+from lathe.session.entries import (
+    FORMAT_VERSION,
+    Entry,
+    Header,
+    MessageEntry,
+    RunEndEntry,
+    new_session_id,
+)
+from lathe.session.loader import Loaded, Tail, load_file
+from lathe.session.lock import SessionLock, is_locked
+from lathe.session.session import Session, write_durably
+from lathe.types import AssistantMessage, UserMessage
+
+_ID_PREFIX = re.compile(r"[A-Za-z0-9-]+")
+_LIST_HINT = "`lathe sessions list --all` shows every session"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: str
+    path: Path
+    created: datetime
+    updated: datetime  # the file's modification time
+    cwd: str
+    title: str  # first line of the first user message, "" when there is none
+    turns: int  # assistant messages in the file
+    tokens: int  # input + output tokens over every assistant message in the file
+    status: str  # "running" (locked), the last run's status, or "unfinished" (crashed)
+    parent_session: str | None = None
+
+
+def _session_id(path: Path) -> str:
+    return path.stem.rpartition("_")[2]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lines(header: Header, entries: list[Entry]) -> bytes:
+    parts = [header.model_dump_json(), *(entry.model_dump_json() for entry in entries)]
+    return ("\n".join(parts) + "\n").encode()
+
+
+def _status(path: Path, entries: list[Entry]) -> str:
+    """A held lock means a run is appending now. Otherwise a run's end describes the
+    session only if no message came after it: a resumed run that then crashed must not
+    show the earlier run's status."""
+    if is_locked(path):
+        return "running"
+    for entry in reversed(entries):
+        if isinstance(entry, RunEndEntry):
+            return entry.status
+        if isinstance(entry, MessageEntry):
+            break
+    return "unfinished"
+
+
+def summarize(path: Path, loaded: Loaded) -> SessionSummary:
+    title = ""
+    turns = tokens = 0
+    for entry in loaded.entries:
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if isinstance(message, UserMessage) and not title:
+            title = next(iter(message.content.strip().splitlines()), "")
+        elif isinstance(message, AssistantMessage):
+            turns += 1
+            tokens += message.usage.total
+    return SessionSummary(
+        id=loaded.header.id,
+        path=path,
+        created=loaded.header.created,
+        updated=datetime.fromtimestamp(path.stat().st_mtime, UTC),
+        cwd=loaded.header.cwd,
+        title=title,
+        turns=turns,
+        tokens=tokens,
+        status=_status(path, loaded.entries),
+        parent_session=loaded.header.parent_session,
+    )
+
+
+class SessionStore:
+    def __init__(self, home: Path) -> None:
+        self.root = home / "sessions"
+
+    def project_dir(self, workspace: Path) -> Path:
+        return self.root / project_slug(workspace)
+
+    def create(
+        self,
+        workspace: Path,
+        model: str,
+        *,
+        parent_session: str | None = None,
+        parent_entry: str | None = None,
+    ) -> Session:
+        """A new, empty, locked session for `workspace`."""
+        header = Header(
+            id=new_session_id(),
+            cwd=str(workspace.resolve()),
+            model=model,
+            parent_session=parent_session,
+            parent_entry=parent_entry,
+        )
+        return self._write_new(header, [])
+
+    def _write_new(self, header: Header, entries: list[Entry]) -> Session:
+        directory = self.project_dir(Path(header.cwd))
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{header.created:%Y%m%dT%H%M%SZ}_{header.id}.jsonl"
+        lock = SessionLock.acquire(path, header.id)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                write_durably(fd, _lines(header, entries))
+            finally:
+                os.close(fd)
+            _fsync_dir(directory)
+            return Session(path, header, list(entries), lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def find(self, id_or_prefix: str) -> Path:
+        """The file of the one session whose id starts with `id_or_prefix`."""
+        if not _ID_PREFIX.fullmatch(id_or_prefix):
+            raise UsageError(f"{id_or_prefix!r} is not a session id; {_LIST_HINT}")
+        paths = sorted(self.root.glob("*/*.jsonl")) if self.root.is_dir() else []
+        exact = [path for path in paths if _session_id(path) == id_or_prefix]
+        matches = exact or [p for p in paths if _session_id(p).startswith(id_or_prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UsageError(f"no session id starts with {id_or_prefix!r}; {_LIST_HINT}")
+        candidates = ", ".join(_session_id(path) for path in matches[:10])
+        more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+        raise UsageError(
+            f"session prefix {id_or_prefix!r} is ambiguous: it matches {candidates}{more}; "
+            "give more characters"
+        )
+
+    def open(self, id_or_prefix: str, *, readonly: bool = False) -> Session:
+        """Load a session. Unless `readonly`, lock it for appending: a torn last line is
+        cut off and a file in an older format is rewritten in the current one (the
+        original kept as `.v<N>.bak`)."""
+        return self.open_path(self.find(id_or_prefix), readonly=readonly)
+
+    def open_path(self, path: Path, *, readonly: bool = False) -> Session:
+        if readonly:
+            loaded = load_file(path)
+            return Session(path, loaded.header, loaded.entries, loaded.warnings)
+        lock = SessionLock.acquire(path, _session_id(path))
+        try:
+            loaded = load_file(path)
+            self._prepare_for_append(path, loaded)
+            return Session(path, loaded.header, loaded.entries, loaded.warnings, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _prepare_for_append(self, path: Path, loaded: Loaded) -> None:
+        if loaded.version != FORMAT_VERSION:
+            backup = path.with_suffix(f".v{loaded.version}.bak")
+            shutil.copy2(path, backup)
+            temporary = path.with_suffix(".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                write_durably(fd, _lines(loaded.header, loaded.entries))
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+            _fsync_dir(path.parent)
+            loaded.warnings.append(
+                f"converted from format version {loaded.version} to {FORMAT_VERSION}; "
+                f"the original is kept at {backup}"
+            )
+        elif loaded.tail is Tail.TORN:
+            os.truncate(path, loaded.tail_offset)
+        elif loaded.tail is Tail.UNTERMINATED:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            try:
+                write_durably(fd, b"\n")
+            finally:
+                os.close(fd)
+
+    def _paths(self, workspace: Path | None) -> list[Path]:
+        base = self.root if workspace is None else self.project_dir(workspace)
+        pattern = "*/*.jsonl" if workspace is None else "*.jsonl"
+        return list(base.glob(pattern)) if base.is_dir() else []
+
+    def latest(self, workspace: Path, *, readonly: bool = False) -> Session | None:
+        """The most recently modified session of `workspace`, or None."""
+        paths = self._paths(workspace)
+        if not paths:
+            return None
+        return self.open_path(max(paths, key=lambda p: p.stat().st_mtime), readonly=readonly)
+
+    def list(self, workspace: Path | None = None) -> list[SessionSummary]:
+        """Summaries, newest first, of `workspace`'s sessions (every session if None).
+        Files that cannot be read at all (no header, newer format) are left out."""
+        summaries = []
+        for path in self._paths(workspace):
+            try:
+                summaries.append(summarize(path, load_file(path)))
+            except (UsageError, OSError):
+                continue
+        summaries.sort(key=lambda summary: summary.updated, reverse=True)
+        return summaries
+
+    def fork(self, session_id: str, at_entry: str | None = None) -> Session:
+        """A new locked session holding copies (same ids) of the branch of `session_id`
+        up to and including `at_entry` (an id or prefix; default its leaf). The
+        original is not changed."""
+        source = self.open(session_id, readonly=True)
+        at = source.resolve(at_entry) if at_entry is not None else source.leaf
+        entries = source.branch(at) if at is not None else []
+        header = Header(
+            id=new_session_id(),
+            cwd=source.header.cwd,
+            model=source.header.model,
+            parent_session=source.id,
+            parent_entry=at,
+        )
+        return self._write_new(header, entries)

@@ -1,0 +1,174 @@
+"""Sessions rendered for people (plain text, markdown) and programs (JSON). Pure
+functions returning strings; the CLI decides where they go."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import assert_never
+
+from lathe.session.entries import (
+    ApprovalEntry,
+    CheckpointEntry,
+    CompactionEntry,
+    Entry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    RunEndEntry,
+)
+from lathe.session.session import Session
+from lathe.types import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+
+# The argument that says what a built-in tool call does, in order of preference.
+_KEY_ARGUMENTS = ("command", "path", "pattern", "file_path", "query", "url", "prompt")
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def call_summary(call: ToolCall, width: int = 100) -> str:
+    """`name(key argument)`, e.g. `bash(pytest -q)`; the first string argument for
+    tools without a known key argument."""
+    arguments = call.parsed_arguments()
+    key = next((name for name in _KEY_ARGUMENTS if isinstance(arguments.get(name), str)), None)
+    if key is None:
+        key = next((name for name, value in arguments.items() if isinstance(value, str)), None)
+    shown = str(arguments[key]) if key is not None else ""
+    return f"{call.name}({_clip(shown, width)})"
+
+
+def _abbreviate(text: str, lines: int = 6) -> str:
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return text.rstrip("\n")
+    return "\n".join([*kept[:lines], f"… ({len(kept) - lines} more lines)"])
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines()) or prefix.rstrip()
+
+
+def _event_line(entry: Entry) -> str | None:
+    """One bracketed line for an entry that is not a message; None for messages."""
+    match entry:
+        case MessageEntry():
+            return None
+        case CompactionEntry():
+            return (
+                f"[compaction: {entry.tokens_before} → {entry.tokens_after} tokens, "
+                f"kept from {entry.first_kept}]"
+            )
+        case CheckpointEntry():
+            return f"[checkpoint {entry.ref} before turn {entry.turn}]"
+        case ModelChangeEntry():
+            return f"[model → {entry.provider}/{entry.model}]"
+        case LabelEntry():
+            return f"[label: {entry.text}]"
+        case ApprovalEntry():
+            return f"[approval: {entry.rule} → {entry.decision}]"
+        case RunEndEntry():
+            reason = f": {entry.reason}" if entry.reason else ""
+            return (
+                f"[run ended {entry.status} after {entry.turns} turns, "
+                f"{entry.usage.total} tokens{reason}]"
+            )
+        case _:
+            assert_never(entry)
+
+
+def _message_text(message: Message, entry_id: str) -> str:
+    match message:
+        case UserMessage():
+            return f"── user ({entry_id})\n{message.content.rstrip()}"
+        case AssistantMessage():
+            parts = [f"── assistant ({entry_id})"]
+            if message.text.strip():
+                parts.append(message.text.rstrip())
+            parts.extend(f"  → {call_summary(call)}" for call in message.tool_calls)
+            return "\n".join(parts)
+        case ToolResultMessage():
+            status = " error" if message.is_error else ""
+            body = _indent(_abbreviate(message.content))
+            return f"  ← {message.name}{status} ({entry_id})\n{body}"
+        case _:
+            assert_never(message)
+
+
+def _title(session: Session) -> str:
+    header = session.header
+    forked = (
+        f"\nforked from {header.parent_session} at {header.parent_entry}"
+        if header.parent_session
+        else ""
+    )
+    return (
+        f"session {header.id} · {header.model} · {header.created:%Y-%m-%d %H:%M} UTC\n"
+        f"cwd {header.cwd}{forked}"
+    )
+
+
+def render_text(session: Session, leaf: str | None = None) -> str:
+    """The current branch as a readable transcript, tool results abbreviated."""
+    blocks = [_title(session)]
+    for entry in session.branch(leaf):
+        line = _event_line(entry)
+        if line is None:
+            assert isinstance(entry, MessageEntry)
+            line = _message_text(entry.message, entry.id)
+        blocks.append(line)
+    return "\n\n".join(blocks) + "\n"
+
+
+def _fence(text: str) -> str:
+    runs = (line.strip() for line in text.split("\n"))
+    longest = max((len(run) for run in runs if set(run) == {"`"}), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}\n{text.rstrip()}\n{ticks}"
+
+
+def _message_markdown(message: Message) -> str:
+    match message:
+        case UserMessage():
+            return f"## User\n\n{message.content.rstrip()}"
+        case AssistantMessage():
+            parts = ["## Assistant"]
+            if message.text.strip():
+                parts.append(message.text.rstrip())
+            parts.extend(
+                f"**{call.name}**\n\n{_fence(call.arguments)}" for call in message.tool_calls
+            )
+            return "\n\n".join(parts)
+        case ToolResultMessage():
+            status = " (error)" if message.is_error else ""
+            return f"### Result: {message.name}{status}\n\n{_fence(message.content)}"
+        case _:
+            assert_never(message)
+
+
+def render_markdown(session: Session, leaf: str | None = None) -> str:
+    """The current branch as markdown, tool arguments and results in full."""
+    header = session.header
+    blocks = [
+        f"# Session {header.id}",
+        f"- model: {header.model}\n- cwd: `{header.cwd}`\n- created: {header.created.isoformat()}",
+    ]
+    for entry in session.branch(leaf):
+        if isinstance(entry, MessageEntry):
+            blocks.append(_message_markdown(entry.message))
+        else:
+            blocks.append(f"*{_event_line(entry)}*")
+    return "\n\n".join(blocks) + "\n"
+
+
+def export_json(session: Session, entries: Sequence[Entry] | None = None) -> str:
+    """`{"header": …, "entries": […]}` with every entry of the file (all branches) in
+    file order, or the given ones; `parent` links rebuild the tree."""
+    chosen = session.entries if entries is None else entries
+    document = {
+        "header": session.header.model_dump(mode="json"),
+        "entries": [entry.model_dump(mode="json") for entry in chosen],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

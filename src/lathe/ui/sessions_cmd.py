@@ -1,0 +1,155 @@
+"""`lathe sessions …`: list, show, export and fork saved sessions.
+
+Attached to the main CLI with `cli.add_command(sessions)`. Errors print `lathe: …` on
+stderr and exit 2; load warnings (a torn last line, a corrupt entry) go to stderr too,
+so stdout stays the transcript or export alone. rich (imported inside the command)
+honours NO_COLOR and plain output when stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from lathe.errors import UsageError
+
+if TYPE_CHECKING:
+    from lathe.session import SessionStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_USAGE = 2
+
+
+def _fails_cleanly(command: F) -> F:
+    """Turn a UsageError into `lathe: message` on stderr and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UsageError as error:
+            click.echo(f"lathe: {error}", err=True)
+            raise SystemExit(EXIT_USAGE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _store() -> SessionStore:
+    from lathe.home import lathe_home
+    from lathe.session import SessionStore
+
+    return SessionStore(lathe_home())
+
+
+def _warn(warnings: list[str], session_id: str) -> None:
+    for warning in warnings:
+        click.echo(f"lathe: session {session_id}: {warning}", err=True)
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+@click.group("sessions")
+def sessions() -> None:
+    """List, show, export and fork saved sessions."""
+
+
+@sessions.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Sessions of every workspace.")
+@click.option(
+    "-C",
+    "--cwd",
+    "workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    help="Workspace whose sessions to list (default: the current directory).",
+)
+@_fails_cleanly
+def list_sessions(show_all: bool, workspace: Path) -> None:
+    """Sessions of this workspace, most recent first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    summaries = _store().list(None if show_all else workspace)
+    if not summaries:
+        where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
+        click.echo(f"no sessions{where}")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("ID", no_wrap=True)
+    table.add_column("UPDATED", no_wrap=True)
+    table.add_column("TASK", overflow="ellipsis", no_wrap=True, ratio=1)
+    table.add_column("TURNS", justify="right")
+    table.add_column("TOKENS", justify="right")
+    table.add_column("STATUS", no_wrap=True)
+    if show_all:
+        table.add_column("WORKSPACE", overflow="ellipsis", no_wrap=True)
+    for summary in summaries:
+        row = [
+            summary.id,
+            _when(summary.updated),
+            summary.title or "-",
+            str(summary.turns),
+            f"{summary.tokens:,}",
+            summary.status,
+        ]
+        if show_all:
+            row.append(summary.cwd)
+        table.add_row(*row)
+    Console(highlight=False).print(table)
+
+
+@sessions.command("show")
+@click.argument("session_id", metavar="ID")
+@_fails_cleanly
+def show(session_id: str) -> None:
+    """A readable transcript of session ID's current branch (a unique id prefix is
+    enough)."""
+    from lathe.session.transcript import render_text
+
+    session = _store().open(session_id, readonly=True)
+    _warn(session.warnings, session.id)
+    click.echo(render_text(session), nl=False)
+
+
+@sessions.command("export")
+@click.argument("session_id", metavar="ID")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown: the current branch for reading; json: every entry, all branches.",
+)
+@_fails_cleanly
+def export(session_id: str, output_format: str) -> None:
+    """Write session ID to stdout as markdown or JSON."""
+    from lathe.session.transcript import export_json, render_markdown
+
+    session = _store().open(session_id, readonly=True)
+    _warn(session.warnings, session.id)
+    render = export_json if output_format == "json" else render_markdown
+    click.echo(render(session), nl=False)
+
+
+@sessions.command("fork")
+@click.argument("session_id", metavar="ID")
+@click.option(
+    "--at",
+    "at_entry",
+    metavar="ENTRY",
+    help="Entry id (or prefix) to fork after; default the session's last entry.",
+)
+@_fails_cleanly
+def fork(session_id: str, at_entry: str | None) -> None:
+    """Copy session ID up to an entry into a new session and print the new id;
+    continue it with `lathe run --resume NEW_ID`."""
+    with _store().fork(session_id, at_entry) as forked:
+        click.echo(forked.id)
