@@ -1,0 +1,473 @@
+"""`lathe` with no subcommand: the interactive session.
+
+One prompt stays open for the whole session. A sent message starts a turn (an
+`Agent.run` task); while it runs, the prompt keeps accepting input: messages are queued
+and sent, joined, as the next run; `y`/`a`/`n` answer an approval; Esc or Ctrl-C cancel
+the run task (the executor kills a running command's process group on cancellation),
+and the partial reply plus an interruption note enter the conversation. Output is
+printed above the prompt (prompt_toolkit's `patch_stdout`), so nothing the agent prints
+ever tears the line being typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lathe.errors import UsageError
+from lathe.types import AssistantMessage, ToolResultMessage
+from lathe.ui.interactive.approval import (
+    ApprovalDecision,
+    ApprovalGate,
+    ApprovalRequest,
+    Choice,
+    parse_answer,
+)
+
+_INTERRUPTED = "[interrupted by the user]"
+
+
+@dataclass
+class InteractiveOptions:
+    workspace: Path = field(default_factory=lambda: Path("."))
+    model: str | None = None
+    base_url: str | None = None
+    continue_session: bool = False  # --continue: the workspace's latest session
+    resume: str | None = None  # --resume ID (a unique prefix is enough)
+    approval: str | None = None  # read-only | ask | auto | full; default ask
+    verify: str | None = None
+    max_turns: int | None = None
+
+
+def run_interactive(options: InteractiveOptions) -> int:
+    """Run the interactive session until the user leaves; the exit code (0, or 2 for a
+    usage problem such as no model or no terminal)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        sys.stderr.write(
+            "lathe: the interactive session needs a terminal; use `lathe run TASK` in "
+            "scripts and pipes\n"
+        )
+        return 2
+    try:
+        app = InteractiveApp(options)
+    except UsageError as exc:
+        sys.stderr.write(f"lathe: {exc}\n")
+        return 2
+    try:
+        return asyncio.run(app.main())
+    except UsageError as exc:
+        sys.stderr.write(f"lathe: {exc}\n")
+        return 2
+
+
+class InteractiveApp:
+    def __init__(self, options: InteractiveOptions) -> None:
+        from lathe.config.loader import load_config
+        from lathe.ui.interactive.approval import APPROVAL_MODES
+        from lathe.ui.interactive.links import Links
+
+        self.options = options
+        workspace = options.workspace.expanduser().resolve()
+        if not workspace.is_dir():
+            raise UsageError(
+                f"the workspace {options.workspace} is not a directory; pass one with -C"
+            )
+        self.workspace = workspace
+        flags = {
+            "model": options.model,
+            "base_url": options.base_url,
+            "permissions.approval": options.approval,
+            "agent.verify": options.verify,
+            "agent.max_turns": options.max_turns,
+        }
+        self.config = load_config(workspace, flags=flags).config
+        self.resolved = self._resolve(None)
+        mode = self.config.permissions.approval
+        if mode not in APPROVAL_MODES:
+            raise UsageError(f"unknown approval mode {mode!r}; use {', '.join(APPROVAL_MODES)}")
+        self.gate = ApprovalGate(approver=self, tools=None, workspace=workspace, mode=mode)
+        self.links = Links(workspace, self.resolved.model_id)
+        self.queue: list[str] = []
+        self.pending_approval: tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]] | None = (
+            None
+        )
+        self.cost_usd = 0.0
+        self._run_task: asyncio.Task[Any] | None = None
+        self._drive_task: asyncio.Task[None] | None = None
+        self._interrupt_requested = False
+        self._exit_armed = False
+        self._approved_diff = False
+
+    @property
+    def window(self) -> int:
+        return self.resolved.context_window
+
+    def _resolve(self, name: str | None) -> Any:
+        from lathe.config.resolve import resolve_model
+
+        resolved = resolve_model(self.config, name)
+        if resolved.kind != "openai-compatible":
+            raise UsageError(
+                f"{resolved.model_id} is served by the {resolved.kind} API, which this lathe "
+                "cannot talk to yet; pick an OpenAI-compatible model"
+            )
+        return resolved
+
+    def make_provider(self, resolved: Any) -> Any:
+        from lathe.llm.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(
+            resolved.model_id,
+            resolved.base_url,
+            resolved.api_key() or "",
+            api_key_env=resolved.api_key_env or "OPENAI_API_KEY",
+        )
+
+    def switch_model(self, name: str) -> tuple[str, str]:
+        """Use model `name` from the next request on; (old id, new id). Raises
+        UsageError for a name the config cannot resolve."""
+        resolved = self._resolve(name)
+        old = self.provider
+        self.provider = self.make_provider(resolved)
+        self.resolved = resolved
+        self.agent.deps.provider = self.provider
+        context = self.agent.deps.context
+        if context is not None:
+            context._provider = self.provider  # the summariser follows the conversation
+            context.budget = type(context.budget)(context_window=resolved.context_window)
+        self.status.model = resolved.model_id
+        self.links.record_model_change(resolved.provider, resolved.model_id)
+        asyncio.get_running_loop().create_task(old.aclose())
+        return old.model, resolved.model_id
+
+    def emit(self, event: Any) -> None:
+        from lathe.events import AssistantReply, ToolFinished
+
+        if isinstance(event, AssistantReply):
+            self.cost_usd += self.resolved.cost(event.message.usage)
+        if (
+            isinstance(event, ToolFinished)
+            and self._approved_diff
+            and event.name in {"edit", "write"}
+        ):
+            self._approved_diff = False
+            if not event.is_error:  # the person approving saw this very diff already
+                event = event.model_copy(update={"details": {**event.details, "diff": None}})
+        self.renderer(event)
+        self.links.observe(event)
+
+    # life cycle
+
+    async def main(self) -> int:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        from lathe.ui.interactive.render import Glyphs, Renderer, Status, make_console, unicode_ok
+
+        self.status = Status(model=self.resolved.model_id, glyphs=Glyphs.pick(unicode_ok()))
+        with patch_stdout(raw=True):
+            self.console = make_console(sys.stdout)
+            self.renderer = Renderer(self.console, self.status)
+            self.provider = self.make_provider(self.resolved)
+            self.agent = self._build_agent()
+            self.prompt = self._build_prompt()
+            self._banner()
+            self.links.open_at_start(self)
+            try:
+                await self._input_loop()
+            finally:
+                await self._shutdown()
+        return 0
+
+    def _build_agent(self) -> Any:
+        from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
+        from lathe.agent.context import Budget
+        from lathe.agent.hooks import HookChain
+        from lathe.ui.interactive.hooks import OutputTap
+        from lathe.ui.wiring import build_agent
+
+        hooks = HookChain([self.gate, OutputTap(), self.links])
+        agent = build_agent(
+            self.provider,
+            self.workspace,
+            self.emit,
+            max_turns=self.config.agent.max_turns,
+            verify=self.config.agent.verify,
+            hooks=hooks,
+        )
+        self.gate.tools = agent.deps.tools
+        if agent.deps.context is None:
+            schemas = "".join(spec.model_dump_json() for spec in agent.deps.tools.specs())
+            agent.deps.context = ContextManager(
+                Budget(context_window=self.window),
+                self.provider,
+                self.emit,
+                fixed_tokens=fixed_prompt_tokens(agent.deps.system_prompt, schemas),
+                retry=agent.deps.settings.retry,
+                on_compaction=hooks.on_compaction,
+            )
+        return agent
+
+    def _build_prompt(self) -> Any:
+        from lathe.ui.interactive.commands import command_table
+        from lathe.ui.interactive.input import KeyActions, build_prompt
+
+        prompt = build_prompt(
+            self.workspace,
+            message=self._prompt_message,
+            toolbar=self._toolbar,
+            commands=command_table,
+            actions=KeyActions(
+                ctrl_c=self._on_ctrl_c,
+                escape=lambda event: self.interrupt(),
+                interrupt_active=lambda: self.running,
+            ),
+        )
+
+        def _typed(_buffer: Any) -> None:
+            self._exit_armed = False
+
+        prompt.default_buffer.on_text_changed += _typed
+        return prompt
+
+    def _banner(self) -> None:
+        from lathe import __version__
+
+        resolved = self.resolved
+        self.renderer.note(f"lathe {__version__} · {resolved.model_id} · {self.workspace}", "bold")
+        if resolved.api_key() is None and resolved.api_key_env and not _loopback(resolved.base_url):
+            self.renderer.note(
+                f"no API key: set {resolved.api_key_env} (or LATHE_API_KEY) "
+                f"for {resolved.base_url}",
+                "yellow",
+            )
+        self.renderer.note(
+            "Enter sends · Alt-Enter newline · @file attaches · /help · "
+            "Esc interrupts · Ctrl-D exits"
+        )
+
+    async def _input_loop(self) -> None:
+        from lathe.ui.interactive.commands import dispatch
+
+        while True:
+            try:
+                text = await self.prompt.prompt_async()
+            except EOFError:
+                return
+            except KeyboardInterrupt:  # only if a binding lets one through
+                continue
+            self._exit_armed = False
+            if self.pending_approval is not None:
+                self._answer_approval(text)
+                continue
+            if not text.strip():
+                continue
+            if text.startswith("/") and not text.startswith("//"):
+                if not await dispatch(self, text.strip()):
+                    return
+                continue
+            self.submit(text.removeprefix("/") if text.startswith("//") else text)
+
+    async def _shutdown(self) -> None:
+        if self._drive_task is not None and not self._drive_task.done():
+            self.queue.clear()
+            self.interrupt()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._drive_task), timeout=10)
+        await self.on_exit()
+        await self.provider.aclose()
+
+    async def on_exit(self) -> None:
+        await self.links.close()
+
+    # turns
+
+    @property
+    def running(self) -> bool:
+        return self._drive_task is not None and not self._drive_task.done()
+
+    def submit(self, text: str) -> None:
+        if self.running:
+            self.queue.append(text)
+            self.status.queued = [*self.queue]
+            return
+        self._drive_task = asyncio.create_task(self._drive(text))
+
+    async def _drive(self, text: str) -> None:
+        message: str | None = text
+        while message is not None:
+            await self._turn(message)
+            if self._interrupt_requested:
+                self._interrupt_requested = False
+                if self.queue:  # back into the input line, for the user to edit or send
+                    self.prompt.default_buffer.text = "\n".join(self.queue)
+                    self.queue.clear()
+                    self.status.queued = []
+                return
+            message = "\n\n".join(self.queue) if self.queue else None
+            self.queue.clear()
+            self.status.queued = []
+
+    async def _turn(self, text: str) -> None:
+        from lathe.ui.interactive.input import expand_references
+
+        message, attached, problems = expand_references(text, self.workspace)
+        self.renderer.user_echo(text)
+        for problem in problems:
+            self.renderer.note(problem, "yellow")
+        if attached:
+            self.renderer.note("attached: " + ", ".join(attached))
+        self.status.begin()
+        self._run_task = asyncio.create_task(self.agent.run(message))
+        try:
+            await self._run_task
+        except asyncio.CancelledError:
+            if not self._interrupt_requested:
+                raise
+            self._record_interruption()
+        except Exception as exc:  # the session must survive a failing turn; say what failed
+            self.renderer.error(f"the turn failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._run_task = None
+            self.status.end()
+
+    def interrupt(self) -> None:
+        if self._run_task is not None and not self._run_task.done():
+            self._interrupt_requested = True
+            self._run_task.cancel()
+
+    def _record_interruption(self) -> None:
+        """Keep the conversation valid and truthful after a cancelled run: every tool
+        call gets a result, and the partial reply is kept with a note."""
+        agent, renderer = self.agent, self.renderer
+        partial = renderer.partial_reply
+        renderer.markdown(renderer.stream.flush())
+        renderer.partial_reply = ""
+        last_call_message = next(
+            (
+                m
+                for m in reversed(agent.messages)
+                if isinstance(m, AssistantMessage) and m.tool_calls
+            ),
+            None,
+        )
+        if last_call_message is not None:
+            answered = {m.tool_call_id for m in agent.messages if isinstance(m, ToolResultMessage)}
+            for call in last_call_message.tool_calls:
+                if call.id not in answered:
+                    agent.append(
+                        ToolResultMessage(
+                            tool_call_id=call.id,
+                            name=call.name,
+                            content="interrupted: the user stopped the run before this tool "
+                            "finished; check the workspace state before repeating it",
+                            is_error=True,
+                        )
+                    )
+        text = f"{partial.rstrip()}\n\n{_INTERRUPTED}" if partial.strip() else _INTERRUPTED
+        agent.append(AssistantMessage(text=text, model=self.provider.model))
+        self.links.record_run_end("interrupted", 0, agent.usage.__class__(), "the user interrupted")
+        self.renderer.note("interrupted · the prompt is yours", "yellow")
+
+    # approvals: the app is the terminal's Approver
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self.renderer.note(f"approve: {request.title}", "bold yellow")
+        if request.command is not None:
+            self.renderer.note(f"    $ {request.command}", "bold")
+        if request.diff:
+            self.renderer.diff(request.diff, limit=80)
+            self._approved_diff = True
+        self.pending_approval = (request, future)
+        self.status.set_phase("waiting for approval")
+        try:
+            return await future
+        finally:
+            self.pending_approval = None
+            self.status.set_phase("running tools")
+
+    def _answer_approval(self, text: str) -> None:
+        assert self.pending_approval is not None
+        _, future = self.pending_approval
+        decision = parse_answer(text)
+        if decision is None:
+            self.renderer.note("answer y (once), a (always) or n [reason] (deny)", "yellow")
+            return
+        label = {Choice.ONCE: "allowed once", Choice.ALWAYS: "allowed always"}.get(
+            decision.choice, "denied" + (f": {decision.reason}" if decision.reason else "")
+        )
+        self.renderer.note(f"  {label}", "green" if decision.allowed else "red")
+        if not future.done():
+            future.set_result(decision)
+
+    # keys and screen
+
+    def _on_ctrl_c(self, event: Any) -> None:
+        buffer = event.current_buffer
+        if self.running:
+            self.interrupt()
+        elif buffer.text:
+            buffer.reset()
+        elif self._exit_armed:
+            event.app.exit(exception=EOFError())
+        else:
+            self._exit_armed = True
+            self.renderer.note("press Ctrl-C again (or Ctrl-D) to exit")
+
+    def _prompt_message(self) -> Any:
+        width = max(self._columns() - 2, 20)
+        parts: list[tuple[str, str]] = []
+        if self.status.running:
+            for line in self.renderer.live_tail():
+                parts.append(("", _fit(line, width) + "\n"))
+            for queued in self.queue:
+                parts.append(("fg:ansicyan", _fit(f"queued: {queued}", width) + "\n"))
+            parts.append(("fg:ansiyellow", _fit(self.status.line(), width) + "\n"))
+        if self.pending_approval is not None:
+            parts.append(("bold", "allow? y once · a always · n [reason] deny\n"))
+        parts.append(("bold fg:ansicyan", "> "))
+        return parts
+
+    def _toolbar(self) -> Any:
+        used = self.status.last_prompt_tokens
+        percent = min(100, round(100 * used / self.window)) if self.window else 0
+        text = (
+            f" {self.provider.model} · ctx {percent}% of {self.window // 1000}k · "
+            f"{self.usage_text()} · approval {self.gate.mode}"
+        )
+        if self.options.verify or self.agent.deps.settings.verify_command:
+            text += " · verify on"
+        return _fit(text, self._columns() - 1)
+
+    def usage_text(self) -> str:
+        if self.resolved.prices.known:
+            return f"${self.cost_usd:.4f}"
+        usage = self.agent.usage
+        return f"{usage.input_tokens + usage.output_tokens:,} tokens"
+
+    def cost_line(self) -> str:
+        if self.resolved.prices.known:
+            return f"cost: ${self.cost_usd:.4f} (catalog list prices; an estimate)"
+        return f"cost: unknown: no prices for {self.resolved.model_id} in the model catalog"
+
+    def _columns(self) -> int:
+        try:
+            return int(self.prompt.app.output.get_size().columns)
+        except Exception:  # before the prompt exists, or no terminal size
+            return 80
+
+
+def _loopback(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname or ""
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+def _fit(text: str, width: int) -> str:
+    text = text.replace("\t", "    ")
+    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."

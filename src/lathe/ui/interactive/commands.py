@@ -1,0 +1,195 @@
+"""Slash commands of the interactive session.
+
+Each command is an async function `(app, argument) -> bool`; False ends the session.
+Commands that change the conversation or the workspace refuse while a turn runs (the
+user interrupts first, with Esc), because the running turn holds both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lathe.errors import LatheError
+from lathe.ui.interactive.approval import APPROVAL_MODES
+
+if TYPE_CHECKING:
+    from lathe.ui.interactive.app import InteractiveApp
+
+Handler = Callable[["InteractiveApp", str], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Handler
+    idle_only: bool = False  # refuses while a turn runs
+
+
+_COMMANDS: dict[str, Command] = {}
+
+
+def _command(name: str, usage: str, help_text: str, *, idle_only: bool = False):
+    def register(handler: Handler) -> Handler:
+        _COMMANDS[name] = Command(name, usage, help_text, handler, idle_only)
+        return handler
+
+    return register
+
+
+def command_table() -> list[tuple[str, str]]:
+    return [(c.name, c.help) for c in _COMMANDS.values()]
+
+
+async def dispatch(app: InteractiveApp, line: str) -> bool:
+    name, _, argument = line.partition(" ")
+    command = _COMMANDS.get(name.lower())
+    if command is None:
+        close = [c for c in _COMMANDS if c.startswith(name.lower())]
+        hint = f"; did you mean {', '.join(close)}?" if close else "; /help lists them"
+        app.renderer.error(f"unknown command {name}{hint}")
+        return True
+    if command.idle_only and app.running:
+        app.renderer.error(f"{name} waits for the turn to finish; press Esc to interrupt it first")
+        return True
+    return await command.handler(app, argument.strip())
+
+
+@_command("/help", "/help", "list the commands and keys")
+async def _help(app: InteractiveApp, argument: str) -> bool:
+    width = max(len(c.usage) for c in _COMMANDS.values())
+    for command in _COMMANDS.values():
+        app.renderer.note(f"  {command.usage.ljust(width)}  {command.help}", "")
+    app.renderer.note(
+        "  keys: Enter send · Alt-Enter/Ctrl-J newline · Ctrl-R history search · Tab complete"
+        " · @path attach a file · Esc/Ctrl-C interrupt · Ctrl-C twice or Ctrl-D exit"
+    )
+    return True
+
+
+@_command("/model", "/model [NAME]", "show or switch the model")
+async def _model(app: InteractiveApp, argument: str) -> bool:
+    if not argument:
+        resolved = app.resolved
+        app.renderer.note(
+            f"model: {resolved.model_id} ({resolved.provider}, {resolved.base_url}, "
+            f"window {resolved.context_window:,})",
+            "",
+        )
+        names = sorted(app.config.models)
+        app.renderer.note("catalog: " + ", ".join(names), "")
+        return True
+    try:
+        old, new = app.switch_model(argument)
+    except LatheError as exc:
+        app.renderer.error(str(exc))
+        return True
+    app.renderer.note(
+        f"model: {old} {app.renderer.glyphs.arrow} {new} (from the next request)", "green"
+    )
+    return True
+
+
+@_command("/approval", "/approval [MODE]", "show or set read-only, ask, auto or full")
+async def _approval(app: InteractiveApp, argument: str) -> bool:
+    if not argument:
+        app.renderer.note(f"approval: {app.gate.mode}  (modes: {', '.join(APPROVAL_MODES)})", "")
+        return True
+    if argument not in APPROVAL_MODES:
+        app.renderer.error(f"unknown mode {argument!r}; use one of {', '.join(APPROVAL_MODES)}")
+        return True
+    app.gate.mode = argument
+    app.renderer.note(f"approval: {argument}", "green")
+    return True
+
+
+@_command("/compact", "/compact", "summarise the older conversation now", idle_only=True)
+async def _compact(app: InteractiveApp, argument: str) -> bool:
+    context = app.agent.deps.context
+    if context is None:
+        app.renderer.error("this agent has no context manager; nothing to compact")
+        return True
+    app.status.begin()
+    app.status.set_phase("compacting")
+    try:
+        done = await context.compact(app.agent.messages, reason="user")
+    finally:
+        app.status.end()
+    if not done:
+        app.renderer.note("nothing to compact yet: the conversation is still short")
+    return True
+
+
+@_command("/cost", "/cost", "tokens (and cost, where prices are known) so far")
+async def _cost(app: InteractiveApp, argument: str) -> bool:
+    usage = app.agent.usage
+    app.renderer.note(
+        f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out · "
+        f"{usage.cache_read_tokens:,} cached read · {usage.cache_write_tokens:,} cache write",
+        "",
+    )
+    app.renderer.note(app.cost_line(), "")
+    return True
+
+
+@_command("/verify", "/verify [CMD|off]", "show, set or turn off the verify command")
+async def _verify(app: InteractiveApp, argument: str) -> bool:
+    settings = app.agent.deps.settings
+    if not argument:
+        shown = settings.verify_command or "none (lathe reports unverified)"
+        app.renderer.note(f"verify: {shown}", "")
+        return True
+    settings.verify_command = None if argument == "off" else argument
+    app.options.verify = settings.verify_command
+    shown = settings.verify_command or "off"
+    app.renderer.note(f"verify: {shown} (checked after the model says it is done)", "green")
+    return True
+
+
+@_command("/clear", "/clear", "start a new conversation (and session)", idle_only=True)
+async def _clear(app: InteractiveApp, argument: str) -> bool:
+    app.agent.messages.clear()
+    app.status.last_prompt_tokens = 0
+    await app.links.clear(app)
+    app.renderer.note("new conversation", "green")
+    return True
+
+
+@_command("/undo", "/undo", "revert the files the last turn changed", idle_only=True)
+async def _undo(app: InteractiveApp, argument: str) -> bool:
+    await app.links.undo(app)
+    return True
+
+
+@_command("/checkpoints", "/checkpoints", "list the workspace checkpoints")
+async def _checkpoints(app: InteractiveApp, argument: str) -> bool:
+    await app.links.list_checkpoints(app)
+    return True
+
+
+@_command("/sessions", "/sessions", "list this workspace's sessions")
+async def _sessions(app: InteractiveApp, argument: str) -> bool:
+    await app.links.list_sessions(app)
+    return True
+
+
+@_command(
+    "/resume", "/resume [ID]", "continue another session (default: the latest)", idle_only=True
+)
+async def _resume(app: InteractiveApp, argument: str) -> bool:
+    await app.links.resume(app, argument or None)
+    return True
+
+
+@_command("/fork", "/fork", "copy this session into a new one and continue there", idle_only=True)
+async def _fork(app: InteractiveApp, argument: str) -> bool:
+    await app.links.fork(app)
+    return True
+
+
+@_command("/exit", "/exit", "leave (Ctrl-D does the same)")
+async def _exit(app: InteractiveApp, argument: str) -> bool:
+    return False

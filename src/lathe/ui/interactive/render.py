@@ -1,0 +1,363 @@
+"""Turning agent events into terminal output for the interactive face.
+
+Everything printed here goes into the scrollback once and is never re-drawn: the
+assistant's markdown is committed a block at a time (a block ends at a blank line
+outside a code fence, or at a closing fence), while the unfinished block is shown in the
+live area above the prompt, which prompt_toolkit re-draws in place. That is how the
+reply streams without flicker and without re-printing what was already shown.
+
+`Status` holds what the live status line shows (spinner, phase, elapsed time, tokens);
+`Renderer` is the event consumer (`emit`) given to the Agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from lathe.events import (
+    AgentEvent,
+    AssistantReply,
+    Compacted,
+    Retrying,
+    RunFinished,
+    RunStarted,
+    StallNudge,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
+)
+from lathe.types import Usage
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_TRAILING_SPACE = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+_DIFF_LINES = 40
+_OUTPUT_LINES = 6
+
+
+def unicode_ok(stream: IO[str] | None = None) -> bool:
+    encoding = (getattr(stream or sys.stdout, "encoding", None) or "").lower()
+    return encoding.replace("-", "").startswith("utf")
+
+
+@dataclass(frozen=True)
+class Glyphs:
+    spinner: tuple[str, ...]
+    bullet: str
+    ok: str
+    fail: str
+    arrow: str
+    bar: str
+    ellipsis: str
+
+    @classmethod
+    def pick(cls, unicode: bool) -> Glyphs:
+        if unicode:
+            return cls(tuple("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"), "●", "✓", "✗", "→", "│", "…")
+        return cls(tuple("|/-\\"), "*", "ok", "x", "->", "|", "...")
+
+
+class StreamBuffer:
+    """Assistant text arriving in pieces, released as whole markdown blocks."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        """Add text; return the prefix that is now a complete block ("" if none)."""
+        self._pending += text
+        cut = 0
+        in_fence = False
+        position = 0
+        for line in self._pending.splitlines(keepends=True):
+            if not line.endswith("\n"):
+                break
+            position += len(line)
+            if _FENCE.match(line):
+                in_fence = not in_fence
+                if not in_fence:
+                    cut = position
+            elif not in_fence and not line.strip():
+                cut = position
+        ready, self._pending = self._pending[:cut], self._pending[cut:]
+        return ready
+
+    def flush(self) -> str:
+        rest, self._pending = self._pending, ""
+        return rest
+
+    @property
+    def pending(self) -> str:
+        return self._pending
+
+
+@dataclass
+class Status:
+    """What the live status line shows while a turn runs."""
+
+    model: str
+    glyphs: Glyphs
+    running: bool = False
+    phase: str = ""
+    started: float = 0.0
+    phase_started: float = 0.0
+    turn_output_chars: int = 0
+    session_usage: Usage = field(default_factory=Usage)
+    last_prompt_tokens: int = 0
+    queued: list[str] = field(default_factory=list)
+
+    def begin(self) -> None:
+        now = time.monotonic()
+        self.running, self.started, self.phase_started = True, now, now
+        self.turn_output_chars = 0
+        self.phase = "thinking"
+
+    def set_phase(self, phase: str) -> None:
+        self.phase, self.phase_started = phase, time.monotonic()
+
+    def end(self) -> None:
+        self.running, self.phase = False, ""
+
+    def line(self) -> str:
+        if not self.running:
+            return ""
+        now = time.monotonic()
+        frame = self.glyphs.spinner[int(now * 10) % len(self.glyphs.spinner)]
+        elapsed = now - self.started
+        tokens = self.turn_output_chars // 4
+        return (
+            f"{frame} {self.phase} · {elapsed:.0f}s · {_short(tokens)} tokens out"
+            " · esc to interrupt"
+        )
+
+
+def _short(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def make_console(file: IO[str]) -> Console:
+    from rich.console import Console
+
+    no_color = bool(os.environ.get("NO_COLOR"))
+    return Console(
+        file=file,
+        force_terminal=True,
+        no_color=no_color,
+        color_system=None if no_color else "auto",
+        emoji=False,
+        highlight=False,
+        markup=False,
+        safe_box=not unicode_ok(),
+    )
+
+
+class Renderer:
+    """The `emit` callback of the interactive Agent."""
+
+    def __init__(self, console: Console, status: Status) -> None:
+        self.console = console
+        self.status = status
+        self.glyphs = status.glyphs
+        self.stream = StreamBuffer()
+        self.partial_reply = ""  # the text of the reply being streamed, for interrupts
+        self._calls: dict[str, str] = {}
+        self._printed_text = False
+
+    # events
+
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case RunStarted():
+                pass
+            case TurnStarted():
+                self.partial_reply = ""
+                self.status.set_phase("thinking")
+            case TextDelta(text=text):
+                self.partial_reply += text
+                self.status.turn_output_chars += len(text)
+                if self.status.phase != "writing":
+                    self.status.set_phase("writing")
+                self._markdown(self.stream.feed(text))
+            case ThinkingDelta(text=text):
+                self.status.turn_output_chars += len(text)
+                if self.status.phase != "reasoning":
+                    self.status.set_phase("reasoning")
+            case AssistantReply(message=message):
+                self._markdown(self.stream.flush())
+                self.partial_reply = ""
+                usage = message.usage
+                self.status.session_usage = self.status.session_usage + usage
+                if usage.input_tokens:
+                    self.status.last_prompt_tokens = (
+                        usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+                    )
+                if message.tool_calls:
+                    self.status.set_phase("running tools")
+            case ToolStarted(call_id=call_id, name=name, summary=summary):
+                label = f"{name} {summary}".strip()
+                self._calls[call_id] = label
+                self.status.set_phase(_clip(label, 50))
+            case ToolFinished():
+                self._tool_line(event)
+                self.status.set_phase("thinking")
+            case Retrying(attempt=attempt, max_attempts=total, wait_s=wait, error=error):
+                self.note(f"retry {attempt}/{total} in {wait:.1f}s: {_clip(error, 100)}", "yellow")
+                self.status.set_phase(f"retrying ({attempt}/{total})")
+            case StallNudge(tool=tool, repeats=repeats):
+                self.note(f"{tool} repeated {repeats} times; nudging the model", "yellow")
+            case Compacted(tokens_before=before, tokens_after=after, reason=reason):
+                self.note(
+                    f"context compacted ({reason}): {_short(before)} {self.glyphs.arrow} "
+                    f"{_short(after)} tokens",
+                    "cyan",
+                )
+                self.status.last_prompt_tokens = after
+            case VerifyStarted(command=command):
+                self.status.set_phase(f"verify: {_clip(command, 40)}")
+            case VerifyFinished():
+                self._verify_line(event)
+            case RunFinished():
+                self._markdown(self.stream.flush())
+                self._finish_line(event)
+
+    # printing helpers used by the app and the commands
+
+    def note(self, text: str, style: str = "dim") -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style))
+
+    def error(self, text: str) -> None:
+        self.note(text, "bold red")
+
+    def user_echo(self, text: str) -> None:
+        from rich.text import Text
+
+        line = Text("> ", style="bold cyan")
+        line.append(text.strip())
+        self.console.print(line)
+
+    def diff(self, diff: str, limit: int = _DIFF_LINES) -> None:
+        from rich.text import Text
+
+        lines = diff.rstrip("\n").splitlines()
+        out = Text()
+        for line in lines[:limit]:
+            if line.startswith(("+++", "---")):
+                style = "bold"
+            elif line.startswith("@@"):
+                style = "cyan"
+            elif line.startswith("+"):
+                style = "green"
+            elif line.startswith("-"):
+                style = "red"
+            else:
+                style = "dim"
+            out.append("    " + line + "\n", style=style)
+        if len(lines) > limit:
+            out.append(f"    {self.glyphs.ellipsis} {len(lines) - limit} more lines\n", "dim")
+        self.console.print(out, end="", overflow="fold")
+
+    def markdown(self, text: str) -> None:
+        """Print markdown without rich's leading blank lines or trailing padding, so
+        blocks committed one at a time sit together like one document."""
+        if not text.strip():
+            return
+        from rich.markdown import Markdown
+
+        with self.console.capture() as captured:
+            self.console.print(Markdown(text, code_theme="ansi_dark", hyperlinks=False))
+        lines = [_TRAILING_SPACE.sub(r"\1", line) for line in captured.get().split("\n")]
+        while lines and not _ANSI.sub("", lines[0]).strip():
+            lines.pop(0)
+        while lines and not _ANSI.sub("", lines[-1]).strip():
+            lines.pop()
+        self.console.file.write("\n".join(lines) + "\n")
+        self.console.file.flush()
+
+    def live_tail(self, max_lines: int = 4) -> list[str]:
+        """The unfinished block of the reply being streamed, for the live area."""
+        lines = self.stream.pending.splitlines()
+        return lines[-max_lines:]
+
+    # private
+
+    def _markdown(self, text: str) -> None:
+        if not text.strip():
+            return
+        if self._printed_text:
+            self.console.print()
+        self.markdown(text)
+        self._printed_text = True
+
+    def _tool_line(self, event: ToolFinished) -> None:
+        from rich.text import Text
+
+        label = self._calls.pop(event.call_id, event.name)
+        mark = self.glyphs.fail if event.is_error else self.glyphs.ok
+        line = Text(f"{self.glyphs.bullet} ", style="red" if event.is_error else "green")
+        line.append(_clip(label, 70), style="bold")
+        line.append(
+            f" {self.glyphs.arrow} {_clip(event.summary, 60)} ", "red" if event.is_error else ""
+        )
+        line.append(f"{mark} {event.duration_ms / 1000:.1f}s", "dim")
+        self.console.print(line, overflow="fold")
+        self._printed_text = True
+        details: dict[str, Any] = event.details
+        if details.get("diff"):
+            self.diff(str(details["diff"]))
+        tail = details.get("output_tail")
+        if tail:
+            lines = str(tail).rstrip("\n").splitlines()
+            shown = lines[-_OUTPUT_LINES:]
+            text = Text()
+            if len(lines) > len(shown):
+                text.append(
+                    f"    {self.glyphs.ellipsis} {len(lines) - len(shown)} lines above\n", "dim"
+                )
+            for row in shown:
+                text.append(f"    {self.glyphs.bar} {_clip(row, 200, keep_space=True)}\n", "dim")
+            self.console.print(text, end="", overflow="fold")
+
+    def _verify_line(self, event: VerifyFinished) -> None:
+        if event.passed:
+            self.note(f"{self.glyphs.ok} verify passed: {event.command}", "green")
+            return
+        self.note(
+            f"{self.glyphs.fail} verify failed (exit {event.exit_code}): {event.command}", "red"
+        )
+        for row in event.output_tail.strip().splitlines()[-_OUTPUT_LINES:]:
+            self.note(f"    {self.glyphs.bar} {_clip(row, 200, keep_space=True)}")
+
+    def _finish_line(self, event: RunFinished) -> None:
+        usage = event.usage
+        style = {
+            "verified": "green",
+            "unverified": "dim",
+            "interrupted": "yellow",
+        }.get(event.status.value, "red")
+        text = (
+            f"{event.status.value} · {event.turns} turn(s) · {_short(usage.input_tokens)} in, "
+            f"{_short(usage.output_tokens)} out"
+        )
+        if event.reason:
+            text += f" · {event.reason}"
+        self.note(text, style)
+        self._printed_text = False
+
+
+def _clip(text: str, width: int, *, keep_space: bool = False) -> str:
+    text = text.rstrip() if keep_space else " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
