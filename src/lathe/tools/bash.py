@@ -1,0 +1,100 @@
+"""The `bash` tool: run a shell command in the workspace through the executor.
+
+A command that exits non-zero is a normal result (`is_error` False): the exit code in
+the content is the signal, and "grep found nothing" or "3 tests failed" is exactly what
+the model asked to learn. Only a command that had to be killed for running past its
+timeout is an error result, since it never finished what was asked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.exec.base import ExecResult
+from lathe.tools.base import Params, ToolContext, ToolOutput
+
+_OMITTED = re.compile(r"\n\[\.\.\. [\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
+
+
+class BashParams(Params):
+    command: str = Field(description="The shell command to run, e.g. 'pytest -q tests/'.")
+    timeout: Annotated[float, Field(gt=0)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Seconds before the command is stopped (default 120, max 600).",
+    )
+
+
+class BashTool:
+    name: ClassVar[str] = "bash"
+    description: ClassVar[str] = (
+        "Run a bash command in the workspace root and return its output (stdout and stderr "
+        "together) and exit code. No input can be typed: use non-interactive flags."
+    )
+    parameters: ClassVar[type[Params]] = BashParams
+    read_only: ClassVar[bool] = False
+
+    def summarize_call(self, args: BashParams) -> str:
+        first = args.command.strip().splitlines()[0] if args.command.strip() else ""
+        return first if len(first) <= 80 else first[:77] + "..."
+
+    async def execute(self, args: BashParams, ctx: ToolContext) -> ToolOutput:
+        if not args.command.strip():
+            raise ToolError("command is empty; give the shell command to run")
+        limits = ctx.limits
+        timeout = min(args.timeout or limits.bash_default_timeout_s, limits.bash_max_timeout_s)
+        result = await ctx.executor.run(
+            args.command,
+            cwd=ctx.workspace,
+            timeout=timeout,
+            max_output_bytes=limits.output_max_bytes,
+            spill_dir=ctx.spill_dir,
+        )
+        notes = []
+        if args.timeout and args.timeout > limits.bash_max_timeout_s:
+            notes.append(f"[timeout capped at {limits.bash_max_timeout_s:g} s]")
+        if result.truncated:
+            notes.append(_paging_notice(result))
+        if result.timed_out:
+            notes.append(
+                f"[killed after {timeout:g} s: the command timed out and its process group "
+                f"was stopped]"
+            )
+            summary = f"timed out after {timeout:g} s"
+        else:
+            notes.append(f"[exit code: {result.exit_code}]")
+            summary = f"exit {result.exit_code}"
+        output = result.output
+        if output and not output.endswith("\n"):
+            output += "\n"
+        return ToolOutput(
+            content=output + "\n".join(notes),
+            is_error=result.timed_out,
+            summary=summary,
+            details={
+                "exit_code": result.exit_code,
+                "command": args.command,
+                "timed_out": result.timed_out,
+                "truncated": result.truncated,
+                "full_output_path": (
+                    str(result.full_output_path) if result.full_output_path else None
+                ),
+                "duration_s": round(result.duration_s, 3),
+            },
+        )
+
+
+def _paging_notice(result: ExecResult) -> str:
+    if result.full_output_path is None:
+        return "[output truncated: the middle part is lost; rerun with less output]"
+    marker = _OMITTED.search(result.output)
+    head_lines = result.output.count("\n", 0, marker.start()) if marker else 0
+    return (
+        f"[output truncated: the full output is in {result.full_output_path}. Read the "
+        f"omitted part with read(path=\"{result.full_output_path}\", "
+        f"offset={head_lines + 1}), or search it with grep]"
+    )

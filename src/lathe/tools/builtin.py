@@ -1,0 +1,16 @@
+"""The built-in tools, in the order the model is shown them."""
+
+from __future__ import annotations
+
+from lathe.tools.base import Tool
+from lathe.tools.bash import BashTool
+from lathe.tools.edit import EditTool
+from lathe.tools.glob import GlobTool
+from lathe.tools.grep import GrepTool
+from lathe.tools.ls import LsTool
+from lathe.tools.read import ReadTool
+from lathe.tools.write import WriteTool
+
+
+def builtin_tools() -> list[Tool]:
+    return [ReadTool(), EditTool(), WriteTool(), BashTool(), GrepTool(), GlobTool(), LsTool()]

@@ -1,0 +1,194 @@
+"""The `edit` tool: replace an exact piece of a file, which must occur exactly once.
+
+An edit does not require a prior `read`: an exact `old_string` already proves the model
+knows the text it replaces. A file the agent has seen must not have changed since,
+though, because then the model's picture of the rest of the file is out of date.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.files import clip_diff, load_text_file, os_errors, unified_diff, write_atomic
+from lathe.tools.paths import display_path, resolve_path
+
+_REGION_CONTEXT = 2
+_MAX_REGION_LINES = 30
+_MIN_SIMILARITY = 0.4
+_MAX_CANDIDATES = 20
+_NUMBERED_LINE = re.compile(r"^\s*\d+\t", re.MULTILINE)
+
+
+class EditParams(Params):
+    path: str = Field(description="File to change, relative to the workspace root.")
+    old_string: str = Field(
+        description="Exact text to replace, copied from the file including indentation "
+        "(without read's line numbers). It must occur exactly once unless replace_all is true."
+    )
+    new_string: str = Field(description="Text to put in its place.")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence instead of exactly one."
+    )
+
+
+class EditTool:
+    name: ClassVar[str] = "edit"
+    description: ClassVar[str] = (
+        "Replace exact text in a file. old_string must match the file exactly, once; add "
+        "surrounding lines to make it unique. Returns a diff of the change."
+    )
+    parameters: ClassVar[type[Params]] = EditParams
+    read_only: ClassVar[bool] = False
+
+    def summarize_call(self, args: EditParams) -> str:
+        return args.path
+
+    async def execute(self, args: EditParams, ctx: ToolContext) -> ToolOutput:
+        if not args.old_string:
+            raise ToolError(
+                "old_string is empty. To create a file use write; to insert text, put the "
+                "neighbouring lines in old_string and repeat them in new_string"
+            )
+        if args.old_string == args.new_string:
+            raise ToolError(
+                "old_string and new_string are identical; the edit would change nothing"
+            )
+        path = resolve_path(ctx.workspace, args.path)
+        shown = display_path(ctx.workspace, path)
+        with os_errors(shown, "edit"):
+            return self._edit(path, shown, args, ctx)
+
+    def _edit(self, path: Path, shown: str, args: EditParams, ctx: ToolContext) -> ToolOutput:
+        _, content = load_text_file(path, shown, verb="edit")
+        ctx.file_state.check_not_stale(path, shown)
+
+        text = content.text
+        old, new = args.old_string, args.new_string
+        if content.newline == "\r\n":
+            old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+        starts = _occurrences(text, old)
+        if not starts:
+            raise ToolError(_not_found_message(text, old, shown))
+        if len(starts) > 1 and not args.replace_all:
+            lines = ", ".join(str(_line_of(text, i)) for i in starts[:20])
+            raise ToolError(
+                f"old_string occurs {len(starts)} times in {shown} (at lines {lines}). Add "
+                f"surrounding lines to old_string so it matches once, or set replace_all to "
+                f"true to change every occurrence"
+            )
+        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        data = content.encode(updated, shown)
+        write_atomic(path, data)
+        ctx.file_state.record(path, data)
+
+        diff = unified_diff(shown, text, updated)
+        delta = len(new) - len(old)
+        at = [_line_of(updated, s + k * delta) for k, s in enumerate(starts[:20])]
+        where = f"line {at[0]}" if len(at) == 1 else "lines " + ", ".join(map(str, at))
+        count = f"{len(starts)} occurrences" if len(starts) > 1 else "1 occurrence"
+        added, removed = _diff_stats(diff)
+        return ToolOutput(
+            content=f"Edited {shown}: replaced {count} ({where}).\n\n{clip_diff(diff)}",
+            summary=f"+{added} -{removed}",
+            details={"diff": diff, "path": shown},
+        )
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    starts: list[int] = []
+    index = text.find(needle)
+    while index != -1:
+        starts.append(index)
+        index = text.find(needle, index + len(needle))
+    return starts
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _diff_stats(diff: str) -> tuple[int, int]:
+    lines = diff.splitlines()[2:]  # past the ---/+++ header
+    added = sum(1 for ln in lines if ln.startswith("+"))
+    removed = sum(1 for ln in lines if ln.startswith("-"))
+    return added, removed
+
+
+def _not_found_message(text: str, old: str, shown: str) -> str:
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    wanted = old.strip("\n").split("\n")
+    message = f"old_string was not found in {shown}."
+    if _NUMBERED_LINE.search(old):
+        message += (
+            " It seems to include line numbers from read; leave out the number and the tab"
+            " that follows it."
+        )
+    start = _match_ignoring_whitespace(lines, wanted)
+    if start is not None:
+        region = _numbered(lines, start, start + len(wanted))
+        return (
+            f"{message} It matches lines {start + 1}-{start + len(wanted)} if whitespace and "
+            f"indentation are ignored; the file has:\n{region}\nCopy the text exactly, "
+            f"including indentation (tabs vs spaces)."
+        )
+    best = _closest_window(lines, wanted)
+    if best is None:
+        return f"{message} No similar text was found; read the file to see its current content."
+    first = max(0, best - _REGION_CONTEXT)
+    last = min(len(lines), best + len(wanted) + _REGION_CONTEXT)
+    return (
+        f"{message} The most similar region is lines {first + 1}-{last}:\n"
+        f"{_numbered(lines, first, last)}\n"
+        f"Copy old_string exactly from the file (read it again if unsure)."
+    )
+
+
+def _match_ignoring_whitespace(lines: list[str], wanted: list[str]) -> int | None:
+    squash = [" ".join(w.split()) for w in wanted]
+    if not any(squash):
+        return None
+    squashed = [" ".join(line.split()) for line in lines]
+    for start in range(len(lines) - len(wanted) + 1):
+        if squashed[start : start + len(wanted)] == squash:
+            return start
+    return None
+
+
+def _closest_window(lines: list[str], wanted: list[str]) -> int | None:
+    """The start of the window of len(wanted) lines most like `wanted`, if any is close.
+
+    Only windows anchored on a line resembling one of `wanted` are scored, which keeps
+    this fast on large files."""
+    stripped = [line.strip() for line in lines]
+    targets = {w.strip(): k for k, w in enumerate(wanted) if w.strip()}
+    if not targets:
+        return None
+    votes = Counter(j - k for j, s in enumerate(stripped) if (k := targets.get(s)) is not None)
+    if not votes:
+        probe = next(iter(targets))
+        for near in difflib.get_close_matches(probe, stripped, n=5, cutoff=0.5):
+            votes[stripped.index(near) - targets[probe]] += 1
+    target = "\n".join(wanted)
+    best, best_score = None, _MIN_SIMILARITY
+    for start, _ in votes.most_common(_MAX_CANDIDATES):
+        start = min(max(start, 0), max(len(lines) - len(wanted), 0))
+        window = "\n".join(lines[start : start + len(wanted)])
+        score = difflib.SequenceMatcher(None, window, target, autojunk=False).ratio()
+        if score > best_score:
+            best, best_score = start, score
+    return best
+
+
+def _numbered(lines: list[str], first: int, last: int) -> str:
+    last = min(last, first + _MAX_REGION_LINES)
+    return "\n".join(f"{n + 1:>6}\t{lines[n]}" for n in range(first, last))

@@ -1,0 +1,232 @@
+"""What file tools share: what the agent has seen, text decoding, atomic writes, diffs.
+
+Decoding is lossless so that an edit rewrites only what it was asked to: UTF-8 (with
+its BOM kept), UTF-16 with a BOM, and any other bytes as latin-1, which maps every byte
+to one character and back. CRLF files are handed to tools with LF line endings and
+written back with CRLF; a file mixing both is left as it is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import difflib
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.errors import ToolError
+
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # larger files are paged by read, never edited whole
+_SNIFF_BYTES = 8192
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# Control bytes that do not occur in text; tab, newlines, form feed and escape do.
+_NON_TEXT = frozenset(range(0x20)) - {0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1B}
+
+
+@dataclass(frozen=True)
+class _Seen:
+    mtime_ns: int
+    size: int
+    digest: str
+
+
+class FileState:
+    """Per resolved path, what the agent last saw of a file when it read or wrote it."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, _Seen] = {}
+
+    def record(self, path: Path, data: bytes | None = None) -> None:
+        """Remember `path` as seen now; `data` is its content when the caller has it."""
+        if data is None:
+            data = path.read_bytes()
+        info = path.stat()
+        self._seen[path] = _Seen(info.st_mtime_ns, info.st_size, _digest(data))
+
+    def was_seen(self, path: Path) -> bool:
+        return path in self._seen
+
+    def forget(self, path: Path) -> None:
+        self._seen.pop(path, None)
+
+    def check_not_stale(self, path: Path, shown: str | None = None) -> None:
+        """Raise ToolError when the file changed on disk since it was last seen.
+
+        The content hash decides, not the mtime: a coarse clock can give a quick
+        rewrite the same mtime, and a `touch` is no reason to refuse an edit."""
+        seen = self._seen.get(path)
+        if seen is None:
+            return
+        name = shown or str(path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ToolError(
+                f"{name} was deleted on disk since you last read it; check with ls "
+                f"before writing it again"
+            ) from None
+        if len(data) != seen.size or _digest(data) != seen.digest:
+            raise ToolError(
+                f"{name} was modified on disk since you last read it; read it again "
+                f"before editing"
+            )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class TextContent:
+    """A file's text plus what is needed to write it back byte-compatible."""
+
+    text: str  # LF line endings when `newline` is CRLF
+    encoding: str
+    bom: bytes = b""
+    newline: str = "\n"
+
+    @property
+    def is_utf8(self) -> bool:
+        return self.encoding == "utf-8"
+
+    def encode(self, text: str, shown: str) -> bytes:
+        """`text` (LF endings) in this file's encoding, BOM and line endings."""
+        if self.newline == "\r\n":
+            text = text.replace("\n", "\r\n")
+        try:
+            return self.bom + text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise ToolError(
+                f"{shown} is {self.encoding}-encoded and cannot hold {bad!r}; use only "
+                f"characters that encoding has (or an escape the file's language allows)"
+            ) from None
+
+
+def looks_binary(data: bytes) -> bool:
+    sample = data[:_SNIFF_BYTES]
+    if any(sample.startswith(bom) for bom, _ in _BOMS[1:]):
+        return False  # UTF-16 text is full of NUL bytes
+    if b"\x00" in sample:
+        return True
+    odd = sum(1 for byte in sample if byte in _NON_TEXT)
+    return odd > len(sample) // 10
+
+
+def decode_text(data: bytes) -> TextContent | None:
+    """The text of a file's bytes, or None when the bytes are not text."""
+    if looks_binary(data):
+        return None
+    bom, encoding = b"", "utf-8"
+    for candidate, name in _BOMS:
+        if data.startswith(candidate):
+            bom, encoding = candidate, name
+            break
+    body = data[len(bom) :]
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError:
+        if bom:
+            return None
+        encoding, text = "latin-1", body.decode("latin-1")
+    newline = "\n"
+    crlf = text.count("\r\n")
+    if crlf and crlf == text.count("\n"):
+        newline, text = "\r\n", text.replace("\r\n", "\n")
+    return TextContent(text=text, encoding=encoding, bom=bom, newline=newline)
+
+
+@contextlib.contextmanager
+def os_errors(shown: str, action: str) -> Iterator[None]:
+    """Turn an OS failure (permissions, a full disk) into an error the model sees."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ToolError(f"cannot {action} {shown}: {reason}") from exc
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step, keeping an existing file's mode."""
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.lathe-tmp")
+    # 0o666 lets the umask decide a new file's mode, as any editor would.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def count_lines(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{shown}",
+        tofile=f"b/{shown}",
+        n=context,
+    )
+    marked = (
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        for line in lines
+    )
+    return "".join(marked)
+
+
+def clip_diff(diff: str, max_lines: int = 60) -> str:
+    """A diff short enough for the model's context, saying how much was left out."""
+    lines = diff.splitlines()
+    if len(lines) <= max_lines:
+        return diff
+    kept = "\n".join(lines[:max_lines])
+    return f"{kept}\n[... diff cut: {len(lines) - max_lines} more lines ...]\n"
+
+
+def load_text_file(path: Path, shown: str, *, verb: str) -> tuple[bytes, TextContent]:
+    """Read a file that a tool will change; ToolError when it is not an editable text file.
+
+    `verb` names the action for messages, e.g. "edit"."""
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; {verb} works on files (use ls to list it)")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise ToolError(
+            f"{shown} does not exist; use write to create a new file (or ls to find it)"
+        ) from None
+    if size > MAX_TEXT_BYTES:
+        raise ToolError(
+            f"{shown} is too large to {verb} ({size:,} bytes, limit {MAX_TEXT_BYTES:,}); "
+            f"change it with a command through bash instead"
+        )
+    data = path.read_bytes()
+    content = decode_text(data)
+    if content is None:
+        raise ToolError(f"{shown} is a binary file; {verb} works only on text files")
+    return data, content

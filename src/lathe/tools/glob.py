@@ -1,0 +1,76 @@
+"""The `glob` tool: files whose path matches a glob, newest first (ripgrep's file walk)."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.grep import RG_COMMON, run_rg, search_target, strip_dot
+from lathe.tools.paths import place
+
+_MAX_FILES = 200
+_LIST_BYTES = 8 * 1024 * 1024  # enough to sort a large repository's files by time
+
+
+class GlobParams(Params):
+    pattern: str = Field(
+        description="Glob to match, e.g. '*.py' (any depth), 'src/**/*.ts', 'test_*.py'."
+    )
+    path: str | SkipJsonSchema[None] = Field(
+        default=None, description="Directory to search in (default: the workspace root)."
+    )
+
+
+class GlobTool:
+    name: ClassVar[str] = "glob"
+    description: ClassVar[str] = (
+        "Find files by name pattern. Returns matching paths, most recently modified first "
+        "(skips files ignored by .gitignore)."
+    )
+    parameters: ClassVar[type[Params]] = GlobParams
+    read_only: ClassVar[bool] = True
+
+    def summarize_call(self, args: GlobParams) -> str:
+        return f"{args.pattern} in {args.path}" if args.path else args.pattern
+
+    async def execute(self, args: GlobParams, ctx: ToolContext) -> ToolOutput:
+        pattern = args.pattern.strip()
+        pattern = pattern[2:] if pattern.startswith("./") else pattern
+        if not pattern:
+            raise ToolError("pattern is empty; give a glob such as '*.py' or 'src/**/*.ts'")
+        resolved, shown, target = search_target(ctx, args.path)
+        if not resolved.is_dir():
+            raise ToolError(f"{shown} is a file, not a directory; glob searches directories")
+        argv = [*RG_COMMON, "--files", f"--glob={pattern}", "--", target]
+        result = await run_rg(argv, cwd=ctx.workspace, max_bytes=_LIST_BYTES)
+        files = [strip_dot(line) for line in result.stdout.splitlines()]
+        if result.cut and files:
+            files.pop()
+        if result.code == 2 and not files:
+            raise ToolError(f"rg failed: {result.stderr.strip() or 'no message'}")
+        if not files:
+            return ToolOutput(
+                content=f"No files match {pattern!r} in {place(shown)}.", summary="no files"
+            )
+        files.sort(key=lambda name: (-_mtime(ctx.workspace / name), name))
+        listed = files[:_MAX_FILES]
+        body = "\n".join(listed)
+        if len(files) > _MAX_FILES or result.cut:
+            total = f"more than {len(files)}" if result.cut else str(len(files))
+            body += (
+                f"\n\n[Showing the {len(listed)} newest of {total} files. Narrow the pattern "
+                f"or give a path.]"
+            )
+        return ToolOutput(content=body, summary=f"{len(files)} files")
+
+
+def _mtime(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0

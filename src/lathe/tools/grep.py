@@ -1,0 +1,199 @@
+"""The `grep` tool: search file contents with ripgrep; and how lathe runs `rg`.
+
+`rg` is read-only and gets its arguments as an argv list (never a shell string, so any
+pattern is safe), so it runs as a direct subprocess rather than through the executor
+that sandboxes the model's commands.
+
+Hidden files are searched, `.git` never is, and `.gitignore` rules apply even outside a
+git repository. ripgrep lets a `glob` the model gives name files that are ignored one by
+one, but never descends into an ignored directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import shutil
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.paths import display_path, not_found, place, resolve_path
+
+RG_COMMON = ["--no-config", "--hidden", "--glob=!.git", "--no-require-git", "--color=never"]
+_MAX_LINES = 200
+_MAX_COLUMNS = 400
+_RG_TIMEOUT_S = 60.0
+_STDERR_KEEP = 4000
+
+
+@functools.cache
+def rg_binary() -> str:
+    """The `rg` shipped by the ripgrep wheel next to this Python, else one on PATH."""
+    names = ("rg.exe", "rg") if sys.platform == "win32" else ("rg",)
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        for name in names:
+            if (folder / name).is_file():
+                return str(folder / name)
+    found = shutil.which("rg")
+    if found is None:
+        raise ToolError(
+            "ripgrep (rg) is not installed, so grep and glob cannot run; use bash with "
+            "grep -rn or find instead"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class RgResult:
+    code: int
+    stdout: str
+    stderr: str
+    cut: bool  # stdout passed the byte cap and rg was stopped
+
+
+async def run_rg(args: list[str], *, cwd: Path, max_bytes: int) -> RgResult:
+    """Run rg with `args`; stdout is kept up to `max_bytes`, then rg is stopped."""
+    proc = await asyncio.create_subprocess_exec(
+        rg_binary(),
+        *args,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        (out, cut), err = await asyncio.wait_for(
+            asyncio.gather(_read_capped(proc, max_bytes), _read_stderr(proc.stderr)),
+            timeout=_RG_TIMEOUT_S,
+        )
+        code = await proc.wait()
+    except TimeoutError:
+        raise ToolError(
+            f"the search took longer than {_RG_TIMEOUT_S:g} s and was stopped; search a "
+            f"smaller path or add a glob"
+        ) from None
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return RgResult(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), cut)
+
+
+async def _read_capped(proc: asyncio.subprocess.Process, max_bytes: int) -> tuple[bytes, bool]:
+    assert proc.stdout is not None
+    data = bytearray()
+    while chunk := await proc.stdout.read(65536):
+        data += chunk
+        if len(data) > max_bytes:
+            proc.kill()
+            return bytes(data[:max_bytes]), True
+    return bytes(data), False
+
+
+async def _read_stderr(stream: asyncio.StreamReader) -> bytes:
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        kept += chunk[: max(0, _STDERR_KEEP - len(kept))]
+    return bytes(kept)
+
+
+def search_target(ctx: ToolContext, path: str | None) -> tuple[Path, str, str]:
+    """(resolved path, path shown to the model, path argument for rg run in the workspace)."""
+    resolved = resolve_path(ctx.workspace, path or ".", extra_roots=(ctx.spill_dir,))
+    shown = display_path(ctx.workspace, resolved)
+    if not resolved.exists():
+        raise not_found(resolved, shown)
+    return resolved, shown, shown if not Path(shown).is_absolute() else str(resolved)
+
+
+def strip_dot(line: str) -> str:
+    return line[2:] if line.startswith("./") else line
+
+
+class GrepParams(Params):
+    pattern: str = Field(description="Regular expression to search for (ripgrep/Rust syntax).")
+    path: str | SkipJsonSchema[None] = Field(
+        default=None, description="File or directory to search (default: the workspace root)."
+    )
+    glob: str | SkipJsonSchema[None] = Field(
+        default=None, description="Only search files matching this glob, e.g. '*.py'."
+    )
+    ignore_case: bool = Field(default=False, description="Match regardless of letter case.")
+    context: Annotated[int, Field(ge=0, le=20)] | SkipJsonSchema[None] = Field(
+        default=None, description="Lines of context to show around each match."
+    )
+
+
+class GrepTool:
+    name: ClassVar[str] = "grep"
+    description: ClassVar[str] = (
+        "Search file contents with a regular expression (ripgrep; skips files ignored by "
+        ".gitignore). Returns matching lines as 'path:line:text'."
+    )
+    parameters: ClassVar[type[Params]] = GrepParams
+    read_only: ClassVar[bool] = True
+
+    def summarize_call(self, args: GrepParams) -> str:
+        return f"{args.pattern} in {args.path}" if args.path else args.pattern
+
+    async def execute(self, args: GrepParams, ctx: ToolContext) -> ToolOutput:
+        if not args.pattern:
+            raise ToolError("pattern is empty; give the text or regular expression to find")
+        _, shown, target = search_target(ctx, args.path)
+        argv = [*RG_COMMON, "--line-number", "--no-heading", "--with-filename"]
+        argv += [f"--max-columns={_MAX_COLUMNS}", "--max-columns-preview"]
+        if args.ignore_case:
+            argv.append("--ignore-case")
+        if args.context:
+            argv.append(f"--context={args.context}")
+        if args.glob:
+            argv.append(f"--glob={args.glob}")
+        argv += ["--regexp", args.pattern, "--", target]
+        result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
+        lines = [strip_dot(line) for line in result.stdout.splitlines()]
+        if result.cut and lines:
+            lines.pop()  # the byte cap may have split the last line
+        if result.code == 2 and not lines:
+            raise ToolError(_rg_error(result.stderr))
+        if not lines:
+            where = place(shown) + (f" (files matching {args.glob})" if args.glob else "")
+            return ToolOutput(
+                content=f"No matches for {args.pattern!r} in {where}.", summary="no matches"
+            )
+        return _matches_output(lines, result, context=bool(args.context))
+
+
+def _matches_output(lines: list[str], result: RgResult, *, context: bool) -> ToolOutput:
+    shown = lines[:_MAX_LINES]
+    body = "\n".join(shown)
+    if len(lines) > _MAX_LINES or result.cut:
+        body += (
+            f"\n\n[Output cut at {len(shown)} lines. Narrow the search: a more specific "
+            f"pattern, a path, or a glob.]"
+        )
+    if result.code == 2:
+        body += f"\n\n[rg also reported problems: {result.stderr.strip()}]"
+    noun = "lines" if context else "matches"
+    more = "+" if len(lines) > _MAX_LINES or result.cut else ""
+    return ToolOutput(content=body, summary=f"{len(shown)}{more} {noun}")
+
+
+def _rg_error(stderr: str) -> str:
+    message = f"rg failed: {stderr.strip() or 'no message'}"
+    if "regex parse error" in stderr:
+        message += (
+            "\nThe pattern is a regular expression: put a backslash before ( ) [ ] { } . * + "
+            "? | ^ $ \\ to match them literally."
+        )
+    return message

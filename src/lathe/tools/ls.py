@@ -1,0 +1,62 @@
+"""The `ls` tool: the entries of one directory, directories first, each group sorted."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.files import os_errors
+from lathe.tools.paths import display_path, not_found, place, resolve_path
+
+_MAX_ENTRIES = 500
+
+
+class LsParams(Params):
+    path: str | SkipJsonSchema[None] = Field(
+        default=None, description="Directory to list (default: the workspace root)."
+    )
+
+
+class LsTool:
+    name: ClassVar[str] = "ls"
+    description: ClassVar[str] = (
+        "List the files and directories in a directory. Directories end with '/'."
+    )
+    parameters: ClassVar[type[Params]] = LsParams
+    read_only: ClassVar[bool] = True
+
+    def summarize_call(self, args: LsParams) -> str:
+        return args.path or "."
+
+    async def execute(self, args: LsParams, ctx: ToolContext) -> ToolOutput:
+        path = resolve_path(ctx.workspace, args.path or ".", extra_roots=(ctx.spill_dir,))
+        shown = display_path(ctx.workspace, path)
+        if not path.exists():
+            raise not_found(path, shown)
+        if not path.is_dir():
+            raise ToolError(f"{shown} is a file, not a directory; use read to see its content")
+        with os_errors(shown, "list"), os.scandir(path) as entries:
+            names = [(not _is_dir(e), e.name + ("/" if _is_dir(e) else "")) for e in entries]
+        if not names:
+            return ToolOutput(content=f"{place(shown)} is an empty directory.", summary="empty")
+        names.sort(key=lambda item: (item[0], item[1].lower(), item[1]))
+        listed = [name for _, name in names[:_MAX_ENTRIES]]
+        body = "\n".join(listed)
+        if len(names) > _MAX_ENTRIES:
+            body += (
+                f"\n\n[Showing {len(listed)} of {len(names)} entries. Use glob to find "
+                f"specific files.]"
+            )
+        return ToolOutput(content=body, summary=f"{len(names)} entries")
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks: a link to a directory lists as one
+    except OSError:
+        return False

@@ -1,0 +1,66 @@
+"""Turn a path the model wrote into a real path inside the workspace, or refuse it.
+
+Relative paths are taken from the workspace root. `..` and symlinks are resolved
+before the check, so neither can lead outside. A path that does not exist yet (a file
+`write` will create) is resolved as far as it exists and checked the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from lathe.errors import ToolError
+
+
+def resolve_path(workspace: Path, path: str, *, extra_roots: Sequence[Path] = ()) -> Path:
+    """The real path of `path`; raises ToolError unless it lies inside the workspace
+    (or inside one of `extra_roots`, e.g. the spill directory for read-only tools)."""
+    root = Path(os.path.realpath(workspace))
+    given = path.strip() or "."
+    try:
+        candidate = Path(os.path.expanduser(given))
+        if not candidate.is_absolute():
+            candidate = root / candidate
+        resolved = Path(os.path.realpath(candidate))
+    except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
+        raise ToolError(f"{given!r} is not a valid path: {exc}") from exc
+    for allowed in (root, *(Path(os.path.realpath(r)) for r in extra_roots)):
+        if resolved.is_relative_to(allowed):
+            return resolved
+    via = "" if resolved == Path(os.path.normpath(candidate)) else f" (it resolves to {resolved})"
+    raise ToolError(
+        f"{given} is outside the workspace {root}{via}; file tools can only touch files "
+        f"inside it. Use a path relative to the workspace."
+    )
+
+
+def display_path(workspace: Path, path: Path) -> str:
+    """How a resolved path is shown to the model: relative to the workspace when inside."""
+    root = Path(os.path.realpath(workspace))
+    if path == root:
+        return "."
+    if path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    return str(path)
+
+
+def place(shown: str) -> str:
+    """A displayed path as words in a sentence: "." reads as the workspace."""
+    return "the workspace" if shown == "." else shown
+
+
+def not_found(path: Path, shown: str) -> ToolError:
+    """The error for a missing path, suggesting near names from its directory."""
+    try:
+        names = [entry.name for entry in os.scandir(path.parent)]
+    except OSError:
+        names = []
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    if close:
+        parent = PurePosixPath(shown).parent
+        options = ", ".join(str(parent / name) for name in close)
+        return ToolError(f"{shown} does not exist. Did you mean: {options}?")
+    return ToolError(f"{shown} does not exist. Use ls or glob to find the right path.")

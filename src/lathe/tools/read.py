@@ -1,0 +1,131 @@
+"""The `read` tool: a file's lines, numbered, a page at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors
+from lathe.tools.paths import display_path, not_found, resolve_path
+
+# Optional arguments show in the schema as plain types (simplest for small models), yet an
+# explicit null from the model is still accepted.
+_Positive = Annotated[int, Field(ge=1)]
+
+
+class ReadParams(Params):
+    path: str = Field(description="File to read, relative to the workspace root.")
+    offset: _Positive | SkipJsonSchema[None] = Field(
+        default=None, description="Line number to start from (1 = first line)."
+    )
+    limit: _Positive | SkipJsonSchema[None] = Field(
+        default=None, description="Maximum number of lines to return."
+    )
+
+
+class ReadTool:
+    name: ClassVar[str] = "read"
+    description: ClassVar[str] = (
+        "Read a text file. Returns numbered lines as 'number<TAB>text'; the number and tab "
+        "are not part of the file. Long files are returned a page at a time: the result "
+        "says which offset to use to read on."
+    )
+    parameters: ClassVar[type[Params]] = ReadParams
+    read_only: ClassVar[bool] = True
+
+    def summarize_call(self, args: ReadParams) -> str:
+        return args.path if args.offset is None else f"{args.path}:{args.offset}"
+
+    async def execute(self, args: ReadParams, ctx: ToolContext) -> ToolOutput:
+        path = resolve_path(ctx.workspace, args.path, extra_roots=(ctx.spill_dir,))
+        shown = display_path(ctx.workspace, path)
+        with os_errors(shown, "read"):
+            return self._read(path, shown, args, ctx)
+
+    def _read(self, path: Path, shown: str, args: ReadParams, ctx: ToolContext) -> ToolOutput:
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory, not a file; use ls to list it")
+        if not path.exists():
+            raise not_found(path, shown)
+        page = _Page(ctx, shown, args.offset or 1, args.limit or ctx.limits.read_default_lines)
+        if path.stat().st_size > MAX_TEXT_BYTES:
+            return page.stream(path)
+        data = path.read_bytes()
+        if not data:
+            ctx.file_state.record(path, data)
+            return ToolOutput(content=f"{shown} is empty (0 bytes).", summary="empty")
+        content = decode_text(data)
+        if content is None:
+            raise ToolError(
+                f"{shown} is a binary file ({len(data):,} bytes); read shows only text files"
+            )
+        ctx.file_state.record(path, data)
+        lines = content.text.split("\n")
+        if content.text.endswith("\n"):
+            lines.pop()
+        note = ""
+        if not content.is_utf8:
+            note = (
+                f"[note: {shown} is not UTF-8; it is shown decoded as {content.encoding}, "
+                f"and edit and write keep that encoding]\n"
+            )
+        return page.render(iter(lines), total=len(lines), note=note)
+
+
+class _Page:
+    """Formats one page of lines within the line, line-length and byte budgets."""
+
+    def __init__(self, ctx: ToolContext, shown: str, first: int, limit: int) -> None:
+        self._shown = shown
+        self._first = first
+        self._limit = limit
+        self._max_chars = ctx.limits.read_max_line_chars
+        self._max_bytes = ctx.limits.output_max_bytes
+
+    def render(self, lines: Iterator[str], *, total: int | None, note: str = "") -> ToolOutput:
+        out: list[str] = []
+        size = 0
+        number = self._first - 1
+        more = False
+        for number, line in enumerate(lines, 1):
+            if number < self._first:
+                continue
+            row = f"{number:>6}\t{self._cut(line)}"
+            if len(out) >= self._limit or (out and size + len(row) + 1 > self._max_bytes):
+                more = True
+                break
+            out.append(row)
+            size += len(row) + 1
+        if not out:
+            count = number if total is None else total
+            raise ToolError(
+                f"{self._shown} has {count} lines; offset {self._first} is past the end"
+            )
+        last = self._first + len(out) - 1
+        body = note + "\n".join(out)
+        if more:
+            of_total = f" of {total}" if total is not None else ""
+            body += (
+                f"\n\n[Showing lines {self._first}-{last}{of_total}. More lines follow: "
+                f"call read with offset={last + 1} to continue.]"
+            )
+        return ToolOutput(content=body, summary=f"{len(out)} lines")
+
+    def stream(self, path: Path) -> ToolOutput:
+        with path.open("rb") as handle:
+            if looks_binary(handle.read(8192)):
+                raise ToolError(f"{self._shown} is a binary file; read shows only text files")
+            handle.seek(0)
+            lines = (raw.decode("utf-8", "replace").rstrip("\r\n") for raw in handle)
+            return self.render(lines, total=None)
+
+    def _cut(self, line: str) -> str:
+        if len(line) <= self._max_chars:
+            return line
+        return f"{line[: self._max_chars]} [... line cut: {len(line):,} characters in total]"

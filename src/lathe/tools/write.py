@@ -1,0 +1,86 @@
+"""The `write` tool: create a file, or replace one the agent has read.
+
+Replacing a file requires that the agent read (or wrote) it in this session and that it
+has not changed since: a whole-file write from memory is how work gets lost. An
+overwrite keeps the old file's encoding, BOM and line endings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from lathe.errors import ToolError
+from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.files import (
+    clip_diff,
+    count_lines,
+    decode_text,
+    os_errors,
+    unified_diff,
+    write_atomic,
+)
+from lathe.tools.paths import display_path, resolve_path
+
+
+class WriteParams(Params):
+    path: str = Field(description="File to write, relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteTool:
+    name: ClassVar[str] = "write"
+    description: ClassVar[str] = (
+        "Create a file with the given content (parent directories are created). To replace "
+        "an existing file you must read it first; for a change to part of a file use edit."
+    )
+    parameters: ClassVar[type[Params]] = WriteParams
+    read_only: ClassVar[bool] = False
+
+    def summarize_call(self, args: WriteParams) -> str:
+        return args.path
+
+    async def execute(self, args: WriteParams, ctx: ToolContext) -> ToolOutput:
+        path = resolve_path(ctx.workspace, args.path)
+        shown = display_path(ctx.workspace, path)
+        with os_errors(shown, "write"):
+            return self._write(path, shown, args, ctx)
+
+    def _write(self, path: Path, shown: str, args: WriteParams, ctx: ToolContext) -> ToolOutput:
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory; give a file path to write")
+        lines = count_lines(args.content)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = args.content.encode("utf-8")
+            write_atomic(path, data)
+            ctx.file_state.record(path, data)
+            return ToolOutput(
+                content=f"Created {shown} ({lines} lines).",
+                summary=f"created, {lines} lines",
+                details={"path": shown, "created": True},
+            )
+
+        if not ctx.file_state.was_seen(path):
+            raise ToolError(
+                f"{shown} already exists and you have not read it in this session. Read it "
+                f"first, then use edit to change part of it (or write to replace it whole)"
+            )
+        ctx.file_state.check_not_stale(path, shown)
+        before = path.read_bytes()
+        old = decode_text(before)
+        if old is None:
+            data, old_text = args.content.encode("utf-8"), ""
+        else:
+            data, old_text = old.encode(args.content.replace("\r\n", "\n"), shown), old.text
+        write_atomic(path, data)
+        ctx.file_state.record(path, data)
+        diff = unified_diff(shown, old_text, args.content.replace("\r\n", "\n"))
+        was = "" if old is None else f", was {count_lines(old_text)}"
+        return ToolOutput(
+            content=f"Overwrote {shown} ({lines} lines{was}).\n\n{clip_diff(diff)}",
+            summary=f"overwritten, {lines} lines",
+            details={"path": shown, "created": False, "diff": diff},
+        )

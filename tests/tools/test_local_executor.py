@@ -1,0 +1,166 @@
+"""LocalExecutor: real processes, bounded output, and no process outliving its run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+from tests.tools.helpers import process_alive
+
+from lathe.exec.base import ExecutorUnavailable
+from lathe.exec.local import LocalExecutor
+
+
+async def _run(command: str, tmp_path: Path, **kwargs: object) -> object:
+    options: dict[str, object] = {
+        "cwd": tmp_path, "timeout": 10.0, "max_output_bytes": 10_000,
+        "spill_dir": tmp_path / "spill",
+    }
+    options.update(kwargs)
+    executor = options.pop("executor", LocalExecutor())
+    return await executor.run(command, **options)  # type: ignore[attr-defined]
+
+
+async def _wait_gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not process_alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return not process_alive(pid)
+
+
+async def test_exit_code_and_merged_output(tmp_path: Path) -> None:
+    result = await _run("echo out; echo err >&2; exit 3", tmp_path)
+    assert (result.exit_code, result.output, result.timed_out, result.truncated) == (
+        3, "out\nerr\n", False, False
+    )
+    assert result.full_output_path is None
+
+
+async def test_runs_in_cwd_with_a_noninteractive_environment(tmp_path: Path) -> None:
+    executor = LocalExecutor(env={"LATHE_TEST_VAR": "yes"})
+    result = await _run(
+        'pwd; echo "$GIT_TERMINAL_PROMPT $PAGER $GIT_PAGER $TERM $LATHE_TEST_VAR"',
+        tmp_path, executor=executor,
+    )
+    assert result.output == f"{tmp_path}\n0 cat cat dumb yes\n"
+
+
+async def test_a_command_reading_stdin_returns_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = await _run('cat; read -r line; echo "read:$?"', tmp_path)
+    assert result.output == "read:1\n"
+    assert time.monotonic() - started < 5
+
+
+async def test_invalid_utf8_is_replaced(tmp_path: Path) -> None:
+    result = await _run(r"printf 'ok \377\n'", tmp_path)
+    assert result.output == "ok \ufffd\n"
+
+
+async def test_death_by_signal_reads_like_a_shell_exit_code(tmp_path: Path) -> None:
+    result = await _run("kill -KILL $$", tmp_path)
+    assert result.exit_code == 137
+
+
+async def test_fifty_megabytes_stay_bounded_and_spill_whole(tmp_path: Path) -> None:
+    started = time.monotonic()
+    lines = 3_000_000  # 17 bytes each: 51 MB
+    result = await _run(f"yes 0123456789abcdef | head -n {lines}", tmp_path, timeout=60)
+    assert result.exit_code == 0
+    assert result.truncated
+    assert len(result.output) < 10_000 + 200
+    assert result.output.startswith("0123456789abcdef\n")
+    assert result.output.endswith("0123456789abcdef\n")
+    assert "bytes omitted ...]" in result.output
+    spill = result.full_output_path
+    assert spill is not None and spill.parent == tmp_path / "spill"
+    assert spill.stat().st_size == 17 * lines
+    with spill.open("rb") as handle:
+        assert handle.read(34) == b"0123456789abcdef\n" * 2
+    assert time.monotonic() - started < 30
+
+
+async def test_output_just_under_the_limit_is_not_truncated(tmp_path: Path) -> None:
+    result = await _run("head -c 10000 /dev/zero | tr '\\0' x", tmp_path)
+    assert not result.truncated and len(result.output) == 10_000
+    assert not (tmp_path / "spill").exists()
+
+
+async def test_timeout_kills_the_whole_group_grandchildren_included(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    started = time.monotonic()
+    result = await _run(
+        f"sleep 300 & echo $! > {pid_file}; echo started; wait", tmp_path, timeout=1
+    )
+    assert time.monotonic() - started < 6
+    assert (result.timed_out, result.exit_code, result.output) == (True, None, "started\n")
+    assert await _wait_gone(int(pid_file.read_text()))
+
+
+async def test_a_grandchild_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    executor = LocalExecutor(kill_grace_s=0.3)
+    result = await _run(
+        f"bash -c 'trap \"\" TERM; sleep 300' & echo $! > {pid_file}; wait",
+        tmp_path, timeout=1, executor=executor,
+    )
+    assert result.timed_out
+    assert await _wait_gone(int(pid_file.read_text()))
+
+
+async def test_a_background_grandchild_holding_stdout_does_not_hang(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    started = time.monotonic()
+    result = await _run(f"sleep 300 & echo $! > {pid_file}; echo done", tmp_path, timeout=60)
+    assert time.monotonic() - started < 6
+    assert result.exit_code == 0 and not result.timed_out
+    assert result.output.startswith("done\n")
+    assert "a background process kept its output open" in result.output
+    assert await _wait_gone(int(pid_file.read_text()))
+
+
+async def test_a_detached_background_job_may_keep_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    result = await _run(f"sleep 300 > /dev/null 2>&1 & echo $! > {pid_file}", tmp_path)
+    pid = int(pid_file.read_text())
+    try:
+        assert result.exit_code == 0 and result.output == ""
+        assert process_alive(pid)
+    finally:
+        os.kill(pid, 9)
+
+
+async def test_cancelling_the_run_kills_the_group_and_reraises(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    task = asyncio.create_task(
+        _run(f"sleep 300 & echo $! > {pid_file}; wait", tmp_path, timeout=60)
+    )
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _wait_gone(int(pid_file.read_text()))
+
+
+async def test_argv_builder_decides_what_runs(tmp_path: Path) -> None:
+    seen: list[tuple[str, Path]] = []
+
+    def builder(command: str, cwd: Path) -> list[str]:
+        seen.append((command, cwd))
+        return ["env", "WRAPPED=1", "bash", "-c", command]
+
+    result = await _run("echo $WRAPPED", tmp_path, executor=LocalExecutor(argv_builder=builder))
+    assert result.output == "1\n"
+    assert seen == [("echo $WRAPPED", tmp_path)]
+
+
+async def test_a_program_that_cannot_start_is_executor_unavailable(tmp_path: Path) -> None:
+    executor = LocalExecutor(argv_builder=lambda command, cwd: ["/nonexistent/bwrap", command])
+    with pytest.raises(ExecutorUnavailable, match="cannot start '/nonexistent/bwrap'"):
+        await _run("true", tmp_path, executor=executor)

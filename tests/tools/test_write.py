@@ -1,0 +1,85 @@
+"""write: creates freely, replaces only what the agent has read and is still current."""
+
+from __future__ import annotations
+
+from tests.tools.helpers import call, call_error
+
+from lathe.tools.base import ToolContext
+from lathe.tools.read import ReadTool
+from lathe.tools.write import WriteTool
+
+write = WriteTool()
+
+
+async def test_creates_a_file_and_its_parent_directories(ctx: ToolContext) -> None:
+    out = await call(write, ctx, path="pkg/sub/mod.py", content="x = 1\ny = 2\n")
+    assert (ctx.workspace / "pkg/sub/mod.py").read_text() == "x = 1\ny = 2\n"
+    assert out.content == "Created pkg/sub/mod.py (2 lines)."
+    assert out.summary == "created, 2 lines"
+    assert out.details == {"path": "pkg/sub/mod.py", "created": True}
+
+
+async def test_content_is_written_verbatim(ctx: ToolContext) -> None:
+    await call(write, ctx, path="raw.txt", content="a\r\nb\tc\x1b[0m\nno newline")
+    assert (ctx.workspace / "raw.txt").read_bytes() == b"a\r\nb\tc\x1b[0m\nno newline"
+
+
+async def test_replacing_an_unread_file_is_refused_and_it_stays_unchanged(
+    ctx: ToolContext,
+) -> None:
+    path = ctx.workspace / "keep.txt"
+    path.write_text("precious\n")
+    error = await call_error(write, ctx, path="keep.txt", content="gone\n")
+    assert error == (
+        "keep.txt already exists and you have not read it in this session. Read it first, "
+        "then use edit to change part of it (or write to replace it whole)"
+    )
+    assert path.read_text() == "precious\n"
+
+
+async def test_replacing_a_read_file_works_and_shows_a_diff(ctx: ToolContext) -> None:
+    path = ctx.workspace / "notes.md"
+    path.write_text("one\ntwo\n")
+    await call(ReadTool(), ctx, path="notes.md")
+    out = await call(write, ctx, path="notes.md", content="one\n2\nthree\n")
+    assert path.read_text() == "one\n2\nthree\n"
+    assert out.content.startswith("Overwrote notes.md (3 lines, was 2).\n\n")
+    assert out.details["created"] is False
+    assert "-two\n+2\n+three\n" in out.details["diff"]
+
+
+async def test_a_file_written_in_this_session_can_be_written_again(ctx: ToolContext) -> None:
+    await call(write, ctx, path="gen.txt", content="v1\n")
+    await call(write, ctx, path="gen.txt", content="v2\n")
+    assert (ctx.workspace / "gen.txt").read_text() == "v2\n"
+
+
+async def test_replacing_a_file_changed_since_reading_is_refused(ctx: ToolContext) -> None:
+    path = ctx.workspace / "cfg.ini"
+    path.write_text("a=1\n")
+    await call(ReadTool(), ctx, path="cfg.ini")
+    path.write_text("a=2\n")
+    error = await call_error(write, ctx, path="cfg.ini", content="a=3\n")
+    assert error == (
+        "cfg.ini was modified on disk since you last read it; read it again before editing"
+    )
+    assert path.read_text() == "a=2\n"
+
+
+async def test_overwrite_keeps_crlf_and_encoding(ctx: ToolContext) -> None:
+    path = ctx.workspace / "legacy.txt"
+    path.write_bytes(b"caf\xe9\r\nbar\r\n")
+    await call(ReadTool(), ctx, path="legacy.txt")
+    await call(write, ctx, path="legacy.txt", content="thé\nbar\nbaz\n")
+    assert path.read_bytes() == b"th\xe9\r\nbar\r\nbaz\r\n"
+
+
+async def test_a_directory_or_a_file_as_parent_is_an_error(ctx: ToolContext) -> None:
+    (ctx.workspace / "dir").mkdir()
+    (ctx.workspace / "plain.txt").write_text("x\n")
+    assert await call_error(write, ctx, path="dir", content="x") == (
+        "dir is a directory; give a file path to write"
+    )
+    error = await call_error(write, ctx, path="plain.txt/inner.txt", content="x")
+    assert error.startswith("cannot write plain.txt/inner.txt: ")
+    assert (ctx.workspace / "plain.txt").read_text() == "x\n"
