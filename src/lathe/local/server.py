@@ -1,0 +1,470 @@
+"""Run llama-server for a local model: one managed by this lathe process, or one kept
+warm across runs by `lathe local start`.
+
+A managed server lives exactly as long as the lathe process that started it: `stop()`
+runs on context exit and at interpreter exit, and on Linux the kernel sends it SIGTERM
+if lathe dies without running either. A warm server is detached and recorded in
+`LATHE_HOME/local/server.json`; later runs reuse it when it serves the model they want.
+
+Errors: a server that exits or stops answering raises `lathe.errors.Transport` carrying
+the tail of its log, so the retry policy and the user see the same cause. A port the
+user chose that is already taken raises `UsageError`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from lathe.errors import Transport, UsageError
+from lathe.local.install import find_server, is_verified
+from lathe.local.models import LocalModel, get_model, local_dir, model_path
+
+HOST = "127.0.0.1"
+TEMPLATE = Path(__file__).parent / "templates" / "qwen2.5-coder-tools.jinja"
+_LOG_TAIL_LINES = 25
+_BIND_FAILURE = ("couldn't bind", "Address already in use")
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    ctx_size: int = 8192
+    """Context window in tokens (one slot gets all of it)."""
+    threads: int = 1
+    """Generation threads. One is the safe default on a 2-core machine: with two, speed
+    collapses whenever another process (a test run) takes a core."""
+    chat_template: Literal["lathe", "stock"] | Path = "lathe"
+    """"lathe": lathe's template that makes the model's ```json calls parse as tool
+    calls; "stock": the model's own template (for JSON-schema action mode); or a file."""
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:
+    if path is None:
+        return "(no log)"
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "(log unreadable)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log empty)"
+
+
+def _free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(port: int, host: str = HOST) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.errno in (errno.EADDRINUSE, errno.EACCES)
+    return False
+
+
+def _health(base: str, timeout: float = 2.0) -> tuple[int, str]:
+    """(HTTP status, body) of GET /health; (0, reason) when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, str(exc)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec hook setting PR_SET_PDEATHSIG: the kernel sends the server SIGTERM when
+    the thread that spawned it dies, so even a kill -9 of lathe cannot leave it running.
+    libc is loaded here, before the fork; the hook itself only calls prctl."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)
+
+
+def _pid_alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError, OSError):
+        # Reap it first if it is our own exited child, or kill(0) would see a zombie.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    """SIGTERM the process group led by `pid`, then SIGKILL it if it lingers."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.05)
+
+
+class LocalServer:
+    """One llama-server process serving one GGUF file on 127.0.0.1.
+
+    `start()` picks a free port (unless one is given), launches the server and waits for
+    `/health` to answer ok; `stop()` ends it and its process group. Use it as a context
+    manager, or rely on the atexit hook installed by `start()` (unless `detach`).
+    """
+
+    def __init__(
+        self,
+        model: Path,
+        *,
+        alias: str,
+        binary: Path | None = None,
+        port: int | None = None,
+        options: ServerOptions | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.model = Path(model)
+        self.alias = alias
+        self.binary = binary
+        self.options = options or ServerOptions()
+        self.log_path = log_path
+        self.port = port
+        self._requested_port = port
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible endpoint, e.g. http://127.0.0.1:41234/v1."""
+        return f"{self._root}/v1"
+
+    @property
+    def _root(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def command(self) -> list[str]:
+        assert self.binary is not None and self.port is not None
+        opts = self.options
+        cmd = [
+            str(self.binary),
+            "--model",
+            str(self.model),
+            "--host",
+            HOST,
+            "--port",
+            str(self.port),
+            "--alias",
+            self.alias,
+            "--jinja",
+            "--ctx-size",
+            str(opts.ctx_size),
+            "--threads",
+            str(opts.threads),
+            # One slot: the whole context for the one conversation, and its prompt cache.
+            "--parallel",
+            "1",
+            "--no-webui",
+        ]
+        if opts.chat_template == "lathe":
+            cmd += ["--chat-template-file", str(TEMPLATE)]
+        elif isinstance(opts.chat_template, Path):
+            cmd += ["--chat-template-file", str(opts.chat_template)]
+        return [*cmd, *opts.extra_args]
+
+    def start(self, timeout: float = 180.0, *, detach: bool = False) -> None:
+        """Launch and wait until healthy. `detach`: outlive this process (warm server)."""
+        if self._proc is not None:
+            return
+        if self.binary is None:
+            self.binary = find_server()
+            if self.binary is None:
+                raise UsageError("llama-server is not installed; run `lathe local install`.")
+        if not self.model.is_file():
+            raise UsageError(f"Model file {self.model} does not exist; run `lathe local install`.")
+        if self._requested_port is not None and port_in_use(self._requested_port):
+            raise UsageError(
+                f"Port {self._requested_port} on {HOST} is already in use; choose another "
+                "port or stop the program listening on it."
+            )
+        # A port found free can be taken before the server binds it; pick again then.
+        for attempt in range(3):
+            if self._requested_port is None:
+                self.port = _free_port()
+            self._spawn(detach)
+            try:
+                self._wait_healthy(timeout)
+                return
+            except Transport:
+                bind_failed = any(s in _log_tail(self.log_path) for s in _BIND_FAILURE)
+                self._kill()
+                if not bind_failed or self._requested_port is not None or attempt == 2:
+                    raise
+
+    def _spawn(self, detach: bool) -> None:
+        if self.log_path is None:
+            self.log_path = local_dir() / "logs" / f"server-{self.alias}-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        preexec = None
+        if (
+            not detach
+            and sys.platform.startswith("linux")
+            and threading.current_thread() is threading.main_thread()
+        ):
+            preexec = _die_with_parent()
+        with self.log_path.open("wb") as log:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        if not detach:
+            atexit.register(self.stop)
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while True:
+            self.check_alive()
+            status, body = _health(self._root)
+            if status == 200:
+                return
+            last = f"HTTP {status}: {body.strip()[:200]}" if status else body
+            if time.monotonic() > deadline:
+                raise Transport(
+                    f"The local model server did not become ready within {timeout:.0f}s "
+                    f"(last /health answer: {last}). Last lines of {self.log_path}:\n"
+                    f"{_log_tail(self.log_path)}"
+                )
+            time.sleep(0.2)
+
+    def check_alive(self) -> None:
+        """Raise `Transport` (with the log's tail) if the server process has exited."""
+        if self._proc is None:
+            raise Transport("The local model server is not running.")
+        code = self._proc.poll()
+        if code is not None:
+            raise Transport(
+                f"The local model server (pid {self._proc.pid}) exited with code {code}. "
+                f"Last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+            )
+
+    def ensure_running(self) -> None:
+        """`check_alive`, then check that it still answers /health."""
+        self.check_alive()
+        status, body = _health(self._root)
+        if status != 200:
+            # A server on its way out stops answering before it exits; prefer that cause.
+            assert self._proc is not None
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=1.0)
+            self.check_alive()
+            raise Transport(
+                f"The local model server on port {self.port} is not answering "
+                f"({body.strip()[:200] or status}). Last lines of {self.log_path}:\n"
+                f"{_log_tail(self.log_path)}"
+            )
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            _terminate(proc.pid, 10.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+    def stop(self) -> None:
+        """End the server and its process group; safe to call twice."""
+        atexit.unregister(self.stop)
+        self._kill()
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ------------------------------------------------------------------- the warm server
+
+
+@dataclass(frozen=True)
+class WarmServer:
+    pid: int
+    port: int
+    model: str
+    """The local model's short name, e.g. "1.5b"."""
+    wire_id: str
+    model_path: str
+    binary: str
+    log: str
+    started: float
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+
+def _state_file() -> Path:
+    return local_dir() / "server.json"
+
+
+def read_warm() -> WarmServer | None:
+    """The recorded warm server if its process is still alive and answering, else None
+    (a stale record is removed)."""
+    path = _state_file()
+    try:
+        warm = WarmServer(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if _pid_alive(warm.pid) and _health(f"http://{HOST}:{warm.port}")[0] == 200:
+        return warm
+    if not _pid_alive(warm.pid):
+        path.unlink(missing_ok=True)
+    return None
+
+
+def start_warm(
+    model_name: str,
+    *,
+    options: ServerOptions | None = None,
+    port: int | None = None,
+    binary: Path | None = None,
+) -> tuple[WarmServer, bool]:
+    """Start a detached server for the model, or reuse the live one serving it.
+
+    Returns (server, reused). A warm server for a different model is stopped first.
+    """
+    model = get_model(model_name)
+    current = read_warm()
+    if current is not None and current.model == model.name and port in (None, current.port):
+        return current, True
+    if current is not None:
+        stop_warm()
+    path = _require_model(model)
+    log = local_dir() / "logs" / "warm-server.log"
+    server = LocalServer(
+        path, alias=model.wire_id, binary=binary, port=port, options=options, log_path=log
+    )
+    server.start(detach=True)
+    assert server.pid is not None and server.port is not None and server.binary is not None
+    warm = WarmServer(
+        pid=server.pid,
+        port=server.port,
+        model=model.name,
+        wire_id=model.wire_id,
+        model_path=str(path),
+        binary=str(server.binary),
+        log=str(log),
+        started=time.time(),
+    )
+    _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
+    return warm, False
+
+
+def stop_warm() -> WarmServer | None:
+    """Stop the recorded warm server; returns what was stopped, or None."""
+    path = _state_file()
+    try:
+        warm = WarmServer(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if _pid_alive(warm.pid) and _is_our_server(warm):
+        _terminate(warm.pid, 10.0)
+    path.unlink(missing_ok=True)
+    return warm
+
+
+def _is_our_server(warm: WarmServer) -> bool:
+    """Guard against killing an unrelated process that reused a stale pid: the process
+    must still have the recorded model path in its command line."""
+    try:
+        argv = Path(f"/proc/{warm.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc: trust the record
+    return warm.model_path.encode() in argv
+
+
+# ------------------------------------------------------------------- for the CLI
+
+
+class LocalEndpoint(NamedTuple):
+    base_url: str
+    model: str
+    """The wire model id to send."""
+    owned: bool
+    """True when this process started the server (it stops at exit)."""
+
+
+_managed: dict[str, LocalServer] = {}
+
+
+def _require_model(model: LocalModel) -> Path:
+    path = model_path(model)
+    if not is_verified(path, model.size, model.sha256):
+        raise UsageError(
+            f"The local {model.name} model is not installed. Run `lathe local install "
+            f"--model {model.name}` once (it downloads the model and builds llama-server)."
+        )
+    return path
+
+
+def ensure_local_server(model_name: str, *, options: ServerOptions | None = None) -> LocalEndpoint:
+    """An endpoint serving `model_name` ("local", "local/1.5b", "0.5b", ...): the warm
+    server when it serves that model, else one started now and stopped at exit."""
+    model = get_model(model_name)
+    path = _require_model(model)
+    warm = read_warm()
+    if warm is not None and warm.model == model.name:
+        return LocalEndpoint(warm.base_url, warm.wire_id, owned=False)
+    server = _managed.get(model.name)
+    if server is None or server._proc is None or server._proc.poll() is not None:
+        server = LocalServer(path, alias=model.wire_id, options=options)
+        server.start()
+        _managed[model.name] = server
+    return LocalEndpoint(server.base_url, model.wire_id, owned=True)
+
+
+def managed_server(model_name: str) -> LocalServer | None:
+    """The server `ensure_local_server` started in this process for the model, if any —
+    for `ensure_running()` checks and early `stop()`."""
+    return _managed.get(get_model(model_name).name)
