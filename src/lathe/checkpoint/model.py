@@ -1,0 +1,116 @@
+"""Values the checkpoint store hands out: checkpoints, file changes, restore reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from lathe.checkpoint.shadow import LogRecord
+
+FileStatus = Literal["added", "modified", "deleted"]
+
+# Checkpoints that are the result of something lathe did to the workspace: an agent turn
+# ("after"), a restore, an undo. The first two are what `undo` reverts, newest first.
+UNDOABLE_KINDS = frozenset({"after", "restore"})
+LATHE_KINDS = UNDOABLE_KINDS | {"undo"}
+
+_STATUS = {"A": "added", "D": "deleted"}
+
+
+@dataclass(frozen=True)
+class FileChange:
+    status: FileStatus
+    path: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One recorded state of the workspace.
+
+    `n` is the position in `Checkpoints.list()` (1 = newest) when the value was made;
+    it shifts as newer checkpoints are recorded, `commit` does not. `files` are the
+    changes from the previous checkpoint; empty for the first one (`parent` is None).
+    An undo's checkpoint names the checkpoint it reverted (`undoes`) and how many files
+    it `kept` because the user had changed them.
+    """
+
+    n: int
+    commit: str
+    tree: str
+    parent: str | None
+    time: datetime
+    label: str
+    turn: int | None
+    kind: str
+    files: tuple[FileChange, ...]
+    undoes: str | None = None
+    kept: int = 0
+
+    @property
+    def by_lathe(self) -> bool:
+        return self.kind in LATHE_KINDS
+
+
+@dataclass
+class RestoreReport:
+    """What an undo or restore did. Paths are relative to the workspace, POSIX style.
+
+    `restored` were reverted in place, `recreated` had been deleted and are back,
+    `deleted` did not exist at the target and are gone. `kept` were changed by the user
+    since lathe last touched the workspace and were left alone; `forced` are such files
+    that were overwritten because force was asked. `skipped` are left alone, force or not,
+    because checkpoints do not hold their current contents: nested git repositories, and
+    ignored files standing where a recorded file would be written back. `backup` is the
+    state recorded just before restoring (so the restore can be undone); `result` is the
+    state after it, None when nothing needed to change.
+    """
+
+    target: Checkpoint
+    backup: Checkpoint
+    result: Checkpoint | None = None
+    restored: list[str] = field(default_factory=list)
+    recreated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    forced: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.restored or self.recreated or self.deleted)
+
+
+def encode_message(
+    label: str, turn: int | None, kind: str, extra: dict[str, str] | None = None
+) -> str:
+    # One line of label, then trailers; control characters would break the log format.
+    clean = " ".join("".join(c if c.isprintable() else " " for c in label).split())
+    trailers = {"Kind": kind, **({"Turn": str(turn)} if turn is not None else {}), **(extra or {})}
+    lines = "".join(f"Lathe-{key}: {value}\n" for key, value in trailers.items())
+    return f"{clean or kind}\n\n{lines}"
+
+
+def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
+    label, _, body = record.message.partition("\n")
+    trailers = dict(
+        line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-")
+    )
+    turn = trailers.get("Lathe-Turn")
+    kept = trailers.get("Lathe-Kept", "0")
+    return Checkpoint(
+        n=n,
+        commit=record.commit,
+        tree=record.tree,
+        parent=record.parent,
+        time=datetime.fromtimestamp(record.timestamp, tz=UTC),
+        label=label,
+        turn=int(turn) if turn and turn.lstrip("-").isdigit() else None,
+        kind=trailers.get("Lathe-Kind", "before"),
+        files=tuple(
+            FileChange(_STATUS.get(status[:1], "modified"), path)  # type: ignore[arg-type]
+            for status, path in record.changes
+        ),
+        undoes=trailers.get("Lathe-Undoes"),
+        kept=int(kept) if kept.isdigit() else 0,
+    )

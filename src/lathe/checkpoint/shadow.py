@@ -1,0 +1,316 @@
+"""The shadow git repository that stores a workspace's checkpoints.
+
+One per workspace, at `$LATHE_HOME/checkpoints/<project-slug>/git`, with the workspace
+as its work tree. Every git command gets `--git-dir` and `--work-tree` explicitly and a
+scrubbed environment, so nothing reaches the user's own `.git`: not its index, branches,
+stash, hooks or config. The user's system and global git config are not read either,
+because a filter, hook, fsmonitor or signing setting there would run inside our commands;
+only their ignore rules are carried over (into the shadow's `info/exclude`).
+
+Checkpoints are commits on one ref, `refs/lathe/checkpoints`, each the parent of the next.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.errors import LatheError, UsageError
+
+REF = "refs/lathe/checkpoints"
+GITLINK_MODE = "160000"
+_NO_FILE = "000000"
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "lathe",
+    "GIT_AUTHOR_EMAIL": "checkpoints@lathe.invalid",
+    "GIT_COMMITTER_NAME": "lathe",
+    "GIT_COMMITTER_EMAIL": "checkpoints@lathe.invalid",
+}
+
+# Local config of the shadow repo. The user's config is not read at all (see the module
+# docstring); these pin the settings whose defaults could still change bytes or run code.
+_CONFIG = {
+    "user.name": "lathe",
+    "user.email": "checkpoints@lathe.invalid",
+    "commit.gpgSign": "false",
+    "tag.gpgSign": "false",
+    "core.autocrlf": "false",
+    "core.safecrlf": "false",
+    "core.fsmonitor": "false",
+    "core.symlinks": "true",
+    "gc.autoDetach": "false",
+    "maintenance.auto": "false",
+}
+
+# Highest-precedence attributes: store and restore bytes exactly, whatever the
+# workspace's .gitattributes ask for (eol conversion, LFS or other filters).
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two trees, as `git diff-tree --raw` reports it."""
+
+    path: str
+    old_mode: str
+    new_mode: str
+    old_blob: str
+    new_blob: str
+
+    @property
+    def status(self) -> str:
+        if self.old_mode == _NO_FILE:
+            return "added"
+        if self.new_mode == _NO_FILE:
+            return "deleted"
+        return "modified"
+
+    @property
+    def is_nested_repo(self) -> bool:
+        return GITLINK_MODE in (self.old_mode, self.new_mode)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    commit: str
+    tree: str
+    parent: str | None
+    timestamp: int
+    message: str
+    changes: tuple[tuple[str, str], ...]  # (git status letter, path)
+
+
+class ShadowRepo:
+    """Thin, typed wrapper over the git commands checkpoints need."""
+
+    def __init__(self, workspace: Path, root: Path, home: Path) -> None:
+        self.workspace = workspace
+        self.root = root
+        self.home = home
+        self.git_dir = root / "git"
+
+    def exists(self) -> bool:
+        return (self.git_dir / "HEAD").is_file()
+
+    def ensure(self) -> None:
+        """Create the repository on first use, then refresh its ignore rules."""
+        if not self.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._git("init", "--quiet", "--bare", "--template=", str(self.git_dir), bare=True)
+            for key, value in _CONFIG.items():
+                self._git("config", key, value)
+            self._git("config", "core.hooksPath", str(self.git_dir / "no-hooks"))
+            info = self.git_dir / "info"
+            info.mkdir(exist_ok=True)
+            (info / "attributes").write_text(_ATTRIBUTES, encoding="utf-8")
+            (self.root / "workspace").write_text(f"{self.workspace}\n", encoding="utf-8")
+        self._refresh_excludes()
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def stage_all(self) -> str:
+        """Stage the whole work tree in the shadow index and return its tree id."""
+        self._git("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
+        # Files recorded earlier stay in the index even once the user ignores them.
+        now_ignored = self._git(
+            "ls-files", "-z", "--cached", "--ignored", "--exclude-standard"
+        )
+        if now_ignored:
+            self._git(
+                "rm", "--cached", "--quiet", "--ignore-unmatch", "--pathspec-from-file=-",
+                "--pathspec-file-nul", feed=now_ignored,
+            )
+        return self._git("write-tree").decode().strip()
+
+    def head(self) -> str | None:
+        out = self._git("rev-parse", "--verify", "--quiet", f"{REF}^{{commit}}", ok_codes=(0, 1))
+        return out.decode().strip() or None
+
+    def commit(self, tree: str, parent: str | None, message: str) -> str:
+        args = ["commit-tree", tree, "-F", "-"]
+        if parent:
+            args += ["-p", parent]
+        commit = self._git(*args, feed=message.encode()).decode().strip()
+        # Compare-and-swap, so two writers racing on the ref cannot drop a checkpoint.
+        self._git("update-ref", "-m", "checkpoint", REF, commit, parent or "0" * 40)
+        return commit
+
+    def log(self, rev: str = REF, max_count: int | None = None) -> list[LogRecord]:
+        args = [
+            "-c", "log.showRoot=false", "log", "-z", "--no-renames", "--name-status",
+            "--format=%x1e%H%x1f%T%x1f%P%x1f%ct%x1f%B%x1f", "--first-parent",
+        ]
+        if max_count is not None:
+            args.append(f"--max-count={max_count}")
+        out = self._git(*args, rev, "--").decode("utf-8", "surrogateescape")
+        return [_parse_record(chunk) for chunk in out.split("\x1e") if chunk.strip("\0\n")]
+
+    def diff(self, old_tree: str, new_tree: str) -> list[Change]:
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, "--")
+        fields = out.decode("utf-8", "surrogateescape").split("\0")
+        changes = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(":"):
+                continue
+            old_mode, new_mode, old_blob, new_blob, _status = meta[1:].split(" ")
+            changes.append(Change(path, old_mode, new_mode, old_blob, new_blob))
+        return changes
+
+    def directories(self, tree: str) -> set[str]:
+        out = self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)
+        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
+    def checkout(self, tree: str, paths: list[str]) -> None:
+        """Write `paths` from `tree` into the workspace, through a throwaway index."""
+        index = self.git_dir / "restore.index"
+        try:
+            self._git("read-tree", tree, index=index)
+            listing = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+            self._git("checkout-index", "--force", "-z", "--stdin", feed=listing, index=index)
+        finally:
+            index.unlink(missing_ok=True)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _git(
+        self,
+        *args: str,
+        feed: bytes | None = None,
+        index: Path | None = None,
+        ok_codes: tuple[int, ...] = (0,),
+        bare: bool = False,
+    ) -> bytes:
+        argv = ["git"] if bare else [
+            "git", f"--git-dir={self.git_dir}", f"--work-tree={self.workspace}",
+        ]
+        argv += args
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=self.workspace,
+                env=_environment(index),
+                input=feed,
+                stdin=None if feed is not None else subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise UsageError(
+                "git was not found on PATH; lathe's checkpoints and undo need git "
+                "(2.32 or newer): install it, or put it on PATH"
+            ) from exc
+        if proc.returncode not in ok_codes:
+            detail = proc.stderr.decode("utf-8", "replace").strip()
+            raise LatheError(
+                f"checkpoint store {self.git_dir}: git {args[0]} failed "
+                f"(exit {proc.returncode}): {detail}"
+            )
+        return proc.stdout
+
+    def _refresh_excludes(self) -> None:
+        lines = ["# written by lathe on every snapshot; edits here are lost", "/.git"]
+        for source in (_global_excludes(), _workspace_excludes(self.workspace)):
+            if source is not None and source.is_file():
+                lines.append(source.read_text(encoding="utf-8", errors="replace"))
+        # A LATHE_HOME inside the workspace would otherwise record its own sessions.
+        inside = _relative_inside(self.home, self.workspace)
+        if inside is not None:
+            lines.append(f"/{inside}/")
+        text = "\n".join(lines) + "\n"
+        exclude = self.git_dir / "info" / "exclude"
+        exclude.parent.mkdir(exist_ok=True)
+        if not exclude.is_file() or exclude.read_text(encoding="utf-8") != text:
+            exclude.write_text(text, encoding="utf-8")
+
+
+def _environment(index: Path | None) -> dict[str, str]:
+    # Inherited GIT_* variables (GIT_DIR from a hook, GIT_INDEX_FILE, ...) would point
+    # our commands at the user's repository, so none survive.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(_IDENTITY)
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    return env
+
+
+def _parse_record(chunk: str) -> LogRecord:
+    commit, tree, parents, stamp, message, rest = chunk.split("\x1f", 5)
+    names = rest.lstrip("\0\n").split("\0")
+    changes = tuple(
+        (status, path) for status, path in zip(names[0::2], names[1::2], strict=False) if path
+    )
+    return LogRecord(
+        commit=commit,
+        tree=tree,
+        parent=parents.split(" ")[0] or None,
+        timestamp=int(stamp),
+        message=message,
+        changes=changes,
+    )
+
+
+def _global_excludes() -> Path | None:
+    """The user's global ignore file, found the way git finds it, without running git."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    configured = _read_excludes_setting(Path.home() / ".gitconfig") or _read_excludes_setting(
+        Path(xdg) / "git" / "config"
+    )
+    if configured:
+        return Path(configured).expanduser()
+    return Path(xdg) / "git" / "ignore"
+
+
+def _read_excludes_setting(config: Path) -> str | None:
+    # A deliberately small reader: [core] excludesFile = path, the common spelling.
+    if not config.is_file():
+        return None
+    section = ""
+    for raw in config.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core" and "=" in line:
+            key, value = line.split("=", 1)
+            if key.strip().lower() == "excludesfile":
+                return value.strip().strip('"')
+    return None
+
+
+def _workspace_excludes(workspace: Path) -> Path | None:
+    """`info/exclude` of the repository containing the workspace, if there is one."""
+    for directory in (workspace, *workspace.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            return dot_git / "info" / "exclude"
+        if dot_git.is_file():
+            return _common_dir(dot_git) / "info" / "exclude"
+    return None
+
+
+def _common_dir(gitfile: Path) -> Path:
+    # A worktree or submodule: `.git` is a file naming the real git dir, and a worktree's
+    # git dir names the shared one in `commondir`.
+    text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+    git_dir = Path(text.removeprefix("gitdir:").strip())
+    if not git_dir.is_absolute():
+        git_dir = gitfile.parent / git_dir
+    commondir = git_dir / "commondir"
+    if commondir.is_file():
+        shared = Path(commondir.read_text(encoding="utf-8").strip())
+        return shared if shared.is_absolute() else git_dir / shared
+    return git_dir
+
+
+def _relative_inside(path: Path, workspace: Path) -> str | None:
+    try:
+        inside = path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return None
+    return None if inside == "." else inside

@@ -1,0 +1,230 @@
+"""`Checkpoints`: record workspace states between agent turns, undo and restore them.
+
+A checkpoint is a commit in the workspace's shadow repository (see `shadow.py`) whose
+tree is every non-ignored file of the workspace, and whose parent is the state just
+before it. A snapshot whose tree equals the newest checkpoint's records nothing and
+returns that checkpoint, so the chain holds distinct states (undo markers aside).
+
+The loop calls `before_turn(n)` before a turn's tools run and `after_turn(n)` after
+them. A `before` checkpoint appears only when something changed since lathe last looked,
+i.e. the user's own edits; an `after` checkpoint only when the turn changed files.
+
+`undo` works like an editor's: it reverts the newest agent turn (or restore) not undone
+yet, and run again goes one further back. It first records the current state (a
+`before` checkpoint, the undo's `backup`), then an `undo` checkpoint naming what it
+reverted; restoring the backup takes the undo back. `restore(n)` records the same
+backup, then a `restore` checkpoint, which a later `undo` reverts like a turn.
+
+The methods run git and block; call them between turns (from async code, through
+`asyncio.to_thread`). They raise `UsageError` for what the user can fix (nothing to
+undo, no checkpoint N, git missing) and `LatheError` when the store itself fails.
+Concurrent processes on one workspace are serialised by a lock file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+from lathe.checkpoint.model import (
+    UNDOABLE_KINDS,
+    Checkpoint,
+    RestoreReport,
+    checkpoint_from,
+    encode_message,
+)
+from lathe.checkpoint.restore import apply_restore, plan_restore
+from lathe.checkpoint.shadow import Change, ShadowRepo
+from lathe.errors import UsageError
+from lathe.home import project_slug
+
+try:
+    import fcntl
+except ImportError:  # Windows: git's own index.lock is the only guard there.
+    fcntl = None  # type: ignore[assignment]
+
+
+def store_root(workspace: Path, home: Path) -> Path:
+    return home / "checkpoints" / project_slug(workspace)
+
+
+def find_workspace(start: Path, home: Path) -> Path:
+    """The nearest directory at or above `start` that has checkpoints, else `start`.
+
+    So `lathe undo` run from a subdirectory finds the workspace the agent worked in.
+    """
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if (store_root(directory, home) / "git" / "HEAD").is_file():
+            return directory
+    return start
+
+
+class Checkpoints:
+    def __init__(self, workspace: Path, home: Path) -> None:
+        self.workspace = workspace.resolve()
+        self.home = home
+        self._repo = ShadowRepo(self.workspace, store_root(self.workspace, home), home)
+
+    # -- recording ------------------------------------------------------------------
+
+    def before_turn(self, turn: int) -> Checkpoint:
+        return self.snapshot(f"before turn {turn}", turn=turn, kind="before")
+
+    def after_turn(self, turn: int) -> Checkpoint:
+        return self.snapshot(f"after turn {turn}", turn=turn, kind="after")
+
+    def snapshot(self, label: str, *, turn: int | None = None, kind: str = "before") -> Checkpoint:
+        """Record the workspace now; returns the newest checkpoint if nothing changed.
+
+        `kind` is "before" for a state found (possibly edited by the user), "after" for
+        the result of an agent turn, "restore" for the result of an undo or restore.
+        """
+        with self._locked(create=True):
+            return self._snapshot(label, turn=turn, kind=kind)
+
+    # -- going back -----------------------------------------------------------------
+
+    def undo(self, force: bool = False) -> RestoreReport:
+        """Revert the newest agent turn (or restore) not undone yet; again goes further back.
+
+        Only the files that operation changed are touched; those the user changed since
+        it ended are kept and reported unless `force`. `undo(force=True)` right after an
+        undo that kept files finishes that undo instead of going further back. An undo
+        is taken back by restoring its `backup` checkpoint.
+        """
+        with self._locked(create=False):
+            history = self._history()
+            operation = _operation_to_undo(history, force)
+            if operation is None:
+                raise UsageError(
+                    f"nothing to undo in {self.workspace}: no agent turn has changed files "
+                    "here, or all are undone (`lathe checkpoints list` shows what is recorded)"
+                )
+            target = next(c for c in history if c.commit == operation.parent)
+            what = _describe(operation)
+            backup = self._snapshot(f"before undo of {what}", kind="before")
+            scope = {c.path for c in self._repo.diff(target.tree, operation.tree)}
+            protected = {c.path for c in self._repo.diff(operation.tree, backup.tree)}
+            changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
+            report = self._restore(target, backup, changes, protected, force)
+            # Recorded even when nothing changed: it marks the operation as undone.
+            extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
+            report.result = self._record(f"undo of {what}", "undo", extra)
+            report.backup = dataclasses.replace(backup, n=2)
+            return report
+
+    def restore(self, n: int, force: bool = False) -> RestoreReport:
+        """Bring the workspace back to checkpoint `n` of `list()` (1 = newest).
+
+        Files the user changed since lathe's last operation are kept unless `force`.
+        """
+        with self._locked(create=False):
+            history = self._history()
+            if not 1 <= n <= len(history):
+                raise UsageError(_out_of_range(n, len(history), self.workspace))
+            target = history[n - 1]
+            reference = next((c for c in history if c.by_lathe), history[0])
+            backup = self._snapshot(f"before restore of #{n} ({target.label})", kind="before")
+            protected = {c.path for c in self._repo.diff(reference.tree, backup.tree)}
+            changes = self._repo.diff(backup.tree, target.tree)
+            report = self._restore(target, backup, changes, protected, force)
+            if report.changed:
+                report.result = self._snapshot(f"restore of #{n} ({target.label})", kind="restore")
+                report.backup = dataclasses.replace(backup, n=2)
+            return report
+
+    def list(self) -> builtins.list[Checkpoint]:
+        """Every checkpoint, newest first, numbered from 1."""
+        if not self._repo.exists():
+            return []
+        with self._locked(create=False):
+            return self._history()
+
+    # -- internals ------------------------------------------------------------------
+
+    def _snapshot(self, label: str, *, turn: int | None = None, kind: str) -> Checkpoint:
+        self._repo.ensure()
+        tree = self._repo.stage_all()
+        head = self._repo.head()
+        if head is not None:
+            newest = checkpoint_from(self._repo.log(head, max_count=1)[0], n=1)
+            if newest.tree == tree:
+                return newest
+        return self._commit(tree, head, encode_message(label, turn, kind))
+
+    def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
+        """A checkpoint of the workspace as it is, even if no file changed since the last."""
+        return self._commit(
+            self._repo.stage_all(), self._repo.head(), encode_message(label, None, kind, extra)
+        )
+
+    def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
+        commit = self._repo.commit(tree, parent, message)
+        return checkpoint_from(self._repo.log(commit, max_count=1)[0], n=1)
+
+    def _restore(
+        self,
+        target: Checkpoint,
+        backup: Checkpoint,
+        changes: builtins.list[Change],
+        protected: set[str],
+        force: bool,
+    ) -> RestoreReport:
+        report = RestoreReport(target=target, backup=backup)
+        deletes, writes = plan_restore(report, changes, protected, force)
+        apply_restore(self._repo, target.tree, report, deletes, writes)
+        return report
+
+    def _history(self) -> builtins.list[Checkpoint]:
+        if self._repo.head() is None:
+            return []
+        return [checkpoint_from(r, n) for n, r in enumerate(self._repo.log(), start=1)]
+
+    @contextlib.contextmanager
+    def _locked(self, *, create: bool) -> Iterator[None]:
+        if not self.workspace.is_dir():
+            raise UsageError(f"workspace {self.workspace} is not a directory")
+        root = self._repo.root
+        if not create and not self._repo.exists():
+            raise UsageError(
+                f"no checkpoints for {self.workspace} yet: lathe records them when an "
+                "agent turn runs there (use -C DIR to name another workspace)"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / "lock", "a+b") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+
+def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | None:
+    newest_by_lathe = next((c for c in history if c.by_lathe), None)
+    if force and newest_by_lathe is not None and newest_by_lathe.kind == "undo" and (
+        newest_by_lathe.kept
+    ):
+        # The user saw "kept N files, use --force" and reran: finish that same undo.
+        return next((c for c in history if c.commit == newest_by_lathe.undoes), None)
+    undone = {c.undoes for c in history if c.kind == "undo"}
+    return next(
+        (c for c in history if c.kind in UNDOABLE_KINDS and c.commit not in undone and c.parent),
+        None,
+    )
+
+
+def _describe(operation: Checkpoint) -> str:
+    if operation.kind == "after" and operation.turn is not None:
+        return f"turn {operation.turn}"
+    return repr(operation.label)
+
+
+def _out_of_range(n: int, count: int, workspace: Path) -> str:
+    if count == 0:
+        return f"no checkpoints for {workspace} yet: there is nothing to restore"
+    return (
+        f"no checkpoint #{n} for {workspace}: choose 1 to {count} "
+        "(`lathe checkpoints list` shows them)"
+    )

@@ -1,0 +1,161 @@
+"""`lathe undo` and `lathe checkpoints list|restore`: the face of lathe.checkpoint.
+
+Attach to the main group with `main.add_command(undo_command)` and
+`main.add_command(checkpoints_group)`. Exit codes: 0 done, 2 the user must change
+something (nothing to undo, no such checkpoint, git missing), 1 the store failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from lathe.checkpoint import Checkpoint, Checkpoints, RestoreReport, find_workspace
+from lathe.errors import LatheError, UsageError
+from lathe.home import lathe_home
+
+_SHOWN_FILES = 4
+_MARK = {"added": "A", "modified": "M", "deleted": "D"}
+
+_cwd_option = click.option(
+    "-C",
+    "--cwd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Workspace directory (default: the current directory).",
+)
+_force_option = click.option(
+    "--force", is_flag=True, help="Also overwrite files you changed since lathe last did."
+)
+
+
+@click.command("undo")
+@_cwd_option
+@_force_option
+def undo_command(cwd: Path | None, force: bool) -> None:
+    """Restore the workspace to before the last agent turn that changed files."""
+    with _errors_exit():
+        report = _open(cwd).undo(force=force)
+    _print_report(report, what="undo")
+
+
+@click.group("checkpoints")
+def checkpoints_group() -> None:
+    """List recorded workspace states and go back to one of them."""
+
+
+@checkpoints_group.command("list")
+@_cwd_option
+def list_command(cwd: Path | None) -> None:
+    """Show checkpoints, newest first (N=1 is the most recent)."""
+    with _errors_exit():
+        store = _open(cwd)
+        checkpoints = store.list()
+    if not checkpoints:
+        click.echo(f"No checkpoints for {store.workspace} yet.")
+        return
+    click.echo(f"Checkpoints of {store.workspace}:")
+    click.echo(f"{'N':>4}  {'time':<19}  {'turn':>4}  {'kind':<7}  label / files")
+    for checkpoint in checkpoints:
+        turn = "" if checkpoint.turn is None else str(checkpoint.turn)
+        click.echo(
+            f"{checkpoint.n:>4}  {_local_time(checkpoint)}  {turn:>4}  "
+            f"{checkpoint.kind:<7}  {checkpoint.label}"
+        )
+        click.echo(f"{'':>43}{_files_summary(checkpoint)}")
+
+
+@checkpoints_group.command("restore")
+@click.argument("n", type=click.IntRange(min=1))
+@_cwd_option
+@_force_option
+def restore_command(n: int, cwd: Path | None, force: bool) -> None:
+    """Restore the workspace to checkpoint N of `lathe checkpoints list`."""
+    with _errors_exit():
+        report = _open(cwd).restore(n, force=force)
+    _print_report(report, what="restore")
+
+
+def _open(cwd: Path | None) -> Checkpoints:
+    home = lathe_home()
+    return Checkpoints(find_workspace(cwd or Path.cwd(), home), home)
+
+
+@contextmanager
+def _errors_exit() -> Iterator[None]:
+    try:
+        yield
+    except UsageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    except LatheError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+
+
+def _print_report(report: RestoreReport, *, what: str) -> None:
+    target = report.target
+    if report.changed:
+        click.echo(f"Restored the workspace to {_describe(target)}.")
+    else:
+        click.echo(f"Nothing to change: the workspace already matches {_describe(target)}.")
+    _print_paths("reverted", report.restored)
+    _print_paths("recreated", report.recreated)
+    _print_paths("deleted", report.deleted)
+    if report.forced:
+        click.secho(
+            f"Overwrote {len(report.forced)} file(s) you had changed (--force):",
+            fg="yellow",
+            err=True,
+        )
+        _print_paths("", report.forced, err=True)
+    if report.kept:
+        click.secho(
+            f"warning: kept {len(report.kept)} file(s) you changed since lathe last "
+            "touched them; rerun with --force to overwrite them:",
+            fg="yellow",
+            err=True,
+        )
+        _print_paths("", report.kept, err=True)
+    if report.skipped:
+        click.secho(
+            "warning: left as they are, because checkpoints do not record them "
+            "(ignored files, nested git repositories):",
+            fg="yellow",
+            err=True,
+        )
+        _print_paths("", report.skipped, err=True)
+    if report.changed:
+        n = report.backup.n
+        back = "lathe undo" if what == "restore" else f"lathe checkpoints restore {n}"
+        click.echo(f"The state before this {what} is checkpoint #{n}: `{back}` brings it back.")
+
+
+def _print_paths(verb: str, paths: list[str], *, err: bool = False) -> None:
+    for path in paths:
+        click.echo(f"  {verb:<10} {path}" if verb else f"  {path}", err=err)
+
+
+def _describe(checkpoint: Checkpoint) -> str:
+    turn = "" if checkpoint.turn is None else f", turn {checkpoint.turn}"
+    return f"\"{checkpoint.label}\" ({_local_time(checkpoint)}{turn})"
+
+
+def _local_time(checkpoint: Checkpoint) -> str:
+    return checkpoint.time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _files_summary(checkpoint: Checkpoint) -> str:
+    if checkpoint.parent is None:
+        return "(first checkpoint)"
+    if not checkpoint.files:
+        return "(no file changes)"
+    shown = [f"{_MARK[f.status]} {f.path}" for f in checkpoint.files[:_SHOWN_FILES]]
+    more = len(checkpoint.files) - _SHOWN_FILES
+    if more > 0:
+        shown.append(f"… and {more} more")
+    return ", ".join(shown)
