@@ -1,0 +1,249 @@
+"""Run the `bash` tool's commands inside a bubblewrap sandbox.
+
+Inside: the system (/usr, /etc, /opt, ...) and the user's tool directories read-only,
+the workspace read-write except `.git` and `.lathe` (read-only unless allowed), a private
+/tmp, a minimal /dev and a fresh /proc, no network unless asked for, a new PID namespace,
+no capabilities, and the sandbox dies with lathe. The rest of the home directory is not
+there at all, so secrets in it (~/.ssh, ~/.aws) cannot be read and nothing outside the
+workspace can be written. Paths denied for reading are masked: a file becomes an empty
+read-only file, a directory an empty one.
+
+Process handling (process group, timeout, output capping) is `LocalExecutor`'s; this
+module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
+start, `run` raises `ExecutorUnavailable` with the probe's message: the caller asks or
+refuses, it never falls back to running the command unsandboxed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.exec.base import ExecResult, ExecutorUnavailable
+from lathe.exec.local import LocalExecutor
+
+# Read-only from the home directory, so the usual toolchains work: interpreters and
+# their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
+HOME_TOOLS = (
+    ".pyenv", ".local", ".cargo", ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig",
+    ".config/git",
+)  # fmt: skip
+_SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_PROBE_TIMEOUT_S = 15.0
+_INSTALL_HINT = (
+    "Install it with `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
+    "`sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch)."
+)
+_USERNS_HINT = (
+    "bubblewrap needs user namespaces. Enable them with "
+    "`sudo sysctl -w kernel.unprivileged_userns_clone=1` (Debian) or, on Ubuntu 23.10 and "
+    "later, `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (or install an "
+    "AppArmor profile that allows bwrap); in a container, allow namespaces (e.g. Docker's "
+    "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`)."
+)
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    available: bool
+    message: str  # what is wrong and how to fix it; a short confirmation when available
+    bwrap: str | None = None  # the bubblewrap binary found
+
+
+def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
+    """Start a trivial command in the same kind of sandbox `BubblewrapExecutor` builds."""
+    found = shutil.which(bwrap)
+    if found is None:
+        return SandboxStatus(
+            False,
+            f"Commands cannot be sandboxed: bubblewrap ({bwrap!r}) is not installed or not "
+            f"on PATH. {_INSTALL_HINT}",
+        )
+    with tempfile.TemporaryDirectory(prefix="lathe-probe-") as workspace:
+        argv = sandbox_argv(found, Path(workspace), Path(workspace), network=False)
+        try:
+            probe = subprocess.run(
+                [*argv, "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return SandboxStatus(False, f"Commands cannot be sandboxed: {found} failed: {exc}")
+    if probe.returncode == 0:
+        return SandboxStatus(True, f"sandboxed with {found}", found)
+    error = probe.stderr.decode("utf-8", "replace").strip() or f"exit code {probe.returncode}"
+    return SandboxStatus(
+        False,
+        f"Commands cannot be sandboxed: {found} is installed but could not start a sandbox "
+        f"here ({error}). {_diagnosis(error)}",
+        found,
+    )
+
+
+def _diagnosis(error: str) -> str:
+    lowered = error.lower()
+    if any(s in lowered for s in ("namespace", "uid map", "operation not permitted")):
+        return _USERNS_HINT
+    if "setuid" in lowered or "capabilit" in lowered:
+        return (
+            "The bwrap binary's setuid/capability setup is broken; reinstall it with "
+            "`sudo apt-get install --reinstall bubblewrap`. " + _USERNS_HINT
+        )
+    return _USERNS_HINT
+
+
+def sandbox_argv(
+    bwrap: str,
+    workspace: Path,
+    cwd: Path,
+    *,
+    network: bool,
+    read_only: Sequence[str] = (".git", ".lathe"),
+    deny_read: Sequence[str] = (),
+    home: Path | None = None,
+    extra_read_only: Sequence[Path] = (),
+) -> list[str]:
+    """The bwrap argv up to (not including) the command to run."""
+    workspace = Path(os.path.abspath(workspace))
+    argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+    argv += ["--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    if not network:
+        argv.append("--unshare-net")
+    for directory in _SYSTEM_DIRS:
+        path = Path(directory)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), directory]
+        elif path.exists():
+            argv += ["--ro-bind", directory, directory]
+    for path in _tool_paths(home or Path.home(), extra_read_only):
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for name in read_only:
+        target = workspace / name
+        if target.exists():
+            argv += ["--ro-bind", str(target), str(target)]
+    argv += _masks(workspace, deny_read)
+    # Directories bwrap created to hold the mounts above must not be writable either.
+    argv += ["--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
+    return [*argv, "--"]
+
+
+def _tool_paths(home: Path, extra: Sequence[Path]) -> list[Path]:
+    candidates = [Path(sys.base_prefix), Path(sys.prefix), *extra]
+    candidates += [home / name for name in HOME_TOOLS]
+    candidates += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    system = tuple(Path(d) for d in _SYSTEM_DIRS)
+    chosen: list[Path] = []
+    for path in sorted({Path(os.path.abspath(p)) for p in candidates}, key=lambda p: len(p.parts)):
+        if not path.exists() or any(path.is_relative_to(s) for s in system):
+            continue
+        if any(path.is_relative_to(c) for c in chosen) or path == Path("/"):
+            continue
+        chosen.append(path)
+    return chosen
+
+
+def _masks(workspace: Path, deny_read: Sequence[str]) -> list[str]:
+    matches: set[Path] = set()
+    for pattern in deny_read:
+        if Path(pattern).is_absolute():
+            matches.add(Path(pattern))
+            continue
+        base = pattern[:-3] if pattern.endswith("/**") else pattern
+        matches.update(
+            workspace.glob(base) if any(c in base for c in "*?[") else [workspace / base]
+        )
+    argv: list[str] = []
+    masked: list[Path] = []
+    for path in sorted(matches, key=lambda p: len(p.parts)):
+        if not path.exists() or any(path.is_relative_to(m) for m in masked):
+            continue
+        masked.append(path)
+        if path.is_dir():
+            argv += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            argv += ["--ro-bind", str(_unreadable_file()), str(path)]
+    return argv
+
+
+@functools.lru_cache(maxsize=1)
+def _unreadable_file() -> Path:
+    """An empty file nobody may open; without capabilities not even root inside."""
+    path = Path(tempfile.mkdtemp(prefix="lathe-mask-")) / "denied"
+    path.touch(mode=0)
+    path.chmod(0)
+    return path
+
+
+class BubblewrapExecutor:
+    """An `Executor` (see `lathe.exec.base`) that runs every command in a bwrap sandbox.
+
+    `deny_read`: workspace-relative paths or globs (".env", "secrets/**") or absolute
+    paths hidden inside the sandbox. `read_only`: workspace entries mounted read-only
+    (pass () to let commands commit). The sandbox is probed on first use; when it cannot
+    start, `run` raises `ExecutorUnavailable` with the reason and the fix.
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        network: bool = False,
+        deny_read: Sequence[str] = (),
+        read_only: Sequence[str] = (".git", ".lathe"),
+        extra_read_only: Sequence[Path] = (),
+        bwrap: str = "bwrap",
+        env: Mapping[str, str] | None = None,
+        status: SandboxStatus | None = None,
+    ) -> None:
+        self.workspace = Path(os.path.abspath(workspace))
+        self.network = network
+        self.deny_read = tuple(deny_read)
+        self.read_only = tuple(read_only)
+        self.extra_read_only = tuple(extra_read_only)
+        self._bwrap = bwrap
+        self._status = status
+        self._local = LocalExecutor(self._argv, env=env)
+
+    @property
+    def status(self) -> SandboxStatus:
+        if self._status is None:
+            self._status = check_bubblewrap(self._bwrap)
+        return self._status
+
+    def _argv(self, command: str, cwd: Path) -> list[str]:
+        prefix = sandbox_argv(
+            self.status.bwrap or self._bwrap, self.workspace, cwd, network=self.network,
+            read_only=self.read_only, deny_read=self.deny_read,
+            extra_read_only=self.extra_read_only,
+        )  # fmt: skip
+        return [*prefix, "bash", "-c", command]
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        max_output_bytes: int,
+        spill_dir: Path,
+    ) -> ExecResult:
+        if self._status is None:  # the probe starts a process: keep it off the event loop
+            self._status = await asyncio.to_thread(check_bubblewrap, self._bwrap)
+        if not self._status.available:
+            raise ExecutorUnavailable(self._status.message)
+        return await self._local.run(
+            command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+            spill_dir=spill_dir,
+        )  # fmt: skip

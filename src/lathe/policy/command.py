@@ -1,0 +1,354 @@
+"""The command guard: what a bash command would do, judged before it runs.
+
+`analyze` parses the command (see `shell_parse`), then judges every simple command and
+every redirect it found:
+
+- deny, which no approval mode or rule overrides: recursive deletion of `/`, the home
+  directory or anything outside the workspace; mkfs and friends; dd or a redirect onto
+  a device; fork bombs; chmod/chown/chgrp -R on system paths; shutdown and reboot.
+- ask: sudo and other privilege changes; git push --force, git reset --hard, git clean
+  -f; a download or decoded data piped into a shell; package installs outside a
+  virtualenv; anything that is only known at run time (a variable as the command name,
+  eval of a computed string, a redirect to `$F`); a command that does not parse.
+- allow: everything else. What "allow" means (run, run sandboxed, or still ask) is the
+  approval mode's decision, not the guard's.
+
+`matches_rule` lets the approval layer test each simple command against rules such as
+`git diff:*` (prefix on words) or `npm test` (exact words).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from lathe.policy.shell_parse import (
+    Decision,
+    Redirect,
+    SimpleCommand,
+    join_path,
+    parse_script,
+)
+from lathe.policy.shell_words import Word
+from lathe.policy.streams import under
+from lathe.policy.wrappers import PRIVILEGED, find_call
+
+_RANK: Mapping[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
+_HARMLESS_DEVICES = frozenset(
+    {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+     "/dev/stdin", "/dev/stdout", "/dev/stderr"}
+)  # fmt: skip
+_SYSTEM_ROOTS = tuple(
+    Path(p)
+    for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+              "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
+)  # fmt: skip
+_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+_FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs"})
+_PACKAGE_VERBS: Mapping[str, frozenset[str]] = {
+    "apt": frozenset({"install", "remove", "purge", "upgrade", "dist-upgrade",
+                      "full-upgrade", "autoremove", "reinstall", "build-dep"}),
+    "yum": frozenset({"install", "remove", "erase", "upgrade", "update", "reinstall",
+                      "downgrade", "groupinstall", "localinstall"}),
+    "zypper": frozenset({"install", "in", "remove", "rm", "update", "up", "dist-upgrade", "dup"}),
+    "apk": frozenset({"add", "del", "upgrade"}),
+    "brew": frozenset({"install", "uninstall", "remove", "rm", "reinstall", "upgrade"}),
+    "snap": frozenset({"install", "remove", "refresh"}),
+    "port": frozenset({"install", "uninstall", "upgrade"}),
+    "gem": frozenset({"install", "uninstall", "update"}),
+}  # fmt: skip
+_PACKAGE_ALIASES = {"apt-get": "apt", "aptitude": "apt", "dnf": "yum", "microdnf": "yum"}
+_RISKY_ENV = re.compile(
+    r"PATH|IFS|ENV|BASH_ENV|SHELLOPTS|PROMPT_COMMAND|NODE_OPTIONS|PYTHON(PATH|STARTUP|HOME)"
+    r"|PERL5(OPT|LIB)|RUBY(OPT|LIB)|(LD|DYLD|GIT)_\w+"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    decision: Decision
+    reason: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    decision: Decision
+    reasons: tuple[str, ...]  # why `decision`: the findings at that level, in order
+    findings: tuple[Finding, ...]  # everything noticed, e.g. the sudo ask under a deny
+    commands: tuple[SimpleCommand, ...]  # every simple command, for rule matching
+
+
+def analyze(
+    command: str, *, workspace: Path, home: Path, environ: Mapping[str, str] | None = None
+) -> Analysis:
+    """Judge `command` as run by bash in `workspace`. `environ` (default: this process's)
+    tells whether a virtualenv is active."""
+    workspace = Path(os.path.abspath(workspace))
+    home = Path(os.path.abspath(home))
+    script = parse_script(command, cwd=workspace, home=home)
+    judge = _Judge(workspace, home, os.environ if environ is None else environ)
+    findings = [Finding(decision, reason) for decision, reason in script.notes]
+    for simple in script.commands:
+        findings += judge.command(simple)
+    for redirect in script.redirects:
+        findings += judge.redirect(redirect)
+    unique = tuple(dict.fromkeys(findings))
+    decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
+    reasons = tuple(f.reason for f in unique if f.decision == decision)
+    return Analysis(decision, reasons, unique, tuple(script.commands))
+
+
+def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
+    """Does a rule pattern cover this simple command?
+
+    `git diff:*` matches `git diff` followed by anything; `npm test` matches exactly those
+    words. A command run through sudo/doas/su matches only patterns that start with that
+    word (`sudo apt install:*`); other wrappers (timeout, env, bash -c, xargs) are
+    transparent. Nothing matches a command with a word only known at run time, one that
+    sets a variable which changes what runs (PATH, LD_PRELOAD, ...), or, for an exact
+    pattern, one that gets arguments at run time (xargs).
+    """
+    if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
+        return False
+    prefix = rule_pattern.endswith(":*")
+    try:
+        wanted = shlex.split(rule_pattern[:-2] if prefix else rule_pattern)
+    except ValueError:
+        return False
+    if not wanted:
+        return False
+    subject = [v for v in command.via if v in PRIVILEGED]
+    subject += [w.value for w in command.words if w.value is not None]
+    if prefix:
+        return subject[: len(wanted)] == wanted
+    return subject == wanted and command.fed is None
+
+
+class _Judge:
+    def __init__(self, workspace: Path, home: Path, environ: Mapping[str, str]) -> None:
+        self.workspace = workspace
+        self.real_workspace = Path(os.path.realpath(workspace))
+        self.home = home
+        self.venv = bool(environ.get("VIRTUAL_ENV") or environ.get("CONDA_PREFIX"))
+
+    def command(self, cmd: SimpleCommand) -> list[Finding]:
+        name = cmd.words[0].value
+        if name is None:
+            return []  # the walker already asked about it
+        base = PurePosixPath(name).name
+        args = list(cmd.words[1:])
+        values = [w.value or "" for w in args]
+        if base == "rm":
+            return self._rm(cmd, args)
+        if base == "find":
+            return self._find_delete(cmd, args)
+        if base.startswith("mkfs") or base in _FORMATTERS:
+            return [Finding("deny", f"{base} formats or wipes a filesystem: {cmd.text}")]
+        if base == "dd":
+            targets = [Word(w.text, w.value[3:]) for w in args if (w.value or "").startswith("of=")]
+            targets += [w for w in args if w.value is None]
+            return self._devices(cmd, targets, "dd")
+        if base == "tee":
+            return self._devices(cmd, [w for w in args if not _is_option(w)], "tee")
+        if base in ("chmod", "chown", "chgrp"):
+            return self._recursive_mode(cmd, base, args)
+        if (
+            base in _POWER
+            or (base in ("init", "telinit") and values[:1] in (["0"], ["6"]))
+            or (base == "systemctl" and {"poweroff", "reboot", "halt", "kexec"} & set(values))
+        ):
+            return [Finding("deny", f"shuts down or restarts the machine: {cmd.text}")]
+        if base == "git":
+            return _git(cmd, values)
+        return self._package_install(cmd, base, values)
+
+    def redirect(self, redirect: Redirect) -> list[Finding]:
+        shown = f"{redirect.op} {redirect.target.text}"
+        if redirect.target.value is None:
+            return [Finding("ask", f"output goes to a path only known at run time: {shown}")]
+        path = join_path(redirect.cwd, redirect.target.value)
+        if path is not None and _is_device(path):
+            return [Finding("deny", f"writes to the device {path}: {shown}")]
+        return []
+
+    # -- deletion ----------------------------------------------------------------------
+
+    def _rm(self, cmd: SimpleCommand, args: list[Word]) -> list[Finding]:
+        flag = None
+        operands: list[Word] = []
+        options_done = False
+        for word in args:
+            value = word.value
+            if not options_done and value == "--":
+                options_done = True
+            elif not options_done and value and value.startswith("-") and len(value) > 1:
+                if value == "--recursive" or (value[1] != "-" and set(value[1:]) & {"r", "R"}):
+                    flag = value
+            else:
+                operands.append(word)
+        if flag is None:
+            return []
+        how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
+        if cmd.fed == ():
+            return [Finding("ask", f"{how} on paths only known at run time: {cmd.text}")]
+        return [self._deletion(how, word, cmd.cwd) for word in [*operands, *(cmd.fed or ())]]
+
+    def _find_delete(self, cmd: SimpleCommand, args: list[Word]) -> list[Finding]:
+        call = find_call(args)
+        if not call.deletes:
+            return []
+        return [self._deletion("find -delete", under(root), cmd.cwd) for root in call.roots]
+
+    def _deletion(self, how: str, word: Word, cwd: Path | None) -> Finding:
+        shown = word.text
+        path, children = self._path(word, cwd)
+        if path is None:
+            return Finding("ask", f"{how} on {shown}, a path only known at run time")
+        if path == Path("/"):
+            return Finding("deny", f"{how} on {shown} (the filesystem root, outside the workspace)")
+        if path == self.home or self.home.is_relative_to(path):
+            return Finding("deny", f"{how} on {shown} (the home directory {self.home})")
+        if path == self.workspace and not children:
+            return Finding("ask", f"{how} on {shown} deletes the whole workspace")
+        if not self._inside(path):
+            return Finding("deny", f"{how} on {shown} ({path}, outside the workspace)")
+        return Finding("allow", f"{how} on {shown} (inside the workspace)")
+
+    def _path(self, word: Word, cwd: Path | None) -> tuple[Path | None, bool]:
+        """The path a word names (for a glob, the directory above its first wildcard) and
+        whether the word stands for that directory's children rather than itself."""
+        if word.value is None:
+            return None, False
+        path = join_path(cwd, word.value)
+        if path is None or not word.glob:
+            return path, False
+        fixed = []
+        for part in path.parts:
+            if set(part) & set("*?["):
+                return Path(*fixed), True
+            fixed.append(part)
+        return path, False
+
+    def _inside(self, path: Path) -> bool:
+        if path == self.workspace or not path.is_relative_to(self.workspace):
+            return path == self.workspace
+        # A symlinked directory inside the workspace may lead out of it.
+        real_parent = Path(os.path.realpath(path.parent))
+        return real_parent.is_relative_to(self.real_workspace)
+
+    # -- devices and permissions -------------------------------------------------------
+
+    def _devices(self, cmd: SimpleCommand, targets: list[Word], what: str) -> list[Finding]:
+        findings = []
+        for word in targets:
+            if word.value is None:
+                findings.append(Finding("ask", f"{cmd.words[0].value} writes to a path only "
+                                               f"known at run time: {cmd.text}"))  # fmt: skip
+                continue
+            path = join_path(cmd.cwd, word.value)
+            if path is not None and _is_device(path):
+                findings.append(Finding("deny", f"{what} writes to the device {path}: {cmd.text}"))
+        return findings
+
+    def _recursive_mode(self, cmd: SimpleCommand, base: str, args: list[Word]) -> list[Finding]:
+        options = [w.value or "" for w in args if _is_option(w)]
+        recursive = any(o == "--recursive" or (o[1:2] != "-" and "R" in o) for o in options)
+        if not recursive:
+            return []
+        operands = [w for w in args if not _is_option(w)]
+        if not any(o.startswith("--reference") for o in options):
+            operands = operands[1:]  # the mode or owner
+        findings = []
+        for word in operands:
+            path, _ = self._path(word, cmd.cwd)
+            if path is None:
+                findings.append(Finding("ask", f"{base} -R on {word.text}, a path only known "
+                                               f"at run time"))  # fmt: skip
+            elif self._is_system(path):
+                findings.append(Finding("deny", f"{base} -R on {word.text} ({path}, a system "
+                                                f"path)"))  # fmt: skip
+        return findings
+
+    def _is_system(self, path: Path) -> bool:
+        if path.is_relative_to(self.workspace):
+            return False
+        if path in (Path("/"), Path("/home"), Path("/root"), self.home):
+            return True
+        return any(path.is_relative_to(root) for root in _SYSTEM_ROOTS)
+
+    # -- package installs --------------------------------------------------------------
+
+    def _package_install(self, cmd: SimpleCommand, base: str, values: list[str]) -> list[Finding]:
+        operands = [v for v in values if not v.startswith("-")]
+        verb = operands[0] if operands else ""
+        if re.fullmatch(r"python[\d.]*|pypy[\d.]*", base) and values[:2] == ["-m", "pip"]:
+            return self._pip(cmd, values[2:])
+        if re.fullmatch(r"pip[\d.]*", base):
+            return self._pip(cmd, values)
+        if base == "uv" and verb == "pip" and "--system" in values:
+            return [Finding("ask", f"uv pip --system installs into the system Python: {cmd.text}")]
+        if base in ("npm", "pnpm", "bun") and (
+            {"-g", "--global", "--location=global"} & set(values)
+        ):
+            return [Finding("ask", f"{base} installs packages globally: {cmd.text}")]
+        if base == "yarn" and verb == "global":
+            return [Finding("ask", f"yarn global installs packages globally: {cmd.text}")]
+        if base == "pacman" and any(re.match(r"-[SRU]", v) for v in values):
+            return [Finding("ask", f"pacman changes system packages: {cmd.text}")]
+        manager = _PACKAGE_ALIASES.get(base, base)
+        if verb in _PACKAGE_VERBS.get(manager, ()):
+            if base == "gem" and "--user-install" in values:
+                return []
+            return [Finding("ask", f"{base} {verb} changes system packages: {cmd.text}")]
+        return []
+
+    def _pip(self, cmd: SimpleCommand, values: list[str]) -> list[Finding]:
+        verb = next((v for v in values if not v.startswith("-")), "")
+        if verb not in ("install", "uninstall") or self.venv or "--user" in values:
+            return []
+        program = join_path(cmd.cwd, cmd.words[0].value or "")
+        if "/" in (cmd.words[0].value or "") and program is not None and self._inside(program):
+            return []  # a virtualenv's own pip, e.g. .venv/bin/pip
+        return [Finding("ask", f"pip {verb} outside a virtualenv changes the system Python: "
+                               f"{cmd.text}")]  # fmt: skip
+
+
+def _is_option(word: Word) -> bool:
+    return word.value is not None and word.value.startswith("-") and len(word.value) > 1
+
+
+def _is_device(path: Path) -> bool:
+    text = str(path)
+    if not text.startswith("/dev/") or text in _HARMLESS_DEVICES:
+        return False
+    return not text.startswith(("/dev/fd/", "/dev/pts/", "/dev/shm/"))
+
+
+_GIT_VALUE_OPTIONS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
+)
+
+
+def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
+    i = 0
+    while i < len(values) and values[i].startswith("-"):
+        i += 2 if values[i] in _GIT_VALUE_OPTIONS else 1
+    if i >= len(values):
+        return []
+    sub, rest = values[i], values[i + 1 :]
+    short = "".join(v[1:] for v in rest if v.startswith("-") and not v.startswith("--"))
+    if sub == "push" and (
+        "f" in short
+        or any(v.startswith(("--force", "--mirror")) for v in rest)
+        or any(v.startswith("+") for v in rest)
+    ):
+        return [Finding("ask", f"git push --force can overwrite remote history: {cmd.text}")]
+    if sub == "reset" and "--hard" in rest:
+        return [Finding("ask", f"git reset --hard discards uncommitted work: {cmd.text}")]
+    if sub == "clean" and ("f" in short or "--force" in rest):
+        return [Finding("ask", f"git clean -f deletes untracked files: {cmd.text}")]
+    return []

@@ -1,0 +1,161 @@
+"""How the walker follows commands that run other commands: wrappers, shells, xargs,
+eval and find -exec. Each returns what the command writes to stdout, like `dispatch`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from lathe.policy.shell_parse import Call, State, join_path
+from lathe.policy.shell_words import Word
+from lathe.policy.streams import UNKNOWN, Stream, under
+from lathe.policy.wrappers import SHELLS, FindCall, shell_call, unwrap
+
+if TYPE_CHECKING:
+    from lathe.policy.shell_parse import Walker
+
+# These run the inner command in the current shell, so its `cd` outlives the call.
+_SAME_SHELL = frozenset({"command", "builtin", "exec", "time"})
+
+
+def wrapper(
+    w: Walker, call: Call, st: State, stdin: Stream | None, base: str, args: list[Word]
+) -> Stream:
+    via = (*call.via, base)
+    command_string = _dash_c(args) if base in ("su", "runuser") else None
+    if command_string is not None:
+        w.nested(command_string, st.copy(via=via), f"{base} -c")
+        w.record(call)
+        return UNKNOWN
+    unwrapped = unwrap(base, args) if base != "su" else None
+    if unwrapped is None:
+        if base != "su":
+            w.note("ask", f"cannot tell which command {base} runs: {call.text}")
+        w.record(call)
+        return UNKNOWN
+    if unwrapped.lookup_only or not (unwrapped.inner or unwrapped.split_string):
+        w.record(call)
+        return UNKNOWN
+    cwd = call.cwd
+    if unwrapped.chdir is not None:
+        cwd = None if unwrapped.chdir.value is None else join_path(cwd, unwrapped.chdir.value)
+    inner_state = st if base in _SAME_SHELL and cwd == st.cwd else st.copy(cwd=cwd)
+    if unwrapped.split_string is not None:
+        split = unwrapped.split_string
+        _with_via(w, inner_state, via, lambda: w.nested(split, inner_state, "env -S"))
+        return UNKNOWN
+    inner = replace(
+        call, words=unwrapped.inner, via=via, cwd=cwd,
+        assigned=(*call.assigned, *unwrapped.assigned),
+    )  # fmt: skip
+    return w.dispatch(inner, inner_state, stdin) or UNKNOWN
+
+
+def xargs(w: Walker, call: Call, st: State, stdin: Stream | None, args: list[Word]) -> Stream:
+    unwrapped = unwrap("xargs", args)
+    if unwrapped is None:
+        w.note("ask", f"cannot tell which command xargs runs: {call.text}")
+        w.record(call)
+        return UNKNOWN
+    fed: tuple[Word, ...] = ()
+    if stdin is not None and stdin.kind == "paths":
+        fed = stdin.items
+    elif stdin is not None and stdin.kind == "text":
+        fed = tuple(Word(item, item) for item in stdin.text.split())
+    inner = replace(
+        call, words=unwrapped.inner or [Word("echo", "echo")], via=(*call.via, "xargs"), fed=fed
+    )
+    w.dispatch(inner, st.copy(), None)
+    return UNKNOWN
+
+
+def shell(
+    w: Walker, call: Call, st: State, stdin: Stream | None, base: str, args: list[Word]
+) -> Stream:
+    if base == "busybox":
+        applet = args[0].value if args else None
+        if applet in SHELLS and applet != "busybox":
+            return shell(w, replace(call, words=args), st, stdin, applet, args[1:])
+        return w.dispatch(replace(call, words=args, via=(*call.via, base)), st, stdin) or UNKNOWN
+    how = shell_call(args)
+    if how is None:
+        w.note("ask", f"cannot tell which script {base} runs: {call.text}")
+        w.record(call)
+        return UNKNOWN
+    if how.script is not None:
+        w.nested(how.script, st.copy(via=(*call.via, f"{base} -c")), f"{base} -c")
+        return UNKNOWN
+    w.record(call)
+    if how.script_file is not None:
+        if how.script_file.value is None:
+            w.note("ask", f"{base} runs a script only known at run time: {call.text}")
+        return UNKNOWN
+    if stdin is None or stdin.kind == "file":
+        return UNKNOWN  # no input (the bash tool's stdin is /dev/null) or a script file
+    if stdin.kind == "text":
+        w.walk_text(stdin.text, st.copy(via=(*call.via, base)), None)
+    elif stdin.kind == "download":
+        w.note("ask", f"a download is piped into a shell ({stdin.origin} | {base})")
+    elif stdin.kind == "decoded":
+        w.note("ask", f"decoded data is piped into a shell ({stdin.origin} | {base})")
+    else:
+        w.note("ask", f"{base} runs a script only known at run time: {call.text}")
+    return UNKNOWN
+
+
+def eval_like(w: Walker, call: Call, st: State, base: str, args: list[Word]) -> Stream:
+    if base == "trap":
+        if len(args) < 2 or (args[0].value or "").startswith("-"):
+            w.record(call)
+            return UNKNOWN
+        string = args[0]
+    else:
+        if base == "watch":
+            args = _watch_command(args)
+        values = [a.value for a in args]
+        joined = None if None in values else " ".join(v for v in values if v is not None)
+        string = Word(" ".join(a.text for a in args), joined)
+    # eval runs in this shell, so a `cd` inside it moves the commands after it.
+    _with_via(w, st, (*call.via, base), lambda: w.nested(string, st, base))
+    return UNKNOWN
+
+
+def find_execs(w: Walker, call: Call, st: State, find: FindCall) -> None:
+    found = [under(root) for root in find.roots]
+    for command in find.execs:
+        words: list[Word] = []
+        for word in command:
+            if word.value is None or "{}" not in word.value:
+                words.append(word)
+                continue
+            for path in found:
+                value = None if path.value is None else word.value.replace("{}", path.value)
+                words.append(Word(word.text, value, glob=True))
+        if words:
+            w.dispatch(replace(call, words=words, via=(*call.via, "find -exec")), st.copy(), None)
+
+
+def _dash_c(args: list[Word]) -> Word | None:
+    for i, word in enumerate(args):
+        if word.value in ("-c", "--command") and i + 1 < len(args):
+            return args[i + 1]
+        if word.value is not None and word.value.startswith("--command="):
+            return Word(word.text, word.value.split("=", 1)[1])
+    return None
+
+
+def _watch_command(args: list[Word]) -> list[Word]:
+    i = 0
+    while i < len(args) and (args[i].value or "").startswith("-"):
+        i += 2 if args[i].value in ("-n", "--interval") else 1
+    return args[i:]
+
+
+def _with_via(w: Walker, st: State, via: tuple[str, ...], walk: Callable[[], None]) -> None:
+    saved = st.via
+    st.via = via
+    try:
+        walk()
+    finally:
+        st.via = saved

@@ -1,0 +1,435 @@
+"""Turn a bash command string into the simple commands it would run.
+
+The walker follows the syntax tree from tree-sitter-bash the way bash would execute it,
+without running anything: lists run in order, pipelines feed each stage's output to the
+next, `cd` moves the working directory later commands see, literal `bash -c`/`eval`
+strings are parsed in turn, and wrappers (`sudo`, `env`, `timeout`, `xargs`, `find
+-exec`, ...) give way to the command they run. What cannot be known before run time is
+recorded as a note with decision "ask" so the guard never lets it pass silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from lathe.policy.shell_words import Scope, Word, expand, expand_one
+from lathe.policy.streams import UNKNOWN, Stream, output_of
+from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
+
+Decision = Literal["deny", "ask", "allow"]
+MAX_DEPTH = 8
+_WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
+_INTERPRETERS = re.compile(r"(python|pypy|perl|ruby|node|php|lua)[\d.]*")
+_CONTROL = frozenset(
+    {"if_statement", "while_statement", "for_statement", "c_style_for_statement",
+     "case_statement"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str  # ">", ">>", "&>", ...: only redirects that write are kept
+    target: Word
+    cwd: Path | None
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command bash would run, after wrappers were peeled off (they are in `via`)."""
+
+    words: tuple[Word, ...]
+    cwd: Path | None  # the directory it runs in, None when a `cd` made it unknowable
+    via: tuple[str, ...] = ()  # e.g. ("sudo",), ("bash -c",), ("xargs",)
+    assigned: tuple[str, ...] = ()  # environment names set for it (`X=1 cmd`, `env X=1`)
+    # Arguments added at run time: None if none; () if unknown (`xargs` reading a file);
+    # else what they may be (`find . | xargs rm`: "./*").
+    fed: tuple[Word, ...] | None = None
+    redirects: tuple[Redirect, ...] = ()
+    text: str = ""
+
+    @property
+    def name(self) -> str:
+        word = self.words[0]
+        return word.text if word.value is None else word.value
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return tuple(w.text if w.value is None else w.value for w in self.words[1:])
+
+    @property
+    def resolved(self) -> bool:
+        return not self.words[0].glob and all(w.value is not None for w in self.words)
+
+
+@dataclass
+class Script:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    notes: list[tuple[Decision, str]] = field(default_factory=list)
+
+
+@dataclass
+class State:
+    cwd: Path | None
+    variables: dict[str, str | None]
+    via: tuple[str, ...] = ()
+
+    def copy(self, **changes: Any) -> State:
+        return replace(self, variables=dict(self.variables), **changes)
+
+
+@functools.lru_cache(maxsize=1)
+def _language() -> Any:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Language(tree_sitter_bash.language())
+
+
+def _parse(text: str) -> Any:
+    import tree_sitter
+
+    # bash joins `\<newline>` before it splits words; tree-sitter would split there.
+    joined = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", text)
+    return tree_sitter.Parser(_language()).parse(joined.encode("utf-8")).root_node
+
+
+def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
+    walker = Walker(home)
+    walker.walk_text(command, State(cwd=cwd, variables={}), None)
+    return walker.script
+
+
+def _text(node: Any) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def join_path(base: Path | None, value: str) -> Path | None:
+    if value.startswith("/"):
+        return Path(os.path.normpath(value))
+    return None if base is None else Path(os.path.normpath(base / value))
+
+
+class Walker:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.script = Script()
+        self.depth = 0
+
+    def note(self, decision: Decision, reason: str) -> None:
+        if (decision, reason) not in self.script.notes:
+            self.script.notes.append((decision, reason))
+
+    def scope(self, st: State) -> Scope:
+        return Scope(self.home, st.cwd, st.variables, lambda node: self._substitute(node, st))
+
+    # -- statements -------------------------------------------------------------------
+
+    def walk_text(self, text: str, st: State, stdin: Stream | None) -> None:
+        if self.depth >= MAX_DEPTH:
+            self.note("ask", "commands nested too deeply to analyse")
+            return
+        root = _parse(text)
+        if root.has_error:
+            self.note("ask", f"the command could not be parsed (near {_error_excerpt(root)!r})")
+        self.depth += 1
+        try:
+            self.run(root, st, stdin)
+        finally:
+            self.depth -= 1
+
+    def run(self, node: Any, st: State, stdin: Stream | None = None) -> Stream | None:
+        kind = node.type
+        if kind == "command":
+            return self._command(node, st, stdin, [])
+        if kind == "redirected_statement":
+            return self._redirected(node, st, stdin)
+        if kind == "pipeline":
+            return self._pipeline(node.named_children, st, stdin)
+        if kind in ("subshell", "command_substitution", "process_substitution"):
+            return self._sequence(node.named_children, st.copy(), stdin)
+        if kind == "function_definition":
+            self._function(node, st)
+            return None
+        if kind == "variable_assignment":
+            self._assign(node, st)
+            return None
+        if kind == "unset_command":
+            for child in node.named_children:
+                st.variables[_text(child)] = ""
+            return None
+        if kind in _CONTROL:
+            return self._control(node, st)
+        return self._sequence(node.named_children, st, stdin)
+
+    def _sequence(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
+        out = None
+        for i, child in enumerate(nodes):
+            out = self.run(child, st, stdin if i == 0 else None)
+        return out
+
+    def _pipeline(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
+        stream = stdin
+        for child in nodes:
+            stream = self.run(child, st.copy(), stream) or UNKNOWN
+        return stream
+
+    def _control(self, node: Any, st: State) -> None:
+        before = st.copy()
+        if node.type == "for_statement" and (var := node.child_by_field_name("variable")):
+            st.variables[_text(var)] = None
+        self._sequence(node.named_children, st, None)
+        # A body may run zero or many times: whatever it changed is unknown afterwards.
+        if st.cwd != before.cwd:
+            st.cwd = None
+        for name, value in list(st.variables.items()):
+            if before.variables.get(name, "\0") != value:
+                st.variables[name] = None
+
+    def _function(self, node: Any, st: State) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        name = _text(name_node)
+        calls = [c for c in _descendants(body, "command") if _command_name(c) == name]
+        spawns = any(_has_ancestor(c, "pipeline", body) for c in calls) or any(
+            child.type == "&" for child in _descendants(body, "&")
+        )
+        if calls and spawns:
+            self.note("deny", f"fork bomb: function {name!r} keeps starting copies of itself")
+        self.run(body, st.copy())
+
+    def _assign(self, node: Any, st: State) -> None:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        for child in node.named_children:
+            self.run(child, st)
+        if name is None or name.type != "variable_name":
+            return
+        operator = next((c.type for c in node.children if not c.is_named), "=")
+        if operator != "=":
+            st.variables[_text(name)] = None
+        elif value is None:
+            st.variables[_text(name)] = ""
+        else:
+            st.variables[_text(name)] = expand_one(value, self.scope(st)).value
+
+    # -- redirects ---------------------------------------------------------------------
+
+    def _redirected(self, node: Any, st: State, stdin: Stream | None) -> Stream | None:
+        body = node.child_by_field_name("body")
+        others = [c for c in node.named_children if body is None or c != body]
+        out = None
+        if body is not None and body.type == "list":
+            # tree-sitter hangs `a && b > f`'s redirect on the list; bash gives it to `b`,
+            # which runs after `a` (and after any `cd` in it).
+            out = self.run(body, st, stdin)
+            body = None
+        redirects: list[Redirect] = []
+        continuations: list[Any] = []
+        for child in others:
+            stdin = self._redirect(child, st, redirects) or stdin
+            if child.type == "heredoc_redirect":
+                continuations += [
+                    c for c in child.named_children if not c.type.startswith("heredoc_")
+                ]
+        if body is not None and body.type == "command":
+            out = self._command(body, st, stdin, redirects)
+        elif body is not None:
+            out = self.run(body, st, stdin)
+        # tree-sitter puts `| sh` or `&& x` after a heredoc inside the heredoc node.
+        for rest in continuations:
+            if rest.type == "pipeline":
+                out = self._pipeline(rest.named_children, st, out)
+            else:
+                out = self.run(rest, st)
+        return out
+
+    def _redirect(self, node: Any, st: State, redirects: list[Redirect]) -> Stream | None:
+        for child in node.named_children:
+            if child.type in ("command_substitution", "process_substitution"):
+                self.run(child, st)
+        if node.type == "heredoc_redirect":
+            return self._heredoc(node)
+        if node.type == "herestring_redirect":
+            word = expand_one(node.named_children[-1], self.scope(st))
+            return UNKNOWN if word.value is None else Stream("text", word.value + "\n")
+        if node.type != "file_redirect":
+            return None
+        op = next((c.type for c in node.children if not c.is_named), "")
+        targets = [c for c in node.named_children if c.type != "file_descriptor"]
+        if not targets:
+            return None
+        if op in _WRITE_OPS:
+            target = expand_one(targets[-1], self.scope(st))
+            if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
+                return None
+            redirect = Redirect(op, target, st.cwd)
+            redirects.append(redirect)
+            self.script.redirects.append(redirect)
+            return None
+        return Stream("file") if op == "<" else None
+
+    def _heredoc(self, node: Any) -> Stream:
+        start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
+        if body is None:
+            return Stream("text", "")
+        quoted = start is not None and any(q in _text(start) for q in "'\"\\")
+        if not quoted and any(c.type != "heredoc_content" for c in body.named_children):
+            return UNKNOWN  # `$x` or `$(...)` in an unquoted heredoc
+        return Stream("text", _text(body))
+
+    # -- simple commands ---------------------------------------------------------------
+
+    def _command(
+        self, node: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
+    ) -> Stream | None:
+        assigned: list[str] = []
+        words: list[Word] = []
+        scope = self.scope(st)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                if name := child.child_by_field_name("name"):
+                    assigned.append(_text(name))
+                for grandchild in child.named_children:
+                    self.run(grandchild, st.copy())
+            elif child.type in ("herestring_redirect", "file_redirect"):
+                stdin = self._redirect(child, st, redirects) or stdin
+            else:
+                self.run(child, st.copy())  # executes any $(...) inside the word
+                words += expand(child.named_children[0] if child.type == "command_name" else
+                                child, scope)  # fmt: skip
+        if not words:
+            return None
+        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), _text(node), st.cwd)
+        return self.dispatch(call, st, stdin)
+
+    def record(self, call: Call) -> None:
+        self.script.commands.append(
+            SimpleCommand(
+                tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
+                call.redirects, call.text,
+            )
+        )  # fmt: skip
+
+    def dispatch(self, call: Call, st: State, stdin: Stream | None) -> Stream | None:
+        from lathe.policy import runners
+
+        if not call.words:
+            return None
+        name = call.words[0]
+        if name.value is None or name.glob:
+            self.note("ask", f"the command name is only known at run time: {call.text}")
+            self.record(call)
+            return UNKNOWN
+        base = PurePosixPath(name.value).name
+        args = call.words[1:]
+        if base in PRIVILEGED:
+            self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
+        if base in TRANSPARENT or base in PRIVILEGED:
+            return runners.wrapper(self, call, st, stdin, base, args)
+        if base == "xargs":
+            return runners.xargs(self, call, st, stdin, args)
+        if base in SHELLS:
+            return runners.shell(self, call, st, stdin, base, args)
+        if base in ("eval", "trap", "watch"):
+            return runners.eval_like(self, call, st, base, args)
+        if base == "find":
+            runners.find_execs(self, call, st, find_call(args))
+        elif base in ("cd", "pushd", "popd"):
+            st.cwd = self._cd(base, args, st)
+        elif base in ("read", "mapfile", "readarray"):
+            for word in args:
+                if word.value and not word.value.startswith("-"):
+                    st.variables[word.value] = None
+        elif _INTERPRETERS.fullmatch(base) and stdin is not None and stdin.kind == "download":
+            self.note("ask", f"a download is piped into {base}: {call.text}")
+        self.record(call)
+        return output_of(base, args, stdin, call.cwd)
+
+    def _cd(self, base: str, args: list[Word], st: State) -> Path | None:
+        operands = [w for w in args if not (w.value or "x").startswith("-") or w.value == "-"]
+        if base == "popd":
+            return None
+        if not operands:
+            return self.home if base == "cd" else None
+        target = operands[0]
+        if target.value is None or target.glob or target.value == "-":
+            return None
+        return join_path(st.cwd, target.value)
+
+    def _substitute(self, node: Any, st: State) -> str | None:
+        """The output of `$(echo rm)`: only echo/printf of literal words is predictable."""
+        inner = node.named_children
+        if len(inner) != 1 or inner[0].type != "command":
+            return None
+        scope = Scope(self.home, st.cwd, st.variables, lambda _: None)
+        words: list[Word] = []
+        for child in inner[0].named_children:
+            if child.type == "variable_assignment" or child.type.endswith("redirect"):
+                return None
+            words += expand(child.named_children[0] if child.type == "command_name" else
+                            child, scope)  # fmt: skip
+        if not words or words[0].value not in ("echo", "printf"):
+            return None
+        out = output_of(words[0].value, words[1:], None, st.cwd)
+        return out.text.rstrip("\n") if out and out.kind == "text" else None
+
+    def nested(self, word: Word, st: State, label: str, stdin: Stream | None = None) -> None:
+        if word.value is None:
+            self.note("ask", f"{label} runs a string only known at run time: {word.text}")
+            return
+        self.walk_text(word.value, st, stdin)
+
+
+@dataclass
+class Call:
+    words: list[Word]
+    via: tuple[str, ...]
+    assigned: tuple[str, ...]
+    fed: tuple[Word, ...] | None
+    redirects: tuple[Redirect, ...]
+    text: str
+    cwd: Path | None
+
+
+def _descendants(node: Any, kind: str) -> list[Any]:
+    found = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type == kind:
+            found.append(child)
+        stack.extend(child.children)
+    return found
+
+
+def _command_name(node: Any) -> str | None:
+    name = node.child_by_field_name("name")
+    return None if name is None else _text(name)
+
+
+def _has_ancestor(node: Any, kind: str, stop: Any) -> bool:
+    parent = node.parent
+    while parent is not None and parent != stop:
+        if parent.type == kind:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _error_excerpt(root: Any) -> str:
+    stack = [root]
+    while stack:
+        node = stack.pop(0)
+        if node.type == "ERROR" or node.is_missing:
+            return _text(node)[:40] or node.type
+        stack.extend(node.children)
+    return _text(root)[:40]

@@ -1,0 +1,210 @@
+"""The bubblewrap sandbox, with the real bwrap and real processes (issue 5, section 3)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lathe.exec.base import ExecResult, ExecutorUnavailable
+from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
+
+_STATUS = check_bubblewrap()
+needs_bwrap = pytest.mark.skipif(
+    not _STATUS.available, reason=f"bubblewrap cannot run here: {_STATUS.message}"
+)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".env").write_text("API_KEY=hunter2\n")
+    (root / "notes.txt").write_text("public\n")
+    (root / "secrets").mkdir()
+    (root / "secrets" / "token").write_text("s3cret\n")
+    return root
+
+
+async def _run(executor: BubblewrapExecutor, command: str, cwd: Path, **kw: float) -> ExecResult:
+    return await executor.run(
+        command,
+        cwd=cwd,
+        timeout=kw.get("timeout", 30.0),
+        max_output_bytes=64_000,
+        spill_dir=cwd.parent / "spill",
+    )
+
+
+@needs_bwrap
+async def test_the_workspace_is_writable(workspace: Path) -> None:
+    result = await _run(
+        BubblewrapExecutor(workspace), "mkdir -p out && echo built > out/a", workspace
+    )
+    assert result.exit_code == 0, result.output
+    assert (workspace / "out" / "a").read_text() == "built\n"
+
+
+@needs_bwrap
+async def test_writes_outside_the_workspace_fail(workspace: Path) -> None:
+    in_home = Path.home() / f"lathe-sandbox-{uuid.uuid4().hex}"
+    in_etc = Path("/etc") / f"lathe-sandbox-{uuid.uuid4().hex}"
+    try:
+        for target in (in_home, in_etc):
+            result = await _run(BubblewrapExecutor(workspace), f"echo x > {target}", workspace)
+            assert result.exit_code != 0
+            assert "Read-only file system" in result.output
+            assert not target.exists()
+    finally:
+        for target in (in_home, in_etc):
+            target.unlink(missing_ok=True)
+
+
+@needs_bwrap
+async def test_a_write_beside_the_workspace_never_reaches_the_host(workspace: Path) -> None:
+    # The workspace here lives under /tmp, which is the sandbox's private tmpfs.
+    beside = workspace.parent / "beside.txt"
+    result = await _run(BubblewrapExecutor(workspace), f"echo x > {beside}", workspace)
+    assert result.exit_code in (0, 1)
+    assert not beside.exists()
+
+
+@needs_bwrap
+async def test_tmp_is_private(workspace: Path) -> None:
+    name = f"/tmp/lathe-sandbox-{uuid.uuid4().hex}"
+    result = await _run(BubblewrapExecutor(workspace), f"echo x > {name} && cat {name}", workspace)
+    assert (result.exit_code, result.output) == (0, "x\n")
+    assert not Path(name).exists()
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+def _connect(port: int) -> str:
+    return (
+        "python3 -c 'import socket; "
+        f'socket.create_connection(("127.0.0.1", {port}), timeout=3); print("connected")\''
+    )
+
+
+@needs_bwrap
+async def test_the_network_is_unreachable(workspace: Path, listening_port: int) -> None:
+    result = await _run(BubblewrapExecutor(workspace), _connect(listening_port), workspace)
+    assert result.exit_code != 0
+    assert "connected" not in result.output
+    assert "Connection refused" in result.output or "unreachable" in result.output
+
+
+@needs_bwrap
+async def test_network_true_shares_the_hosts_network(workspace: Path, listening_port: int) -> None:
+    executor = BubblewrapExecutor(workspace, network=True)
+    result = await _run(executor, _connect(listening_port), workspace)
+    assert (result.exit_code, result.output) == (0, "connected\n")
+
+
+@needs_bwrap
+async def test_denied_paths_are_masked_and_neighbours_readable(workspace: Path) -> None:
+    executor = BubblewrapExecutor(workspace, deny_read=[".env", "secrets/**"])
+    masked = await _run(executor, "cat .env", workspace)
+    assert masked.exit_code != 0
+    assert "hunter2" not in masked.output
+    assert "Permission denied" in masked.output
+    in_dir = await _run(executor, "cat secrets/token; ls secrets", workspace)
+    assert in_dir.exit_code != 0
+    assert "s3cret" not in in_dir.output and "token" not in in_dir.output.replace(
+        "secrets/token", ""
+    )
+    neighbour = await _run(executor, "cat notes.txt", workspace)
+    assert (neighbour.exit_code, neighbour.output) == (0, "public\n")
+    overwrite = await _run(executor, "echo leaked > .env", workspace)
+    assert overwrite.exit_code != 0
+    assert (workspace / ".env").read_text() == "API_KEY=hunter2\n"
+
+
+@needs_bwrap
+async def test_dot_git_is_read_only_unless_allowed(workspace: Path) -> None:
+    result = await _run(BubblewrapExecutor(workspace), "echo x > .git/config", workspace)
+    assert result.exit_code != 0
+    assert "Read-only file system" in result.output
+    assert not (workspace / ".git" / "config").exists()
+    allowed = await _run(
+        BubblewrapExecutor(workspace, read_only=()), "echo x > .git/config", workspace
+    )
+    assert allowed.exit_code == 0
+    assert (workspace / ".git" / "config").read_text() == "x\n"
+
+
+@needs_bwrap
+async def test_python_and_git_work_inside(workspace: Path) -> None:
+    command = "python3 -c 'print(6 * 7)' && git --version >/dev/null && echo ok"
+    result = await _run(BubblewrapExecutor(workspace), command, workspace / "secrets")
+    assert (result.exit_code, result.output) == (0, "42\nok\n")
+
+
+@needs_bwrap
+async def test_runs_in_a_new_pid_namespace(workspace: Path) -> None:
+    result = await _run(BubblewrapExecutor(workspace), "echo $$", workspace)
+    assert result.exit_code == 0
+    assert int(result.output) < 10  # bwrap is pid 1 inside; the host's pids are not visible
+
+
+@needs_bwrap
+async def test_a_timeout_kills_the_whole_process_tree(workspace: Path) -> None:
+    marker = f"lathe-sbx-{uuid.uuid4().hex}"
+    command = f"bash -c 'exec -a {marker} sleep 300' & (exec -a {marker} sleep 300)"
+    result = await _run(BubblewrapExecutor(workspace), command, workspace, timeout=1.5)
+    assert result.timed_out and result.exit_code is None
+    assert result.duration_s < 15
+    assert _processes_named(marker) == []
+
+
+def _processes_named(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_probe_explains_a_missing_bwrap() -> None:
+    status = check_bubblewrap("/nonexistent/lathe/bwrap")
+    assert status.available is False
+    assert "not installed" in status.message
+    assert "apt-get install bubblewrap" in status.message
+
+
+async def test_run_refuses_instead_of_running_unsandboxed(workspace: Path) -> None:
+    executor = BubblewrapExecutor(workspace, bwrap="/nonexistent/lathe/bwrap")
+    with pytest.raises(ExecutorUnavailable, match="apt-get install bubblewrap"):
+        await _run(executor, "echo ran > ran.txt", workspace)
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_probe_explains_a_bwrap_that_cannot_create_namespaces(tmp_path: Path) -> None:
+    # A stand-in for a bwrap blocked by the kernel or AppArmor, with bwrap's own message.
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the"
+        " kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    status = check_bubblewrap(str(fake))
+    assert status.available is False
+    assert "No permissions to creating new namespace" in status.message
+    assert "kernel.unprivileged_userns_clone=1" in status.message
+    assert "apparmor_restrict_unprivileged_userns=0" in status.message
