@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -374,3 +375,36 @@ def test_lathe_home_inside_the_workspace_is_not_recorded(ws: Path) -> None:
     cp.undo()
     assert (ws / "a").read_text() == "a\n"
     assert (home / "checkpoints").is_dir()
+
+
+def test_unusual_file_names_round_trip(cp: Checkpoints, ws: Path) -> None:
+    names = ["with space.txt", "new\nline", "ünïcode.txt", "-dash", "quote\"s", "tab\tname"]
+    for name in names:
+        write(ws, f"d ir/{name}", name + "\n")
+    (ws / os.fsdecode(b"latin1-\xe9")).write_bytes(b"not utf-8 name\n")
+    before = files(ws)
+
+    agent_turn(cp, 1, 'rm -r "d ir"; rm latin1-*; echo n > "ne w"', ws)
+    report = cp.undo()
+
+    assert files(ws) == before
+    assert sorted(report.recreated) == sorted(
+        [f"d ir/{n}" for n in names] + [os.fsdecode(b"latin1-\xe9")]
+    )
+    assert report.deleted == ["ne w"]
+
+
+def test_concurrent_snapshots_are_serialised(ws: Path, home: Path) -> None:
+    write(ws, "a", "a\n")
+
+    def snap(i: int) -> str:
+        write(ws, f"f{i}", f"{i}\n")
+        return Checkpoints(ws, home).snapshot(f"s{i}").commit
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(snap, range(12)))
+
+    chain = Checkpoints(ws, home).list()
+    assert [c.parent for c in chain[:-1]] == [c.commit for c in chain[1:]]
+    assert set(Path(ws).iterdir()) >= {ws / f"f{i}" for i in range(12)}
+    assert chain[0].tree == Checkpoints(ws, home).snapshot("final").tree
