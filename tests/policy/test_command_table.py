@@ -55,6 +55,11 @@ DENY = [
     "trap 'rm -rf ~' EXIT",
     "ls && rm -rf /tmp/../",
     "r\\\nm -rf /",
+    "cat <<EOF\n$(rm -rf /)\nEOF",
+    "echo > \"$(rm -rf ~)\"",
+    "coproc rm -rf /",
+    "[[ -n $(rm -rf /) ]]",
+    "x=$(rm -rf ~)",
     # disks, devices, machine state
     "mkfs.ext4 /dev/sdb1",
     "mkfs -t xfs /dev/nvme0n1",

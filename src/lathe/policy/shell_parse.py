@@ -253,8 +253,10 @@ class Walker:
 
     def _redirect(self, node: Any, st: State, redirects: list[Redirect]) -> Stream | None:
         for child in node.named_children:
-            if child.type in ("command_substitution", "process_substitution"):
-                self.run(child, st)
+            # `$(...)` runs in a redirect target and in an unquoted heredoc's body; the
+            # statements tree-sitter nests in a heredoc node are the caller's to run.
+            if node.type != "heredoc_redirect" or child.type == "heredoc_body":
+                self.run(child, st.copy())
         if node.type == "heredoc_redirect":
             return self._heredoc(node)
         if node.type == "herestring_redirect":

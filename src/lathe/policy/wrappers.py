@@ -31,6 +31,7 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
     "ionice": frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}),
     "chronic": frozenset(),
+    "coproc": frozenset(),
     "sudo": frozenset(
         [
             "-u",
