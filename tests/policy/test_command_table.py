@@ -56,7 +56,7 @@ DENY = [
     "ls && rm -rf /tmp/../",
     "r\\\nm -rf /",
     "cat <<EOF\n$(rm -rf /)\nEOF",
-    "echo > \"$(rm -rf ~)\"",
+    'echo > "$(rm -rf ~)"',
     "coproc rm -rf /",
     "[[ -n $(rm -rf /) ]]",
     "x=$(rm -rf ~)",
