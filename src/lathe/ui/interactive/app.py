@@ -20,13 +20,7 @@ from typing import Any
 
 from lathe.errors import UsageError
 from lathe.types import AssistantMessage, ToolResultMessage
-from lathe.ui.interactive.approval import (
-    ApprovalDecision,
-    ApprovalGate,
-    ApprovalRequest,
-    Choice,
-    parse_answer,
-)
+from lathe.ui.interactive.approval import FILE_TOOLS, parse_answer, preview_diff
 
 _INTERRUPTED = "[interrupted by the user]"
 
@@ -66,35 +60,28 @@ def run_interactive(options: InteractiveOptions) -> int:
 
 class InteractiveApp:
     def __init__(self, options: InteractiveOptions) -> None:
-        from lathe.config.loader import load_config
-        from lathe.ui.interactive.approval import APPROVAL_MODES
         from lathe.ui.interactive.links import Links
+        from lathe.ui.setup import RunOptions, prepare
 
         self.options = options
-        workspace = options.workspace.expanduser().resolve()
-        if not workspace.is_dir():
-            raise UsageError(
-                f"the workspace {options.workspace} is not a directory; pass one with -C"
+        self.setup = prepare(
+            RunOptions(
+                workspace=options.workspace,
+                model=options.model,
+                base_url=options.base_url,
+                max_turns=options.max_turns,
+                verify=options.verify,
+                approval=options.approval,
+                resume=options.resume,
+                continue_last=options.continue_session,
+                headless=False,
             )
-        self.workspace = workspace
-        flags = {
-            "model": options.model,
-            "base_url": options.base_url,
-            "permissions.approval": options.approval,
-            "agent.verify": options.verify,
-            "agent.max_turns": options.max_turns,
-        }
-        self.config = load_config(workspace, flags=flags).config
-        self.resolved = self._resolve(None)
-        mode = self.config.permissions.approval
-        if mode not in APPROVAL_MODES:
-            raise UsageError(f"unknown approval mode {mode!r}; use {', '.join(APPROVAL_MODES)}")
-        self.gate = ApprovalGate(approver=self, tools=None, workspace=workspace, mode=mode)
-        self.links = Links(workspace, self.resolved.model_id)
-        self.queue: list[str] = []
-        self.pending_approval: tuple[ApprovalRequest, asyncio.Future[ApprovalDecision]] | None = (
-            None
         )
+        self.workspace = self.setup.workspace
+        self.resolved = self.setup.model
+        self.links = Links(self.workspace, self._model_label(self.resolved), self.resolved.provider)
+        self.queue: list[str] = []
+        self.pending_approval: tuple[Any, asyncio.Future[Any]] | None = None
         self.cost_usd = 0.0
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
@@ -104,43 +91,29 @@ class InteractiveApp:
 
     @property
     def window(self) -> int:
-        return self.resolved.context_window
+        return int(self.resolved.context_window)
 
-    def _resolve(self, name: str | None) -> Any:
-        from lathe.config.resolve import resolve_model
-
-        resolved = resolve_model(self.config, name)
-        if resolved.kind != "openai-compatible":
-            raise UsageError(
-                f"{resolved.model_id} is served by the {resolved.kind} API, which this lathe "
-                "cannot talk to yet; pick an OpenAI-compatible model"
-            )
-        return resolved
-
-    def make_provider(self, resolved: Any) -> Any:
-        from lathe.llm.openai_chat import OpenAIChatProvider
-
-        return OpenAIChatProvider(
-            resolved.model_id,
-            resolved.base_url,
-            resolved.api_key() or "",
-            api_key_env=resolved.api_key_env or "OPENAI_API_KEY",
-        )
+    @staticmethod
+    def _model_label(resolved: Any) -> str:
+        return str(resolved.name or resolved.model_id)
 
     def switch_model(self, name: str) -> tuple[str, str]:
-        """Use model `name` from the next request on; (old id, new id). Raises
-        UsageError for a name the config cannot resolve."""
-        resolved = self._resolve(name)
+        """Use model `name` from the next request on; (old id, new id). Raises a
+        LatheError for a name the config cannot resolve or a missing key."""
+        from lathe.config import resolve_model
+        from lathe.llm.registry import make_provider
+        from lathe.ui.setup import endpoint_for
+
+        resolved = resolve_model(self.setup.loaded.config, name)
+        provider = make_provider(endpoint_for(resolved))
         old = self.provider
-        self.provider = self.make_provider(resolved)
-        self.resolved = resolved
-        self.agent.deps.provider = self.provider
+        self.provider, self.resolved = provider, resolved
+        self.agent.deps.provider = provider
         context = self.agent.deps.context
         if context is not None:
-            context._provider = self.provider  # the summariser follows the conversation
-            context.budget = type(context.budget)(context_window=resolved.context_window)
+            context._provider = provider  # the summariser follows the conversation's model
         self.status.model = resolved.model_id
-        self.links.record_model_change(resolved.provider, resolved.model_id)
+        self.links.record_model_change(resolved.provider, self._model_label(resolved))
         asyncio.get_running_loop().create_task(old.aclose())
         return old.model, resolved.model_id
 
@@ -149,11 +122,7 @@ class InteractiveApp:
 
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
-        if (
-            isinstance(event, ToolFinished)
-            and self._approved_diff
-            and event.name in {"edit", "write"}
-        ):
+        if isinstance(event, ToolFinished) and self._approved_diff and event.name in FILE_TOOLS:
             self._approved_diff = False
             if not event.is_error:  # the person approving saw this very diff already
                 event = event.model_copy(update={"details": {**event.details, "diff": None}})
@@ -165,51 +134,50 @@ class InteractiveApp:
     async def main(self) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        from lathe.llm.registry import make_provider
         from lathe.ui.interactive.render import Glyphs, Renderer, Status, make_console, unicode_ok
 
         self.status = Status(model=self.resolved.model_id, glyphs=Glyphs.pick(unicode_ok()))
         with patch_stdout(raw=True):
             self.console = make_console(sys.stdout)
             self.renderer = Renderer(self.console, self.status)
-            self.provider = self.make_provider(self.resolved)
-            self.agent = self._build_agent()
-            self.prompt = self._build_prompt()
             self._banner()
-            self.links.open_at_start(self)
+            history = self.links.open_at_start(self.options.resume, self.options.continue_session)
+            if (self.options.resume or self.options.continue_session) and not history:
+                self.renderer.note("no earlier session in this workspace; this is a new one")
+            self.provider = make_provider(self.setup.endpoint)
+            self.agent = self._build_agent(history)
+            self.prompt = self._build_prompt()
+            if history:
+                from lathe.ui.interactive.links import show_last_exchanges
+
+                self.renderer.note(f"session {self.links.session.id} · {len(history)} messages")
+                show_last_exchanges(self, self.links.session.messages())
             try:
                 await self._input_loop()
             finally:
                 await self._shutdown()
         return 0
 
-    def _build_agent(self) -> Any:
-        from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
-        from lathe.agent.context import Budget
+    def _build_agent(self, history: list[Any]) -> Any:
         from lathe.agent.hooks import HookChain
         from lathe.ui.interactive.hooks import OutputTap
+        from lathe.ui.safety import build_safety
         from lathe.ui.wiring import build_agent
 
-        hooks = HookChain([self.gate, OutputTap(), self.links])
-        agent = build_agent(
+        safety = build_safety(self.setup, self.links.session, approver=self, emit=self.emit)
+        self.gate = safety.gate
+        self.gate.on_remember = self.links.remember_approval
+        self.sandboxed = safety.sandboxed
+        hooks = HookChain([safety.gate, *safety.hooks, OutputTap(), self.links])
+        return build_agent(
+            self.setup,
             self.provider,
-            self.workspace,
             self.emit,
-            max_turns=self.config.agent.max_turns,
-            verify=self.config.agent.verify,
+            executor=safety.executor,
             hooks=hooks,
+            messages=history,
         )
-        self.gate.tools = agent.deps.tools
-        if agent.deps.context is None:
-            schemas = "".join(spec.model_dump_json() for spec in agent.deps.tools.specs())
-            agent.deps.context = ContextManager(
-                Budget(context_window=self.window),
-                self.provider,
-                self.emit,
-                fixed_tokens=fixed_prompt_tokens(agent.deps.system_prompt, schemas),
-                retry=agent.deps.settings.retry,
-                on_compaction=hooks.on_compaction,
-            )
-        return agent
 
     def _build_prompt(self) -> Any:
         from lathe.ui.interactive.commands import command_table
@@ -236,14 +204,9 @@ class InteractiveApp:
     def _banner(self) -> None:
         from lathe import __version__
 
-        resolved = self.resolved
-        self.renderer.note(f"lathe {__version__} · {resolved.model_id} · {self.workspace}", "bold")
-        if resolved.api_key() is None and resolved.api_key_env and not _loopback(resolved.base_url):
-            self.renderer.note(
-                f"no API key: set {resolved.api_key_env} (or LATHE_API_KEY) "
-                f"for {resolved.base_url}",
-                "yellow",
-            )
+        self.renderer.note(
+            f"lathe {__version__} · {self.resolved.model_id} · {self.workspace}", "bold"
+        )
         self.renderer.note(
             "Enter sends · Alt-Enter newline · @file attaches · /help · "
             "Esc interrupts · Ctrl-D exits"
@@ -277,11 +240,8 @@ class InteractiveApp:
             self.interrupt()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._drive_task), timeout=10)
-        await self.on_exit()
-        await self.provider.aclose()
-
-    async def on_exit(self) -> None:
         await self.links.close()
+        await self.provider.aclose()
 
     # turns
 
@@ -369,18 +329,22 @@ class InteractiveApp:
                     )
         text = f"{partial.rstrip()}\n\n{_INTERRUPTED}" if partial.strip() else _INTERRUPTED
         agent.append(AssistantMessage(text=text, model=self.provider.model))
-        self.links.record_run_end("interrupted", 0, agent.usage.__class__(), "the user interrupted")
+        self.links.record_interruption()
         self.renderer.note("interrupted · the prompt is yours", "yellow")
 
     # approvals: the app is the terminal's Approver
 
-    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
-        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self.renderer.note(f"approve: {request.title}", "bold yellow")
-        if request.command is not None:
-            self.renderer.note(f"    $ {request.command}", "bold")
-        if request.diff:
-            self.renderer.diff(request.diff, limit=80)
+    async def ask(self, request: Any) -> Any:
+        """`lathe.policy.gate.Approver`: show the request, wait for the answer typed at
+        the prompt (see `_answer_approval`)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        title = "run command" if request.tool == "bash" else f"{request.tool} {request.preview}"
+        self.renderer.note(f"approve: {title.strip()}  ({request.reason})", "bold yellow")
+        diff = preview_diff(request.tool, request.arguments, self.workspace)
+        if request.tool == "bash":
+            self.renderer.note(f"    $ {request.preview}", "bold")
+        elif diff:
+            self.renderer.diff(diff, limit=80)
             self._approved_diff = True
         self.pending_approval = (request, future)
         self.status.set_phase("waiting for approval")
@@ -391,18 +355,21 @@ class InteractiveApp:
             self.status.set_phase("running tools")
 
     def _answer_approval(self, text: str) -> None:
+        from lathe.policy.gate import ApprovalAnswer
+
         assert self.pending_approval is not None
         _, future = self.pending_approval
-        decision = parse_answer(text)
-        if decision is None:
+        answer = parse_answer(text)
+        if answer is None:
             self.renderer.note("answer y (once), a (always) or n [reason] (deny)", "yellow")
             return
-        label = {Choice.ONCE: "allowed once", Choice.ALWAYS: "allowed always"}.get(
-            decision.choice, "denied" + (f": {decision.reason}" if decision.reason else "")
+        choice, reason = answer
+        label = {"once": "allowed once", "always": "allowed always"}.get(
+            choice, "denied" + (f": {reason}" if reason else "")
         )
-        self.renderer.note(f"  {label}", "green" if decision.allowed else "red")
+        self.renderer.note(f"  {label}", "red" if choice == "deny" else "green")
         if not future.done():
-            future.set_result(decision)
+            future.set_result(ApprovalAnswer(choice, reason))  # type: ignore[arg-type]
 
     # keys and screen
 
@@ -437,7 +404,8 @@ class InteractiveApp:
         percent = min(100, round(100 * used / self.window)) if self.window else 0
         text = (
             f" {self.provider.model} · ctx {percent}% of {self.window // 1000}k · "
-            f"{self.usage_text()} · approval {self.gate.mode}"
+            f"{self.usage_text()} · {self.gate.policy.mode.value}"
+            + (" · sandboxed" if self.sandboxed else "")
         )
         if self.options.verify or self.agent.deps.settings.verify_command:
             text += " · verify on"
@@ -459,13 +427,6 @@ class InteractiveApp:
             return int(self.prompt.app.output.get_size().columns)
         except Exception:  # before the prompt exists, or no terminal size
             return 80
-
-
-def _loopback(url: str) -> bool:
-    from urllib.parse import urlparse
-
-    host = urlparse(url).hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
 
 
 def _fit(text: str, width: int) -> str:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lathe.errors import LatheError
-from lathe.ui.interactive.approval import APPROVAL_MODES
 
 if TYPE_CHECKING:
     from lathe.ui.interactive.app import InteractiveApp
@@ -79,7 +78,7 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
             f"window {resolved.context_window:,})",
             "",
         )
-        names = sorted(app.config.models)
+        names = sorted(app.setup.loaded.config.models)
         app.renderer.note("catalog: " + ", ".join(names), "")
         return True
     try:
@@ -95,14 +94,20 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
 
 @_command("/approval", "/approval [MODE]", "show or set read-only, ask, auto or full")
 async def _approval(app: InteractiveApp, argument: str) -> bool:
+    from lathe.policy.gate import Mode
+
+    policy = app.gate.policy
+    modes = ", ".join(m.value for m in Mode)
     if not argument:
-        app.renderer.note(f"approval: {app.gate.mode}  (modes: {', '.join(APPROVAL_MODES)})", "")
+        app.renderer.note(f"approval: {policy.mode.value}  (modes: {modes})", "")
         return True
-    if argument not in APPROVAL_MODES:
-        app.renderer.error(f"unknown mode {argument!r}; use one of {', '.join(APPROVAL_MODES)}")
+    try:
+        policy.mode = Mode.parse(argument)
+    except LatheError as exc:
+        app.renderer.error(str(exc))
         return True
-    app.gate.mode = argument
-    app.renderer.note(f"approval: {argument}", "green")
+    sandbox = "commands run in the sandbox" if app.sandboxed else "commands run unsandboxed"
+    app.renderer.note(f"approval: {policy.mode.value} ({sandbox})", "green")
     return True
 
 

@@ -1,9 +1,9 @@
 """The interactive face's ties to the session store and the checkpoint store.
 
-Both are optional at import time: a lathe without `lathe.session` or `lathe.checkpoint`
-still runs, and the commands that need them say so instead of pretending. The session
-file is created lazily, with the first message, so opening lathe and leaving at once
-leaves nothing behind.
+The session is opened (or created) at start, like `lathe run` does, and recorded by the
+shared `lathe.ui.recorder.SessionRecorder`; a session that got no entry is removed when
+it is left, so opening lathe and quitting leaves nothing behind. Checkpoints are
+optional at import time: without `lathe.checkpoint`, /undo and /checkpoints say so.
 """
 
 from __future__ import annotations
@@ -14,34 +14,32 @@ from typing import TYPE_CHECKING, Any
 
 from lathe.agent.hooks import AgentHooks
 from lathe.errors import LatheError
-from lathe.events import Compacted, RunFinished
+from lathe.events import RunFinished
 from lathe.home import lathe_home
 from lathe.types import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:
     from lathe.ui.interactive.app import InteractiveApp
 
-_NO_SESSIONS = "sessions are not available in this build of lathe (lathe.session is missing)"
 _NO_CHECKPOINTS = (
     "checkpoints are not available in this build of lathe (lathe.checkpoint is missing)"
 )
 
 
 class Links(AgentHooks):
-    """Records the conversation into a session and snapshots the workspace around
-    turns that may change files. Used as one of the agent's hooks."""
+    """Records the conversation into the current session (through the shared
+    `SessionRecorder`) and snapshots the workspace around turns that may change files.
+    One of the agent's hooks; the session can be swapped (/clear, /resume, /fork)."""
 
-    def __init__(self, workspace: Path, model: str) -> None:
+    def __init__(self, workspace: Path, model: str, provider: str) -> None:
+        from lathe.session import SessionStore
+
         self.workspace = workspace
         self.model = model
+        self.provider = provider
+        self.store = SessionStore(lathe_home())
         self.session: Any = None
-        self._last_compaction: Compacted | None = None
-        try:
-            from lathe.session import SessionStore
-
-            self.store: Any = SessionStore(lathe_home())
-        except ImportError:
-            self.store = None
+        self.recorder: Any = None
         try:
             from lathe.checkpoint import Checkpoints
 
@@ -53,29 +51,12 @@ class Links(AgentHooks):
     # hooks
 
     def on_message(self, message: Message) -> None:
-        if self.store is None:
-            return
-        if self.session is None:
-            self.session = self.store.create(self.workspace, self.model)
-        self.session.append_message(message)
+        if self.recorder is not None:
+            self.recorder.on_message(message)
 
-    def on_compaction(self, summary: str, kept_messages: int) -> None:
-        if self.session is None or self._last_compaction is None:
-            return
-        from lathe.session import CompactionEntry, MessageEntry
-
-        entries = [e for e in self.session.branch() if isinstance(e, MessageEntry)]
-        if not entries or kept_messages <= 0 or kept_messages > len(entries):
-            return
-        event = self._last_compaction
-        self.session.append(
-            CompactionEntry(
-                summary=summary,
-                first_kept=entries[-kept_messages].id,
-                tokens_before=event.tokens_before,
-                tokens_after=event.tokens_after,
-            )
-        )
+    def on_compaction(self, *args: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.on_compaction(*args)
 
     async def before_changes(self, turn: int) -> None:
         await self._snapshot("before_turn", turn)
@@ -92,67 +73,92 @@ class Links(AgentHooks):
             self.checkpoint_error = str(exc)
 
     def observe(self, event: Any) -> None:
-        """Events the session records that are not messages."""
-        if isinstance(event, Compacted):
-            self._last_compaction = event
-        elif isinstance(event, RunFinished):
-            self.record_run_end(event.status.value, event.turns, event.usage, event.reason)
+        if isinstance(event, RunFinished) and self.recorder is not None:
+            self.recorder.record_end(event)
 
-    def record_run_end(self, status: str, turns: int, usage: Any, reason: str = "") -> None:
-        if self.session is None:
-            return
+    def record_interruption(self) -> None:
         from lathe.session import RunEndEntry
 
-        self.session.append(RunEndEntry(status=status, turns=turns, usage=usage, reason=reason))
+        if self.session is not None:
+            self.session.append(
+                RunEndEntry(status="interrupted", turns=0, reason="interrupted by the user")
+            )
+
+    def remember_approval(self, key: str) -> None:
+        from lathe.session import ApprovalEntry
+
+        if self.session is not None:
+            self.session.append(ApprovalEntry(rule=key, decision="allow"))
+
+    def remembered_approvals(self) -> set[str]:
+        from lathe.session import ApprovalEntry
+
+        if self.session is None:
+            return set()
+        return {
+            e.rule
+            for e in self.session.branch()
+            if isinstance(e, ApprovalEntry) and e.decision == "allow"
+        }
 
     def record_model_change(self, provider: str, model: str) -> None:
-        self.model = model
-        if self.session is None:
-            return
         from lathe.session import ModelChangeEntry
 
-        self.session.append(ModelChangeEntry(provider=provider, model=model))
+        self.model, self.provider = model, provider
+        if self.session is not None:
+            self.session.append(ModelChangeEntry(provider=provider, model=model))
 
     async def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+        self._drop(self.session)
+        self.session = self.recorder = None
+
+    def _drop(self, session: Any) -> None:
+        """Close a session; one that never got an entry is removed, so opening lathe
+        and leaving at once leaves nothing behind."""
+        if session is None:
+            return
+        empty = not session.entries
+        session.close()
+        if empty:
+            for path in (session.path, session.path.with_suffix(".lock")):
+                path.unlink(missing_ok=True)
 
     # opening sessions
 
-    def open_at_start(self, app: InteractiveApp) -> None:
-        options = app.options
-        if not (options.continue_session or options.resume):
-            return
-        if self.store is None:
-            app.renderer.error(_NO_SESSIONS + "; starting a new conversation")
-            return
-        if options.resume:
-            session = self.store.open(options.resume)
-        else:
-            session = self.store.latest(self.workspace)
-            if session is None:
-                app.renderer.note("no earlier session in this workspace; starting a new one")
-                return
-        self._switch(app, session)
+    def open_at_start(self, resume: str | None, continue_last: bool) -> list[Message]:
+        """Open the session to work in: the one asked for, or a new one. Returns the
+        conversation to continue (empty for a new session)."""
+        if resume or continue_last:
+            session = self.store.open(resume) if resume else self.store.latest(self.workspace)
+            if session is not None:
+                return self._adopt(session)
+        self._adopt(self.store.create(self.workspace, self.model))
+        return []
+
+    def _adopt(self, session: Any) -> list[Message]:
+        from lathe.session import ModelChangeEntry
+        from lathe.ui.recorder import SessionRecorder
+
+        self.session = session
+        if session.entries:
+            session.close_dangling_tool_calls()
+            if session.header.model != self.model:
+                session.append(ModelChangeEntry(provider=self.provider, model=self.model))
+        self.recorder = SessionRecorder(session)
+        return session.conversation()
 
     def _switch(self, app: InteractiveApp, session: Any) -> None:
-        if self.session is not None:
-            self.session.close()
-        self.session = session
+        self._drop(self.session)
+        app.agent.messages[:] = self._adopt(session)
+        app.gate.remembered = self.remembered_approvals()
         for warning in session.warnings:
             app.renderer.note(f"session: {warning}", "yellow")
-        session.close_dangling_tool_calls()
-        app.agent.messages[:] = session.conversation()
         app.renderer.note(f"session {session.id} · {len(app.agent.messages)} messages", "green")
         show_last_exchanges(app, session.messages())
 
     # commands
 
     async def list_sessions(self, app: InteractiveApp) -> None:
-        if self.store is None:
-            app.renderer.error(_NO_SESSIONS)
-            return
         summaries = self.store.list(self.workspace)
         if not summaries:
             app.renderer.note("no sessions in this workspace yet")
@@ -169,9 +175,6 @@ class Links(AgentHooks):
         app.renderer.note("/resume ID continues one; a unique prefix of the id is enough")
 
     async def resume(self, app: InteractiveApp, session_id: str | None) -> None:
-        if self.store is None:
-            app.renderer.error(_NO_SESSIONS)
-            return
         if session_id is None:
             current = self.session.id if self.session is not None else None
             others = [s for s in self.store.list(self.workspace) if s.id != current]
@@ -187,20 +190,20 @@ class Links(AgentHooks):
         self._switch(app, session)
 
     async def fork(self, app: InteractiveApp) -> None:
-        if self.store is None:
-            app.renderer.error(_NO_SESSIONS)
-            return
-        if self.session is None:
+        if self.session is None or not self.session.entries:
             app.renderer.note("nothing to fork yet: this conversation has no messages")
             return
         old = self.session.id
         forked = self.store.fork(old)
-        self.session.close()
-        self.session = forked
+        self._drop(self.session)
+        self._adopt(forked)
+        app.gate.remembered = self.remembered_approvals()
         app.renderer.note(f"forked session {old} into {forked.id}; continuing in the fork", "green")
 
     async def clear(self, app: InteractiveApp) -> None:
-        await self.close()  # the next message starts a new session file
+        self._drop(self.session)
+        self._adopt(self.store.create(self.workspace, self.model))
+        app.gate.remembered = set()
 
     async def undo(self, app: InteractiveApp) -> None:
         if self.checkpoints is None:

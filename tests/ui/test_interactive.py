@@ -1,0 +1,238 @@
+"""The interactive terminal, driven for real: a tmux terminal running
+`python -m lathe.ui.interactive` against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.fakes.openai_server import Call, FakeOpenAIServer, Hang, Reply
+
+
+def _pids(marker: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def _user_texts(body: dict) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def _session_lines(home: Path) -> list[dict]:
+    files = sorted((home / "sessions").glob("*/*.jsonl"))
+    assert files, f"no session file under {home}"
+    return [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()]
+
+
+def test_a_small_task_streams_text_shows_the_approved_diff_and_command_output(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    fake_openai.enqueue(
+        Reply("I'll look at **app.py** first.\n\n", calls=[Call("read", {"path": "app.py"})]),
+        Reply(
+            "Found it: subtraction.",
+            calls=[Call("edit", {"path": "app.py", "old_string": "a - b", "new_string": "a + b"})],
+        ),
+        Reply(
+            "", calls=[Call("bash", {"command": "python -c 'import app; print(app.add(2, 3))'"})]
+        ),
+        Reply("Fixed: `add` now returns the **sum**.\n\n- edited `app.py`\n- checked it\n"),
+    )
+    term = launch()
+    term.send("fix the add function")
+    screen = term.wait_for(r"approve: edit app\.py")
+    assert "I'll look at app.py first." in screen
+    assert "read app.py" in screen
+    term.wait_for(r"\+    return a \+ b")
+    screen = term.screen()
+    assert "-    return a - b" in screen
+    assert "allow? y once" in screen
+    assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"
+
+    term.send("y")
+    term.wait_for(r"approve: run command")
+    term.wait_for(r"\$ python -c 'import app; print\(app.add\(2, 3\)\)'")
+    term.send("y")
+    screen = term.wait_for(r"unverified · 4 turn")
+    assert "Fixed: add now returns the sum." in screen
+    assert "edited app.py" in screen
+    assert "exit 0" in screen
+    assert "│ 5" in screen
+    assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a + b\n"
+    # the next request carried the approved results, not denials
+    tool_results = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == 3
+    assert "Denied" not in json.dumps(tool_results)
+    term.keys("C-d")
+    term.wait_exit()
+
+
+def test_a_denied_edit_tells_the_model_why_and_changes_nothing(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    fake_openai.enqueue(
+        Reply("", calls=[Call("write", {"path": "app.py", "content": "gone\n"})]),
+        Reply("Understood, I left it alone."),
+    )
+    term = launch()
+    term.send("rewrite app.py")
+    term.wait_for(r"approve: write app\.py")
+    term.send("n keep the original")
+    term.wait_for(r"Understood, I left it alone\.")
+    assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"
+    result = next(m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool")
+    assert "keep the original" in result["content"]
+
+
+def test_ctrl_c_kills_a_running_command_and_records_the_interruption(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path
+) -> None:
+    marker = f"lathe-ui-test-{uuid.uuid4().hex[:10]}"
+    fake_openai.enqueue(
+        Reply("Running it.", calls=[Call("bash", {"command": f"sleep 300 && echo {marker}"})]),
+        Reply("Back again."),
+    )
+    term = launch("--approval", "full")
+    term.send("run the long thing")
+    term.wait_for(r"bash sleep 300")
+    deadline = time.monotonic() + 10
+    while not _pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _pids(marker), "the command never started"
+
+    term.keys("C-c")
+    term.wait_for(r"interrupted · the prompt is yours")
+    deadline = time.monotonic() + 5
+    while _pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _pids(marker), "the command's process survived the interrupt"
+
+    term.send("carry on")
+    term.wait_for(r"Back again\.")
+    messages = fake_openai.chat_bodies()[-1]["messages"]
+    tool = next(m for m in messages if m["role"] == "tool")
+    assert "interrupted: the user stopped the run" in tool["content"]
+    assert any(
+        m["role"] == "assistant" and "[interrupted by the user]" in (m.get("content") or "")
+        for m in messages
+    )
+    assert _user_texts(fake_openai.chat_bodies()[-1])[-1] == "carry on"
+
+    lines = _session_lines(lathe_home)
+    assert any(e.get("type") == "run_end" and e["status"] == "interrupted" for e in lines)
+    assert any(
+        e.get("type") == "message" and "[interrupted by the user]" in e["message"].get("text", "")
+        for e in lines
+    )
+
+
+def test_esc_interrupts_a_model_that_hangs_and_a_second_ctrl_c_exits(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(Hang(60))
+    term = launch()
+    term.send("think hard")
+    term.wait_for(r"thinking · \d+s")
+    term.keys("Escape")
+    term.wait_for(r"interrupted · the prompt is yours")
+    term.keys("C-c")
+    term.wait_for(r"press Ctrl-C again")
+    assert not term.dead()
+    term.keys("C-c")
+    term.wait_exit()
+
+
+def test_messages_typed_during_a_turn_are_queued_for_the_next(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(
+        Reply("", calls=[Call("bash", {"command": "sleep 3"})]),
+        Reply("First done."),
+        Reply("Second done."),
+    )
+    term = launch("--approval", "full")
+    term.send("first task")
+    term.wait_for(r"bash sleep 3")
+    term.send("second task")
+    term.wait_for(r"queued: second task")
+    term.wait_for(r"Second done\.", timeout=20)
+    bodies = fake_openai.chat_bodies()
+    assert _user_texts(bodies[-1])[-1] == "second task"
+    assert _user_texts(bodies[1]) == ["first task"]
+
+
+def test_model_switches_mid_session(launch, fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(Reply("one"), Reply("two"))
+    term = launch()
+    term.send("hello")
+    term.wait_for(r"^one")
+    term.send("/model other-model")
+    term.wait_for(r"model: fake-model → other-model")
+    term.send("again")
+    term.wait_for(r"^two")
+    bodies = fake_openai.chat_bodies()
+    assert [b["model"] for b in bodies] == ["fake-model", "other-model"]
+    assert _user_texts(bodies[-1]) == ["hello", "again"]
+    assert "other-model" in term.screen(history=False)
+
+
+def test_continue_reopens_the_last_session_with_its_history(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path
+) -> None:
+    fake_openai.enqueue(Reply("The answer is 42."), Reply("Still 42."))
+    first = launch()
+    first.send("what is the answer")
+    first.wait_for(r"The answer is 42\.")
+    first.keys("C-d")
+    first.wait_exit()
+
+    second = launch("--continue")
+    screen = second.wait_for(r"earlier in this session")
+    assert "what is the answer" in screen
+    second.send("and now?")
+    second.wait_for(r"Still 42\.")
+    assert _user_texts(fake_openai.chat_bodies()[-1]) == ["what is the answer", "and now?"]
+    assert len(list((lathe_home / "sessions").glob("*/*.jsonl"))) == 1
+
+
+def test_undo_reverts_the_last_turns_edit(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    pytest.importorskip("lathe.checkpoint")
+    fake_openai.enqueue(
+        Reply(
+            "",
+            calls=[Call("edit", {"path": "app.py", "old_string": "a - b", "new_string": "a + b"})],
+        ),
+        Reply("Edited."),
+    )
+    term = launch("--approval", "full")
+    term.send("fix it")
+    term.wait_for(r"Edited\.")
+    assert "a + b" in workspace.joinpath("app.py").read_text()
+    term.send("/undo")
+    term.wait_for(r"restored: app\.py")
+    assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"
+    term.send("/checkpoints")
+    term.wait_for(r"undo of")
+
+
+def test_narrow_terminal_no_color_and_c_locale(launch, fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(Reply("Ünïcödé → fine, and a long line " + "word " * 30))
+    term = launch(width=60, env={"NO_COLOR": "1", "LANG": "C", "LC_ALL": "C"})
+    term.send("/help")
+    term.wait_for(r"/verify")
+    term.send("talk")
+    screen = term.wait_for(r"unverified")
+    assert "Traceback" not in screen
+    assert "fine, and a long line" in screen
+    colored = subprocess.run(
+        ["tmux", "-L", term.socket, "capture-pane", "-p", "-e", "-t", term.target],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "\x1b[3" not in colored.replace("\x1b[39m", "")  # no foreground colours
