@@ -231,6 +231,9 @@ class Renderer:
             case RunFinished():
                 self._markdown(self.stream.flush())
                 self._finish_line(event)
+            case _ if getattr(event, "type", "") == "notice":
+                warning = getattr(event, "level", "") == "warning"
+                self.note(str(getattr(event, "message", "")), "yellow" if warning else "dim")
 
     # printing helpers used by the app and the commands
 
