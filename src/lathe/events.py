@@ -35,6 +35,15 @@ class RunStarted(_Event):
     workspace: str
 
 
+class Notice(_Event):
+    """Something the user should know that is not part of the conversation: a sandbox
+    that cannot start, a default model chosen for them, a session warning."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning"]
+    message: str
+
+
 class TurnStarted(_Event):
     type: Literal["turn_started"] = "turn_started"
     turn: int
@@ -131,6 +140,7 @@ class RunFinished(_Event):
 
 AgentEvent = Annotated[
     RunStarted
+    | Notice
     | TurnStarted
     | TextDelta
     | ThinkingDelta

@@ -162,9 +162,11 @@ def test_json_mode_prints_one_event_per_line(tmp_path, fake_openai):
 
 
 def test_missing_key_and_model_are_usage_errors(tmp_path):
-    no_model = lathe("run", "task", cwd=tmp_path, env_extra={"OPENAI_API_KEY": "sk-x"})
-    assert no_model.returncode == 2
-    assert "--model" in no_model.stderr and "LATHE_MODEL" in no_model.stderr
+    unknown = lathe(
+        "run", "--model", "gpt-4.1-mnii", "task", cwd=tmp_path, env_extra={"OPENAI_API_KEY": "sk-x"}
+    )
+    assert unknown.returncode == 2
+    assert "gpt-4.1-mini" in unknown.stderr  # the nearest known model is suggested
 
     no_key = lathe("run", "--model", "gpt-4o", "task", cwd=tmp_path, env_extra={})
     assert no_key.returncode == 2

@@ -41,7 +41,7 @@ class ContextManager:
         *,
         fixed_tokens: int,
         retry: RetryPolicy | None = None,
-        on_compaction: Callable[[str, int], None] | None = None,
+        on_compaction: Callable[[str, int, int, int], None] | None = None,
     ) -> None:
         self.budget = budget
         self.meter = TokenMeter()
@@ -74,7 +74,7 @@ class ContextManager:
         after = self._fixed_tokens + conversation_tokens(history)
         self._emit(Compacted(tokens_before=before, tokens_after=after, reason=reason))
         if self._on_compaction:
-            self._on_compaction(summary, len(plan.recent))
+            self._on_compaction(history[0].content, len(plan.recent), before, after)
         return True
 
     async def _summarise(self, older: Sequence[Message]) -> str:

@@ -18,9 +18,11 @@ class AgentHooks:
     def on_message(self, message: Message) -> None:
         """A message entered the conversation (persist it)."""
 
-    def on_compaction(self, summary: str, kept_messages: int) -> None:
-        """The history was compacted: the task plus `summary` now stand for everything
-        before the last `kept_messages` messages."""
+    def on_compaction(
+        self, opening: str, kept_messages: int, tokens_before: int, tokens_after: int
+    ) -> None:
+        """The history was compacted: one user message, `opening` (the task and the
+        summary), now stands for everything before the last `kept_messages` messages."""
 
     async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
         """Return a ToolOutput to stop the call (a denial the model sees); None to run."""
@@ -48,9 +50,11 @@ class HookChain(AgentHooks):
         for hook in self._hooks:
             hook.on_message(message)
 
-    def on_compaction(self, summary: str, kept_messages: int) -> None:
+    def on_compaction(
+        self, opening: str, kept_messages: int, tokens_before: int, tokens_after: int
+    ) -> None:
         for hook in self._hooks:
-            hook.on_compaction(summary, kept_messages)
+            hook.on_compaction(opening, kept_messages, tokens_before, tokens_after)
 
     async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
         for hook in self._hooks:

@@ -66,10 +66,12 @@ class ToolRunner:
         if may_change:
             await self._deps.hooks.before_changes(turn)
         outputs: list[ToolOutput] = []
-        for group in _groups(prepared):
-            outputs.extend(await asyncio.gather(*(self._execute(item) for item in group)))
-        if may_change:
-            await self._deps.hooks.after_changes(turn)
+        try:
+            for group in _groups(prepared):
+                outputs.extend(await asyncio.gather(*(self._execute(item) for item in group)))
+        finally:  # an interrupted turn's changes must still be recorded, to be undoable
+            if may_change:
+                await self._deps.hooks.after_changes(turn)
 
         for item, output in zip(prepared, outputs, strict=True):
             _track_evidence(item, output, evidence)

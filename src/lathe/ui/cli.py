@@ -1,8 +1,9 @@
-"""The `lathe` command line. Heavy modules are imported inside commands so that
-`lathe --help` and `lathe --version` start fast."""
+"""The `lathe` command line. Subcommands and heavy modules are imported only when used,
+so that `lathe --help` and `lathe --version` start fast."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -10,62 +11,135 @@ import click
 
 from lathe import __version__
 
-EXIT_OK, EXIT_NOT_ACHIEVED, EXIT_USAGE, EXIT_PROVIDER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+_LAZY_COMMANDS = {
+    "sessions": ("lathe.ui.sessions_cmd", "sessions", "List, show, export and fork sessions."),
+    "config": ("lathe.ui.config_cmd", "config_group", "Show, locate and create config files."),
+    "undo": ("lathe.ui.checkpoints_cmd", "undo_command", "Undo the agent's last change."),
+    "checkpoints": (
+        "lathe.ui.checkpoints_cmd",
+        "checkpoints_group",
+        "List and restore workspace checkpoints.",
+    ),
+    "local": ("lathe.ui.local_cmd", "local_group", "Install and run the embedded local model."),
+}
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *_LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in _LAZY_COMMANDS:
+            module, attribute, _ = _LAZY_COMMANDS[name]
+            command = getattr(importlib.import_module(module), attribute)
+            command.name = name
+            return command
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, cmd.get_short_help_str(70)) for name, cmd in self.commands.items()]
+        rows += [(name, help_text) for name, (_, _, help_text) in _LAZY_COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+def _agent_options(func):
+    options = [
+        click.option("--model", "-m", help="Model name, or provider/id (env LATHE_MODEL)."),
+        click.option("--base-url", help="An OpenAI-compatible endpoint (env LATHE_BASE_URL)."),
+        click.option(
+            "-C",
+            "--cwd",
+            "workspace",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=".",
+            help="Workspace directory (default: the current directory).",
+        ),
+        click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns."),
+        click.option("--verify", metavar="CMD", help="A command lathe runs to check the work."),
+        click.option(
+            "--approval",
+            type=click.Choice(["read-only", "ask", "auto", "full"]),
+            help="What runs without asking (default: auto headless, ask interactive).",
+        ),
+        click.option(
+            "--allow", multiple=True, metavar="RULE", help="Allow rule, e.g. 'bash(npm test)'."
+        ),
+        click.option("--deny", multiple=True, metavar="RULE", help="Deny rule, e.g. 'read(.env)'."),
+        click.option(
+            "--continue", "continue_last", is_flag=True, help="Continue the latest session here."
+        ),
+        click.option("--resume", metavar="ID", help="Resume a session by id (a prefix is enough)."),
+        click.option(
+            "-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _run_options(headless: bool, **values):
+    from lathe.ui.setup import RunOptions
+
+    return RunOptions(
+        workspace=values["workspace"],
+        model=values["model"],
+        base_url=values["base_url"],
+        max_turns=values["max_turns"],
+        verify=values["verify"],
+        approval=values["approval"],
+        overrides=values["overrides"],
+        allow=values["allow"],
+        deny=values["deny"],
+        resume=values["resume"],
+        continue_last=values["continue_last"],
+        headless=headless,
+    )
+
+
+@click.group(
+    cls=_LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="lathe")
+@_agent_options
 @click.pass_context
-def cli(ctx: click.Context) -> None:
-    """lathe: a coding agent that reads, patches, runs and verifies real code."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+def cli(ctx: click.Context, **values) -> None:
+    """lathe: a coding agent that reads, patches, runs and verifies real code.
+
+    With no command, starts an interactive session in the workspace."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from lathe.ui.interactive.app import InteractiveOptions, run_interactive
+
+    options = InteractiveOptions(
+        workspace=values["workspace"],
+        model=values["model"],
+        base_url=values["base_url"],
+        continue_session=values["continue_last"],
+        resume=values["resume"],
+        approval=values["approval"],
+        verify=values["verify"],
+        max_turns=values["max_turns"],
+    )
+    sys.exit(run_interactive(options))
 
 
 @cli.command()
 @click.argument("task", required=False)
-@click.option("--model", "-m", help="Model to use (env LATHE_MODEL).")
-@click.option(
-    "--base-url", help="OpenAI-compatible endpoint (env LATHE_BASE_URL, OPENAI_BASE_URL)."
-)
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace directory (default: the current directory).",
-)
-@click.option("--max-turns", type=click.IntRange(min=1), help="Stop after this many model turns.")
-@click.option("--verify", "verify", metavar="CMD", help="Command lathe runs to check the work.")
+@_agent_options
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line on stdout.")
-def run(
-    task: str | None,
-    model: str | None,
-    base_url: str | None,
-    workspace: Path,
-    max_turns: int | None,
-    verify: str | None,
-    as_json: bool,
-) -> None:
-    """Run TASK headless: progress on stderr, the final answer on stdout."""
-    from lathe.ui.headless import RunRequest, run_headless
+def run(task: str | None, as_json: bool, **values) -> None:
+    """Run TASK headless: progress on stderr, the final answer on stdout.
 
-    if not task or not task.strip():
-        if not sys.stdin.isatty():
-            task = sys.stdin.read()
-        if not task or not task.strip():
-            raise click.UsageError('give the task as an argument: lathe run "fix the failing test"')
-    request = RunRequest(
-        task=task,
-        workspace=workspace,
-        model=model,
-        base_url=base_url,
-        max_turns=max_turns,
-        verify=verify,
-        as_json=as_json,
-    )
-    sys.exit(run_headless(request))
+    The task may also come on standard input."""
+    from lathe.ui.headless import run_headless
+
+    if (not task or not task.strip()) and not sys.stdin.isatty():
+        task = sys.stdin.read()
+    sys.exit(run_headless(task, _run_options(True, **values), as_json=as_json))
 
 
 def main() -> None:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import ExitStack
 
 import click
 
-from lathe.errors import UsageError
+from lathe.errors import LatheError, UsageError
 from lathe.events import RunFinished, RunStarted, RunStatus
+from lathe.ui.setup import RunOptions, RunSetup, prepare
 
 _EXIT_CODES = {
     RunStatus.VERIFIED: 0,
@@ -22,98 +21,118 @@ _EXIT_CODES = {
     RunStatus.PROVIDER_ERROR: 3,
     RunStatus.INTERRUPTED: 130,
 }
+CONTINUE_TASK = "Continue the task from where you stopped."
 
 
-@dataclass
-class RunRequest:
-    task: str
-    workspace: Path
-    model: str | None = None
-    base_url: str | None = None
-    max_turns: int | None = None
-    verify: str | None = None
-    as_json: bool = False
-
-
-def run_headless(request: RunRequest) -> int:
+def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int:
     try:
-        endpoint = resolve_endpoint(request.model, request.base_url)
-        workspace = _workspace(request.workspace)
+        setup = prepare(options)
     except UsageError as exc:
         click.echo(f"lathe: {exc}", err=True)
         return 2
-    try:
-        finished = asyncio.run(_run(request, endpoint, workspace))
-    except KeyboardInterrupt:
-        click.echo("lathe: interrupted", err=True)
-        return 130
-    if not request.as_json and finished.answer:
+    with ExitStack() as cleanup:
+        try:
+            run = _HeadlessRun(setup, as_json, cleanup)
+            finished = asyncio.run(run.execute(task))
+        except UsageError as exc:
+            click.echo(f"lathe: {exc}", err=True)
+            return 2
+        except KeyboardInterrupt:
+            run.record_interrupt()
+            click.echo("lathe: interrupted; resume with `lathe run --continue`", err=True)
+            return 130
+        except LatheError as exc:
+            click.echo(f"lathe: {exc}", err=True)
+            return 2
+    if not as_json and finished.answer:
         sys.stdout.write(finished.answer.rstrip() + "\n")
     return _EXIT_CODES[finished.status]
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    model: str
-    base_url: str | None
-    api_key: str
-    api_key_env: str
+class _HeadlessRun:
+    def __init__(self, setup: RunSetup, as_json: bool, cleanup: ExitStack) -> None:
+        from lathe.ui.progress import JsonPrinter, ProgressPrinter
 
+        self.setup = setup
+        self.emit = JsonPrinter() if as_json else ProgressPrinter()
+        self.cleanup = cleanup
+        self.recorder = None
 
-def resolve_endpoint(model: str | None, base_url: str | None) -> Endpoint:
-    env = os.environ
-    model = model or env.get("LATHE_MODEL")
-    base_url = base_url or env.get("LATHE_BASE_URL") or env.get("OPENAI_BASE_URL")
-    if not model:
-        raise UsageError("no model chosen: pass --model NAME or set LATHE_MODEL")
-    key_env = "LATHE_API_KEY" if env.get("LATHE_API_KEY") else "OPENAI_API_KEY"
-    api_key = env.get(key_env, "")
-    if not api_key:
-        if base_url and _is_loopback(base_url):
-            api_key = "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept anything
-        else:
-            raise UsageError(
-                "no API key: set LATHE_API_KEY or OPENAI_API_KEY to the key for "
-                f"{base_url or 'the OpenAI API'}"
+    async def execute(self, task: str | None) -> RunFinished:
+        from lathe.agent.hooks import HookChain
+        from lathe.llm.registry import make_provider
+        from lathe.ui.recorder import SessionRecorder
+        from lathe.ui.safety import build_safety
+        from lathe.ui.wiring import build_agent
+
+        setup = self.setup
+        session, history = self._open_session()
+        self.recorder = SessionRecorder(session)
+        if history and not (task and task.strip()):
+            task = CONTINUE_TASK
+        if not task or not task.strip():
+            raise UsageError('give the task as an argument: lathe run "fix the failing test"')
+        safety = build_safety(setup, session, approver=None, emit=self.emit)
+        provider = make_provider(setup.endpoint)
+        try:
+            agent = build_agent(
+                setup,
+                provider,
+                self.emit,
+                executor=safety.executor,
+                hooks=HookChain(
+                    [safety.gate, *safety.hooks, self.recorder, self._checkpoints(session)]
+                ),
+                messages=history,
             )
-    return Endpoint(model=model, base_url=base_url, api_key=api_key, api_key_env=key_env)
+            self.emit(
+                RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace))
+            )
+            finished = await agent.run(task)
+            self.recorder.record_end(finished)
+            return finished
+        finally:
+            await provider.aclose()
 
+    def _checkpoints(self, session):
+        from lathe.checkpoint import Checkpoints
+        from lathe.home import lathe_home
+        from lathe.ui.recorder import CheckpointRecorder
 
-def _is_loopback(url: str) -> bool:
-    from urllib.parse import urlparse
+        return CheckpointRecorder(Checkpoints(self.setup.workspace, lathe_home()), session)
 
-    host = urlparse(url).hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
+    def _open_session(self):
+        from lathe.home import lathe_home
+        from lathe.session import ModelChangeEntry, SessionStore
 
+        setup, options = self.setup, self.setup.options
+        store = SessionStore(lathe_home())
+        model = setup.model.name or setup.model.model_id
+        if options.resume or options.continue_last:
+            session = (
+                store.open(options.resume) if options.resume else store.latest(setup.workspace)
+            )
+            if session is None:
+                raise UsageError(
+                    f"no earlier session in {setup.workspace} to continue; "
+                    "start one without --continue"
+                )
+            self.cleanup.callback(session.close)
+            session.close_dangling_tool_calls()
+            if session.header.model != model:
+                session.append(ModelChangeEntry(provider=setup.model.provider, model=model))
+            return session, session.conversation()
+        session = store.create(setup.workspace, model)
+        self.cleanup.callback(session.close)
+        return session, []
 
-def _workspace(path: Path) -> Path:
-    resolved = path.expanduser().resolve()
-    if not resolved.is_dir():
-        raise UsageError(f"the workspace {path} is not a directory; pass an existing one with -C")
-    return resolved
+    def record_interrupt(self) -> None:
+        if self.recorder is None:
+            return
+        from lathe.session import RunEndEntry
 
-
-async def _run(request: RunRequest, endpoint: Endpoint, workspace: Path) -> RunFinished:
-    from lathe.llm.openai_chat import OpenAIChatProvider
-    from lathe.ui.progress import JsonPrinter, ProgressPrinter
-    from lathe.ui.wiring import build_agent
-
-    emit = JsonPrinter() if request.as_json else ProgressPrinter()
-    provider = OpenAIChatProvider(
-        endpoint.model,
-        endpoint.base_url,
-        endpoint.api_key,
-        api_key_env=endpoint.api_key_env,
-    )
-    try:
-        agent = build_agent(
-            provider,
-            workspace,
-            emit,
-            max_turns=request.max_turns,
-            verify=request.verify,
+        self.recorder.session.append(
+            RunEndEntry(
+                status=RunStatus.INTERRUPTED.value, turns=0, reason="interrupted by the user"
+            )
         )
-        emit(RunStarted(task=request.task, model=endpoint.model, workspace=str(workspace)))
-        return await agent.run(request.task)
-    finally:
-        await provider.aclose()

@@ -8,6 +8,8 @@ from typing import TextIO
 from lathe.events import (
     AgentEvent,
     AssistantReply,
+    Compacted,
+    Notice,
     Retrying,
     RunFinished,
     RunStarted,
@@ -43,6 +45,12 @@ class ProgressPrinter:
                 self._line(f"  . {_clip(message.text.strip().splitlines()[0], 110)}")
             case Retrying(attempt=attempt, max_attempts=total, wait_s=wait, error=error):
                 self._line(f"  retry {attempt}/{total} in {wait:.1f}s: {_clip(error, 120)}")
+            case Notice(level=level, message=message):
+                self._line(f"lathe: {level}: {message}")
+            case Compacted(tokens_before=before, tokens_after=after, reason=reason):
+                self._line(
+                    f"  compacted the conversation ({reason}): {before:,} -> {after:,} tokens"
+                )
             case StallNudge(tool=tool, repeats=repeats):
                 self._line(f"  stall: {tool} repeated {repeats} times; nudging the model")
             case VerifyStarted(command=command):

@@ -1,4 +1,4 @@
-"""Assembling an Agent from its parts; shared by every face."""
+"""Assembling an Agent from a prepared run; shared by every face."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
 from lathe.exec.base import Executor
 from lathe.llm.base import Provider
-from lathe.tools.base import ToolContext, ToolRegistry
+from lathe.tools.base import Limits, ToolContext, ToolRegistry
+from lathe.types import Message
+from lathe.ui.setup import RunSetup
 
 
 def spill_dir(workspace: Path) -> Path:
@@ -23,36 +25,80 @@ def spill_dir(workspace: Path) -> Path:
     return path
 
 
+def agent_settings(setup: RunSetup) -> AgentSettings:
+    from lathe.llm.retry import RetryPolicy
+
+    config = setup.loaded.config
+    return AgentSettings(
+        max_turns=config.agent.max_turns,
+        verify_command=config.agent.verify,
+        verify_timeout_s=config.agent.verify_timeout_s,
+        stall_repeat_limit=config.agent.stall_repeat_limit,
+        retry=RetryPolicy(
+            max_attempts=config.retry.max_attempts,
+            base_delay_s=config.retry.base_delay_s,
+            max_delay_s=config.retry.max_delay_s,
+        ),
+        max_output_tokens=setup.model.max_output_tokens,
+    )
+
+
 def build_agent(
+    setup: RunSetup,
     provider: Provider,
-    workspace: Path,
     emit: Emit,
     *,
-    max_turns: int | None = None,
-    verify: str | None = None,
-    executor: Executor | None = None,
+    executor: Executor,
     hooks: AgentHooks | None = None,
+    messages: list[Message] | None = None,
 ) -> Agent:
-    from lathe.exec.local import LocalExecutor
+    from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
+    from lathe.agent.context import Budget
     from lathe.tools.builtin import builtin_tools
     from lathe.tools.files import FileState
 
+    config = setup.loaded.config
     tools = ToolRegistry(builtin_tools())
     context = ToolContext(
-        workspace=workspace,
-        executor=executor or LocalExecutor(),
-        spill_dir=spill_dir(workspace),
+        workspace=setup.workspace,
+        executor=executor,
+        spill_dir=spill_dir(setup.workspace),
         file_state=FileState(),
+        limits=Limits(
+            read_default_lines=config.tools.read_default_lines,
+            read_max_line_chars=config.tools.read_max_line_chars,
+            output_max_bytes=config.tools.output_max_bytes,
+            bash_default_timeout_s=config.tools.bash_default_timeout_s,
+            bash_max_timeout_s=config.tools.bash_max_timeout_s,
+        ),
     )
-    settings = AgentSettings(verify_command=verify)
-    if max_turns:
-        settings.max_turns = max_turns
+    settings = agent_settings(setup)
+    hooks = hooks or AgentHooks()
+    prompt = system_prompt(setup.workspace, tools.names(), verify_command=settings.verify_command)
+    manager = None
+    if config.context.compaction:
+        window = setup.model.context_window
+        reserve = min(config.context.output_reserve_tokens, window // 4)
+        manager = ContextManager(
+            Budget(
+                context_window=window,
+                output_reserve=reserve,
+                tool_output_keep_tokens=min(config.context.prune_budget_tokens, window // 3),
+                recent_keep_tokens=window // 5,
+            ),
+            provider,
+            emit,
+            fixed_tokens=fixed_prompt_tokens(prompt, str([s.parameters for s in tools.specs()])),
+            retry=settings.retry,
+            on_compaction=hooks.on_compaction,
+        )
     deps = AgentDeps(
         provider=provider,
         tools=tools,
         tool_context=context,
-        system_prompt=system_prompt(workspace, tools.names(), verify_command=verify),
+        system_prompt=prompt,
         settings=settings,
-        hooks=hooks or AgentHooks(),
+        hooks=hooks,
+        context=manager,
     )
-    return Agent(deps, emit)
+    return Agent(deps, emit, messages)

@@ -1,0 +1,67 @@
+"""Provider construction by kind. Concrete providers are imported only here, and only
+the one in use, because their SDKs take most of a second to import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from lathe.errors import UsageError
+from lathe.llm.base import Provider
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Everything needed to build a provider; `api_key` is never logged or stored."""
+
+    kind: str
+    model_id: str
+    base_url: str | None
+    api_key: str = field(repr=False)
+    api_key_env: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 600.0
+
+
+def _openai(endpoint: Endpoint) -> Provider:
+    from lathe.llm.openai_chat import OpenAIChatProvider
+
+    return OpenAIChatProvider(
+        endpoint.model_id,
+        endpoint.base_url,
+        endpoint.api_key,
+        api_key_env=endpoint.api_key_env,
+        timeout_s=endpoint.timeout_s,
+        extra_headers=dict(endpoint.headers),
+    )
+
+
+def _anthropic(endpoint: Endpoint) -> Provider:
+    from lathe.llm.anthropic import AnthropicProvider
+
+    return AnthropicProvider(
+        endpoint.model_id,
+        endpoint.base_url,
+        endpoint.api_key,
+        api_key_env=endpoint.api_key_env,
+        timeout_s=endpoint.timeout_s,
+        extra_headers=dict(endpoint.headers),
+    )
+
+
+_FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
+    "openai-compatible": _openai,
+    "anthropic": _anthropic,
+}
+
+
+def register_provider_kind(kind: str, factory: Callable[[Endpoint], Provider]) -> None:
+    _FACTORIES[kind] = factory
+
+
+def make_provider(endpoint: Endpoint) -> Provider:
+    factory = _FACTORIES.get(endpoint.kind)
+    if factory is None:
+        kinds = ", ".join(sorted(_FACTORIES))
+        raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
+    return factory(endpoint)

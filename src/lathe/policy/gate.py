@@ -1,0 +1,197 @@
+"""Approval modes and the policy gate: the first `before_tool` hook every call passes.
+
+Modes: `read-only` (reads and searches only), `ask` (reads run; edits and commands
+ask), `auto` (edits inside the workspace and sandboxed commands run; anything the
+sandbox cannot contain asks), `full` (no sandbox, no prompts). The command guard's
+hard-deny verdicts hold in every mode. Rules come before the mode default, with
+precedence deny > ask > allow. In a headless run nobody can answer, so an ask becomes a
+denial explained to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from lathe.agent.hooks import AgentHooks
+from lathe.errors import ToolError, UsageError
+from lathe.policy.rules import PATH_TOOLS, Action, RuleSet, path_matches
+from lathe.tools.base import ToolOutput
+
+
+class Mode(StrEnum):
+    READ_ONLY = "read-only"
+    ASK = "ask"
+    AUTO = "auto"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, text: str) -> Mode:
+        try:
+            return cls(text)
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise UsageError(f"unknown approval mode {text!r}; choose one of {choices}") from None
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+    key: str  # what "allow always" remembers, e.g. "bash(npm test)" or "edit"
+    preview: str = ""  # the exact command or change being approved
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    key: str
+    preview: str
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    choice: Literal["once", "always", "deny"]
+    reason: str = ""  # a denial's reason, shown to the model
+
+
+class Approver(Protocol):
+    """Asks a person. The interactive face implements it; headless runs have none."""
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer: ...
+
+
+@dataclass
+class Policy:
+    mode: Mode
+    rules: RuleSet
+    workspace: Path
+    home: Path
+    sandboxed: bool  # commands run inside a working sandbox
+    read_only_tools: frozenset[str] = frozenset({"read", "grep", "glob", "ls"})
+
+    def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
+        if tool == "bash":
+            return self._decide_command(str(arguments.get("command", "")))
+        if tool in PATH_TOOLS:
+            return self._decide_path(tool, arguments)
+        verdict = self.rules.for_tool(tool)
+        if verdict:
+            return Decision(verdict[0], f"rule {verdict[1].key}", tool)
+        return self._mode_default(tool, tool in self.read_only_tools, tool, "")
+
+    def _decide_path(self, tool: str, arguments: dict[str, Any]) -> Decision:
+        relative = _relative(self.workspace, str(arguments.get("path") or "."))
+        preview = relative
+        verdict = self.rules.for_path(tool, relative) if relative is not None else None
+        if verdict:
+            action, rule = verdict
+            return Decision(action, f"{relative} matches the rule {rule.key}", rule.key, preview)
+        return self._mode_default(tool, tool in self.read_only_tools, tool, preview)
+
+    def _decide_command(self, command: str) -> Decision:
+        from lathe.policy.command import analyze
+
+        analysis = analyze(command, workspace=self.workspace, home=self.home)
+        key = f"bash({command.strip()})"
+        if analysis.decision == "deny":
+            return Decision("deny", "; ".join(analysis.reasons), key, command)
+        denied_read = self._reveals_denied_path(analysis)
+        if denied_read:
+            return Decision(
+                "deny", f"it reads {denied_read}, which a read rule denies", key, command
+            )
+        verdict = self.rules.for_commands(analysis.commands)
+        if verdict and verdict[0] == "deny":
+            return Decision("deny", f"the rule {verdict[1].key}", verdict[1].key, command)
+        if analysis.decision == "ask" and self.mode is not Mode.FULL:
+            return Decision("ask", "; ".join(analysis.reasons), key, command)
+        if verdict:
+            return Decision(verdict[0], f"the rule {verdict[1].key}", verdict[1].key, command)
+        if self.mode is Mode.AUTO and not self.sandboxed:
+            return Decision("ask", "the sandbox is not available to contain it", key, command)
+        return self._mode_default("bash", False, key, command)
+
+    def _reveals_denied_path(self, analysis: Any) -> str | None:
+        patterns = self.rules.denied_read_patterns()
+        for command in analysis.commands:
+            for word in command.words[1:]:
+                if word.value is None or word.value.startswith("-"):
+                    continue
+                relative = _relative(command.cwd or self.workspace, word.value, self.workspace)
+                if relative and any(path_matches(relative, p) for p in patterns):
+                    return relative
+        return None
+
+    def _mode_default(self, tool: str, read_only: bool, key: str, preview: str) -> Decision:
+        match self.mode:
+            case Mode.FULL:
+                return Decision("allow", "full access mode", key, preview)
+            case Mode.READ_ONLY:
+                if read_only:
+                    return Decision("allow", "read-only tool", key, preview)
+                return Decision("deny", "lathe is in read-only mode", key, preview)
+            case Mode.ASK:
+                if read_only:
+                    return Decision("allow", "read-only tool", key, preview)
+                return Decision("ask", f"{tool} changes the workspace", key, preview)
+            case Mode.AUTO:
+                return Decision("allow", "auto mode", key, preview)
+
+
+def _relative(base: Path, path: str, workspace: Path | None = None) -> str | None:
+    """The workspace-relative form of a path (relative to `base`), None if outside."""
+    workspace = workspace or base
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute():
+        candidate = base / candidate
+    try:
+        return str(candidate.resolve().relative_to(workspace.resolve())) or "."
+    except (ValueError, OSError):
+        return None
+
+
+@dataclass
+class PolicyGate(AgentHooks):
+    policy: Policy
+    approver: Approver | None = None
+    remembered: set[str] = field(default_factory=set)
+    on_remember: Callable[[str], None] | None = None  # records "always" in the session
+
+    async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
+        try:
+            decision = self.policy.decide(name, arguments)
+        except ToolError as exc:
+            return _denied(str(exc))
+        if decision.action == "allow" or (
+            decision.action == "ask" and decision.key in self.remembered
+        ):
+            return None
+        if decision.action == "deny":
+            return _denied(f"{name} was blocked: {decision.reason}.")
+        if self.approver is None:
+            return _denied(
+                f"{name} needs approval ({decision.reason}), and nobody can approve it in "
+                "this non-interactive run. Find another way that stays inside the "
+                "workspace and its tests, or explain in your answer what the user must run."
+            )
+        answer = await self.approver.ask(
+            ApprovalRequest(name, arguments, decision.reason, decision.key, decision.preview)
+        )
+        if answer.choice == "deny":
+            why = f": {answer.reason}" if answer.reason else ""
+            return _denied(f"the user denied this {name} call{why}.")
+        if answer.choice == "always":
+            self.remembered.add(decision.key)
+            if self.on_remember:
+                self.on_remember(decision.key)
+        return None
+
+
+def _denied(message: str) -> ToolOutput:
+    return ToolOutput(content=f"Denied: {message}", is_error=True, summary="denied")

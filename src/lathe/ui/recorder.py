@@ -1,0 +1,77 @@
+"""Recording a run into its session: every message as it enters the conversation,
+compactions, and the run's end."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lathe.agent.hooks import AgentHooks
+from lathe.events import RunFinished
+from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
+from lathe.types import Message
+
+
+class SessionRecorder(AgentHooks):
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        # Entry ids parallel to the agent's messages, so a compaction can name the first
+        # message it keeps.
+        self._ids = _conversation_ids(session)
+
+    def on_message(self, message: Message) -> None:
+        self._ids.append(self.session.append_message(message).id)
+
+    def on_compaction(
+        self, opening: str, kept_messages: int, tokens_before: int, tokens_after: int
+    ) -> None:
+        kept = self._ids[-kept_messages:] if kept_messages else []
+        entry = self.session.append(
+            CompactionEntry(
+                summary=opening,
+                first_kept=kept[0] if kept else "",
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+            )
+        )
+        self._ids = [entry.id, *kept]
+
+    def record_end(self, finished: RunFinished) -> None:
+        self.session.append(
+            RunEndEntry(
+                status=finished.status.value,
+                turns=finished.turns,
+                usage=finished.usage,
+                reason=finished.reason,
+            )
+        )
+
+
+def _conversation_ids(session: Session) -> list[str]:
+    """The ids behind `session.conversation()`: the latest compaction (standing for its
+    opening message) then the messages it kept, or every message when there was none."""
+    branch = session.branch()
+    latest = max((i for i, e in enumerate(branch) if isinstance(e, CompactionEntry)), default=None)
+    if latest is None:
+        return [e.id for e in branch if isinstance(e, MessageEntry)]
+    compaction = branch[latest]
+    assert isinstance(compaction, CompactionEntry)
+    kept_from = next((i for i, e in enumerate(branch) if e.id == compaction.first_kept), latest + 1)
+    kept = [e.id for e in branch[kept_from:] if isinstance(e, MessageEntry)]
+    return [compaction.id, *kept]
+
+
+class CheckpointRecorder(AgentHooks):
+    """Snapshots the workspace around every turn that may change files, so `lathe undo`
+    covers edits and shell commands alike."""
+
+    def __init__(self, checkpoints, session: Session | None) -> None:
+        self._checkpoints = checkpoints
+        self._session = session
+
+    async def before_changes(self, turn: int) -> None:
+        await asyncio.to_thread(self._checkpoints.before_turn, turn)
+
+    async def after_changes(self, turn: int) -> None:
+        checkpoint = await asyncio.to_thread(self._checkpoints.after_turn, turn)
+        if self._session is not None and checkpoint.kind == "after" and checkpoint.turn == turn:
+            self._session.append(CheckpointEntry(ref=checkpoint.commit, turn=turn))

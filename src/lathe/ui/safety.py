@@ -1,0 +1,68 @@
+"""Choosing the executor and building the policy gate for a run, from the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lathe.agent.hooks import AgentHooks
+from lathe.events import Notice
+from lathe.exec.base import Executor
+from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
+from lathe.policy.rules import RuleSet
+from lathe.ui.setup import RunSetup
+
+
+@dataclass
+class Safety:
+    executor: Executor
+    gate: PolicyGate
+    sandboxed: bool
+    hooks: list[AgentHooks] = field(default_factory=list)
+
+
+def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
+    from lathe.exec.local import LocalExecutor
+    from lathe.session import ApprovalEntry
+
+    config = setup.loaded.config.permissions
+    mode = Mode.parse(setup.approval)
+    rules = RuleSet.from_strings(
+        allow=[*config.allow, *setup.options.allow], deny=[*config.deny, *setup.options.deny]
+    )
+    executor: Executor = LocalExecutor()
+    sandboxed = False
+    if mode in (Mode.ASK, Mode.AUTO):
+        from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
+
+        status = check_bubblewrap()
+        if status.available:
+            executor = BubblewrapExecutor(
+                setup.workspace,
+                network=config.sandbox.network,
+                deny_read=rules.denied_read_patterns(),
+                status=status,
+            )
+            sandboxed = True
+        else:
+            fallback = (
+                "commands will be refused in this headless run"
+                if setup.options.headless
+                else "every command will ask before it runs, unsandboxed"
+            )
+            emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
+    policy = Policy(
+        mode=mode, rules=rules, workspace=setup.workspace, home=Path.home(), sandboxed=sandboxed
+    )
+    remembered = {
+        entry.rule
+        for entry in (session.branch() if session else [])
+        if isinstance(entry, ApprovalEntry) and entry.decision == "allow"
+    }
+
+    def remember(key: str) -> None:
+        if session is not None:
+            session.append(ApprovalEntry(rule=key, decision="allow"))
+
+    gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
+    return Safety(executor=executor, gate=gate, sandboxed=sandboxed)

@@ -1,0 +1,107 @@
+"""From command-line options to a ready run: config layers, model, endpoint, settings.
+Shared by `lathe run` and the interactive face."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lathe.errors import UsageError
+
+if TYPE_CHECKING:
+    from lathe.config import LoadedConfig, ResolvedModel
+    from lathe.llm.registry import Endpoint
+
+
+@dataclass
+class RunOptions:
+    workspace: Path = Path(".")
+    model: str | None = None
+    base_url: str | None = None
+    max_turns: int | None = None
+    verify: str | None = None
+    approval: str | None = None
+    overrides: Sequence[str] = ()
+    allow: Sequence[str] = ()
+    deny: Sequence[str] = ()
+    resume: str | None = None
+    continue_last: bool = False
+    headless: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunSetup:
+    options: RunOptions
+    workspace: Path
+    loaded: LoadedConfig
+    model: ResolvedModel
+    endpoint: Endpoint
+
+    @property
+    def approval(self) -> str:
+        """The approval mode: the configured one, or the face's default when the user
+        set none (`auto` headless, `ask` interactive)."""
+        if self.loaded.origin("permissions.approval") == "default":
+            return "auto" if self.options.headless else "ask"
+        return self.loaded.config.permissions.approval
+
+
+def prepare(options: RunOptions) -> RunSetup:
+    """Raises UsageError with a message naming what to change."""
+    from lathe.config import load_config, resolve_model
+
+    workspace = _workspace(options.workspace)
+    loaded = load_config(
+        workspace,
+        flags={
+            "model": options.model,
+            "base_url": options.base_url,
+            "agent.max_turns": options.max_turns,
+            "agent.verify": options.verify,
+            "permissions.approval": options.approval,
+        },
+        overrides=options.overrides,
+    )
+    model = resolve_model(loaded.config)
+    return RunSetup(options, workspace, loaded, model, endpoint_for(model))
+
+
+def endpoint_for(model: ResolvedModel) -> Endpoint:
+    from lathe.llm.registry import Endpoint
+
+    api_key = model.api_key()
+    key_env = "LATHE_API_KEY" if os.environ.get("LATHE_API_KEY") else (model.api_key_env or "")
+    if not api_key:
+        if model.api_key_env and not _is_loopback(model.base_url):
+            raise UsageError(
+                f"no API key for {model.provider} ({model.base_url}): set {model.api_key_env} "
+                "(or LATHE_API_KEY) to your key, or choose another model with --model"
+            )
+        api_key = "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept anything
+    return Endpoint(
+        kind=model.kind,
+        model_id=model.model_id,
+        base_url=model.base_url,
+        api_key=api_key,
+        api_key_env=key_env or "LATHE_API_KEY",
+        headers=model.headers,
+        timeout_s=model.timeout_s,
+    )
+
+
+def _is_loopback(url: str | None) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url or "").hostname or ""
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+def _workspace(path: Path) -> Path:
+    resolved = path.expanduser().resolve()
+    if not resolved.is_dir():
+        raise UsageError(f"the workspace {path} is not a directory; pass an existing one with -C")
+    return resolved

@@ -1,0 +1,141 @@
+"""Approval modes, rules and the gate every tool call passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lathe.errors import UsageError
+from lathe.policy.gate import ApprovalAnswer, Mode, Policy, PolicyGate
+from lathe.policy.rules import RuleSet, parse_rule, path_matches
+
+
+def policy(tmp_path: Path, mode: str, *, sandboxed=True, allow=(), deny=(), ask=()) -> Policy:
+    return Policy(
+        mode=Mode(mode),
+        rules=RuleSet.from_strings(allow=allow, ask=ask, deny=deny),
+        workspace=tmp_path,
+        home=Path.home(),
+        sandboxed=sandboxed,
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "tool", "arguments", "expected"),
+    [
+        ("read-only", "read", {"path": "a.py"}, "allow"),
+        ("read-only", "edit", {"path": "a.py"}, "deny"),
+        ("read-only", "bash", {"command": "ls"}, "deny"),
+        ("ask", "grep", {"pattern": "x"}, "allow"),
+        ("ask", "edit", {"path": "a.py"}, "ask"),
+        ("ask", "bash", {"command": "pytest -q"}, "ask"),
+        ("auto", "edit", {"path": "a.py"}, "allow"),
+        ("auto", "bash", {"command": "pytest -q"}, "allow"),
+        ("auto", "bash", {"command": "sudo make install"}, "ask"),
+        ("auto", "bash", {"command": "git push --force"}, "ask"),
+        ("full", "bash", {"command": "git push --force"}, "allow"),
+        ("full", "bash", {"command": "rm -rf /"}, "deny"),
+        ("full", "bash", {"command": "r''m -rf ~"}, "deny"),
+    ],
+)
+def test_mode_defaults_and_the_hard_deny_list(tmp_path, mode, tool, arguments, expected):
+    assert policy(tmp_path, mode).decide(tool, arguments).action == expected
+
+
+def test_auto_mode_asks_for_commands_when_the_sandbox_is_missing(tmp_path):
+    decision = policy(tmp_path, "auto", sandboxed=False).decide("bash", {"command": "pytest"})
+    assert decision.action == "ask"
+    assert "sandbox" in decision.reason
+
+
+def test_rule_precedence_is_deny_then_ask_then_allow(tmp_path):
+    p = policy(
+        tmp_path,
+        "ask",
+        allow=["bash(git diff:*)", "bash(npm test)", "edit(src/**)"],
+        deny=["bash(git diff --stat)"],
+    )
+    assert p.decide("bash", {"command": "git diff HEAD~1"}).action == "allow"
+    assert p.decide("bash", {"command": "npm test"}).action == "allow"
+    assert p.decide("bash", {"command": "npm test && rm x"}).action == "ask"
+    assert p.decide("bash", {"command": "git diff --stat"}).action == "deny"
+    assert p.decide("edit", {"path": "src/app/main.py"}).action == "allow"
+    assert p.decide("edit", {"path": "tests/test_main.py"}).action == "ask"
+
+
+def test_a_denied_read_holds_for_every_tool(tmp_path):
+    p = policy(tmp_path, "full", deny=["read(.env)", "read(**/secrets/**)"])
+    assert p.decide("read", {"path": ".env"}).action == "deny"
+    assert p.decide("read", {"path": "config/.env"}).action == "deny"
+    assert p.decide("edit", {"path": ".env"}).action == "deny"
+    assert p.decide("grep", {"pattern": "KEY", "path": "app/secrets/k.txt"}).action == "deny"
+    assert p.decide("bash", {"command": "cat .env"}).action == "deny"
+    assert p.decide("bash", {"command": "cd config && cat ./.env"}).action == "deny"
+    assert p.decide("read", {"path": "README.md"}).action == "allow"
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "expected"),
+    [
+        (".env", ".env", True),
+        ("a/b/.env", ".env", True),
+        (".envrc", ".env", False),
+        ("src/a/b.py", "src/**", True),
+        ("lib/src/b.py", "src/**", False),
+        ("x/secrets/y/z", "**/secrets/**", True),
+        ("key.pem", "*.pem", True),
+    ],
+)
+def test_path_patterns(path, pattern, expected):
+    assert path_matches(path, pattern) is expected
+
+
+def test_bad_rules_and_modes_are_usage_errors():
+    with pytest.raises(UsageError, match="TOOL\\(PATTERN\\)"):
+        parse_rule("bash(git diff")
+    with pytest.raises(UsageError, match="read-only, ask, auto, full"):
+        Mode.parse("yolo")
+
+
+class Approver:
+    def __init__(self, *answers: ApprovalAnswer):
+        self.answers = list(answers)
+        self.asked = []
+
+    async def ask(self, request):
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+async def test_headless_ask_becomes_a_denial_the_model_can_read(tmp_path):
+    gate = PolicyGate(policy(tmp_path, "ask"))
+    output = await gate.before_tool("bash", {"command": "pytest -q"})
+    assert output is not None and output.is_error
+    assert "needs approval" in output.content and "non-interactive" in output.content
+
+
+async def test_approver_once_always_and_deny_with_reason(tmp_path):
+    remembered = []
+    approver = Approver(
+        ApprovalAnswer("once"), ApprovalAnswer("always"), ApprovalAnswer("deny", "use make test")
+    )
+    gate = PolicyGate(policy(tmp_path, "ask"), approver, on_remember=remembered.append)
+
+    assert await gate.before_tool("bash", {"command": "pytest"}) is None
+    assert await gate.before_tool("bash", {"command": "pytest"}) is None
+    assert await gate.before_tool("bash", {"command": "pytest"}) is None  # remembered
+    denied = await gate.before_tool("bash", {"command": "tox"})
+
+    assert len(approver.asked) == 3
+    assert approver.asked[0].preview == "pytest"
+    assert remembered == ["bash(pytest)"]
+    assert denied is not None and "use make test" in denied.content
+
+
+async def test_hard_deny_is_never_asked(tmp_path):
+    approver = Approver()
+    gate = PolicyGate(policy(tmp_path, "ask"), approver)
+    output = await gate.before_tool("bash", {"command": "cd / && rm -rf *"})
+    assert output is not None and output.is_error and "blocked" in output.content
+    assert approver.asked == []
