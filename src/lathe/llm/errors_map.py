@@ -1,0 +1,206 @@
+"""The one place where the OpenAI SDK's and httpx's exceptions become lathe's errors.
+
+`to_provider_error` knows every exception the SDK raises on the way in and while a
+stream is read; anything it does not know is a bug in lathe and is left alone (it
+returns None) so it surfaces as one. Messages are written for the user: they say what
+failed, where, and what to change, and never contain the API key.
+
+The SDK is imported lazily (inside the function), because importing this module must
+stay cheap for `lathe --help`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+from lathe.errors import (
+    AuthError,
+    BadRequest,
+    ContextTooLong,
+    Overloaded,
+    ProviderError,
+    RateLimited,
+    Transport,
+)
+
+_CONTEXT_TOO_LONG = re.compile(
+    r"context_length_exceeded|context[ _]length|maximum context|context window"
+    r"|prompt is too long|too many tokens|input is too long"
+    r"|reduce the length of the messages",
+    re.IGNORECASE,
+)
+_MAX_SERVER_MESSAGE = 500
+
+
+@dataclass(frozen=True)
+class ErrorContext:
+    """What the messages may name: the endpoint, the model and the key's variable."""
+
+    model: str
+    base_url: str
+    api_key_env: str
+    api_key: str  # only so it can be scrubbed from anything the server echoes
+    timeout_s: float
+
+
+def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | None:
+    """The lathe error for an SDK/httpx/OS exception, or None when it is not one of those."""
+    import httpx2
+    import openai
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        return from_status(
+            exc.response.status_code, exc.response.headers, _server_message(exc), ctx
+        )
+    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException | TimeoutError):
+        return Transport(
+            f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
+            "the server may be overloaded or unreachable"
+        )
+    if isinstance(exc, openai.APIConnectionError | httpx2.TransportError | OSError):
+        return Transport(_connection_message(exc, ctx))
+    if isinstance(exc, openai.APIError):
+        return stream_error(_server_message(exc), ctx)
+    if isinstance(exc, json.JSONDecodeError):
+        return Transport(f"{ctx.base_url} sent a stream chunk that is not valid JSON")
+    if isinstance(exc, openai.OpenAIError | httpx2.HTTPError):
+        return BadRequest(_scrub(f"the OpenAI client refused the request: {exc}", ctx))
+    return None
+
+
+def from_status(
+    status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
+) -> ProviderError:
+    """Map an HTTP error status (with its headers and the server's message)."""
+    said = _scrub(message, ctx)
+    where = f"{ctx.base_url} (HTTP {status})"
+    if status == 429:
+        return RateLimited(f"rate limited by {where}: {said}", retry_after=retry_after(headers))
+    if status in (401, 403):
+        return AuthError(_auth_message(status, ctx))
+    if status in (400, 413, 422) and _CONTEXT_TOO_LONG.search(message):
+        return ContextTooLong(f"the conversation is too long for {ctx.model}: {said}")
+    if status == 404:
+        return BadRequest(
+            f"{where} answered 404 for model {ctx.model!r}: {said}. "
+            "Check the model name and that the base URL ends where the API starts (often /v1)"
+        )
+    if status == 408:
+        return Transport(f"{where} timed out the request: {said}")
+    if status >= 500 and status not in (501, 505):
+        return Overloaded(
+            f"{where} is failing or overloaded: {said}", retry_after=retry_after(headers)
+        )
+    return BadRequest(f"{where} refused the request: {said}")
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if (ms := _number(lowered.get("retry-after-ms"))) is not None:
+        return max(ms / 1000.0, 0.0)
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    if (seconds := _number(raw)) is not None:
+        return max(seconds, 0.0)
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def mentions_stream_options(exc: BaseException) -> bool:
+    """True for a 400/422 whose message blames `stream_options` (some servers reject it)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    text = f"{exc.message} {_server_message(exc)}".lower()
+    return "stream_options" in text or "include_usage" in text
+
+
+def _number(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        return None
+    return value if value == value and value != float("inf") else None
+
+
+def _server_message(exc: BaseException) -> str:
+    """The server's own words: error.message from a JSON body, else the raw body."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            text = inner["message"]
+        elif isinstance(inner, str):
+            text = inner
+        else:
+            text = json.dumps(body)[:_MAX_SERVER_MESSAGE]
+    elif isinstance(body, str) and body.strip():
+        text = body
+    else:
+        text = getattr(exc, "message", None) or str(exc)
+    text = " ".join(text.split())
+    if len(text) > _MAX_SERVER_MESSAGE:
+        text = text[:_MAX_SERVER_MESSAGE] + "..."
+    return text or "(no message)"
+
+
+def stream_error(message: str, ctx: ErrorContext) -> ProviderError:
+    """An error the server reported inside a 200 reply (an SSE error event or JSON body)."""
+    said = _scrub(message, ctx)
+    if _CONTEXT_TOO_LONG.search(message):
+        return ContextTooLong(f"the conversation is too long for {ctx.model}: {said}")
+    if "rate limit" in message.lower():
+        return RateLimited(f"rate limited by {ctx.base_url} mid-stream: {said}")
+    return Overloaded(f"{ctx.base_url} reported an error mid-stream: {said}")
+
+
+def _auth_message(status: int, ctx: ErrorContext) -> str:
+    if not ctx.api_key:
+        return (
+            f"{ctx.base_url} requires an API key (HTTP {status}) and none is set; "
+            f"set {ctx.api_key_env}"
+        )
+    verb = "rejected" if status == 401 else "rejected or lacks access to this model"
+    return (
+        f"the API key was {verb} by {ctx.base_url} (HTTP {status}); "
+        f"check {ctx.api_key_env} holds a valid key for this endpoint"
+    )
+
+
+def _connection_message(exc: BaseException, ctx: ErrorContext) -> str:
+    chain = _chain(exc)
+    causes = " ".join(str(e) for e in chain).lower()
+    if "refused" in causes or any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return f"could not connect to {ctx.base_url}: connection refused; is the server running?"
+    if "incomplete" in causes or "peer closed" in causes or "disconnect" in causes:
+        return f"the connection to {ctx.base_url} was cut before the reply was complete"
+    detail = _scrub(str(chain[-1]) or type(chain[-1]).__name__, ctx)
+    return f"could not talk to {ctx.base_url}: {detail}"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain = [exc]
+    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 8:
+        chain.append(nxt)
+    return chain
+
+
+def _scrub(text: str, ctx: ErrorContext) -> str:
+    if ctx.api_key and len(ctx.api_key) >= 4:
+        text = text.replace(ctx.api_key, "[redacted]")
+    return text

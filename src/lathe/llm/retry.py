@@ -1,0 +1,97 @@
+"""The one retry policy for model calls; providers never retry by themselves.
+
+Retryable errors (`ProviderError.retryable`: RateLimited, Overloaded, Transport) re-open
+the stream after a wait: the server's Retry-After when it gave one, else exponential
+backoff (`base_delay_s * 2**(n-1)` after the n-th failed attempt, at most `max_delay_s`)
+spread by ± `jitter` so that many sessions hitting one limit do not return in step.
+Everything else (ContextTooLong, AuthError, BadRequest) is raised at once: waiting would
+not change the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+from lathe.errors import ProviderError
+from lathe.llm.base import StreamEvent
+
+OnRetry = Callable[[int, int, float, ProviderError], object]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5  # attempts in all, the first one included
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    jitter: float = 0.25  # fraction of the backoff added or taken away at random
+    max_retry_after_s: float = 120.0  # a server asking for a longer wait is not waited for
+
+    def backoff_s(self, failed_attempt: int, rand: float) -> float:
+        """The wait after attempt `failed_attempt` (1-based) failed; `rand` in [0, 1)."""
+        delay = min(self.base_delay_s * 2 ** (failed_attempt - 1), self.max_delay_s)
+        spread = delay * self.jitter * (2 * rand - 1)
+        return max(0.0, min(delay + spread, self.max_delay_s))
+
+
+async def stream_with_retry(
+    open_stream: Callable[[], AsyncIterator[StreamEvent]],
+    policy: RetryPolicy,
+    on_retry: OnRetry | None = None,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    *,
+    rand: Callable[[], float] = random.random,
+) -> AsyncIterator[StreamEvent]:
+    """Yield the events of `open_stream()`, re-opening it after retryable errors.
+
+    Before each wait, `on_retry(attempt, max_attempts, wait_s, error)` is called, where
+    `attempt` is the 1-based number of the attempt that just failed with `error`, so a
+    face can say "attempt 1/5 failed: ...; retrying in 1.0s".
+
+    Deltas from an attempt that failed midway have already been yielded when the stream
+    is re-opened, so a consumer may see the start of a reply twice. That is fine: deltas
+    are for display, and the consumer keeps only the `Completed` message, which comes
+    from the one attempt that finished.
+
+    Raises the error unchanged when it is not retryable; raises it (same type, message
+    saying how many attempts were made) once `policy.max_attempts` are spent, or at once
+    when the server asks to wait longer than `policy.max_retry_after_s`.
+    """
+    attempt = 1
+    while True:
+        try:
+            async for event in open_stream():
+                yield event
+            return
+        except ProviderError as error:
+            if not error.retryable:
+                raise
+            if attempt >= policy.max_attempts:
+                raise _with_message(error, f"{error} (gave up after {attempt} attempts)") from error
+            wait_s = _wait_s(error, attempt, policy, rand)
+            if on_retry is not None:
+                on_retry(attempt, policy.max_attempts, wait_s, error)
+            await sleep(wait_s)
+            attempt += 1
+
+
+def _wait_s(
+    error: ProviderError, failed_attempt: int, policy: RetryPolicy, rand: Callable[[], float]
+) -> float:
+    if error.retry_after is None:
+        return policy.backoff_s(failed_attempt, rand())
+    if error.retry_after > policy.max_retry_after_s:
+        when = time.strftime("%H:%M:%S", time.localtime(time.time() + error.retry_after))
+        raise _with_message(
+            error,
+            f"{error} (the server asked to wait {error.retry_after:.0f}s, more than the "
+            f"{policy.max_retry_after_s:.0f}s lathe waits; try again after {when})",
+        ) from error
+    return max(error.retry_after, 0.0)
+
+
+def _with_message(error: ProviderError, message: str) -> ProviderError:
+    return type(error)(message, retry_after=error.retry_after)

@@ -1,0 +1,23 @@
+"""Shared fixtures. The repository root goes on sys.path so tests can import the fakes
+as `tests.fakes...` whether or not `tests/` is a package."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A started fake OpenAI-compatible server; see tests/fakes/openai_server.py."""
+    with FakeOpenAIServer() as server:
+        yield server
