@@ -209,3 +209,19 @@ async def test_unwritable_file_is_an_error_not_a_crash(ctx: ToolContext) -> None
         locked.chmod(0o700)
     assert error == "cannot edit locked/f.txt: Permission denied"
     assert (locked / "f.txt").read_text() == "old\n"
+
+
+async def test_crlf_in_the_models_strings_is_accepted_for_a_crlf_file(ctx: ToolContext) -> None:
+    path = ctx.workspace / "win.txt"
+    path.write_bytes(b"a\r\nb\r\n")
+    await call(edit, ctx, path="win.txt", old_string="a\r\nb", new_string="A\r\nB")
+    assert path.read_bytes() == b"A\r\nB\r\n"
+
+
+async def test_a_context_without_file_state_gets_one(ctx: ToolContext) -> None:
+    ctx.file_state = None
+    path = _source(ctx)
+    await call(ReadTool(), ctx, path="calc.py")
+    path.write_text(SOURCE.replace("add", "plus"))
+    error = await call_error(edit, ctx, path="calc.py", old_string="a - b", new_string="0")
+    assert "was modified on disk since you last read it" in error

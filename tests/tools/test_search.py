@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.tools.helpers import call, call_error, set_mtime, snapshot
 
-from lathe.tools.base import Limits, ToolContext
+from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.tools.builtin import builtin_tools
 from lathe.tools.glob import GlobTool
 from lathe.tools.grep import GrepTool, rg_binary
@@ -199,3 +199,12 @@ def test_builtin_tools_in_order_and_read_only_flags() -> None:
     tools = builtin_tools()
     assert [t.name for t in tools] == ["read", "edit", "write", "bash", "grep", "glob", "ls"]
     assert {t.name for t in tools if t.read_only} == {"read", "grep", "glob", "ls"}
+
+
+def test_every_builtin_has_a_described_schema() -> None:
+    for spec in ToolRegistry(builtin_tools()).specs():
+        assert spec.description
+        assert spec.parameters["additionalProperties"] is False
+        for name, prop in spec.parameters["properties"].items():
+            assert prop.get("description"), f"{spec.name}.{name} has no description"
+            assert "anyOf" not in prop, f"{spec.name}.{name} should be a plain type"

@@ -25,7 +25,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 
@@ -113,17 +113,14 @@ class LocalExecutor:
         exited = asyncio.ensure_future(proc.wait())
         timed_out = lingered = False
         try:
-            done, _ = await asyncio.wait({exited}, timeout=max(0.0, timeout))
-            if not done:
+            if not await _settled(exited, max(0.0, timeout)):
                 timed_out = True
                 await self._stop_group(proc.pid, exited, eof)
-            else:
-                done, _ = await asyncio.wait({eof}, timeout=self._linger_s)
-                if not done:
-                    lingered = True
-                    await self._stop_group(proc.pid, exited, eof)
-            await asyncio.wait({eof}, timeout=_EOF_AFTER_KILL_S)
-            await asyncio.wait({exited}, timeout=_REAP_AFTER_KILL_S)
+            elif not await _settled(eof, self._linger_s):
+                lingered = True
+                await self._stop_group(proc.pid, exited, eof)
+            await _settled(eof, _EOF_AFTER_KILL_S)
+            await _settled(exited, _REAP_AFTER_KILL_S)
         except BaseException:  # cancellation above all: nothing may outlive the run
             _signal_group(proc.pid, signal.SIGKILL)
             raise
@@ -155,8 +152,15 @@ class LocalExecutor:
         # SIGTERM lets tools clean up; the SIGKILL that follows is unconditional because
         # a grandchild may ignore SIGTERM or may have detached from our pipe.
         _signal_group(pgid, signal.SIGTERM)
-        await asyncio.wait({exited, eof}, timeout=self._kill_grace_s)
+        both: list[asyncio.Future[Any]] = [exited, eof]
+        await asyncio.wait(both, timeout=self._kill_grace_s)
         _signal_group(pgid, signal.SIGKILL)
+
+
+async def _settled(future: asyncio.Future[Any], seconds: float) -> bool:
+    """Whether `future` completes within `seconds`; it is never cancelled here."""
+    done, _ = await asyncio.wait({future}, timeout=seconds)
+    return bool(done)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

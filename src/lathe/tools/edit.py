@@ -17,7 +17,14 @@ from pydantic import Field
 
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
-from lathe.tools.files import clip_diff, load_text_file, os_errors, unified_diff, write_atomic
+from lathe.tools.files import (
+    clip_diff,
+    load_text_file,
+    os_errors,
+    state_of,
+    unified_diff,
+    write_atomic,
+)
 from lathe.tools.paths import display_path, resolve_path
 
 _REGION_CONTEXT = 2
@@ -68,7 +75,7 @@ class EditTool:
 
     def _edit(self, path: Path, shown: str, args: EditParams, ctx: ToolContext) -> ToolOutput:
         _, content = load_text_file(path, shown, verb="edit")
-        ctx.file_state.check_not_stale(path, shown)
+        state_of(ctx).check_not_stale(path, shown)
 
         text = content.text
         old, new = args.old_string, args.new_string
@@ -87,7 +94,7 @@ class EditTool:
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = content.encode(updated, shown)
         write_atomic(path, data)
-        ctx.file_state.record(path, data)
+        state_of(ctx).record(path, data)
 
         diff = unified_diff(shown, text, updated)
         delta = len(new) - len(old)

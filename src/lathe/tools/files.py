@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lathe.errors import ToolError
+from lathe.tools.base import ToolContext
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # larger files are paged by read, never edited whole
 _SNIFF_BYTES = 8192
@@ -79,6 +80,14 @@ class FileState:
                 f"{name} was modified on disk since you last read it; read it again "
                 f"before editing"
             )
+
+
+def state_of(ctx: ToolContext) -> FileState:
+    """The run's FileState; made on first use when the face that built ctx gave none."""
+    if ctx.file_state is None:
+        ctx.file_state = FileState()
+    state: FileState = ctx.file_state
+    return state
 
 
 def _digest(data: bytes) -> str:

@@ -11,7 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
-from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors
+from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors, state_of
 from lathe.tools.paths import display_path, not_found, resolve_path
 
 # Optional arguments show in the schema as plain types (simplest for small models), yet an
@@ -58,14 +58,14 @@ class ReadTool:
             return page.stream(path)
         data = path.read_bytes()
         if not data:
-            ctx.file_state.record(path, data)
+            state_of(ctx).record(path, data)
             return ToolOutput(content=f"{shown} is empty (0 bytes).", summary="empty")
         content = decode_text(data)
         if content is None:
             raise ToolError(
                 f"{shown} is a binary file ({len(data):,} bytes); read shows only text files"
             )
-        ctx.file_state.record(path, data)
+        state_of(ctx).record(path, data)
         lines = content.text.split("\n")
         if content.text.endswith("\n"):
             lines.pop()

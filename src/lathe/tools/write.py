@@ -19,6 +19,7 @@ from lathe.tools.files import (
     count_lines,
     decode_text,
     os_errors,
+    state_of,
     unified_diff,
     write_atomic,
 )
@@ -56,19 +57,19 @@ class WriteTool:
             path.parent.mkdir(parents=True, exist_ok=True)
             data = args.content.encode("utf-8")
             write_atomic(path, data)
-            ctx.file_state.record(path, data)
+            state_of(ctx).record(path, data)
             return ToolOutput(
                 content=f"Created {shown} ({lines} lines).",
                 summary=f"created, {lines} lines",
                 details={"path": shown, "created": True},
             )
 
-        if not ctx.file_state.was_seen(path):
+        if not state_of(ctx).was_seen(path):
             raise ToolError(
                 f"{shown} already exists and you have not read it in this session. Read it "
                 f"first, then use edit to change part of it (or write to replace it whole)"
             )
-        ctx.file_state.check_not_stale(path, shown)
+        state_of(ctx).check_not_stale(path, shown)
         before = path.read_bytes()
         old = decode_text(before)
         if old is None:
@@ -76,7 +77,7 @@ class WriteTool:
         else:
             data, old_text = old.encode(args.content.replace("\r\n", "\n"), shown), old.text
         write_atomic(path, data)
-        ctx.file_state.record(path, data)
+        state_of(ctx).record(path, data)
         diff = unified_diff(shown, old_text, args.content.replace("\r\n", "\n"))
         was = "" if old is None else f", was {count_lines(old_text)}"
         return ToolOutput(
