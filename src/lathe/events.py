@@ -66,6 +66,22 @@ class AssistantReply(_Event):
     message: AssistantMessage
 
 
+class ModelRequestFinished(_Event):
+    """One model request answered (after any retries): what was asked and what it cost.
+    `parameters` holds only request options (never a key or a header)."""
+
+    type: Literal["model_request"] = "model_request"
+    turn: int
+    model: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    latency_ms: float
+    first_token_ms: float | None = None  # None: no text or thinking arrived before the end
+    retries: int = 0
+    usage: Usage
+    stop_reason: str
+    cost_usd: float | None = None  # None: the model has no prices in the catalog
+
+
 class ToolStarted(_Event):
     type: Literal["tool_started"] = "tool_started"
     call_id: str
@@ -136,6 +152,7 @@ class RunFinished(_Event):
     answer: str
     reason: str = ""  # why the run ended, in words
     evidence: Evidence | None = None
+    cost_usd: float | None = None  # summed over the run's replies; None: prices unknown
 
 
 AgentEvent = Annotated[
@@ -145,6 +162,7 @@ AgentEvent = Annotated[
     | TextDelta
     | ThinkingDelta
     | AssistantReply
+    | ModelRequestFinished
     | ToolStarted
     | ToolFinished
     | Retrying

@@ -7,6 +7,7 @@ interactive face can call `run` again with the next message.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
     AgentEvent,
     AssistantReply,
+    ModelRequestFinished,
     Retrying,
     RunFinished,
     RunStatus,
@@ -52,6 +54,7 @@ class AgentSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_output_tokens: int | None = None
     temperature: float | None = None
+    price: Callable[[Usage], float] | None = None  # dollars for a reply's usage; None: unknown
 
 
 @dataclass
@@ -82,6 +85,7 @@ class Agent:
         stall = StallDetector(settings.stall_repeat_limit)
         evidence = EvidenceTracker()
         usage_before = self.usage
+        cost = 0.0
         verify_failed = False
         self.append(UserMessage(content=user_input))
         turn = 0
@@ -94,6 +98,7 @@ class Agent:
                 answer=answer,
                 reason=reason,
                 evidence=evidence.latest if status is RunStatus.UNVERIFIED else None,
+                cost_usd=cost if settings.price else None,
             )
             self.emit(event)
             return event
@@ -102,10 +107,11 @@ class Agent:
             turn += 1
             self.emit(TurnStarted(turn=turn))
             try:
-                reply = await self._complete()
+                reply = await self._complete(turn)
             except ProviderError as exc:
                 return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
             self.usage = self.usage + reply.usage
+            cost += settings.price(reply.usage) if settings.price else 0.0
             self.append(reply)
             if self.deps.context:
                 self.deps.context.record_usage(reply.usage, len(self.messages))
@@ -146,13 +152,13 @@ class Agent:
             )
         return finish(RunStatus.MAX_TURNS, reason=f"the turn limit ({settings.max_turns}) ran out")
 
-    async def _complete(self) -> AssistantMessage:
+    async def _complete(self, turn: int) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
         once when the provider says the context is too long."""
         shrunk = False
         while True:
             try:
-                return await self._stream_once()
+                return await self._stream_once(turn)
             except ContextTooLong:
                 context = self.deps.context
                 if shrunk or not context:
@@ -161,7 +167,7 @@ class Agent:
                     raise
                 shrunk = True
 
-    async def _stream_once(self) -> AssistantMessage:
+    async def _stream_once(self, turn: int) -> AssistantMessage:
         deps = self.deps
         if deps.context:
             messages = await deps.context.prepare(self.messages)
@@ -175,7 +181,13 @@ class Agent:
             temperature=deps.settings.temperature,
         )
 
+        started = time.monotonic()
+        first_token: float | None = None
+        retries = 0
+
         def on_retry(attempt: int, max_attempts: int, wait_s: float, error: ProviderError) -> None:
+            nonlocal retries, first_token
+            retries, first_token = retries + 1, None
             self.emit(
                 Retrying(
                     attempt=attempt, max_attempts=max_attempts, wait_s=wait_s, error=str(error)
@@ -188,10 +200,31 @@ class Agent:
         async for event in stream:
             match event:
                 case llm.TextDelta(text=text):
+                    first_token = first_token or time.monotonic()
                     self.emit(TextDelta(text=text))
                 case llm.ThinkingDelta(text=text):
+                    first_token = first_token or time.monotonic()
                     self.emit(ThinkingDelta(text=text))
                 case llm.Completed(message=message):
+                    price = deps.settings.price
+                    self.emit(
+                        ModelRequestFinished(
+                            turn=turn,
+                            model=message.model or deps.provider.model,
+                            parameters={
+                                "max_output_tokens": request.max_output_tokens,
+                                "temperature": request.temperature,
+                                "tools": len(request.tools),
+                                "messages": len(request.messages),
+                            },
+                            latency_ms=(time.monotonic() - started) * 1000,
+                            first_token_ms=(first_token - started) * 1000 if first_token else None,
+                            retries=retries,
+                            usage=message.usage,
+                            stop_reason=message.stop_reason.value,
+                            cost_usd=price(message.usage) if price else None,
+                        )
+                    )
                     return message
         raise ProviderError("the provider's stream ended without a reply")
 
