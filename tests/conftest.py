@@ -21,3 +21,13 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A started fake OpenAI-compatible server; see tests/fakes/openai_server.py."""
     with FakeOpenAIServer() as server:
         yield server
+
+
+from tests.fakes.anthropic_server import FakeAnthropicServer  # noqa: E402
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    """A started fake Anthropic Messages API server; see tests/fakes/anthropic_server.py."""
+    with FakeAnthropicServer() as server:
+        yield server

@@ -1,0 +1,492 @@
+"""The Anthropic Messages API provider, built on the official `anthropic` SDK.
+
+What it sends (`POST {base_url}/v1/messages`, `stream: true`):
+- `system` as one text block and the last tool definition, both marked
+  `cache_control: {"type": "ephemeral"}`, so the stable prefix (tools, then system) is
+  cached; the last content block of the conversation is marked too, so each turn of an
+  agent loop reads the previous turn's prefix from the cache instead of paying for it
+  again (3 of the API's 4 breakpoints).
+- `max_tokens` (required by the API): `ModelRequest.max_output_tokens`, else 8192.
+- The conversation with roles alternating and the first message from the user:
+  consecutive messages of one role are merged; tool results become `tool_result` blocks
+  (`is_error` kept) in ONE user message after the assistant message that asked for them,
+  ahead of any user text that follows.
+
+What it reads: `text_delta` → TextDelta, `thinking_delta` → ThinkingDelta, each
+thinking block kept whole with its signature (`Thinking(provider="anthropic")`),
+`tool_use` blocks assembled from `input_json_delta` chunks into `ToolCall.arguments`
+(the JSON text exactly as streamed, malformed or not: the loop repairs it or tells the
+model), usage, and the stop reason. A stream without `message_stop` raises Transport.
+
+Decisions:
+- Thinking is off unless asked for: `ModelRequest.extra["thinking_budget"] = N` sends
+  `{"type": "enabled", "budget_tokens": N}`; `extra["thinking"]` (a dict) is sent as is,
+  e.g. `{"type": "adaptive"}`. With thinking on, `temperature` is not sent (the API
+  allows only the default) and `max_tokens` is raised by the budget when the budget
+  would not fit under it. Every other `extra` key is merged into the request body.
+- Replay of thinking: a block from Anthropic with a signature goes back as a `thinking`
+  block (a `redacted_thinking` block is kept as `Thinking(text="", signature=<data>,
+  provider="anthropic-redacted")` and goes back as one); thinking from another vendor,
+  or unsigned, goes back as a text block wrapped in `<earlier_reasoning>` so the model
+  reads it as its own earlier reasoning, not as something it told the user.
+- Tool-call arguments that are not a JSON object are sent as
+  `{"_raw_arguments": "<the text>"}` (empty text as `{}`): the API wants an object, and
+  keeping the text lets the model see what it wrote when the loop reports the error.
+- Empty turns the API would refuse (an empty user text, an assistant reply with nothing
+  in it) are sent as a short placeholder text rather than dropped, so alternation and
+  tool pairing stay intact.
+- Usage: Anthropic's `input_tokens` already excludes cached tokens (the convention all
+  providers follow); `cache_read_input_tokens` → `cache_read_tokens`,
+  `cache_creation_input_tokens` → `cache_write_tokens`. `message_delta` values override
+  `message_start` ones (newer servers report cumulative totals there).
+- `base_url` is where the API starts without `/v1` (https://api.anthropic.com); a
+  trailing `/v1` is tolerated and removed. It and the key are passed explicitly, so the
+  SDK's own environment, profile and credential-file discovery never runs.
+- The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
+  Warnings the SDK would print (deprecated models) are silenced: core never prints.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, Transport
+from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
+from lathe.llm.errors_map import (
+    ErrorContext,
+    _connection_message,
+    _scrub,
+    _server_message,
+    from_status,
+    stream_error,
+)
+from lathe.types import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 8192
+THINKING_SOURCE = "anthropic"
+REDACTED_THINKING_SOURCE = "anthropic-redacted"
+_CACHE = {"type": "ephemeral"}
+_EMPTY_USER = "(empty message)"
+_EMPTY_ASSISTANT = "(empty reply)"
+_STOP_REASONS = {
+    "end_turn": StopReason.END,
+    "stop_sequence": StopReason.END,
+    "pause_turn": StopReason.END,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "refusal": StopReason.CONTENT_FILTER,
+}
+# The error types of the API's error bodies, as the HTTP status they stand for, so an
+# `error` event mid-stream maps exactly like the same error before the stream.
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicProvider:
+    """A Provider (see `lathe.llm.base`) for one model behind the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        api_key: str,
+        *,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        timeout_s: float = 600.0,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._model = model
+        url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._base_url = url[: -len("/v1")] if url.endswith("/v1") else url
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._extra_headers = dict(extra_headers or {})
+        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeout_s)
+        self._client: Any = None
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._stream(request):
+                yield event
+        except Exception as exc:
+            error = _to_provider_error(exc, self._ctx)
+            if error is None or error is exc:
+                raise
+            # Not chained: the SDK's exception text can echo the key back from the server.
+            raise error from None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # the wire
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        import anthropic
+
+        create = self._sdk_client().messages.with_raw_response.create
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecation notices would print from core
+            raw = await create(**self._params(request))
+        events = await raw.parse(to=anthropic.AsyncStream[object])
+        reply = _Reply(self._model)
+        try:
+            async for event in events:
+                for delta in reply.feed(event):
+                    yield delta
+        finally:
+            await events.close()
+        yield Completed(reply.finish(self._base_url))
+
+    def _sdk_client(self) -> Any:
+        if self._client is None:
+            import anthropic  # lazily: importing the SDK takes over a second
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                timeout=self._timeout_s,
+                max_retries=0,
+                default_headers=self._extra_headers or None,
+            )
+        return self._client
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        extra = dict(request.extra)
+        thinking = _thinking_config(extra.pop("thinking_budget", None), extra.pop("thinking", None))
+        max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
+        params: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": max_tokens,
+            "messages": wire_messages(request.messages),
+            "stream": True,
+        }
+        if request.system:
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
+        if request.tools:
+            params["tools"] = wire_tools(request.tools)
+        if thinking is not None:
+            params["thinking"] = thinking
+            budget = thinking.get("budget_tokens")
+            if isinstance(budget, int) and budget >= max_tokens:
+                params["max_tokens"] = budget + max_tokens
+        elif request.temperature is not None:
+            params["temperature"] = request.temperature
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+
+def _thinking_config(budget: object, config: object) -> dict[str, Any] | None:
+    if isinstance(config, Mapping):
+        return dict(config)
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        return {"type": "enabled", "budget_tokens": budget}
+    return None
+
+
+# the internal message model -> the Messages API
+
+
+def wire_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool definitions, the last one marked as the end of the cached prefix."""
+    tools: list[dict[str, Any]] = [
+        {"name": s.name, "description": s.description, "input_schema": s.parameters} for s in specs
+    ]
+    if tools:
+        tools[-1]["cache_control"] = _CACHE
+    return tools
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The `messages` list: roles alternating from a user turn, tool results grouped."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _blocks(message)
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    if wire and wire[0]["role"] != "user":
+        wire.insert(0, {"role": "user", "content": [_text(_EMPTY_USER)]})
+    for turn in wire:
+        if turn["role"] == "user":
+            # The API wants a turn's tool results ahead of any text in it.
+            turn["content"].sort(key=lambda block: block["type"] != "tool_result")
+        if not turn["content"]:
+            placeholder = _EMPTY_USER if turn["role"] == "user" else _EMPTY_ASSISTANT
+            turn["content"].append(_text(placeholder))
+    if wire:
+        last = wire[-1]["content"][-1]
+        if last["type"] in ("text", "tool_result", "tool_use"):
+            last["cache_control"] = _CACHE
+    return wire
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    match message:
+        case UserMessage():
+            return "user", [_text(message.content)] if message.content else []
+        case AssistantMessage():
+            # Thinking first: the API requires it ahead of text and tool use.
+            blocks = [_thinking_block(t) for t in message.thinking if t.text or t.signature]
+            if message.text:
+                blocks.append(_text(message.text))
+            blocks.extend(_tool_use(call) for call in message.tool_calls)
+            return "assistant", blocks
+        case ToolResultMessage():
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+            if message.content:
+                block["content"] = message.content
+            if message.is_error:
+                block["is_error"] = True
+            return "user", [block]
+        case _:
+            assert_never(message)
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _thinking_block(thinking: Thinking) -> dict[str, Any]:
+    if thinking.signature and thinking.provider == THINKING_SOURCE:
+        return {"type": "thinking", "thinking": thinking.text, "signature": thinking.signature}
+    if thinking.signature and thinking.provider == REDACTED_THINKING_SOURCE:
+        return {"type": "redacted_thinking", "data": thinking.signature}
+    return _text(f"<earlier_reasoning>\n{thinking.text}\n</earlier_reasoning>")
+
+
+def _tool_use(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        arguments = {"_raw_arguments": call.arguments}
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+
+
+# the Messages API stream -> the internal message model
+
+
+@dataclass
+class _Block:
+    type: str
+    text: list[str] = field(default_factory=list)
+    signature: str = ""
+    id: str = ""
+    name: str = ""
+    initial_input: object = None
+
+
+class _Reply:
+    """Assembles one reply from stream events (plain dicts, as the server sent them)."""
+
+    def __init__(self, requested_model: str) -> None:
+        self._model = requested_model
+        self._blocks: dict[int, _Block] = {}
+        self._usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        self._stopped = False
+
+    def feed(self, event: object) -> list[StreamEvent]:
+        if not isinstance(event, Mapping):
+            return []
+        match event.get("type"):
+            case "message_start":
+                message = event.get("message")
+                if isinstance(message, Mapping):
+                    if isinstance(message.get("model"), str) and message["model"]:
+                        self._model = message["model"]
+                    self._take_usage(message.get("usage"))
+            case "content_block_start":
+                block = event.get("content_block")
+                if isinstance(block, Mapping):
+                    self._start(_index(event), block)
+            case "content_block_delta":
+                delta = event.get("delta")
+                if isinstance(delta, Mapping):
+                    return self._delta(_index(event), delta)
+            case "message_delta":
+                delta = event.get("delta")
+                if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+                    self._stop_reason = delta["stop_reason"]
+                self._take_usage(event.get("usage"))
+            case "message_stop":
+                self._stopped = True
+            case _:
+                pass  # ping, content_block_stop, and event types added after this was written
+        return []
+
+    def _start(self, index: int, block: Mapping[str, Any]) -> None:
+        kind = str(block.get("type"))
+        slot = _Block(kind)
+        if kind == "text" and isinstance(block.get("text"), str):
+            slot.text.append(block["text"])
+        elif kind == "thinking":
+            slot.text.append(str(block.get("thinking") or ""))
+            slot.signature = str(block.get("signature") or "")
+        elif kind == "redacted_thinking":
+            slot.signature = str(block.get("data") or "")
+        elif kind == "tool_use":
+            slot.id = str(block.get("id") or "")
+            slot.name = str(block.get("name") or "")
+            slot.initial_input = block.get("input")
+        self._blocks[index] = slot
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> list[StreamEvent]:
+        slot = self._blocks.setdefault(index, _Block("unknown"))
+        match delta.get("type"):
+            case "text_delta" if isinstance(delta.get("text"), str):
+                slot.text.append(delta["text"])
+                return [TextDelta(delta["text"])] if slot.type == "text" else []
+            case "thinking_delta" if isinstance(delta.get("thinking"), str):
+                slot.text.append(delta["thinking"])
+                return [ThinkingDelta(delta["thinking"])]
+            case "signature_delta" if isinstance(delta.get("signature"), str):
+                slot.signature += delta["signature"]
+            case "input_json_delta" if isinstance(delta.get("partial_json"), str):
+                slot.text.append(delta["partial_json"])
+            case _:
+                pass  # citations and deltas of block types lathe does not keep
+        return []
+
+    def _take_usage(self, raw: object) -> None:
+        if isinstance(raw, Mapping):
+            for key, value in raw.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self._usage[key] = value
+
+    def finish(self, base_url: str) -> AssistantMessage:
+        if not self._stopped:
+            raise Transport(
+                f"the stream ended before the model finished (no message_stop from "
+                f"{base_url}); the connection was probably cut"
+            )
+        blocks = [self._blocks[i] for i in sorted(self._blocks)]
+        calls = tuple(_call(b) for b in blocks if b.type == "tool_use")
+        if self._stop_reason is None:
+            stop = StopReason.TOOL_USE if calls else StopReason.END
+        else:
+            stop = _STOP_REASONS.get(self._stop_reason, StopReason.END)
+        thinking = tuple(
+            Thinking(text="".join(b.text), signature=b.signature or None, provider=THINKING_SOURCE)
+            if b.type == "thinking"
+            else Thinking(text="", signature=b.signature, provider=REDACTED_THINKING_SOURCE)
+            for b in blocks
+            if b.type == "thinking" or (b.type == "redacted_thinking" and b.signature)
+        )
+        return AssistantMessage(
+            text="".join("".join(b.text) for b in blocks if b.type == "text"),
+            thinking=thinking,
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=Usage(
+                input_tokens=self._usage.get("input_tokens", 0),
+                output_tokens=self._usage.get("output_tokens", 0),
+                cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
+                cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+            ),
+            model=self._model,
+        )
+
+
+def _index(event: Mapping[str, Any]) -> int:
+    index = event.get("index")
+    return index if isinstance(index, int) else -1
+
+
+def _call(block: _Block) -> ToolCall:
+    arguments = "".join(block.text)
+    if not arguments and isinstance(block.initial_input, Mapping) and block.initial_input:
+        arguments = json.dumps(block.initial_input)  # a server that sent the input whole
+    return ToolCall(
+        id=block.id or f"toolu_{uuid.uuid4().hex[:24]}",
+        name=block.name,
+        arguments=arguments or "{}",
+    )
+
+
+# the one boundary where the SDK's and httpx's exceptions become lathe's errors
+
+
+def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | None:
+    """The lathe error for an SDK/httpx/OS exception, or None when it is not one of those
+    (a bug in lathe, left to surface as one)."""
+    import anthropic
+    import httpx2
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, anthropic.APIStatusError):
+        if exc.status_code < 400:  # an `error` event inside a 200 stream
+            return _stream_error_event(exc.body, ctx)
+        if exc.status_code == 404:
+            said = _scrub(_server_message(exc), ctx)
+            return BadRequest(
+                f"{ctx.base_url} (HTTP 404) answered 404 for model {ctx.model!r}: {said}. "
+                "Check the model name, and that the base URL is where the API starts, "
+                "without /v1"
+            )
+        return from_status(exc.status_code, exc.response.headers, _server_message(exc), ctx)
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException | TimeoutError):
+        return Transport(
+            f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
+            "the server may be overloaded or unreachable"
+        )
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError | OSError):
+        return Transport(_connection_message(exc, ctx))
+    if isinstance(exc, json.JSONDecodeError):
+        return Transport(f"{ctx.base_url} sent a stream event that is not valid JSON")
+    if isinstance(exc, anthropic.APIError):
+        return stream_error(_server_message(exc), ctx)
+    if isinstance(exc, anthropic.AnthropicError | httpx2.HTTPError):
+        return BadRequest(_scrub(f"the Anthropic client refused the request: {exc}", ctx))
+    return None
+
+
+def _stream_error_event(body: object, ctx: ErrorContext) -> ProviderError:
+    error = body.get("error") if isinstance(body, Mapping) else None
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    said = " ".join(str(message or body or "(no message)").split())[:500]
+    status = _ERROR_STATUS.get(str(kind))
+    if status is None:
+        return stream_error(said, ctx)
+    mapped = from_status(status, {}, said, ctx)
+    if isinstance(mapped, AuthError | ContextTooLong):
+        return mapped
+    return type(mapped)(f"{ctx.base_url} reported {kind} mid-stream: {_scrub(said, ctx)}")
