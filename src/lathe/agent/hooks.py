@@ -8,10 +8,15 @@ several with `HookChain`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lathe.tools.base import ToolOutput
 from lathe.types import Message
+
+if TYPE_CHECKING:
+    from lathe.events import RunFinished
+
+_MAX_REWRITES = 3
 
 
 class AgentHooks:
@@ -24,8 +29,17 @@ class AgentHooks:
         """The history was compacted: one user message, `opening` (the task and the
         summary), now stands for everything before the last `kept_messages` messages."""
 
-    async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
-        """Return a ToolOutput to stop the call (a denial the model sees); None to run."""
+    async def on_run_start(self, task: str) -> None:
+        """A run starts with `task` (the session_start hook point)."""
+
+    async def on_run_end(self, finished: RunFinished) -> None:
+        """A run ended (the stop hook point)."""
+
+    async def before_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> ToolOutput | dict[str, Any] | None:
+        """None runs the call; a ToolOutput stops it (a denial the model sees); a dict
+        runs it with these arguments instead (they are validated again)."""
         return None
 
     async def after_tool(
@@ -56,12 +70,35 @@ class HookChain(AgentHooks):
         for hook in self._hooks:
             hook.on_compaction(opening, kept_messages, tokens_before, tokens_after)
 
-    async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
+    async def on_run_start(self, task: str) -> None:
         for hook in self._hooks:
-            verdict = await hook.before_tool(name, arguments)
-            if verdict is not None:
-                return verdict
-        return None
+            await hook.on_run_start(task)
+
+    async def on_run_end(self, finished: RunFinished) -> None:
+        for hook in self._hooks:
+            await hook.on_run_end(finished)
+
+    async def before_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> ToolOutput | dict[str, Any] | None:
+        """A rewrite restarts the chain, so the policy gate (first) judges the
+        arguments that will really run."""
+        rewritten = False
+        for _ in range(_MAX_REWRITES + 1):
+            for hook in self._hooks:
+                verdict = await hook.before_tool(name, arguments)
+                if isinstance(verdict, dict):
+                    arguments, rewritten = verdict, True
+                    break
+                if verdict is not None:
+                    return verdict
+            else:
+                return arguments if rewritten else None
+        return ToolOutput(
+            content="Error: the pre_tool hooks kept rewriting this call's arguments.",
+            is_error=True,
+            summary="hooks looped",
+        )
 
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput

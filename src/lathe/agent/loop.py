@@ -80,6 +80,12 @@ class Agent:
         self.deps.hooks.on_message(message)
 
     async def run(self, user_input: str) -> RunFinished:
+        await self.deps.hooks.on_run_start(user_input)
+        finished = await self._run(user_input)
+        await self.deps.hooks.on_run_end(finished)
+        return finished
+
+    async def _run(self, user_input: str) -> RunFinished:
         settings = self.deps.settings
         runner = ToolRunner(self.deps, self.emit)
         stall = StallDetector(settings.stall_repeat_limit)

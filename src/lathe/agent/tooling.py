@@ -127,11 +127,19 @@ class ToolRunner:
                 content=f"Error: {item.error}", is_error=True, summary=item.error or ""
             )
         hooks = self._deps.hooks
-        denial = await hooks.before_tool(item.tool.name, arguments)
-        if denial is not None:
-            return denial
+        verdict = await hooks.before_tool(item.tool.name, arguments)
+        params = item.params
+        if isinstance(verdict, ToolOutput):
+            return verdict
+        if isinstance(verdict, dict):
+            params = validate(item.tool.parameters, item.tool.name, verdict)
+            if isinstance(params, str):
+                return ToolOutput(
+                    content=f"Error: a hook rewrote the arguments badly: {params}", is_error=True
+                )
+            arguments = verdict
         try:
-            output = await item.tool.execute(item.params, self._deps.tool_context)
+            output = await item.tool.execute(params, self._deps.tool_context)
         except ToolError as exc:
             output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
         except Exception as exc:  # a tool bug must not kill a user's run; the model is told

@@ -200,8 +200,42 @@ class PermissionsConfig(Section):
     deny: list[str] = Field(default_factory=list)
     """Rules for calls that are always refused; deny wins over allow."""
 
+    ask: list[str] = Field(default_factory=list)
+    """Rules for calls that always ask first (headless: refused), e.g. "bash(git push:*)"."""
+
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox settings."""
+
+
+class HookCommand(Section):
+    """A shell command run at an agent event; the event arrives as JSON on stdin."""
+
+    command: str
+    """The command, run with `bash -c` in the workspace (outside the sandbox)."""
+
+    tools: list[str] = Field(default_factory=list)
+    """pre_tool/post_tool only: the tool names it applies to; empty means every tool."""
+
+    timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds before the hook is killed; a pre_tool hook that times out blocks the call."""
+
+
+class HooksConfig(Section):
+    """Commands run at agent events. pre_tool: exit 2 blocks the call (stderr is the
+    reason the model sees) and JSON {"arguments": {...}} on stdout rewrites them;
+    post_tool: JSON {"content": "..."} on stdout rewrites the result."""
+
+    session_start: list[HookCommand] = Field(default_factory=list)
+    """Run when a run starts."""
+
+    pre_tool: list[HookCommand] = Field(default_factory=list)
+    """Run before each tool call, after the policy gate allowed it."""
+
+    post_tool: list[HookCommand] = Field(default_factory=list)
+    """Run after each tool call."""
+
+    stop: list[HookCommand] = Field(default_factory=list)
+    """Run when a run ends."""
 
 
 def _builtin_providers() -> dict[str, ProviderConfig]:
@@ -241,6 +275,9 @@ class Config(Section):
 
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Approval and sandbox."""
+
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    """Commands run at agent events (session_start, pre_tool, post_tool, stop)."""
 
     providers: dict[str, ProviderConfig] = Field(default_factory=_builtin_providers)
     """Model endpoints by name; entries merge key by key over the built-in ones."""

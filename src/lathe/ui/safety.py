@@ -65,4 +65,15 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
             session.append(ApprovalEntry(rule=key, decision="allow"))
 
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
-    return Safety(executor=executor, gate=gate, sandboxed=sandboxed)
+    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=_hooks(setup, emit))
+
+
+def _hooks(setup: RunSetup, emit) -> list[AgentHooks]:
+    """Config command hooks, then plugin hooks; they run after the policy gate."""
+    from lathe.hooks.command import CommandHooks
+    from lathe.hooks.plugins import load_plugin_hooks
+
+    plugins, problems = load_plugin_hooks(setup.workspace)
+    for problem in problems:
+        emit(Notice(level="warning", message=problem))
+    return [CommandHooks(setup.loaded.config.hooks, setup.workspace), *plugins]

@@ -1,0 +1,123 @@
+"""Config-defined command hooks (`[[hooks.pre_tool]]` and friends).
+
+Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace, in
+its own process group, with a timeout. pre_tool: exit 2 blocks the call with stderr as
+the reason the model sees; other non-zero exits are reported and the call goes on; JSON
+`{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
+`{"content": "..."}` on stdout replaces the result. A pre_tool hook that times out
+blocks the call: a guard that could not decide must not wave a call through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lathe.agent.hooks import AgentHooks
+from lathe.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from lathe.config.schema import HookCommand, HooksConfig
+    from lathe.events import RunFinished
+
+
+@dataclass(frozen=True)
+class HookRun:
+    exit_code: int | None  # None: killed at its timeout
+    stdout: str
+    stderr: str
+
+
+async def run_hook(hook: HookCommand, event: dict[str, Any], workspace: Path) -> HookRun:
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-c", hook.command,
+        cwd=workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = await asyncio.wait_for(
+            process.communicate(json.dumps(event).encode()), hook.timeout_s
+        )
+    except TimeoutError:
+        _kill_group(process.pid)
+        await process.wait()
+        return HookRun(None, "", f"the hook `{hook.command}` timed out after {hook.timeout_s}s")
+    return HookRun(
+        process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class CommandHooks(AgentHooks):
+    def __init__(self, config: HooksConfig, workspace: Path) -> None:
+        self._config = config
+        self._workspace = workspace
+
+    def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
+        return [h for h in hooks if not h.tools or tool in h.tools]
+
+    async def on_run_start(self, task: str) -> None:
+        for hook in self._config.session_start:
+            await run_hook(
+                hook, {"event": "session_start", "task": task, **self._base()}, self._workspace
+            )
+
+    async def on_run_end(self, finished: RunFinished) -> None:
+        event = {"event": "stop", "status": finished.status.value, "turns": finished.turns}
+        for hook in self._config.stop:
+            await run_hook(hook, {**event, **self._base()}, self._workspace)
+
+    async def before_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> ToolOutput | dict[str, Any] | None:
+        rewritten: dict[str, Any] | None = None
+        for hook in self._for_tool(self._config.pre_tool, name):
+            event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
+            result = await run_hook(hook, {**event, **self._base()}, self._workspace)
+            if result.exit_code is None or result.exit_code == 2:
+                reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
+                return ToolOutput(
+                    content=f"Blocked by a hook: {reason}", is_error=True, summary="blocked"
+                )
+            reply = _json_object(result.stdout) if result.exit_code == 0 else None
+            if reply and isinstance(reply.get("arguments"), dict):
+                rewritten = reply["arguments"]
+        return rewritten if rewritten is not None and rewritten != arguments else None
+
+    async def after_tool(
+        self, name: str, arguments: dict[str, Any], output: ToolOutput
+    ) -> ToolOutput:
+        for hook in self._for_tool(self._config.post_tool, name):
+            event = {
+                "event": "post_tool", "tool": name, "arguments": arguments,
+                "content": output.content, "is_error": output.is_error,
+            }  # fmt: skip
+            result = await run_hook(hook, {**event, **self._base()}, self._workspace)
+            reply = _json_object(result.stdout) if result.exit_code == 0 else None
+            if reply and isinstance(reply.get("content"), str):
+                output = ToolOutput(
+                    content=reply["content"], is_error=output.is_error,
+                    summary=output.summary, details=output.details,
+                )  # fmt: skip
+        return output
+
+    def _base(self) -> dict[str, Any]:
+        return {"workspace": str(self._workspace)}
