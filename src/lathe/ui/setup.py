@@ -40,6 +40,7 @@ class RunSetup:
     loaded: LoadedConfig
     model: ResolvedModel
     endpoint: Endpoint
+    notices: list[str] = field(default_factory=list)  # told to the user once the run starts
 
     @property
     def approval(self) -> str:
@@ -66,8 +67,60 @@ def prepare(options: RunOptions) -> RunSetup:
         },
         overrides=options.overrides,
     )
-    model = resolve_model(loaded.config)
-    return RunSetup(options, workspace, loaded, model, endpoint_for(model))
+    notices: list[str] = []
+    name = loaded.config.model
+    if not _is_local(name) and loaded.origin("model") == "default":
+        name = _local_default(loaded, notices) or name
+    model = _local_model(loaded, name) if _is_local(name) else resolve_model(loaded.config)
+    setup = RunSetup(options, workspace, loaded, model, endpoint_for(model))
+    setup.notices = notices
+    return setup
+
+
+def _is_local(name: str) -> bool:
+    return name == "local" or name.startswith("local/")
+
+
+def _local_default(loaded: LoadedConfig, notices: list[str]) -> str | None:
+    """With no model chosen and no key for the default one, the installed local model
+    is the default; say so once per LATHE_HOME."""
+    from lathe.config import resolve_model
+    from lathe.local import DEFAULT_MODEL, is_installed
+    from lathe.local.models import local_dir
+
+    default = resolve_model(loaded.config)
+    if default.api_key() or not default.api_key_env or not is_installed(DEFAULT_MODEL):
+        return None
+    marker = local_dir() / "default-notice-shown"
+    if not marker.exists():
+        notices.append(
+            f"no API key is set ({default.api_key_env}), so lathe uses the installed local "
+            f"model local/{DEFAULT_MODEL}. Set the key or pass --model to use another."
+        )
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    return f"local/{DEFAULT_MODEL}"
+
+
+def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
+    """Start (or reuse) the managed llama-server and describe it as an OpenAI-compatible
+    model whose window is the server's context size."""
+    import dataclasses
+
+    from lathe.config import resolve_model
+    from lathe.local import ServerOptions, ensure_local_server, get_model
+
+    options = ServerOptions()
+    local = ensure_local_server(name, options=options)
+    resolved = resolve_model(loaded.config, local.model, base_url_override=local.base_url)
+    return dataclasses.replace(
+        resolved,
+        provider="local",
+        name=f"local/{get_model(name).name}",
+        context_window=options.ctx_size,
+        max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 4),
+        api_key_env=None,
+    )
 
 
 def endpoint_for(model: ResolvedModel) -> Endpoint:
