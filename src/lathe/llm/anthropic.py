@@ -79,6 +79,7 @@ from lathe.types import (
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
+_NO_KEY = "no-key-set"
 THINKING_SOURCE = "anthropic"
 REDACTED_THINKING_SOURCE = "anthropic-redacted"
 _CACHE = {"type": "ephemeral"}
@@ -136,6 +137,7 @@ class AnthropicProvider:
         return self._model
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        error: ProviderError | None = None
         try:
             async for event in self._stream(request):
                 yield event
@@ -143,8 +145,10 @@ class AnthropicProvider:
             error = _to_provider_error(exc, self._ctx)
             if error is None or error is exc:
                 raise
-            # Not chained: the SDK's exception text can echo the key back from the server.
-            raise error from None
+        if error is not None:
+            # Raised outside the handler so that neither __cause__ nor __context__ holds
+            # the SDK's exception, whose text can echo the key back from the server.
+            raise error
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -175,7 +179,9 @@ class AnthropicProvider:
             import anthropic  # lazily: importing the SDK takes over a second
 
             self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key,
+                # A placeholder when unset: the SDK would otherwise go looking in the
+                # environment and profile files; the server's 401 then says what to set.
+                api_key=self._api_key or _NO_KEY,
                 base_url=self._base_url,
                 timeout=self._timeout_s,
                 max_retries=0,
@@ -203,7 +209,8 @@ class AnthropicProvider:
             if isinstance(budget, int) and budget >= max_tokens:
                 params["max_tokens"] = budget + max_tokens
         elif request.temperature is not None:
-            params["temperature"] = request.temperature
+            # Through extra_body: this SDK's `create` has no sampling parameters.
+            extra.setdefault("temperature", request.temperature)
         if extra:
             params["extra_body"] = extra
         return params
