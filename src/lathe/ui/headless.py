@@ -9,7 +9,7 @@ from contextlib import ExitStack
 import click
 
 from lathe.errors import LatheError, UsageError
-from lathe.events import RunFinished, RunStarted, RunStatus
+from lathe.events import Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
 
 _EXIT_CODES = {
@@ -57,10 +57,12 @@ class _HeadlessRun:
         self.emit = JsonPrinter() if as_json else ProgressPrinter()
         self.cleanup = cleanup
         self.recorder = None
+        self.observer = None
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.agent.hooks import HookChain
         from lathe.llm.registry import make_provider
+        from lathe.obs import Observer, Redactor
         from lathe.ui.recorder import SessionRecorder
         from lathe.ui.safety import build_safety
         from lathe.ui.wiring import build_agent
@@ -68,10 +70,15 @@ class _HeadlessRun:
         setup = self.setup
         session, history = self._open_session()
         self.recorder = SessionRecorder(session)
+        redactor = Redactor(setup.model.secrets())
+        self.observer = self.emit = Observer(session.path, session.id, redactor, self.emit)
+        self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
             task = CONTINUE_TASK
         if not task or not task.strip():
             raise UsageError('give the task as an argument: lathe run "fix the failing test"')
+        for notice in setup.notices:
+            self.emit(Notice(level="info", message=notice))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         provider = make_provider(setup.endpoint)
         try:
@@ -81,14 +88,22 @@ class _HeadlessRun:
                 self.emit,
                 executor=safety.executor,
                 hooks=HookChain(
-                    [safety.gate, *safety.hooks, self.recorder, self._checkpoints(session)]
+                    [
+                        safety.gate,
+                        *safety.hooks,
+                        redactor,
+                        redactor.guard(self.recorder),
+                        self._checkpoints(session),
+                    ]
                 ),
                 messages=history,
             )
+            if setup.model.prices.known:
+                agent.deps.settings.price = setup.model.cost
             self.emit(
                 RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace))
             )
-            finished = await agent.run(task)
+            finished = redactor.event(await agent.run(task))
             self.recorder.record_end(finished)
             return finished
         finally:
@@ -127,6 +142,8 @@ class _HeadlessRun:
         return session, []
 
     def record_interrupt(self) -> None:
+        if self.observer is not None:
+            self.observer.record_interrupt()
         if self.recorder is None:
             return
         from lathe.session import RunEndEntry

@@ -71,6 +71,7 @@ class ProgressPrinter:
             f"status: {event.status.value} after {event.turns} turn(s); tokens "
             f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
             + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
+            + (f"; cost {_dollars(event.cost_usd)}" if event.cost_usd is not None else "")
         )
         if event.reason:
             self._line(f"  reason: {event.reason}")
@@ -97,6 +98,10 @@ class JsonPrinter:
     def __call__(self, event: AgentEvent) -> None:
         self._out.write(event.model_dump_json() + "\n")
         self._out.flush()
+
+
+def _dollars(amount: float) -> str:
+    return "<$0.0001" if 0 < amount < 0.0001 else f"${amount:.4f}"
 
 
 def _clip(text: str, width: int) -> str:
