@@ -18,7 +18,11 @@ class _Value(BaseModel):
 
 
 class Usage(_Value):
-    """Tokens reported by the provider for one request (zeros when it reported none)."""
+    """Tokens reported by the provider for one request (zeros when it reported none).
+
+    Every provider normalises to one convention: `input_tokens` counts only uncached
+    prompt tokens; cache reads and writes are counted apart, so the whole prompt is
+    input + cache_read + cache_write."""
 
     input_tokens: int = 0
     output_tokens: int = 0

@@ -35,10 +35,11 @@ def test_unset_cache_prices_fall_back_to_the_input_price() -> None:
     assert cost_usd(usage, Prices(input=3.0), input_includes_cache=False) == pytest.approx(6.0)
 
 
-def test_resolved_models_price_by_their_provider_kind() -> None:
+def test_resolved_models_price_normalised_usage_the_same_for_every_vendor() -> None:
+    # Providers report input_tokens without the cached part, whatever the vendor.
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000)
     gpt = resolve_model(Config(), "gpt-4o")  # 2.50 in, 10.00 out, 1.25 cached
-    assert gpt.cost(usage) == pytest.approx(0 * 2.5 + 1.25 + 10.0)
+    assert gpt.cost(usage) == pytest.approx(2.5 + 1.25 + 10.0)
     claude = resolve_model(Config(), "claude-sonnet-4")  # 3 in, 15 out, 0.30 cached
     assert claude.cost(usage) == pytest.approx(3.0 + 0.30 + 15.0)
     assert resolve_model(Config(), "ollama/llama3").cost(usage) == 0.0

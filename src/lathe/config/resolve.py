@@ -73,8 +73,9 @@ class ResolvedModel:
 
     @property
     def input_includes_cache(self) -> bool:
-        """Whether this provider's reported input tokens already count cache hits."""
-        return self.kind == "openai-compatible"
+        """Whether reported input tokens already count cache hits. Every provider lathe
+        ships normalises `Usage` so they do not (see `lathe.types.Usage`)."""
+        return False
 
     def cost(self, usage: Usage) -> float:
         return cost_usd(usage, self.prices, input_includes_cache=self.input_includes_cache)
