@@ -1,0 +1,333 @@
+"""`lathe doctor`: check that lathe can run here, each check with ok/warn/fail and a fix.
+
+Checks, in order: the config files parse and the model resolves; the provider's key
+variable is set (the key itself is never printed); the endpoint answers (GET /models,
+or a one-token chat request with --live); `rg`, `git` and `bwrap` are present and
+work; LATHE_HOME is writable. Exit 0 when no check failed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import click
+
+Level = Literal["ok", "warn", "fail"]
+_ENDPOINT_TIMEOUT_S = 5.0
+_LIVE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Check:
+    level: Level
+    name: str
+    detail: str
+    fix: str = ""
+
+
+@click.command("doctor")
+@click.option(
+    "-C",
+    "--cwd",
+    "workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Workspace whose project config applies (default: the current directory).",
+)
+@click.option("--model", "-m", help="Check this model instead of the configured one.")
+@click.option("--base-url", help="Check this OpenAI-compatible endpoint.")
+@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
+@click.option("--live", is_flag=True, help="Also send a one-token chat request to the model.")
+def doctor_command(
+    workspace: Path, model: str | None, base_url: str | None, overrides: tuple[str, ...], live: bool
+) -> None:
+    """Check config, API key, endpoint, tools and LATHE_HOME; print a fix for each problem."""
+    checks = run_checks(workspace, model, base_url, overrides, live=live)
+    color = None if not os.environ.get("NO_COLOR") else False
+    styles = {"ok": ("ok", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
+    for check in checks:
+        label, colour = styles[check.level]
+        mark = click.style(f"{label:<5}", fg=colour, bold=True)
+        click.echo(f"{mark} {check.name:<10} {check.detail}", color=color)
+        if check.fix and check.level != "ok":
+            click.echo(f"{'':16} fix: {check.fix}", color=color)
+    failed = sum(c.level == "fail" for c in checks)
+    warned = sum(c.level == "warn" for c in checks)
+    click.echo(
+        f"\n{len(checks)} checks: {len(checks) - failed - warned} ok, "
+        f"{warned} warning(s), {failed} failed"
+    )
+    sys.exit(1 if failed else 0)
+
+
+def run_checks(
+    workspace: Path,
+    model: str | None,
+    base_url: str | None,
+    overrides: Sequence[str],
+    *,
+    live: bool,
+) -> list[Check]:
+    checks: list[Check] = []
+    resolved = _config_checks(checks, workspace, model, base_url, overrides)
+    if resolved is not None:
+        key_ok = _key_check(checks, resolved)
+        if key_ok:
+            checks.append(_endpoint_check(resolved))
+            if live:
+                checks.append(_live_check(resolved))
+    checks.append(_rg_check())
+    checks.append(_command_check("git", ["git", "--version"], "install git (apt-get install git)"))
+    checks.append(_bwrap_check())
+    checks.append(_home_check())
+    return checks
+
+
+def _config_checks(checks, workspace, model, base_url, overrides):
+    from lathe.config import load_config, resolve_model
+    from lathe.errors import UsageError
+
+    workspace = workspace.expanduser().resolve()
+    try:
+        loaded = load_config(
+            workspace, flags={"model": model, "base_url": base_url}, overrides=overrides
+        )
+    except UsageError as exc:
+        checks.append(Check("fail", "config", str(exc), "correct the file or key named above"))
+        return None
+    files = [
+        f"user {loaded.user_file}" if loaded.user_file.is_file() else "no user file",
+        f"project {loaded.project_file}" if loaded.project_file else "no project file",
+    ]
+    checks.append(Check("ok", "config", "parsed: " + "; ".join(files)))
+    try:
+        resolved = resolve_model(loaded.config)
+    except UsageError as exc:
+        checks.append(Check("fail", "model", str(exc), "choose a model with --model"))
+        return None
+    label = resolved.name or resolved.model_id
+    priced = "" if resolved.prices.known else "; no prices in the catalog, cost not tracked"
+    checks.append(
+        Check(
+            "ok",
+            "model",
+            f"{label} ({resolved.model_id}) on {resolved.provider} at {resolved.base_url}{priced}",
+        )
+    )
+    return resolved
+
+
+def _key_check(checks: list[Check], model) -> bool:
+    from lathe.config import KEY_OVERRIDE_ENV
+    from lathe.ui.setup import _is_loopback
+
+    if os.environ.get(KEY_OVERRIDE_ENV):
+        checks.append(Check("ok", "api key", f"{KEY_OVERRIDE_ENV} is set (overrides every key)"))
+        return True
+    if model.api_key_env is None:
+        checks.append(Check("ok", "api key", f"{model.provider} needs no key"))
+        return True
+    if os.environ.get(model.api_key_env):
+        checks.append(Check("ok", "api key", f"{model.api_key_env} is set"))
+        return True
+    if _is_loopback(model.base_url):
+        checks.append(
+            Check("ok", "api key", f"{model.api_key_env} is not set; a local server needs none")
+        )
+        return True
+    checks.append(
+        Check(
+            "fail",
+            "api key",
+            f"{model.api_key_env} is not set, so {model.provider} cannot be used",
+            f"export {model.api_key_env}=<your key> (or LATHE_API_KEY), "
+            "or choose another model with --model",
+        )
+    )
+    return False
+
+
+def _endpoint_check(model) -> Check:
+    import httpx
+
+    url = model.base_url.rstrip("/") + "/models"
+    try:
+        response = httpx.get(url, headers=_auth_headers(model), timeout=_ENDPOINT_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        return Check(
+            "fail",
+            "endpoint",
+            f"cannot reach {model.base_url}: {_reason(exc)}",
+            f"start the server, or correct providers.{model.provider}.base_url "
+            "(or --base-url) if the address is wrong",
+        )
+    if response.status_code in (401, 403):
+        return Check(
+            "fail",
+            "endpoint",
+            f"{model.base_url} rejected the key (HTTP {response.status_code})",
+            f"check that {model.api_key_env or 'LATHE_API_KEY'} holds a valid key for "
+            f"{model.provider}",
+        )
+    if response.status_code == 404:
+        return Check(
+            "warn",
+            "endpoint",
+            f"{model.base_url} answers but lists no models (HTTP 404)",
+            "run `lathe doctor --live` to send a one-token request instead",
+        )
+    if response.status_code >= 400:
+        return Check(
+            "fail" if response.status_code >= 500 else "warn",
+            "endpoint",
+            f"GET {url} answered HTTP {response.status_code}",
+            "try again later, or run `lathe doctor --live`",
+        )
+    ids = _model_ids(response)
+    if ids and model.model_id not in ids:
+        return Check(
+            "warn",
+            "endpoint",
+            f"{model.base_url} answers, but does not list {model.model_id!r} ({len(ids)} models)",
+            "check the model id; `lathe config show` lists the catalog",
+        )
+    return Check("ok", "endpoint", f"{model.base_url} answers ({len(ids)} models listed)")
+
+
+def _auth_headers(model) -> dict[str, str]:
+    headers = dict(model.headers)
+    key = model.api_key()
+    if model.kind == "anthropic":
+        headers["anthropic-version"] = "2023-06-01"
+        if key:
+            headers["x-api-key"] = key
+    elif key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+def _model_ids(response) -> list[str]:
+    try:
+        data = response.json().get("data", [])
+        return [str(item["id"]) for item in data if isinstance(item, dict) and "id" in item]
+    except (ValueError, AttributeError):
+        return []
+
+
+def _reason(exc: Exception) -> str:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {_ENDPOINT_TIMEOUT_S:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or host not found"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _live_check(model) -> Check:
+    import asyncio
+    import time
+
+    from lathe.errors import ProviderError, UsageError
+    from lathe.llm.base import Completed, ModelRequest
+    from lathe.llm.registry import make_provider
+    from lathe.types import UserMessage
+    from lathe.ui.setup import endpoint_for
+
+    async def ask() -> str:
+        provider = make_provider(endpoint_for(model))
+        try:
+            request = ModelRequest(
+                system="Answer with one word.",
+                messages=[UserMessage(content="Say OK.")],
+                tools=[],
+                max_output_tokens=1,
+            )
+            async for event in provider.stream(request):
+                if isinstance(event, Completed):
+                    return event.message.text
+            return ""
+        finally:
+            await provider.aclose()
+
+    started = time.monotonic()
+    try:
+        text = asyncio.run(asyncio.wait_for(ask(), _LIVE_TIMEOUT_S))
+    except (ProviderError, UsageError) as exc:
+        return Check("fail", "live", str(exc), "fix the problem named above and try again")
+    except TimeoutError:
+        return Check(
+            "fail", "live", f"no reply within {_LIVE_TIMEOUT_S:g} s", "check the server's load"
+        )
+    elapsed = time.monotonic() - started
+    return Check("ok", "live", f"{model.model_id} replied {text.strip()[:20]!r} in {elapsed:.1f} s")
+
+
+def _rg_check() -> Check:
+    from lathe.errors import ToolError
+    from lathe.tools.grep import rg_binary
+
+    try:
+        binary = rg_binary()
+    except ToolError:
+        return Check(
+            "fail",
+            "rg",
+            "ripgrep is not installed: the grep and glob tools cannot run",
+            "pip install 'ripgrep==14.1.0' into lathe's environment, or apt-get install ripgrep",
+        )
+    return _command_check("rg", [binary, "--version"], "reinstall ripgrep")
+
+
+def _command_check(name: str, argv: list[str], fix: str) -> Check:
+    if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
+        return Check("fail", name, f"{argv[0]} is not installed or not on PATH", fix)
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("fail", name, f"{argv[0]} does not run: {exc}", fix)
+    if result.returncode != 0:
+        error = (result.stderr or result.stdout).strip().splitlines()
+        return Check("fail", name, f"{argv[0]} failed: {error[0] if error else 'no output'}", fix)
+    version = result.stdout.strip().splitlines()[0] if result.stdout.strip() else "runs"
+    return Check("ok", name, version)
+
+
+def _bwrap_check() -> Check:
+    from lathe.exec.bwrap import check_bubblewrap
+
+    status = check_bubblewrap()
+    if status.available:
+        return Check("ok", "bwrap", status.message)
+    return Check(
+        "warn",
+        "bwrap",
+        "no sandbox: headless runs refuse commands, interactive ones ask before each",
+        status.message,
+    )
+
+
+def _home_check() -> Check:
+    from lathe.home import lathe_home
+
+    home = lathe_home()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(
+            "fail",
+            "home",
+            f"LATHE_HOME {home} is not writable: {exc.strerror or exc}",
+            "set LATHE_HOME to a writable directory, or fix the permissions of this one",
+        )
+    return Check("ok", "home", f"{home} is writable")
