@@ -13,8 +13,9 @@ from tests.fakes.anthropic_server import (
     ThinkingBlock,
     ToolUse,
 )
-from tests.llm.provider_support import SECRET, run
+from tests.llm.provider_support import SECRET, failure, run
 
+from lathe.errors import BadRequest
 from lathe.llm.anthropic import AnthropicProvider
 from lathe.llm.base import ModelRequest, TextDelta, ThinkingDelta
 from lathe.types import (
@@ -346,3 +347,19 @@ async def test_the_sdk_is_imported_only_when_the_first_request_is_made():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_the_fake_refuses_what_the_real_api_refuses(fake_anthropic, claude):
+    orphan_call = AssistantMessage(
+        tool_calls=(ToolCall(id="toolu_9", name="read", arguments="{}"),),
+        stop_reason=StopReason.TOOL_USE,
+    )
+    fake_anthropic.enqueue(Reply("never served"))
+
+    error = await failure(
+        claude, ask(UserMessage(content="q"), orphan_call, UserMessage(content="?"))
+    )
+
+    assert type(error) is BadRequest
+    assert "without tool_result" in str(error)
+    assert fake_anthropic.remaining == 1
