@@ -16,8 +16,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture
-def lathe_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+@pytest.fixture(autouse=True)
+def lathe_home(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path | None:
+    """Every test gets its own LATHE_HOME, except those that use the real installed model."""
+    if request.node.get_closest_marker("local_model"):
+        return None
     home = tmp_path / "lathe-home"
     monkeypatch.setenv("LATHE_HOME", str(home))
     return home

@@ -3,7 +3,8 @@
 
 Behaviour is chosen by FAKE_LLAMA_MODE: "ok" (default), "slow" (health answers 503
 "Loading model" for FAKE_LLAMA_DELAY seconds first), "crash" (exits at once with an
-error in its log), "never" (answers 503 forever). POST /die makes it exit with code 3.
+error in its log), "never" (answers 503 forever), "amx"
+(dies by SIGILL unless given --no-repack). POST /die makes it exit with code 3.
 It records its argv in FAKE_LLAMA_ARGV if set.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -19,19 +21,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def main() -> None:
+    if "--version" in sys.argv:
+        print("version: 0 (fake)")
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--alias", default="fake")
     parser.add_argument("--chat-template-file")
-    parser.add_argument("--version", action="store_true")
     args, _ = parser.parse_known_args()
     if os.environ.get("FAKE_LLAMA_ARGV"):
         with open(os.environ["FAKE_LLAMA_ARGV"], "w") as f:
             json.dump(sys.argv[1:], f)
     mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
     print(f"fake llama-server loading {args.model}", flush=True)
+    if mode == "amx" and "--no-repack" not in sys.argv:
+        # As llama.cpp's AMX kernels do under a hypervisor that reports but faults AMX.
+        print("llama threadpool init, n_threads = 1", flush=True)
+        os.kill(os.getpid(), signal.SIGILL)
     if mode == "crash":
         print("error: failed to load model: unsupported file format", flush=True)
         sys.exit(1)

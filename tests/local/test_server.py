@@ -114,6 +114,48 @@ def test_a_server_that_cannot_start_reports_its_log(
     assert caught.value.retryable
 
 
+def test_a_crash_with_repacking_retries_without_it_and_remembers(
+    fake_llama: Path,
+    model_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    lathe_home: Path,
+) -> None:
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "amx")
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_LLAMA_ARGV", str(argv_file))
+    with srv.LocalServer(model_file, alias="m", binary=fake_llama) as server:
+        server.ensure_running()
+        assert "--no-repack" in json.loads(argv_file.read_text())
+    record = lathe_home / "local" / "no-repack.txt"
+    assert record.read_text() == f"{fake_llama}\n"
+
+    argv_file.unlink()
+    with srv.LocalServer(model_file, alias="m", binary=fake_llama) as server:
+        assert "--no-repack" in server.command()
+    assert "--no-repack" in json.loads(argv_file.read_text())
+
+
+def test_a_server_stopped_by_us_leaves_no_log_but_a_crash_keeps_it(
+    fake_llama: Path, model_file: Path, lathe_home: Path
+) -> None:
+    logs = lathe_home / "local" / "logs"
+    with srv.LocalServer(model_file, alias="m", binary=fake_llama) as server:
+        assert server.log_path is not None and server.log_path.parent == logs
+        assert server.log_path.exists()
+    assert list(logs.iterdir()) == []
+
+    server = srv.LocalServer(model_file, alias="m", binary=fake_llama)
+    server.start()
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGKILL)
+    time.sleep(0.3)
+    with pytest.raises(Transport):
+        server.check_alive()
+    server.stop()
+    assert server.log_path is not None and server.log_path.exists()
+
+
 def test_health_timeout_names_the_last_answer(
     fake_llama: Path, model_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

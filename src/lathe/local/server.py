@@ -39,6 +39,7 @@ HOST = "127.0.0.1"
 TEMPLATE = Path(__file__).parent / "templates" / "qwen2.5-coder-tools.jinja"
 _LOG_TAIL_LINES = 25
 _BIND_FAILURE = ("couldn't bind", "Address already in use")
+_CRASH_CODES = (-signal.SIGILL, -signal.SIGSEGV, -signal.SIGBUS)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class ServerOptions:
     chat_template: Literal["lathe", "stock"] | Path = "lathe"
     """"lathe": lathe's template that makes the model's ```json calls parse as tool
     calls; "stock": the model's own template (for JSON-schema action mode); or a file."""
+    repack: bool | None = None
+    """llama.cpp's weight repacking (its AMX and AVX kernels). None: on, unless this
+    llama-server is known to crash with it, as it does under hypervisors that report
+    AMX but fault on its instructions; then lathe retries with `--no-repack` and
+    remembers that for this binary."""
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -65,6 +71,23 @@ def _log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:
     except OSError:
         return "(log unreadable)"
     return "\n".join(text.splitlines()[-lines:]) or "(log empty)"
+
+
+def _repack_record() -> Path:
+    return local_dir() / "no-repack.txt"
+
+
+def _crashes_with_repack() -> set[str]:
+    try:
+        return set(_repack_record().read_text().splitlines())
+    except OSError:
+        return set()
+
+
+def _remember_repack_crash(binary: Path) -> None:
+    record = _repack_record()
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("".join(f"{b}\n" for b in sorted({*_crashes_with_repack(), str(binary)})))
 
 
 def _free_port(host: str = HOST) -> int:
@@ -160,9 +183,11 @@ class LocalServer:
         self.binary = binary
         self.options = options or ServerOptions()
         self.log_path = log_path
+        self._own_log = log_path is None
         self.port = port
         self._requested_port = port
         self._proc: subprocess.Popen[bytes] | None = None
+        self._repack = self.options.repack
 
     @property
     def base_url(self) -> str:
@@ -204,6 +229,8 @@ class LocalServer:
             cmd += ["--chat-template-file", str(TEMPLATE)]
         elif isinstance(opts.chat_template, Path):
             cmd += ["--chat-template-file", str(opts.chat_template)]
+        if self._repack is False:
+            cmd.append("--no-repack")
         return [*cmd, *opts.extra_args]
 
     def start(self, timeout: float = 180.0, *, detach: bool = False) -> None:
@@ -221,8 +248,13 @@ class LocalServer:
                 f"Port {self._requested_port} on {HOST} is already in use; choose another "
                 "port or stop the program listening on it."
             )
-        # A port found free can be taken before the server binds it; pick again then.
-        for attempt in range(3):
+        if self._repack is None and str(self.binary) in _crashes_with_repack():
+            self._repack = False
+        # A port found free can be taken before the server binds it: pick again then.
+        # A crash by signal while loading, with repacking on, is retried without it.
+        attempts = 0
+        while True:
+            attempts += 1
             if self._requested_port is None:
                 self.port = _free_port()
             self._spawn(detach)
@@ -230,9 +262,14 @@ class LocalServer:
                 self._wait_healthy(timeout)
                 return
             except Transport:
+                code = self._proc.poll() if self._proc else None
                 bind_failed = any(s in _log_tail(self.log_path) for s in _BIND_FAILURE)
                 self._kill()
-                if not bind_failed or self._requested_port is not None or attempt == 2:
+                if code in _CRASH_CODES and self._repack is None:
+                    self._repack = False
+                    _remember_repack_crash(self.binary)
+                    continue
+                if not bind_failed or self._requested_port is not None or attempts >= 3:
                     raise
 
     def _spawn(self, detach: bool) -> None:
@@ -308,6 +345,10 @@ class LocalServer:
             return
         if proc.poll() is None:
             _terminate(proc.pid, 10.0)
+            # Stopped by us, so its log holds nothing anyone will ask about; a server
+            # that died by itself keeps its log, which the error message names.
+            if self._own_log and self.log_path is not None:
+                self.log_path.unlink(missing_ok=True)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
 
