@@ -1,0 +1,97 @@
+"""`lathe doctor` against the fake server, a closed port, a missing key, a bad config."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.fakes.openai_server import Reply
+from tests.obs.conftest import lathe
+
+
+def _line(output: str, name: str) -> str:
+    return next(line for line in output.splitlines() if line.split()[1:2] == [name])
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_doctor_passes_with_the_fake_server_up(tmp_path, workspace, fake_openai):
+    key = "sk-doctor-key-4f3a2b1c0d9e"
+    env = {"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    fake_openai.enqueue(Reply("OK"))
+    result = lathe(
+        "doctor",
+        "--model",
+        "fake-model",
+        "--base-url",
+        fake_openai.base_url,
+        "-C",
+        str(workspace),
+        "--live",
+        cwd=workspace,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _line(result.stdout, "config").startswith("ok")
+    assert "OPENAI_API_KEY is set" in _line(result.stdout, "api")
+    assert _line(result.stdout, "endpoint").startswith("ok")
+    assert "1 models listed" in _line(result.stdout, "endpoint")
+    assert _line(result.stdout, "live").startswith("ok")
+    for tool in ("rg", "git", "home"):
+        assert _line(result.stdout, tool).startswith("ok"), result.stdout
+    assert "failed" in result.stdout.splitlines()[-1] and " 0 failed" in result.stdout
+    assert key not in result.stdout + result.stderr
+    # GET /models with the key, then one chat request asking for one token.
+    models, chat = fake_openai.requests
+    assert (models.method, models.path) == ("GET", "/v1/models")
+    assert models.headers["authorization"] == f"Bearer {key}"
+    assert chat.body["max_tokens"] == 1
+
+
+def test_doctor_fails_with_a_hint_when_the_endpoint_is_down(tmp_path, workspace):
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")}
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = lathe(
+        "doctor", "--model", "m", "--base-url", url, "-C", str(workspace), cwd=workspace, env=env
+    )
+    assert result.returncode == 1
+    endpoint = _line(result.stdout, "endpoint")
+    assert endpoint.startswith("FAIL") and url in endpoint and "connection refused" in endpoint
+    hint = result.stdout.splitlines()[result.stdout.splitlines().index(endpoint) + 1]
+    assert "fix: start the server" in hint and "--base-url" in hint
+
+
+def test_doctor_fails_naming_the_missing_key_variable(tmp_path, workspace):
+    result = lathe(
+        "doctor",
+        "--model",
+        "gpt-4o",
+        "-C",
+        str(workspace),
+        cwd=workspace,
+        env={"LATHE_HOME": str(tmp_path / "home")},
+    )
+    assert result.returncode == 1
+    key = _line(result.stdout, "api")
+    assert key.startswith("FAIL") and "OPENAI_API_KEY is not set" in key
+    assert "export OPENAI_API_KEY=" in result.stdout
+    assert "endpoint" not in result.stdout  # nothing to ask without a key
+
+
+def test_doctor_reports_a_config_error_and_an_unwritable_home(tmp_path, workspace):
+    (workspace / ".lathe").mkdir()
+    (workspace / ".lathe" / "config.toml").write_text("[agent]\nmax_turn = 3\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = lathe(
+        "doctor", "-C", str(workspace), cwd=workspace, env={"LATHE_HOME": str(blocker / "home")}
+    )
+    assert result.returncode == 1
+    config = _line(result.stdout, "config")
+    assert config.startswith("FAIL") and "max_turn" in config and "config.toml" in config
+    home = _line(result.stdout, "home")
+    assert home.startswith("FAIL") and "not writable" in home
+    assert "fix: set LATHE_HOME" in result.stdout

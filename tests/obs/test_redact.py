@@ -1,0 +1,104 @@
+"""The Redactor masks exact secret values in tool output, spill files, messages and events."""
+
+from __future__ import annotations
+
+from lathe.agent.hooks import AgentHooks
+from lathe.config.secrets import mask_secret
+from lathe.events import RunFinished, RunStatus, VerifyFinished
+from lathe.obs.log import SessionLog, summarize_arguments
+from lathe.obs.redact import Redactor
+from lathe.tools.base import ToolOutput
+from lathe.types import Usage, UserMessage
+
+KEY = "sk-live-1234567890abcdefghij"
+HEADER = "hdr-secret-99887766"
+
+
+async def test_after_tool_masks_content_summary_details_and_the_spill_file(tmp_path):
+    spill = tmp_path / "out.txt"
+    spill.write_text(f"line 1 {KEY}\nline 2 {HEADER}\n")
+    redactor = Redactor([KEY, HEADER])
+    output = ToolOutput(
+        content=f"OPENAI_API_KEY={KEY}\nX={HEADER}",
+        summary=f"printed {KEY}",
+        details={
+            "exit_code": 0,
+            "command": "env",
+            "full_output_path": str(spill),
+            "nested": [KEY, {"k": HEADER}],
+        },
+    )
+    masked = await redactor.after_tool("bash", {"command": "env"}, output)
+    assert masked.content == f"OPENAI_API_KEY={mask_secret(KEY)}\nX={mask_secret(HEADER)}"
+    assert masked.summary == f"printed {mask_secret(KEY)}"
+    assert masked.details["nested"] == [mask_secret(KEY), {"k": mask_secret(HEADER)}]
+    assert masked.details["exit_code"] == 0
+    assert spill.read_text() == f"line 1 {mask_secret(KEY)}\nline 2 {mask_secret(HEADER)}\n"
+
+
+async def test_no_secrets_or_short_ones_change_nothing():
+    output = ToolOutput(content="no-key abc")
+    assert await Redactor([]).after_tool("bash", {}, output) is output
+    assert not Redactor(["no-key", ""])  # too short to be a key; masking would wreck text
+    assert Redactor(["abc"]).mask("abc") == "abc"
+
+
+def test_a_longer_secret_containing_a_shorter_one_is_masked_whole():
+    short, long = "abcdefgh1234", "abcdefgh1234-and-more-5678"
+    assert Redactor([short, long]).mask(f"x {long} y") == f"x {mask_secret(long)} y"
+
+
+def test_guarded_hooks_see_masked_messages_and_summaries():
+    seen: list = []
+
+    class Recorder(AgentHooks):
+        def on_message(self, message):
+            seen.append(message)
+
+        def on_compaction(self, opening, kept_messages, tokens_before, tokens_after):
+            seen.append(opening)
+
+    guarded = Redactor([KEY]).guard(Recorder())
+    guarded.on_message(UserMessage(content=f"verify failed: KEY={KEY}"))
+    guarded.on_compaction(f"summary mentions {KEY}", 2, 100, 10)
+    assert seen == [
+        UserMessage(content=f"verify failed: KEY={mask_secret(KEY)}"),
+        f"summary mentions {mask_secret(KEY)}",
+    ]
+
+
+def test_events_are_masked_and_untouched_ones_are_the_same_object():
+    redactor = Redactor([KEY])
+    verify = VerifyFinished(command="env", exit_code=0, passed=True, output_tail=f"K={KEY}")
+    assert redactor.event(verify).output_tail == f"K={mask_secret(KEY)}"
+    clean = RunFinished(status=RunStatus.VERIFIED, turns=1, usage=Usage(), answer="ok")
+    assert redactor.event(clean) is clean
+
+
+def test_log_lines_are_masked_and_arguments_summarised(tmp_path):
+    log = SessionLog(tmp_path / "s.log", "abc", Redactor([KEY]))
+    log(VerifyFinished(command=f"echo {KEY}", exit_code=0, passed=True, output_tail=""))
+    log.close()
+    text = (tmp_path / "s.log").read_text()
+    assert KEY not in text and mask_secret(KEY) in text
+    summary = summarize_arguments(
+        {
+            "path": "a.py",
+            "old_string": "x" * 50,
+            "new_string": "",
+            "command": "y" * 500,
+            "limit": 3,
+            "paths": ["a", "b"],
+        }
+    )
+    assert summary["old_string"] == "<50 chars>" and summary["new_string"] == "<0 chars>"
+    assert len(summary["command"]) == 200 and summary["command"].endswith("...")
+    assert summary["limit"] == 3 and summary["paths"] == '["a", "b"]'
+
+
+def test_an_unwritable_log_never_raises(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    log = SessionLog(blocker / "s.log", "abc")
+    log(VerifyFinished(command="x", exit_code=0, passed=True, output_tail=""))
+    assert log.error and "cannot write the log" in log.error
