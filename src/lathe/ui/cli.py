@@ -20,7 +20,7 @@ _LAZY_COMMANDS = {
         "checkpoints_group",
         "List and restore workspace checkpoints.",
     ),
-    "local": ("lathe.ui.local_cmd", "local_group", "Install and run the embedded local model."),
+    "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
 }

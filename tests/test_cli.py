@@ -1,0 +1,30 @@
+"""The command line: every subcommand loads, and start-up stays free of heavy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from lathe.ui.cli import _LAZY_COMMANDS, cli
+
+
+@pytest.mark.parametrize("name", [*_LAZY_COMMANDS, "run"])
+def test_every_subcommand_loads_and_has_help(name):
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+def test_version_does_not_import_sdks_or_renderers():
+    code = (
+        "import sys; from lathe.ui.cli import cli\n"
+        "try:\n    cli(['--version'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('openai', 'anthropic', 'rich', 'prompt_toolkit', 'tree_sitter',"
+        " 'pydantic') if m in sys.modules]\n"
+        "print('heavy:' + ','.join(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip().splitlines()[-1] == "heavy:"
