@@ -5,9 +5,9 @@ Contract for `Tool.execute(args, ctx)`:
 - It returns a `ToolOutput`. A failure the model should see and can act on (file not
   found, 0 matches, a path outside the workspace) is `ToolOutput(is_error=True)` or a
   raised `ToolError`; the loop turns both into an error result. Any other exception is
-  a bug and aborts the run.
-- File tools resolve every path through `ctx.resolve()` and never touch anything outside
-  the workspace. Commands run only through `ctx.executor`.
+  a bug: the loop reports it to the model as an internal error of that tool.
+- File tools resolve every path through `lathe.tools.paths.resolve_path` and never touch
+  anything outside the workspace. Commands run only through `ctx.executor`.
 - `read_only` tools change nothing on disk, so the loop may run several concurrently.
 """
 
