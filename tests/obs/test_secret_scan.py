@@ -31,12 +31,16 @@ def _files_holding(secret: bytes, *roots: Path) -> list[Path]:
 def test_the_key_is_masked_everywhere_lathe_writes(tmp_path, workspace, home, fake_openai):
     key = f"sk-scan-{uuid.uuid4().hex}"
     env = {"OPENAI_API_KEY": key, "LATHE_HOME": str(home)}
-    long_listing = 'for i in $(seq 1 2000); do echo "$i $OPENAI_API_KEY"; done'
+    # The key reaches tool output only through a file of the user's (commands never
+    # inherit it); the file is git-ignored so no checkpoint stores it.
+    (workspace / ".gitignore").write_text("leaked.txt\n")
+    (workspace / "leaked.txt").write_text(f"token: {key}\n")
+    long_listing = "for i in $(seq 1 2000); do cat leaked.txt; done"
     fake_openai.enqueue(
         Reply(
             "Let me look at the environment.",
             calls=[
-                Call("bash", {"command": "echo $OPENAI_API_KEY"}),
+                Call("bash", {"command": "echo key=$OPENAI_API_KEY; cat leaked.txt"}),
                 Call("bash", {"command": "env"}),
                 Call("bash", {"command": long_listing}),  # spilled to a file in the workspace
             ],
@@ -81,13 +85,13 @@ def test_the_key_is_masked_everywhere_lathe_writes(tmp_path, workspace, home, fa
     sent = json.dumps(bodies)
     assert key not in sent
     tool_results = [m["content"] for m in bodies[2]["messages"] if m["role"] == "tool"]
-    assert tool_results[0].startswith(mask_secret(key))
-    assert f"OPENAI_API_KEY={mask_secret(key)}" in tool_results[1]
+    assert tool_results[0].startswith(f"key=\ntoken: {mask_secret(key)}")
+    assert "OPENAI_API_KEY" not in tool_results[1]  # commands never see the key
     assert "output truncated" in tool_results[2]  # the long one was spilled
 
     # Every byte lathe wrote or printed.
     leaks = _files_holding(key.encode(), home, workspace)
-    assert leaks == []
+    assert leaks == [workspace / "leaked.txt"]
     for output in (first.stdout, first.stderr, second.stdout, second.stderr):
         assert key not in output
     assert list((workspace / ".lathe" / "tmp").iterdir())  # the spill file exists, scrubbed

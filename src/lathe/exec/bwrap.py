@@ -206,6 +206,7 @@ class BubblewrapExecutor:
         bwrap: str = "bwrap",
         env: Mapping[str, str] | None = None,
         status: SandboxStatus | None = None,
+        hide_env: Sequence[str] = (),
     ) -> None:
         self.workspace = Path(os.path.abspath(workspace))
         self.network = network
@@ -214,7 +215,7 @@ class BubblewrapExecutor:
         self.extra_read_only = tuple(extra_read_only)
         self._bwrap = bwrap
         self._status = status
-        self._local = LocalExecutor(self._argv, env=env)
+        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env)
 
     @property
     def status(self) -> SandboxStatus:

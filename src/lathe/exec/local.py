@@ -23,7 +23,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -65,14 +65,19 @@ class LocalExecutor:
         *,
         kill_grace_s: float = 2.0,
         linger_s: float = 1.0,
+        hide_env: Iterable[str] = (),
     ) -> None:
         self._argv_builder = argv_builder or bash_argv
         self._env = dict(env or {})
+        # Variables commands must not see, e.g. the model provider's API keys: masking
+        # output cannot catch a key a command re-encodes, so it never gets one.
+        self._hide = frozenset(hide_env)
         self._kill_grace_s = kill_grace_s
         self._linger_s = linger_s
 
     def _environment(self) -> dict[str, str]:
-        return {**os.environ, **NONINTERACTIVE_ENV, **self._env}
+        inherited = {k: v for k, v in os.environ.items() if k not in self._hide}
+        return {**inherited, **NONINTERACTIVE_ENV, **self._env}
 
     async def run(
         self,

@@ -128,5 +128,11 @@ class _Masked(AgentHooks):
     async def before_changes(self, turn: int) -> None:
         await self._inner.before_changes(turn)
 
+    async def on_run_start(self, task: str) -> None:
+        await self._inner.on_run_start(task)
+
+    async def on_run_end(self, finished: Any) -> None:
+        await self._inner.on_run_end(finished)
+
     async def after_changes(self, turn: int) -> None:
         await self._inner.after_changes(turn)

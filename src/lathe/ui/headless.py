@@ -98,8 +98,6 @@ class _HeadlessRun:
                 ),
                 messages=history,
             )
-            if setup.model.prices.known:
-                agent.deps.settings.price = setup.model.cost
             self.emit(
                 RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace))
             )

@@ -30,7 +30,8 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     rules = RuleSet.from_strings(
         allow=[*config.allow, *setup.options.allow], deny=[*config.deny, *setup.options.deny]
     )
-    executor: Executor = LocalExecutor()
+    hidden = _key_variables(setup)
+    executor: Executor = LocalExecutor(hide_env=hidden)
     sandboxed = False
     if mode in (Mode.ASK, Mode.AUTO):
         from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
@@ -42,6 +43,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
                 status=status,
+                hide_env=hidden,
             )
             sandboxed = True
         else:
@@ -66,6 +68,16 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
 
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=_hooks(setup, emit))
+
+
+def _key_variables(setup: RunSetup) -> list[str]:
+    """Every variable that may hold a model provider's key: commands never see them."""
+    from lathe.config import KEY_OVERRIDE_ENV
+
+    names = {p.api_key_env for p in setup.loaded.config.providers.values() if p.api_key_env}
+    if setup.model.api_key_env:
+        names.add(setup.model.api_key_env)
+    return sorted({KEY_OVERRIDE_ENV, *names})
 
 
 def _hooks(setup: RunSetup, emit) -> list[AgentHooks]:

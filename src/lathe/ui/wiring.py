@@ -40,6 +40,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
             max_delay_s=config.retry.max_delay_s,
         ),
         max_output_tokens=setup.model.max_output_tokens,
+        price=setup.model.cost if setup.model.prices.known else None,
     )
 
 

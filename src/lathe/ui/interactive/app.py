@@ -120,6 +120,9 @@ class InteractiveApp:
     def emit(self, event: Any) -> None:
         from lathe.events import AssistantReply, ToolFinished
 
+        redactor = getattr(self, "redactor", None)
+        if redactor is not None:
+            event = redactor.event(event)
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
         if isinstance(event, ToolFinished) and self._approved_diff and event.name in FILE_TOOLS:
@@ -169,7 +172,11 @@ class InteractiveApp:
         self.gate = safety.gate
         self.gate.on_remember = self.links.remember_approval
         self.sandboxed = safety.sandboxed
-        hooks = HookChain([safety.gate, *safety.hooks, OutputTap(), self.links])
+        from lathe.obs import Redactor
+
+        self.redactor = Redactor(self.resolved.secrets())
+        masked_links = self.redactor.guard(self.links)
+        hooks = HookChain([safety.gate, *safety.hooks, self.redactor, OutputTap(), masked_links])
         return build_agent(
             self.setup,
             self.provider,
