@@ -107,6 +107,7 @@ def _parse_events(stdout: str, result: TaskResult) -> None:
     """Fill status, turns, tokens and tool counts from lathe's JSON lines."""
     usage_in = usage_out = 0
     saw_usage = False
+    turns_seen = 0
     for line in stdout.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -118,6 +119,8 @@ def _parse_events(stdout: str, result: TaskResult) -> None:
         if not isinstance(event, dict):
             continue
         kind = _event_type(event)
+        if kind == "turn_started":
+            turns_seen += 1
         if kind in ("tool_call", "tool_started", "tool_call_started", "tool_start"):
             result.tool_calls += 1
             name = str(event.get("name") or event.get("tool") or "?")
@@ -137,6 +140,8 @@ def _parse_events(stdout: str, result: TaskResult) -> None:
                 result.tokens_out = int(
                     usage.get("output_tokens") or usage.get("completion_tokens") or 0
                 )
+    if result.turns is None and turns_seen:
+        result.turns = turns_seen  # the run did not finish (timeout): turns started
     if result.tokens_in is None and saw_usage:
         result.tokens_in, result.tokens_out = usage_in, usage_out
 
