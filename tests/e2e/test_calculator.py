@@ -192,3 +192,26 @@ def test_provider_failure_beyond_retries_exits_3(tmp_path, fake_openai):
     assert result.returncode == 3
     assert "OPENAI_API_KEY" in result.stderr
     assert "sk-secret-value-123" not in result.stderr + result.stdout
+
+
+def test_headless_auto_runs_commands_inside_the_sandbox(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    probe = Path.home() / f"lathe-sandbox-probe-{os.getpid()}"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": f"touch {probe} && echo escaped"})]),
+        Reply("done"),
+    )
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "probe",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert not probe.exists()
+    tool_result = next(
+        m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool"
+    )
+    assert "escaped" not in tool_result["content"]
+    assert "Read-only file system" in tool_result["content"]
