@@ -207,6 +207,21 @@ class PermissionsConfig(Section):
     """Sandbox settings."""
 
 
+class LocalConfig(Section):
+    """The embedded local model (`--model local`)."""
+
+    tool_mode: Literal["template", "json_schema"] = "template"
+    """How the small model calls tools: "template" (lathe's chat template makes its
+    fenced JSON calls parse as native tool calls) or "json_schema" (each reply is
+    constrained to one JSON action with response_format)."""
+
+    ctx_size: int = Field(default=8192, ge=2048)
+    """Context window the server is started with, in tokens."""
+
+    threads: int = Field(default=1, ge=1)
+    """Generation threads; one stays fast when another process takes a core."""
+
+
 class HookCommand(Section):
     """A shell command run at an agent event; the event arrives as JSON on stdin."""
 
@@ -275,6 +290,9 @@ class Config(Section):
 
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Approval and sandbox."""
+
+    local: LocalConfig = Field(default_factory=LocalConfig)
+    """The embedded local model's server and tool-calling mode."""
 
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Commands run at agent events (session_start, pre_tool, post_tool, stop)."""

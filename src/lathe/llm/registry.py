@@ -21,6 +21,7 @@ class Endpoint:
     api_key_env: str
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout_s: float = 600.0
+    tool_mode: str = "native"  # "json_schema": one constrained JSON action per reply
 
 
 def _openai(endpoint: Endpoint) -> Provider:
@@ -64,4 +65,9 @@ def make_provider(endpoint: Endpoint) -> Provider:
     if factory is None:
         kinds = ", ".join(sorted(_FACTORIES))
         raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
-    return factory(endpoint)
+    provider = factory(endpoint)
+    if endpoint.tool_mode == "json_schema":
+        from lathe.llm.json_actions import JsonActionProvider
+
+        return JsonActionProvider(provider)
+    return provider

@@ -3,6 +3,7 @@ Shared by `lathe run` and the interactive face."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,8 +72,12 @@ def prepare(options: RunOptions) -> RunSetup:
     name = loaded.config.model
     if not _is_local(name) and loaded.origin("model") == "default":
         name = _local_default(loaded, notices) or name
-    model = _local_model(loaded, name) if _is_local(name) else resolve_model(loaded.config)
-    setup = RunSetup(options, workspace, loaded, model, endpoint_for(model))
+    local = _is_local(name)
+    model = _local_model(loaded, name) if local else resolve_model(loaded.config)
+    endpoint = endpoint_for(model)
+    if local and loaded.config.local.tool_mode == "json_schema":
+        endpoint = dataclasses.replace(endpoint, tool_mode="json_schema")
+    setup = RunSetup(options, workspace, loaded, model, endpoint)
     setup.notices = notices
     return setup
 
@@ -105,12 +110,15 @@ def _local_default(loaded: LoadedConfig, notices: list[str]) -> str | None:
 def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
     """Start (or reuse) the managed llama-server and describe it as an OpenAI-compatible
     model whose window is the server's context size."""
-    import dataclasses
-
     from lathe.config import resolve_model
     from lathe.local import ServerOptions, ensure_local_server, get_model
 
-    options = ServerOptions()
+    settings = loaded.config.local
+    options = ServerOptions(
+        ctx_size=settings.ctx_size,
+        threads=settings.threads,
+        chat_template="lathe" if settings.tool_mode == "template" else "stock",
+    )
     local = ensure_local_server(name, options=options)
     resolved = resolve_model(loaded.config, local.model, base_url_override=local.base_url)
     return dataclasses.replace(
