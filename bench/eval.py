@@ -154,7 +154,9 @@ def run_task(task_dir: Path, args: argparse.Namespace, base_url: str | None) -> 
     # Read bytes and decode: TASK.md is given exactly as written.
     instruction = (task_dir / "TASK.md").read_bytes().decode("utf-8")
 
-    work = Path(tempfile.mkdtemp(prefix=f"lathe-eval-{task_dir.name}-"))
+    # A neutral name: the workspace path is in lathe's system prompt, and a small model
+    # builds guessed paths out of it (seen: tests/<task name>_<suffix>/test.py).
+    work = Path(tempfile.mkdtemp(prefix="lathe-eval-"))
     shutil.rmtree(work)
     shutil.copytree(task_dir / "repo", work)  # copies bytes: CRLF stays CRLF
     result.workdir = str(work)
