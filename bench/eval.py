@@ -159,6 +159,7 @@ def run_task(task_dir: Path, args: argparse.Namespace, base_url: str | None) -> 
     work = Path(tempfile.mkdtemp(prefix="lathe-eval-"))
     shutil.rmtree(work)
     shutil.copytree(task_dir / "repo", work)  # copies bytes: CRLF stays CRLF
+    _make_writable(work)  # the task folders are read-only; the copy must not be
     result.workdir = str(work)
 
     cmd = [sys.executable, "-m", "lathe", "run", "--json", "-C", str(work)]
@@ -247,6 +248,12 @@ def _start_local(model: str, server_args: list[str]):
         file=sys.stderr,
     )
     return warm.base_url, warm.wire_id, (stop_warm if started_here else None)
+
+
+def _make_writable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
 
 
 def main(argv: list[str] | None = None) -> int:
