@@ -298,3 +298,28 @@ async def test_no_evidence_when_nothing_was_tested_after_the_last_edit(tmp_path)
     finished = await agent.run("task")
 
     assert finished.evidence is None
+
+
+async def test_a_repeated_cycle_of_calls_is_a_stall_too(tmp_path):
+    cycle = [reply("", ("peek", {"path": "a"})), reply("", ("touch", {"path": "b"}))]
+    provider = ScriptedProvider(cycle * 5)
+    agent, events = make_agent(tmp_path, provider)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.STUCK
+    assert finished.turns == 7
+    nudge = sent_messages(provider, 6)[-1]
+    assert "repeated the same 2 calls (peek, touch) 3 times over" in nudge.content
+
+
+async def test_alternating_edits_with_different_arguments_are_progress(tmp_path):
+    script = []
+    for i in range(6):
+        script += [reply("", ("touch", {"path": f"f{i}"})), reply("", ("peek", {"path": "a"}))]
+    provider = ScriptedProvider([*script, reply("done")])
+    agent, _ = make_agent(tmp_path, provider, max_turns=20)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.UNVERIFIED

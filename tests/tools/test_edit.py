@@ -189,7 +189,8 @@ async def test_binary_missing_and_directory_targets_are_errors(ctx: ToolContext)
         "blob.bin is a binary file; edit works only on text files"
     )
     assert await call_error(edit, ctx, path="nope.py", old_string="a", new_string="b") == (
-        "nope.py does not exist; use write to create a new file (or ls to find it)"
+        "nope.py does not exist. Use ls or glob to find the right path. "
+        "Only for a genuinely new file, use write."
     )
     assert await call_error(edit, ctx, path="pkg", old_string="a", new_string="b") == (
         "pkg is a directory; edit works on files (use ls to list it)"
@@ -225,3 +226,14 @@ async def test_a_context_without_file_state_gets_one(ctx: ToolContext) -> None:
     path.write_text(SOURCE.replace("add", "plus"))
     error = await call_error(edit, ctx, path="calc.py", old_string="a - b", new_string="0")
     assert "was modified on disk since you last read it" in error
+
+
+async def test_a_guessed_folder_points_to_the_file_of_that_name(ctx: ToolContext) -> None:
+    (ctx.workspace / "ledger" / "core").mkdir(parents=True)
+    (ctx.workspace / "ledger" / "core" / "amounts.py").write_text("x = 1\n")
+    message = await call_error(edit, ctx, path="amounts.py", old_string="x", new_string="y")
+    assert message == (
+        "amounts.py does not exist. Files with that name: ledger/core/amounts.py. "
+        "Only for a genuinely new file, use write."
+    )
+    assert not (ctx.workspace / "amounts.py").exists()

@@ -134,9 +134,7 @@ class Agent:
                     )
                 if outcome.verdict is StallVerdict.NUDGE:
                     self.emit(StallNudge(tool=outcome.stalled_tool, repeats=stall.repeats))
-                    self.append(
-                        UserMessage(content=nudge_text(outcome.stalled_tool, stall.repeats))
-                    )
+                    self.append(UserMessage(content=nudge_text(stall.description)))
                 continue
 
             if reply.stop_reason is StopReason.MAX_TOKENS:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 _AGENTS_FILE_MAX_CHARS = 20_000
+_OVERVIEW_MAX_FILES = 150
 
 _METHOD = """\
 You are lathe, a coding agent working in a real repository through tools.
@@ -24,7 +26,9 @@ output through `tail`. Paths are relative to the workspace root."""
 
 
 def system_prompt(workspace: Path, tool_names: list[str], *, verify_command: str | None) -> str:
-    parts = [_METHOD, f"Workspace root: {workspace}", f"Tools: {', '.join(tool_names)}."]
+    # What changes least comes first, so a server's prompt cache reuses the longest
+    # prefix across runs; the workspace path and its file list come last.
+    parts = [_METHOD, f"Tools: {', '.join(tool_names)}."]
     if verify_command:
         parts.append(
             f"When you finish, lathe runs `{verify_command}` itself; if it fails you will "
@@ -33,6 +37,10 @@ def system_prompt(workspace: Path, tool_names: list[str], *, verify_command: str
     agents = _agents_file(workspace)
     if agents:
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
+    parts.append(f"Workspace root: {workspace}")
+    overview = workspace_overview(workspace)
+    if overview:
+        parts.append(overview)
     return "\n\n".join(parts)
 
 
@@ -45,3 +53,33 @@ def _agents_file(workspace: Path) -> str | None:
     if len(text) > _AGENTS_FILE_MAX_CHARS:
         text = text[:_AGENTS_FILE_MAX_CHARS] + "\n[AGENTS.md cut here: it is longer]"
     return text.strip() or None
+
+
+def workspace_overview(workspace: Path, max_files: int = _OVERVIEW_MAX_FILES) -> str | None:
+    """The workspace's files (git-ignored ones left out), so the model starts from real
+    names instead of guessing them. Small models otherwise invent paths and create
+    files that already exist."""
+    from lathe.errors import ToolError
+    from lathe.tools.grep import RG_COMMON, rg_binary
+
+    try:
+        listing = subprocess.run(
+            [rg_binary(), "--files", *RG_COMMON, "--glob=!.lathe"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+        ).stdout.split()
+    except (OSError, subprocess.TimeoutExpired, ToolError):
+        return None
+    if not listing:
+        return None
+    files = sorted(listing)
+    shown = "\n".join(files[:max_files])
+    more = (
+        f"\n... and {len(files) - max_files} more (use glob or ls)"
+        if len(files) > max_files
+        else ""
+    )
+    return f"Files in the workspace ({len(files)}):\n{shown}{more}"

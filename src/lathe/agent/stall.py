@@ -1,14 +1,20 @@
-"""Stall detection: the same call with the same arguments again and again.
+"""Stall detection: the model repeating itself without progress.
 
-The model gets one nudge per run; repeating past it ends the run as `stuck`.
+Two shapes count: the same call with the same arguments `repeat_limit` times in a row,
+and a short cycle of calls (A, B, A, B, ...) repeated `repeat_limit` times over — small
+models fall into both. The model gets one nudge per run; repeating past it ends the run
+as `stuck`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+_CYCLE_LENGTHS = (2, 3)
 
 
 class StallVerdict(StrEnum):
@@ -25,31 +31,45 @@ def call_signature(name: str, arguments: dict[str, Any] | None, raw: str) -> str
 @dataclass
 class StallDetector:
     repeat_limit: int = 3
-    _last: str | None = None
-    _count: int = 0
+    description: str = ""  # what the model keeps repeating, for the nudge
+    _recent: deque[str] = field(default_factory=lambda: deque(maxlen=12))
     _nudged: bool = False
 
     @property
     def repeats(self) -> int:
-        return self._count
+        return self.repeat_limit
 
     def observe(self, signature: str) -> StallVerdict:
-        if signature == self._last:
-            self._count += 1
-        else:
-            self._last, self._count = signature, 1
-        if self._count < self.repeat_limit:
+        self._recent.append(signature)
+        described = self._repetition()
+        if described is None:
             return StallVerdict.OK
+        self.description = described
         if not self._nudged:
             self._nudged = True
             return StallVerdict.NUDGE
         return StallVerdict.STUCK
 
+    def _repetition(self) -> str | None:
+        recent = list(self._recent)
+        limit = self.repeat_limit
+        if len(recent) >= limit and len(set(recent[-limit:])) == 1:
+            tool = recent[-1].split(":", 1)[0]
+            return f"called {tool} with the same arguments {limit} times in a row"
+        for length in _CYCLE_LENGTHS:
+            window = recent[-length * limit :]
+            if len(window) < length * limit:
+                continue
+            cycle = window[:length]
+            if len(set(cycle)) > 1 and window == cycle * limit:
+                tools = ", ".join(s.split(":", 1)[0] for s in cycle)
+                return f"repeated the same {length} calls ({tools}) {limit} times over"
+        return None
 
-def nudge_text(tool: str, repeats: int) -> str:
+
+def nudge_text(description: str) -> str:
     return (
-        f"You have called {tool} with the same arguments {repeats} times in a row and got "
-        "the same result. Repeating it will not change anything. Step back: re-read the "
-        "relevant code or the last error, then try a different approach. If the task is "
-        "done, say so without calling a tool."
+        f"You have {description}, with the same results. Repeating it will not change "
+        "anything. Step back: re-read the relevant code or the last error, then try a "
+        "different approach. If the task is done, say so without calling a tool."
     )

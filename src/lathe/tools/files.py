@@ -77,8 +77,7 @@ class FileState:
             ) from None
         if len(data) != seen.size or _digest(data) != seen.digest:
             raise ToolError(
-                f"{name} was modified on disk since you last read it; read it again "
-                f"before editing"
+                f"{name} was modified on disk since you last read it; read it again before editing"
             )
 
 
@@ -202,8 +201,7 @@ def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
         n=context,
     )
     marked = (
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-        for line in lines
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
     return "".join(marked)
 
@@ -226,9 +224,10 @@ def load_text_file(path: Path, shown: str, *, verb: str) -> tuple[bytes, TextCon
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise ToolError(
-            f"{shown} does not exist; use write to create a new file (or ls to find it)"
-        ) from None
+        from lathe.tools.paths import not_found
+
+        missing = not_found(path, shown)
+        raise ToolError(f"{missing} Only for a genuinely new file, use write.") from None
     if size > MAX_TEXT_BYTES:
         raise ToolError(
             f"{shown} is too large to {verb} ({size:,} bytes, limit {MAX_TEXT_BYTES:,}); "

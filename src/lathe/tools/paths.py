@@ -53,7 +53,8 @@ def place(shown: str) -> str:
 
 
 def not_found(path: Path, shown: str) -> ToolError:
-    """The error for a missing path, suggesting near names from its directory."""
+    """The error for a missing path, suggesting near names from its directory, else
+    files of the same name elsewhere in the workspace (models often guess the folder)."""
     try:
         names = [entry.name for entry in os.scandir(path.parent)]
     except OSError:
@@ -63,4 +64,29 @@ def not_found(path: Path, shown: str) -> ToolError:
         parent = PurePosixPath(shown).parent
         options = ", ".join(str(parent / name) for name in close)
         return ToolError(f"{shown} does not exist. Did you mean: {options}?")
+    elsewhere = _same_name_elsewhere(path, shown)
+    if elsewhere:
+        return ToolError(f"{shown} does not exist. Files with that name: {', '.join(elsewhere)}.")
     return ToolError(f"{shown} does not exist. Use ls or glob to find the right path.")
+
+
+_SKIP_DIRS = {".git", ".lathe", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
+
+
+def _same_name_elsewhere(path: Path, shown: str, limit: int = 5, budget: int = 5000) -> list[str]:
+    """Workspace-relative paths of files named like `path`, found by a bounded walk."""
+    shown_parts = PurePosixPath(shown).parts
+    if not shown_parts or PurePosixPath(shown).is_absolute() or len(shown_parts) > len(path.parts):
+        return []
+    root = Path(*path.parts[: len(path.parts) - len(shown_parts)])
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+        seen += len(files) + len(dirs)
+        found += [
+            str(PurePosixPath(Path(folder, f).relative_to(root))) for f in files if f == path.name
+        ]
+        if len(found) >= limit or seen > budget:
+            break
+    return found[:limit]

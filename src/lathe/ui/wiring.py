@@ -59,6 +59,7 @@ def build_agent(
     from lathe.tools.files import FileState
 
     config = setup.loaded.config
+    window = setup.model.context_window
     tools = ToolRegistry(builtin_tools())
     context = ToolContext(
         workspace=setup.workspace,
@@ -66,9 +67,11 @@ def build_agent(
         spill_dir=spill_dir(setup.workspace),
         file_state=FileState(),
         limits=Limits(
-            read_default_lines=config.tools.read_default_lines,
+            # A small window cannot hold a 2,000-line page or 30 KB of output: one tool
+            # result must leave room for the rest of the conversation.
+            read_default_lines=min(config.tools.read_default_lines, max(100, window // 32)),
             read_max_line_chars=config.tools.read_max_line_chars,
-            output_max_bytes=config.tools.output_max_bytes,
+            output_max_bytes=min(config.tools.output_max_bytes, window * 4 // 5),
             bash_default_timeout_s=config.tools.bash_default_timeout_s,
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
         ),
@@ -78,7 +81,6 @@ def build_agent(
     prompt = system_prompt(setup.workspace, tools.names(), verify_command=settings.verify_command)
     manager = None
     if config.context.compaction:
-        window = setup.model.context_window
         reserve = min(config.context.output_reserve_tokens, window // 4)
         manager = ContextManager(
             Budget(
