@@ -145,6 +145,8 @@ class InteractiveApp:
             self.console = make_console(sys.stdout)
             self.renderer = Renderer(self.console, self.status)
             self._banner()
+            for notice in self.setup.notices:
+                self.renderer.note(notice)
             history = self.links.open_at_start(self.options.resume, self.options.continue_session)
             if (self.options.resume or self.options.continue_session) and not history:
                 self.renderer.note("no earlier session in this workspace; this is a new one")
