@@ -306,9 +306,11 @@ async def test_a_repeated_cycle_of_calls_is_a_stall_too(tmp_path):
     agent, events = make_agent(tmp_path, provider)
 
     finished = await agent.run("task")
+    nudges = [e for e in events if isinstance(e, StallNudge)]
 
     assert finished.status is RunStatus.STUCK
     assert finished.turns == 7
+    assert len(nudges) == 1
     nudge = sent_messages(provider, 6)[-1]
     assert "repeated the same 2 calls (peek, touch) 3 times over" in nudge.content
 
