@@ -29,7 +29,7 @@ def _session_lines(home: Path) -> list[dict]:
 
 
 def test_a_small_task_streams_text_shows_the_approved_diff_and_command_output(
-    launch, fake_openai: FakeOpenAIServer, workspace: Path
+    launch, fake_openai: FakeOpenAIServer, workspace: Path, lathe_home: Path
 ) -> None:
     fake_openai.enqueue(
         Reply("I'll look at **app.py** first.\n\n", calls=[Call("read", {"path": "app.py"})]),
@@ -69,6 +69,11 @@ def test_a_small_task_streams_text_shows_the_approved_diff_and_command_output(
     assert "Denied" not in json.dumps(tool_results)
     term.keys("C-d")
     term.wait_exit()
+    # the structured log beside the session records the run
+    logs = sorted((lathe_home / "sessions").glob("*/*.log"))
+    assert len(logs) == 1
+    kinds = [json.loads(line)["kind"] for line in logs[0].read_text().splitlines()]
+    assert kinds[0] == "run_start" and kinds.count("tool_call") == 3 and kinds[-1] == "run_end"
 
 
 def test_a_denied_edit_tells_the_model_why_and_changes_nothing(

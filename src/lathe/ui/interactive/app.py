@@ -64,6 +64,7 @@ class InteractiveApp:
         from lathe.ui.setup import RunOptions, prepare
 
         self.options = options
+        self._log: Any = None  # the structured log of the current session
         self.setup = prepare(
             RunOptions(
                 workspace=options.workspace,
@@ -123,6 +124,7 @@ class InteractiveApp:
         redactor = getattr(self, "redactor", None)
         if redactor is not None:
             event = redactor.event(event)
+            self._session_log(redactor)(event)
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
         if isinstance(event, ToolFinished) and self._approved_diff and event.name in FILE_TOOLS:
@@ -243,6 +245,19 @@ class InteractiveApp:
                 continue
             self.submit(text.removeprefix("/") if text.startswith("//") else text)
 
+    def _session_log(self, redactor: Any) -> Any:
+        """The structured log of the current session (it changes on /clear, /resume)."""
+        from lathe.obs import SessionLog, log_path
+
+        session = self.links.session
+        if session is None:
+            return lambda event: None
+        if self._log is None or self._log.session_id != session.id:
+            if self._log is not None:
+                self._log.close()
+            self._log = SessionLog(log_path(session.path), session.id, redactor)
+        return self._log
+
     async def _shutdown(self) -> None:
         if self._drive_task is not None and not self._drive_task.done():
             self.queue.clear()
@@ -250,6 +265,8 @@ class InteractiveApp:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._drive_task), timeout=10)
         await self.links.close()
+        if self._log is not None:
+            self._log.close()
         await self.provider.aclose()
 
     # turns
@@ -290,6 +307,11 @@ class InteractiveApp:
         if attached:
             self.renderer.note("attached: " + ", ".join(attached))
         self.status.begin()
+        from lathe.events import RunStarted
+
+        self.emit(
+            RunStarted(task=message, model=self.resolved.model_id, workspace=str(self.workspace))
+        )
         self._run_task = asyncio.create_task(self.agent.run(message))
         try:
             await self._run_task
