@@ -39,7 +39,7 @@ LaunchFn = Callable[..., Terminal]
 def launch(
     workspace: Path, lathe_home: Path, tmp_path: Path, fake_openai: object
 ) -> Iterator[LaunchFn]:
-    """Start `python -m lathe.ui.interactive` in a fresh tmux terminal; every terminal
+    """Start the real `lathe` (`python -m lathe`) in a fresh tmux terminal; every terminal
     started is closed at the end of the test."""
     terminals: list[Terminal] = []
 
@@ -64,7 +64,7 @@ def launch(
         argv = [
             sys.executable,
             "-m",
-            "lathe.ui.interactive",
+            "lathe",
             "--model",
             model,
             "--base-url",

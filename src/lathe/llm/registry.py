@@ -3,6 +3,7 @@ the one in use, because their SDKs take most of a second to import."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -24,35 +25,27 @@ class Endpoint:
     tool_mode: str = "native"  # "json_schema": one constrained JSON action per reply
 
 
-def _openai(endpoint: Endpoint) -> Provider:
-    from lathe.llm.openai_chat import OpenAIChatProvider
+def _sdk_provider(module: str, class_name: str) -> Callable[[Endpoint], Provider]:
+    """A factory for a provider whose constructor takes the endpoint's fields; the
+    module is imported only when the factory is called."""
 
-    return OpenAIChatProvider(
-        endpoint.model_id,
-        endpoint.base_url,
-        endpoint.api_key,
-        api_key_env=endpoint.api_key_env,
-        timeout_s=endpoint.timeout_s,
-        extra_headers=dict(endpoint.headers),
-    )
+    def build(endpoint: Endpoint) -> Provider:
+        provider_class = getattr(importlib.import_module(module), class_name)
+        return provider_class(
+            endpoint.model_id,
+            endpoint.base_url,
+            endpoint.api_key,
+            api_key_env=endpoint.api_key_env,
+            timeout_s=endpoint.timeout_s,
+            extra_headers=dict(endpoint.headers),
+        )
 
-
-def _anthropic(endpoint: Endpoint) -> Provider:
-    from lathe.llm.anthropic import AnthropicProvider
-
-    return AnthropicProvider(
-        endpoint.model_id,
-        endpoint.base_url,
-        endpoint.api_key,
-        api_key_env=endpoint.api_key_env,
-        timeout_s=endpoint.timeout_s,
-        extra_headers=dict(endpoint.headers),
-    )
+    return build
 
 
 _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
-    "openai-compatible": _openai,
-    "anthropic": _anthropic,
+    "openai-compatible": _sdk_provider("lathe.llm.openai_chat", "OpenAIChatProvider"),
+    "anthropic": _sdk_provider("lathe.llm.anthropic", "AnthropicProvider"),
 }
 
 
