@@ -83,3 +83,25 @@ async def test_a_directory_or_a_file_as_parent_is_an_error(ctx: ToolContext) -> 
     error = await call_error(write, ctx, path="plain.txt/inner.txt", content="x")
     assert error.startswith("cannot write plain.txt/inner.txt: ")
     assert (ctx.workspace / "plain.txt").read_text() == "x\n"
+
+
+async def test_a_replacement_that_elides_code_is_refused(ctx: ToolContext) -> None:
+    path = ctx.workspace / "chunks.py"
+    original = "def chunked(items, size):\n    out = []\n    return out\n"
+    path.write_text(original)
+    await call(ReadTool(), ctx, path="chunks.py")
+
+    error = await call_error(
+        write, ctx, path="chunks.py", content="def chunked(items, size):\n    # ...\n"
+    )
+
+    assert error.startswith("not written: the new content of chunks.py has a placeholder")
+    assert "'# ...'" in error and "Use edit" in error
+    assert path.read_text() == original
+
+
+async def test_placeholders_already_in_the_file_or_in_new_files_are_fine(ctx: ToolContext) -> None:
+    await call(write, ctx, path="notes.py", content="# ... see docs\nx = 1\n")
+    out = await call(write, ctx, path="notes.py", content="# ... see docs\nx = 2\n")
+    assert not out.is_error
+    assert (ctx.workspace / "notes.py").read_text() == "# ... see docs\nx = 2\n"

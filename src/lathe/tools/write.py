@@ -7,6 +7,7 @@ overwrite keeps the old file's encoding, BOM and line endings.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -24,6 +25,19 @@ from lathe.tools.files import (
     write_atomic,
 )
 from lathe.tools.paths import display_path, resolve_path
+
+# A line standing for code the model left out: "# ...", "// ... existing code ...",
+# "# rest of the code unchanged". Written into a whole-file replacement, it deletes that
+# code — the commonest way small models destroy a file.
+_ELISION = re.compile(
+    r"^\s*(#|//|/\*|--|<!--)\s*(\.\.\.|…|\[?\.\.\.|(the )?rest of|existing code|"
+    r"(code )?(remains|unchanged)|same as before)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def elided_lines(text: str) -> list[str]:
+    return [m.group(0).strip() for m in _ELISION.finditer(text)]
 
 
 class WriteParams(Params):
@@ -72,6 +86,14 @@ class WriteTool:
         state_of(ctx).check_not_stale(path, shown)
         before = path.read_bytes()
         old = decode_text(before)
+        new_elisions = set(elided_lines(args.content)) - set(elided_lines(old.text if old else ""))
+        if new_elisions:
+            raise ToolError(
+                f"not written: the new content of {shown} has a placeholder for left-out "
+                f"code ({sorted(new_elisions)[0]!r}), and write replaces the whole file, so "
+                "that code would be lost. Use edit to change just the part you mean, or "
+                "write the complete file."
+            )
         if old is None:
             data, old_text = args.content.encode("utf-8"), ""
         else:
