@@ -105,3 +105,17 @@ async def test_placeholders_already_in_the_file_or_in_new_files_are_fine(ctx: To
     out = await call(write, ctx, path="notes.py", content="# ... see docs\nx = 2\n")
     assert not out.is_error
     assert (ctx.workspace / "notes.py").read_text() == "# ... see docs\nx = 2\n"
+
+
+async def test_with_small_windows_write_only_creates(ctx: ToolContext) -> None:
+    ctx.limits.write_may_replace = False
+    path = ctx.workspace / "app.py"
+    path.write_text("x = 1\n")
+    await call(ReadTool(), ctx, path="app.py")
+
+    error = await call_error(write, ctx, path="app.py", content="x = 2\n")
+
+    assert error.startswith("app.py already exists; write only creates new files here.")
+    assert path.read_text() == "x = 1\n"
+    await call(write, ctx, path="new.py", content="y = 1\n")
+    assert (ctx.workspace / "new.py").read_text() == "y = 1\n"

@@ -44,6 +44,9 @@ class Limits:
     output_max_bytes: int = 30_000  # tool output kept in context; the rest is spilled
     bash_default_timeout_s: float = 120.0
     bash_max_timeout_s: float = 600.0
+    # False: write only creates files and every change goes through edit. Set for small
+    # context windows, whose models otherwise rewrite whole files from memory.
+    write_may_replace: bool = True
 
 
 @dataclass

@@ -78,6 +78,11 @@ class WriteTool:
                 details={"path": shown, "created": True},
             )
 
+        if not ctx.limits.write_may_replace:
+            raise ToolError(
+                f"{shown} already exists; write only creates new files here. Change it with "
+                "edit (an exact old_string and its replacement), after reading the part."
+            )
         if not state_of(ctx).was_seen(path):
             raise ToolError(
                 f"{shown} already exists and you have not read it in this session. Read it "

@@ -13,6 +13,9 @@ from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
 from lathe.ui.setup import RunSetup
 
+# At or below this many tokens, models are small and local: write may not replace files.
+_SMALL_WINDOW = 16_384
+
 
 def spill_dir(workspace: Path) -> Path:
     """Where full tool outputs go: inside the workspace so the model can page them with
@@ -74,6 +77,7 @@ def build_agent(
             output_max_bytes=min(config.tools.output_max_bytes, window * 4 // 5),
             bash_default_timeout_s=config.tools.bash_default_timeout_s,
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
+            write_may_replace=window > _SMALL_WINDOW,
         ),
     )
     settings = agent_settings(setup)
