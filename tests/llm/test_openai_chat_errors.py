@@ -154,6 +154,8 @@ async def test_context_too_long(fake_openai, provider):
         (400, "prompt is too long: 210000 tokens > 200000 maximum"),
         (413, "the request exceeds the context window of this model"),
         (400, "too many tokens in the input"),
+        # llama.cpp's llama-server, as measured with the local model
+        (400, "request (9544 tokens) exceeds the available context size (8192 tokens)"),
     ],
 )
 async def test_other_context_too_long_wordings(fake_openai, provider, status, message):

@@ -30,7 +30,7 @@ from lathe.errors import (
 
 _CONTEXT_TOO_LONG = re.compile(
     r"context_length_exceeded|context[ _]length|maximum context|context window"
-    r"|prompt is too long|too many tokens|input is too long"
+    r"|prompt is too long|too many tokens|input is too long|context size"
     r"|reduce the length of the messages",
     re.IGNORECASE,
 )
