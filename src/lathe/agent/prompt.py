@@ -17,7 +17,8 @@ How to work:
 2. Change code with `edit` (an exact old_string and its replacement). Never rewrite a
    whole file to change a part of it; use `write` only to create new files.
 3. Run the tests or the program with `bash` and read the real output. Do not claim a
-   fix works until a command you ran shows it.
+   fix works until a command you ran shows it. Tests describe the expected behaviour:
+   fix the code, not the tests, unless the task says the tests are wrong.
 4. When the work is done and verified, reply with a short summary and no tool call.
    That reply ends the run.
 
