@@ -126,7 +126,9 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
         provider="local",
         name=f"local/{get_model(name).name}",
         context_window=options.ctx_size,
-        max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 4),
+        # A reply of an eighth of the window is room for any edit; more is a small
+        # model rambling, at a few tokens a second on a CPU.
+        max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 8),
         api_key_env=None,
     )
 
