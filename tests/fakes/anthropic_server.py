@@ -46,13 +46,11 @@ without consuming a script item, so tests catch a malformed conversation.
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.openai_server import Hang, RecordedRequest, _Handler, _Server
+from tests.fakes.openai_server import Hang, ScriptedServer, _Handler
 
 AUTO = "auto"
 DEFAULT_USAGE: Mapping[str, int] = {
@@ -154,88 +152,19 @@ def not_found(model: str = "fake-claude") -> ErrorReply:
     return ErrorReply(404, f"model: {model}", "not_found_error")
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(ScriptedServer):
+    thread_name = "fake-anthropic"
+
     def __init__(self) -> None:
-        self.responder: Callable[[dict[str, Any]], Item] | None = None
+        super().__init__()
         self.strict = True
-        self._queue: deque[Item] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # lifecycle
-
-    def start(self) -> FakeAnthropicServer:
-        self._stopping.clear()
-        handler = type("_BoundHandler", (_AnthropicHandler,), {"fake": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, args=(0.05,), name="fake-anthropic", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> FakeAnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "the fake server is not started"
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    # script
-
-    def enqueue(self, *items: Item) -> None:
-        with self._lock:
-            self._queue.extend(items)
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self._queue)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
+        self.handler = _AnthropicHandler
 
     def message_bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.rstrip("/").endswith("/v1/messages")]
 
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def _next_item(self, body: dict[str, Any]) -> Item:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-            responder = self.responder
-        if responder is None:
-            return ErrorReply(
-                500, "fake server: the script ran out (no queued item and no responder)"
-            )
-        return responder(body)
+    def _script_ran_out(self) -> Item:
+        return ErrorReply(500, "fake server: the script ran out (no queued item and no responder)")
 
 
 class _AnthropicHandler(_Handler):

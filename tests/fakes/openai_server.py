@@ -57,7 +57,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 AUTO = "auto"
 DEFAULT_USAGE: Mapping[str, int] = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
@@ -164,12 +164,19 @@ class RecordedRequest:
     body: Any
 
 
-class FakeOpenAIServer:
-    def __init__(self, *, models: Sequence[str] = ("fake-model",)) -> None:
-        self.models = list(models)
-        self.responder: Callable[[dict[str, Any]], Item] | None = None
-        self.reject_stream_options = False
-        self._queue: deque[Item] = deque()
+class ScriptedServer:
+    """What every fake model server shares: a background HTTP server on a free
+    127.0.0.1 port, a queue of script items (then `responder`), and the record of every
+    request. Subclasses name their handler, thread and URL suffix, and what to answer
+    when the script runs out."""
+
+    handler: type[BaseHTTPRequestHandler]
+    thread_name = "fake-server"
+    url_suffix = ""
+
+    def __init__(self) -> None:
+        self.responder: Callable[[dict[str, Any]], Any] | None = None
+        self._queue: deque[Any] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -178,13 +185,13 @@ class FakeOpenAIServer:
 
     # lifecycle
 
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> Self:
         self._stopping.clear()
-        handler = type("_BoundHandler", (_Handler,), {"fake": self})
+        handler = type("_BoundHandler", (self.handler,), {"fake": self})
         httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+            target=httpd.serve_forever, args=(0.05,), name=self.thread_name, daemon=True
         )
         self._thread.start()
         return self
@@ -199,7 +206,7 @@ class FakeOpenAIServer:
         self._httpd = None
         self._thread = None
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -212,11 +219,11 @@ class FakeOpenAIServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}{self.url_suffix}"
 
     # script
 
-    def enqueue(self, *items: Item) -> None:
+    def enqueue(self, *items: Any) -> None:
         with self._lock:
             self._queue.extend(items)
 
@@ -230,23 +237,38 @@ class FakeOpenAIServer:
         with self._lock:
             return list(self._requests)
 
-    def chat_bodies(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
-
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
 
-    def _next_item(self, body: dict[str, Any]) -> Item:
+    def _next_item(self, body: dict[str, Any]) -> Any:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
             responder = self.responder
         if responder is None:
-            return ErrorReply(
-                500, "fake server: the script ran out (no queued item and no responder)"
-            )
+            return self._script_ran_out()
         return responder(body)
+
+    def _script_ran_out(self) -> Any:
+        raise NotImplementedError
+
+
+class FakeOpenAIServer(ScriptedServer):
+    thread_name = "fake-openai"
+    url_suffix = "/v1"
+
+    def __init__(self, *, models: Sequence[str] = ("fake-model",)) -> None:
+        super().__init__()
+        self.models = list(models)
+        self.reject_stream_options = False
+        self.handler = _Handler
+
+    def chat_bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def _script_ran_out(self) -> Item:
+        return ErrorReply(500, "fake server: the script ran out (no queued item and no responder)")
 
 
 class _Server(ThreadingHTTPServer):
