@@ -143,6 +143,19 @@ def _key_check(checks: list[Check], model) -> bool:
             Check("ok", "api key", f"{model.api_key_env} is not set; a local server needs none")
         )
         return True
+    from lathe.local import DEFAULT_MODEL, is_installed
+
+    if is_installed(DEFAULT_MODEL):
+        checks.append(
+            Check(
+                "warn",
+                "api key",
+                f"{model.api_key_env} is not set, so lathe uses the local model "
+                f"local/{DEFAULT_MODEL} unless you choose another with --model",
+                f"export {model.api_key_env}=<your key> to use {model.provider}",
+            )
+        )
+        return False
     checks.append(
         Check(
             "fail",
