@@ -150,7 +150,7 @@ class SessionStore:
         """The file of the one session whose id starts with `id_or_prefix`."""
         if not _ID_PREFIX.fullmatch(id_or_prefix):
             raise UsageError(f"{id_or_prefix!r} is not a session id; {_LIST_HINT}")
-        paths = sorted(self.root.glob("*/*.jsonl")) if self.root.is_dir() else []
+        paths = sorted(self._paths(None))
         exact = [path for path in paths if _session_id(path) == id_or_prefix]
         matches = exact or [p for p in paths if _session_id(p).startswith(id_or_prefix)]
         if len(matches) == 1:

@@ -74,10 +74,9 @@ def show(workspace: Path, overrides: tuple[str, ...]) -> None:
 @_workspace_option
 def path(workspace: Path) -> None:
     """Print where the user and project config files are and whether they exist."""
-    from lathe.config.loader import find_project_file, project_root, user_config_path
+    from lathe.config.loader import user_config_path
 
-    project = find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
-    for label, file in (("user", user_config_path()), ("project", project)):
+    for label, file in (("user", user_config_path()), ("project", _project_file(workspace))):
         click.echo(f"{label + ' file:':<14}{file}{_exists(file)}")
 
 
@@ -87,13 +86,10 @@ def path(workspace: Path) -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init(workspace: Path, project: bool, force: bool) -> None:
     """Write a commented starter config file."""
-    from lathe.config.loader import find_project_file, project_root, user_config_path
+    from lathe.config.loader import user_config_path
     from lathe.config.render import starter_file
 
-    if project:
-        target = find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
-    else:
-        target = user_config_path()
+    target = _project_file(workspace) if project else user_config_path()
     if target.exists() and not force:
         raise _ConfigProblem(f"{target} already exists; use --force to overwrite it")
     try:
@@ -102,6 +98,13 @@ def init(workspace: Path, project: bool, force: bool) -> None:
     except OSError as exc:
         raise _ConfigProblem(f"cannot write {target}: {exc.strerror or exc}") from None
     click.echo(f"wrote {target}")
+
+
+def _project_file(workspace: Path) -> Path:
+    """The project file that applies to `workspace`, or where one would be created."""
+    from lathe.config.loader import find_project_file, project_root
+
+    return find_project_file(workspace) or project_root(workspace) / ".lathe" / "config.toml"
 
 
 def _exists(file: Path | None) -> str:

@@ -126,8 +126,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
 
 
 def _key_check(checks: list[Check], model) -> bool:
-    from lathe.config import KEY_OVERRIDE_ENV
-    from lathe.ui.setup import _is_loopback
+    from lathe.config import KEY_OVERRIDE_ENV, is_loopback
 
     if os.environ.get(KEY_OVERRIDE_ENV):
         checks.append(Check("ok", "api key", f"{KEY_OVERRIDE_ENV} is set (overrides every key)"))
@@ -138,7 +137,7 @@ def _key_check(checks: list[Check], model) -> bool:
     if os.environ.get(model.api_key_env):
         checks.append(Check("ok", "api key", f"{model.api_key_env} is set"))
         return True
-    if _is_loopback(model.base_url):
+    if is_loopback(model.base_url):
         checks.append(
             Check("ok", "api key", f"{model.api_key_env} is not set; a local server needs none")
         )

@@ -39,12 +39,13 @@ def stats_command(since: str | None, all_projects: bool, workspace: Path, as_jso
     except UsageError as exc:
         raise click.UsageError(str(exc)) from exc
     store = SessionStore(lathe_home())
-    project = None if all_projects else store.project_dir(workspace.expanduser().resolve())
+    workspace = workspace.expanduser().resolve()
+    project = None if all_projects else store.project_dir(workspace)
     stats = collect(log_files(store.root, project), cutoff)
     if as_json:
         click.echo(json.dumps(stats.to_dict(), indent=2))
         return
-    scope = "all workspaces" if all_projects else str(workspace.expanduser().resolve())
+    scope = "all workspaces" if all_projects else str(workspace)
     _render(stats, scope, since)
 
 
