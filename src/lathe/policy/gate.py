@@ -20,6 +20,7 @@ from lathe.agent.hooks import AgentHooks
 from lathe.errors import ToolError, UsageError
 from lathe.policy.rules import PATH_TOOLS, Action, RuleSet, path_matches
 from lathe.tools.base import ToolOutput
+from lathe.tools.paths import display_path, resolve_path
 
 
 class Mode(StrEnum):
@@ -86,7 +87,13 @@ class Policy:
         return self._mode_default(tool, tool in self.read_only_tools, tool, "")
 
     def _decide_path(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        relative = _relative(self.workspace, str(arguments.get("path") or "."))
+        # Resolved exactly as the tool will resolve it, so no spelling slips past a rule.
+        try:
+            resolved = resolve_path(self.workspace, str(arguments.get("path") or "."))
+        except ToolError:
+            relative = None  # outside the workspace: the tool itself refuses it
+        else:
+            relative = display_path(self.workspace, resolved)
         preview = relative
         verdict = self.rules.for_path(tool, relative) if relative is not None else None
         if verdict:
@@ -144,9 +151,8 @@ class Policy:
                 return Decision("allow", "auto mode", key, preview)
 
 
-def _relative(base: Path, path: str, workspace: Path | None = None) -> str | None:
+def _relative(base: Path, path: str, workspace: Path) -> str | None:
     """The workspace-relative form of a path (relative to `base`), None if outside."""
-    workspace = workspace or base
     candidate = Path(path).expanduser()
     if not candidate.is_absolute():
         candidate = base / candidate

@@ -49,14 +49,9 @@ def parse_rule(text: str) -> Rule:
 def path_matches(relative_path: str, pattern: str) -> bool:
     path = relative_path.strip("/")
     if "/" not in pattern.strip("/"):
-        return any(_glob(pattern)(part) for part in _suffixes(path))
+        # Any component; `_glob` lets a match cover everything below it.
+        return any(_glob(pattern)(part) for part in path.split("/"))
     return bool(_glob(pattern.lstrip("/").removeprefix("./"))(path))
-
-
-def _suffixes(path: str) -> Iterable[str]:
-    """A slash-less pattern matches any component, or anything below a matching dir."""
-    parts = path.split("/")
-    return ["/".join(parts[i : i + 1]) for i in range(len(parts))]
 
 
 @lru_cache(maxsize=512)

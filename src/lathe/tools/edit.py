@@ -74,8 +74,8 @@ class EditTool:
             return self._edit(path, shown, args, ctx)
 
     def _edit(self, path: Path, shown: str, args: EditParams, ctx: ToolContext) -> ToolOutput:
-        _, content = load_text_file(path, shown, verb="edit")
-        state_of(ctx).check_not_stale(path, shown)
+        data, content = load_text_file(path, shown, verb="edit")
+        state_of(ctx).check_not_stale(path, shown, data)
 
         text = content.text
         old, new = args.old_string, args.new_string

@@ -59,8 +59,11 @@ class FileState:
     def forget(self, path: Path) -> None:
         self._seen.pop(path, None)
 
-    def check_not_stale(self, path: Path, shown: str | None = None) -> None:
-        """Raise ToolError when the file changed on disk since it was last seen.
+    def check_not_stale(
+        self, path: Path, shown: str | None = None, data: bytes | None = None
+    ) -> None:
+        """Raise ToolError when the file changed on disk since it was last seen;
+        `data` is its current content when the caller has just read it.
 
         The content hash decides, not the mtime: a coarse clock can give a quick
         rewrite the same mtime, and a `touch` is no reason to refuse an edit."""
@@ -68,13 +71,14 @@ class FileState:
         if seen is None:
             return
         name = shown or str(path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise ToolError(
-                f"{name} was deleted on disk since you last read it; check with ls "
-                f"before writing it again"
-            ) from None
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise ToolError(
+                    f"{name} was deleted on disk since you last read it; check with ls "
+                    f"before writing it again"
+                ) from None
         if len(data) != seen.size or _digest(data) != seen.digest:
             raise ToolError(
                 f"{name} was modified on disk since you last read it; read it again before editing"

@@ -39,8 +39,7 @@ class GlobTool:
         return f"{args.pattern} in {args.path}" if args.path else args.pattern
 
     async def execute(self, args: GlobParams, ctx: ToolContext) -> ToolOutput:
-        pattern = args.pattern.strip()
-        pattern = pattern[2:] if pattern.startswith("./") else pattern
+        pattern = strip_dot(args.pattern.strip())
         if not pattern:
             raise ToolError("pattern is empty; give a glob such as '*.py' or 'src/**/*.ts'")
         resolved, shown, target = search_target(ctx, args.path)
@@ -48,9 +47,7 @@ class GlobTool:
             raise ToolError(f"{shown} is a file, not a directory; glob searches directories")
         argv = [*RG_COMMON, "--files", f"--glob={pattern}", "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=_LIST_BYTES)
-        files = [strip_dot(line) for line in result.stdout.splitlines()]
-        if result.cut and files:
-            files.pop()
+        files = result.lines()
         if result.code == 2 and not files:
             raise ToolError(f"rg failed: {result.stderr.strip() or 'no message'}")
         if not files:

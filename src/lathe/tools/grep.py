@@ -26,7 +26,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
-from lathe.tools.paths import display_path, not_found, place, resolve_path
+from lathe.tools.paths import existing_path, place
 
 RG_COMMON = ["--no-config", "--hidden", "--glob=!.git", "--no-require-git", "--color=never"]
 _MAX_LINES = 200
@@ -58,6 +58,14 @@ class RgResult:
     stdout: str
     stderr: str
     cut: bool  # stdout passed the byte cap and rg was stopped
+
+    def lines(self) -> list[str]:
+        """The output lines, without rg's "./"; the last is dropped when the byte cap
+        may have split it."""
+        lines = [strip_dot(line) for line in self.stdout.splitlines()]
+        if self.cut and lines:
+            lines.pop()
+        return lines
 
 
 async def run_rg(args: list[str], *, cwd: Path, max_bytes: int) -> RgResult:
@@ -110,10 +118,7 @@ async def _read_stderr(stream: asyncio.StreamReader) -> bytes:
 
 def search_target(ctx: ToolContext, path: str | None) -> tuple[Path, str, str]:
     """(resolved path, path shown to the model, path argument for rg run in the workspace)."""
-    resolved = resolve_path(ctx.workspace, path or ".", extra_roots=(ctx.spill_dir,))
-    shown = display_path(ctx.workspace, resolved)
-    if not resolved.exists():
-        raise not_found(resolved, shown)
+    resolved, shown = existing_path(ctx, path)
     return resolved, shown, shown if not Path(shown).is_absolute() else str(resolved)
 
 
@@ -161,9 +166,7 @@ class GrepTool:
             argv.append(f"--glob={args.glob}")
         argv += ["--regexp", args.pattern, "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
-        lines = [strip_dot(line) for line in result.stdout.splitlines()]
-        if result.cut and lines:
-            lines.pop()  # the byte cap may have split the last line
+        lines = result.lines()
         if result.code == 2 and not lines:
             raise ToolError(_rg_error(result.stderr))
         if not lines:

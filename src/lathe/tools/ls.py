@@ -11,7 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
 from lathe.tools.files import os_errors
-from lathe.tools.paths import display_path, not_found, place, resolve_path
+from lathe.tools.paths import existing_path, place
 
 _MAX_ENTRIES = 500
 
@@ -34,10 +34,7 @@ class LsTool:
         return args.path or "."
 
     async def execute(self, args: LsParams, ctx: ToolContext) -> ToolOutput:
-        path = resolve_path(ctx.workspace, args.path or ".", extra_roots=(ctx.spill_dir,))
-        shown = display_path(ctx.workspace, path)
-        if not path.exists():
-            raise not_found(path, shown)
+        path, shown = existing_path(ctx, args.path)
         if not path.is_dir():
             raise ToolError(f"{shown} is a file, not a directory; use read to see its content")
         with os_errors(shown, "list"), os.scandir(path) as entries:

@@ -11,8 +11,12 @@ import difflib
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from lathe.errors import ToolError
+
+if TYPE_CHECKING:
+    from lathe.tools.base import ToolContext
 
 
 def resolve_path(workspace: Path, path: str, *, extra_roots: Sequence[Path] = ()) -> Path:
@@ -35,6 +39,16 @@ def resolve_path(workspace: Path, path: str, *, extra_roots: Sequence[Path] = ()
         f"{given} is outside the workspace {root}{via}; file tools can only touch files "
         f"inside it. Use a path relative to the workspace."
     )
+
+
+def existing_path(ctx: ToolContext, path: str | None) -> tuple[Path, str]:
+    """For a tool that only looks: the resolved path (the workspace or the spill
+    directory) and how it is shown; ToolError naming near matches when it is missing."""
+    resolved = resolve_path(ctx.workspace, path or ".", extra_roots=(ctx.spill_dir,))
+    shown = display_path(ctx.workspace, resolved)
+    if not resolved.exists():
+        raise not_found(resolved, shown)
+    return resolved, shown
 
 
 def display_path(workspace: Path, path: Path) -> str:

@@ -12,7 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
 from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors, state_of
-from lathe.tools.paths import display_path, not_found, resolve_path
+from lathe.tools.paths import existing_path
 
 # Optional arguments show in the schema as plain types (simplest for small models), yet an
 # explicit null from the model is still accepted.
@@ -43,16 +43,13 @@ class ReadTool:
         return args.path if args.offset is None else f"{args.path}:{args.offset}"
 
     async def execute(self, args: ReadParams, ctx: ToolContext) -> ToolOutput:
-        path = resolve_path(ctx.workspace, args.path, extra_roots=(ctx.spill_dir,))
-        shown = display_path(ctx.workspace, path)
+        path, shown = existing_path(ctx, args.path)
         with os_errors(shown, "read"):
             return self._read(path, shown, args, ctx)
 
     def _read(self, path: Path, shown: str, args: ReadParams, ctx: ToolContext) -> ToolOutput:
         if path.is_dir():
             raise ToolError(f"{shown} is a directory, not a file; use ls to list it")
-        if not path.exists():
-            raise not_found(path, shown)
         page = _Page(ctx, shown, args.offset or 1, args.limit or ctx.limits.read_default_lines)
         if path.stat().st_size > MAX_TEXT_BYTES:
             return page.stream(path)

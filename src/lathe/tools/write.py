@@ -88,8 +88,8 @@ class WriteTool:
                 f"{shown} already exists and you have not read it in this session. Read it "
                 f"first, then use edit to change part of it (or write to replace it whole)"
             )
-        state_of(ctx).check_not_stale(path, shown)
         before = path.read_bytes()
+        state_of(ctx).check_not_stale(path, shown, before)
         old = decode_text(before)
         new_elisions = set(elided_lines(args.content)) - set(elided_lines(old.text if old else ""))
         if new_elisions:
@@ -99,13 +99,14 @@ class WriteTool:
                 "that code would be lost. Use edit to change just the part you mean, or "
                 "write the complete file."
             )
+        new_text = args.content.replace("\r\n", "\n")
         if old is None:
             data, old_text = args.content.encode("utf-8"), ""
         else:
-            data, old_text = old.encode(args.content.replace("\r\n", "\n"), shown), old.text
+            data, old_text = old.encode(new_text, shown), old.text
         write_atomic(path, data)
         state_of(ctx).record(path, data)
-        diff = unified_diff(shown, old_text, args.content.replace("\r\n", "\n"))
+        diff = unified_diff(shown, old_text, new_text)
         was = "" if old is None else f", was {count_lines(old_text)}"
         return ToolOutput(
             content=f"Overwrote {shown} ({lines} lines{was}).\n\n{clip_diff(diff)}",
