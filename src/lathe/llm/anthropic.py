@@ -59,11 +59,13 @@ from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, T
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
     ErrorContext,
-    _connection_message,
-    _scrub,
-    _server_message,
+    connection_message,
     from_status,
+    guarded,
+    scrub,
+    server_message,
     stream_error,
+    timed_out,
 )
 from lathe.types import (
     AssistantMessage,
@@ -136,19 +138,8 @@ class AnthropicProvider:
     def model(self) -> str:
         return self._model
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        error: ProviderError | None = None
-        try:
-            async for event in self._stream(request):
-                yield event
-        except Exception as exc:
-            error = _to_provider_error(exc, self._ctx)
-            if error is None or error is exc:
-                raise
-        if error is not None:
-            # Raised outside the handler so that neither __cause__ nor __context__ holds
-            # the SDK's exception, whose text can echo the key back from the server.
-            raise error
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return guarded(self._stream(request), _to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -462,26 +453,23 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
         if exc.status_code < 400:  # an `error` event inside a 200 stream
             return _stream_error_event(exc.body, ctx)
         if exc.status_code == 404:
-            said = _scrub(_server_message(exc), ctx)
+            said = scrub(server_message(exc), ctx)
             return BadRequest(
                 f"{ctx.base_url} (HTTP 404) answered 404 for model {ctx.model!r}: {said}. "
                 "Check the model name, and that the base URL is where the API starts, "
                 "without /v1"
             )
-        return from_status(exc.status_code, exc.response.headers, _server_message(exc), ctx)
+        return from_status(exc.status_code, exc.response.headers, server_message(exc), ctx)
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException | TimeoutError):
-        return Transport(
-            f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
-            "the server may be overloaded or unreachable"
-        )
+        return timed_out(ctx)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError | OSError):
-        return Transport(_connection_message(exc, ctx))
+        return Transport(connection_message(exc, ctx))
     if isinstance(exc, json.JSONDecodeError):
         return Transport(f"{ctx.base_url} sent a stream event that is not valid JSON")
     if isinstance(exc, anthropic.APIError):
-        return stream_error(_server_message(exc), ctx)
+        return stream_error(server_message(exc), ctx)
     if isinstance(exc, anthropic.AnthropicError | httpx2.HTTPError):
-        return BadRequest(_scrub(f"the Anthropic client refused the request: {exc}", ctx))
+        return BadRequest(scrub(f"the Anthropic client refused the request: {exc}", ctx))
     return None
 
 
@@ -496,4 +484,4 @@ def _stream_error_event(body: object, ctx: ErrorContext) -> ProviderError:
     mapped = from_status(status, {}, said, ctx)
     if isinstance(mapped, AuthError | ContextTooLong):
         return mapped
-    return type(mapped)(f"{ctx.base_url} reported {kind} mid-stream: {_scrub(said, ctx)}")
+    return type(mapped)(f"{ctx.base_url} reported {kind} mid-stream: {scrub(said, ctx)}")

@@ -1,6 +1,7 @@
-"""The one place where the OpenAI SDK's and httpx's exceptions become lathe's errors.
+"""Where the SDKs' and httpx's exceptions become lathe's errors.
 
-`to_provider_error` knows every exception the SDK raises on the way in and while a
+`to_provider_error` (the OpenAI SDK's; `lathe.llm.anthropic` has its own, built on the
+shared helpers here) knows every exception the SDK raises on the way in and while a
 stream is read; anything it does not know is a bug in lathe and is left alone (it
 returns None) so it surfaces as one. Messages are written for the user: they say what
 failed, where, and what to change, and never contain the API key.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -27,6 +28,7 @@ from lathe.errors import (
     RateLimited,
     Transport,
 )
+from lathe.llm.base import StreamEvent
 
 _CONTEXT_TOO_LONG = re.compile(
     r"context_length_exceeded|context[ _]length|maximum context|context window"
@@ -56,30 +58,55 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, openai.APIStatusError):
-        return from_status(
-            exc.response.status_code, exc.response.headers, _server_message(exc), ctx
-        )
+        return from_status(exc.response.status_code, exc.response.headers, server_message(exc), ctx)
     if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException | TimeoutError):
-        return Transport(
-            f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
-            "the server may be overloaded or unreachable"
-        )
+        return timed_out(ctx)
     if isinstance(exc, openai.APIConnectionError | httpx2.TransportError | OSError):
-        return Transport(_connection_message(exc, ctx))
+        return Transport(connection_message(exc, ctx))
     if isinstance(exc, openai.APIError):
-        return stream_error(_server_message(exc), ctx)
+        return stream_error(server_message(exc), ctx)
     if isinstance(exc, json.JSONDecodeError):
         return Transport(f"{ctx.base_url} sent a stream chunk that is not valid JSON")
     if isinstance(exc, openai.OpenAIError | httpx2.HTTPError):
-        return BadRequest(_scrub(f"the OpenAI client refused the request: {exc}", ctx))
+        return BadRequest(scrub(f"the OpenAI client refused the request: {exc}", ctx))
     return None
+
+
+async def guarded(
+    events: AsyncIterator[StreamEvent],
+    to_error: Callable[[BaseException, ErrorContext], ProviderError | None],
+    ctx: ErrorContext,
+) -> AsyncIterator[StreamEvent]:
+    """`events`, with the exceptions `to_error` knows raised as lathe's errors instead.
+
+    The lathe error is raised outside the handler, so that neither its `__cause__` nor
+    its `__context__` holds the SDK's exception, whose text can echo the key back from
+    the server. Exceptions `to_error` does not know (bugs in lathe) propagate unchanged.
+    """
+    error: ProviderError | None = None
+    try:
+        async for event in events:
+            yield event
+    except Exception as exc:
+        error = to_error(exc, ctx)
+        if error is None or error is exc:
+            raise
+    if error is not None:
+        raise error
+
+
+def timed_out(ctx: ErrorContext) -> Transport:
+    return Transport(
+        f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
+        "the server may be overloaded or unreachable"
+    )
 
 
 def from_status(
     status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
 ) -> ProviderError:
     """Map an HTTP error status (with its headers and the server's message)."""
-    said = _scrub(message, ctx)
+    said = scrub(message, ctx)
     where = f"{ctx.base_url} (HTTP {status})"
     if status == 429:
         return RateLimited(f"rate limited by {where}: {said}", retry_after=retry_after(headers))
@@ -124,7 +151,7 @@ def mentions_stream_options(exc: BaseException) -> bool:
 
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
         return False
-    text = f"{exc.message} {_server_message(exc)}".lower()
+    text = f"{exc.message} {server_message(exc)}".lower()
     return "stream_options" in text or "include_usage" in text
 
 
@@ -138,7 +165,7 @@ def _number(raw: str | None) -> float | None:
     return value if value == value and value != float("inf") else None
 
 
-def _server_message(exc: BaseException) -> str:
+def server_message(exc: BaseException) -> str:
     """The server's own words: error.message from a JSON body, else the raw body."""
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
@@ -161,7 +188,7 @@ def _server_message(exc: BaseException) -> str:
 
 def stream_error(message: str, ctx: ErrorContext) -> ProviderError:
     """An error the server reported inside a 200 reply (an SSE error event or JSON body)."""
-    said = _scrub(message, ctx)
+    said = scrub(message, ctx)
     if _CONTEXT_TOO_LONG.search(message):
         return ContextTooLong(f"the conversation is too long for {ctx.model}: {said}")
     if "rate limit" in message.lower():
@@ -182,14 +209,14 @@ def _auth_message(status: int, ctx: ErrorContext) -> str:
     )
 
 
-def _connection_message(exc: BaseException, ctx: ErrorContext) -> str:
+def connection_message(exc: BaseException, ctx: ErrorContext) -> str:
     chain = _chain(exc)
     causes = " ".join(str(e) for e in chain).lower()
     if "refused" in causes or any(isinstance(e, ConnectionRefusedError) for e in chain):
         return f"could not connect to {ctx.base_url}: connection refused; is the server running?"
     if "incomplete" in causes or "peer closed" in causes or "disconnect" in causes:
         return f"the connection to {ctx.base_url} was cut before the reply was complete"
-    detail = _scrub(str(chain[-1]) or type(chain[-1]).__name__, ctx)
+    detail = scrub(str(chain[-1]) or type(chain[-1]).__name__, ctx)
     return f"could not talk to {ctx.base_url}: {detail}"
 
 
@@ -200,7 +227,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _scrub(text: str, ctx: ErrorContext) -> str:
+def scrub(text: str, ctx: ErrorContext) -> str:
     if ctx.api_key and len(ctx.api_key) >= 4:
         text = text.replace(ctx.api_key, "[redacted]")
     return text

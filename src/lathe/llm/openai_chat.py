@@ -36,6 +36,7 @@ from lathe.errors import Transport
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
     ErrorContext,
+    guarded,
     mentions_stream_options,
     stream_error,
     to_provider_error,
@@ -94,16 +95,8 @@ class OpenAIChatProvider:
     def model(self) -> str:
         return self._model
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        try:
-            async for event in self._stream(request):
-                yield event
-        except Exception as exc:
-            error = to_provider_error(exc, self._ctx)
-            if error is None or error is exc:
-                raise
-            # Not chained: the SDK's exception text can echo the key back from the server.
-            raise error from None
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return guarded(self._stream(request), to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
         if self._client is not None:

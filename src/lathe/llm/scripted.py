@@ -8,6 +8,7 @@ Each queued item is an `AssistantMessage` (streamed as text deltas, then complet
 from __future__ import annotations
 
 import itertools
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 
@@ -55,8 +56,6 @@ class ScriptedProvider:
 
 def reply(text: str = "", *calls: tuple[str, dict | str]) -> AssistantMessage:
     """Shorthand for scripts: reply("done") or reply("", ("read", {"path": "a.py"}))."""
-    import json
-
     tool_calls = tuple(
         ToolCall(
             id=f"call_{next(_call_ids)}",
