@@ -84,20 +84,7 @@ def _agent_options(func):
 def _run_options(headless: bool, **values):
     from lathe.ui.setup import RunOptions
 
-    return RunOptions(
-        workspace=values["workspace"],
-        model=values["model"],
-        base_url=values["base_url"],
-        max_turns=values["max_turns"],
-        verify=values["verify"],
-        approval=values["approval"],
-        overrides=values["overrides"],
-        allow=values["allow"],
-        deny=values["deny"],
-        resume=values["resume"],
-        continue_last=values["continue_last"],
-        headless=headless,
-    )
+    return RunOptions(**values, headless=headless)  # option names are RunOptions fields
 
 
 @click.group(
@@ -114,19 +101,9 @@ def cli(ctx: click.Context, **values) -> None:
     With no command, starts an interactive session in the workspace."""
     if ctx.invoked_subcommand is not None:
         return
-    from lathe.ui.interactive.app import InteractiveOptions, run_interactive
+    from lathe.ui.interactive.app import run_interactive
 
-    options = InteractiveOptions(
-        workspace=values["workspace"],
-        model=values["model"],
-        base_url=values["base_url"],
-        continue_session=values["continue_last"],
-        resume=values["resume"],
-        approval=values["approval"],
-        verify=values["verify"],
-        max_turns=values["max_turns"],
-    )
-    sys.exit(run_interactive(options))
+    sys.exit(run_interactive(_run_options(False, **values)))
 
 
 @cli.command()

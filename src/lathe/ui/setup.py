@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lathe.errors import UsageError
 
@@ -31,7 +31,6 @@ class RunOptions:
     resume: str | None = None
     continue_last: bool = False
     headless: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,12 +133,13 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
 
 
 def endpoint_for(model: ResolvedModel) -> Endpoint:
+    from lathe.config import is_loopback
     from lathe.llm.registry import Endpoint
 
     api_key = model.api_key()
     key_env = "LATHE_API_KEY" if os.environ.get("LATHE_API_KEY") else (model.api_key_env or "")
     if not api_key:
-        if model.api_key_env and not _is_loopback(model.base_url):
+        if model.api_key_env and not is_loopback(model.base_url):
             raise UsageError(
                 f"no API key for {model.provider} ({model.base_url}): set {model.api_key_env} "
                 "(or LATHE_API_KEY) to your key, or choose another model with --model"
@@ -154,13 +154,6 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
         headers=model.headers,
         timeout_s=model.timeout_s,
     )
-
-
-def _is_loopback(url: str | None) -> bool:
-    from urllib.parse import urlparse
-
-    host = urlparse(url or "").hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
 
 
 def _workspace(path: Path) -> Path:

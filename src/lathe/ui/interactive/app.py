@@ -13,31 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lathe.errors import UsageError
 from lathe.types import AssistantMessage, ToolResultMessage
 from lathe.ui.interactive.approval import FILE_TOOLS, parse_answer, preview_diff
+from lathe.ui.setup import RunOptions
 
 _INTERRUPTED = "[interrupted by the user]"
 
 
-@dataclass
-class InteractiveOptions:
-    workspace: Path = field(default_factory=lambda: Path("."))
-    model: str | None = None
-    base_url: str | None = None
-    continue_session: bool = False  # --continue: the workspace's latest session
-    resume: str | None = None  # --resume ID (a unique prefix is enough)
-    approval: str | None = None  # read-only | ask | auto | full; default ask
-    verify: str | None = None
-    max_turns: int | None = None
-
-
-def run_interactive(options: InteractiveOptions) -> int:
+def run_interactive(options: RunOptions) -> int:
     """Run the interactive session until the user leaves; the exit code (0, or 2 for a
     usage problem such as no model or no terminal)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -59,25 +47,13 @@ def run_interactive(options: InteractiveOptions) -> int:
 
 
 class InteractiveApp:
-    def __init__(self, options: InteractiveOptions) -> None:
+    def __init__(self, options: RunOptions) -> None:
         from lathe.ui.interactive.links import Links
-        from lathe.ui.setup import RunOptions, prepare
+        from lathe.ui.setup import prepare
 
         self.options = options
         self._log: Any = None  # the structured log of the current session
-        self.setup = prepare(
-            RunOptions(
-                workspace=options.workspace,
-                model=options.model,
-                base_url=options.base_url,
-                max_turns=options.max_turns,
-                verify=options.verify,
-                approval=options.approval,
-                resume=options.resume,
-                continue_last=options.continue_session,
-                headless=False,
-            )
-        )
+        self.setup = prepare(dataclasses.replace(options, headless=False))
         self.workspace = self.setup.workspace
         self.resolved = self.setup.model
         self.links = Links(self.workspace, self._model_label(self.resolved), self.resolved.provider)
@@ -149,8 +125,8 @@ class InteractiveApp:
             self._banner()
             for notice in self.setup.notices:
                 self.renderer.note(notice)
-            history = self.links.open_at_start(self.options.resume, self.options.continue_session)
-            if (self.options.resume or self.options.continue_session) and not history:
+            history = self.links.open_at_start(self.options.resume, self.options.continue_last)
+            if (self.options.resume or self.options.continue_last) and not history:
                 self.renderer.note("no earlier session in this workspace; this is a new one")
             self.provider = make_provider(self.setup.endpoint)
             self.agent = self._build_agent(history)
