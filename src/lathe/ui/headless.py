@@ -79,6 +79,8 @@ class _HeadlessRun:
             raise UsageError('give the task as an argument: lathe run "fix the failing test"')
         for notice in setup.notices:
             self.emit(Notice(level="info", message=notice))
+        for warning in session.warnings:  # e.g. a torn last line skipped on resume
+            self.emit(Notice(level="warning", message=warning))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         provider = make_provider(setup.endpoint)
         try:
@@ -132,7 +134,11 @@ class _HeadlessRun:
                 )
             self.cleanup.callback(session.close)
             session.close_dangling_tool_calls()
-            if session.header.model != model:
+            last_model = next(
+                (e.model for e in reversed(session.branch()) if isinstance(e, ModelChangeEntry)),
+                session.header.model,
+            )
+            if last_model != model:
                 session.append(ModelChangeEntry(provider=setup.model.provider, model=model))
             return session, session.conversation()
         session = store.create(setup.workspace, model)
