@@ -86,6 +86,7 @@ class ToolRegistry:
 
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: list[ToolSpec] | None = None
         for tool in tools or []:
             self.register(tool)
 
@@ -93,6 +94,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -101,4 +103,7 @@ class ToolRegistry:
         return list(self._tools)
 
     def specs(self) -> list[ToolSpec]:
-        return [tool_spec(t) for t in self._tools.values()]
+        """Built once (every request sends them; a JSON schema is not free to make)."""
+        if self._specs is None:
+            self._specs = [tool_spec(t) for t in self._tools.values()]
+        return self._specs
