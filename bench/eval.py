@@ -8,6 +8,8 @@ that command exits 0 after the run (lathe's own claim is recorded, not trusted).
 
     python bench/eval.py --model local/1.5b --max-turns 15
     python bench/eval.py --base-url http://127.0.0.1:8080/v1 --model qwen --only chunked_drops_tail
+    python bench/eval.py --tasks bench/examples --model local --repeat 5 \
+        --lathe-arg=--deny --lathe-arg='edit(tests/**)'     # the README's example, 5 times
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ TAIL_CHARS = 4000
 @dataclass
 class TaskResult:
     task: str
+    attempt: int = 1
     solved: bool = False
     status: str = "unknown"
     """lathe's own run status (verified, unverified, failed, stuck, max_turns, ...), or
@@ -146,8 +149,10 @@ def _parse_events(stdout: str, result: TaskResult) -> None:
         result.tokens_in, result.tokens_out = usage_in, usage_out
 
 
-def run_task(task_dir: Path, args: argparse.Namespace, base_url: str | None) -> TaskResult:
-    result = TaskResult(task=task_dir.name)
+def run_task(
+    task_dir: Path, args: argparse.Namespace, base_url: str | None, attempt: int = 1
+) -> TaskResult:
+    result = TaskResult(task=task_dir.name, attempt=attempt)
     spec = json.loads((task_dir / "task.json").read_text(encoding="utf-8"))
     verify = spec["verify"]
     verify_timeout = float(spec.get("timeout", 120))
@@ -171,7 +176,7 @@ def run_task(task_dir: Path, args: argparse.Namespace, base_url: str | None) -> 
         cmd += ["--max-turns", str(args.max_turns)]
     if not args.no_verify_gate:
         cmd += ["--verify", verify]
-    cmd += [instruction]
+    cmd += [*args.lathe_arg, instruction]
 
     env = dict(os.environ)
     src = str(REPO_ROOT / "src")
@@ -215,8 +220,9 @@ def print_table(results: list[TaskResult], label: str) -> None:
     print(header)
     print("-" * len(header))
     for r in results:
+        name = r.task if r.attempt == 1 else f"  #{r.attempt}"
         print(
-            f"{r.task.ljust(name_w)}  {('yes' if r.solved else 'no'):>6}  {r.status:<12}  "
+            f"{name.ljust(name_w)}  {('yes' if r.solved else 'no'):>6}  {r.status:<12}  "
             f"{_fmt(r.turns, 5)}  {_fmt(r.tokens_in, 8)}  {_fmt(r.tokens_out, 7)}  "
             f"{r.wall_s:7.1f}"
         )
@@ -225,8 +231,14 @@ def print_table(results: list[TaskResult], label: str) -> None:
     wall = sum(r.wall_s for r in results)
     print("-" * len(header))
     rate = 100 * solved / len(results) if results else 0.0
+    attempts = max((r.attempt for r in results), default=1)
+    if attempts > 1:
+        per_task: dict[str, list[bool]] = {}
+        for r in results:
+            per_task.setdefault(r.task, []).append(r.solved)
+        print("per task: " + ", ".join(f"{t} {sum(s)}/{len(s)}" for t, s in per_task.items()))
     print(
-        f"solved {solved}/{len(results)} ({rate:.0f}%); "
+        f"solved {solved}/{len(results)} runs ({rate:.0f}%); "
         f"mean turns {sum(turns) / len(turns) if turns else 0:.1f}; "
         f"total wall {wall:.0f}s (mean {wall / max(len(results), 1):.0f}s)"
     )
@@ -263,6 +275,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="Model id passed to lathe (local, local/0.5b, ...).")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint passed to lathe.")
     parser.add_argument("--max-turns", type=int, default=20)
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N", help="Run each task N times (models sample)."
+    )
+    parser.add_argument(
+        "--lathe-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="Extra argument for `lathe run` (repeatable), e.g. --lathe-arg=--deny "
+        "--lathe-arg='edit(tests/**)'.",
+    )
     parser.add_argument("--timeout-s", type=float, default=600.0, help="Per task run.")
     parser.add_argument(
         "--no-verify-gate", action="store_true", help="Do not pass --verify to lathe."
@@ -305,9 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     results: list[TaskResult] = []
     started = time.time()
     try:
-        for task_dir in tasks:
-            print(f"[{len(results) + 1}/{len(tasks)}] {task_dir.name} ...", file=sys.stderr)
-            r = run_task(task_dir, args, base_url)
+        runs = [(t, n) for t in tasks for n in range(1, args.repeat + 1)]
+        for task_dir, attempt in runs:
+            print(f"[{len(results) + 1}/{len(runs)}] {task_dir.name} ...", file=sys.stderr)
+            r = run_task(task_dir, args, base_url, attempt)
             print(
                 f"    solved={r.solved} status={r.status} turns={r.turns} "
                 f"tools={r.tool_calls} wall={r.wall_s:.0f}s {r.reason[:120]}",
@@ -320,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
     label = (
         f"model={args.model or '(default)'} base_url={base_url or '(default)'} "
-        f"max_turns={args.max_turns} timeout_s={args.timeout_s:.0f} "
+        f"max_turns={args.max_turns} timeout_s={args.timeout_s:.0f} repeat={args.repeat} "
+        f"lathe_args={' '.join(args.lathe_arg) or '-'} "
         f"verify_gate={'off' if args.no_verify_gate else 'on'}"
     )
     print_table(results, label)
