@@ -151,3 +151,16 @@ def test_an_empty_model_table_is_blamed_on_its_file(
     user_file.write_text('[models.other]\nprovider = "ollama"\n')
     project_file.write_text("[models.mine]\n")
     assert error_of(workspace) == f"{project_file}: models.mine.provider: required key is missing"
+
+
+def test_local_threads_take_a_count_or_auto(workspace: Path, user_file: Path) -> None:
+    user_file.write_text('[local]\nthreads = "auto"\n')
+    assert load_config(workspace).config.local.threads == "auto"
+    user_file.write_text("[local]\nthreads = 3\n")
+    assert load_config(workspace).config.local.threads == 3
+    user_file.write_text("[local]\nthreads = 0\n")
+    assert error_of(workspace) == (
+        f'{user_file}: local.threads: threads must be at least 1, or "auto"'
+    )
+    user_file.write_text('[local]\nthreads = "many"\n')
+    assert "local.threads" in error_of(workspace)

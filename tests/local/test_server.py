@@ -44,6 +44,8 @@ def test_start_waits_for_health_and_serves(
     monkeypatch.setenv("FAKE_LLAMA_DELAY", "1.0")
     argv_file = tmp_path / "argv.json"
     monkeypatch.setenv("FAKE_LLAMA_ARGV", str(argv_file))
+    monkeypatch.setattr(srv.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    monkeypatch.setattr(srv.os, "sched_getaffinity", lambda pid: {0, 1})
     server = srv.LocalServer(
         model_file, alias="tiny-model", binary=fake_llama, log_path=tmp_path / "server.log"
     )
@@ -75,6 +77,18 @@ def test_start_waits_for_health_and_serves(
         "--chat-template-file",
         str(srv.TEMPLATE),
     ]
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "threads"),
+    [(2, 0.3, 2), (2, 0.6, 1), (2, 1.4, 1), (2, 5.0, 1), (4, 1.0, 3), (64, 0.0, 8)],
+)
+def test_auto_threads_takes_the_idle_cores(
+    cores: int, load: float, threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(srv.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(srv.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert srv.auto_threads() == threads
 
 
 def test_options_reach_the_command_line(model_file: Path) -> None:

@@ -218,8 +218,16 @@ class LocalConfig(Section):
     ctx_size: int = Field(default=8192, ge=2048)
     """Context window the server is started with, in tokens."""
 
-    threads: int = Field(default=1, ge=1)
-    """Generation threads; one stays fast when another process takes a core."""
+    threads: int | Literal["auto"] = "auto"
+    """Generation threads, or "auto": the cores not busy when the server starts (more
+    threads than idle cores make generation slower, not faster)."""
+
+    @field_validator("threads")
+    @classmethod
+    def _positive_threads(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError('threads must be at least 1, or "auto"')
+        return value
 
 
 class HookCommand(Section):

@@ -92,7 +92,12 @@ def install_cmd(model_name: str) -> None:
 @local.command("start")
 @click.option("--model", "model_name", type=_MODEL_CHOICE, default=DEFAULT_MODEL, show_default=True)
 @click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
-@click.option("--threads", type=int, default=1, show_default=True, help="Generation threads.")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Generation threads (default: the cores not busy now).",
+)
 @click.option("--ctx-size", type=int, default=8192, show_default=True, help="Context window.")
 @click.option(
     "--template",
@@ -102,7 +107,7 @@ def install_cmd(model_name: str) -> None:
     help="Chat template: lathe, stock, or a path to a .jinja file.",
 )
 def start_cmd(
-    model_name: str, port: int | None, threads: int, ctx_size: int, template: str
+    model_name: str, port: int | None, threads: int | None, ctx_size: int, template: str
 ) -> None:
     """Start a server that stays warm across lathe runs."""
     from lathe.errors import LatheError, UsageError

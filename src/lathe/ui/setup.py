@@ -115,7 +115,7 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
     settings = loaded.config.local
     options = ServerOptions(
         ctx_size=settings.ctx_size,
-        threads=settings.threads,
+        threads=None if settings.threads == "auto" else settings.threads,
         chat_template="lathe" if settings.tool_mode == "template" else "stock",
     )
     local = ensure_local_server(name, options=options)
