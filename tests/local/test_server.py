@@ -44,8 +44,7 @@ def test_start_waits_for_health_and_serves(
     monkeypatch.setenv("FAKE_LLAMA_DELAY", "1.0")
     argv_file = tmp_path / "argv.json"
     monkeypatch.setenv("FAKE_LLAMA_ARGV", str(argv_file))
-    monkeypatch.setattr(srv.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
-    monkeypatch.setattr(srv.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(srv, "auto_threads", lambda: 1)
     server = srv.LocalServer(
         model_file, alias="tiny-model", binary=fake_llama, log_path=tmp_path / "server.log"
     )
@@ -80,15 +79,28 @@ def test_start_waits_for_health_and_serves(
 
 
 @pytest.mark.parametrize(
-    ("cores", "load", "threads"),
-    [(2, 0.3, 2), (2, 0.6, 1), (2, 1.4, 1), (2, 5.0, 1), (4, 1.0, 3), (64, 0.0, 8)],
+    ("cores", "idle", "threads"),
+    [(2, 1.0, 2), (2, 0.8, 2), (2, 0.5, 1), (2, 0.0, 1), (4, 0.75, 3), (64, 1.0, 8)],
 )
 def test_auto_threads_takes_the_idle_cores(
-    cores: int, load: float, threads: int, monkeypatch: pytest.MonkeyPatch
+    cores: int, idle: float, threads: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(srv.os, "sched_getaffinity", lambda pid: set(range(cores)))
-    monkeypatch.setattr(srv.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    monkeypatch.setattr(srv, "_idle_share", lambda cpus: idle)
     assert srv.auto_threads() == threads
+
+
+def test_auto_threads_falls_back_to_the_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(srv.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(srv, "_idle_share", lambda cpus: None)
+    monkeypatch.setattr(srv.os, "getloadavg", lambda: (1.3, 0.0, 0.0))
+    assert srv.auto_threads() == 1
+
+
+def test_idle_share_is_measured_from_proc_stat() -> None:
+    share = srv._idle_share(os.sched_getaffinity(0))
+    assert share is not None and 0.0 <= share <= 1.0
+    assert srv._cpu_times({10_000}) is None  # no such CPU: nothing to count
 
 
 def test_options_reach_the_command_line(model_file: Path) -> None:

@@ -60,6 +60,36 @@ class ServerOptions:
 
 
 MAX_AUTO_THREADS = 8
+_IDLE_SAMPLE_S = 0.3
+
+
+def _cpu_times(cpus: set[int]) -> tuple[int, int] | None:
+    """(idle, total) jiffies summed over `cpus`, from /proc/stat; None where there is none."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    idle = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        values = [int(v) for v in fields[:8]]
+        idle += values[3] + values[4]  # idle + iowait
+        total += sum(values)
+    return (idle, total) if total else None
+
+
+def _idle_share(cpus: set[int]) -> float | None:
+    """The share of `cpus` idle over a short sample, or None when it cannot be measured."""
+    before = _cpu_times(cpus)
+    if before is None:
+        return None
+    time.sleep(_IDLE_SAMPLE_S)
+    after = _cpu_times(cpus)
+    if after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
 
 
 def auto_threads() -> int:
@@ -67,12 +97,18 @@ def auto_threads() -> int:
 
     Measured on 2 cores (1.5B, llama-bench): idle, 2 threads generate 8.9 tokens/s and 1
     thread 3.6; with one core busy elsewhere, 2 threads fall to 2.2 while 1 keeps 4.0,
-    because llama.cpp's threads wait for each other at every step. So take what is idle
-    now (1-minute load average); past 8 threads memory bandwidth, not cores, is the limit.
+    because llama.cpp's threads wait for each other at every step. So count the cores
+    idle right now (a short /proc/stat sample; the load average lags by minutes). Past 8
+    threads memory bandwidth, not cores, is the limit.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    busy = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
-    return max(1, min(MAX_AUTO_THREADS, (cores or 1) - busy))
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    cores = len(cpus) or os.cpu_count() or 1
+    idle_share = _idle_share(cpus) if cpus else None
+    if idle_share is not None:
+        busy = round(cores * (1 - idle_share))
+    else:
+        busy = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, min(MAX_AUTO_THREADS, cores - busy))
 
 
 def _log_tail(path: Path | None, lines: int = _LOG_TAIL_LINES) -> str:
