@@ -215,3 +215,28 @@ def test_headless_auto_runs_commands_inside_the_sandbox(tmp_path, fake_openai):
     )
     assert "escaped" not in tool_result["content"]
     assert "Read-only file system" in tool_result["content"]
+
+
+def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    tests_before = (ws / "test_calculator.py").read_bytes()
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "test_calculator.py"})]),
+        Reply(calls=[Call("write", {"path": "test_calculator.py", "content": "pass\n"})]),
+        Reply(calls=[Call("bash", {"command": "echo pass > test_calculator.py"})]),
+        Reply("done"),
+    )
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+        "--deny", "edit(test_*.py)", "weaken the tests",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert (ws / "test_calculator.py").read_bytes() == tests_before
+    messages = fake_openai.chat_bodies()[-1]["messages"]
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    assert "edit(test_*.py)" in results[1]  # write: refused by the rule, naming it
+    assert "Read-only file system" in results[2]  # bash: the sandbox mounted it read-only

@@ -134,6 +134,28 @@ async def test_denied_paths_are_masked_and_neighbours_readable(workspace: Path) 
 
 
 @needs_bwrap
+async def test_paths_denied_for_editing_are_read_only_and_readable(workspace: Path) -> None:
+    executor = BubblewrapExecutor(workspace, deny_write=["secrets/**", "notes.txt"])
+    readable = await _run(executor, "cat notes.txt secrets/token", workspace)
+    assert (readable.exit_code, readable.output) == (0, "public\ns3cret\n")
+    changes = [
+        "echo x > notes.txt",
+        "sed -i s/s3cret/gone/ secrets/token",
+        "rm secrets/token",
+        "touch secrets/new",
+        "mv secrets moved",
+    ]
+    for command in changes:
+        result = await _run(executor, command, workspace)
+        assert result.exit_code != 0, command
+    assert (workspace / "notes.txt").read_text() == "public\n"
+    assert sorted(p.name for p in (workspace / "secrets").iterdir()) == ["token"]
+    assert (workspace / "secrets" / "token").read_text() == "s3cret\n"
+    other = await _run(executor, "echo ok > other.txt && cat other.txt", workspace)
+    assert (other.exit_code, other.output) == (0, "ok\n")
+
+
+@needs_bwrap
 async def test_dot_git_is_read_only_unless_allowed(workspace: Path) -> None:
     result = await _run(BubblewrapExecutor(workspace), "echo x > .git/config", workspace)
     assert result.exit_code != 0

@@ -64,6 +64,19 @@ def test_rule_precedence_is_deny_then_ask_then_allow(tmp_path):
     assert p.decide("edit", {"path": "tests/test_main.py"}).action == "ask"
 
 
+def test_an_edit_rule_covers_every_tool_that_changes_files(tmp_path):
+    p = policy(tmp_path, "auto", deny=["edit(tests/**)"], allow=["edit(src/**)"])
+    assert p.decide("edit", {"path": "tests/test_a.py"}).action == "deny"
+    assert p.decide("write", {"path": "tests/test_a.py"}).action == "deny"
+    assert p.decide("write", {"path": "tests/new/test_b.py"}).action == "deny"
+    assert p.decide("read", {"path": "tests/test_a.py"}).action == "allow"
+    assert p.decide("write", {"path": "src/new.py"}).action == "allow"
+    assert p.rules.denied_edit_patterns() == ["tests/**"]
+    only_write = policy(tmp_path, "auto", deny=["write(tests/**)"])
+    assert only_write.decide("write", {"path": "tests/a.py"}).action == "deny"
+    assert only_write.decide("edit", {"path": "tests/a.py"}).action == "allow"
+
+
 def test_a_denied_read_holds_for_every_tool(tmp_path):
     p = policy(tmp_path, "full", deny=["read(.env)", "read(**/secrets/**)"])
     assert p.decide("read", {"path": ".env"}).action == "deny"

@@ -6,7 +6,8 @@ the workspace read-write except `.git` and `.lathe` (read-only unless allowed), 
 no capabilities, and the sandbox dies with lathe. The rest of the home directory is not
 there at all, so secrets in it (~/.ssh, ~/.aws) cannot be read and nothing outside the
 workspace can be written. Paths denied for reading are masked: a file becomes an empty
-read-only file, a directory an empty one.
+read-only file, a directory an empty one. Paths denied for editing are mounted
+read-only, so no command can change them or create files under them.
 
 Process handling (process group, timeout, output capping) is `LocalExecutor`'s; this
 module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
@@ -110,6 +111,7 @@ def sandbox_argv(
     network: bool,
     read_only: Sequence[str] = (".git", ".lathe"),
     deny_read: Sequence[str] = (),
+    deny_write: Sequence[str] = (),
     home: Path | None = None,
     extra_read_only: Sequence[Path] = (),
 ) -> list[str]:
@@ -133,6 +135,8 @@ def sandbox_argv(
         target = workspace / name
         if target.exists():
             argv += ["--ro-bind", str(target), str(target)]
+    for path in _outermost(_matching_paths(workspace, deny_write)):
+        argv += ["--ro-bind", str(path), str(path)]
     argv += _masks(workspace, deny_read)
     # Directories bwrap created to hold the mounts above must not be writable either.
     argv += ["--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
@@ -154,9 +158,10 @@ def _tool_paths(home: Path, extra: Sequence[Path]) -> list[Path]:
     return chosen
 
 
-def _masks(workspace: Path, deny_read: Sequence[str]) -> list[str]:
+def _matching_paths(workspace: Path, patterns: Sequence[str]) -> set[Path]:
+    """The existing paths that rule patterns name now (a later file escapes them)."""
     matches: set[Path] = set()
-    for pattern in deny_read:
+    for pattern in patterns:
         if Path(pattern).is_absolute():
             matches.add(Path(pattern))
             continue
@@ -164,12 +169,21 @@ def _masks(workspace: Path, deny_read: Sequence[str]) -> list[str]:
         matches.update(
             workspace.glob(base) if any(c in base for c in "*?[") else [workspace / base]
         )
+    return {path for path in matches if path.exists()}
+
+
+def _outermost(paths: set[Path]) -> list[Path]:
+    """`paths` without those inside another of them, shallowest first."""
+    chosen: list[Path] = []
+    for path in sorted(paths, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(c) for c in chosen):
+            chosen.append(path)
+    return chosen
+
+
+def _masks(workspace: Path, deny_read: Sequence[str]) -> list[str]:
     argv: list[str] = []
-    masked: list[Path] = []
-    for path in sorted(matches, key=lambda p: len(p.parts)):
-        if not path.exists() or any(path.is_relative_to(m) for m in masked):
-            continue
-        masked.append(path)
+    for path in _outermost(_matching_paths(workspace, deny_read)):
         if path.is_dir():
             argv += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
         else:
@@ -190,9 +204,10 @@ class BubblewrapExecutor:
     """An `Executor` (see `lathe.exec.base`) that runs every command in a bwrap sandbox.
 
     `deny_read`: workspace-relative paths or globs (".env", "secrets/**") or absolute
-    paths hidden inside the sandbox. `read_only`: workspace entries mounted read-only
-    (pass () to let commands commit). The sandbox is probed on first use; when it cannot
-    start, `run` raises `ExecutorUnavailable` with the reason and the fix.
+    paths hidden inside the sandbox; `deny_write`: the same, mounted read-only.
+    `read_only`: workspace entries mounted read-only (pass () to let commands commit).
+    The sandbox is probed on first use; when it cannot start, `run` raises
+    `ExecutorUnavailable` with the reason and the fix.
     """
 
     def __init__(
@@ -201,6 +216,7 @@ class BubblewrapExecutor:
         *,
         network: bool = False,
         deny_read: Sequence[str] = (),
+        deny_write: Sequence[str] = (),
         read_only: Sequence[str] = (".git", ".lathe"),
         extra_read_only: Sequence[Path] = (),
         bwrap: str = "bwrap",
@@ -211,6 +227,7 @@ class BubblewrapExecutor:
         self.workspace = Path(os.path.abspath(workspace))
         self.network = network
         self.deny_read = tuple(deny_read)
+        self.deny_write = tuple(deny_write)
         self.read_only = tuple(read_only)
         self.extra_read_only = tuple(extra_read_only)
         self._bwrap = bwrap
@@ -226,7 +243,7 @@ class BubblewrapExecutor:
     def _argv(self, command: str, cwd: Path) -> list[str]:
         prefix = sandbox_argv(
             self.status.bwrap or self._bwrap, self.workspace, cwd, network=self.network,
-            read_only=self.read_only, deny_read=self.deny_read,
+            read_only=self.read_only, deny_read=self.deny_read, deny_write=self.deny_write,
             extra_read_only=self.extra_read_only,
         )  # fmt: skip
         return [*prefix, "bash", "-c", command]

@@ -4,7 +4,9 @@
 Path patterns follow .gitignore habits: a pattern without a slash matches that name at
 any depth (`.env`, `*.pem`); one with a slash is anchored at the workspace root
 (`src/**`); `**` crosses directories. A `read(...)` rule guards the content of a path,
-so a denied read holds for every tool that could reveal it, `bash` included.
+so a denied read holds for every tool that could reveal it, `bash` included. An
+`edit(...)` rule is about changing the files, so it covers `write` too; inside the
+sandbox a denied edit holds for `bash` as well (the paths are mounted read-only).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 Action = Literal["allow", "ask", "deny"]
 _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-]+)(?:\((?P<pattern>.*)\))?$")
 PATH_TOOLS = {"read", "edit", "write", "grep", "glob", "ls"}
+# A rule named for the key covers these tools as well: it guards what they change.
+_COVERS = {"edit": {"edit", "write"}}
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,17 @@ class RuleSet:
     def denied_read_patterns(self) -> list[str]:
         return [r.pattern for r in self.deny if r.tool == "read" and r.pattern]
 
+    def denied_edit_patterns(self) -> list[str]:
+        return [r.pattern for r in self.deny if r.tool == "edit" and r.pattern]
+
     def for_path(self, tool: str, relative_path: str) -> tuple[Action, Rule] | None:
         """The strongest rule about `tool` touching `relative_path`; read-deny rules
         apply to every tool."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                applies = rule.tool == tool or (action == "deny" and rule.tool == "read")
+                applies = tool in _COVERS.get(rule.tool, {rule.tool}) or (
+                    action == "deny" and rule.tool == "read"
+                )
                 if applies and (rule.pattern is None or path_matches(relative_path, rule.pattern)):
                     return action, rule  # type: ignore[return-value]
         return None

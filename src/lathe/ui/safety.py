@@ -42,6 +42,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 setup.workspace,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
+                deny_write=rules.denied_edit_patterns(),
                 status=status,
                 hide_env=hidden,
             )
