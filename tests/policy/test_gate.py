@@ -152,3 +152,11 @@ async def test_hard_deny_is_never_asked(tmp_path):
     output = await gate.before_tool("bash", {"command": "cd / && rm -rf *"})
     assert output is not None and output.is_error and "blocked" in output.content
     assert approver.asked == []
+
+
+async def test_a_rule_denial_names_the_rule_and_says_not_to_work_around_it(tmp_path):
+    gate = PolicyGate(policy(tmp_path, "auto", deny=["edit(tests/**)"]))
+    output = await gate.before_tool("write", {"path": "tests/test_a.py", "content": "x"})
+    assert output is not None and output.is_error
+    assert "tests/test_a.py matches the rule edit(tests/**)" in output.content
+    assert "another tool" in output.content and "different approach" in output.content

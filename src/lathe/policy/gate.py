@@ -179,7 +179,10 @@ class PolicyGate(AgentHooks):
         ):
             return None
         if decision.action == "deny":
-            return _denied(f"{name} was blocked: {decision.reason}.")
+            return _denied(
+                f"{name} was blocked: {decision.reason}. Trying again, or making the same "
+                "change with another tool, will be blocked too: take a different approach."
+            )
         if self.approver is None:
             return _denied(
                 f"{name} needs approval ({decision.reason}), and nobody can approve it in "
