@@ -26,7 +26,15 @@ Keep tool outputs small: read a range of lines, grep for a symbol, pipe long com
 output through `tail`. Paths are relative to the workspace root."""
 
 
-def system_prompt(workspace: Path, tool_names: list[str], *, verify_command: str | None) -> str:
+def system_prompt(
+    workspace: Path,
+    tool_names: list[str],
+    *,
+    verify_command: str | None,
+    snapshot_max_bytes: int = 0,
+) -> str:
+    """`snapshot_max_bytes`: when every file of the workspace fits in this many bytes
+    together, their contents are included too (see `workspace_snapshot`)."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     parts = [_METHOD, f"Tools: {', '.join(tool_names)}."]
@@ -39,9 +47,12 @@ def system_prompt(workspace: Path, tool_names: list[str], *, verify_command: str
     if agents:
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
     parts.append(f"Workspace root: {workspace}")
-    overview = workspace_overview(workspace)
-    if overview:
-        parts.append(overview)
+    files = list_files(workspace)
+    if files:
+        parts.append(workspace_overview(files))
+        snapshot = workspace_snapshot(workspace, files, snapshot_max_bytes)
+        if snapshot:
+            parts.append(snapshot)
     return "\n\n".join(parts)
 
 
@@ -56,10 +67,8 @@ def _agents_file(workspace: Path) -> str | None:
     return text.strip() or None
 
 
-def workspace_overview(workspace: Path, max_files: int = _OVERVIEW_MAX_FILES) -> str | None:
-    """The workspace's files (git-ignored ones left out), so the model starts from real
-    names instead of guessing them. Small models otherwise invent paths and create
-    files that already exist."""
+def list_files(workspace: Path) -> list[str]:
+    """The workspace's files, git-ignored ones left out, sorted; [] if rg cannot run."""
     from lathe.errors import ToolError
     from lathe.tools.grep import RG_COMMON, rg_binary
 
@@ -71,12 +80,15 @@ def workspace_overview(workspace: Path, max_files: int = _OVERVIEW_MAX_FILES) ->
             text=True,
             timeout=5,
             stdin=subprocess.DEVNULL,
-        ).stdout.split()
+        ).stdout.splitlines()
     except (OSError, subprocess.TimeoutExpired, ToolError):
-        return None
-    if not listing:
-        return None
-    files = sorted(listing)
+        return []
+    return sorted(line for line in listing if line)
+
+
+def workspace_overview(files: list[str], max_files: int = _OVERVIEW_MAX_FILES) -> str:
+    """The file list, so the model starts from real names instead of guessing them.
+    Small models otherwise invent paths and create files that already exist."""
     shown = "\n".join(files[:max_files])
     more = (
         f"\n... and {len(files) - max_files} more (use glob or ls)"
@@ -84,3 +96,39 @@ def workspace_overview(workspace: Path, max_files: int = _OVERVIEW_MAX_FILES) ->
         else ""
     )
     return f"Files in the workspace ({len(files)}):\n{shown}{more}"
+
+
+def workspace_snapshot(workspace: Path, files: list[str], max_bytes: int) -> str | None:
+    """Every file's text when the whole workspace fits in `max_bytes`, else None.
+
+    For a tiny project this is what the first turns would read anyway; small models
+    otherwise skip the reads and edit from guesses (measured: edits of text that is not
+    in the file, and calls on invented paths). All or nothing: a partial snapshot would
+    steer the model towards whichever files happened to fit.
+    """
+    if max_bytes <= 0 or not files:
+        return None
+    sizes = []
+    for name in files:
+        try:
+            sizes.append((workspace / name).stat().st_size)
+        except OSError:
+            return None
+    if sum(sizes) > max_bytes:
+        return None
+    blocks = []
+    for name in files:
+        try:
+            text = (workspace / name).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # binary or another encoding: listed above, read it with the tool
+        if "\0" in text:
+            continue
+        blocks.append(f"----- {name} -----\n{text.rstrip()}\n")
+    if not blocks:
+        return None
+    return (
+        "The workspace is small, so here is every text file as it was when this run "
+        "started (after you change a file, read it again instead of trusting this copy):"
+        "\n\n" + "\n".join(blocks) + "----- end of files -----"
+    )

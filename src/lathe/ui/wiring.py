@@ -15,6 +15,9 @@ from lathe.ui.setup import RunSetup
 
 # At or below this many tokens, models are small and local: write may not replace files.
 _SMALL_WINDOW = 16_384
+# A workspace whose files together fit in this many bytes goes into the system prompt
+# whole: a quarter of the window (about 3 bytes a token), and never more than 8 KB.
+_SNAPSHOT_MAX_BYTES = 8192
 
 
 def spill_dir(workspace: Path) -> Path:
@@ -82,7 +85,12 @@ def build_agent(
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
-    prompt = system_prompt(setup.workspace, tools.names(), verify_command=settings.verify_command)
+    prompt = system_prompt(
+        setup.workspace,
+        tools.names(),
+        verify_command=settings.verify_command,
+        snapshot_max_bytes=min(window * 3 // 4, _SNAPSHOT_MAX_BYTES),
+    )
     manager = None
     if config.context.compaction:
         reserve = min(config.context.output_reserve_tokens, window // 4)

@@ -1,0 +1,68 @@
+"""The system prompt: the method, AGENTS.md, the real file list (real ripgrep, git-ignore
+honoured) and, for a tiny workspace, every file's text."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lathe.agent.prompt import list_files, system_prompt
+
+TOOLS = ["read", "edit", "bash"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "tests" / "test_app.py").write_text("from app import add\n")
+    (root / "my notes.txt").write_text("a name with a space\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.txt").write_text("generated\n")
+    return root
+
+
+def test_file_list_uses_real_names_and_leaves_ignored_files_out(project: Path) -> None:
+    assert list_files(project) == [".gitignore", "app.py", "my notes.txt", "tests/test_app.py"]
+    prompt = system_prompt(project, TOOLS, verify_command="pytest -q")
+    assert "Files in the workspace (4):\n.gitignore\napp.py\nmy notes.txt\n" in prompt
+    assert "build/out.txt" not in prompt
+    assert "lathe runs `pytest -q` itself" in prompt
+    assert "return a - b" not in prompt  # no snapshot unless a budget is given
+
+
+def test_a_tiny_workspace_is_included_whole(project: Path) -> None:
+    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096)
+    assert "----- app.py -----\ndef add(a, b):\n    return a - b\n" in prompt
+    assert "----- tests/test_app.py -----\nfrom app import add\n" in prompt
+    assert prompt.endswith("----- end of files -----")
+    # The part that changes with the workspace stays last, after the stable method.
+    assert prompt.index("How to work") < prompt.index("Workspace root") < prompt.index("-----")
+
+
+def test_a_workspace_over_the_budget_is_only_listed(project: Path) -> None:
+    total = sum((project / name).stat().st_size for name in list_files(project))
+    assert "-----" in system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total)
+    over = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total - 1)
+    assert "-----" not in over
+    assert "app.py" in over
+
+
+def test_binary_and_non_utf8_files_are_listed_but_not_inlined(project: Path) -> None:
+    (project / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (project / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096)
+    assert "logo.png" in prompt and "latin.txt" in prompt
+    assert "----- logo.png" not in prompt and "----- latin.txt" not in prompt
+    assert "----- app.py -----" in prompt
+
+
+def test_agents_file_is_included(project: Path) -> None:
+    (project / "AGENTS.md").write_text("Run tests with `make test`.\n")
+    prompt = system_prompt(project, TOOLS, verify_command=None)
+    assert "Project instructions from AGENTS.md:\n\nRun tests with `make test`." in prompt
