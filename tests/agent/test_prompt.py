@@ -66,3 +66,11 @@ def test_agents_file_is_included(project: Path) -> None:
     (project / "AGENTS.md").write_text("Run tests with `make test`.\n")
     prompt = system_prompt(project, TOOLS, verify_command=None)
     assert "Project instructions from AGENTS.md:\n\nRun tests with `make test`." in prompt
+
+
+def test_protected_paths_are_said_up_front(project: Path) -> None:
+    prompt = system_prompt(
+        project, TOOLS, verify_command=None, no_edit=["tests/**"], no_read=[".env", "*.pem"]
+    )
+    assert "- no changes to: tests/**\n- no reading of: .env, *.pem" in prompt
+    assert "protects" not in system_prompt(project, TOOLS, verify_command=None)

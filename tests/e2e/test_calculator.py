@@ -237,6 +237,7 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
     assert result.returncode == 0, result.stderr
     assert (ws / "test_calculator.py").read_bytes() == tests_before
     messages = fake_openai.chat_bodies()[-1]["messages"]
+    assert "- no changes to: test_*.py" in messages[0]["content"]  # said up front
     results = [m["content"] for m in messages if m["role"] == "tool"]
     assert "edit(test_*.py)" in results[1]  # write: refused by the rule, naming it
     assert "Read-only file system" in results[2]  # bash: the sandbox mounted it read-only

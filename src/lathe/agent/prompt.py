@@ -32,9 +32,13 @@ def system_prompt(
     *,
     verify_command: str | None,
     snapshot_max_bytes: int = 0,
+    no_edit: list[str] | None = None,
+    no_read: list[str] | None = None,
 ) -> str:
     """`snapshot_max_bytes`: when every file of the workspace fits in this many bytes
-    together, their contents are included too (see `workspace_snapshot`)."""
+    together, their contents are included too (see `workspace_snapshot`). `no_edit`,
+    `no_read`: path patterns the user's deny rules protect, said up front so the model
+    does not spend turns finding them out."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     parts = [_METHOD, f"Tools: {', '.join(tool_names)}."]
@@ -43,6 +47,13 @@ def system_prompt(
             f"When you finish, lathe runs `{verify_command}` itself; if it fails you will "
             "see its output and continue."
         )
+    if no_edit or no_read:
+        lines = ["The user protects these paths; every tool, commands included, is refused:"]
+        if no_edit:
+            lines.append(f"- no changes to: {', '.join(no_edit)}")
+        if no_read:
+            lines.append(f"- no reading of: {', '.join(no_read)}")
+        parts.append("\n".join(lines))
     agents = _agents_file(workspace)
     if agents:
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")

@@ -21,15 +21,21 @@ class Safety:
     hooks: list[AgentHooks] = field(default_factory=list)
 
 
+def permission_rules(setup: RunSetup) -> RuleSet:
+    """The config's rules plus the run's --allow/--deny."""
+    config = setup.loaded.config.permissions
+    return RuleSet.from_strings(
+        allow=[*config.allow, *setup.options.allow], deny=[*config.deny, *setup.options.deny]
+    )
+
+
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
     from lathe.session import ApprovalEntry
 
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
-    rules = RuleSet.from_strings(
-        allow=[*config.allow, *setup.options.allow], deny=[*config.deny, *setup.options.deny]
-    )
+    rules = permission_rules(setup)
     hidden = _key_variables(setup)
     executor: Executor = LocalExecutor(hide_env=hidden)
     sandboxed = False

@@ -63,6 +63,7 @@ def build_agent(
     from lathe.agent.context import Budget
     from lathe.tools.builtin import builtin_tools
     from lathe.tools.files import FileState
+    from lathe.ui.safety import permission_rules
 
     config = setup.loaded.config
     window = setup.model.context_window
@@ -85,11 +86,14 @@ def build_agent(
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
+    rules = permission_rules(setup)
     prompt = system_prompt(
         setup.workspace,
         tools.names(),
         verify_command=settings.verify_command,
         snapshot_max_bytes=min(window * 3 // 4, _SNAPSHOT_MAX_BYTES),
+        no_edit=rules.denied_edit_patterns(),
+        no_read=rules.denied_read_patterns(),
     )
     manager = None
     if config.context.compaction:
