@@ -245,7 +245,7 @@ def print_table(results: list[TaskResult], label: str) -> None:
 
 
 def _start_local(model: str, server_args: list[str]):
-    """Start (or reuse) a local llama-server for `model`. Returns (base_url, wire id, stop)."""
+    """Start (or reuse) the warm llama-server for `model`. Returns (base_url, wire id, stop)."""
     sys.path.insert(0, str(REPO_ROOT / "src"))
     from lathe.local.server import ServerOptions, read_warm, start_warm, stop_warm
 
@@ -322,8 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     base_url = args.base_url
     stop = None
     if base_url is None and args.model and args.model.startswith("local"):
-        base_url, wire_id, stop = _start_local(args.model, args.server_arg)
-        args.model = wire_id
+        # Started once for all tasks; each `lathe run --model local/...` then reuses it
+        # as the warm server, and sizes its window, limits and replies to the local
+        # model exactly as the README's command does (a --base-url would not).
+        server_url, _, stop = _start_local(args.model, args.server_arg)
+        print(f"lathe runs reuse the warm server at {server_url}", file=sys.stderr)
 
     results: list[TaskResult] = []
     started = time.time()
