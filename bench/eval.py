@@ -49,6 +49,8 @@ class TaskResult:
     verify_s: float = 0.0
     tool_calls: int = 0
     tools: dict[str, int] = field(default_factory=dict)
+    lathe_attempts: int = 0
+    """Attempts lathe made (`--attempts`): turns and tokens are summed over them."""
     reason: str = ""
     workdir: str = ""
     stderr_tail: str = ""
@@ -134,17 +136,18 @@ def _parse_events(stdout: str, result: TaskResult) -> None:
             usage_out += int(usage.get("output_tokens") or usage.get("completion_tokens") or 0)
             saw_usage = True
         if kind == "run_finished":
+            result.lathe_attempts += 1
             result.status = str(event.get("status") or "unknown")
-            result.turns = event.get("turns")
+            result.turns = (result.turns or 0) + int(event.get("turns") or 0)
             result.reason = str(event.get("reason") or "")
             usage = event.get("usage")
             if isinstance(usage, dict):
-                result.tokens_in = int(usage.get("input_tokens") or usage.get("prompt_tokens") or 0)
-                result.tokens_out = int(
-                    usage.get("output_tokens") or usage.get("completion_tokens") or 0
-                )
-    if result.turns is None and turns_seen:
-        result.turns = turns_seen  # the run did not finish (timeout): turns started
+                tokens_in = int(usage.get("input_tokens") or usage.get("prompt_tokens") or 0)
+                tokens_out = int(usage.get("output_tokens") or usage.get("completion_tokens") or 0)
+                result.tokens_in = (result.tokens_in or 0) + tokens_in
+                result.tokens_out = (result.tokens_out or 0) + tokens_out
+    if turns_seen > (result.turns or 0):
+        result.turns = turns_seen  # an attempt did not finish (timeout): turns started
     if result.tokens_in is None and saw_usage:
         result.tokens_in, result.tokens_out = usage_in, usage_out
 
@@ -213,7 +216,7 @@ def _fmt(value, width: int) -> str:
 def print_table(results: list[TaskResult], label: str) -> None:
     name_w = max([len("task"), *(len(r.task) for r in results)])
     header = (
-        f"{'task'.ljust(name_w)}  {'solved':>6}  {'lathe status':<12}  {'turns':>5}  "
+        f"{'task'.ljust(name_w)}  {'solved':>6}  {'lathe status':<12}  {'att':>3}  {'turns':>5}  "
         f"{'tok in':>8}  {'tok out':>7}  {'wall s':>7}"
     )
     print(f"\n{label}")
@@ -223,8 +226,8 @@ def print_table(results: list[TaskResult], label: str) -> None:
         name = r.task if r.attempt == 1 else f"  #{r.attempt}"
         print(
             f"{name.ljust(name_w)}  {('yes' if r.solved else 'no'):>6}  {r.status:<12}  "
-            f"{_fmt(r.turns, 5)}  {_fmt(r.tokens_in, 8)}  {_fmt(r.tokens_out, 7)}  "
-            f"{r.wall_s:7.1f}"
+            f"{_fmt(r.lathe_attempts or None, 3)}  {_fmt(r.turns, 5)}  "
+            f"{_fmt(r.tokens_in, 8)}  {_fmt(r.tokens_out, 7)}  {r.wall_s:7.1f}"
         )
     solved = sum(r.solved for r in results)
     turns = [r.turns for r in results if r.turns is not None]
@@ -336,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{len(results) + 1}/{len(runs)}] {task_dir.name} ...", file=sys.stderr)
             r = run_task(task_dir, args, base_url, attempt)
             print(
-                f"    solved={r.solved} status={r.status} turns={r.turns} "
+                f"    solved={r.solved} status={r.status} attempts={r.lathe_attempts} "
+                f"turns={r.turns} "
                 f"tools={r.tool_calls} wall={r.wall_s:.0f}s {r.reason[:120]}",
                 file=sys.stderr,
             )

@@ -155,9 +155,24 @@ class RunFinished(_Event):
     cost_usd: float | None = None  # summed over the run's replies; None: prices unknown
 
 
+class AttemptStarted(_Event):
+    """A headless run starts over (`agent.attempts`): the last attempt ended without
+    passing the verify command, the workspace is back to how the run found it, and the
+    model begins again with a fresh conversation."""
+
+    type: Literal["attempt_started"] = "attempt_started"
+    attempt: int
+    attempts: int
+    previous_status: RunStatus
+    previous_reason: str = ""
+    kept: list[str] = []
+    """Files changed by someone else during the last attempt: left as they are."""
+
+
 AgentEvent = Annotated[
     RunStarted
     | Notice
+    | AttemptStarted
     | TurnStarted
     | TextDelta
     | ThinkingDelta

@@ -210,9 +210,7 @@ def test_headless_auto_runs_commands_inside_the_sandbox(tmp_path, fake_openai):
 
     assert result.returncode == 0, result.stderr
     assert not probe.exists()
-    tool_result = next(
-        m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool"
-    )
+    tool_result = next(m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool")
     assert "escaped" not in tool_result["content"]
     assert "Read-only file system" in tool_result["content"]
 
@@ -241,3 +239,83 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
     results = [m["content"] for m in messages if m["role"] == "tool"]
     assert "edit(test_*.py)" in results[1]  # write: refused by the rule, naming it
     assert "Read-only file system" in results[2]  # bash: the sandbox mounted it read-only
+
+
+def test_attempts_start_over_from_the_original_workspace(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    original = {p.name: p.read_bytes() for p in ws.iterdir() if p.is_file()}
+    failing_attempt = [
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {"path": "calculator.py", "old_string": "rate / 10", "new_string": "rate * 0"},
+                ),
+                Call("write", {"path": "notes.txt", "content": "a stray file\n"}),
+            ]
+        ),
+        Reply("Done."),  # the verify command fails: the model hears it and goes on
+        Reply("Done, really."),  # and the turns run out: status failed
+    ]
+    fixing_attempt = [
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "path": "calculator.py",
+                        "old_string": "        return 0.0",
+                        "new_string": '        raise ValueError("negative income")',
+                    },
+                ),
+                Call(
+                    "edit",
+                    {
+                        "path": "calculator.py",
+                        "old_string": "rate / 10",
+                        "new_string": "rate / 100",
+                    },
+                ),
+            ]
+        ),
+        Reply("Fixed both bugs."),
+    ]
+    fake_openai.enqueue(*failing_attempt, *fixing_attempt)
+
+    result = lathe(
+        "run", "--json", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+        "--verify", "python -m pytest -q -p no:cacheprovider", "--attempts", "3",
+        "--max-turns", "3", "Make the failing tests pass",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    starts = [e for e in events if e["type"] == "attempt_started"]
+    assert [(e["attempt"], e["attempts"], e["previous_status"]) for e in starts] == [
+        (2, 3, "failed")
+    ]
+    ends = [e["status"] for e in events if e["type"] == "run_finished"]
+    assert ends[-1] == "verified" and len(ends) == 2
+    assert not (ws / "notes.txt").exists()  # the first attempt's stray file is gone
+    bodies = fake_openai.chat_bodies()
+    second_start = bodies[len(failing_attempt)]["messages"]
+    assert [m["role"] for m in second_start] == ["system", "user"]  # a fresh conversation
+    sessions = list((tmp_path / "home" / "sessions").rglob("*.jsonl"))
+    assert len(sessions) == 2
+    assert original["test_calculator.py"] == (ws / "test_calculator.py").read_bytes()
+
+
+def test_attempts_without_a_verify_command_make_one_attempt(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    fake_openai.enqueue(Reply("I looked; nothing to do."))
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+        "--attempts", "3", "look around",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "needs a verify command" in result.stderr
+    assert len(fake_openai.chat_bodies()) == 1

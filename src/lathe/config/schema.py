@@ -116,6 +116,12 @@ class AgentConfig(Section):
     verify_timeout_s: float = Field(default=900.0, gt=0)
     """Seconds the verify command may run before it counts as failed."""
 
+    attempts: int = Field(default=1, ge=1, le=20)
+    """Headless runs with a verify command: how many times the run may start over when
+    it ends without the check passing (stuck, failed or out of turns). Each new attempt
+    begins from the workspace as the run found it, with a fresh conversation; it pays
+    off with a small model that solves a task some of the times it tries. 1: never."""
+
     stall_repeat_limit: int = Field(default=3, ge=2)
     """The same tool call with the same arguments this many times in a row is a stall:
     the model is nudged once, then the run stops with status stuck."""

@@ -110,6 +110,12 @@ def cli(ctx: click.Context, **values) -> None:
 @click.argument("task", required=False)
 @_agent_options
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line on stdout.")
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1, max=20),
+    help="With --verify: start over (workspace restored, fresh conversation) up to N "
+    "times in all until the check passes.",
+)
 def run(task: str | None, as_json: bool, **values) -> None:
     """Run TASK headless: progress on stderr, the final answer on stdout.
 

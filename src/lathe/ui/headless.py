@@ -9,7 +9,7 @@ from contextlib import ExitStack
 import click
 
 from lathe.errors import LatheError, UsageError
-from lathe.events import Notice, RunFinished, RunStarted, RunStatus
+from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
 
 _EXIT_CODES = {
@@ -22,6 +22,8 @@ _EXIT_CODES = {
     RunStatus.INTERRUPTED: 130,
 }
 CONTINUE_TASK = "Continue the task from where you stopped."
+# Ends after which another attempt may still succeed; the others are final.
+_ANOTHER_ATTEMPT_MAY_HELP = {RunStatus.FAILED, RunStatus.STUCK, RunStatus.MAX_TURNS}
 
 
 def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int:
@@ -60,12 +62,10 @@ class _HeadlessRun:
         self.observer = None
 
     async def execute(self, task: str | None) -> RunFinished:
-        from lathe.agent.hooks import HookChain
         from lathe.llm.registry import make_provider
         from lathe.obs import Observer, Redactor
         from lathe.ui.recorder import SessionRecorder
         from lathe.ui.safety import build_safety
-        from lathe.ui.wiring import build_agent
 
         setup = self.setup
         session, history = self._open_session()
@@ -83,38 +83,107 @@ class _HeadlessRun:
             self.emit(Notice(level="warning", message=warning))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         provider = make_provider(setup.endpoint)
+        checkpoints = self._checkpoints()
+        attempts = self._attempts(resumed=bool(history))
+        start = None
+        if attempts > 1:
+            start = await asyncio.to_thread(checkpoints.snapshot, "before the run")
         try:
-            agent = build_agent(
-                setup,
-                provider,
-                self.emit,
-                executor=safety.executor,
-                hooks=HookChain(
-                    [
-                        safety.gate,
-                        *safety.hooks,
-                        redactor,
-                        redactor.guard(self.recorder),
-                        self._checkpoints(session),
-                    ]
-                ),
-                messages=history,
-            )
-            self.emit(
-                RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace))
-            )
-            finished = redactor.event(await agent.run(task))
-            self.recorder.record_end(finished)
+            finished = await self._attempt(task, history, provider, safety, redactor, checkpoints)
+            for attempt in range(2, attempts + 1):
+                if finished.status not in _ANOTHER_ATTEMPT_MAY_HELP:
+                    break
+                kept = await asyncio.to_thread(self._start_over, checkpoints, start)
+                self.emit(
+                    AttemptStarted(
+                        attempt=attempt,
+                        attempts=attempts,
+                        previous_status=finished.status,
+                        previous_reason=finished.reason,
+                        kept=kept,
+                    )
+                )
+                session = self._new_session()
+                self.recorder = SessionRecorder(session)
+                safety = build_safety(setup, session, approver=None, emit=self.emit)
+                finished = await self._attempt(task, [], provider, safety, redactor, checkpoints)
             return finished
         finally:
             await provider.aclose()
 
-    def _checkpoints(self, session):
+    async def _attempt(self, task, history, provider, safety, redactor, checkpoints) -> RunFinished:
+        from lathe.agent.hooks import HookChain
+        from lathe.ui.recorder import CheckpointRecorder
+        from lathe.ui.wiring import build_agent
+
+        assert self.recorder is not None
+        agent = build_agent(
+            self.setup,
+            provider,
+            self.emit,
+            executor=safety.executor,
+            hooks=HookChain(
+                [
+                    safety.gate,
+                    *safety.hooks,
+                    redactor,
+                    redactor.guard(self.recorder),
+                    CheckpointRecorder(checkpoints, self.recorder.session),
+                ]
+            ),
+            messages=history,
+        )
+        setup = self.setup
+        self.emit(RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace)))
+        finished = redactor.event(await agent.run(task))
+        self.recorder.record_end(finished)
+        return finished
+
+    def _attempts(self, *, resumed: bool) -> int:
+        config = self.setup.loaded.config.agent
+        if config.attempts == 1:
+            return 1
+        if not config.verify:
+            self.emit(
+                Notice(
+                    level="warning",
+                    message=f"attempts = {config.attempts} needs a verify command (--verify) "
+                    "to tell a failed attempt from a finished one; this run makes one attempt.",
+                )
+            )
+            return 1
+        if resumed:
+            self.emit(
+                Notice(
+                    level="info",
+                    message="a continued session makes one attempt: starting over would "
+                    "drop the conversation it continues.",
+                )
+            )
+            return 1
+        return config.attempts
+
+    def _start_over(self, checkpoints, start) -> list[str]:
+        """Bring the workspace back to `start`; files someone else changed meanwhile stay
+        as they are and are returned."""
+        position = next(c.n for c in checkpoints.list() if c.commit == start.commit)
+        report = checkpoints.restore(position)
+        return sorted(report.kept)
+
+    def _checkpoints(self):
         from lathe.checkpoint import Checkpoints
         from lathe.home import lathe_home
-        from lathe.ui.recorder import CheckpointRecorder
 
-        return CheckpointRecorder(Checkpoints(self.setup.workspace, lathe_home()), session)
+        return Checkpoints(self.setup.workspace, lathe_home())
+
+    def _new_session(self):
+        from lathe.home import lathe_home
+        from lathe.session import SessionStore
+
+        model = self.setup.model.name or self.setup.model.model_id
+        session = SessionStore(lathe_home()).create(self.setup.workspace, model)
+        self.cleanup.callback(session.close)
+        return session
 
     def _open_session(self):
         from lathe.home import lathe_home

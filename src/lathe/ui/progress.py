@@ -8,6 +8,7 @@ from typing import TextIO
 from lathe.events import (
     AgentEvent,
     AssistantReply,
+    AttemptStarted,
     Compacted,
     Notice,
     Retrying,
@@ -47,6 +48,12 @@ class ProgressPrinter:
                 self._line(f"  retry {attempt}/{total} in {wait:.1f}s: {_clip(error, 120)}")
             case Notice(level=level, message=message):
                 self._line(f"lathe: {level}: {message}")
+            case AttemptStarted(attempt=n, attempts=total, previous_status=status, kept=kept):
+                kept_note = f"; kept files changed meanwhile: {', '.join(kept)}" if kept else ""
+                self._line(
+                    f"attempt {n}/{total}: the last one ended {status}; workspace restored, "
+                    f"starting over{kept_note}"
+                )
             case Compacted(tokens_before=before, tokens_after=after, reason=reason):
                 self._line(
                     f"  compacted the conversation ({reason}): {before:,} -> {after:,} tokens"

@@ -24,6 +24,7 @@ class RunOptions:
     base_url: str | None = None
     max_turns: int | None = None
     verify: str | None = None
+    attempts: int | None = None
     approval: str | None = None
     overrides: Sequence[str] = ()
     allow: Sequence[str] = ()
@@ -63,6 +64,7 @@ def prepare(options: RunOptions) -> RunSetup:
             "base_url": options.base_url,
             "agent.max_turns": options.max_turns,
             "agent.verify": options.verify,
+            "agent.attempts": options.attempts,
             "permissions.approval": options.approval,
         },
         overrides=options.overrides,
