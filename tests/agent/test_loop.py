@@ -163,13 +163,27 @@ async def test_verify_failure_goes_back_to_the_model_until_it_passes(tmp_path):
 
 
 async def test_verify_that_never_passes_ends_failed(tmp_path):
-    provider = ScriptedProvider([reply("done")] * 3)
-    agent, _ = make_agent(tmp_path, provider, verify_command="exit 1", max_turns=3)
+    provider = ScriptedProvider(
+        [reply("done"), reply("", ("peek", {"path": "x"})), reply("done"), reply("done")]
+    )
+    agent, _ = make_agent(tmp_path, provider, verify_command="exit 1", max_turns=4)
 
     finished = await agent.run("task")
 
     assert finished.status is RunStatus.FAILED
     assert "verify" in finished.reason
+
+
+async def test_claiming_done_again_and_again_without_acting_is_stuck(tmp_path):
+    provider = ScriptedProvider([reply("done")] * 5)
+    agent, events = make_agent(tmp_path, provider, verify_command="exit 1", max_turns=10)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.STUCK
+    assert finished.turns == 3
+    assert "said it was done 3 times in a row" in finished.reason
+    assert len([e for e in events if isinstance(e, VerifyFinished)]) == 3
 
 
 async def test_stall_nudges_once_then_stops_stuck(tmp_path):

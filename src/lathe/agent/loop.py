@@ -93,6 +93,9 @@ class Agent:
         usage_before = self.usage
         cost = 0.0
         verify_failed = False
+        # Verify failures in a row with no tool call between: the model is claiming
+        # "done" without acting on the failure, a stall like a repeated call.
+        idle_claims = 0
         self.append(UserMessage(content=user_input))
         turn = 0
 
@@ -124,6 +127,7 @@ class Agent:
             self.emit(AssistantReply(message=reply))
 
             if reply.tool_calls:
+                idle_claims = 0
                 outcome = await runner.run_calls(turn, reply.tool_calls, stall, evidence)
                 for result in outcome.results:
                     self.append(result)
@@ -147,6 +151,13 @@ class Agent:
             if passed:
                 return finish(RunStatus.VERIFIED, answer=reply.text)
             verify_failed = True
+            idle_claims += 1
+            if idle_claims >= settings.stall_repeat_limit:
+                return finish(
+                    RunStatus.STUCK,
+                    reason=f"the model said it was done {idle_claims} times in a row without "
+                    f"acting on the failing `{settings.verify_command}`",
+                )
             self.append(UserMessage(content=feedback))
 
         if verify_failed:
