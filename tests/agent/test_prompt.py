@@ -74,3 +74,22 @@ def test_protected_paths_are_said_up_front(project: Path) -> None:
     )
     assert "- no changes to: tests/**\n- no reading of: .env, *.pem" in prompt
     assert "protects" not in system_prompt(project, TOOLS, verify_command=None)
+
+
+def test_the_snapshot_never_copies_secrets_and_marks_protected_files(project: Path) -> None:
+    (project / ".env").write_text("API_KEY=hunter2\n")
+    (project / "config").mkdir()
+    (project / "config" / "secret.txt").write_text("s3cret\n")
+    (project / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    prompt = system_prompt(
+        project,
+        TOOLS,
+        verify_command=None,
+        snapshot_max_bytes=4096,
+        no_edit=["tests/**"],
+        no_read=["config/secret.txt"],
+    )
+    assert ".env" in prompt and "server.pem" in prompt  # listed by name
+    assert "hunter2" not in prompt and "s3cret" not in prompt and "PRIVATE KEY" not in prompt
+    assert "----- tests/test_app.py (read-only: the user forbids changing it) -----" in prompt
+    assert "----- app.py -----" in prompt

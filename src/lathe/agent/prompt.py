@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 _AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150
+# Never copied into a prompt unasked, even when the user set no read rule for them.
+_SECRET_LIKE = (
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
+    ".pypirc", ".npmrc", "credentials*",
+)  # fmt: skip
 
 _METHOD = """\
 You are lathe, a coding agent working in a real repository through tools.
@@ -61,7 +67,9 @@ def system_prompt(
     files = list_files(workspace)
     if files:
         parts.append(workspace_overview(files))
-        snapshot = workspace_snapshot(workspace, files, snapshot_max_bytes)
+        snapshot = workspace_snapshot(
+            workspace, files, snapshot_max_bytes, no_edit=no_edit or [], no_read=no_read or []
+        )
         if snapshot:
             parts.append(snapshot)
     return "\n\n".join(parts)
@@ -109,14 +117,29 @@ def workspace_overview(files: list[str], max_files: int = _OVERVIEW_MAX_FILES) -
     return f"Files in the workspace ({len(files)}):\n{shown}{more}"
 
 
-def workspace_snapshot(workspace: Path, files: list[str], max_bytes: int) -> str | None:
+def workspace_snapshot(
+    workspace: Path,
+    files: list[str],
+    max_bytes: int,
+    *,
+    no_edit: Sequence[str] = (),
+    no_read: Sequence[str] = (),
+) -> str | None:
     """Every file's text when the whole workspace fits in `max_bytes`, else None.
 
     For a tiny project this is what the first turns would read anyway; small models
     otherwise skip the reads and edit from guesses (measured: edits of text that is not
     in the file, and calls on invented paths). All or nothing: a partial snapshot would
-    steer the model towards whichever files happened to fit.
+    steer the model towards whichever files happened to fit. Files a read rule denies,
+    and files named like secrets, are never copied in; files an edit rule protects say
+    so in their header (the 1.5B otherwise went straight for the test file it was
+    shown last).
     """
+    from lathe.policy.rules import path_matches
+
+    def matches(name: str, patterns: Sequence[str]) -> bool:
+        return any(path_matches(name, pattern) for pattern in patterns)
+
     if max_bytes <= 0 or not files:
         return None
     sizes = []
@@ -129,13 +152,16 @@ def workspace_snapshot(workspace: Path, files: list[str], max_bytes: int) -> str
         return None
     blocks = []
     for name in files:
+        if matches(name, no_read) or matches(name, _SECRET_LIKE):
+            continue
         try:
             text = (workspace / name).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue  # binary or another encoding: listed above, read it with the tool
         if "\0" in text:
             continue
-        blocks.append(f"----- {name} -----\n{text.rstrip()}\n")
+        note = " (read-only: the user forbids changing it)" if matches(name, no_edit) else ""
+        blocks.append(f"----- {name}{note} -----\n{text.rstrip()}\n")
     if not blocks:
         return None
     return (
