@@ -67,6 +67,7 @@ class FakeBash:
         "CommandParams", (Params,), {"__annotations__": {"command": str}}
     )
     read_only: ClassVar[bool] = False
+    repeatable: ClassVar[bool] = True
 
     async def execute(self, args, ctx: ToolContext) -> ToolOutput:
         code = 1 if "fail" in args.command else 0
@@ -327,6 +328,34 @@ async def test_a_repeated_cycle_of_calls_is_a_stall_too(tmp_path):
     assert len(nudges) == 1
     nudge = sent_messages(provider, 6)[-1]
     assert "repeated the same 2 calls (peek, touch) 3 times over" in nudge.content
+
+
+async def test_the_same_file_change_again_and_again_is_a_stall_however_spaced(tmp_path):
+    script = []
+    for i in range(5):  # the same change, between reads of ever-different ranges
+        script += [reply("", ("touch", {"path": "b"})), reply("", ("peek", {"path": f"a{i}"}))]
+    provider = ScriptedProvider(script)
+    agent, events = make_agent(tmp_path, provider, max_turns=20)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.STUCK
+    assert finished.turns == 7  # third touch: nudge; fourth: stuck
+    assert len([e for e in events if isinstance(e, StallNudge)]) == 1
+    nudge = sent_messages(provider, 5)[-1]
+    assert "made the same touch call 3 times in this run" in nudge.content
+
+
+async def test_the_same_command_between_changes_is_progress(tmp_path):
+    script = []
+    for i in range(4):
+        script += [reply("", ("touch", {"path": f"f{i}"})), reply("", ("bash", {"command": "t"}))]
+    provider = ScriptedProvider([*script, reply("done")])
+    agent, _ = make_agent(tmp_path, provider, max_turns=20)
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.UNVERIFIED
 
 
 async def test_alternating_edits_with_different_arguments_are_progress(tmp_path):

@@ -56,8 +56,12 @@ class ToolRunner:
         prepared = [self._prepare(call) for call in calls]
         outcome = CallsOutcome()
         for item in prepared:
+            tool = item.tool
             verdict = stall.observe(
-                call_signature(item.call.name, item.arguments, item.call.arguments)
+                call_signature(item.call.name, item.arguments, item.call.arguments),
+                changes_files=tool is not None
+                and not tool.read_only
+                and not getattr(tool, "repeatable", False),
             )
             if verdict is not StallVerdict.OK and outcome.verdict is not StallVerdict.STUCK:
                 outcome.verdict, outcome.stalled_tool = verdict, item.call.name

@@ -9,6 +9,9 @@ Contract for `Tool.execute(args, ctx)`:
 - File tools resolve every path through `lathe.tools.paths.resolve_path` and never touch
   anything outside the workspace. Commands run only through `ctx.executor`.
 - `read_only` tools change nothing on disk, so the loop may run several concurrently.
+- A tool that changes files and is not `repeatable` (edit, write) does the same thing
+  each time it gets the same arguments, so the loop counts repeats of such a call over
+  the whole run as a stall. Commands are `repeatable`: their result can change.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class Tool(Protocol):
     description: ClassVar[str]
     parameters: ClassVar[type[Params]]
     read_only: ClassVar[bool]
+    repeatable: ClassVar[bool] = False
+    """The same call may usefully run again after other changes (a command)."""
 
     async def execute(self, args: Any, ctx: ToolContext) -> ToolOutput: ...
 

@@ -37,6 +37,7 @@ class BashTool:
     )
     parameters: ClassVar[type[Params]] = BashParams
     read_only: ClassVar[bool] = False
+    repeatable: ClassVar[bool] = True
 
     def summarize_call(self, args: BashParams) -> str:
         first = args.command.strip().splitlines()[0] if args.command.strip() else ""
