@@ -131,7 +131,9 @@ def test_verify_that_never_passes_exits_1(tmp_path, fake_openai):
     )
 
     assert result.returncode == 1
-    assert "status: failed" in result.stderr
+    # Claiming "done" three times against the failing check, with nothing done between.
+    assert "status: stuck" in result.stderr
+    assert "said it was done 3 times in a row" in result.stderr
     assert (ws / "calculator.py").read_text() == (EXAMPLE / "calculator.py").read_text()
 
 
