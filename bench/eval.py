@@ -313,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         args.keep = True
 
     tasks_dir = args.tasks.resolve()
+    if not tasks_dir.is_dir():
+        parser.error(f"no task set at {tasks_dir}; pass --tasks DIR (format: {DEFAULT_TASKS})")
     tasks = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file())
     if args.only:
         unknown = set(args.only) - {p.name for p in tasks}
