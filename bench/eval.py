@@ -314,7 +314,10 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks_dir = args.tasks.resolve()
     if not tasks_dir.is_dir():
-        parser.error(f"no task set at {tasks_dir}; pass --tasks DIR (format: {DEFAULT_TASKS})")
+        parser.error(
+            f"no task set at {tasks_dir}; pass --tasks DIR, a folder of tasks in the format "
+            "of ../shared/tasks/README.md"
+        )
     tasks = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file())
     if args.only:
         unknown = set(args.only) - {p.name for p in tasks}
