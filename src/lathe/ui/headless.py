@@ -103,9 +103,9 @@ class _HeadlessRun:
                         kept=kept,
                     )
                 )
-                session = self._new_session()
-                self.recorder = SessionRecorder(session)
-                safety = build_safety(setup, session, approver=None, emit=self.emit)
+                # The same safety serves every attempt: headless runs have no approver,
+                # so it never writes to the session it was built with.
+                self.recorder = SessionRecorder(self._new_session())
                 finished = await self._attempt(task, [], provider, safety, redactor, checkpoints)
             return finished
         finally:
@@ -210,9 +210,7 @@ class _HeadlessRun:
             if last_model != model:
                 session.append(ModelChangeEntry(provider=setup.model.provider, model=model))
             return session, session.conversation()
-        session = store.create(setup.workspace, model)
-        self.cleanup.callback(session.close)
-        return session, []
+        return self._new_session(), []
 
     def record_interrupt(self) -> None:
         if self.observer is not None:
