@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import functools
 import json
 import os
 import signal
@@ -253,6 +254,11 @@ class LocalServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    @functools.cached_property
+    def threads(self) -> int:
+        """Chosen once: a respawn (port taken, repack crash) keeps the same count."""
+        return self.options.threads or auto_threads()
+
     def command(self) -> list[str]:
         assert self.binary is not None and self.port is not None
         opts = self.options
@@ -270,7 +276,7 @@ class LocalServer:
             "--ctx-size",
             str(opts.ctx_size),
             "--threads",
-            str(opts.threads or auto_threads()),
+            str(self.threads),
             # One slot: the whole context for the one conversation, and its prompt cache.
             "--parallel",
             "1",
