@@ -38,8 +38,8 @@ def system_prompt(
     *,
     verify_command: str | None,
     snapshot_max_bytes: int = 0,
-    no_edit: list[str] | None = None,
-    no_read: list[str] | None = None,
+    no_edit: Sequence[str] = (),
+    no_read: Sequence[str] = (),
 ) -> str:
     """`snapshot_max_bytes`: when every file of the workspace fits in this many bytes
     together, their contents are included too (see `workspace_snapshot`). `no_edit`,
@@ -68,7 +68,7 @@ def system_prompt(
     if files:
         parts.append(workspace_overview(files))
         snapshot = workspace_snapshot(
-            workspace, files, snapshot_max_bytes, no_edit=no_edit or [], no_read=no_read or []
+            workspace, files, snapshot_max_bytes, no_edit=no_edit, no_read=no_read
         )
         if snapshot:
             parts.append(snapshot)
@@ -142,13 +142,10 @@ def workspace_snapshot(
 
     if max_bytes <= 0 or not files:
         return None
-    sizes = []
-    for name in files:
-        try:
-            sizes.append((workspace / name).stat().st_size)
-        except OSError:
+    try:
+        if sum((workspace / name).stat().st_size for name in files) > max_bytes:
             return None
-    if sum(sizes) > max_bytes:
+    except OSError:
         return None
     blocks = []
     for name in files:
