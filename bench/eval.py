@@ -248,7 +248,8 @@ def print_table(results: list[TaskResult], label: str) -> None:
 
 
 def _start_local(model: str, server_args: list[str]):
-    """Start (or reuse) the warm llama-server for `model`. Returns (base_url, wire id, stop)."""
+    """Start (or reuse) the warm llama-server for `model`; returns how to stop it, if this
+    call started it."""
     sys.path.insert(0, str(REPO_ROOT / "src"))
     from lathe.local.server import ServerOptions, read_warm, start_warm, stop_warm
 
@@ -259,10 +260,10 @@ def _start_local(model: str, server_args: list[str]):
     started_here = not reused and (before is None or before.pid != warm.pid)
     print(
         f"local server: local/{warm.model} at {warm.base_url} "
-        f"({'reused' if reused else 'started'}, pid {warm.pid})",
+        f"({'reused' if reused else 'started'}, pid {warm.pid}); every lathe run reuses it",
         file=sys.stderr,
     )
-    return warm.base_url, warm.wire_id, (stop_warm if started_here else None)
+    return stop_warm if started_here else None
 
 
 def _make_writable(root: Path) -> None:
@@ -333,8 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         # Started once for all tasks; each `lathe run --model local/...` then reuses it
         # as the warm server, and sizes its window, limits and replies to the local
         # model exactly as the README's command does (a --base-url would not).
-        server_url, _, stop = _start_local(args.model, args.server_arg)
-        print(f"lathe runs reuse the warm server at {server_url}", file=sys.stderr)
+        stop = _start_local(args.model, args.server_arg)
 
     results: list[TaskResult] = []
     started = time.time()
