@@ -346,22 +346,17 @@ async def test_the_same_file_change_again_and_again_is_a_stall_however_spaced(tm
     assert "made the same touch call 3 times in this run" in nudge.content
 
 
-async def test_the_same_command_between_changes_is_progress(tmp_path):
+@pytest.mark.parametrize(
+    ("between", "rounds"),
+    [
+        (("bash", {"command": "t"}), 4),  # the same command between changes
+        (("peek", {"path": "a"}), 6),  # the same read between edits with new arguments
+    ],
+)
+async def test_changes_with_different_arguments_are_progress(tmp_path, between, rounds):
     script = []
-    for i in range(4):
-        script += [reply("", ("touch", {"path": f"f{i}"})), reply("", ("bash", {"command": "t"}))]
-    provider = ScriptedProvider([*script, reply("done")])
-    agent, _ = make_agent(tmp_path, provider, max_turns=20)
-
-    finished = await agent.run("task")
-
-    assert finished.status is RunStatus.UNVERIFIED
-
-
-async def test_alternating_edits_with_different_arguments_are_progress(tmp_path):
-    script = []
-    for i in range(6):
-        script += [reply("", ("touch", {"path": f"f{i}"})), reply("", ("peek", {"path": "a"}))]
+    for i in range(rounds):
+        script += [reply("", ("touch", {"path": f"f{i}"})), reply("", between)]
     provider = ScriptedProvider([*script, reply("done")])
     agent, _ = make_agent(tmp_path, provider, max_turns=20)
 

@@ -28,6 +28,15 @@ def lathe(*args: str, cwd: Path, env_extra: dict[str, str]) -> subprocess.Comple
     )
 
 
+def run_against(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`lathe run` on `ws` against the fake server, with a test key and a private home."""
+    return lathe(
+        "run", "--model", "m", "--base-url", server.base_url, "-C", str(ws), *args,
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+
 def workspace(tmp_path: Path) -> Path:
     target = tmp_path / "calc"
     shutil.copytree(EXAMPLE, target)
@@ -113,22 +122,10 @@ def test_verify_that_never_passes_exits_1(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     fake_openai.responder = lambda request: Reply("I think it is done.")
 
-    result = lathe(
-        "run",
-        "--model",
-        "m",
-        "--base-url",
-        fake_openai.base_url,
-        "-C",
-        str(ws),
-        "--verify",
-        "python -m pytest -q -p no:cacheprovider",
-        "--max-turns",
-        "3",
-        "fix it",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
-    )
+    result = run_against(
+        fake_openai, ws, tmp_path,
+        "--verify", "python -m pytest -q -p no:cacheprovider", "--max-turns", "3", "fix it",
+    )  # fmt: skip
 
     assert result.returncode == 1
     # Claiming "done" three times against the failing check, with nothing done between.
@@ -141,19 +138,7 @@ def test_json_mode_prints_one_event_per_line(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     fake_openai.enqueue(Reply("", calls=[Call("ls", {})]), Reply("Nothing to do."))
 
-    result = lathe(
-        "run",
-        "--json",
-        "--model",
-        "m",
-        "--base-url",
-        fake_openai.base_url,
-        "-C",
-        str(ws),
-        "look around",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
-    )
+    result = run_against(fake_openai, ws, tmp_path, "--json", "look around")
 
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -204,11 +189,7 @@ def test_headless_auto_runs_commands_inside_the_sandbox(tmp_path, fake_openai):
         Reply("done"),
     )
 
-    result = lathe(
-        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "probe",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
-    )  # fmt: skip
+    result = run_against(fake_openai, ws, tmp_path, "probe")
 
     assert result.returncode == 0, result.stderr
     assert not probe.exists()
@@ -227,12 +208,7 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
         Reply("done"),
     )
 
-    result = lathe(
-        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
-        "--deny", "edit(test_*.py)", "weaken the tests",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
-    )  # fmt: skip
+    result = run_against(fake_openai, ws, tmp_path, "--deny", "edit(test_*.py)", "weaken the tests")
 
     assert result.returncode == 0, result.stderr
     assert (ws / "test_calculator.py").read_bytes() == tests_before
@@ -284,12 +260,10 @@ def test_attempts_start_over_from_the_original_workspace(tmp_path, fake_openai):
     ]
     fake_openai.enqueue(*failing_attempt, *fixing_attempt)
 
-    result = lathe(
-        "run", "--json", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+    result = run_against(
+        fake_openai, ws, tmp_path, "--json",
         "--verify", "python -m pytest -q -p no:cacheprovider", "--attempts", "3",
         "--max-turns", "3", "Make the failing tests pass",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
@@ -312,12 +286,7 @@ def test_attempts_start_over_from_the_original_workspace(tmp_path, fake_openai):
 def test_attempts_without_a_verify_command_make_one_attempt(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     fake_openai.enqueue(Reply("I looked; nothing to do."))
-    result = lathe(
-        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
-        "--attempts", "3", "look around",
-        cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
-    )  # fmt: skip
+    result = run_against(fake_openai, ws, tmp_path, "--attempts", "3", "look around")
     assert result.returncode == 0, result.stderr
     assert "needs a verify command" in result.stderr
     assert len(fake_openai.chat_bodies()) == 1
