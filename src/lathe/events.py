@@ -126,6 +126,7 @@ class Compacted(_Event):
 class VerifyStarted(_Event):
     type: Literal["verify_started"] = "verify_started"
     command: str
+    baseline: bool = False  # the check run before the model's first turn (verify_first)
 
 
 class VerifyFinished(_Event):
@@ -134,6 +135,7 @@ class VerifyFinished(_Event):
     exit_code: int | None
     passed: bool
     output_tail: str
+    baseline: bool = False
 
 
 class Evidence(BaseModel):

@@ -163,6 +163,52 @@ async def test_verify_failure_goes_back_to_the_model_until_it_passes(tmp_path):
     assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [False, True]
 
 
+async def test_verify_first_starts_the_conversation_from_the_real_failure(tmp_path):
+    provider = ScriptedProvider([reply("", ("touch", {"path": "ok.flag"})), reply("done")])
+    agent, events = make_agent(
+        tmp_path,
+        provider,
+        verify_command="test -f ok.flag || { echo missing flag; exit 3; }",
+        verify_first=True,
+    )
+
+    finished = await agent.run("make the check pass")
+
+    assert finished.status is RunStatus.VERIFIED
+    [first] = sent_messages(provider, 0)
+    assert first.content.startswith("make the check pass\n\nBefore you started")
+    assert "exit code 3" in first.content and "missing flag" in first.content
+    assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [False, True]
+
+
+async def test_verify_first_says_when_the_check_already_passes(tmp_path):
+    provider = ScriptedProvider([reply("nothing to do"), reply("still nothing")])
+    agent, events = make_agent(tmp_path, provider, verify_command="true", verify_first=True)
+
+    await agent.run("task")
+    await agent.run("next task")
+
+    [first] = sent_messages(provider, 0)
+    assert first.content.endswith("lathe ran the verify command `true`: it passes.")
+    # Only a new conversation starts with the check: the follow-up message is as typed.
+    assert sent_messages(provider, 1)[-1].content == "next task"
+    assert len([e for e in events if isinstance(e, VerifyFinished)]) == 3
+
+
+async def test_a_fix_shown_as_code_instead_of_made_is_pointed_out(tmp_path):
+    shown = "The fix:\n\n```python\ndef mean(values):\n    return 0.0\n```"
+    provider = ScriptedProvider([reply(shown), reply("done"), reply("done")])
+    agent, _ = make_agent(tmp_path, provider, verify_command="exit 1", max_turns=3)
+
+    await agent.run("task")
+
+    after_code, after_words = sent_messages(provider, 1)[-1], sent_messages(provider, 2)[-1]
+    assert "code in a reply changes no file: make the change with the edit tool" in (
+        after_code.content
+    )
+    assert "code in a reply" not in after_words.content
+
+
 async def test_verify_that_never_passes_ends_failed(tmp_path):
     provider = ScriptedProvider(
         [reply("done"), reply("", ("peek", {"path": "x"})), reply("done"), reply("done")]

@@ -16,7 +16,13 @@ from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import ToolRunner
-from lathe.agent.verify import EvidenceTracker, failure_message, run_verify
+from lathe.agent.verify import (
+    EvidenceTracker,
+    baseline_message,
+    failure_message,
+    passed,
+    run_verify,
+)
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
     AgentEvent,
@@ -32,6 +38,7 @@ from lathe.events import (
     VerifyFinished,
     VerifyStarted,
 )
+from lathe.exec.base import ExecResult
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry
@@ -50,6 +57,7 @@ class AgentSettings:
     max_turns: int = 50
     verify_command: str | None = None
     verify_timeout_s: float = 900.0
+    verify_first: bool = False  # run the check before the first turn of a new conversation
     stall_repeat_limit: int = 3
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_output_tokens: int | None = None
@@ -96,6 +104,8 @@ class Agent:
         # Verify failures in a row with no tool call between: the model is claiming
         # "done" without acting on the failure, a stall like a repeated call.
         idle_claims = 0
+        if settings.verify_command and settings.verify_first and not self.messages:
+            user_input += "\n\n" + await self._baseline(settings.verify_command)
         self.append(UserMessage(content=user_input))
         turn = 0
 
@@ -147,8 +157,8 @@ class Agent:
 
             if not settings.verify_command:
                 return finish(RunStatus.UNVERIFIED, answer=reply.text)
-            passed, feedback = await self._verify(settings.verify_command)
-            if passed:
+            result = await self._verify(settings.verify_command)
+            if passed(result):
                 return finish(RunStatus.VERIFIED, answer=reply.text)
             verify_failed = True
             idle_claims += 1
@@ -158,6 +168,7 @@ class Agent:
                     reason=f"the model said it was done {idle_claims} times in a row without "
                     f"acting on the failing `{settings.verify_command}`",
                 )
+            feedback = failure_message(settings.verify_command, result, reply.text)
             self.append(UserMessage(content=feedback))
 
         if verify_failed:
@@ -243,9 +254,14 @@ class Agent:
                     return message
         raise ProviderError("the provider's stream ended without a reply")
 
-    async def _verify(self, command: str) -> tuple[bool, str]:
+    async def _baseline(self, command: str) -> str:
+        """The check run before the model starts, said as the first message's last
+        paragraph: the model begins from the real failure instead of a guess at it."""
+        return baseline_message(command, await self._verify(command, baseline=True))
+
+    async def _verify(self, command: str, *, baseline: bool = False) -> ExecResult:
         ctx = self.deps.tool_context
-        self.emit(VerifyStarted(command=command))
+        self.emit(VerifyStarted(command=command, baseline=baseline))
         result = await run_verify(
             command,
             ctx.executor,
@@ -254,16 +270,16 @@ class Agent:
             max_output_bytes=ctx.limits.output_max_bytes,
             spill_dir=ctx.spill_dir,
         )
-        passed = result.exit_code == 0 and not result.timed_out
         self.emit(
             VerifyFinished(
                 command=command,
                 exit_code=result.exit_code,
-                passed=passed,
+                passed=passed(result),
                 output_tail=result.output[-2000:],
+                baseline=baseline,
             )
         )
-        return passed, ("" if passed else failure_message(command, result))
+        return result
 
 
 def _difference(total: Usage, before: Usage) -> Usage:

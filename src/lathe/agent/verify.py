@@ -60,18 +60,48 @@ async def run_verify(
     )
 
 
-def failure_message(command: str, result: ExecResult) -> str:
+def passed(result: ExecResult) -> bool:
+    return result.exit_code == 0 and not result.timed_out
+
+
+_CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
+
+
+def failure_message(command: str, result: ExecResult, reply_text: str = "") -> str:
+    """The verify gate's answer to a "done" reply (`reply_text`) whose check failed."""
+    shown_code = (
+        "Your reply shows code, but code in a reply changes no file: make the change "
+        "with the edit tool.\n\n"
+        if _CODE_BLOCK.search(reply_text)
+        else ""
+    )
+    return (
+        f"You said you were done, but the verify command `{command}` {_status(result)}. "
+        f"Its output:\n\n{_output(result)}\n\n{shown_code}"
+        "Read the failure, fix the code, and finish again when it passes."
+    )
+
+
+def baseline_message(command: str, result: ExecResult) -> str:
+    """What the check said before any change: the failure to start from."""
+    if passed(result):
+        return f"Before you started, lathe ran the verify command `{command}`: it passes."
+    return (
+        f"Before you started, lathe ran the verify command `{command}`: it "
+        f"{_status(result)}. Its output:\n\n{_output(result)}"
+    )
+
+
+def _status(result: ExecResult) -> str:
     if result.timed_out:
-        status = f"was killed after its time limit ({result.duration_s:.0f}s)"
-    else:
-        status = f"failed with exit code {result.exit_code}"
+        return f"was killed after its time limit ({result.duration_s:.0f}s)"
+    return f"failed with exit code {result.exit_code}"
+
+
+def _output(result: ExecResult) -> str:
     more = (
         f"\n(The output was cut; the whole of it is in {result.full_output_path}.)"
         if result.truncated and result.full_output_path
         else ""
     )
-    return (
-        f"You said you were done, but the verify command `{command}` {status}. "
-        f"Its output:\n\n{result.output.rstrip()}{more}\n\n"
-        "Read the failure, fix the code, and finish again when it passes."
-    )
+    return result.output.rstrip() + more

@@ -116,6 +116,11 @@ class AgentConfig(Section):
     verify_timeout_s: float = Field(default=900.0, gt=0)
     """Seconds the verify command may run before it counts as failed."""
 
+    verify_first: bool = True
+    """With a verify command: run it once before the model's first turn too, and start
+    the conversation with its result, so the model works from the real failure rather
+    than a guess at it. Costs one more run of the check per conversation."""
+
     attempts: int = Field(default=1, ge=1, le=20)
     """Headless runs with a verify command: how many times the run may start over when
     it ends without the check passing (stuck, failed or out of turns). Each new attempt

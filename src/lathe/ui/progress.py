@@ -60,10 +60,14 @@ class ProgressPrinter:
                 )
             case StallNudge(tool=tool, repeats=repeats):
                 self._line(f"  stall: {tool} repeated {repeats} times; nudging the model")
-            case VerifyStarted(command=command):
-                self._line(f"  verify: {command}")
-            case VerifyFinished(passed=passed, exit_code=code, output_tail=tail):
-                self._line(f"  verify {'passed' if passed else 'failed'} (exit {code})")
+            case VerifyStarted(command=command, baseline=baseline):
+                self._line(f"  verify{' before the first turn' if baseline else ''}: {command}")
+            case VerifyFinished(passed=passed, exit_code=code, output_tail=tail, baseline=b):
+                outcome = "passes" if passed else "fails"
+                if b:
+                    self._line(f"  verify {outcome} before any change (exit {code})")
+                else:
+                    self._line(f"  verify {'passed' if passed else 'failed'} (exit {code})")
                 if not passed and tail.strip():
                     for line in tail.strip().splitlines()[-5:]:
                         self._line(f"    | {_clip(line, 110)}")

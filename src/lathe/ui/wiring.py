@@ -39,6 +39,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         max_turns=config.agent.max_turns,
         verify_command=config.agent.verify,
         verify_timeout_s=config.agent.verify_timeout_s,
+        verify_first=config.agent.verify_first,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,

@@ -335,12 +335,19 @@ class Renderer:
             self.console.print(text, end="", overflow="fold")
 
     def _verify_line(self, event: VerifyFinished) -> None:
-        if event.passed:
+        if event.baseline:
+            outcome = "passes" if event.passed else f"fails (exit {event.exit_code})"
+            self.note(f"verify before any change {outcome}: {event.command}", "dim")
+            if event.passed:
+                return
+        elif event.passed:
             self.note(f"{self.glyphs.ok} verify passed: {event.command}", "green")
             return
-        self.note(
-            f"{self.glyphs.fail} verify failed (exit {event.exit_code}): {event.command}", "red"
-        )
+        else:
+            self.note(
+                f"{self.glyphs.fail} verify failed (exit {event.exit_code}): {event.command}",
+                "red",
+            )
         for row in event.output_tail.strip().splitlines()[-_OUTPUT_LINES:]:
             self.note(f"    {self.glyphs.bar} {_clip(row, 200, keep_space=True)}")
 
