@@ -205,6 +205,18 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
         Reply(calls=[Call("read", {"path": "test_calculator.py"})]),
         Reply(calls=[Call("write", {"path": "test_calculator.py", "content": "pass\n"})]),
         Reply(calls=[Call("bash", {"command": "echo pass > test_calculator.py"})]),
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "path": "test_calculator.py",
+                        "old_string": "income * (rate / 10)",
+                        "new_string": "income * (rate / 100)",
+                    },
+                )
+            ]
+        ),
         Reply("done"),
     )
 
@@ -217,6 +229,10 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
     results = [m["content"] for m in messages if m["role"] == "tool"]
     assert "edit(test_*.py)" in results[1]  # write: refused by the rule, naming it
     assert "Read-only file system" in results[2]  # bash: the sandbox mounted it read-only
+    # edit, aimed at the wrong file: the refusal names the file that holds the text
+    assert results[3].endswith(
+        "The old_string does occur in calculator.py (line 8): did you mean that file?"
+    )
 
 
 def test_attempts_start_over_from_the_original_workspace(tmp_path, fake_openai):

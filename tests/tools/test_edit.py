@@ -95,6 +95,41 @@ async def test_nothing_similar_says_to_read_the_file(ctx: ToolContext) -> None:
     )
 
 
+async def test_no_match_names_the_other_file_that_holds_the_text(ctx: ToolContext) -> None:
+    _source(ctx)
+    test_file = _source(ctx, "test_calc.py", "from calc import sub\n\nassert sub(3, 1) == 2\n")
+    error = await call_error(
+        edit, ctx, path="test_calc.py", old_string="def sub(a, b):\n    return a - b",
+        new_string="def sub(a, b):\n    return b - a",
+    )  # fmt: skip
+    assert error == (
+        "old_string was not found in test_calc.py. The old_string does occur in calc.py "
+        "(line 5): did you mean that file?"
+    )
+    assert test_file.read_text().startswith("from calc import sub")
+
+
+async def test_text_in_many_other_files_names_none_of_them(ctx: ToolContext) -> None:
+    for name in ("a.py", "b.py", "c.py", "d.py"):
+        _source(ctx, name)
+    _source(ctx, "target.py", "x = 1\n")
+    error = await call_error(edit, ctx, path="target.py", old_string="a - b", new_string="b")
+    assert "did you mean" not in error
+
+
+def test_refusal_hint_only_when_the_text_is_not_in_the_refused_file(ctx: ToolContext) -> None:
+    _source(ctx)
+    _source(ctx, "test_calc.py", "assert sub(3, 1) == 2\n")
+    aimed_elsewhere = edit.parameters(
+        path="test_calc.py", old_string="return a - b", new_string="return b - a"
+    )
+    aimed_here = edit.parameters(path="test_calc.py", old_string="== 2", new_string="== 3")
+    assert edit.refusal_hint(aimed_elsewhere, ctx) == (
+        "The old_string does occur in calc.py (line 6): did you mean that file?"
+    )
+    assert edit.refusal_hint(aimed_here, ctx) == ""
+
+
 async def test_two_matches_are_refused_naming_their_lines(ctx: ToolContext) -> None:
     path = _source(ctx)
     error = await call_error(edit, ctx, path="calc.py", old_string="(a, b):", new_string="(x):")
@@ -108,7 +143,11 @@ async def test_two_matches_are_refused_naming_their_lines(ctx: ToolContext) -> N
 async def test_replace_all_changes_every_match(ctx: ToolContext) -> None:
     path = _source(ctx)
     out = await call(
-        edit, ctx, path="calc.py", old_string="(a, b)", new_string="(left, right)",
+        edit,
+        ctx,
+        path="calc.py",
+        old_string="(a, b)",
+        new_string="(left, right)",
         replace_all=True,
     )
     assert path.read_text() == SOURCE.replace("(a, b)", "(left, right)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lathe.agent.stall import StallDetector, StallVerdict, call_signature
@@ -18,7 +18,7 @@ from lathe.agent.toolcalls import parse_arguments, validate
 from lathe.agent.verify import EvidenceTracker
 from lathe.errors import ToolError
 from lathe.events import ToolFinished, ToolStarted
-from lathe.tools.base import Tool, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.types import ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class ToolRunner:
         verdict = await hooks.before_tool(item.tool.name, arguments)
         params = item.params
         if isinstance(verdict, ToolOutput):
-            return verdict
+            return _with_refusal_hint(verdict, item.tool, params, self._deps.tool_context)
         if isinstance(verdict, dict):
             params = validate(item.tool.parameters, item.tool.name, verdict)
             if isinstance(params, str):
@@ -154,6 +154,20 @@ class ToolRunner:
                 summary=f"internal error: {type(exc).__name__}",
             )
         return await hooks.after_tool(item.tool.name, arguments, output)
+
+
+def _with_refusal_hint(
+    refusal: ToolOutput, tool: Tool, params: Params, ctx: ToolContext
+) -> ToolOutput:
+    """A refused call, plus what the tool can add about it (see `Tool` in tools.base)."""
+    hint_for = getattr(tool, "refusal_hint", None)
+    if not refusal.is_error or hint_for is None:
+        return refusal
+    try:
+        hint = hint_for(params, ctx)
+    except Exception:  # a hint is a courtesy; never let it break the run
+        return refusal
+    return replace(refusal, content=f"{refusal.content}\n{hint}") if hint else refusal
 
 
 def _groups(prepared: list[_Prepared]) -> list[list[_Prepared]]:

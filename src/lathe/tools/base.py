@@ -12,6 +12,9 @@ Contract for `Tool.execute(args, ctx)`:
 - A tool that changes files and is not `repeatable` (edit, write) does the same thing
   each time it gets the same arguments, so the loop counts repeats of such a call over
   the whole run as a stall. Commands are `repeatable`: their result can change.
+- A tool may also define `refusal_hint(args, ctx) -> str`: when a hook (a deny rule,
+  the user) refuses its call, a non-empty answer is added to the refusal the model
+  reads. `edit` uses it to name the file that really holds old_string.
 """
 
 from __future__ import annotations

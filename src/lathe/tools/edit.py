@@ -25,6 +25,7 @@ from lathe.tools.files import (
     unified_diff,
     write_atomic,
 )
+from lathe.tools.locate import elsewhere_note
 from lathe.tools.paths import display_path, resolve_path
 
 _REGION_CONTEXT = 2
@@ -58,6 +59,17 @@ class EditTool:
     def summarize_call(self, args: EditParams) -> str:
         return args.path
 
+    def refusal_hint(self, args: EditParams, ctx: ToolContext) -> str:
+        """When a rule refuses the edit: if old_string is not even in that file but is
+        in another, say so (the change may simply have been aimed at the wrong file)."""
+        try:
+            path = resolve_path(ctx.workspace, args.path)
+            if args.old_string in path.read_text(encoding="utf-8", errors="replace"):
+                return ""
+        except (ToolError, OSError):
+            return ""
+        return elsewhere_note(ctx.workspace, args.old_string, besides=path, what="old_string")
+
     async def execute(self, args: EditParams, ctx: ToolContext) -> ToolOutput:
         if not args.old_string:
             raise ToolError(
@@ -83,7 +95,8 @@ class EditTool:
             old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
         starts = _occurrences(text, old)
         if not starts:
-            raise ToolError(_not_found_message(text, old, shown))
+            elsewhere = elsewhere_note(ctx.workspace, old, besides=path, what="old_string")
+            raise ToolError(_not_found_message(text, old, shown, elsewhere))
         if len(starts) > 1 and not args.replace_all:
             lines = ", ".join(str(_line_of(text, i)) for i in starts[:20])
             raise ToolError(
@@ -129,12 +142,14 @@ def _diff_stats(diff: str) -> tuple[int, int]:
     return added, removed
 
 
-def _not_found_message(text: str, old: str, shown: str) -> str:
+def _not_found_message(text: str, old: str, shown: str, elsewhere: str = "") -> str:
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     wanted = old.strip("\n").split("\n")
     message = f"old_string was not found in {shown}."
+    if elsewhere:
+        return f"{message} {elsewhere}"
     if _NUMBERED_LINE.search(old):
         message += (
             " It seems to include line numbers from read; leave out the number and the tab"

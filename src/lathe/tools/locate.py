@@ -1,0 +1,72 @@
+"""Where else in the workspace a piece of text occurs.
+
+Small models often get a change right and the file wrong (they edit the test that
+calls a function instead of the module that defines it). Naming the file that really
+holds the text turns a dead end into the next step.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from lathe.errors import ToolError
+from lathe.tools.paths import display_path
+
+_TIMEOUT_S = 10.0
+
+
+def files_containing(
+    workspace: Path, text: str, *, besides: Path, limit: int = 3
+) -> list[tuple[str, int]]:
+    """Up to `limit` other files holding `text` exactly, as (display path, first line),
+    sorted; [] when there are more than `limit` (the hint would not narrow anything) or
+    ripgrep cannot run."""
+    from lathe.tools.grep import RG_COMMON, rg_binary
+
+    if not text.strip():
+        return []
+    try:
+        listing = subprocess.run(
+            [
+                rg_binary(),
+                *RG_COMMON,
+                "--files-with-matches",
+                "--fixed-strings",
+                "--multiline",
+                "--glob=!.lathe",
+                "-e",
+                text,
+                ".",
+            ],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        ).stdout.splitlines()
+    except (OSError, subprocess.TimeoutExpired, ToolError):
+        return []
+    skip = besides.resolve()
+    found = []
+    for name in sorted(listing):
+        path = (workspace / name).resolve()
+        if path == skip:
+            continue
+        try:
+            content = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        index = content.find(text)
+        if index >= 0:
+            found.append((display_path(workspace, path), content.count("\n", 0, index) + 1))
+    return found if len(found) <= limit else []
+
+
+def elsewhere_note(workspace: Path, text: str, *, besides: Path, what: str) -> str:
+    """A sentence naming the other files that hold `text`, or "" when none do."""
+    found = files_containing(workspace, text, besides=besides)
+    if not found:
+        return ""
+    places = ", ".join(f"{name} (line {line})" for name, line in found)
+    return f"The {what} does occur in {places}: did you mean that file?"
