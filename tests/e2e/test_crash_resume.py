@@ -75,7 +75,8 @@ def test_killed_while_waiting_for_the_model_then_continued(tmp_path, fake_openai
     assert "status: verified" in resumed.stderr
     assert _tests_pass(ws)
     first_resumed = fake_openai.chat_bodies()[2]["messages"]
-    assert first_resumed[1]["content"] == "Make the failing tests pass"
+    # the task as first sent, with the verify command's result before any change
+    assert first_resumed[1]["content"].startswith("Make the failing tests pass\n\nBefore you")
     assert any(m["role"] == "tool" and "def tax" in m["content"] for m in first_resumed)
 
 
