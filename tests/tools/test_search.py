@@ -208,3 +208,23 @@ def test_every_builtin_has_a_described_schema() -> None:
         for name, prop in spec.parameters["properties"].items():
             assert prop.get("description"), f"{spec.name}.{name} has no description"
             assert "anyOf" not in prop, f"{spec.name}.{name} should be a plain type"
+
+
+async def test_files_a_read_rule_denies_stay_out_of_folder_searches(ctx: ToolContext) -> None:
+    from dataclasses import replace
+
+    from lathe.tools.edit import EditTool
+
+    (ctx.workspace / ".env").write_text("API_TOKEN=abc123\n")
+    (ctx.workspace / "app.py").write_text("token = 'API_TOKEN'\n")
+    guarded = replace(ctx, deny_read=(".env",))
+
+    assert ".env" in (await call(grep, ctx, pattern="API_TOKEN", path=".")).content
+    found = await call(grep, guarded, pattern="API_TOKEN", path=".", glob=".*")
+    assert ".env" not in found.content and "app.py" not in found.content
+    assert "app.py" in (await call(grep, guarded, pattern="API_TOKEN", path=".")).content
+    assert ".env" not in (await call(glob, guarded, pattern="*")).content
+    error = await call_error(
+        EditTool(), guarded, path="app.py", old_string="API_TOKEN=abc123", new_string="x"
+    )
+    assert ".env" not in error

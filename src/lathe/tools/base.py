@@ -64,6 +64,9 @@ class ToolContext:
     spill_dir: Path
     file_state: Any  # lathe.tools.files.FileState; typed loosely to keep this module light
     limits: Limits = field(default_factory=Limits)
+    # Path patterns a read rule denies. The gate checks a tool's path argument; searches
+    # over a folder (grep, glob, edit's "it is in another file") leave these files out.
+    deny_read: tuple[str, ...] = ()
 
 
 class Tool(Protocol):

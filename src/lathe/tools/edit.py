@@ -68,7 +68,13 @@ class EditTool:
                 return ""
         except (ToolError, OSError):
             return ""
-        return elsewhere_note(ctx.workspace, args.old_string, besides=path, what="old_string")
+        return elsewhere_note(
+            ctx.workspace,
+            args.old_string,
+            besides=path,
+            unreadable=ctx.deny_read,
+            what="old_string",
+        )
 
     async def execute(self, args: EditParams, ctx: ToolContext) -> ToolOutput:
         if not args.old_string:
@@ -95,7 +101,9 @@ class EditTool:
             old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
         starts = _occurrences(text, old)
         if not starts:
-            elsewhere = elsewhere_note(ctx.workspace, old, besides=path, what="old_string")
+            elsewhere = elsewhere_note(
+                ctx.workspace, old, besides=path, unreadable=ctx.deny_read, what="old_string"
+            )
             raise ToolError(_not_found_message(text, old, shown, elsewhere))
         if len(starts) > 1 and not args.replace_all:
             lines = ", ".join(str(_line_of(text, i)) for i in starts[:20])

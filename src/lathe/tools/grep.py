@@ -36,6 +36,12 @@ _STDERR_KEEP = 4000
 
 
 @functools.cache
+def unreadable_globs(patterns: tuple[str, ...]) -> list[str]:
+    """rg arguments leaving out files a read rule denies; they go after any glob of the
+    model's, because a later rg glob takes precedence."""
+    return [f"--glob=!{pattern}" for pattern in patterns]
+
+
 def rg_binary() -> str:
     """The `rg` shipped by the ripgrep wheel next to this Python, else one on PATH."""
     names = ("rg.exe", "rg") if sys.platform == "win32" else ("rg",)
@@ -164,6 +170,7 @@ class GrepTool:
             argv.append(f"--context={args.context}")
         if args.glob:
             argv.append(f"--glob={args.glob}")
+        argv += unreadable_globs(ctx.deny_read)
         argv += ["--regexp", args.pattern, "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
         lines = result.lines()

@@ -17,12 +17,12 @@ _TIMEOUT_S = 10.0
 
 
 def files_containing(
-    workspace: Path, text: str, *, besides: Path, limit: int = 3
+    workspace: Path, text: str, *, besides: Path, unreadable: tuple[str, ...] = (), limit: int = 3
 ) -> list[tuple[str, int]]:
     """Up to `limit` other files holding `text` exactly, as (display path, first line),
     sorted; [] when there are more than `limit` (the hint would not narrow anything) or
     ripgrep cannot run."""
-    from lathe.tools.grep import RG_COMMON, rg_binary
+    from lathe.tools.grep import RG_COMMON, rg_binary, unreadable_globs
 
     if not text.strip():
         return []
@@ -35,6 +35,7 @@ def files_containing(
                 "--fixed-strings",
                 "--multiline",
                 "--glob=!.lathe",
+                *unreadable_globs(unreadable),
                 "-e",
                 text,
                 ".",
@@ -63,9 +64,11 @@ def files_containing(
     return found if len(found) <= limit else []
 
 
-def elsewhere_note(workspace: Path, text: str, *, besides: Path, what: str) -> str:
+def elsewhere_note(
+    workspace: Path, text: str, *, besides: Path, unreadable: tuple[str, ...], what: str
+) -> str:
     """A sentence naming the other files that hold `text`, or "" when none do."""
-    found = files_containing(workspace, text, besides=besides)
+    found = files_containing(workspace, text, besides=besides, unreadable=unreadable)
     if not found:
         return ""
     places = ", ".join(f"{name} (line {line})" for name, line in found)

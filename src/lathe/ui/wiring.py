@@ -69,6 +69,7 @@ def build_agent(
     config = setup.loaded.config
     window = setup.model.context_window
     tools = ToolRegistry(builtin_tools())
+    rules = permission_rules(setup)
     context = ToolContext(
         workspace=setup.workspace,
         executor=executor,
@@ -84,10 +85,10 @@ def build_agent(
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
             write_may_replace=window > _SMALL_WINDOW,
         ),
+        deny_read=tuple(rules.denied_read_patterns()),
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
-    rules = permission_rules(setup)
     prompt = system_prompt(
         setup.workspace,
         tools.names(),
