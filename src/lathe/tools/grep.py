@@ -35,13 +35,13 @@ _RG_TIMEOUT_S = 60.0
 _STDERR_KEEP = 4000
 
 
-@functools.cache
 def unreadable_globs(patterns: tuple[str, ...]) -> list[str]:
     """rg arguments leaving out files a read rule denies; they go after any glob of the
     model's, because a later rg glob takes precedence."""
     return [f"--glob=!{pattern}" for pattern in patterns]
 
 
+@functools.cache
 def rg_binary() -> str:
     """The `rg` shipped by the ripgrep wheel next to this Python, else one on PATH."""
     names = ("rg.exe", "rg") if sys.platform == "win32" else ("rg",)
