@@ -49,11 +49,11 @@ def files_containing(
     except (OSError, subprocess.TimeoutExpired, ToolError):
         return []
     skip = besides.resolve()
+    others = [path for name in sorted(listing) if (path := (workspace / name).resolve()) != skip]
+    if len(others) > limit:
+        return []
     found = []
-    for name in sorted(listing):
-        path = (workspace / name).resolve()
-        if path == skip:
-            continue
+    for path in others:
         try:
             content = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -61,7 +61,7 @@ def files_containing(
         index = content.find(text)
         if index >= 0:
             found.append((display_path(workspace, path), content.count("\n", 0, index) + 1))
-    return found if len(found) <= limit else []
+    return found
 
 
 def elsewhere_note(

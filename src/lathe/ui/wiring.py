@@ -70,6 +70,7 @@ def build_agent(
     window = setup.model.context_window
     tools = ToolRegistry(builtin_tools())
     rules = permission_rules(setup)
+    no_read = rules.denied_read_patterns()
     context = ToolContext(
         workspace=setup.workspace,
         executor=executor,
@@ -85,7 +86,7 @@ def build_agent(
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
             write_may_replace=window > _SMALL_WINDOW,
         ),
-        deny_read=tuple(rules.denied_read_patterns()),
+        deny_read=tuple(no_read),
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
@@ -95,7 +96,7 @@ def build_agent(
         verify_command=settings.verify_command,
         snapshot_max_bytes=min(window * 3 // 4, _SNAPSHOT_MAX_BYTES),
         no_edit=rules.denied_edit_patterns(),
-        no_read=rules.denied_read_patterns(),
+        no_read=no_read,
     )
     manager = None
     if config.context.compaction:
