@@ -63,8 +63,8 @@ class ProgressPrinter:
             case VerifyStarted(command=command, baseline=baseline):
                 self._line(f"  verify{' before the first turn' if baseline else ''}: {command}")
             case VerifyFinished(passed=passed, exit_code=code, output_tail=tail, baseline=b):
-                outcome = "passes" if passed else "fails"
                 if b:
+                    outcome = "passes" if passed else "fails"
                     self._line(f"  verify {outcome} before any change (exit {code})")
                 else:
                     self._line(f"  verify {'passed' if passed else 'failed'} (exit {code})")

@@ -338,16 +338,15 @@ class Renderer:
         if event.baseline:
             outcome = "passes" if event.passed else f"fails (exit {event.exit_code})"
             self.note(f"verify before any change {outcome}: {event.command}", "dim")
-            if event.passed:
-                return
         elif event.passed:
             self.note(f"{self.glyphs.ok} verify passed: {event.command}", "green")
-            return
         else:
             self.note(
                 f"{self.glyphs.fail} verify failed (exit {event.exit_code}): {event.command}",
                 "red",
             )
+        if event.passed:
+            return
         for row in event.output_tail.strip().splitlines()[-_OUTPUT_LINES:]:
             self.note(f"    {self.glyphs.bar} {_clip(row, 200, keep_space=True)}")
 
