@@ -43,33 +43,29 @@ def workspace(tmp_path: Path) -> Path:
     return target
 
 
+def reject_negative_income() -> Call:
+    return Call(
+        "edit",
+        {
+            "path": "calculator.py",
+            "old_string": "        return 0.0",
+            "new_string": '        raise ValueError("income must not be negative")',
+        },
+    )
+
+
+def fix_the_rate(path: str = "calculator.py") -> Call:
+    return Call(
+        "edit",
+        {"path": path, "old_string": "income * (rate / 10)", "new_string": "income * (rate / 100)"},
+    )
+
+
 def fixing_script() -> list[Reply]:
     return [
         Reply("Let me look at the code.", calls=[Call("read", {"path": "calculator.py"})]),
-        Reply(
-            calls=[
-                Call(
-                    "edit",
-                    {
-                        "path": "calculator.py",
-                        "old_string": "        return 0.0",
-                        "new_string": '        raise ValueError("income must not be negative")',
-                    },
-                )
-            ]
-        ),
-        Reply(
-            calls=[
-                Call(
-                    "edit",
-                    {
-                        "path": "calculator.py",
-                        "old_string": "income * (rate / 10)",
-                        "new_string": "income * (rate / 100)",
-                    },
-                )
-            ]
-        ),
+        Reply(calls=[reject_negative_income()]),
+        Reply(calls=[fix_the_rate()]),
         Reply(calls=[Call("bash", {"command": "python -m pytest -q"})]),
         Reply("Fixed the rate and rejected negative income; both tests pass."),
     ]
@@ -205,18 +201,7 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
         Reply(calls=[Call("read", {"path": "test_calculator.py"})]),
         Reply(calls=[Call("write", {"path": "test_calculator.py", "content": "pass\n"})]),
         Reply(calls=[Call("bash", {"command": "echo pass > test_calculator.py"})]),
-        Reply(
-            calls=[
-                Call(
-                    "edit",
-                    {
-                        "path": "test_calculator.py",
-                        "old_string": "income * (rate / 10)",
-                        "new_string": "income * (rate / 100)",
-                    },
-                )
-            ]
-        ),
+        Reply(calls=[fix_the_rate(path="test_calculator.py")]),  # the right fix, wrong file
         Reply("done"),
     )
 
@@ -252,26 +237,7 @@ def test_attempts_start_over_from_the_original_workspace(tmp_path, fake_openai):
         Reply("Done, really."),  # and the turns run out: status failed
     ]
     fixing_attempt = [
-        Reply(
-            calls=[
-                Call(
-                    "edit",
-                    {
-                        "path": "calculator.py",
-                        "old_string": "        return 0.0",
-                        "new_string": '        raise ValueError("negative income")',
-                    },
-                ),
-                Call(
-                    "edit",
-                    {
-                        "path": "calculator.py",
-                        "old_string": "rate / 10",
-                        "new_string": "rate / 100",
-                    },
-                ),
-            ]
-        ),
+        Reply(calls=[reject_negative_income(), fix_the_rate()]),
         Reply("Fixed both bugs."),
     ]
     fake_openai.enqueue(*failing_attempt, *fixing_attempt)
