@@ -15,6 +15,7 @@ from lathe.exec.local import LocalExecutor
 from lathe.llm.retry import RetryPolicy
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.edit import EditTool
 from lathe.types import AssistantMessage, ToolResultMessage, UserMessage
 
 
@@ -207,6 +208,70 @@ async def test_a_fix_shown_as_code_instead_of_made_is_pointed_out(tmp_path):
         after_code.content
     )
     assert "code in a reply" not in after_words.content
+
+
+def make_editing_agent(tmp_path: Path, provider: ScriptedProvider, **settings):
+    agent, events = make_agent(tmp_path, provider, **settings)
+    agent.deps.tools = ToolRegistry([EditTool(), FakeBash()])
+    return agent, events
+
+
+async def test_a_fix_shown_as_code_is_applied_as_an_edit_and_checked(tmp_path):
+    (tmp_path / "stats.py").write_text(
+        "def mean(values):\n    return sum(values) / len(values)\n\n\n"
+        "def total(v):\n    return sum(v)\n"
+    )
+    shown = (
+        "The fix:\n\n```python\ndef mean(values):\n"
+        "    return sum(values) / len(values) if values else 0.0\n```"
+    )
+    provider = ScriptedProvider([reply(shown)])
+    agent, events = make_editing_agent(
+        tmp_path,
+        provider,
+        verify_command="python -c 'import stats; assert stats.mean([]) == 0.0'",
+        apply_reply_code=True,
+    )
+
+    finished = await agent.run("mean of nothing should be 0.0")
+
+    assert finished.status is RunStatus.VERIFIED
+    assert finished.turns == 1
+    assert (tmp_path / "stats.py").read_text() == (
+        "def mean(values):\n    return sum(values) / len(values) if values else 0.0\n\n\n"
+        "def total(v):\n    return sum(v)\n"
+    )
+    assert [e.name for e in events if isinstance(e, ToolFinished)] == ["edit"]
+    assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [False, True]
+
+
+async def test_an_applied_fix_that_still_fails_is_reported_with_the_new_failure(tmp_path):
+    (tmp_path / "stats.py").write_text("def mean(values):\n    return sum(values) / len(values)\n")
+    wrong = "```python\ndef mean(values):\n    return sum(values) // len(values)\n```"
+    provider = ScriptedProvider([reply(wrong), reply("giving up")])
+    agent, _ = make_editing_agent(
+        tmp_path, provider, verify_command="grep -q 'if values' stats.py", apply_reply_code=True,
+        max_turns=2,
+    )
+
+    await agent.run("task")
+
+    feedback = sent_messages(provider, 1)[-1].content
+    assert feedback.startswith("lathe applied the code in your reply as an edit:")
+    assert "+    return sum(values) // len(values)" in feedback
+    assert "After that, the verify command" in feedback
+    assert "changes no file" not in feedback
+
+
+async def test_shown_code_is_not_applied_unless_asked(tmp_path):
+    (tmp_path / "stats.py").write_text("def mean(values):\n    return 1\n")
+    shown = "```python\ndef mean(values):\n    return 2\n```"
+    provider = ScriptedProvider([reply(shown), reply("done")])
+    agent, _ = make_editing_agent(tmp_path, provider, verify_command="exit 1", max_turns=2)
+
+    await agent.run("task")
+
+    assert (tmp_path / "stats.py").read_text() == "def mean(values):\n    return 1\n"
 
 
 async def test_verify_that_never_passes_ends_failed(tmp_path):

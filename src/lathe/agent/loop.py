@@ -7,6 +7,7 @@ interactive face can call `run` again with the next message.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,13 +15,15 @@ from dataclasses import dataclass, field
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
+from lathe.agent.reply_code import workspace_edits
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
-from lathe.agent.tooling import ToolRunner
+from lathe.agent.tooling import CallsOutcome, ToolRunner
 from lathe.agent.verify import (
     EvidenceTracker,
     baseline_message,
     failure_message,
     passed,
+    reply_code_note,
     run_verify,
 )
 from lathe.errors import ContextTooLong, ProviderError
@@ -42,7 +45,7 @@ from lathe.exec.base import ExecResult
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry
-from lathe.types import AssistantMessage, Message, StopReason, Usage, UserMessage
+from lathe.types import AssistantMessage, Message, StopReason, ToolCall, Usage, UserMessage
 
 Emit = Callable[[AgentEvent], None]
 
@@ -58,6 +61,8 @@ class AgentSettings:
     verify_command: str | None = None
     verify_timeout_s: float = 900.0
     verify_first: bool = False  # run the check before the first turn of a new conversation
+    # After a failed check, apply code a "done" reply shows as edits (agent/reply_code.py).
+    apply_reply_code: bool = False
     stall_repeat_limit: int = 3
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_output_tokens: int | None = None
@@ -160,15 +165,34 @@ class Agent:
             result = await self._verify(settings.verify_command)
             if passed(result):
                 return finish(RunStatus.VERIFIED, answer=reply.text)
+            applied = CallsOutcome()
+            if settings.apply_reply_code:
+                applied = await self._apply_reply_code(turn, reply.text, runner, stall, evidence)
+            if any(not r.is_error for r in applied.results):
+                idle_claims = 0
+                result = await self._verify(settings.verify_command)
+                if passed(result):
+                    return finish(RunStatus.VERIFIED, answer=reply.text)
+            else:
+                idle_claims += 1
             verify_failed = True
-            idle_claims += 1
+            if applied.verdict is StallVerdict.STUCK:
+                return finish(
+                    RunStatus.STUCK,
+                    reason=f"the model kept showing the same change to {applied.stalled_tool}",
+                )
             if idle_claims >= settings.stall_repeat_limit:
                 return finish(
                     RunStatus.STUCK,
                     reason=f"the model said it was done {idle_claims} times in a row without "
                     f"acting on the failing `{settings.verify_command}`",
                 )
-            feedback = failure_message(settings.verify_command, result, reply.text)
+            feedback = failure_message(
+                settings.verify_command,
+                result,
+                reply.text,
+                applied=[reply_code_note(r) for r in applied.results],
+            )
             self.append(UserMessage(content=feedback))
 
         if verify_failed:
@@ -253,6 +277,28 @@ class Agent:
                     )
                     return message
         raise ProviderError("the provider's stream ended without a reply")
+
+    async def _apply_reply_code(
+        self,
+        turn: int,
+        text: str,
+        runner: ToolRunner,
+        stall: StallDetector,
+        evidence: EvidenceTracker,
+    ) -> CallsOutcome:
+        """Code the reply shows, applied through the `edit` tool (so the policy gate,
+        checkpoints and events treat it like a call the model made)."""
+        if "```" not in text or self.deps.tools.get("edit") is None:
+            return CallsOutcome()
+        ctx = self.deps.tool_context
+        edits = workspace_edits(ctx.workspace, text, deny_read=ctx.deny_read)
+        calls = [
+            ToolCall(id=f"reply_code_{turn}_{n}", name="edit", arguments=json.dumps(e.arguments()))
+            for n, e in enumerate(edits, 1)
+        ]
+        if not calls:
+            return CallsOutcome()
+        return await runner.run_calls(turn, calls, stall, evidence)
 
     async def _baseline(self, command: str) -> str:
         """The check run before the model starts, said as the first message's last

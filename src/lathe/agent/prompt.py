@@ -9,7 +9,7 @@ from pathlib import Path
 _AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150
 # Never copied into a prompt unasked, even when the user set no read rule for them.
-_SECRET_LIKE = (
+SECRET_LIKE = (
     ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
     ".pypirc", ".npmrc", "credentials*",
 )  # fmt: skip
@@ -149,7 +149,7 @@ def workspace_snapshot(
         return None
     blocks = []
     for name in files:
-        if matches(name, no_read) or matches(name, _SECRET_LIKE):
+        if matches(name, no_read) or matches(name, SECRET_LIKE):
             continue
         try:
             text = (workspace / name).read_bytes().decode("utf-8")

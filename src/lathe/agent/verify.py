@@ -7,11 +7,13 @@ the configured command through the same executor as the `bash` tool.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lathe.events import Evidence
 from lathe.exec.base import ExecResult, Executor
+from lathe.types import ToolResultMessage
 
 _TEST_LIKE = re.compile(
     r"(^|[\s;&|(/])("
@@ -67,8 +69,19 @@ def passed(result: ExecResult) -> bool:
 _CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
 
 
-def failure_message(command: str, result: ExecResult, reply_text: str = "") -> str:
-    """The verify gate's answer to a "done" reply (`reply_text`) whose check failed."""
+def failure_message(
+    command: str, result: ExecResult, reply_text: str = "", *, applied: Sequence[str] = ()
+) -> str:
+    """The verify gate's answer to a "done" reply (`reply_text`) whose check failed.
+    `applied`: what became of the code the reply showed, when lathe applied it as edits
+    (`reply_code_note`); the check's result is then the one after those edits."""
+    if applied:
+        return (
+            "\n\n".join(applied)
+            + f"\n\nAfter that, the verify command `{command}` {_status(result)}. Its "
+            f"output:\n\n{_output(result)}\n\n"
+            "Read the failure, fix the code with the edit tool, and finish again when it passes."
+        )
     shown_code = (
         "Your reply shows code, but code in a reply changes no file: make the change "
         "with the edit tool.\n\n"
@@ -80,6 +93,13 @@ def failure_message(command: str, result: ExecResult, reply_text: str = "") -> s
         f"Its output:\n\n{_output(result)}\n\n{shown_code}"
         "Read the failure, fix the code, and finish again when it passes."
     )
+
+
+def reply_code_note(result: ToolResultMessage) -> str:
+    """One applied (or refused) edit that came from code in the model's reply."""
+    if result.is_error:
+        return f"lathe tried to apply the code in your reply as an edit: {result.content}"
+    return f"lathe applied the code in your reply as an edit:\n\n{result.content}"
 
 
 def baseline_message(command: str, result: ExecResult) -> str:

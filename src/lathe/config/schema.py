@@ -121,6 +121,12 @@ class AgentConfig(Section):
     the conversation with its result, so the model works from the real failure rather
     than a guess at it. Costs one more run of the check per conversation."""
 
+    apply_reply_code: bool | None = Field(default=None, examples=[True])
+    """With a verify command, after a "done" reply whose check fails: apply code the
+    reply shows as edits, when a block is unmistakably a changed copy of part of one
+    workspace file, then run the check again. Small models often show the fix instead
+    of calling edit. Unset: on for models with a window of 16k tokens or less."""
+
     attempts: int = Field(default=1, ge=1, le=20)
     """Headless runs with a verify command: how many times the run may start over when
     it ends without the check passing (stuck, failed or out of turns). Each new attempt

@@ -13,7 +13,8 @@ from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
 from lathe.ui.setup import RunSetup
 
-# At or below this many tokens, models are small and local: write may not replace files.
+# At or below this many tokens, models are small and local: write may not replace files,
+# and code a reply shows is applied as edits when the check fails.
 _SMALL_WINDOW = 16_384
 # A workspace whose files together fit in this many bytes goes into the system prompt
 # whole: a quarter of the window (about 3 bytes a token), and never more than 8 KB.
@@ -40,6 +41,11 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         verify_command=config.agent.verify,
         verify_timeout_s=config.agent.verify_timeout_s,
         verify_first=config.agent.verify_first,
+        apply_reply_code=(
+            config.agent.apply_reply_code
+            if config.agent.apply_reply_code is not None
+            else setup.model.context_window <= _SMALL_WINDOW
+        ),
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,
