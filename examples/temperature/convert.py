@@ -1,4 +1,4 @@
-"""Temperature conversion, used by lathe's README example."""
+"""Temperature conversion: a harder example for lathe (see the README)."""
 
 
 def celsius_to_fahrenheit(celsius: float) -> float:

@@ -123,6 +123,21 @@ def test_system_prompt_lists_tools_and_asks_for_the_fence() -> None:
     )
 
 
+def test_reasoning_before_each_call_only_when_asked() -> None:
+    messages = [{"role": "system", "content": "You are lathe."}, USER]
+    template = jinja2.Environment().from_string(TEMPLATE.read_text())
+
+    plain = template.render(messages=messages, tools=TOOLS, add_generation_prompt=True)
+    asked = template.render(
+        messages=messages, tools=TOOLS, add_generation_prompt=True, reason_first=True
+    )
+
+    assert "Write one block per reply and stop after it;" in plain
+    assert "reasoning" not in plain
+    assert "Begin each reply with one or two sentences of reasoning" in asked
+    assert "Then write one block and stop after it;" in asked
+
+
 def test_without_tools_there_is_no_tool_section() -> None:
     text = render([USER], tools=None, prompt=True)
     assert "# Tools" not in text

@@ -67,6 +67,9 @@ class AgentSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_output_tokens: int | None = None
     temperature: float | None = None
+    # Merged into every model request's body (`ModelRequest.extra`), e.g. a local
+    # server's chat_template_kwargs.
+    request_extra: dict[str, object] = field(default_factory=dict)
     price: Callable[[Usage], float] | None = None  # dollars for a reply's usage; None: unknown
 
 
@@ -229,6 +232,7 @@ class Agent:
             tools=deps.tools.specs(),
             max_output_tokens=deps.settings.max_output_tokens,
             temperature=deps.settings.temperature,
+            extra=dict(deps.settings.request_extra),
         )
 
         started = time.monotonic()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 _AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150
+_SNAPSHOT_END = "----- end of files -----"
 # Never copied into a prompt unasked, even when the user set no read rule for them.
 SECRET_LIKE = (
     ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
@@ -164,5 +165,10 @@ def workspace_snapshot(
     return (
         "The workspace is small, so here is every text file as it was when this run "
         "started (after you change a file, read it again instead of trusting this copy):"
-        "\n\n" + "\n".join(blocks) + "----- end of files -----"
+        "\n\n" + "\n".join(blocks) + _SNAPSHOT_END
     )
+
+
+def shows_workspace(prompt: str) -> bool:
+    """Whether `prompt` holds every file's text (see `workspace_snapshot`)."""
+    return _SNAPSHOT_END in prompt

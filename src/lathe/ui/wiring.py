@@ -57,6 +57,20 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
     )
 
 
+def _request_extra(setup: RunSetup, prompt: str) -> dict[str, object]:
+    """lathe's local chat template asks for a sentence or two of reasoning before each
+    call when asked to; it is asked only when the prompt already holds the workspace's
+    code. Measured: the 1.5B then finds the fix far more often (it writes the fix out,
+    which `apply_reply_code` can apply); without the code in view it described files it
+    had not read instead of reading them."""
+    from lathe.agent.prompt import shows_workspace
+
+    local_template = setup.loaded.config.local.tool_mode == "template"
+    if setup.model.provider == "local" and local_template and shows_workspace(prompt):
+        return {"chat_template_kwargs": {"reason_first": True}}
+    return {}
+
+
 def build_agent(
     setup: RunSetup,
     provider: Provider,
@@ -104,6 +118,7 @@ def build_agent(
         no_edit=rules.denied_edit_patterns(),
         no_read=no_read,
     )
+    settings.request_extra = _request_extra(setup, prompt)
     manager = None
     if config.context.compaction:
         reserve = min(config.context.output_reserve_tokens, window // 4)
