@@ -272,3 +272,34 @@ def test_attempts_without_a_verify_command_make_one_attempt(tmp_path, fake_opena
     assert result.returncode == 0, result.stderr
     assert "needs a verify command" in result.stderr
     assert len(fake_openai.chat_bodies()) == 1
+
+
+def test_a_fix_shown_in_a_reply_is_applied_once_the_check_fails(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    tests_before = (ws / "test_calculator.py").read_bytes()
+    shown = (
+        "Both fixes, and the test I would rather change:\n\n"
+        "```python\n# test_calculator.py\n"
+        "def test_negative_income_is_rejected():\n    assert tax(-5, 20) == 0.0\n```\n\n"
+        "```python\n"
+        "def tax(income: float, rate: float) -> float:\n"
+        '    """Tax owed on `income` at `rate` percent. Negative income is an error."""\n'
+        "    if income < 0:\n"
+        '        raise ValueError("income must not be negative")\n'
+        "    return income * (rate / 100)\n"
+        "```"
+    )
+    fake_openai.enqueue(Reply(shown))
+
+    result = run_against(
+        fake_openai, ws, tmp_path,
+        "-c", "agent.apply_reply_code=true", "--deny", "edit(test_*.py)",
+        "--verify", "python -m pytest -q -p no:cacheprovider", "fix the calculator",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert "status: verified after 1 turn(s)" in result.stderr
+    assert "edit calculator.py (the code in the reply) -> +2 -2" in result.stderr
+    assert "edit test_calculator.py (the code in the reply) !! denied" in result.stderr
+    assert (ws / "test_calculator.py").read_bytes() == tests_before  # the rule still holds
+    assert len(fake_openai.chat_bodies()) == 1

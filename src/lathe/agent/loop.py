@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
-from lathe.agent.reply_code import workspace_edits
+from lathe.agent.reply_code import CALL_ID_PREFIX, workspace_edits
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import CallsOutcome, ToolRunner
 from lathe.agent.verify import (
@@ -297,7 +297,9 @@ class Agent:
         ctx = self.deps.tool_context
         edits = workspace_edits(ctx.workspace, text, deny_read=ctx.deny_read)
         calls = [
-            ToolCall(id=f"reply_code_{turn}_{n}", name="edit", arguments=json.dumps(e.arguments()))
+            ToolCall(
+                id=f"{CALL_ID_PREFIX}{turn}_{n}", name="edit", arguments=json.dumps(e.arguments())
+            )
             for n, e in enumerate(edits, 1)
         ]
         if not calls:

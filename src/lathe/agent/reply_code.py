@@ -25,6 +25,8 @@ _ELISION = re.compile(
     r"^\s*(\.\.\.|…)\s*$|^\s*(#|//).*(\.\.\.|…|rest of|existing code|unchanged)", re.IGNORECASE
 )
 _MAX_DROPPED_LINES = 2
+CALL_ID_PREFIX = "reply_code_"
+"""The call ids of edits lathe made from a reply's code, so a face can say so."""
 # Workspace files compared with a block when it names none: enough for the small
 # projects small models are given, bounded for large ones.
 _MAX_FILES = 500

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from lathe.agent.reply_code import CALL_ID_PREFIX
 from lathe.events import (
     AgentEvent,
     AssistantReply,
@@ -37,7 +38,10 @@ class ProgressPrinter:
             case RunStarted(model=model, workspace=workspace):
                 self._line(f"lathe: {model} in {workspace}")
             case ToolStarted(call_id=call_id, name=name, summary=summary):
-                self._started[call_id] = f"{name} {summary}".strip()
+                label = f"{name} {summary}".strip()
+                if call_id.startswith(CALL_ID_PREFIX):
+                    label += " (the code in the reply)"
+                self._started[call_id] = label
             case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
                 label = self._started.pop(call_id, name)
                 mark = "!!" if is_error else "->"
