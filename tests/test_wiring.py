@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lathe.agent.prompt import shows_workspace
 from lathe.config import ENV_KEYS
 from lathe.exec.local import LocalExecutor
 from lathe.llm.scripted import ScriptedProvider, reply
@@ -32,11 +33,12 @@ def local_setup(workspace: Path) -> RunSetup:
     return setup
 
 
-async def first_request_extra(setup: RunSetup) -> dict:
+async def first_request(setup: RunSetup) -> tuple[dict, str]:
+    """The first request's extra body fields, and its system prompt."""
     provider = ScriptedProvider([reply("done")])
     agent = build_agent(setup, provider, lambda event: None, executor=LocalExecutor())
     await agent.run("task")
-    return provider.requests[0].extra
+    return provider.requests[0].extra, provider.requests[0].system
 
 
 async def test_the_local_template_is_asked_for_reasoning_when_the_code_is_in_the_prompt(
@@ -46,7 +48,7 @@ async def test_the_local_template_is_asked_for_reasoning_when_the_code_is_in_the
     small.mkdir()
     (small / "stats.py").write_text("def mean(values):\n    return sum(values) / len(values)\n")
 
-    extra = await first_request_extra(local_setup(small))
+    extra, _ = await first_request(local_setup(small))
 
     assert extra == {"chat_template_kwargs": {"reason_first": True}}
 
@@ -61,13 +63,21 @@ async def test_no_reasoning_request_when_the_model_must_read_the_code_first(
     for n in range(20):
         (large / f"module_{n}.py").write_text(f"VALUE_{n} = {'1' * 1000}\n")
 
-    assert await first_request_extra(local_setup(large)) == {}
+    extra, prompt = await first_request(local_setup(large))
+
+    assert extra == {}
+    assert not shows_workspace(prompt)
 
 
 async def test_no_template_arguments_for_other_servers(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text("x = 1\n")
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "app.py").write_text("x = 1\n")
     setup = prepare(
-        RunOptions(workspace=tmp_path, model="qwen-local", base_url="http://127.0.0.1:9/v1")
+        RunOptions(workspace=small, model="qwen-local", base_url="http://127.0.0.1:9/v1")
     )
 
-    assert await first_request_extra(setup) == {}
+    extra, prompt = await first_request(setup)
+
+    assert extra == {}
+    assert shows_workspace(prompt)  # the code is in view: only the server kind decides

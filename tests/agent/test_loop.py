@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from lathe.agent.hooks import AgentHooks
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.errors import AuthError, Overloaded, RateLimited
 from lathe.events import Retrying, RunStatus, StallNudge, ToolFinished, VerifyFinished
@@ -243,6 +244,34 @@ async def test_a_fix_shown_as_code_is_applied_as_an_edit_and_checked(tmp_path):
     )
     assert [e.name for e in events if isinstance(e, ToolFinished)] == ["edit"]
     assert [e.passed for e in events if isinstance(e, VerifyFinished)] == [False, True]
+    # Recorded, so the next message of an interactive conversation knows of the edit.
+    record = agent.messages[-1]
+    assert isinstance(record, UserMessage)
+    assert record.content.startswith("lathe applied the code in your reply as an edit:")
+    assert record.content.endswith("passed.")
+
+
+class RefuseEdits(AgentHooks):
+    async def before_tool(self, name, arguments):
+        return ToolOutput(content="denied: edit is not allowed", is_error=True)
+
+
+async def test_refused_fixes_shown_again_and_again_end_the_run_stuck(tmp_path):
+    (tmp_path / "stats.py").write_text("def mean(values):\n    return 1\n")
+    shown = "```python\ndef mean(values):\n    return 2\n```"
+    provider = ScriptedProvider([reply(shown)] * 5)
+    agent, _ = make_editing_agent(
+        tmp_path, provider, verify_command="exit 1", apply_reply_code=True, max_turns=5
+    )
+    agent.deps.hooks = RefuseEdits()
+
+    finished = await agent.run("task")
+
+    assert finished.status is RunStatus.STUCK
+    assert finished.turns == 3
+    feedback = sent_messages(provider, 1)[-1].content
+    assert feedback.startswith("lathe tried to apply the code in your reply as an edit: denied")
+    assert (tmp_path / "stats.py").read_text() == "def mean(values):\n    return 1\n"
 
 
 async def test_an_applied_fix_that_still_fails_is_reported_with_the_new_failure(tmp_path):

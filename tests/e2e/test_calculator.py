@@ -274,7 +274,7 @@ def test_attempts_without_a_verify_command_make_one_attempt(tmp_path, fake_opena
     assert len(fake_openai.chat_bodies()) == 1
 
 
-def test_a_fix_shown_in_a_reply_is_applied_once_the_check_fails(tmp_path, fake_openai):
+def test_a_shown_fix_is_applied_once_the_check_fails_but_not_a_test_change(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     tests_before = (ws / "test_calculator.py").read_bytes()
     shown = (
@@ -293,13 +293,14 @@ def test_a_fix_shown_in_a_reply_is_applied_once_the_check_fails(tmp_path, fake_o
 
     result = run_against(
         fake_openai, ws, tmp_path,
-        "-c", "agent.apply_reply_code=true", "--deny", "edit(test_*.py)",
+        "-c", "agent.apply_reply_code=true",
         "--verify", "python -m pytest -q -p no:cacheprovider", "fix the calculator",
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
     assert "status: verified after 1 turn(s)" in result.stderr
     assert "edit calculator.py (the code in the reply) -> +2 -2" in result.stderr
-    assert "edit test_calculator.py (the code in the reply) !! denied" in result.stderr
-    assert (ws / "test_calculator.py").read_bytes() == tests_before  # the rule still holds
+    # A test the model would rather change is never applied from prose, rule or not.
+    assert "test_calculator.py (the code in the reply)" not in result.stderr
+    assert (ws / "test_calculator.py").read_bytes() == tests_before
     assert len(fake_openai.chat_bodies()) == 1

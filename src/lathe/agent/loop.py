@@ -7,6 +7,7 @@ interactive face can call `run` again with the next message.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import CallsOutcome, ToolRunner
 from lathe.agent.verify import (
     EvidenceTracker,
+    applied_message,
     baseline_message,
     failure_message,
     passed,
@@ -171,18 +173,23 @@ class Agent:
             applied = CallsOutcome()
             if settings.apply_reply_code:
                 applied = await self._apply_reply_code(turn, reply.text, runner, stall, evidence)
+            notes = [reply_code_note(r) for r in applied.results]
             if any(not r.is_error for r in applied.results):
                 idle_claims = 0
                 result = await self._verify(settings.verify_command)
                 if passed(result):
+                    # In the history, so a later message of the conversation knows of them.
+                    record = applied_message(notes, settings.verify_command)
+                    self.append(UserMessage(content=record))
                     return finish(RunStatus.VERIFIED, answer=reply.text)
             else:
                 idle_claims += 1
             verify_failed = True
+            feedback = failure_message(settings.verify_command, result, reply.text, applied=notes)
             if applied.verdict is StallVerdict.STUCK:
+                self.append(UserMessage(content=feedback))
                 return finish(
-                    RunStatus.STUCK,
-                    reason=f"the model kept showing the same change to {applied.stalled_tool}",
+                    RunStatus.STUCK, reason="the model kept showing the same change to a file"
                 )
             if idle_claims >= settings.stall_repeat_limit:
                 return finish(
@@ -190,12 +197,9 @@ class Agent:
                     reason=f"the model said it was done {idle_claims} times in a row without "
                     f"acting on the failing `{settings.verify_command}`",
                 )
-            feedback = failure_message(
-                settings.verify_command,
-                result,
-                reply.text,
-                applied=[reply_code_note(r) for r in applied.results],
-            )
+            if applied.verdict is StallVerdict.NUDGE:
+                self.emit(StallNudge(tool=applied.stalled_tool, repeats=stall.repeats))
+                feedback += "\n\n" + nudge_text(stall.description)
             self.append(UserMessage(content=feedback))
 
         if verify_failed:
@@ -295,7 +299,9 @@ class Agent:
         if "```" not in text or self.deps.tools.get("edit") is None:
             return CallsOutcome()
         ctx = self.deps.tool_context
-        edits = workspace_edits(ctx.workspace, text, deny_read=ctx.deny_read)
+        edits = await asyncio.to_thread(
+            workspace_edits, ctx.workspace, text, deny_read=ctx.deny_read
+        )
         calls = [
             ToolCall(
                 id=f"{CALL_ID_PREFIX}{turn}_{n}", name="edit", arguments=json.dumps(e.arguments())

@@ -2,15 +2,18 @@
 fenced block instead of calling `edit`.
 
 A block counts as an edit of a workspace file only when it is unmistakably a copy of
-one region of that file with some lines changed: it must share lines with the file in
-one place, may not leave out more than a couple of the file's non-blank lines (elided
-code would otherwise be deleted), and the resulting old text must occur in the file
+one region of that file with some lines changed: it shares substantial lines with the
+file, at least one run of them found nowhere else in the file; a changed first or last
+line must look like the file line it replaces (a changed line, not new code next to the
+copy); it may leave out at most one of the file's non-blank lines, no definition, and
+hold no elision ("...", "# rest unchanged"); and the resulting old text occurs in the file
 exactly once. Blank lines the copy dropped stay. Anything less certain is no edit.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,27 +21,39 @@ from pathlib import Path
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NOT_CODE = {"", "text", "plaintext", "console", "output", "log", "sh", "bash", "shell", "diff"}
-_PATH_LIKE = re.compile(r"[\w./-]+\.\w+")
+_PATH_LIKE = re.compile(r"[\w./-]+\.[A-Za-z]\w*")
 _COMMENT_PATH = re.compile(r"^\s*(?:#|//|--|/\*)\s*(?:file:\s*)?([\w./-]+\.\w+)\s*(?:\*/)?\s*$")
-# "...", "# ... rest of the code", "// existing code": the copy leaves code out.
+# A line that stands for left-out code: "...", "# ... rest of the code", "/* existing */".
 _ELISION = re.compile(
-    r"^\s*(\.\.\.|…)\s*$|^\s*(#|//).*(\.\.\.|…|rest of|existing code|unchanged)", re.IGNORECASE
+    r"^\s*(?:\.\.\.|…)\s*$|^\s*(?:#|//|/\*|<!--|--|\*).*"
+    r"(?:\.\.\.|…|rest of|existing|unchanged|as before|as is|remaining|same as)",
+    re.IGNORECASE,
 )
-_MAX_DROPPED_LINES = 2
+_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn)\s+(\w+)")
+_MAX_DROPPED_LINES = 1
 CALL_ID_PREFIX = "reply_code_"
 """The call ids of edits lathe made from a reply's code, so a face can say so."""
 # Workspace files compared with a block when it names none: enough for the small
 # projects small models are given, bounded for large ones.
 _MAX_FILES = 500
 _MAX_FILE_BYTES = 200_000
+# Never changed from prose: a test the model would rather change could otherwise make
+# the check pass. An edit call for them stays the model's own, visible choice.
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
+    r"\.\w+|conftest\.py)$"
+)
+
+Op = tuple[str, int, int, int, int]
 
 
 @dataclass(frozen=True)
 class CodeBlock:
     lines: list[str]
-    path_hint: str | None
-    """A file the block names: in its first line's comment, its info string, or the
-    line before the fence."""
+    named: str | None = None
+    """A file the block names itself: in a first-line comment or the info string."""
+    mentioned: tuple[str, ...] = ()
+    """Path-like words on the line before the fence ("In `app/main.py`:")."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,16 @@ class ImpliedEdit:
         return {"path": self.path, "old_string": self.old_string, "new_string": self.new_string}
 
 
+@dataclass(frozen=True)
+class _Copy:
+    """Where a block fits in a file: file lines [start, end), and what they become."""
+
+    start: int
+    end: int
+    old_lines: list[str]
+    new_lines: list[str]
+
+
 def code_blocks(text: str) -> list[CodeBlock]:
     """The fenced blocks of a reply that may hold code (not shell sessions or output)."""
     blocks = []
@@ -59,36 +84,52 @@ def code_blocks(text: str) -> list[CodeBlock]:
         if (info[0].lower() if info else "") in _NOT_CODE:
             continue
         lines = match.group(2).splitlines()
-        hint = next((word for word in info[1:] if _PATH_LIKE.fullmatch(word)), None)
-        if lines and (named := _COMMENT_PATH.match(lines[0])):
-            hint, lines = named.group(1), lines[1:]
-        if hint is None:
-            before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
-            hint = next(iter(_PATH_LIKE.findall(before)), None)
+        named = next((word for word in info[1:] if _PATH_LIKE.fullmatch(word)), None)
+        if lines and (comment := _COMMENT_PATH.match(lines[0])):
+            named, lines = comment.group(1), lines[1:]
+        before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
         while lines and not lines[-1].strip():
             lines.pop()
+        while lines and not lines[0].strip():
+            lines.pop(0)
         if lines:
-            blocks.append(CodeBlock(lines=lines, path_hint=hint))
+            blocks.append(CodeBlock(lines, named, tuple(_PATH_LIKE.findall(before))))
     return blocks
 
 
 def implied_edit(original: str, block: Sequence[str]) -> tuple[str, str] | None:
     """(old_string, new_string) when `block` is a changed copy of one region of
     `original`; None when it is no such copy, or changes nothing."""
+    copy = _fit(original, block)
+    return None if copy is None else _change(original, copy)
+
+
+def _change(original: str, copy: _Copy) -> tuple[str, str] | None:
+    if copy.old_lines == copy.new_lines:
+        return None
+    old, new = "\n".join(copy.old_lines), "\n".join(copy.new_lines)
+    return (old, new) if original.count(old) == 1 else None
+
+
+def _fit(original: str, block: Sequence[str]) -> _Copy | None:
     if any(_ELISION.match(line) for line in block):
         return None
     file_lines = original.splitlines()
     matcher = difflib.SequenceMatcher(None, file_lines, list(block), autojunk=False)
-    ops = matcher.get_opcodes()
-    while ops and ops[0][0] == "delete":
-        ops.pop(0)
-    while ops and ops[-1][0] == "delete":
-        ops.pop()
-    anchors = [op for op in ops if op[0] == "equal" and _substantial(file_lines[op[1] : op[2]])]
-    shared = sum(i2 - i1 for _, i1, i2, _, _ in anchors)
-    if not anchors or shared * 3 < sum(1 for line in block if line.strip()):
-        return None
+    ops = _trim(matcher.get_opcodes(), file_lines)
+    if not ops or ops[0][0] == "insert" or ops[-1][0] == "insert":
+        return None  # new code before or after the copy: where it goes is a guess
     ops = _align_edges(ops, file_lines, block)
+    if ops is None:
+        return None
+    anchors = [op for op in ops if op[0] == "equal" and _substantial(file_lines[op[1] : op[2]])]
+    shared = [line for _, i1, i2, _, _ in anchors for line in file_lines[i1:i2] if line.strip()]
+    if (
+        len(shared) * 3 < sum(1 for line in block if line.strip())
+        or (len(shared) < 2 and not any(_DEFINITION.match(line) for line in shared))
+        or not any(original.count("\n".join(file_lines[i1:i2])) == 1 for _, i1, i2, _, _ in anchors)
+    ):
+        return None
     old_lines: list[str] = []
     new_lines: list[str] = []
     dropped = 0
@@ -99,14 +140,30 @@ def implied_edit(original: str, block: Sequence[str]) -> tuple[str, str] | None:
         elif tag == "delete" and not _substantial(file_lines[i1:i2]):
             new_lines += file_lines[i1:i2]  # a blank line the copy skipped stays
         else:
-            dropped += max(0, sum(1 for line in file_lines[i1:i2] if line.strip()) - (j2 - j1))
+            gone = file_lines[i1:i2]
+            if tag == "delete" and any(_DEFINITION.match(line) for line in gone):
+                return None  # a function the copy left out, not one it removes
+            dropped += max(0, sum(1 for line in gone if line.strip()) - (j2 - j1))
             new_lines += block[j1:j2]
-    if dropped > _MAX_DROPPED_LINES or old_lines == new_lines:
+    if dropped > _MAX_DROPPED_LINES:
         return None
-    old, new = "\n".join(old_lines), "\n".join(new_lines)
-    if original.count(old) != 1:
-        return None
-    return old, new
+    return _Copy(ops[0][1], ops[-1][2], old_lines, new_lines)
+
+
+def _trim(ops: list[Op], file_lines: list[str]) -> list[Op]:
+    """Leave out the file beyond the copy, and blank or bracket-only lines at its edges
+    (a leading blank line would otherwise pair with the file's first blank line)."""
+    ops = list(ops)
+
+    def outside(op: Op) -> bool:
+        trivial = op[0] == "equal" and not _substantial(file_lines[op[1] : op[2]])
+        return op[0] == "delete" or trivial
+
+    while ops and outside(ops[0]):
+        ops.pop(0)
+    while ops and outside(ops[-1]):
+        ops.pop()
+    return ops
 
 
 def _substantial(lines: Sequence[str]) -> bool:
@@ -114,33 +171,40 @@ def _substantial(lines: Sequence[str]) -> bool:
     return any(len(line.strip()) > 3 for line in lines)
 
 
-def _align_edges(
-    ops: list[tuple[str, int, int, int, int]], file_lines: list[str], block: Sequence[str]
-) -> list[tuple[str, int, int, int, int]]:
-    """A changed first or last line of the copy pairs with the same number of file lines
-    next to the shared part, not with everything up to the file's start or end; and only
-    when they look alike (a changed line): otherwise the copy's lines are added next to
-    the shared part and the file's lines stay."""
+def _align_edges(ops: list[Op], file_lines: list[str], block: Sequence[str]) -> list[Op] | None:
+    """A changed first or last line of the copy pairs with as many file lines next to
+    the shared part, not with everything up to the file's start or end; and only when
+    they look alike (a changed line). Otherwise the copy is not one region: None."""
     ops = list(ops)
-    if ops and ops[0][0] == "replace":
+    if ops[0][0] == "replace":
         _, i1, i2, j1, j2 = ops[0]
-        i1 = max(i1, i2 - (j2 - j1))
-        alike = _alike(file_lines[i1:i2], block[j1:j2])
-        ops[0] = ("replace", i1, i2, j1, j2) if alike else ("insert", i2, i2, j1, j2)
-    if ops and ops[-1][0] == "replace":
+        i1 = i2 - (j2 - j1)
+        if i1 < ops[0][1] or not _alike(file_lines[i1:i2], block[j1:j2]):
+            return None
+        ops[0] = ("replace", i1, i2, j1, j2)
+    if ops[-1][0] == "replace":
         _, i1, i2, j1, j2 = ops[-1]
-        i2 = min(i2, i1 + (j2 - j1))
-        alike = _alike(file_lines[i1:i2], block[j1:j2])
-        ops[-1] = ("replace", i1, i2, j1, j2) if alike else ("insert", i1, i1, j1, j2)
+        i2 = i1 + (j2 - j1)
+        if i2 > ops[-1][2] or not _alike(file_lines[i1:i2], block[j1:j2]):
+            return None
+        ops[-1] = ("replace", i1, i2, j1, j2)
     return ops
 
 
 def _alike(old: Sequence[str], new: Sequence[str]) -> bool:
-    pairs = list(zip(old, new, strict=False))
-    if not pairs:
-        return False
-    ratios = [difflib.SequenceMatcher(None, a.strip(), b.strip()).ratio() for a, b in pairs]
-    return sum(ratios) / len(ratios) >= 0.5
+    """Line by line, the same kind of line changed: not a new function in place of
+    another, and similar text."""
+    for a, b in zip(old, new, strict=True):
+        defines_a, defines_b = _DEFINITION.match(a), _DEFINITION.match(b)
+        if (defines_a or defines_b) and (
+            not defines_a or not defines_b or defines_a.group(1) != defines_b.group(1)
+        ):
+            return False
+    ratios = [
+        difflib.SequenceMatcher(None, a.strip(), b.strip()).ratio()
+        for a, b in zip(old, new, strict=True)
+    ]
+    return bool(ratios) and sum(ratios) / len(ratios) >= 0.5
 
 
 def implied_edits(
@@ -148,34 +212,65 @@ def implied_edits(
     candidates: Sequence[str],
     read: Callable[[str], str | None],
 ) -> list[ImpliedEdit]:
-    """One edit per block of `text` that changes exactly one file: the file it names if
-    that is a candidate, else whichever candidate it uniquely fits."""
-    edits = []
+    """One edit per block of `text` that changes exactly one file: the file it names
+    (a block naming a file that is not a candidate is no edit), else the file the line
+    before it mentions, else whichever candidate it uniquely fits. A block followed by
+    another copy of the same region ("I changed this ... to this ...") is no edit."""
+    fitted: list[tuple[str, _Copy] | None] = []
     for block in code_blocks(text):
-        hint = block.path_hint
-        named = [c for c in candidates if hint and (c == hint or c.endswith(f"/{hint}"))]
-        paths = named if len(named) == 1 else list(candidates)
-        fits = []
-        for path in paths:
-            original = read(path)
-            if original is not None and (change := implied_edit(original, block.lines)):
-                fits.append(ImpliedEdit(path, *change))
-        if len(fits) == 1 and fits[0] not in edits:
-            edits.append(fits[0])
+        paths = _targets(block, candidates)
+        fits = [
+            (path, copy)
+            for path in paths
+            if (original := read(path)) is not None and (copy := _fit(original, block.lines))
+        ]
+        fitted.append(fits[0] if len(fits) == 1 else None)
+    edits = []
+    for index, fit in enumerate(fitted):
+        if fit is None:
+            continue
+        path, copy = fit
+        superseded = any(
+            later is not None and later[0] == path and _overlap(later[1], copy)
+            for later in fitted[index + 1 :]
+        )
+        change = None if superseded else _change(read(path) or "", copy)
+        if change and (edit := ImpliedEdit(path, *change)) not in edits:
+            edits.append(edit)
     return edits
+
+
+def _targets(block: CodeBlock, candidates: Sequence[str]) -> list[str]:
+    def matching(name: str) -> list[str]:
+        return [c for c in candidates if c == name or c.endswith(f"/{name}")]
+
+    if block.named:
+        named = matching(block.named)
+        return named if len(named) == 1 else []
+    for word in block.mentioned:
+        if len(mentioned := matching(word)) == 1:
+            return mentioned
+    return list(candidates)
+
+
+def _overlap(a: _Copy, b: _Copy) -> bool:
+    return a.start < b.end and b.start < a.end
 
 
 def workspace_edits(
     workspace: Path, text: str, *, deny_read: Sequence[str] = ()
 ) -> list[ImpliedEdit]:
-    """`implied_edits` over the workspace's files, leaving out any a read rule denies,
-    secret-like ones, and files too large to be what a reply copied from."""
+    """`implied_edits` over the workspace's files, leaving out tests, any file a read
+    rule denies, secret-like ones, and files too large to be what a reply copied from."""
     from lathe.agent.prompt import SECRET_LIKE, list_files
     from lathe.policy.rules import path_matches
 
     def allowed(name: str) -> bool:
+        if _TEST_PATH.search(name):
+            return False
         return not any(path_matches(name, pattern) for pattern in (*deny_read, *SECRET_LIKE))
 
+    @functools.cache  # a reply with several blocks compares each with the same files
     def read(name: str) -> str | None:
         path = workspace / name
         try:

@@ -95,6 +95,11 @@ def failure_message(
     )
 
 
+def applied_message(applied: Sequence[str], command: str) -> str:
+    """The record of edits made from a reply's code after which the check passed."""
+    return "\n\n".join(applied) + f"\n\nAfter that, the verify command `{command}` passed."
+
+
 def reply_code_note(result: ToolResultMessage) -> str:
     """One applied (or refused) edit that came from code in the model's reply."""
     if result.is_error:
