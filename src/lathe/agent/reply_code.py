@@ -47,6 +47,13 @@ _TEST_PATH = re.compile(
 Op = tuple[str, int, int, int, int]
 
 
+def call_label(call_id: str, name: str, summary: str) -> str:
+    """How a face names a tool call: "edit app.py", marked when lathe made it from the
+    code in a reply."""
+    label = f"{name} {summary}".strip()
+    return f"{label} (the code in the reply)" if call_id.startswith(CALL_ID_PREFIX) else label
+
+
 @dataclass(frozen=True)
 class CodeBlock:
     lines: list[str]

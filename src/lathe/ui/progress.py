@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from lathe.agent.reply_code import CALL_ID_PREFIX
+from lathe.agent.reply_code import call_label
 from lathe.events import (
     AgentEvent,
     AssistantReply,
@@ -38,10 +38,7 @@ class ProgressPrinter:
             case RunStarted(model=model, workspace=workspace):
                 self._line(f"lathe: {model} in {workspace}")
             case ToolStarted(call_id=call_id, name=name, summary=summary):
-                label = f"{name} {summary}".strip()
-                if call_id.startswith(CALL_ID_PREFIX):
-                    label += " (the code in the reply)"
-                self._started[call_id] = label
+                self._started[call_id] = call_label(call_id, name, summary)
             case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
                 label = self._started.pop(call_id, name)
                 mark = "!!" if is_error else "->"

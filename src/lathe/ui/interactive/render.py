@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from lathe.agent.reply_code import call_label
 from lathe.events import (
     AgentEvent,
     AssistantReply,
@@ -206,7 +207,7 @@ class Renderer:
                 if message.tool_calls:
                     self.status.set_phase("running tools")
             case ToolStarted(call_id=call_id, name=name, summary=summary):
-                label = f"{name} {summary}".strip()
+                label = call_label(call_id, name, summary)
                 self._calls[call_id] = label
                 self.status.set_phase(_clip(label, 50))
             case ToolFinished():
