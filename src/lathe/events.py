@@ -82,12 +82,25 @@ class ModelRequestFinished(_Event):
     cost_usd: float | None = None  # None: the model has no prices in the catalog
 
 
+REPLY_CODE_CALL_PREFIX = "reply_code_"
+"""Starts the ids of edit calls lathe made from the code in a reply (agent/reply_code.py)."""
+
+
 class ToolStarted(_Event):
     type: Literal["tool_started"] = "tool_started"
     call_id: str
     name: str
     arguments: dict[str, Any]
     summary: str  # the key argument, e.g. the path or the command
+
+    @property
+    def label(self) -> str:
+        """How a face names the call: "edit app.py", marked when lathe made it from the
+        code in a reply."""
+        label = f"{self.name} {self.summary}".strip()
+        if self.call_id.startswith(REPLY_CODE_CALL_PREFIX):
+            return f"{label} (the code in the reply)"
+        return label
 
 
 class ToolFinished(_Event):

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
-from lathe.agent.reply_code import CALL_ID_PREFIX, workspace_edits
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import CallsOutcome, ToolRunner
 from lathe.agent.verify import (
@@ -30,6 +29,7 @@ from lathe.agent.verify import (
 )
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
+    REPLY_CODE_CALL_PREFIX,
     AgentEvent,
     AssistantReply,
     ModelRequestFinished,
@@ -298,13 +298,19 @@ class Agent:
         checkpoints and events treat it like a call the model made)."""
         if "```" not in text or self.deps.tools.get("edit") is None:
             return CallsOutcome()
+        # Imported here: only small models after a failed check need it, and its
+        # patterns cost every run's start-up otherwise.
+        from lathe.agent.reply_code import workspace_edits
+
         ctx = self.deps.tool_context
         edits = await asyncio.to_thread(
             workspace_edits, ctx.workspace, text, deny_read=ctx.deny_read
         )
         calls = [
             ToolCall(
-                id=f"{CALL_ID_PREFIX}{turn}_{n}", name="edit", arguments=json.dumps(e.arguments())
+                id=f"{REPLY_CODE_CALL_PREFIX}{turn}_{n}",
+                name="edit",
+                arguments=json.dumps(e.arguments()),
             )
             for n, e in enumerate(edits, 1)
         ]

@@ -31,8 +31,6 @@ _ELISION = re.compile(
 )
 _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn)\s+(\w+)")
 _MAX_DROPPED_LINES = 1
-CALL_ID_PREFIX = "reply_code_"
-"""The call ids of edits lathe made from a reply's code, so a face can say so."""
 # Workspace files compared with a block when it names none: enough for the small
 # projects small models are given, bounded for large ones.
 _MAX_FILES = 500
@@ -45,13 +43,6 @@ _TEST_PATH = re.compile(
 )
 
 Op = tuple[str, int, int, int, int]
-
-
-def call_label(call_id: str, name: str, summary: str) -> str:
-    """How a face names a tool call: "edit app.py", marked when lathe made it from the
-    code in a reply."""
-    label = f"{name} {summary}".strip()
-    return f"{label} (the code in the reply)" if call_id.startswith(CALL_ID_PREFIX) else label
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from lathe.agent.reply_code import call_label
 from lathe.events import (
     AgentEvent,
     AssistantReply,
@@ -37,8 +36,8 @@ class ProgressPrinter:
         match event:
             case RunStarted(model=model, workspace=workspace):
                 self._line(f"lathe: {model} in {workspace}")
-            case ToolStarted(call_id=call_id, name=name, summary=summary):
-                self._started[call_id] = call_label(call_id, name, summary)
+            case ToolStarted(call_id=call_id):
+                self._started[call_id] = event.label
             case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
                 label = self._started.pop(call_id, name)
                 mark = "!!" if is_error else "->"

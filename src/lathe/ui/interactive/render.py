@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from lathe.agent.reply_code import call_label
 from lathe.events import (
     AgentEvent,
     AssistantReply,
@@ -206,8 +205,8 @@ class Renderer:
                     )
                 if message.tool_calls:
                     self.status.set_phase("running tools")
-            case ToolStarted(call_id=call_id, name=name, summary=summary):
-                label = call_label(call_id, name, summary)
+            case ToolStarted(call_id=call_id):
+                label = event.label
                 self._calls[call_id] = label
                 self.status.set_phase(_clip(label, 50))
             case ToolFinished():
