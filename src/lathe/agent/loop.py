@@ -179,7 +179,7 @@ class Agent:
                 result = await self._verify(settings.verify_command)
                 if passed(result):
                     # In the history, so a later message of the conversation knows of them.
-                    record = applied_message(notes, settings.verify_command)
+                    record = applied_message(notes, settings.verify_command, result)
                     self.append(UserMessage(content=record))
                     return finish(RunStatus.VERIFIED, answer=reply.text)
             else:

@@ -214,12 +214,11 @@ def implied_edits(
     (a block naming a file that is not a candidate is no edit), else the file the line
     before it mentions, else whichever candidate it uniquely fits. A block followed by
     another copy of the same region ("I changed this ... to this ...") is no edit."""
-    fitted: list[tuple[str, _Copy] | None] = []
+    fitted: list[tuple[str, str, _Copy] | None] = []
     for block in code_blocks(text):
-        paths = _targets(block, candidates)
         fits = [
-            (path, copy)
-            for path in paths
+            (path, original, copy)
+            for path in _targets(block, candidates)
             if (original := read(path)) is not None and (copy := _fit(original, block.lines))
         ]
         fitted.append(fits[0] if len(fits) == 1 else None)
@@ -227,12 +226,12 @@ def implied_edits(
     for index, fit in enumerate(fitted):
         if fit is None:
             continue
-        path, copy = fit
+        path, original, copy = fit
         superseded = any(
-            later is not None and later[0] == path and _overlap(later[1], copy)
+            later is not None and later[0] == path and _overlap(later[2], copy)
             for later in fitted[index + 1 :]
         )
-        change = None if superseded else _change(read(path) or "", copy)
+        change = None if superseded else _change(original, copy)
         if change and (edit := ImpliedEdit(path, *change)) not in edits:
             edits.append(edit)
     return edits

@@ -77,9 +77,7 @@ def failure_message(
     (`reply_code_note`); the check's result is then the one after those edits."""
     if applied:
         return (
-            "\n\n".join(applied)
-            + f"\n\nAfter that, the verify command `{command}` {_status(result)}. Its "
-            f"output:\n\n{_output(result)}\n\n"
+            f"{applied_message(applied, command, result)} Its output:\n\n{_output(result)}\n\n"
             "Read the failure, fix the code with the edit tool, and finish again when it passes."
         )
     shown_code = (
@@ -95,9 +93,10 @@ def failure_message(
     )
 
 
-def applied_message(applied: Sequence[str], command: str) -> str:
-    """The record of edits made from a reply's code after which the check passed."""
-    return "\n\n".join(applied) + f"\n\nAfter that, the verify command `{command}` passed."
+def applied_message(applied: Sequence[str], command: str, result: ExecResult) -> str:
+    """Edits made from a reply's code (`reply_code_note`), and how the check went after."""
+    outcome = "passed" if passed(result) else _status(result)
+    return "\n\n".join(applied) + f"\n\nAfter that, the verify command `{command}` {outcome}."
 
 
 def reply_code_note(result: ToolResultMessage) -> str:
