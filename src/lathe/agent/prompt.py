@@ -136,10 +136,7 @@ def workspace_snapshot(
     so in their header (the 1.5B otherwise went straight for the test file it was
     shown last).
     """
-    from lathe.policy.rules import path_matches
-
-    def matches(name: str, patterns: Sequence[str]) -> bool:
-        return any(path_matches(name, pattern) for pattern in patterns)
+    from lathe.policy.rules import matches_any
 
     if max_bytes <= 0 or not files:
         return None
@@ -150,7 +147,7 @@ def workspace_snapshot(
         return None
     blocks = []
     for name in files:
-        if matches(name, no_read) or matches(name, SECRET_LIKE):
+        if matches_any(name, (*no_read, *SECRET_LIKE)):
             continue
         try:
             text = (workspace / name).read_bytes().decode("utf-8")
@@ -158,7 +155,7 @@ def workspace_snapshot(
             continue  # binary or another encoding: listed above, read it with the tool
         if "\0" in text:
             continue
-        note = " (read-only: the user forbids changing it)" if matches(name, no_edit) else ""
+        note = " (read-only: the user forbids changing it)" if matches_any(name, no_edit) else ""
         blocks.append(f"----- {name}{note} -----\n{text.rstrip()}\n")
     if not blocks:
         return None

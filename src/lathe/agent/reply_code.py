@@ -260,12 +260,12 @@ def workspace_edits(
     """`implied_edits` over the workspace's files, leaving out tests, any file a read
     rule denies, secret-like ones, and files too large to be what a reply copied from."""
     from lathe.agent.prompt import SECRET_LIKE, list_files
-    from lathe.policy.rules import path_matches
+    from lathe.policy.rules import matches_any
 
     def allowed(name: str) -> bool:
         if _TEST_PATH.search(name):
             return False
-        return not any(path_matches(name, pattern) for pattern in (*deny_read, *SECRET_LIKE))
+        return not matches_any(name, (*deny_read, *SECRET_LIKE))
 
     @functools.cache  # a reply with several blocks compares each with the same files
     def read(name: str) -> str | None:

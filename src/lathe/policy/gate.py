@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 
 from lathe.agent.hooks import AgentHooks
 from lathe.errors import ToolError, UsageError
-from lathe.policy.rules import PATH_TOOLS, Action, RuleSet, path_matches
+from lathe.policy.rules import PATH_TOOLS, Action, RuleSet, matches_any
 from lathe.tools.base import ToolOutput
 from lathe.tools.paths import display_path, resolve_path
 
@@ -131,7 +131,7 @@ class Policy:
                 if word.value is None or word.value.startswith("-"):
                     continue
                 relative = _relative(command.cwd or self.workspace, word.value, self.workspace)
-                if relative and any(path_matches(relative, p) for p in patterns):
+                if relative and matches_any(relative, patterns):
                     return relative
         return None
 

@@ -58,6 +58,10 @@ def path_matches(relative_path: str, pattern: str) -> bool:
     return bool(_glob(pattern.lstrip("/").removeprefix("./"))(path))
 
 
+def matches_any(relative_path: str, patterns: Iterable[str]) -> bool:
+    return any(path_matches(relative_path, pattern) for pattern in patterns)
+
+
 @lru_cache(maxsize=512)
 def _glob(pattern: str):
     regex, index = "", 0
