@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,21 +88,10 @@ def _agents_file(workspace: Path) -> str | None:
 
 def list_files(workspace: Path) -> list[str]:
     """The workspace's files, git-ignored ones left out, sorted; [] if rg cannot run."""
-    from lathe.errors import ToolError
-    from lathe.tools.grep import RG_COMMON, rg_binary
+    from lathe.tools.grep import RG_COMMON, rg_lines
 
-    try:
-        listing = subprocess.run(
-            [rg_binary(), "--files", *RG_COMMON, "--glob=!.lathe"],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            stdin=subprocess.DEVNULL,
-        ).stdout.splitlines()
-    except (OSError, subprocess.TimeoutExpired, ToolError):
-        return []
-    return sorted(line for line in listing if line)
+    listing = rg_lines(["--files", *RG_COMMON, "--glob=!.lathe"], cwd=workspace, timeout_s=5)
+    return sorted(line for line in listing or [] if line)
 
 
 def workspace_overview(files: list[str], max_files: int = _OVERVIEW_MAX_FILES) -> str:

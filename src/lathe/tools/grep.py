@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import shutil
+import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -39,6 +40,22 @@ def unreadable_globs(patterns: tuple[str, ...]) -> list[str]:
     """rg arguments leaving out files a read rule denies; they go after any glob of the
     model's, because a later rg glob takes precedence."""
     return [f"--glob=!{pattern}" for pattern in patterns]
+
+
+def rg_lines(args: list[str], *, cwd: Path, timeout_s: float) -> list[str] | None:
+    """Run rg synchronously (for callers outside the event loop's tools) and return its
+    output lines; None when it cannot run or takes too long."""
+    try:
+        return subprocess.run(
+            [rg_binary(), *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        ).stdout.splitlines()
+    except (OSError, subprocess.TimeoutExpired, ToolError):
+        return None
 
 
 @functools.cache

@@ -7,10 +7,8 @@ holds the text turns a dead end into the next step.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from lathe.errors import ToolError
 from lathe.tools.paths import display_path
 
 _TIMEOUT_S = 10.0
@@ -22,31 +20,26 @@ def files_containing(
     """Up to `limit` other files holding `text` exactly, as (display path, first line),
     sorted; [] when there are more than `limit` (the hint would not narrow anything) or
     ripgrep cannot run."""
-    from lathe.tools.grep import RG_COMMON, rg_binary, unreadable_globs
+    from lathe.tools.grep import RG_COMMON, rg_lines, unreadable_globs
 
     if not text.strip():
         return []
-    try:
-        listing = subprocess.run(
-            [
-                rg_binary(),
-                *RG_COMMON,
-                "--files-with-matches",
-                "--fixed-strings",
-                "--multiline",
-                "--glob=!.lathe",
-                *unreadable_globs(unreadable),
-                "-e",
-                text,
-                ".",
-            ],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        ).stdout.splitlines()
-    except (OSError, subprocess.TimeoutExpired, ToolError):
+    listing = rg_lines(
+        [
+            *RG_COMMON,
+            "--files-with-matches",
+            "--fixed-strings",
+            "--multiline",
+            "--glob=!.lathe",
+            *unreadable_globs(unreadable),
+            "-e",
+            text,
+            ".",
+        ],
+        cwd=workspace,
+        timeout_s=_TIMEOUT_S,
+    )
+    if listing is None:
         return []
     skip = besides.resolve()
     others = [path for name in sorted(listing) if (path := (workspace / name).resolve()) != skip]
