@@ -16,6 +16,7 @@ import click
 from lathe.checkpoint import Checkpoint, Checkpoints, RestoreReport, find_workspace
 from lathe.errors import LatheError, UsageError
 from lathe.home import lathe_home
+from lathe.ui.options import LatheCommand, LatheGroup
 
 _SHOWN_FILES = 4
 _MARK = {"added": "A", "modified": "M", "deleted": "D"}
@@ -33,7 +34,7 @@ _force_option = click.option(
 )
 
 
-@click.command("undo")
+@click.command("undo", cls=LatheCommand)
 @_cwd_option
 @_force_option
 def undo_command(cwd: Path | None, force: bool) -> None:
@@ -43,7 +44,7 @@ def undo_command(cwd: Path | None, force: bool) -> None:
     _print_report(report, what="undo")
 
 
-@click.group("checkpoints")
+@click.group("checkpoints", cls=LatheGroup)
 def checkpoints_group() -> None:
     """List recorded workspace states and go back to one of them."""
 
@@ -142,7 +143,7 @@ def _print_paths(verb: str, paths: list[str], *, err: bool = False) -> None:
 
 def _describe(checkpoint: Checkpoint) -> str:
     turn = "" if checkpoint.turn is None else f", turn {checkpoint.turn}"
-    return f"\"{checkpoint.label}\" ({_local_time(checkpoint)}{turn})"
+    return f'"{checkpoint.label}" ({_local_time(checkpoint)}{turn})'
 
 
 def _local_time(checkpoint: Checkpoint) -> str:

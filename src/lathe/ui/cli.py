@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from lathe import __version__
+from lathe.ui.options import LatheGroup, remember_top_level
 
 _LAZY_COMMANDS = {
     "sessions": ("lathe.ui.sessions_cmd", "sessions", "List, show, export and fork sessions."),
@@ -26,7 +27,7 @@ _LAZY_COMMANDS = {
 }
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(LatheGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *_LAZY_COMMANDS])
 
@@ -100,6 +101,7 @@ def cli(ctx: click.Context, **values) -> None:
 
     With no command, starts an interactive session in the workspace."""
     if ctx.invoked_subcommand is not None:
+        remember_top_level(ctx)
         return
     from lathe.ui.interactive.app import run_interactive
 

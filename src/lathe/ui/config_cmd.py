@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from lathe.ui.options import LatheGroup
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -33,7 +35,7 @@ def _workspace_option(command: F) -> F:
     )(command)
 
 
-@click.group("config")
+@click.group("config", cls=LatheGroup)
 def config_group() -> None:
     """Show, locate and create lathe's configuration files."""
 

@@ -20,6 +20,8 @@ from typing import Literal
 
 import click
 
+from lathe.ui.options import LatheCommand
+
 Level = Literal["ok", "warn", "fail"]
 _ENDPOINT_TIMEOUT_S = 5.0
 _LIVE_TIMEOUT_S = 30.0
@@ -33,7 +35,7 @@ class Check:
     fix: str = ""
 
 
-@click.command("doctor")
+@click.command("doctor", cls=LatheCommand)
 @click.option(
     "-C",
     "--cwd",

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from lathe.local.models import DEFAULT_MODEL, MODELS
+from lathe.ui.options import LatheGroup
 
 _MODEL_CHOICE = click.Choice(sorted(MODELS), case_sensitive=False)
 _STEP_TITLES = {
@@ -24,7 +25,7 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
-@click.group("local")
+@click.group("local", cls=LatheGroup)
 def local() -> None:
     """Install and run the embedded local model (no API key, works offline)."""
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lathe.errors import UsageError
+from lathe.ui.options import LatheGroup
 
 if TYPE_CHECKING:
     from lathe.session import SessionStore
@@ -55,7 +56,7 @@ def _when(moment: datetime) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-@click.group("sessions")
+@click.group("sessions", cls=LatheGroup)
 def sessions() -> None:
     """List, show, export and fork saved sessions."""
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
+from lathe.ui.options import LatheCommand
 
-@click.command("stats")
+
+@click.command("stats", cls=LatheCommand)
 @click.option(
     "--since",
     metavar="AGE",
