@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import uuid
 from collections.abc import Iterator
@@ -230,3 +231,28 @@ def test_probe_explains_a_bwrap_that_cannot_create_namespaces(tmp_path: Path) ->
     assert "No permissions to creating new namespace" in status.message
     assert "kernel.unprivileged_userns_clone=1" in status.message
     assert "apparmor_restrict_unprivileged_userns=0" in status.message
+
+
+@needs_bwrap
+async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(tmp_path: Path, monkeypatch) -> None:
+    # CI may keep its Python anywhere, /tmp included; the private /tmp must not hide it.
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:{os.environ['PATH']}")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    result = await _run(
+        BubblewrapExecutor(workspace),
+        "python -c 'import sys; print(sys.prefix)' && python -m pytest --version",
+        workspace,
+    )
+
+    assert result.exit_code == 0, result.output
+    assert str(venv) in result.output

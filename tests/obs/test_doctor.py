@@ -95,3 +95,28 @@ def test_doctor_reports_a_config_error_and_an_unwritable_home(tmp_path, workspac
     home = _line(result.stdout, "home")
     assert home.startswith("FAIL") and "not writable" in home
     assert "fix: set LATHE_HOME" in result.stdout
+
+
+def test_doctor_says_what_the_sandbox_sees_and_what_a_read_rule_cannot_hide(tmp_path, workspace):
+    import subprocess
+
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".env").write_text("KEY=1\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(workspace)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "env"], check=True)
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+
+    result = lathe(
+        "doctor", "-C", str(workspace), "-c", 'permissions.deny=["read(.env)"]',
+        "--base-url", f"http://127.0.0.1:{_closed_port()}/v1", "-m", "m",
+        cwd=workspace, env=env,
+    )  # fmt: skip
+
+    sandbox = _line(result.stdout, "sandbox")
+    assert "read-only" in sandbox and "private /tmp" in sandbox
+    rules = _line(result.stdout, "rules")
+    assert ".env (1 path(s) here)" in rules and "created after a command starts" in rules
+    history = _line(result.stdout, "history")
+    assert history.startswith("warn") and "sub/.env" in history and "without .git" in history

@@ -5,9 +5,11 @@ the workspace read-write except `.git` and `.lathe` (read-only unless allowed), 
 /tmp, a minimal /dev and a fresh /proc, no network unless asked for, a new PID namespace,
 no capabilities, and the sandbox dies with lathe. The rest of the home directory is not
 there at all, so secrets in it (~/.ssh, ~/.aws) cannot be read and nothing outside the
-workspace can be written. Paths denied for reading are masked: a file becomes an empty
-read-only file, a directory an empty one. Paths denied for editing are mounted
-read-only, so no command can change them or create files under them.
+workspace can be written. Paths denied for reading are masked wherever they are in the
+workspace: a file becomes an unreadable empty file, a directory an empty one. Paths denied
+for editing are mounted read-only, so no command can change them or create files under
+them. Both are matched when the command starts (`lathe.patterns`), so a file created
+later escapes them.
 
 Process handling (process group, timeout, output capping) is `LocalExecutor`'s; this
 module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.local import LocalExecutor
+from lathe.patterns import PathPatterns
 
 # Read-only from the home directory, so the usual toolchains work: interpreters and
 # their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
@@ -38,6 +41,9 @@ HOME_TOOLS = (
     ".config/git",
 )  # fmt: skip
 _SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
+# Binding these read-only would undo the sandbox's own root or its private /tmp.
+_NEVER_BOUND = frozenset({Path("/"), Path("/tmp")})
 _PROBE_TIMEOUT_S = 15.0
 _INSTALL_HINT = (
     "Install it with `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
@@ -114,8 +120,12 @@ def sandbox_argv(
     deny_write: Sequence[str] = (),
     home: Path | None = None,
     extra_read_only: Sequence[Path] = (),
+    hide_git: bool = False,
 ) -> list[str]:
-    """The bwrap argv up to (not including) the command to run."""
+    """The bwrap argv up to (not including) the command to run.
+
+    `deny_read` and `deny_write` are patterns in the dialect of `lathe.patterns`, matched
+    against every file and folder in the workspace when the command starts."""
     workspace = Path(os.path.abspath(workspace))
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     argv += ["--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
@@ -127,63 +137,52 @@ def sandbox_argv(
             argv += ["--symlink", os.readlink(path), directory]
         elif path.exists():
             argv += ["--ro-bind", directory, directory]
-    for path in _tool_paths(home or Path.home(), extra_read_only):
-        argv += ["--ro-bind", str(path), str(path)]
+    # The private /tmp first: a tool directory under /tmp (a virtualenv, say) is bound
+    # on top of it, not hidden by it.
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in tool_paths(home or Path.home(), extra_read_only):
+        argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(workspace), str(workspace)]
     for name in read_only:
         target = workspace / name
         if target.exists():
             argv += ["--ro-bind", str(target), str(target)]
-    for path in _outermost(_matching_paths(workspace, deny_write)):
+    for path in PathPatterns(deny_write).existing(workspace):
         argv += ["--ro-bind", str(path), str(path)]
-    argv += _masks(workspace, deny_read)
+    hidden = PathPatterns(deny_read).existing(workspace)
+    if hide_git and (workspace / ".git").exists():
+        hidden.append(workspace / ".git")
+    argv += _masks(hidden)
     # Directories bwrap created to hold the mounts above must not be writable either.
     argv += ["--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
     return [*argv, "--"]
 
 
-def _tool_paths(home: Path, extra: Sequence[Path]) -> list[Path]:
+def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
+    """The directories outside the system ones that commands see read-only: this
+    Python's prefixes, the home directory's toolchains, every PATH entry."""
     candidates = [Path(sys.base_prefix), Path(sys.prefix), *extra]
     candidates += [home / name for name in HOME_TOOLS]
-    candidates += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    candidates += [Path(os.environ[v]) for v in _ENV_PREFIXES if os.environ.get(v)]
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if entry:
+            # A virtualenv's bin/ needs the rest of the virtualenv (pyvenv.cfg, lib/).
+            path = Path(entry)
+            candidates.append(path.parent if (path.parent / "pyvenv.cfg").is_file() else path)
     system = tuple(Path(d) for d in _SYSTEM_DIRS)
     chosen: list[Path] = []
     for path in sorted({Path(os.path.abspath(p)) for p in candidates}, key=lambda p: len(p.parts)):
         if not path.exists() or any(path.is_relative_to(s) for s in system):
             continue
-        if any(path.is_relative_to(c) for c in chosen) or path == Path("/"):
+        if any(path.is_relative_to(c) for c in chosen) or path in _NEVER_BOUND:
             continue
         chosen.append(path)
     return chosen
 
 
-def _matching_paths(workspace: Path, patterns: Sequence[str]) -> set[Path]:
-    """The existing paths that rule patterns name now (a later file escapes them)."""
-    matches: set[Path] = set()
-    for pattern in patterns:
-        if Path(pattern).is_absolute():
-            matches.add(Path(pattern))
-            continue
-        base = pattern[:-3] if pattern.endswith("/**") else pattern
-        matches.update(
-            workspace.glob(base) if any(c in base for c in "*?[") else [workspace / base]
-        )
-    return {path for path in matches if path.exists()}
-
-
-def _outermost(paths: set[Path]) -> list[Path]:
-    """`paths` without those inside another of them, shallowest first."""
-    chosen: list[Path] = []
-    for path in sorted(paths, key=lambda p: len(p.parts)):
-        if not any(path.is_relative_to(c) for c in chosen):
-            chosen.append(path)
-    return chosen
-
-
-def _masks(workspace: Path, deny_read: Sequence[str]) -> list[str]:
+def _masks(paths: Sequence[Path]) -> list[str]:
     argv: list[str] = []
-    for path in _outermost(_matching_paths(workspace, deny_read)):
+    for path in paths:
         if path.is_dir():
             argv += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]
         else:
@@ -203,9 +202,11 @@ def _unreadable_file() -> Path:
 class BubblewrapExecutor:
     """An `Executor` (see `lathe.exec.base`) that runs every command in a bwrap sandbox.
 
-    `deny_read`: workspace-relative paths or globs (".env", "secrets/**") or absolute
-    paths hidden inside the sandbox; `deny_write`: the same, mounted read-only.
-    `read_only`: workspace entries mounted read-only (pass () to let commands commit).
+    `deny_read`: patterns (the dialect of `lathe.patterns`: ".env", "secrets/") whose
+    matches anywhere in the workspace are hidden inside the sandbox; `deny_write`: the
+    same, mounted read-only. `read_only`: workspace entries mounted read-only (pass () to
+    let commands commit). `hide_git`: hide the repository itself (when a denied file is
+    in its history, `git show` would reveal it).
     The sandbox is probed on first use; when it cannot start, `run` raises
     `ExecutorUnavailable` with the reason and the fix.
     """
@@ -223,6 +224,7 @@ class BubblewrapExecutor:
         env: Mapping[str, str] | None = None,
         status: SandboxStatus | None = None,
         hide_env: Sequence[str] = (),
+        hide_git: bool = False,
     ) -> None:
         self.workspace = Path(os.path.abspath(workspace))
         self.network = network
@@ -230,6 +232,7 @@ class BubblewrapExecutor:
         self.deny_write = tuple(deny_write)
         self.read_only = tuple(read_only)
         self.extra_read_only = tuple(extra_read_only)
+        self.hide_git = hide_git
         self._bwrap = bwrap
         self._status = status
         self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env)
@@ -244,7 +247,7 @@ class BubblewrapExecutor:
         prefix = sandbox_argv(
             self.status.bwrap or self._bwrap, self.workspace, cwd, network=self.network,
             read_only=self.read_only, deny_read=self.deny_read, deny_write=self.deny_write,
-            extra_read_only=self.extra_read_only,
+            extra_read_only=self.extra_read_only, hide_git=self.hide_git,
         )  # fmt: skip
         return [*prefix, "bash", "-c", command]
 

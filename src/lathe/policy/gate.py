@@ -95,7 +95,11 @@ class Policy:
         else:
             relative = display_path(self.workspace, resolved)
         preview = relative
-        verdict = self.rules.for_path(tool, relative) if relative is not None else None
+        verdict = (
+            self.rules.for_path(tool, relative, is_dir=resolved.is_dir())
+            if relative is not None
+            else None
+        )
         if verdict:
             action, rule = verdict
             return Decision(action, f"{relative} matches the rule {rule.key}", rule.key, preview)
@@ -130,9 +134,9 @@ class Policy:
             for word in command.words[1:]:
                 if word.value is None or word.value.startswith("-"):
                     continue
-                relative = _relative(command.cwd or self.workspace, word.value, self.workspace)
-                if relative and matches_any(relative, patterns):
-                    return relative
+                found = _relative(command.cwd or self.workspace, word.value, self.workspace)
+                if found and matches_any(found[0], patterns, is_dir=found[1].is_dir()):
+                    return found[0]
         return None
 
     def _mode_default(self, tool: str, read_only: bool, key: str, preview: str) -> Decision:
@@ -151,13 +155,15 @@ class Policy:
                 return Decision("allow", "auto mode", key, preview)
 
 
-def _relative(base: Path, path: str, workspace: Path) -> str | None:
-    """The workspace-relative form of a path (relative to `base`), None if outside."""
+def _relative(base: Path, path: str, workspace: Path) -> tuple[str, Path] | None:
+    """The workspace-relative form of a path (relative to `base`) and its resolved form;
+    None if outside."""
     candidate = Path(path).expanduser()
     if not candidate.is_absolute():
         candidate = base / candidate
     try:
-        return str(candidate.resolve().relative_to(workspace.resolve())) or "."
+        resolved = candidate.resolve()
+        return str(resolved.relative_to(workspace.resolve())) or ".", resolved
     except (ValueError, OSError):
         return None
 

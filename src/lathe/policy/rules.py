@@ -1,9 +1,10 @@
 """Permission rules: `bash(git diff:*)`, `bash(npm test)`, `edit(src/**)`, `read(.env)`,
 `mcp__server__tool`. Precedence between lists is deny > ask > allow.
 
-Path patterns follow .gitignore habits: a pattern without a slash matches that name at
-any depth (`.env`, `*.pem`); one with a slash is anchored at the workspace root
-(`src/**`); `**` crosses directories. A `read(...)` rule guards the content of a path,
+Path patterns are .gitignore's, in the one dialect of `lathe.patterns`: a pattern without
+a slash matches that name at any depth (`.env`, `*.pem`, `secrets/`); one with a slash
+is anchored at the workspace root (`src/**`, `/top.txt`); `**` crosses directories; a
+match on a folder covers what is in it. A `read(...)` rule guards the content of a path,
 so a denied read holds for every tool that could reveal it, `bash` included. An
 `edit(...)` rule is about changing the files, so it covers `write` too; inside the
 sandbox a denied edit holds for `bash` as well (the paths are mounted read-only).
@@ -11,13 +12,14 @@ sandbox a denied edit holds for `bash` as well (the paths are mounted read-only)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from lathe.errors import UsageError
+from lathe.patterns import PathPatterns, path_matches
 
 if TYPE_CHECKING:
     from lathe.policy.shell_parse import SimpleCommand
@@ -50,33 +52,13 @@ def parse_rule(text: str) -> Rule:
     return Rule(match.group("tool"), pattern.strip() if pattern is not None else None)
 
 
-def path_matches(relative_path: str, pattern: str) -> bool:
-    path = relative_path.strip("/")
-    if "/" not in pattern.strip("/"):
-        # Any component; `_glob` lets a match cover everything below it.
-        return any(_glob(pattern)(part) for part in path.split("/"))
-    return bool(_glob(pattern.lstrip("/").removeprefix("./"))(path))
+def matches_any(relative_path: str, patterns: Iterable[str], *, is_dir: bool = False) -> bool:
+    return _patterns(tuple(patterns)).matches(relative_path, is_dir=is_dir)
 
 
-def matches_any(relative_path: str, patterns: Iterable[str]) -> bool:
-    return any(path_matches(relative_path, pattern) for pattern in patterns)
-
-
-@lru_cache(maxsize=512)
-def _glob(pattern: str):
-    regex, index = "", 0
-    while index < len(pattern):
-        if pattern.startswith("**/", index):
-            regex, index = regex + "(?:.*/)?", index + 3
-        elif pattern.startswith("**", index):
-            regex, index = regex + ".*", index + 2
-        elif pattern[index] == "*":
-            regex, index = regex + "[^/]*", index + 1
-        elif pattern[index] == "?":
-            regex, index = regex + "[^/]", index + 1
-        else:
-            regex, index = regex + re.escape(pattern[index]), index + 1
-    return re.compile(regex + "(?:/.*)?$").match
+@functools.lru_cache(maxsize=64)
+def _patterns(patterns: tuple[str, ...]) -> PathPatterns:
+    return PathPatterns(patterns)
 
 
 @dataclass
@@ -101,15 +83,20 @@ class RuleSet:
     def denied_edit_patterns(self) -> list[str]:
         return [r.pattern for r in self.deny if r.tool == "edit" and r.pattern]
 
-    def for_path(self, tool: str, relative_path: str) -> tuple[Action, Rule] | None:
-        """The strongest rule about `tool` touching `relative_path`; read-deny rules
-        apply to every tool."""
+    def for_path(
+        self, tool: str, relative_path: str, *, is_dir: bool = False
+    ) -> tuple[Action, Rule] | None:
+        """The strongest rule about `tool` touching `relative_path` (a folder when
+        `is_dir`); read-deny rules apply to every tool."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
                 applies = tool in _COVERS.get(rule.tool, {rule.tool}) or (
                     action == "deny" and rule.tool == "read"
                 )
-                if applies and (rule.pattern is None or path_matches(relative_path, rule.pattern)):
+                if applies and (
+                    rule.pattern is None
+                    or path_matches(relative_path, rule.pattern, is_dir=is_dir)
+                ):
                     return action, rule  # type: ignore[return-value]
         return None
 

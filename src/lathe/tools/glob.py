@@ -10,7 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.tools.base import Params, ToolContext, ToolOutput
-from lathe.tools.grep import RG_COMMON, run_rg, search_target, strip_dot, unreadable_globs
+from lathe.tools.grep import RG_COMMON, readable_paths, run_rg, search_target, strip_dot
 from lathe.tools.paths import place
 
 _MAX_FILES = 200
@@ -45,10 +45,9 @@ class GlobTool:
         resolved, shown, target = search_target(ctx, args.path)
         if not resolved.is_dir():
             raise ToolError(f"{shown} is a file, not a directory; glob searches directories")
-        argv = [*RG_COMMON, "--files", f"--glob={pattern}", *unreadable_globs(ctx.deny_read)]
-        argv += ["--", target]
+        argv = [*RG_COMMON, "--files", f"--glob={pattern}", "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=_LIST_BYTES)
-        files = result.lines()
+        files = readable_paths(result.lines(), ctx.deny_read)
         if result.code == 2 and not files:
             raise ToolError(f"rg failed: {result.stderr.strip() or 'no message'}")
         if not files:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.patterns import PathPatterns
 from lathe.tools.base import Params, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
@@ -36,10 +38,14 @@ _RG_TIMEOUT_S = 60.0
 _STDERR_KEEP = 4000
 
 
-def unreadable_globs(patterns: tuple[str, ...]) -> list[str]:
-    """rg arguments leaving out files a read rule denies; they go after any glob of the
-    model's, because a later rg glob takes precedence."""
-    return [f"--glob=!{pattern}" for pattern in patterns]
+def readable_paths(paths: list[str], deny_read: tuple[str, ...]) -> list[str]:
+    """`paths` (as rg prints them, relative to the workspace) without those a read rule
+    denies. Filtered here rather than with rg's own globs, so the rule is read in the one
+    dialect the gate and the sandbox use (`lathe.patterns`)."""
+    if not deny_read:
+        return paths
+    rules = PathPatterns(deny_read)
+    return [path for path in paths if Path(path).is_absolute() or not rules.matches(path)]
 
 
 def rg_lines(args: list[str], *, cwd: Path, timeout_s: float) -> list[str] | None:
@@ -179,7 +185,8 @@ class GrepTool:
         if not args.pattern:
             raise ToolError("pattern is empty; give the text or regular expression to find")
         _, shown, target = search_target(ctx, args.path)
-        argv = [*RG_COMMON, "--line-number", "--no-heading", "--with-filename"]
+        # --null ends each path with NUL, so a path holding ":" still splits cleanly.
+        argv = [*RG_COMMON, "--null", "--line-number", "--no-heading", "--with-filename"]
         argv += [f"--max-columns={_MAX_COLUMNS}", "--max-columns-preview"]
         if args.ignore_case:
             argv.append("--ignore-case")
@@ -187,10 +194,9 @@ class GrepTool:
             argv.append(f"--context={args.context}")
         if args.glob:
             argv.append(f"--glob={args.glob}")
-        argv += unreadable_globs(ctx.deny_read)
         argv += ["--regexp", args.pattern, "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
-        lines = result.lines()
+        lines = _readable_lines(result.lines(), ctx.deny_read)
         if result.code == 2 and not lines:
             raise ToolError(_rg_error(result.stderr))
         if not lines:
@@ -199,6 +205,29 @@ class GrepTool:
                 content=f"No matches for {args.pattern!r} in {where}.", summary="no matches"
             )
         return _matches_output(lines, result, context=bool(args.context))
+
+
+_LINE_NUMBER = re.compile(r"\d+([:-])")
+
+
+def _readable_lines(lines: list[str], deny_read: tuple[str, ...]) -> list[str]:
+    """rg's `path NUL rest` lines as `path:rest`, without those of denied files; a
+    context separator ("--") stays only between lines that stay."""
+    paths = sorted({line.split("\0", 1)[0] for line in lines if "\0" in line})
+    allowed = set(readable_paths(paths, deny_read))
+    kept: list[str] = []
+    for line in lines:
+        path, sep, rest = line.partition("\0")
+        if not sep:
+            if kept and kept[-1] != "--":
+                kept.append(line)
+        elif path in allowed:
+            # rg writes `N:` after a match's path and `N-` after a context line's.
+            number = _LINE_NUMBER.match(rest)
+            kept.append(f"{path}{number.group(1) if number else ':'}{rest}")
+    while kept and kept[-1] == "--":
+        kept.pop()
+    return kept
 
 
 def _matches_output(lines: list[str], result: RgResult, *, context: bool) -> ToolOutput:

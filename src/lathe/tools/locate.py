@@ -20,7 +20,7 @@ def files_containing(
     """Up to `limit` other files holding `text` exactly, as (display path, first line),
     sorted; [] when there are more than `limit` (the hint would not narrow anything) or
     ripgrep cannot run."""
-    from lathe.tools.grep import RG_COMMON, rg_lines, unreadable_globs
+    from lathe.tools.grep import RG_COMMON, readable_paths, rg_lines, strip_dot
 
     if not text.strip():
         return []
@@ -31,7 +31,6 @@ def files_containing(
             "--fixed-strings",
             "--multiline",
             "--glob=!.lathe",
-            *unreadable_globs(unreadable),
             "-e",
             text,
             ".",
@@ -42,7 +41,8 @@ def files_containing(
     if listing is None:
         return []
     skip = besides.resolve()
-    others = [path for name in sorted(listing) if (path := (workspace / name).resolve()) != skip]
+    listing = readable_paths(sorted(strip_dot(name) for name in listing), unreadable)
+    others = [path for name in listing if (path := (workspace / name).resolve()) != skip]
     if len(others) > limit:
         return []
     found = []

@@ -79,7 +79,7 @@ def run_checks(
     live: bool,
 ) -> list[Check]:
     checks: list[Check] = []
-    resolved = _config_checks(checks, workspace, model, base_url, overrides)
+    loaded, resolved = _config_checks(checks, workspace, model, base_url, overrides)
     if resolved is not None:
         key_ok = _key_check(checks, resolved)
         if key_ok:
@@ -89,6 +89,8 @@ def run_checks(
     checks.append(_rg_check())
     checks.append(_command_check("git", ["git", "--version"], "install git (apt-get install git)"))
     checks.append(_bwrap_check())
+    if loaded is not None:
+        checks.extend(_sandbox_view_checks(workspace.expanduser().resolve(), loaded))
     checks.append(_home_check())
     return checks
 
@@ -104,7 +106,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         )
     except UsageError as exc:
         checks.append(Check("fail", "config", str(exc), "correct the file or key named above"))
-        return None
+        return None, None
     files = [
         f"user {loaded.user_file}" if loaded.user_file.is_file() else "no user file",
         f"project {loaded.project_file}" if loaded.project_file else "no project file",
@@ -114,7 +116,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         resolved = resolve_model(loaded.config)
     except UsageError as exc:
         checks.append(Check("fail", "model", str(exc), "choose a model with --model"))
-        return None
+        return loaded, None
     label = resolved.name or resolved.model_id
     priced = "" if resolved.prices.known else "; no prices in the catalog, cost not tracked"
     checks.append(
@@ -124,7 +126,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
             f"{label} ({resolved.model_id}) on {resolved.provider} at {resolved.base_url}{priced}",
         )
     )
-    return resolved
+    return loaded, resolved
 
 
 def _key_check(checks: list[Check], model) -> bool:
@@ -327,6 +329,53 @@ def _bwrap_check() -> Check:
         "no sandbox: headless runs refuse commands, interactive ones ask before each",
         status.message,
     )
+
+
+def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
+    """What a sandboxed command sees, and what the read rules cannot hide."""
+    from lathe.exec.bwrap import tool_paths
+    from lathe.patterns import PathPatterns
+    from lathe.policy.history import denied_in_history
+    from lathe.policy.rules import RuleSet
+
+    permissions = loaded.config.permissions
+    rules = RuleSet.from_strings(allow=permissions.allow, deny=permissions.deny)
+    tools = ", ".join(str(p) for p in tool_paths(Path.home()))
+    view = Check(
+        "ok",
+        "sandbox",
+        f"commands see the system read-only (/usr, /etc, /opt, ...), these tool folders "
+        f"read-only: {tools or 'none'}; the workspace read-write except .git and .lathe; "
+        "a private /tmp; no network"
+        + (
+            " (network allowed by permissions.sandbox.network)"
+            if permissions.sandbox.network
+            else ""
+        ),
+    )
+    denied = rules.denied_read_patterns()
+    if not denied:
+        return [view]
+    hidden = PathPatterns(denied).existing(workspace)
+    limits = (
+        "hidden from read, grep and glob, and from sandboxed commands when each starts; "
+        "not covered: a file created after a command starts, a copy under another name, "
+        "and commands in --approval full (no sandbox: only paths a command names are checked)"
+    )
+    checks = [view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
+                          f"({len(hidden)} path(s) here): {limits}")]  # fmt: skip
+    in_history = denied_in_history(workspace, denied)
+    if in_history:
+        checks.append(
+            Check(
+                "warn",
+                "history",
+                f"{', '.join(in_history[:3])} (read denied) is in the git history, so "
+                "sandboxed commands run without .git (git show would print it)",
+                "remove it from the history (git filter-repo) to give commands git back",
+            )
+        )
+    return checks
 
 
 def _home_check() -> Check:

@@ -51,6 +51,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 deny_write=rules.denied_edit_patterns(),
                 status=status,
                 hide_env=hidden,
+                hide_git=_history_reveals(setup.workspace, rules, emit),
             )
             sandboxed = True
         else:
@@ -75,6 +76,30 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
 
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=_hooks(setup, emit))
+
+
+def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
+    """Whether the repository's history holds a file a read rule denies; if so, commands
+    must not see `.git` (`git show HEAD:.env` would print it), and the user is told."""
+    from lathe.policy.history import denied_in_history
+
+    found = denied_in_history(workspace, rules.denied_read_patterns())
+    if found == []:
+        return False
+    why = (
+        f"{', '.join(found[:3])}{' and more' if len(found) > 3 else ''}, which a read rule "
+        "denies, is in the repository's history"
+        if found
+        else "git could not say in time whether files a read rule denies are in its history"
+    )
+    emit(
+        Notice(
+            level="warning",
+            message=f"commands run without .git in this run: {why}, and `git show` would "
+            "print it. Remove it from the history (git filter-repo) to give commands git back.",
+        )
+    )
+    return True
 
 
 def _key_variables(setup: RunSetup) -> list[str]:

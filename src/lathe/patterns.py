@@ -1,0 +1,112 @@
+"""Path patterns in one dialect: .gitignore's, as `pathspec` implements it (and ripgrep).
+
+Every place that asks "does this rule cover this path" asks here: the policy gate, the
+sandbox's masks and read-only mounts, the search tools, the prompt's file snapshot. So
+`--deny 'read(.env)'` means the same for `read`, `grep`, and `cat sub/.env` in bash.
+
+The rules, as in a .gitignore file, for paths relative to the workspace root:
+- a pattern without a slash except at its end matches a name at any depth: `.env`,
+  `*.pem`, `secrets/` (a trailing slash: directories only);
+- any other slash anchors it at the root: `/top.txt`, `src/*.key`, `docs/**/*.md`;
+- `*` and `?` stay within one path segment, `**` crosses directories;
+- a match on a directory covers everything below it.
+A pattern is always one rule of its own; `!negation` has no meaning here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# Not descended into when looking for matching files: a repository's object store is
+# large and holds no file by its name (what history can reveal is policy/history.py's).
+_OPAQUE_DIRS = frozenset({".git"})
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec(pattern: str) -> Any:
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines([_literal(pattern)])
+
+
+def _literal(pattern: str) -> str:
+    """A leading "!" names a file starting with "!", never a negation."""
+    return "\\" + pattern if pattern.startswith("!") else pattern
+
+
+def normalized(relative: str) -> str:
+    """A workspace-relative path as patterns see it: POSIX, no "./", no outer slashes."""
+    path = relative.replace(os.sep, "/").strip("/")
+    while path.startswith("./"):
+        path = path[2:]
+    return "" if path == "." else path
+
+
+def path_matches(relative: str, pattern: str, *, is_dir: bool = False) -> bool:
+    """Whether one pattern covers a workspace-relative path (`is_dir`: it names a folder)."""
+    path = normalized(relative)
+    if not path or not pattern.strip():
+        return False
+    return bool(_spec(pattern.strip()).match_file(path + "/" if is_dir else path))
+
+
+class PathPatterns:
+    """An ordered set of patterns; a path is covered when any one of them matches."""
+
+    def __init__(self, patterns: Iterable[str] = ()) -> None:
+        self.patterns = tuple(dict.fromkeys(p.strip() for p in patterns if p and p.strip()))
+        self._combined: Any = None
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def __add__(self, other: PathPatterns) -> PathPatterns:
+        return PathPatterns((*self.patterns, *other.patterns))
+
+    def first_match(self, relative: str, *, is_dir: bool = False) -> str | None:
+        """The first pattern that covers `relative`, for a message naming the rule."""
+        return next((p for p in self.patterns if path_matches(relative, p, is_dir=is_dir)), None)
+
+    def matches(self, relative: str, *, is_dir: bool = False) -> bool:
+        path = normalized(relative)
+        if not path or not self.patterns:
+            return False
+        return bool(self._spec().match_file(path + "/" if is_dir else path))
+
+    def existing(self, root: Path) -> list[Path]:
+        """The files and folders under `root` that a pattern covers now, outermost only
+        (a covered folder stands for everything in it)."""
+        if not self.patterns:
+            return []
+        spec = self._spec()
+        found: list[Path] = []
+        pending = [("", str(root))]
+        while pending:
+            prefix, folder = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                relative = prefix + entry.name
+                if spec.match_file(relative + "/" if is_dir else relative):
+                    found.append(Path(entry.path))
+                elif is_dir and entry.name not in _OPAQUE_DIRS:
+                    pending.append((relative + "/", entry.path))
+        return sorted(found)
+
+    def _spec(self) -> Any:
+        if self._combined is None:
+            from pathspec import GitIgnoreSpec
+
+            # One spec for all: each pattern is a rule of its own, so none may negate.
+            self._combined = GitIgnoreSpec.from_lines(_literal(p) for p in self.patterns)
+        return self._combined
