@@ -4,8 +4,10 @@ Layers, lowest first: defaults (with the built-in catalog) < user file < project
 < environment < flags < `-c key=value` overrides. Each layer is flattened to leaves
 (checking every key against the schema, so a typo is reported with the file it is in),
 the leaves are merged (a later layer replaces a leaf, tables merge key by key, lists
-are replaced whole), and the result is validated once. A validation error is reported
-against the layer that supplied the offending value.
+are replaced whole, except the permission rule lists, which add up so that a project
+file or a flag can add a deny rule but never drop one), and the result is validated
+once. A validation error is reported against the layer that supplied the offending
+value.
 
 API keys are not part of the configuration: `ResolvedModel.api_key()` reads them from the
 environment when a provider is about to be built.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +33,10 @@ from lathe.errors import UsageError
 Layer = Literal["default", "user", "project", "env", "flag", "override"]
 _PRECEDENCE: tuple[Layer, ...] = ("default", "user", "project", "env", "flag", "override")
 _ROOT: Node = ("model", Config)
+# Lists every layer adds to: a rule the user file denies holds whatever a project says.
+_ACCUMULATING: frozenset[KeyPath] = frozenset(
+    {("permissions", "allow"), ("permissions", "ask"), ("permissions", "deny")}
+)
 
 # Environment variables that set a config key. API key variables are absent on purpose:
 # they are read when the model is resolved and never enter the configuration.
@@ -53,8 +59,12 @@ class Origin:
     layer: Layer
     source: str = ""
     """The file path, variable name or -c key; empty for defaults and flags."""
+    earlier: tuple[Origin, ...] = ()
+    """For a list that adds up across layers: the lower layers that gave entries too."""
 
     def __str__(self) -> str:
+        if self.earlier:
+            return " + ".join(str(o) for o in (*self.earlier, replace(self, earlier=())))
         match self.layer:
             case "default" | "flag":
                 return self.layer
@@ -83,6 +93,8 @@ class LoadedConfig:
     """The project file that was read, if one was found."""
     project_root: Path = field(default=Path())
     """Where `config init --project` writes: the workspace's git root, else the workspace."""
+    project_values: tuple[tuple[KeyPath, Any], ...] = ()
+    """Every leaf the project file sets, as written there (for trusting what it asks)."""
 
     def origin(self, key: str | KeyPath) -> str:
         """Where the effective value of one leaf key came from, e.g. "env LATHE_MODEL"."""
@@ -176,10 +188,17 @@ def load_config(
 
     merged: dict[str, Any] = {}
     origins: dict[KeyPath, Origin] = {}
+    project_values: list[tuple[KeyPath, Any]] = []
     for origin, raw in layers:
         for path, value, is_leaf in _flatten(raw, _ROOT, (), origin):
+            if origin.layer == "project" and is_leaf:
+                project_values.append((path, value))
+            leaf_origin = origin
+            if path in _ACCUMULATING and path in origins and isinstance(value, list):
+                value = _added_up(_lookup(merged, path), value)
+                leaf_origin = _with_earlier(origins[path], origin)
             _place(merged, path, value, is_leaf)
-            origins[path] = origin
+            origins[path] = leaf_origin
     try:
         config = Config.model_validate(merged)
     except ValidationError as exc:
@@ -191,7 +210,26 @@ def load_config(
         user_file=user_file,
         project_file=project_file,
         project_root=project_root(workspace),
+        project_values=tuple(project_values),
     )
+
+
+def _lookup(merged: dict[str, Any], path: KeyPath) -> Any:
+    table: Any = merged
+    for part in path:
+        table = table.get(part) if isinstance(table, dict) else None
+    return table
+
+
+def _added_up(earlier: Any, later: list[Any]) -> list[Any]:
+    base = list(earlier) if isinstance(earlier, list) else []
+    return base + [item for item in later if item not in base]
+
+
+def _with_earlier(previous: Origin, current: Origin) -> Origin:
+    if previous.layer == "default":
+        return current
+    return replace(current, earlier=(*previous.earlier, replace(previous, earlier=())))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -220,6 +220,14 @@ class PermissionsConfig(Section):
     ask: list[str] = Field(default_factory=list)
     """Rules for calls that always ask first (headless: refused), e.g. "bash(git push:*)"."""
 
+    protect: list[str] = Field(
+        default_factory=lambda: [".envrc", ".vscode/", ".idea/", ".devcontainer/"]
+    )
+    """Paths (gitignore-style patterns) that make this machine run code later, such as
+    editor tasks and direnv files: edit and write change them only with an explicit
+    approval (headless: never), and sandboxed commands see them read-only. Always
+    protected besides these: .git, .lathe/ and .mcp.json. Not enforced in approval full."""
+
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox settings."""
 

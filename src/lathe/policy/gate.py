@@ -18,7 +18,15 @@ from typing import Any, Literal, Protocol
 
 from lathe.agent.hooks import AgentHooks
 from lathe.errors import ToolError, UsageError
-from lathe.policy.rules import PATH_TOOLS, Action, RuleSet, matches_any
+from lathe.patterns import PathPatterns
+from lathe.policy.rules import (
+    ALWAYS_PROTECTED,
+    FILE_CHANGING_TOOLS,
+    PATH_TOOLS,
+    Action,
+    RuleSet,
+    matches_any,
+)
 from lathe.tools.base import ToolOutput
 from lathe.tools.paths import display_path, resolve_path
 
@@ -75,6 +83,11 @@ class Policy:
     home: Path
     sandboxed: bool  # commands run inside a working sandbox
     read_only_tools: frozenset[str] = frozenset({"read", "grep", "glob", "ls"})
+    # The user's protected paths (permissions.protect); ALWAYS_PROTECTED come on top.
+    protected: tuple[str, ...] = ()
+
+    def protected_patterns(self) -> PathPatterns:
+        return PathPatterns((*ALWAYS_PROTECTED, *self.protected))
 
     def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         if tool == "bash":
@@ -95,15 +108,34 @@ class Policy:
         else:
             relative = display_path(self.workspace, resolved)
         preview = relative
-        verdict = (
-            self.rules.for_path(tool, relative, is_dir=resolved.is_dir())
-            if relative is not None
-            else None
-        )
+        is_dir = relative is not None and resolved.is_dir()
+        verdict = self.rules.for_path(tool, relative, is_dir=is_dir) if relative else None
+        if relative and tool in FILE_CHANGING_TOOLS:
+            guarded = self._protected_change(tool, relative, is_dir, verdict)
+            if guarded:
+                return guarded
         if verdict:
             action, rule = verdict
             return Decision(action, f"{relative} matches the rule {rule.key}", rule.key, preview)
         return self._mode_default(tool, tool in self.read_only_tools, tool, preview)
+
+    def _protected_change(
+        self, tool: str, relative: str, is_dir: bool, verdict: tuple[Action, Any] | None
+    ) -> Decision | None:
+        """A change to a protected path needs an explicit approval: an allow rule naming
+        the path, or a person's answer. `full` mode trusts the model with it."""
+        if not self.protected_patterns().matches(relative, is_dir=is_dir):
+            return None
+        if verdict and (verdict[0] == "deny" or verdict[1].pattern is not None):
+            return None  # a rule naming the path decides, as for any other path
+        if self.mode is Mode.FULL:
+            return None
+        reason = (
+            f"{relative} is a protected path: changing it could make this machine run code "
+            "later, outside the sandbox"
+        )
+        action: Action = "deny" if self.mode is Mode.READ_ONLY else "ask"
+        return Decision(action, reason, f"{tool}({relative})", relative)
 
     def _decide_command(self, command: str) -> Decision:
         from lathe.policy.command import analyze

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 Action = Literal["allow", "ask", "deny"]
 _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-]+)(?:\((?P<pattern>.*)\))?$")
 PATH_TOOLS = {"read", "edit", "write", "grep", "glob", "ls"}
+FILE_CHANGING_TOOLS = {"edit", "write"}
+# Changing these makes the host run code later, outside the sandbox: git's config and
+# hooks (fsmonitor, pre-commit), lathe's project config (hooks) and MCP server lists.
+ALWAYS_PROTECTED = (".git", ".lathe/", ".mcp.json")
 # A rule named for the key covers these tools as well: it guards what they change.
 _COVERS = {"edit": {"edit", "write"}}
 

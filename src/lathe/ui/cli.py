@@ -24,6 +24,11 @@ _LAZY_COMMANDS = {
     "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
+    "trust": (
+        "lathe.ui.trust_cmd",
+        "trust_command",
+        "Review and trust a project file's hooks and sandbox settings.",
+    ),
 }
 
 
@@ -73,6 +78,12 @@ def _agent_options(func):
             "--continue", "continue_last", is_flag=True, help="Continue the latest session here."
         ),
         click.option("--resume", metavar="ID", help="Resume a session by id (a prefix is enough)."),
+        click.option(
+            "--trust-project",
+            is_flag=True,
+            help="Trust the project file's hooks and sandbox settings (remembered until "
+            "they change).",
+        ),
         click.option(
             "-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
         ),

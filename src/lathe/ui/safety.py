@@ -9,7 +9,7 @@ from lathe.agent.hooks import AgentHooks
 from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
-from lathe.policy.rules import RuleSet
+from lathe.policy.rules import ALWAYS_PROTECTED, RuleSet
 from lathe.ui.setup import RunSetup
 
 
@@ -48,7 +48,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 setup.workspace,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
-                deny_write=rules.denied_edit_patterns(),
+                deny_write=[*rules.denied_edit_patterns(), *ALWAYS_PROTECTED, *config.protect],
                 status=status,
                 hide_env=hidden,
                 hide_git=_history_reveals(setup.workspace, rules, emit),
@@ -62,7 +62,12 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
     policy = Policy(
-        mode=mode, rules=rules, workspace=setup.workspace, home=Path.home(), sandboxed=sandboxed
+        mode=mode,
+        rules=rules,
+        workspace=setup.workspace,
+        home=Path.home(),
+        sandboxed=sandboxed,
+        protected=tuple(config.protect),
     )
     remembered = {
         entry.rule

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +14,7 @@ from lathe.errors import UsageError
 
 if TYPE_CHECKING:
     from lathe.config import LoadedConfig, ResolvedModel
+    from lathe.config.trust import ProjectSettings
     from lathe.llm.registry import Endpoint
 
 
@@ -31,7 +32,10 @@ class RunOptions:
     deny: Sequence[str] = ()
     resume: str | None = None
     continue_last: bool = False
+    trust_project: bool = False  # trust (and remember) the project file's settings
     headless: bool = True
+    # Asks the user whether to trust a project file's settings (interactive faces only).
+    ask_trust: Callable[[ProjectSettings], bool] | None = None
 
 
 @dataclass
@@ -69,6 +73,7 @@ def prepare(options: RunOptions) -> RunSetup:
         },
         overrides=options.overrides,
     )
+    _check_project_trust(loaded, options)
     notices: list[str] = []
     name = loaded.config.model
     if not _is_local(name) and loaded.origin("model") == "default":
@@ -81,6 +86,22 @@ def prepare(options: RunOptions) -> RunSetup:
     setup = RunSetup(options, workspace, loaded, model, endpoint)
     setup.notices = notices
     return setup
+
+
+def _check_project_trust(loaded: LoadedConfig, options: RunOptions) -> None:
+    """Settings of the project file that reach outside the sandbox apply only once
+    trusted: --trust-project trusts them now; an interactive session asks; a headless
+    run stops before anything runs (UsageError naming how to trust them)."""
+    from lathe.config.trust import is_trusted, project_settings, trust, untrusted_message
+    from lathe.home import lathe_home
+
+    settings = project_settings(loaded)
+    if settings is None or is_trusted(lathe_home(), settings):
+        return
+    if options.trust_project or (options.ask_trust and options.ask_trust(settings)):
+        trust(lathe_home(), settings)
+        return
+    raise UsageError(untrusted_message(settings, lathe_home()))
 
 
 def _is_local(name: str) -> bool:

@@ -35,7 +35,7 @@ def run_interactive(options: RunOptions) -> int:
         )
         return 2
     try:
-        app = InteractiveApp(options)
+        app = InteractiveApp(dataclasses.replace(options, ask_trust=_ask_trust))
     except UsageError as exc:
         sys.stderr.write(f"lathe: {exc}\n")
         return 2
@@ -44,6 +44,16 @@ def run_interactive(options: RunOptions) -> int:
     except UsageError as exc:
         sys.stderr.write(f"lathe: {exc}\n")
         return 2
+
+
+def _ask_trust(settings: Any) -> bool:
+    """Show what the project file asks of this machine; the user's yes or no (default no)."""
+    import click
+
+    click.echo(f"The project file {settings.file} sets what reaches outside the sandbox:")
+    for line in settings.describe():
+        click.echo(f"  {line}")
+    return click.confirm("Trust these settings (asked again if they change)?", default=False)
 
 
 class InteractiveApp:

@@ -1,0 +1,148 @@
+"""Trusting what a project file asks of this machine.
+
+A repository's `.lathe/config.toml` is written by whoever last changed the repository:
+a teammate, a `git pull`, or an agent. Most of what it sets is harmless (the turn limit,
+a verify command that runs in the sandbox, rules that deny more), but some settings run
+commands on this machine outside the sandbox (hooks), turn the sandbox or its rules
+off, or decide where the API key is sent. Those apply only once the user trusts them,
+and trust is tied to their content: a fingerprint of exactly those settings, recorded
+per project file in `LATHE_HOME/trusted-projects.json`. A change asks again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lathe.config.keys import KeyPath, format_key
+
+if TYPE_CHECKING:
+    from lathe.config.loader import LoadedConfig
+
+_STORE_NAME = "trusted-projects.json"
+# Keys under these run commands on the host, loosen the sandbox or its rules, or say
+# where the key goes. permissions.approval only when it turns the sandbox off.
+_NEEDS_TRUST: tuple[KeyPath, ...] = (
+    ("hooks",),
+    ("providers",),
+    ("base_url",),
+    ("permissions", "allow"),
+    ("permissions", "protect"),
+    ("permissions", "sandbox"),
+)
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """The settings of one project file that need the user's trust."""
+
+    file: Path
+    settings: tuple[tuple[str, Any], ...]  # (dotted key, value as the file sets it)
+
+    @property
+    def keys(self) -> list[str]:
+        return [key for key, _ in self.settings]
+
+    @property
+    def fingerprint(self) -> str:
+        text = json.dumps(self.settings, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def describe(self) -> list[str]:
+        """One line a setting, as it would read in the file."""
+        return [f"{key} = {json.dumps(value, default=str)}" for key, value in self.settings]
+
+
+def project_settings(loaded: LoadedConfig) -> ProjectSettings | None:
+    """What the project file sets that needs trust; None when it sets nothing of it (or
+    there is no project file). A setting a flag, `-c` or the environment overrides does
+    not apply, so it needs no trust."""
+    if loaded.project_file is None:
+        return None
+    chosen = []
+    for path, value in loaded.project_values:
+        if not _needs_trust(path, value):
+            continue
+        origin = loaded.origins.get(path)
+        overridden = origin is not None and origin.layer in ("env", "flag", "override")
+        if overridden and not origin.earlier:
+            continue
+        chosen.append((format_key(path), value))
+    if not chosen:
+        return None
+    return ProjectSettings(Path(loaded.project_file).resolve(), tuple(chosen))
+
+
+def _needs_trust(path: KeyPath, value: Any) -> bool:
+    if path == ("permissions", "approval"):
+        return value == "full"
+    if path == ("permissions", "allow") and not value:
+        return False
+    return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)
+
+
+def trusted_fingerprint(home: Path, file: Path) -> str | None:
+    """The fingerprint recorded for `file`, if any."""
+    return _load(home).get(str(file))
+
+
+def is_trusted(home: Path, settings: ProjectSettings) -> bool:
+    return trusted_fingerprint(home, settings.file) == settings.fingerprint
+
+
+def trust(home: Path, settings: ProjectSettings) -> None:
+    """Record `settings` as trusted, replacing what was recorded for its file."""
+    store = _load(home)
+    store[str(settings.file)] = settings.fingerprint
+    _save(home, store)
+
+
+def revoke(home: Path, file: Path) -> bool:
+    """Forget the trust recorded for `file`; whether there was any."""
+    store = _load(home)
+    found = store.pop(str(file.resolve()), None) is not None
+    if found:
+        _save(home, store)
+    return found
+
+
+def untrusted_message(settings: ProjectSettings, home: Path) -> str:
+    """Why a run cannot use these settings yet, and the two ways to trust them."""
+    earlier = trusted_fingerprint(home, settings.file)
+    state = "changed since you trusted them" if earlier else "not trusted yet"
+    return (
+        f"the project file {settings.file} sets {', '.join(settings.keys)}, which run "
+        f"commands on this machine outside the sandbox, loosen the sandbox or its rules, or "
+        f"decide where your API key goes, and these settings are {state}. Review the file, "
+        "then run `lathe trust` in this workspace, or pass --trust-project for this run"
+    )
+
+
+def _store_path(home: Path) -> Path:
+    return home / _STORE_NAME
+
+
+def _load(home: Path) -> dict[str, str]:
+    try:
+        data = json.loads(_store_path(home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _save(home: Path, store: dict[str, str]) -> None:
+    path = _store_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    try:
+        tmp.write_text(json.dumps(store, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()

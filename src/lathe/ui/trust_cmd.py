@@ -1,0 +1,54 @@
+"""`lathe trust`: show what a project file asks of this machine, and trust it (or not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lathe.ui.options import LatheCommand
+
+
+@click.command("trust", cls=LatheCommand)
+@click.option(
+    "-C",
+    "--cwd",
+    "workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Workspace whose project file to trust (default: the current directory).",
+)
+@click.option("--revoke", is_flag=True, help="Forget the trust given to this project file.")
+def trust_command(workspace: Path, revoke: bool) -> None:
+    """Show the project file's settings that reach outside the sandbox (hooks, approval
+    full, allow rules, sandbox and provider settings) and trust them as they are now.
+    A later change to them needs trust again."""
+    from lathe.config import load_config
+    from lathe.config.loader import find_project_file
+    from lathe.config.trust import project_settings, trust
+    from lathe.errors import UsageError
+    from lathe.home import lathe_home
+
+    if revoke:
+        file = find_project_file(workspace)
+        if file is None:
+            raise click.UsageError(f"there is no project file for {workspace.resolve()}")
+        from lathe.config.trust import revoke as forget
+
+        done = forget(lathe_home(), file)
+        click.echo(f"{'revoked trust in' if done else 'nothing was trusted for'} {file}")
+        return
+    try:
+        loaded = load_config(workspace)
+    except UsageError as exc:
+        raise click.ClickException(str(exc)) from None
+    settings = project_settings(loaded)
+    if settings is None:
+        where = loaded.project_file or "no project file"
+        click.echo(f"nothing to trust: {where} sets nothing that reaches outside the sandbox")
+        return
+    click.echo(f"{settings.file} sets:")
+    for line in settings.describe():
+        click.echo(f"  {line}")
+    trust(lathe_home(), settings)
+    click.echo("trusted as shown; a change to these settings will ask again")

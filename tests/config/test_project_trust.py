@@ -1,0 +1,121 @@
+"""What a project file asks lathe to do on this machine happens only once it is trusted.
+
+Reproduced on landed main: a `.lathe/config.toml` holding a session-start hook (written
+by the agent, or arriving with a `git pull`) ran on the next `lathe run`, outside the
+sandbox, with the API key in its environment. Trust is tied to the settings' content,
+so a changed hook asks again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lathe.config import load_config
+from tests.fakes.openai_server import Reply
+
+HOOK = '[[hooks.session_start]]\ncommand = "touch START_RAN"\n'
+
+
+def lathe(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(
+        {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(home), "LATHE_CONFIG": str(home / "u")}
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _project(tmp_path: Path, text: str) -> Path:
+    ws = tmp_path / "ws"
+    (ws / ".lathe").mkdir(parents=True)
+    (ws / ".lathe" / "config.toml").write_text(text)
+    return ws
+
+
+def _run(server, ws: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return lathe(
+        "run", "--model", "m", "--base-url", server.base_url, "-C", str(ws), *extra, "hi",
+        cwd=tmp_path, home=tmp_path / "home",
+    )  # fmt: skip
+
+
+def test_an_untrusted_project_hook_stops_a_headless_run_before_anything_runs(
+    tmp_path, fake_openai
+):
+    ws = _project(tmp_path, HOOK)
+
+    result = _run(fake_openai, ws, tmp_path)
+
+    assert result.returncode == 2
+    assert "hooks.session_start" in result.stderr
+    assert "lathe trust" in result.stderr and "--trust-project" in result.stderr
+    assert not (ws / "START_RAN").exists()
+    assert fake_openai.chat_bodies() == []
+
+
+def test_trust_is_remembered_until_the_settings_change(tmp_path, fake_openai):
+    ws = _project(tmp_path, HOOK)
+    fake_openai.responder = lambda request: Reply("Hello.")
+
+    trusted = _run(fake_openai, ws, tmp_path, "--trust-project")
+    assert trusted.returncode == 0, trusted.stderr
+    assert (ws / "START_RAN").exists()
+
+    (ws / "START_RAN").unlink()
+    again = _run(fake_openai, ws, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (ws / "START_RAN").exists()
+
+    (ws / ".lathe" / "config.toml").write_text(HOOK.replace("START_RAN", "CHANGED_RAN"))
+    changed = _run(fake_openai, ws, tmp_path)
+    assert changed.returncode == 2
+    assert "changed since you trusted" in changed.stderr
+    assert not (ws / "CHANGED_RAN").exists()
+
+
+def test_lathe_trust_shows_the_settings_records_them_and_can_revoke(tmp_path, fake_openai):
+    ws = _project(tmp_path, HOOK)
+    fake_openai.responder = lambda request: Reply("Hello.")
+
+    shown = lathe("trust", "-C", str(ws), cwd=tmp_path, home=tmp_path / "home")
+    assert shown.returncode == 0, shown.stderr
+    assert "touch START_RAN" in shown.stdout
+    assert _run(fake_openai, ws, tmp_path).returncode == 0
+
+    revoked = lathe("trust", "--revoke", "-C", str(ws), cwd=tmp_path, home=tmp_path / "home")
+    assert revoked.returncode == 0, revoked.stderr
+    assert _run(fake_openai, ws, tmp_path).returncode == 2
+
+
+def test_a_project_that_turns_the_sandbox_off_needs_trust(tmp_path, fake_openai):
+    ws = _project(tmp_path, '[permissions]\napproval = "full"\n')
+
+    result = _run(fake_openai, ws, tmp_path)
+
+    assert result.returncode == 2
+    assert "permissions.approval" in result.stderr
+
+
+def test_harmless_project_settings_need_no_trust(tmp_path, fake_openai):
+    ws = _project(tmp_path, '[agent]\nmax_turns = 4\n[permissions]\ndeny = ["read(.env)"]\n')
+    fake_openai.responder = lambda request: Reply("Hello.")
+
+    assert _run(fake_openai, ws, tmp_path).returncode == 0
+
+
+def test_a_project_file_adds_deny_rules_but_cannot_drop_the_users(tmp_path, monkeypatch):
+    user = tmp_path / "user.toml"
+    user.write_text('[permissions]\ndeny = ["read(.env)"]\n')
+    monkeypatch.setenv("LATHE_CONFIG", str(user))
+    ws = _project(tmp_path, '[permissions]\ndeny = ["edit(tests/**)"]\nask = []\n')
+
+    loaded = load_config(ws, overrides=["permissions.deny=[]"])
+
+    assert loaded.config.permissions.deny == ["read(.env)", "edit(tests/**)"]
+    assert "user file" in loaded.origin("permissions.deny")
+    assert "project file" in loaded.origin("permissions.deny")
