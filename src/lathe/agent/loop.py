@@ -26,13 +26,15 @@ from lathe.agent.verify import (
     passed,
     reply_code_note,
     run_verify,
+    unusable_reason,
 )
-from lathe.errors import ContextTooLong, ProviderError
+from lathe.errors import ContextTooLong, ProviderError, UsageError
 from lathe.events import (
     REPLY_CODE_CALL_PREFIX,
     AgentEvent,
     AssistantReply,
     ModelRequestFinished,
+    Notice,
     Retrying,
     RunFinished,
     RunStatus,
@@ -55,6 +57,17 @@ _CUT_OFF_NOTE = (
     "Your reply was cut off by the output token limit. Continue where you stopped; keep "
     "tool arguments short (edit a small region rather than writing whole files)."
 )
+_CUT_OFF_CALL = (
+    "Not run: your reply was cut off by the output token limit, so this call's arguments "
+    "may be incomplete. Take a smaller step: change a few lines per edit call, or split "
+    "the work over several calls."
+)
+_EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"
+
+
+class VerifyCannotRun(UsageError):
+    """The verify command cannot run at all (exit 126 or 127) before any change; the
+    run stops before the first model call."""
 
 
 @dataclass
@@ -114,10 +127,14 @@ class Agent:
         # Verify failures in a row with no tool call between: the model is claiming
         # "done" without acting on the failure, a stall like a repeated call.
         idle_claims = 0
-        if settings.verify_command and settings.verify_first and not self.messages:
-            user_input += "\n\n" + await self._baseline(settings.verify_command)
+        baseline = bool(settings.verify_command and settings.verify_first and not self.messages)
+        # The task is recorded before anything runs, so a crash during the baseline check
+        # leaves a session that `--continue` can pick up with its task.
         self.append(UserMessage(content=user_input))
+        if baseline and settings.verify_command:
+            self.append(UserMessage(content=await self._baseline(settings.verify_command)))
         turn = 0
+        empty_replies = 0
 
         def finish(status: RunStatus, answer: str = "", reason: str = "") -> RunFinished:
             event = RunFinished(
@@ -141,10 +158,25 @@ class Agent:
                 return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
             self.usage = self.usage + reply.usage
             cost += settings.price(reply.usage) if settings.price else 0.0
-            self.append(reply)
+            empty = _is_empty(reply)
+            empty_replies = empty_replies + 1 if empty else 0
+            if empty and empty_replies == 1:
+                self.emit(
+                    Notice(level="warning", message="the model sent an empty reply; asking again")
+                )
+                continue  # not kept: an empty assistant turn is no part of the conversation
+            if empty and not settings.verify_command:
+                return finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
+            if not empty:  # twice empty with a check: the check decides, as for "done"
+                self.append(reply)
             if self.deps.context:
                 self.deps.context.record_usage(reply.usage, len(self.messages))
             self.emit(AssistantReply(message=reply))
+
+            if reply.tool_calls and reply.stop_reason is StopReason.MAX_TOKENS:
+                for result in runner.refuse_calls(reply.tool_calls, _CUT_OFF_CALL):
+                    self.append(result)
+                continue
 
             if reply.tool_calls:
                 idle_claims = 0
@@ -319,9 +351,14 @@ class Agent:
         return await runner.run_calls(turn, calls, stall, evidence)
 
     async def _baseline(self, command: str) -> str:
-        """The check run before the model starts, said as the first message's last
-        paragraph: the model begins from the real failure instead of a guess at it."""
-        return baseline_message(command, await self._verify(command, baseline=True))
+        """The check run before the model starts, said right after the task: the model
+        begins from the real failure instead of a guess at it. Raises VerifyCannotRun
+        when the command cannot run at all: no model call could fix that."""
+        result = await self._verify(command, baseline=True)
+        reason = unusable_reason(command, result)
+        if reason:
+            raise VerifyCannotRun(reason)
+        return baseline_message(command, result)
 
     async def _verify(self, command: str, *, baseline: bool = False) -> ExecResult:
         ctx = self.deps.tool_context
@@ -344,6 +381,14 @@ class Agent:
             )
         )
         return result
+
+
+def _is_empty(reply: AssistantMessage) -> bool:
+    return (
+        not reply.tool_calls
+        and not reply.text.strip()
+        and (reply.stop_reason is not StopReason.MAX_TOKENS)
+    )
 
 
 def _difference(total: Usage, before: Usage) -> Usage:

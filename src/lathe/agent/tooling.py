@@ -89,6 +89,25 @@ class ToolRunner:
             )
         return outcome
 
+    def refuse_calls(self, calls: Sequence[ToolCall], reason: str) -> list[ToolResultMessage]:
+        """An error result for each call, none of them run (e.g. a reply cut off by the
+        output limit, whose arguments may be incomplete); shown like any failed call."""
+        results = []
+        for call in calls:
+            self._emit(ToolStarted(call_id=call.id, name=call.name, arguments={}, summary=""))
+            self._emit(
+                ToolFinished(
+                    call_id=call.id, name=call.name, is_error=True,
+                    summary="not run: reply cut off", duration_ms=0.0, details={},
+                )
+            )  # fmt: skip
+            results.append(
+                ToolResultMessage(
+                    tool_call_id=call.id, name=call.name, content=reason, is_error=True
+                )
+            )
+        return results
+
     def _prepare(self, call: ToolCall) -> _Prepared:
         tool = self._deps.tools.get(call.name)
         if tool is None:

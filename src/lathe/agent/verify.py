@@ -106,6 +106,24 @@ def reply_code_note(result: ToolResultMessage) -> str:
     return f"lathe applied the code in your reply as an edit:\n\n{result.content}"
 
 
+# The shell's own codes for "found but not executable" and "not found".
+_CANNOT_RUN = {126: "it is not executable", 127: "command not found"}
+
+
+def unusable_reason(command: str, result: ExecResult) -> str | None:
+    """Why the verify command cannot run at all, when its exit code says so (126, 127);
+    None when it ran (passing or failing)."""
+    why = _CANNOT_RUN.get(result.exit_code) if result.exit_code is not None else None
+    if why is None:
+        return None
+    last = next((line for line in reversed(result.output.splitlines()) if line.strip()), "")
+    said = f": {last.strip()[:200]}" if last else ""
+    return (
+        f"the verify command `{command}` cannot run (exit {result.exit_code}, {why}{said}); "
+        "fix --verify (or agent.verify) so it runs here, then start again"
+    )
+
+
 def baseline_message(command: str, result: ExecResult) -> str:
     """What the check said before any change: the failure to start from."""
     if passed(result):

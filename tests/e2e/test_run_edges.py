@@ -1,0 +1,132 @@
+"""Edges of a headless run, each reproduced on landed main with the real CLI.
+
+- a reply cut by the output limit had its tool calls "repaired" and run: half a line
+  was written to the file;
+- a kill -9 during the baseline verify lost the task: `--continue` resumed without it;
+- an empty model reply ended the run with exit 0, "unverified" and no answer;
+- a verify command that cannot run (exit 127) spent model calls until the run was stuck.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.fakes.openai_server import Call, Reply
+
+TASK = "Rename the variable in app.py"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
+    return env
+
+
+def _argv(server, ws: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+            server.base_url, "-C", str(ws), *args]  # fmt: skip
+
+
+def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        _argv(server, ws, *args), cwd=tmp_path, env=_env(tmp_path), capture_output=True,
+        text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("value = 1\nprint(value)\n")
+    return ws
+
+
+def test_tool_calls_of_a_reply_cut_by_the_output_limit_are_not_run(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    cut = '{"path": "app.py", "old_string": "value = 1", "new_string": "total = 1\\npri'
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", cut)], finish_reason="length"),
+        Reply("I will try a smaller step."),
+    )
+
+    result = lathe_run(fake_openai, ws, tmp_path, TASK)
+
+    assert result.returncode == 0, result.stderr
+    assert (ws / "app.py").read_text() == "value = 1\nprint(value)\n"
+    second = fake_openai.chat_bodies()[1]["messages"]
+    tool_results = [m for m in second if m["role"] == "tool"]
+    assert len(tool_results) == 1
+    assert "cut off" in tool_results[0]["content"]
+    assert "smaller" in tool_results[0]["content"]
+
+
+def test_a_kill_during_the_baseline_check_keeps_the_task_for_continue(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    started = tmp_path / "verify-started"
+    verify = f"touch {started}; sleep 60"
+    process = subprocess.Popen(
+        _argv(fake_openai, ws, "--verify", verify, "--approval", "full", TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the baseline verify never started"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    fake_openai.enqueue(Reply("Carrying on."))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--continue", "-c", "agent.verify_first=false")
+
+    assert result.returncode == 0, result.stderr
+    first_user = next(m for m in fake_openai.chat_bodies()[0]["messages"] if m["role"] == "user")
+    assert TASK in first_user["content"]
+
+
+def test_an_empty_reply_is_asked_again_once(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(""), Reply("The answer."))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", TASK)
+
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[-1]["type"] == "run_finished"
+    assert events[-1]["answer"] == "The answer."
+    bodies = fake_openai.chat_bodies()
+    assert len(bodies) == 2
+    assert [m["role"] for m in bodies[1]["messages"]] == ["system", "user"]
+
+
+def test_two_empty_replies_end_the_run_with_an_honest_status(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(""), Reply(""))
+
+    result = lathe_run(fake_openai, ws, tmp_path, TASK)
+
+    assert result.returncode == 3, result.stderr
+    assert "status: provider_error" in result.stderr
+    assert "empty reply" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(
+    tmp_path, fake_openai
+):
+    ws = _workspace(tmp_path)
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--verify", "pytestx -q", TASK)
+
+    assert result.returncode == 2, result.stderr
+    assert "pytestx -q" in result.stderr
+    assert "127" in result.stderr and "--verify" in result.stderr
+    assert fake_openai.chat_bodies() == []
