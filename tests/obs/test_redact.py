@@ -102,3 +102,29 @@ def test_an_unwritable_log_never_raises(tmp_path):
     log = SessionLog(blocker / "s.log", "abc")
     log(VerifyFinished(command="x", exit_code=0, passed=True, output_tail=""))
     assert log.error and "cannot write the log" in log.error
+
+
+async def test_a_huge_spill_file_is_masked_in_bounded_memory(tmp_path):
+    """A command printing 1 GB peaked at ~2 GB of memory: the whole spill file was read
+    in. 64 MB here, with secrets placed across every possible chunk boundary."""
+    import tracemalloc
+
+    spill = tmp_path / "huge.log"
+    block = b"x" * (1024 * 1024 - 7)
+    with spill.open("wb") as out:
+        for n in range(64):
+            out.write(block)
+            out.write(KEY.encode() if n % 2 else b"\xffplain\n")
+    redactor = Redactor([KEY])
+    output = ToolOutput(content="...", details={"full_output_path": str(spill)})
+
+    tracemalloc.start()
+    await redactor.after_tool("bash", {}, output)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
+    assert peak < 16 * 1024 * 1024, f"peak {peak:,} bytes"
+    data = spill.read_bytes()
+    assert KEY.encode() not in data
+    assert data.count(mask_secret(KEY).encode()) == 32
+    assert data.count(b"\xffplain\n") == 32  # bytes that are not UTF-8 survive as they were

@@ -228,6 +228,12 @@ class PermissionsConfig(Section):
     approval (headless: never), and sandboxed commands see them read-only. Always
     protected besides these: .git, .lathe/ and .mcp.json. Not enforced in approval full."""
 
+    env_passthrough: list[str] = Field(default_factory=list, examples=[["GITHUB_TOKEN"]])
+    """Secret-looking environment variables (names holding KEY, TOKEN, SECRET, PASSWORD,
+    CREDENTIAL) that commands, the verify command and hooks may still see, by name or
+    glob, e.g. ["GITHUB_TOKEN", "NPM_*"]. Every other one is removed from their
+    environment; the provider's own key variables are removed always."""
+
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox settings."""
 

@@ -35,6 +35,7 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "allow"),
     ("permissions", "protect"),
     ("permissions", "sandbox"),
+    ("permissions", "env_passthrough"),
 )
 
 
@@ -82,7 +83,7 @@ def project_settings(loaded: LoadedConfig) -> ProjectSettings | None:
 def _needs_trust(path: KeyPath, value: Any) -> bool:
     if path == ("permissions", "approval"):
         return value == "full"
-    if path == ("permissions", "allow") and not value:
+    if path in (("permissions", "allow"), ("permissions", "env_passthrough")) and not value:
         return False
     return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)
 

@@ -224,6 +224,7 @@ class BubblewrapExecutor:
         env: Mapping[str, str] | None = None,
         status: SandboxStatus | None = None,
         hide_env: Sequence[str] = (),
+        keep_env: Sequence[str] = (),
         hide_git: bool = False,
     ) -> None:
         self.workspace = Path(os.path.abspath(workspace))
@@ -235,7 +236,7 @@ class BubblewrapExecutor:
         self.hide_git = hide_git
         self._bwrap = bwrap
         self._status = status
-        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env)
+        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env, keep_env=keep_env)
 
     @property
     def status(self) -> SandboxStatus:

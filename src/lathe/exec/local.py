@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
+from lathe.exec.env import command_environment
 
 ArgvBuilder = Callable[[str, Path], list[str]]
 
@@ -66,17 +67,19 @@ class LocalExecutor:
         kill_grace_s: float = 2.0,
         linger_s: float = 1.0,
         hide_env: Iterable[str] = (),
+        keep_env: Iterable[str] = (),
     ) -> None:
         self._argv_builder = argv_builder or bash_argv
         self._env = dict(env or {})
-        # Variables commands must not see, e.g. the model provider's API keys: masking
-        # output cannot catch a key a command re-encodes, so it never gets one.
+        # Variables commands must not see: the provider keys (`hide_env`) and every
+        # secret-looking one not in `keep_env` (see lathe.exec.env).
         self._hide = frozenset(hide_env)
+        self._keep = tuple(keep_env)
         self._kill_grace_s = kill_grace_s
         self._linger_s = linger_s
 
     def _environment(self) -> dict[str, str]:
-        inherited = {k: v for k, v in os.environ.items() if k not in self._hide}
+        inherited = command_environment(os.environ, hide=self._hide, passthrough=self._keep)
         return {**inherited, **NONINTERACTIVE_ENV, **self._env}
 
     async def run(

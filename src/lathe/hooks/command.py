@@ -1,11 +1,12 @@
 """Config-defined command hooks (`[[hooks.pre_tool]]` and friends).
 
 Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace, in
-its own process group, with a timeout. pre_tool: exit 2 blocks the call with stderr as
-the reason the model sees; other non-zero exits are reported and the call goes on; JSON
-`{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
-`{"content": "..."}` on stdout replaces the result. A pre_tool hook that times out
-blocks the call: a guard that could not decide must not wave a call through.
+its own process group, with a timeout, and with the environment commands get (no
+provider keys, no secret-looking variables: `lathe.exec.env`). pre_tool: exit 2 blocks
+the call with stderr as the reason the model sees; other non-zero exits are reported
+and the call goes on; JSON `{"arguments": {...}}` on stdout rewrites the arguments.
+post_tool: JSON `{"content": "..."}` on stdout replaces the result. A pre_tool hook that
+times out blocks the call: a guard that could not decide must not wave a call through.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +36,18 @@ class HookRun:
     stderr: str
 
 
-async def run_hook(hook: HookCommand, event: dict[str, Any], workspace: Path) -> HookRun:
+async def run_hook(
+    hook: HookCommand,
+    event: dict[str, Any],
+    workspace: Path,
+    environment: Mapping[str, str] | None = None,
+) -> HookRun:
+    """Run one hook; `environment` is what it starts with (None: lathe's own)."""
     process = await asyncio.create_subprocess_exec(
         "bash", "-c", hook.command,
         cwd=workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        env=dict(environment) if environment is not None else None,
     )  # fmt: skip
     try:
         stdout, stderr = await asyncio.wait_for(
@@ -67,9 +76,12 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 
 class CommandHooks(AgentHooks):
-    def __init__(self, config: HooksConfig, workspace: Path) -> None:
+    def __init__(
+        self, config: HooksConfig, workspace: Path, environment: Mapping[str, str] | None = None
+    ) -> None:
         self._config = config
         self._workspace = workspace
+        self._environment = environment
 
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
         return [h for h in hooks if not h.tools or tool in h.tools]
@@ -77,13 +89,16 @@ class CommandHooks(AgentHooks):
     async def on_run_start(self, task: str) -> None:
         for hook in self._config.session_start:
             await run_hook(
-                hook, {"event": "session_start", "task": task, **self._base()}, self._workspace
+                hook,
+                {"event": "session_start", "task": task, **self._base()},
+                self._workspace,
+                self._environment,
             )
 
     async def on_run_end(self, finished: RunFinished) -> None:
         event = {"event": "stop", "status": finished.status.value, "turns": finished.turns}
         for hook in self._config.stop:
-            await run_hook(hook, {**event, **self._base()}, self._workspace)
+            await run_hook(hook, {**event, **self._base()}, self._workspace, self._environment)
 
     async def before_tool(
         self, name: str, arguments: dict[str, Any]
@@ -91,7 +106,9 @@ class CommandHooks(AgentHooks):
         rewritten: dict[str, Any] | None = None
         for hook in self._for_tool(self._config.pre_tool, name):
             event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
-            result = await run_hook(hook, {**event, **self._base()}, self._workspace)
+            result = await run_hook(
+                hook, {**event, **self._base()}, self._workspace, self._environment
+            )
             if result.exit_code is None or result.exit_code == 2:
                 reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
                 return ToolOutput(
@@ -110,7 +127,9 @@ class CommandHooks(AgentHooks):
                 "event": "post_tool", "tool": name, "arguments": arguments,
                 "content": output.content, "is_error": output.is_error,
             }  # fmt: skip
-            result = await run_hook(hook, {**event, **self._base()}, self._workspace)
+            result = await run_hook(
+                hook, {**event, **self._base()}, self._workspace, self._environment
+            )
             reply = _json_object(result.stdout) if result.exit_code == 0 else None
             if reply and isinstance(reply.get("content"), str):
                 output = ToolOutput(

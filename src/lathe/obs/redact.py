@@ -8,7 +8,10 @@ with `mask_secret(value)` (`sk-…abcd`). It is three things at once:
   file a long output was saved to;
 - a wrapper for other hooks (`redactor.guard(recorder)`) that masks each message before
   it is persisted, for text that does not come through a tool (verify output);
-- a filter for events and log lines (`event`, `mask`).
+- a filter for events and log lines (`event`, `mask`);
+- a wrapper for the provider (`redactor.provider(p)`) that masks every request before
+  it is sent — the system prompt (which may copy workspace files), messages, tool
+  results — so the model is never shown what the session file would not hold.
 
 It masks exact values only: a key that a command re-encodes (base64, split across lines)
 is not recognised. Values shorter than `MIN_SECRET_CHARS` are ignored, because masking
@@ -17,25 +20,42 @@ every "abc" in a transcript would destroy it and such a value protects nothing a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Iterable
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
+from secrets import token_hex
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from lathe.agent.hooks import AgentHooks
 from lathe.config.secrets import mask_secret
+from lathe.exec.env import secret_values
+from lathe.llm.base import ModelRequest, Provider, StreamEvent
 from lathe.tools.base import ToolOutput
 from lathe.types import Message
 
 MIN_SECRET_CHARS = 8
+_SCRUB_CHUNK = 1024 * 1024
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class Redactor(AgentHooks):
     def __init__(self, secrets: Iterable[str]) -> None:
-        unique = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}
+        self._secrets: list[str] = []
+        self.include(secrets)
+
+    @classmethod
+    def for_run(cls, model_secrets: Iterable[str], environ: Mapping[str, str]) -> Redactor:
+        """The model's key and secret headers, plus the values of the environment's
+        secret-looking variables (commands never get them, but a file may hold them)."""
+        return cls([*model_secrets, *secret_values(environ)])
+
+    def include(self, secrets: Iterable[str]) -> None:
+        """Mask these values too (e.g. the key of a model switched to)."""
+        unique = {s for s in (*self._secrets, *secrets) if s and len(s) >= MIN_SECRET_CHARS}
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = sorted(unique, key=len, reverse=True)
 
@@ -90,12 +110,46 @@ class Redactor(AgentHooks):
         )
 
     def _scrub_file(self, path: Path) -> None:
+        """Mask the secrets in a file of any size, a chunk at a time; the file is
+        replaced only when it held one. Bytes, not text, so nothing else changes."""
+        needles = [(s.encode(), mask_secret(s).encode()) for s in self._secrets]
+        # A secret cut by a chunk boundary starts in the last `keep` bytes held back.
+        keep = max(len(needle) for needle, _ in needles) - 1
+        tmp = path.with_name(f".{path.name}.{token_hex(4)}.masking")
+        found = False
         try:
-            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            with path.open("rb") as source, tmp.open("wb") as target:
+                pending = b""
+                while chunk := source.read(_SCRUB_CHUNK):
+                    data = pending + chunk
+                    for needle, masked in needles:
+                        if needle in data:
+                            found = True
+                            data = data.replace(needle, masked)
+                    cut = max(len(data) - keep, 0)
+                    target.write(data[:cut])
+                    pending = data[cut:]
+                target.write(pending)
+            if found:
+                os.replace(tmp, path)
         except OSError:
-            return
-        if self.found_in(text):
-            path.write_text(self.mask(text), encoding="utf-8", errors="surrogateescape")
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def provider(self, provider: Provider) -> Provider:
+        """`provider` sending only masked requests."""
+        return _MaskedProvider(provider, self) if self._secrets else provider
+
+    def request(self, request: ModelRequest) -> ModelRequest:
+        if not self._secrets:
+            return request
+        return dataclasses.replace(
+            request,
+            system=self.mask(request.system),
+            messages=[self.message(m) for m in request.messages],
+        )
 
     def guard(self, hooks: AgentHooks) -> AgentHooks:
         """`hooks` seeing masked messages and compaction summaries (for a recorder)."""
@@ -136,3 +190,21 @@ class _Masked(AgentHooks):
 
     async def after_changes(self, turn: int) -> None:
         await self._inner.after_changes(turn)
+
+
+class _MaskedProvider:
+    """A Provider (see lathe.llm.base) whose requests pass through a Redactor first."""
+
+    def __init__(self, inner: Provider, redactor: Redactor) -> None:
+        self._inner = inner
+        self._redactor = redactor
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return self._inner.stream(self._redactor.request(request))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from contextlib import ExitStack
 
@@ -70,7 +71,7 @@ class _HeadlessRun:
         setup = self.setup
         session, history = self._open_session()
         self.recorder = SessionRecorder(session)
-        redactor = Redactor(setup.model.secrets())
+        redactor = Redactor.for_run(setup.model.secrets(), os.environ)
         self.observer = self.emit = Observer(session.path, session.id, redactor, self.emit)
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
@@ -82,7 +83,7 @@ class _HeadlessRun:
         for warning in session.warnings:  # e.g. a torn last line skipped on resume
             self.emit(Notice(level="warning", message=warning))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
-        provider = make_provider(setup.endpoint)
+        provider = redactor.provider(make_provider(setup.endpoint))
         checkpoints = self._checkpoints()
         attempts = self._attempts(resumed=bool(history))
         start = None

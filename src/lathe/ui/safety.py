@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lathe.agent.hooks import AgentHooks
 from lathe.events import Notice
 from lathe.exec.base import Executor
+from lathe.exec.env import command_environment
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
 from lathe.policy.rules import ALWAYS_PROTECTED, RuleSet
 from lathe.ui.setup import RunSetup
@@ -37,7 +39,8 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     mode = Mode.parse(setup.approval)
     rules = permission_rules(setup)
     hidden = _key_variables(setup)
-    executor: Executor = LocalExecutor(hide_env=hidden)
+    keep = config.env_passthrough
+    executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
     sandboxed = False
     if mode in (Mode.ASK, Mode.AUTO):
         from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
@@ -51,6 +54,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 deny_write=[*rules.denied_edit_patterns(), *ALWAYS_PROTECTED, *config.protect],
                 status=status,
                 hide_env=hidden,
+                keep_env=keep,
                 hide_git=_history_reveals(setup.workspace, rules, emit),
             )
             sandboxed = True
@@ -80,7 +84,8 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
             session.append(ApprovalEntry(rule=key, decision="allow"))
 
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
-    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=_hooks(setup, emit))
+    hooks = _hooks(setup, emit, command_environment(os.environ, hide=hidden, passthrough=keep))
+    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=hooks)
 
 
 def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
@@ -117,12 +122,13 @@ def _key_variables(setup: RunSetup) -> list[str]:
     return sorted({KEY_OVERRIDE_ENV, *names})
 
 
-def _hooks(setup: RunSetup, emit) -> list[AgentHooks]:
-    """Config command hooks, then plugin hooks; they run after the policy gate."""
+def _hooks(setup: RunSetup, emit, environment: dict[str, str]) -> list[AgentHooks]:
+    """Config command hooks (started with `environment`: no keys), then plugin hooks;
+    they run after the policy gate."""
     from lathe.hooks.command import CommandHooks
     from lathe.hooks.plugins import load_plugin_hooks
 
     plugins, problems = load_plugin_hooks(setup.workspace)
     for problem in problems:
         emit(Notice(level="warning", message=problem))
-    return [CommandHooks(setup.loaded.config.hooks, setup.workspace), *plugins]
+    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, environment), *plugins]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import sys
 from typing import Any
 
@@ -92,7 +93,8 @@ class InteractiveApp:
         from lathe.ui.setup import endpoint_for
 
         resolved = resolve_model(self.setup.loaded.config, name)
-        provider = make_provider(endpoint_for(resolved))
+        self.redactor.include(resolved.secrets())
+        provider = self.redactor.provider(make_provider(endpoint_for(resolved)))
         old = self.provider
         self.provider, self.resolved = provider, resolved
         self.agent.deps.provider = provider
@@ -164,7 +166,8 @@ class InteractiveApp:
         self.sandboxed = safety.sandboxed
         from lathe.obs import Redactor
 
-        self.redactor = Redactor(self.resolved.secrets())
+        self.redactor = Redactor.for_run(self.resolved.secrets(), os.environ)
+        self.provider = self.redactor.provider(self.provider)
         masked_links = self.redactor.guard(self.links)
         hooks = HookChain([safety.gate, *safety.hooks, self.redactor, OutputTap(), masked_links])
         return build_agent(

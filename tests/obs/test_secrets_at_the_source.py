@@ -1,0 +1,98 @@
+"""Secrets are kept out at the source: commands, the verify command and hooks start
+without lathe's provider keys or secret-looking variables, and everything a request
+carries goes through the same masking as what is saved.
+
+Reproduced on landed main: the key reached the model reversed (`| rev`) or
+base64-encoded, and in `full` mode the verify output carried it unmasked into the
+request (masking was applied to the session file, not to what the model is sent).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+from tests.fakes.openai_server import Call, Reply
+from tests.obs.conftest import lathe
+
+
+def _bodies_text(server) -> str:
+    return json.dumps(server.chat_bodies())
+
+
+def _secrets() -> dict[str, str]:
+    return {
+        "OPENAI_API_KEY": f"sk-src-{uuid.uuid4().hex}",
+        "MY_SERVICE_TOKEN": f"tok{uuid.uuid4().hex}",
+        "DB_PASSWORD": f"pw{uuid.uuid4().hex[:12]}",
+        "AWS_SECRET_ACCESS_KEY": uuid.uuid4().hex,
+        "GITHUB_TOKEN": f"ghp_{uuid.uuid4().hex}",
+    }
+
+
+def test_commands_never_see_keys_or_secret_looking_variables(tmp_path, workspace, fake_openai):
+    secrets = _secrets()
+    probe = "; ".join(
+        f"printf '%s' \"${name}\" | rev; echo; printf '%s' \"${name}\" | base64" for name in secrets
+    )
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": probe}), Call("bash", {"command": "env"})]),
+        Reply("Done."),
+    )
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(workspace),
+        "-c", 'permissions.env_passthrough=["GITHUB_TOKEN"]', "look around",
+        cwd=workspace, env={**secrets, "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    sent = _bodies_text(fake_openai)
+    for name, value in secrets.items():
+        encoded = base64.b64encode(value.encode()).decode()
+        if name == "GITHUB_TOKEN":  # passed through on purpose
+            assert value[::-1] in sent
+            continue
+        assert value[::-1] not in sent, name
+        assert encoded not in sent, name
+        assert f"{name}=" not in sent, name
+
+
+def test_what_a_request_carries_is_masked_like_what_is_saved(tmp_path, workspace, fake_openai):
+    key = f"sk-req-{uuid.uuid4().hex}"
+    (workspace / "notes.txt").write_text(f"the key is {key}\n")
+    fake_openai.enqueue(Reply("Done."), Reply("Still done."))
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(workspace),
+        "--approval", "full", "--verify", "cat notes.txt; exit 1", "--max-turns", "2",
+        "finish",
+        cwd=workspace, env={"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 1, result.stderr
+    sent = _bodies_text(fake_openai)
+    assert "the key is" in sent  # the verify output did reach the model ...
+    assert key not in sent  # ... masked
+
+
+def test_hooks_start_without_the_keys(tmp_path, workspace, fake_openai):
+    secrets = _secrets()
+    (workspace / ".lathe").mkdir()
+    (workspace / ".lathe" / "config.toml").write_text(
+        '[[hooks.session_start]]\ncommand = "env > hook-env.txt"\n'
+    )
+    fake_openai.enqueue(Reply("Done."))
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(workspace),
+        "--trust-project", "hello",
+        cwd=workspace, env={**secrets, "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    seen = (workspace / "hook-env.txt").read_text()
+    assert "PATH=" in seen
+    for name, value in secrets.items():
+        assert value not in seen, name
