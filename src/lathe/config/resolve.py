@@ -81,14 +81,6 @@ class ResolvedModel:
         return cost_usd(usage, self.prices, input_includes_cache=self.input_includes_cache)
 
 
-def is_loopback(url: str | None) -> bool:
-    """Whether `url` points at this machine (a local server, which needs no API key)."""
-    from urllib.parse import urlparse
-
-    host = urlparse(url or "").hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
-
-
 def resolve_model(
     config: Config,
     name: str | None = None,

@@ -137,6 +137,7 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
 def endpoint_for(model: ResolvedModel) -> Endpoint:
     from lathe.config import is_loopback
     from lathe.llm.registry import Endpoint
+    from lathe.llm.timeouts import Timeouts
 
     api_key = model.api_key()
     key_env = "LATHE_API_KEY" if os.environ.get("LATHE_API_KEY") else (model.api_key_env or "")
@@ -154,7 +155,7 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
         api_key=api_key,
         api_key_env=key_env or "LATHE_API_KEY",
         headers=model.headers,
-        timeout_s=model.timeout_s,
+        timeouts=Timeouts(total_s=model.timeout_s),
     )
 
 
