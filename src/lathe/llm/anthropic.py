@@ -44,6 +44,8 @@ Decisions:
   SDK's own environment, profile and credential-file discovery never runs.
 - The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
   Warnings the SDK would print (deprecated models) are silenced: core never prints.
+- Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
+  SDK's httpx timeout, the total a deadline around the whole attempt.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def timed_out(exc: BaseException, ctx: ErrorContext) -> Transport:
     if isinstance(exc, TotalTimeExceeded):
         return Transport(
             f"the reply from {ctx.base_url} took more than {limits.total_s:g} s in all "
-            f"({limits.total_key}); the server is too slow for that limit, or the reply too long"
+            f"({limits.total_key}); the server is too slow or the reply too long"
         )
     return Transport(
         f"no data from {ctx.base_url} for {limits.idle_s:g} s ({limits.idle_key}); "

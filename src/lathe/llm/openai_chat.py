@@ -22,6 +22,8 @@ Decisions:
 - An empty API key sends a placeholder, because local servers need none and the SDK
   insists on one; a server that wants a key then answers 401, reported as AuthError.
 - The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
+- Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
+  SDK's httpx timeout, the total a deadline around the whole attempt.
 """
 
 from __future__ import annotations

@@ -131,6 +131,8 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
         # model rambling, at a few tokens a second on a CPU.
         max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 8),
         api_key_env=None,
+        idle_timeout_s=settings.idle_timeout_s,
+        idle_timeout_key="local.idle_timeout_s",
     )
 
 
@@ -155,7 +157,12 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
         api_key=api_key,
         api_key_env=key_env or "LATHE_API_KEY",
         headers=model.headers,
-        timeouts=Timeouts(total_s=model.timeout_s),
+        timeouts=Timeouts(
+            total_s=model.timeout_s,
+            idle_s=model.idle_timeout_s,
+            total_key=model.timeout_key,
+            idle_key=model.idle_timeout_key,
+        ),
     )
 
 
