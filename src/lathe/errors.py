@@ -6,6 +6,8 @@
     │   ├── RateLimited       429; retryable, may carry retry_after seconds
     │   ├── Overloaded        5xx / 529; retryable, may carry retry_after seconds
     │   ├── Transport         connection refused, timeout, stream cut; retryable
+    │   │   └── NothingListening  a loopback address refused the connection: retried
+    │   │                         once, briefly, not with the usual backoff
     │   ├── ContextTooLong    the prompt exceeds the window; compaction's job, not retry's
     │   ├── AuthError         401/403; fatal, the message names the variable to fix
     │   └── BadRequest        400 and other refusals; fatal
@@ -42,6 +44,12 @@ class Overloaded(ProviderError):
 
 class Transport(ProviderError):
     retryable = True
+
+
+class NothingListening(Transport):
+    """Connection refused by this machine (127.0.0.1, ::1, localhost): the kernel's own
+    certain answer that no server is bound there, so waiting long will not help. The
+    message names the URL and says to start the server or fix the URL."""
 
 
 class ContextTooLong(ProviderError):

@@ -20,6 +20,9 @@ def test_a_catalog_name_resolves_to_its_entry() -> None:
         api_key_env="ANTHROPIC_API_KEY",
         headers={},
         timeout_s=600.0,
+        idle_timeout_s=120.0,
+        timeout_key="providers.anthropic.timeout_s",
+        idle_timeout_key="providers.anthropic.idle_timeout_s",
         name="claude-sonnet-4",
     )
 

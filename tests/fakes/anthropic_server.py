@@ -98,6 +98,9 @@ class Reply:
     error_after: int = 2
     message_stop: bool = True
     model: str | None = None  # None: echo the requested model
+    stall_after: int | None = None
+    stall_s: float = 0.0
+    trickle_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,8 @@ class _AnthropicHandler(_Handler):
             events = events[: reply.error_after]
             error = {"type": "error", "error": {"type": kind, "message": message}}
             events.append(_sse(error))
-        for text in events:
+        for position, text in enumerate(events):
+            self._pace(position, reply.stall_after, reply.stall_s, reply.trickle_s)
             self._write_chunk(text)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

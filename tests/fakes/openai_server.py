@@ -15,6 +15,8 @@ process or in a `lathe` subprocess pointed at `server.base_url`.
             context_too_long(),
             Hang(10),                                               # outlive the timeout
             Reply("partial answer", cut_after=3),                   # cut mid-stream
+            Reply("slow", stall_after=2, stall_s=30),               # stall mid-stream
+            Reply("a b c d", trickle_s=0.5),                        # a chunk every 0.5 s
         )
         client_base_url = server.base_url                           # ".../v1"
         ...
@@ -28,7 +30,10 @@ Script items, served one per POST /v1/chat/completions in order:
   interleave, whether `index` is omitted, SSE or a plain JSON body, whether usage is sent
   (only when the request asks with stream_options, always, or never), whether [DONE] is
   sent, and `cut_after=n` to close the connection after n chunks without a
-  finish_reason or [DONE].
+  finish_reason or [DONE]. Pacing: `stall_after=n, stall_s=s` sends the headers and n
+  chunks, then nothing for s seconds (or until the server stops), then the rest;
+  `trickle_s=s` waits s seconds before every chunk after the first, so each gap is short
+  but the whole reply is slow.
 - `ErrorReply` — an HTTP error status with headers and an OpenAI-style error body (or a
   raw body). Shorthands: `rate_limited`, `server_error`, `unauthorized`,
   `context_too_long`, `not_found`.
@@ -94,6 +99,9 @@ class Reply:
     cut_after: int | None = None
     done: bool = True
     model: str | None = None  # None: echo the requested model
+    stall_after: int | None = None
+    stall_s: float = 0.0
+    trickle_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -367,10 +375,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.done:
             events.append("[DONE]")
-        for data in events:
+        for position, data in enumerate(events):
+            self._pace(position, reply.stall_after, reply.stall_s, reply.trickle_s)
             self._write_chunk(f"data: {data}\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _pace(
+        self, position: int, stall_after: int | None, stall_s: float, trickle_s: float
+    ) -> None:
+        """Wait before writing chunk `position` (0-based) as a paced reply asks: the
+        stall before chunk `stall_after`, the trickle before every chunk but the first.
+        Waiting on `_stopping` lets stop() end a long stall at once."""
+        if position > 0 and trickle_s > 0:
+            self.fake._stopping.wait(trickle_s)
+        if position == stall_after and stall_s > 0:
+            self.fake._stopping.wait(stall_s)
 
     def _write_chunk(self, text: str) -> None:
         data = text.encode()

@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.llm.provider_support import SECRET
+from tests.llm.provider_support import QUICK, SECRET
 
 from lathe.llm.openai_chat import OpenAIChatProvider
 
@@ -12,6 +12,6 @@ from lathe.llm.openai_chat import OpenAIChatProvider
 @pytest.fixture
 async def provider(fake_openai: FakeOpenAIServer) -> AsyncIterator[OpenAIChatProvider]:
     """A provider pointed at the fake server, with a short timeout."""
-    p = OpenAIChatProvider("fake-model", fake_openai.base_url, SECRET, timeout_s=5)
+    p = OpenAIChatProvider("fake-model", fake_openai.base_url, SECRET, timeouts=QUICK)
     yield p
     await p.aclose()

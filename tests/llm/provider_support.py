@@ -7,9 +7,12 @@ import pytest
 from lathe.errors import ProviderError
 from lathe.llm.base import Completed, ModelRequest, StreamEvent
 from lathe.llm.openai_chat import OpenAIChatProvider
+from lathe.llm.timeouts import Timeouts
 from lathe.types import AssistantMessage, UserMessage
 
 SECRET = "sk-test-very-secret-0123456789"
+# Short limits, so that a test whose server misbehaves fails in seconds, not minutes.
+QUICK = Timeouts(total_s=5, idle_s=5)
 HELLO = ModelRequest(system="You are terse.", messages=[UserMessage(content="hi")], tools=[])
 
 

@@ -13,7 +13,7 @@ from tests.fakes.anthropic_server import (
     ThinkingBlock,
     ToolUse,
 )
-from tests.llm.provider_support import SECRET, failure, run
+from tests.llm.provider_support import QUICK, SECRET, failure, run
 
 from lathe.errors import BadRequest
 from lathe.llm.anthropic import AnthropicProvider
@@ -36,7 +36,7 @@ GREP = ToolSpec(name="grep", description="search", parameters={"type": "object"}
 
 @pytest.fixture
 async def claude(fake_anthropic: FakeAnthropicServer) -> AsyncIterator[AnthropicProvider]:
-    p = AnthropicProvider("fake-claude", fake_anthropic.base_url, SECRET, timeout_s=5)
+    p = AnthropicProvider("fake-claude", fake_anthropic.base_url, SECRET, timeouts=QUICK)
     yield p
     await p.aclose()
 

@@ -12,7 +12,7 @@ from tests.fakes.anthropic_server import Reply as ClaudeReply
 from tests.fakes.anthropic_server import ThinkingBlock, ToolUse
 from tests.fakes.openai_server import Call
 from tests.fakes.openai_server import Reply as GptReply
-from tests.llm.provider_support import SECRET
+from tests.llm.provider_support import QUICK, SECRET
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.events import RunStatus
@@ -63,8 +63,8 @@ def make_agent(tmp_path: Path, provider) -> Agent:
 async def test_a_conversation_moves_from_openai_to_anthropic_without_loss(
     tmp_path, fake_openai, fake_anthropic
 ):
-    gpt = OpenAIChatProvider("fake-gpt", fake_openai.base_url, SECRET, timeout_s=5)
-    claude = AnthropicProvider("fake-claude", fake_anthropic.base_url, SECRET, timeout_s=5)
+    gpt = OpenAIChatProvider("fake-gpt", fake_openai.base_url, SECRET, timeouts=QUICK)
+    claude = AnthropicProvider("fake-claude", fake_anthropic.base_url, SECRET, timeouts=QUICK)
     fake_openai.enqueue(
         GptReply(
             "Writing the notes.",

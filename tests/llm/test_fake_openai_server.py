@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import time
+
 import httpx
 from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply, server_error
 
@@ -50,3 +53,20 @@ def test_streams_sse_ending_with_done(fake_openai):
     assert events[-1] == "[DONE]"
     assert '"usage"' in events[-2]
     assert '"finish_reason": "tool_calls"' in events[-3]
+
+
+def test_a_paced_reply_stalls_and_trickles_where_scripted(fake_openai):
+    fake_openai.enqueue(Reply("abc", text_chunk=1, stall_after=2, stall_s=0.6, trickle_s=0.1))
+    arrivals: list[float] = []
+
+    with httpx.stream(
+        "POST", f"{fake_openai.base_url}/chat/completions", json={"model": "m", "stream": True}
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                arrivals.append(time.monotonic())
+
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+    # Lower bounds only: a loaded machine makes gaps longer, never shorter.
+    assert all(gap >= 0.09 for gap in gaps)
+    assert gaps[1] >= 0.6  # before chunk 2: the trickle and the stall

@@ -3,7 +3,6 @@ a lathe ProviderError of the right kind, with a message that helps and holds no 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,6 @@ from email.utils import formatdate
 import pytest
 from tests.fakes.openai_server import (
     ErrorReply,
-    Hang,
     Reply,
     context_too_long,
     not_found,
@@ -181,30 +179,6 @@ async def test_other_4xx_is_a_bad_request_with_the_servers_message(fake_openai, 
 
     assert type(error) is BadRequest
     assert "Invalid schema for function 'read'" in str(error)
-
-
-async def test_connection_refused_is_a_transport_error():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    provider = OpenAIChatProvider("m", f"http://127.0.0.1:{port}/v1", SECRET, timeout_s=5)
-
-    error = await failure(provider)
-    await provider.aclose()
-
-    assert type(error) is Transport
-    assert "connection refused" in str(error)
-
-
-async def test_a_hang_longer_than_the_timeout_is_a_transport_error(fake_openai):
-    fake_openai.enqueue(Hang(30))
-    provider = OpenAIChatProvider("m", fake_openai.base_url, SECRET, timeout_s=0.5)
-
-    error = await failure(provider)
-    await provider.aclose()
-
-    assert type(error) is Transport
-    assert "timed out" in str(error)
 
 
 async def test_an_exhausted_script_fails_loudly(fake_openai, provider):

@@ -13,6 +13,7 @@ from lathe.errors import (
     AuthError,
     BadRequest,
     ContextTooLong,
+    NothingListening,
     Overloaded,
     ProviderError,
     RateLimited,
@@ -21,6 +22,7 @@ from lathe.errors import (
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta
 from lathe.llm.openai_chat import OpenAIChatProvider
 from lathe.llm.retry import RetryPolicy, stream_with_retry
+from lathe.llm.timeouts import Timeouts
 from lathe.types import AssistantMessage, UserMessage
 
 DONE = Completed(AssistantMessage(text="done"))
@@ -165,6 +167,52 @@ async def test_on_retry_gets_the_failed_attempt_the_limit_the_wait_and_the_error
     ]
 
 
+async def test_nothing_listening_gets_a_short_fixed_budget():
+    refused = NothingListening("nothing is listening at http://127.0.0.1:9/v1")
+    script = Script(*[refused] * 10)
+    sleeps = Sleeps()
+    calls = []
+
+    with pytest.raises(NothingListening) as caught:
+        await drain(
+            script, RetryPolicy(), sleep=sleeps, on_retry=lambda *a: calls.append(a), rand=lambda: 0
+        )
+
+    assert script.opened == 2  # not the 5 attempts and ~15 s of backoff of other failures
+    assert sleeps == [1.0]
+    assert calls == [(1, 2, 1.0, refused)]
+    assert str(caught.value) == f"{refused} (gave up after 2 attempts)"
+
+
+async def test_a_server_that_stops_listening_midway_gets_the_short_budget_from_then():
+    refused = NothingListening("nothing is listening")
+    script = Script(Overloaded("busy"), refused, refused, refused)
+    sleeps = Sleeps()
+    calls = []
+
+    with pytest.raises(NothingListening):
+        await drain(
+            script,
+            RetryPolicy(base_delay_s=4.0),
+            sleep=sleeps,
+            on_retry=lambda *a: calls.append(a[:3]),
+            rand=lambda: 0.5,
+        )
+
+    assert script.opened == 3
+    assert sleeps == [4.0, 1.0]
+    assert calls == [(1, 5, 4.0), (2, 3, 1.0)]  # the limit it now has, as it will be told
+
+
+async def test_one_attempt_means_no_retry_for_nothing_listening_either():
+    script = Script(*[NothingListening("nothing is listening")] * 3)
+
+    with pytest.raises(NothingListening):
+        await drain(script, RetryPolicy(max_attempts=1), sleep=Sleeps())
+
+    assert script.opened == 1
+
+
 async def test_success_first_time_never_sleeps():
     sleeps = Sleeps()
 
@@ -176,7 +224,9 @@ async def test_success_first_time_never_sleeps():
 
 async def test_429_then_a_good_reply_through_the_real_provider(fake_openai):
     fake_openai.enqueue(rate_limited(retry_after="0.01"), Reply("recovered"))
-    provider = OpenAIChatProvider("fake-model", fake_openai.base_url, "sk-x", timeout_s=5)
+    provider = OpenAIChatProvider(
+        "fake-model", fake_openai.base_url, "sk-x", timeouts=Timeouts(total_s=5, idle_s=5)
+    )
     request = ModelRequest(system="", messages=[UserMessage(content="hi")], tools=[])
     retries = []
     sleeps = Sleeps()

@@ -354,6 +354,36 @@ def test_ensure_local_server_starts_a_managed_server_once(
     assert pid is not None and not pid_alive(pid)
 
 
+def test_the_local_model_waits_longer_for_its_first_byte(
+    installed_tiny: LocalModel, fake_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lathe.config import ENV_KEYS
+    from lathe.llm.timeouts import Timeouts
+    from lathe.ui.setup import RunOptions, prepare
+
+    for var in ENV_KEYS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    try:
+        # A provider-wide idle limit that a CPU model reading a long prompt would trip.
+        options = RunOptions(
+            workspace=tmp_path, model="local/tiny", overrides=["providers.openai.idle_timeout_s=5"]
+        )
+        setup = prepare(options)
+    finally:
+        managed = srv.managed_server("tiny")
+        assert managed is not None
+        managed.stop()
+        srv._managed.clear()
+
+    assert setup.endpoint.timeouts == Timeouts(
+        total_s=600.0,
+        idle_s=300.0,
+        total_key="providers.openai.timeout_s",
+        idle_key="local.idle_timeout_s",
+    )
+
+
 def test_warm_server_is_reused_reported_and_stopped(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:

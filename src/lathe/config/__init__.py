@@ -8,9 +8,10 @@ model resolution and cost.
 
 from lathe.config.cost import Prices, cost_usd
 from lathe.config.loader import ENV_KEYS, LoadedConfig, Origin, load_config
-from lathe.config.resolve import KEY_OVERRIDE_ENV, ResolvedModel, is_loopback, resolve_model
+from lathe.config.resolve import KEY_OVERRIDE_ENV, ResolvedModel, resolve_model
 from lathe.config.schema import Config
 from lathe.config.secrets import looks_like_secret, mask_secret
+from lathe.net import is_loopback
 
 __all__ = [
     "ENV_KEYS",

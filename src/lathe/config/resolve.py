@@ -50,6 +50,13 @@ class ResolvedModel:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Extra headers with ${VAR} references expanded: may hold secrets, so kept out of repr."""
     timeout_s: float = 600.0
+    """Seconds one whole reply may take, per attempt."""
+    idle_timeout_s: float = 120.0
+    """Seconds without a byte from the server before an attempt is abandoned."""
+    timeout_key: str = "timeout_s"
+    """The config key that sets `timeout_s`, for the error a user sees to name."""
+    idle_timeout_key: str = "idle_timeout_s"
+    """The config key that sets `idle_timeout_s`."""
     name: str | None = None
     """The [models] entry used, or None for an unlisted id."""
     header_secrets: tuple[str, ...] = field(default=(), repr=False)
@@ -79,14 +86,6 @@ class ResolvedModel:
 
     def cost(self, usage: Usage) -> float:
         return cost_usd(usage, self.prices, input_includes_cache=self.input_includes_cache)
-
-
-def is_loopback(url: str | None) -> bool:
-    """Whether `url` points at this machine (a local server, which needs no API key)."""
-    from urllib.parse import urlparse
-
-    host = urlparse(url or "").hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
 
 
 def resolve_model(
@@ -167,6 +166,9 @@ def _build(
         api_key_env=provider.api_key_env,
         headers=headers,
         timeout_s=provider.timeout_s,
+        idle_timeout_s=provider.idle_timeout_s,
+        timeout_key=f"providers.{entry.provider}.timeout_s",
+        idle_timeout_key=f"providers.{entry.provider}.idle_timeout_s",
         name=name,
         header_secrets=tuple(secrets),
     )

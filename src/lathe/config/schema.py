@@ -43,7 +43,13 @@ class ProviderConfig(Section):
     from the environment at run time."""
 
     timeout_s: float = Field(default=600.0, gt=0)
-    """Seconds to wait for a response (the whole streamed reply) before giving up."""
+    """Seconds one whole streamed reply may take, from sending the request to its last
+    byte, before the attempt is abandoned (a Transport error the retry policy retries)."""
+
+    idle_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds without a byte from the server, before the reply starts or in the middle
+    of it, before the attempt is abandoned and retried: a server that accepted the
+    request and went quiet is caught long before timeout_s."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -252,6 +258,12 @@ class LocalConfig(Section):
     threads: int | Literal["auto"] = "auto"
     """Generation threads, or "auto": the cores not busy when the server starts (more
     threads than idle cores make generation slower, not faster)."""
+
+    idle_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds without a byte from the local server before an attempt is abandoned, in
+    place of the provider's idle_timeout_s: llama-server sends nothing while it reads the
+    prompt, which takes the 1.5B model on 2 cores up to ~180 s for a long one. The whole
+    reply's limit stays providers.openai.timeout_s, the entry local models resolve to."""
 
     @field_validator("threads")
     @classmethod

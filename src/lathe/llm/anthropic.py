@@ -44,6 +44,8 @@ Decisions:
   SDK's own environment, profile and credential-file discovery never runs.
 - The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
   Warnings the SDK would print (deprecated models) are silenced: core never prints.
+- Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
+  SDK's httpx timeout, the total a deadline around the whole attempt.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from __future__ import annotations
 import json
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -59,7 +61,7 @@ from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, T
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
     ErrorContext,
-    connection_message,
+    connection_error,
     from_status,
     guarded,
     scrub,
@@ -67,6 +69,7 @@ from lathe.llm.errors_map import (
     stream_error,
     timed_out,
 )
+from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
     Message,
@@ -122,16 +125,16 @@ class AnthropicProvider:
         api_key: str,
         *,
         api_key_env: str = "ANTHROPIC_API_KEY",
-        timeout_s: float = 600.0,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._model = model
         url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._base_url = url[: -len("/v1")] if url.endswith("/v1") else url
         self._api_key = api_key
-        self._timeout_s = timeout_s
+        self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
-        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeout_s)
+        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
         self._client: Any = None
 
     @property
@@ -139,7 +142,10 @@ class AnthropicProvider:
         return self._model
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return guarded(self._stream(request), _to_provider_error, self._ctx)
+        attempt = within_total(
+            self._stream(request), self._timeouts.total_s, before=self._sdk_client
+        )
+        return guarded(attempt, _to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -148,7 +154,7 @@ class AnthropicProvider:
 
     # the wire
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         import anthropic
 
         create = self._sdk_client().messages.with_raw_response.create
@@ -174,7 +180,7 @@ class AnthropicProvider:
                 # environment and profile files; the server's 401 then says what to set.
                 api_key=self._api_key or _NO_KEY,
                 base_url=self._base_url,
-                timeout=self._timeout_s,
+                timeout=self._timeouts.for_httpx(),
                 max_retries=0,
                 default_headers=self._extra_headers or None,
             )
@@ -460,10 +466,12 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
                 "without /v1"
             )
         return from_status(exc.status_code, exc.response.headers, server_message(exc), ctx)
-    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException | TimeoutError):
-        return timed_out(ctx)
+    if isinstance(
+        exc, TotalTimeExceeded | anthropic.APITimeoutError | httpx2.TimeoutException | TimeoutError
+    ):
+        return timed_out(exc, ctx)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError | OSError):
-        return Transport(connection_message(exc, ctx))
+        return connection_error(exc, ctx)
     if isinstance(exc, json.JSONDecodeError):
         return Transport(f"{ctx.base_url} sent a stream event that is not valid JSON")
     if isinstance(exc, anthropic.APIError):

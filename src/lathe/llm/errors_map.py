@@ -23,12 +23,15 @@ from lathe.errors import (
     AuthError,
     BadRequest,
     ContextTooLong,
+    NothingListening,
     Overloaded,
     ProviderError,
     RateLimited,
     Transport,
 )
 from lathe.llm.base import StreamEvent
+from lathe.llm.timeouts import Timeouts, TotalTimeExceeded
+from lathe.net import is_loopback
 
 _CONTEXT_TOO_LONG = re.compile(
     r"context_length_exceeded|context[ _]length|maximum context|context window"
@@ -41,13 +44,14 @@ _MAX_SERVER_MESSAGE = 500
 
 @dataclass(frozen=True)
 class ErrorContext:
-    """What the messages may name: the endpoint, the model and the key's variable."""
+    """What the messages may name: the endpoint, the model, the key's variable and the
+    limits (with the keys that set them)."""
 
     model: str
     base_url: str
     api_key_env: str
     api_key: str  # only so it can be scrubbed from anything the server echoes
-    timeout_s: float
+    timeouts: Timeouts
 
 
 def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | None:
@@ -59,10 +63,12 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
         return exc
     if isinstance(exc, openai.APIStatusError):
         return from_status(exc.response.status_code, exc.response.headers, server_message(exc), ctx)
-    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException | TimeoutError):
-        return timed_out(ctx)
+    if isinstance(
+        exc, TotalTimeExceeded | openai.APITimeoutError | httpx2.TimeoutException | TimeoutError
+    ):
+        return timed_out(exc, ctx)
     if isinstance(exc, openai.APIConnectionError | httpx2.TransportError | OSError):
-        return Transport(connection_message(exc, ctx))
+        return connection_error(exc, ctx)
     if isinstance(exc, openai.APIError):
         return stream_error(server_message(exc), ctx)
     if isinstance(exc, json.JSONDecodeError):
@@ -95,10 +101,18 @@ async def guarded(
         raise error
 
 
-def timed_out(ctx: ErrorContext) -> Transport:
+def timed_out(exc: BaseException, ctx: ErrorContext) -> Transport:
+    """The error for a limit of `ctx.timeouts` that was hit: the total when `exc` is
+    TotalTimeExceeded, else the idle limit (httpx's timeouts are all set to it)."""
+    limits = ctx.timeouts
+    if isinstance(exc, TotalTimeExceeded):
+        return Transport(
+            f"the reply from {ctx.base_url} took more than {limits.total_s:g} s in all "
+            f"({limits.total_key}); the server is too slow or the reply too long"
+        )
     return Transport(
-        f"no answer from {ctx.base_url} within {ctx.timeout_s:g}s (timed out); "
-        "the server may be overloaded or unreachable"
+        f"no data from {ctx.base_url} for {limits.idle_s:g} s ({limits.idle_key}); "
+        "the server may be stuck, overloaded or unreachable"
     )
 
 
@@ -209,15 +223,24 @@ def _auth_message(status: int, ctx: ErrorContext) -> str:
     )
 
 
-def connection_message(exc: BaseException, ctx: ErrorContext) -> str:
+def connection_error(exc: BaseException, ctx: ErrorContext) -> Transport:
+    """A connection that failed or broke. Refused by this machine, it is NothingListening
+    (retried only briefly): the answer is certain, and the user has a server to start. A
+    remote refusal is a plain Transport, since a server being restarted refuses too."""
     chain = _chain(exc)
     causes = " ".join(str(e) for e in chain).lower()
     if "refused" in causes or any(isinstance(e, ConnectionRefusedError) for e in chain):
-        return f"could not connect to {ctx.base_url}: connection refused; is the server running?"
+        if is_loopback(ctx.base_url):
+            return NothingListening(
+                f"nothing is listening at {ctx.base_url}: start the server or fix --base-url"
+            )
+        return Transport(
+            f"could not connect to {ctx.base_url}: connection refused; is the server running?"
+        )
     if "incomplete" in causes or "peer closed" in causes or "disconnect" in causes:
-        return f"the connection to {ctx.base_url} was cut before the reply was complete"
+        return Transport(f"the connection to {ctx.base_url} was cut before the reply was complete")
     detail = scrub(str(chain[-1]) or type(chain[-1]).__name__, ctx)
-    return f"could not talk to {ctx.base_url}: {detail}"
+    return Transport(f"could not talk to {ctx.base_url}: {detail}")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

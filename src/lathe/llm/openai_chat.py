@@ -22,13 +22,15 @@ Decisions:
 - An empty API key sends a placeholder, because local servers need none and the SDK
   insists on one; a server that wants a key then answers 401, reported as AuthError.
 - The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
+- Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
+  SDK's httpx timeout, the total a deadline around the whole attempt.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -41,6 +43,7 @@ from lathe.llm.errors_map import (
     stream_error,
     to_provider_error,
 )
+from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
     AssistantMessage,
     Message,
@@ -78,16 +81,16 @@ class OpenAIChatProvider:
         api_key: str,
         *,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 120.0,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._model = model
         # Resolved here, not by the SDK, so OPENAI_BASE_URL is read by config alone.
         self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key
-        self._timeout_s = timeout_s
+        self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
-        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeout_s)
+        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
         self._send_stream_options = True
         self._client: Any = None
 
@@ -96,7 +99,10 @@ class OpenAIChatProvider:
         return self._model
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return guarded(self._stream(request), to_provider_error, self._ctx)
+        attempt = within_total(
+            self._stream(request), self._timeouts.total_s, before=self._sdk_client
+        )
+        return guarded(attempt, to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -105,7 +111,7 @@ class OpenAIChatProvider:
 
     # the wire
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         import openai
 
         raw = await self._open(request)
@@ -142,7 +148,7 @@ class OpenAIChatProvider:
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key or _NO_KEY,
                 base_url=self._base_url,
-                timeout=self._timeout_s,
+                timeout=self._timeouts.for_httpx(),
                 max_retries=0,
                 default_headers=self._extra_headers or None,
             )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from lathe.errors import UsageError
 from lathe.llm.base import Provider
+from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class Endpoint:
     api_key: str = field(repr=False)
     api_key_env: str
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    timeout_s: float = 600.0
+    timeouts: Timeouts = DEFAULT_TIMEOUTS
     tool_mode: str = "native"  # "json_schema": one constrained JSON action per reply
 
 
@@ -36,7 +37,7 @@ def _sdk_provider(module: str, class_name: str) -> Callable[[Endpoint], Provider
             endpoint.base_url,
             endpoint.api_key,
             api_key_env=endpoint.api_key_env,
-            timeout_s=endpoint.timeout_s,
+            timeouts=endpoint.timeouts,
             extra_headers=dict(endpoint.headers),
         )
 

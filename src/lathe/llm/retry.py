@@ -6,6 +6,13 @@ backoff (`base_delay_s * 2**(n-1)` after the n-th failed attempt, at most `max_d
 spread by ± `jitter` so that many sessions hitting one limit do not return in step.
 Everything else (ContextTooLong, AuthError, BadRequest) is raised at once: waiting would
 not change the answer.
+
+NothingListening (this machine refused the connection) is retryable but gets its own
+short budget: `local_refused_attempts` refusals in a row, `local_refused_wait_s` apart
+(2 attempts, 1 s: about a second in all, where the usual backoff spends ~15 s). The
+kernel's refusal is immediate and certain; the one retry covers a local server caught
+between restarts, and anything slower to come back (a model still loading answers 503,
+which is Overloaded) is not helped by waiting longer here.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from lathe.errors import ProviderError
+from lathe.errors import NothingListening, ProviderError
 from lathe.llm.base import StreamEvent
 
 OnRetry = Callable[[int, int, float, ProviderError], object]
@@ -29,6 +36,8 @@ class RetryPolicy:
     max_delay_s: float = 30.0
     jitter: float = 0.25  # fraction of the backoff added or taken away at random
     max_retry_after_s: float = 120.0  # a server asking for a longer wait is not waited for
+    local_refused_attempts: int = 2  # NothingListening attempts in a row, the first included
+    local_refused_wait_s: float = 1.0  # the wait between them (no backoff, no jitter)
 
     def backoff_s(self, failed_attempt: int, rand: float) -> float:
         """The wait after attempt `failed_attempt` (1-based) failed; `rand` in [0, 1)."""
@@ -48,8 +57,9 @@ async def stream_with_retry(
     """Yield the events of `open_stream()`, re-opening it after retryable errors.
 
     Before each wait, `on_retry(attempt, max_attempts, wait_s, error)` is called, where
-    `attempt` is the 1-based number of the attempt that just failed with `error`, so a
-    face can say "attempt 1/5 failed: ...; retrying in 1.0s".
+    `attempt` is the 1-based number of the attempt that just failed with `error` and
+    `max_attempts` the most there will be as things stand (fewer once nothing listens),
+    so a face can say "attempt 1/5 failed: ...; retrying in 1.0s".
 
     Deltas from an attempt that failed midway have already been yielded when the stream
     is re-opened, so a consumer may see the start of a reply twice. That is fine: deltas
@@ -57,10 +67,12 @@ async def stream_with_retry(
     from the one attempt that finished.
 
     Raises the error unchanged when it is not retryable; raises it (same type, message
-    saying how many attempts were made) once `policy.max_attempts` are spent, or at once
-    when the server asks to wait longer than `policy.max_retry_after_s`.
+    saying how many attempts were made) once `policy.max_attempts` are spent (or the
+    short budget of NothingListening), or at once when the server asks to wait longer
+    than `policy.max_retry_after_s`.
     """
     attempt = 1
+    refusals = 0  # NothingListening in a row
     while True:
         try:
             async for event in open_stream():
@@ -69,11 +81,18 @@ async def stream_with_retry(
         except ProviderError as error:
             if not error.retryable:
                 raise
-            if attempt >= policy.max_attempts:
+            refusals = refusals + 1 if isinstance(error, NothingListening) else 0
+            limit = policy.max_attempts
+            if refusals:
+                limit = min(limit, attempt - refusals + policy.local_refused_attempts)
+            if attempt >= limit:
                 raise _with_message(error, f"{error} (gave up after {attempt} attempts)") from error
-            wait_s = _wait_s(error, attempt, policy, rand)
+            if refusals:
+                wait_s = policy.local_refused_wait_s
+            else:
+                wait_s = _wait_s(error, attempt, policy, rand)
             if on_retry is not None:
-                on_retry(attempt, policy.max_attempts, wait_s, error)
+                on_retry(attempt, limit, wait_s, error)
             await sleep(wait_s)
             attempt += 1
 

@@ -152,12 +152,15 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
         # model rambling, at a few tokens a second on a CPU.
         max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 8),
         api_key_env=None,
+        idle_timeout_s=settings.idle_timeout_s,
+        idle_timeout_key="local.idle_timeout_s",
     )
 
 
 def endpoint_for(model: ResolvedModel) -> Endpoint:
     from lathe.config import is_loopback
     from lathe.llm.registry import Endpoint
+    from lathe.llm.timeouts import Timeouts
 
     api_key = model.api_key()
     key_env = "LATHE_API_KEY" if os.environ.get("LATHE_API_KEY") else (model.api_key_env or "")
@@ -175,7 +178,12 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
         api_key=api_key,
         api_key_env=key_env or "LATHE_API_KEY",
         headers=model.headers,
-        timeout_s=model.timeout_s,
+        timeouts=Timeouts(
+            total_s=model.timeout_s,
+            idle_s=model.idle_timeout_s,
+            total_key=model.timeout_key,
+            idle_key=model.idle_timeout_key,
+        ),
     )
 
 
