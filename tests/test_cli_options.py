@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 import pytest
-
 from tests.fakes.openai_server import Call, Reply
 
 
@@ -31,7 +30,9 @@ def _workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (ws / "test_calc.py").write_text("from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    (ws / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
     return ws
 
 

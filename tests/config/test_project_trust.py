@@ -13,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lathe.config import load_config
 from tests.fakes.openai_server import Reply
+
+from lathe.config import load_config
 
 HOOK = '[[hooks.session_start]]\ncommand = "touch START_RAN"\n'
 
@@ -44,9 +45,7 @@ def _run(server, ws: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedP
     )  # fmt: skip
 
 
-def test_an_untrusted_project_hook_stops_a_headless_run_before_anything_runs(
-    tmp_path, fake_openai
-):
+def test_an_untrusted_project_hook_stops_a_headless_run_before_anything_runs(tmp_path, fake_openai):
     ws = _project(tmp_path, HOOK)
 
     result = _run(fake_openai, ws, tmp_path)

@@ -119,9 +119,7 @@ def test_two_empty_replies_end_the_run_with_an_honest_status(tmp_path, fake_open
     assert result.stdout == ""
 
 
-def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(
-    tmp_path, fake_openai
-):
+def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
 
     result = lathe_run(fake_openai, ws, tmp_path, "--verify", "pytestx -q", TASK)

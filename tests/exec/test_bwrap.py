@@ -234,7 +234,9 @@ def test_probe_explains_a_bwrap_that_cannot_create_namespaces(tmp_path: Path) ->
 
 
 @needs_bwrap
-async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(tmp_path: Path, monkeypatch) -> None:
+async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(
+    tmp_path: Path, monkeypatch
+) -> None:
     # CI may keep its Python anywhere, /tmp included; the private /tmp must not hide it.
     import subprocess
     import sys

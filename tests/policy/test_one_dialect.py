@@ -103,7 +103,7 @@ async def test_bash_in_the_sandbox_cannot_read_exactly_the_matching_paths(worksp
     command = (
         "grep -rh 'CONTENT<' . 2>/dev/null; "
         "python3 -c \"import sys\nfor p in sys.argv[1:]:\n  try: print(open(p).read(), end='')\n"
-        "  except OSError: pass\" " + " ".join(PATHS)
+        '  except OSError: pass" ' + " ".join(PATHS)
     )
     result = await executor.run(
         command, cwd=workspace, timeout=30, max_output_bytes=100_000,

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.openai_server import Call, Reply
 
 from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
 from lathe.policy.gate import Mode, Policy
 from lathe.policy.rules import RuleSet
-from tests.fakes.openai_server import Call, Reply
 
 _STATUS = check_bubblewrap()
 needs_bwrap = pytest.mark.skipif(not _STATUS.available, reason=_STATUS.message)
@@ -116,9 +116,7 @@ ATTACKS = [
 ]  # fmt: skip
 
 
-def test_headless_auto_refuses_every_change_to_a_protected_path_and_says_why(
-    tmp_path, fake_openai
-):
+def test_headless_auto_refuses_every_change_to_a_protected_path_and_says_why(tmp_path, fake_openai):
     ws = _git_workspace(tmp_path)
     config_before = (ws / ".git" / "config").read_text()
     fake_openai.enqueue(Reply(calls=ATTACKS), Reply("Done."))
