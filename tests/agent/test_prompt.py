@@ -46,7 +46,11 @@ def test_a_tiny_workspace_is_included_whole(project: Path) -> None:
 
 
 def test_a_workspace_over_the_budget_is_only_listed(project: Path) -> None:
-    total = sum((project / name).stat().st_size for name in list_files(project))
+    # The budget counts what the snapshot adds: each file's header line and its text.
+    total = sum(
+        len(f"----- {name} -----\n{(project / name).read_text().rstrip()}\n".encode()) + 1
+        for name in list_files(project)
+    )
     assert "-----" in system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total)
     over = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total - 1)
     assert "-----" not in over

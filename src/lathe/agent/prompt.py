@@ -76,7 +76,9 @@ def system_prompt(
 
 
 def _agents_file(workspace: Path) -> str | None:
-    path = workspace / "AGENTS.md"
+    path = _regular_file_inside(workspace, "AGENTS.md")
+    if path is None:
+        return None
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -129,22 +131,28 @@ def workspace_snapshot(
     if max_bytes <= 0 or not files:
         return None
     try:
-        if sum((workspace / name).stat().st_size for name in files) > max_bytes:
+        if sum((workspace / name).lstat().st_size for name in files) > max_bytes:
             return None
     except OSError:
         return None
     blocks = []
+    size = 0  # what the snapshot adds, headers and names included, not only contents
     for name in files:
-        if matches_any(name, (*no_read, *SECRET_LIKE)):
+        path = _regular_file_inside(workspace, name)
+        if path is None or matches_any(name, (*no_read, *SECRET_LIKE)):
             continue
         try:
-            text = (workspace / name).read_bytes().decode("utf-8")
+            text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue  # binary or another encoding: listed above, read it with the tool
         if "\0" in text:
             continue
         note = " (read-only: the user forbids changing it)" if matches_any(name, no_edit) else ""
-        blocks.append(f"----- {name}{note} -----\n{text.rstrip()}\n")
+        block = f"----- {name}{note} -----\n{text.rstrip()}\n"
+        size += len(block.encode()) + 1
+        if size > max_bytes:
+            return None
+        blocks.append(block)
     if not blocks:
         return None
     return (
@@ -152,6 +160,22 @@ def workspace_snapshot(
         "started (after you change a file, read it again instead of trusting this copy):"
         "\n\n" + "\n".join(blocks) + _SNAPSHOT_END
     )
+
+
+def _regular_file_inside(workspace: Path, name: str) -> Path | None:
+    """`workspace/name` when it is a regular file inside the workspace (symlinks
+    resolved), else None: a named pipe would block the prompt, and a link may point at
+    a file the user never meant to share."""
+    import os
+    import stat
+
+    root = Path(os.path.realpath(workspace))
+    path = Path(os.path.realpath(workspace / name))
+    try:
+        regular = stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return None
+    return path if regular and path.is_relative_to(root) else None
 
 
 def shows_workspace(prompt: str) -> bool:

@@ -64,6 +64,8 @@ class EditTool:
         in another, say so (the change may simply have been aimed at the wrong file)."""
         try:
             path = resolve_path(ctx.workspace, args.path)
+            if not path.is_file():  # missing, a folder, or a pipe that would never answer
+                return ""
             if args.old_string in path.read_text(encoding="utf-8", errors="replace"):
                 return ""
         except (ToolError, OSError):

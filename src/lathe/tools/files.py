@@ -225,6 +225,9 @@ def load_text_file(path: Path, shown: str, *, verb: str) -> tuple[bytes, TextCon
     `verb` names the action for messages, e.g. "edit"."""
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; {verb} works on files (use ls to list it)")
+    from lathe.tools.paths import refuse_special
+
+    refuse_special(path, shown)
     try:
         size = path.stat().st_size
     except FileNotFoundError:

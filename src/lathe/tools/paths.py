@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -48,7 +49,31 @@ def existing_path(ctx: ToolContext, path: str | None) -> tuple[Path, str]:
     shown = display_path(ctx.workspace, resolved)
     if not resolved.exists():
         raise not_found(resolved, shown)
+    refuse_special(resolved, shown)
     return resolved, shown
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def refuse_special(path: Path, shown: str) -> None:
+    """ToolError for anything but a regular file or a folder: opening a named pipe
+    blocks until someone writes to it, and a device can be endless."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # missing: the caller says so in its own words
+    for test, kind in _SPECIAL_KINDS:
+        if test(mode):
+            raise ToolError(
+                f"{shown} is {kind}, not a regular file; file tools do not open it "
+                "(reading it could wait forever)"
+            )
 
 
 def display_path(workspace: Path, path: Path) -> str:

@@ -24,7 +24,7 @@ from lathe.tools.files import (
     unified_diff,
     write_atomic,
 )
-from lathe.tools.paths import display_path, resolve_path
+from lathe.tools.paths import display_path, refuse_special, resolve_path
 
 # A line standing for code the model left out: "# ...", "// ... existing code ...",
 # "# rest of the code unchanged". Written into a whole-file replacement, it deletes that
@@ -66,6 +66,7 @@ class WriteTool:
     def _write(self, path: Path, shown: str, args: WriteParams, ctx: ToolContext) -> ToolOutput:
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path to write")
+        refuse_special(path, shown)
         lines = count_lines(args.content)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
