@@ -128,3 +128,39 @@ def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(tmp_
     assert "pytestx -q" in result.stderr
     assert "127" in result.stderr and "--verify" in result.stderr
     assert fake_openai.chat_bodies() == []
+
+
+def test_a_read_only_workspace_still_answers_read_only_questions(tmp_path, fake_openai):
+    """Crashed with a traceback (`OSError: [Errno 30] ... '.lathe'`) and left an empty
+    session. The workspace is made read-only for lathe by a bwrap mount around it."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        import pytest
+
+        pytest.skip("bwrap makes the read-only mount")
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "app.py"}), Call("grep", {"pattern": "value"})]),
+        Reply(calls=[Call("edit", {"path": "app.py", "old_string": "1", "new_string": "2"})]),
+        Reply(calls=[Call("bash", {"command": "seq 1 20000"})]),  # long: its output spills
+        Reply("app.py prints a value."),
+    )
+    read_only = ["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(ws), str(ws), "--"]
+
+    result = subprocess.run(
+        [*read_only, *_argv(fake_openai, ws, "what does app.py do?")],
+        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout.strip() == "app.py prints a value."
+    tools = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "value = 1" in tools[0]["content"]
+    assert "Read-only file system" in tools[2]["content"]  # the edit, refused by the OS
+    assert "19999" in tools[3]["content"] or "omitted" in tools[3]["content"]
+    assert not (ws / ".lathe").exists()
+    sessions = list((tmp_path / "home" / "sessions").glob("*/*.jsonl"))
+    assert len(sessions) == 1 and len(sessions[0].read_text().splitlines()) > 3

@@ -23,12 +23,20 @@ _SNAPSHOT_MAX_BYTES = 8192
 
 def spill_dir(workspace: Path) -> Path:
     """Where full tool outputs go: inside the workspace so the model can page them with
-    `read`, and git-ignored so they never end up in the user's commits."""
+    `read`, and git-ignored so they never end up in the user's commits. A workspace
+    lathe cannot write to (a read-only mount, someone else's files) gets one under
+    LATHE_HOME instead; `read` may open it all the same."""
     path = workspace / ".lathe" / "tmp"
-    path.mkdir(parents=True, exist_ok=True)
-    ignore = path / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        ignore = path / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n")
+    except OSError:
+        from lathe.home import lathe_home, project_slug
+
+        path = lathe_home() / "spill" / project_slug(workspace)
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
