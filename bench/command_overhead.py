@@ -1,7 +1,9 @@
 """Per-command cost of `LocalExecutor`: N runs of `true`, median and mean wall time.
 
 `true` does nothing, so what is measured is starting the process, collecting its output
-and its exit, and whatever lathe wraps around the command.
+and its exit, and whatever lathe wraps around the command: the supervisor (the default,
+used in the `full` and `read-only` modes) against `supervise=False` (the bare process
+group, as used inside the sandbox, whose PID namespace holds the tree instead).
 
 Usage: python bench/command_overhead.py [--runs N]
 """
@@ -44,7 +46,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     runs = parser.parse_args().runs
     print(f"{runs} runs of `true` per executor")
-    _report("LocalExecutor()", asyncio.run(_samples_ms(LocalExecutor(), runs)))
+    _report("supervised (default)", asyncio.run(_samples_ms(LocalExecutor(), runs)))
+    bare = LocalExecutor(supervise=False)
+    _report("supervise=False", asyncio.run(_samples_ms(bare, runs)))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ workspace can be written. Paths denied for reading are masked: a file becomes an
 read-only file, a directory an empty one. Paths denied for editing are mounted
 read-only, so no command can change them or create files under them.
 
-Process handling (process group, timeout, output capping) is `LocalExecutor`'s; this
-module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
+Process handling (process group, timeout, output capping) is `LocalExecutor`'s, without
+its supervisor: bwrap is the new PID namespace's init, so every process a command starts
+dies when the command ends or times out, and `--die-with-parent` ends them with lathe.
+This module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
 start, `run` raises `ExecutorUnavailable` with the probe's message: the caller asks or
 refuses, it never falls back to running the command unsandboxed.
 """
@@ -232,7 +234,9 @@ class BubblewrapExecutor:
         self.extra_read_only = tuple(extra_read_only)
         self._bwrap = bwrap
         self._status = status
-        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env)
+        # No supervisor: the PID namespace already holds the whole tree, ends with the
+        # command, and --die-with-parent ends it with lathe.
+        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env, supervise=False)
 
     @property
     def status(self) -> SandboxStatus:
