@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from tests.tools.helpers import process_alive
 
@@ -214,6 +215,27 @@ async def test_cancelling_stops_a_grandchild_in_its_own_session(tmp_path: Path) 
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert await _wait_gone(int(pid_file.read_text()))
+    finally:
+        _kill_survivors(pid_file)
+
+
+async def test_a_cancellation_holds_even_if_the_supervisor_dies_right_after(
+    tmp_path: Path,
+) -> None:
+    # An event loop that closes finalises a running process's transport with SIGKILL:
+    # cancelling must not leave the setsid grandchild to the supervisor alone.
+    pid_file = tmp_path / "pid"
+    task = asyncio.create_task(_run(f"{_in_own_session(pid_file)} wait", tmp_path, timeout=60))
+    try:
+        while not _recorded_pids(pid_file):
+            await asyncio.sleep(0.02)
+        ancestors = psutil.Process(int(pid_file.read_text())).parents()
+        supervisor = next(p for p in ancestors if "supervisor.py" in " ".join(p.cmdline()))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        supervisor.kill()
         assert await _wait_gone(int(pid_file.read_text()))
     finally:
         _kill_survivors(pid_file)

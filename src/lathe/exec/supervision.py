@@ -11,9 +11,12 @@ to stop it from a cancelled run, and what it reported.
 The supervisor enforces the timeout itself, so a command that ends just before it while
 a background job takes the grace to stop is not reported as timed out. A caller that
 stops waiting anyway (`backstop_s` passed, or it was cancelled) calls `kill_now`, which
-cannot wait either: it asks the supervisor to SIGKILL the whole tree, and SIGKILLs the
-process group only when the supervisor is already gone — SIGKILL to the group first
-would take the supervisor with it and leave its `setsid` descendants behind.
+cannot wait either. It asks the supervisor to SIGKILL the whole tree, and SIGKILLs every
+descendant of the supervisor it can see itself too: the supervisor may not live to do
+it, since an event loop that closes (Ctrl-C ending lathe) finalises the transport of a
+still-running process with SIGKILL. The process group is SIGKILLed only when the
+supervisor is already gone — SIGKILL to the group first would take the supervisor with
+it and leave its `setsid` descendants behind.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class Supervision:
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(process.pid, signal.SIGUSR1)
+                _kill_descendants(process.pid)
                 return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -132,6 +136,20 @@ class Supervision:
         if self._read_fd >= 0:
             os.close(self._read_fd)
             self._read_fd = -1
+
+
+def _kill_descendants(pid: int) -> None:
+    """SIGKILL what runs below `pid`, not `pid` itself: the supervisor, as subreaper,
+    still reaps them and kills whatever they fork meanwhile."""
+    import psutil  # only here, on a cancellation: about 20 ms
+
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for process in below:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 @functools.cache
