@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,6 +192,24 @@ async def test_a_timeout_kills_the_whole_process_tree(workspace: Path) -> None:
     result = await _run(BubblewrapExecutor(workspace), command, workspace, timeout=1.5)
     assert result.timed_out and result.exit_code is None
     assert result.duration_s < 15
+    assert _processes_named(marker) == []
+
+
+@needs_bwrap
+async def test_background_jobs_end_with_the_command(workspace: Path) -> None:
+    # What the unsandboxed executor's supervisor does too: nothing outlives the command.
+    marker = f"lathe-sbx-{uuid.uuid4().hex}"
+    command = (
+        f"(exec -a {marker} sleep 300) > /dev/null 2>&1 & "
+        f"setsid bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 & "
+        f"nohup bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 & echo started"
+    )
+    result = await _run(BubblewrapExecutor(workspace), command, workspace)
+    assert (result.exit_code, result.output) == (0, "started\n")
+    # The kernel SIGKILLs the namespace as its init exits; the last may take a moment.
+    deadline = time.monotonic() + 3
+    while _processes_named(marker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     assert _processes_named(marker) == []
 
 

@@ -4,9 +4,11 @@ Contract for `Executor.run`:
 - Runs `command` with `bash -c` in `cwd`, in a new session/process group, stdin at
   /dev/null (a command never blocks waiting for input).
 - stdout and stderr are captured as one stream, decoded as UTF-8 with replacement.
-- On timeout (or cancellation of the awaiting task) the whole process group is killed,
-  grandchildren included, and `run` returns promptly with `timed_out=True` (or re-raises
-  the cancellation after killing).
+- Nothing the command starts outlives it, its timeout or lathe: every descendant is
+  stopped, those that left the process group (`setsid`, double forks) included, when
+  the command exits (so background jobs end with it), when the timeout passes (`run`
+  returns promptly with `timed_out=True`), when the awaiting task is cancelled (killed
+  at once, then the cancellation is re-raised), and when lathe dies, even by SIGKILL.
 - Output beyond `max_output_bytes` keeps its head and tail in `output` with a marker in
   between; the complete output is written to a file under `spill_dir`, named in
   `full_output_path`. Memory use stays bounded however much the command prints.

@@ -11,9 +11,11 @@ for editing are mounted read-only, so no command can change them or create files
 them. Both are matched when the command starts (`lathe.patterns`), so a file created
 later escapes them.
 
-Process handling (process group, timeout, output capping) is `LocalExecutor`'s; this
-module only builds the argv in front of `bash -c`. When bubblewrap is missing or cannot
-start, `run` raises `ExecutorUnavailable` with the probe's message: the caller asks or
+Process handling (process group, timeout, output capping) is `LocalExecutor`'s, without
+its supervisor: bwrap is the new PID namespace's init, so every process a command starts
+dies when the command ends or times out, and `--die-with-parent` ends them with lathe.
+This module only builds the argv in front of `bash -c`. When bubblewrap is missing or
+cannot start, `run` raises `ExecutorUnavailable` with the probe's message: the caller asks or
 refuses, it never falls back to running the command unsandboxed.
 """
 
@@ -236,7 +238,11 @@ class BubblewrapExecutor:
         self.hide_git = hide_git
         self._bwrap = bwrap
         self._status = status
-        self._local = LocalExecutor(self._argv, env=env, hide_env=hide_env, keep_env=keep_env)
+        # No supervisor: the PID namespace already holds the whole tree, ends with the
+        # command, and --die-with-parent ends it with lathe.
+        self._local = LocalExecutor(
+            self._argv, env=env, hide_env=hide_env, keep_env=keep_env, supervise=False
+        )
 
     @property
     def status(self) -> SandboxStatus:

@@ -4,14 +4,24 @@ The process and output handling is independent of the argv: `argv_builder` turns
 command string and a working directory into the program to start, so a sandboxing
 executor reuses everything here by prefixing its own arguments.
 
-How a run ends:
-- the command exits and its output pipe closes: the normal case;
-- the command exits but a background grandchild still holds the pipe: we wait
-  `linger_s` for the pipe to close, then stop the process group (the exit code is kept
-  and a note says what happened; backgrounded jobs should redirect their output);
-- the timeout passes: SIGTERM to the group, up to `kill_grace_s` for it to go, then
-  SIGKILL to the group; `exit_code` is None and `timed_out` True;
-- the awaiting task is cancelled: SIGKILL to the group at once, then CancelledError.
+Nothing a command starts may outlive it, its timeout or lathe. By default each command
+runs under the supervisor (`supervisor.py`, see `supervision.py`): a child subreaper
+that hears when lathe dies and stops the whole tree it sees, `setsid` and double-forked
+descendants included, which a process group cannot reach. How a supervised run ends:
+- the command exits: whatever it left running, background jobs included, gets SIGTERM,
+  up to `kill_grace_s` to go, then SIGKILL, and a note in the output says so — the same
+  end as in the sandbox, where the PID namespace goes with the command;
+- the timeout passes: the whole tree is stopped the same way; `exit_code` is None and
+  `timed_out` True;
+- the awaiting task is cancelled: the supervisor is told to SIGKILL the tree at once
+  (the process group, if the supervisor is already gone), then CancelledError;
+- lathe dies, even by SIGKILL: the supervisor stops the tree.
+
+`supervise=False` is for an argv that contains the tree itself (bubblewrap's PID
+namespace, --die-with-parent): lathe then signals the process group. A command that
+exits while a background grandchild still holds the pipe gets `linger_s` for the pipe
+to close before the group is stopped; a timeout is SIGTERM to the group, `kill_grace_s`,
+SIGKILL; a cancellation is SIGKILL to the group at once.
 """
 
 from __future__ import annotations
@@ -24,11 +34,13 @@ import secrets
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.env import command_environment
+from lathe.exec.supervision import Supervision
 
 ArgvBuilder = Callable[[str, Path], list[str]]
 
@@ -57,7 +69,8 @@ def bash_argv(command: str, cwd: Path) -> list[str]:
 
 
 class LocalExecutor:
-    """Runs commands as subprocesses of lathe, each in its own session/process group."""
+    """Runs commands as subprocesses of lathe, each in its own session/process group and,
+    unless `supervise` is False, under the supervisor (see the module docstring)."""
 
     def __init__(
         self,
@@ -68,6 +81,7 @@ class LocalExecutor:
         linger_s: float = 1.0,
         hide_env: Iterable[str] = (),
         keep_env: Iterable[str] = (),
+        supervise: bool = True,
     ) -> None:
         self._argv_builder = argv_builder or bash_argv
         self._env = dict(env or {})
@@ -77,6 +91,7 @@ class LocalExecutor:
         self._keep = tuple(keep_env)
         self._kill_grace_s = kill_grace_s
         self._linger_s = linger_s
+        self._supervise = supervise
 
     def _environment(self) -> dict[str, str]:
         inherited = command_environment(os.environ, hide=self._hide, passthrough=self._keep)
@@ -93,76 +108,191 @@ class LocalExecutor:
     ) -> ExecResult:
         started = time.monotonic()
         argv = self._argv_builder(command, cwd)
+        env = self._environment()
+        ending: _Ending = (
+            _Supervised(argv, env, timeout, self._kill_grace_s)
+            if self._supervise
+            else _GroupStopped(argv, timeout, self._kill_grace_s, self._linger_s)
+        )
         loop = asyncio.get_running_loop()
         sink = _OutputSink(max_output_bytes, spill_dir)
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *ending.argv,
                 cwd=cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env=self._environment(),
+                env=env,
+                pass_fds=ending.pass_fds,
             )
         except OSError as exc:
             os.close(read_fd)
+            ending.close()
             raise ExecutorUnavailable(
                 f"cannot start {argv[0]!r} in {cwd}: {exc.strerror or exc}"
             ) from exc
         finally:
             os.close(write_fd)  # the child holds its own copy; ours would block EOF
+            ending.spawned()
 
         eof = loop.create_future()
         transport, _ = await loop.connect_read_pipe(
             lambda: _PipeReader(sink, eof), os.fdopen(read_fd, "rb", buffering=0)
         )
         exited = asyncio.ensure_future(proc.wait())
-        timed_out = lingered = False
         try:
-            if not await _settled(exited, max(0.0, timeout)):
-                timed_out = True
-                await self._stop_group(proc.pid, exited, eof)
-            elif not await _settled(eof, self._linger_s):
-                lingered = True
-                await self._stop_group(proc.pid, exited, eof)
-            await _settled(eof, _EOF_AFTER_KILL_S)
-            await _settled(exited, _REAP_AFTER_KILL_S)
+            end = await ending.wait(proc, exited, eof)
         except BaseException:  # cancellation above all: nothing may outlive the run
-            _signal_group(proc.pid, signal.SIGKILL)
+            ending.kill_now(proc)
             raise
         finally:
             transport.close()
             sink.close()
+            ending.close()
             if not exited.done():
                 exited.cancel()
-
-        output = sink.text()
-        if lingered:
-            output += (
-                f"\n[lathe: the command exited, but a background process kept its output "
-                f"open; its process group was stopped after {self._linger_s:g} s. Redirect "
-                f"the output of background jobs (cmd > file 2>&1 &) to keep them running.]\n"
-            )
+        if end.error is not None:
+            raise ExecutorUnavailable(f"cannot start {argv[0]!r} in {cwd}: {end.error}")
         return ExecResult(
-            exit_code=None if timed_out else _exit_code(proc.returncode),
-            output=output,
+            exit_code=end.exit_code,
+            output=sink.text() + end.note,
             truncated=sink.truncated,
             full_output_path=sink.spill_path,
-            timed_out=timed_out,
+            timed_out=end.timed_out,
             duration_s=time.monotonic() - started,
         )
 
-    async def _stop_group(
+
+@dataclass(frozen=True)
+class _End:
+    exit_code: int | None
+    timed_out: bool
+    note: str = ""  # appended to the output: what lathe had to do and why
+    error: str | None = None  # the program could not start (the OS's reason)
+
+
+class _Ending(Protocol):
+    """How one run is brought to its end: supervised, or by signalling its group."""
+
+    argv: list[str]  # what to start: the command's argv, or a wrapper around it
+    pass_fds: tuple[int, ...]
+
+    def spawned(self) -> None: ...
+
+    async def wait(
+        self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
+        eof: asyncio.Future[None],
+    ) -> _End: ...  # fmt: skip
+
+    def kill_now(self, proc: asyncio.subprocess.Process) -> None:
+        """Synchronous, from a cancellation: SIGKILL everything the command started."""
+
+    def close(self) -> None: ...
+
+
+class _Supervised:
+    def __init__(
+        self, argv: list[str], env: Mapping[str, str], timeout: float, grace: float
+    ) -> None:
+        self._supervision = Supervision(argv, timeout=timeout, grace=grace, env=env)
+        self._grace = grace
+        self.argv = self._supervision.argv
+        self.pass_fds = self._supervision.pass_fds
+
+    def spawned(self) -> None:
+        self._supervision.spawned()
+
+    async def wait(
+        self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
+        eof: asyncio.Future[None],
+    ) -> _End:  # fmt: skip
+        gave_up = not await _settled(exited, self._supervision.backstop_s)
+        if gave_up:  # the supervisor is stuck: lathe's own bound still holds
+            self.kill_now(proc)
+            if not await _settled(exited, _REAP_AFTER_KILL_S):
+                _signal_group(proc.pid, signal.SIGKILL)
+                await _settled(exited, _REAP_AFTER_KILL_S)
+        await _settled(eof, _EOF_AFTER_KILL_S)  # only what escaped the tree holds it now
+        report = self._supervision.report()
+        if report.reason == "error":
+            return _End(None, False, error=report.error)
+        timed_out = gave_up or report.timed_out
+        if report.reason == "lost":  # the supervisor itself was killed
+            return _End(None if timed_out else _exit_code(proc.returncode), timed_out)
+        return _End(None if timed_out else report.exit_code, timed_out, self._note(report.stopped))
+
+    def _note(self, stopped: int) -> str:
+        if not stopped:
+            return ""
+        left = "1 background process" if stopped == 1 else f"{stopped} background processes"
+        which = "which was" if stopped == 1 else "which were"
+        return (
+            f"\n[lathe: the command exited but left {left} running, {which} stopped "
+            f"(SIGTERM, then SIGKILL after {self._grace:g} s): nothing a command starts "
+            f"outlives it. Start, use and stop a server or watcher in the same command.]\n"
+        )
+
+    def kill_now(self, proc: asyncio.subprocess.Process) -> None:
+        self._supervision.kill_now(proc)
+
+    def close(self) -> None:
+        self._supervision.close()
+
+
+class _GroupStopped:
+    """For an argv that holds the whole tree itself (the sandbox): signal the group."""
+
+    pass_fds: tuple[int, ...] = ()
+
+    def __init__(self, argv: list[str], timeout: float, grace: float, linger: float) -> None:
+        self.argv = argv
+        self._timeout = max(0.0, timeout)
+        self._grace = grace
+        self._linger = linger
+
+    def spawned(self) -> None:
+        pass
+
+    async def wait(
+        self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
+        eof: asyncio.Future[None],
+    ) -> _End:  # fmt: skip
+        timed_out = lingered = False
+        if not await _settled(exited, self._timeout):
+            timed_out = True
+            await self._stop(proc.pid, exited, eof)
+        elif not await _settled(eof, self._linger):
+            lingered = True
+            await self._stop(proc.pid, exited, eof)
+        await _settled(eof, _EOF_AFTER_KILL_S)
+        await _settled(exited, _REAP_AFTER_KILL_S)
+        note = (
+            f"\n[lathe: the command exited, but a background process kept its output "
+            f"open; its process group was stopped after {self._linger:g} s. Redirect "
+            f"the output of background jobs (cmd > file 2>&1 &) to keep them running.]\n"
+            if lingered
+            else ""
+        )
+        return _End(None if timed_out else _exit_code(proc.returncode), timed_out, note)
+
+    async def _stop(
         self, pgid: int, exited: asyncio.Future[int], eof: asyncio.Future[None]
     ) -> None:
         # SIGTERM lets tools clean up; the SIGKILL that follows is unconditional because
         # a grandchild may ignore SIGTERM or may have detached from our pipe.
         _signal_group(pgid, signal.SIGTERM)
         both: list[asyncio.Future[Any]] = [exited, eof]
-        await asyncio.wait(both, timeout=self._kill_grace_s)
+        await asyncio.wait(both, timeout=self._grace)
         _signal_group(pgid, signal.SIGKILL)
+
+    def kill_now(self, proc: asyncio.subprocess.Process) -> None:
+        _signal_group(proc.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        pass
 
 
 async def _settled(future: asyncio.Future[Any], seconds: float) -> bool:

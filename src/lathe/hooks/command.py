@@ -1,32 +1,37 @@
 """Config-defined command hooks (`[[hooks.pre_tool]]` and friends).
 
-Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace, in
-its own process group, with a timeout, and with the environment commands get (no
-provider keys, no secret-looking variables: `lathe.exec.env`). pre_tool: exit 2 blocks
-the call with stderr as the reason the model sees; other non-zero exits are reported
-and the call goes on; JSON `{"arguments": {...}}` on stdout rewrites the arguments.
-post_tool: JSON `{"content": "..."}` on stdout replaces the result. A pre_tool hook that
-times out blocks the call: a guard that could not decide must not wave a call through.
+Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace,
+outside the sandbox, with the environment commands get (no provider keys, no
+secret-looking variables: `lathe.exec.env`), under the same supervisor as the `bash`
+tool's unsandboxed commands (`lathe.exec.supervision`): at its timeout it is killed with everything it started,
+`setsid` descendants included, whatever it leaves running is stopped when it exits, and
+nothing of it outlives lathe. pre_tool: exit 2 blocks the call with stderr as the reason
+the model sees; other non-zero exits are reported and the call goes on; JSON
+`{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
+`{"content": "..."}` on stdout replaces the result. A pre_tool hook that times out
+blocks the call: a guard that could not decide must not wave a call through.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.agent.hooks import AgentHooks
+from lathe.exec.supervision import Supervision
 from lathe.tools.base import ToolOutput
 
 if TYPE_CHECKING:
     from lathe.config.schema import HookCommand, HooksConfig
     from lathe.events import RunFinished
+
+# SIGTERM first, as for commands, then SIGKILL after a short grace: a hook past its
+# timeout, or what it left running, holds up the call it guards.
+_KILL_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -43,28 +48,36 @@ async def run_hook(
     environment: Mapping[str, str] | None = None,
 ) -> HookRun:
     """Run one hook; `environment` is what it starts with (None: lathe's own)."""
-    process = await asyncio.create_subprocess_exec(
-        "bash", "-c", hook.command,
-        cwd=workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True,
-        env=dict(environment) if environment is not None else None,
-    )  # fmt: skip
-    try:
-        stdout, stderr = await asyncio.wait_for(
-            process.communicate(json.dumps(event).encode()), hook.timeout_s
-        )
-    except TimeoutError:
-        _kill_group(process.pid)
-        await process.wait()
-        return HookRun(None, "", f"the hook `{hook.command}` timed out after {hook.timeout_s}s")
+    payload = json.dumps(event).encode()
+    argv = ["bash", "-c", hook.command]
+    with Supervision(argv, timeout=hook.timeout_s, grace=_KILL_GRACE_S) as supervision:
+        process = await asyncio.create_subprocess_exec(
+            *supervision.argv,
+            cwd=workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            pass_fds=supervision.pass_fds,
+            env=dict(environment) if environment is not None else None,
+        )  # fmt: skip
+        supervision.spawned()
+        try:
+            stdout, stderr = await asyncio.wait_for(
+                process.communicate(payload), supervision.backstop_s
+            )
+        except TimeoutError:  # the supervisor itself is stuck: lathe's own bound holds
+            supervision.kill_now(process)
+            return _timed_out(hook)
+        except BaseException:  # cancelled: nothing of the hook may outlive the call
+            supervision.kill_now(process)
+            raise
+        if supervision.report().timed_out:
+            return _timed_out(hook)
     return HookRun(
         process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
     )
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+def _timed_out(hook: HookCommand) -> HookRun:
+    return HookRun(None, "", f"the hook `{hook.command}` timed out after {hook.timeout_s}s")
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

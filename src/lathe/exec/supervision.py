@@ -1,0 +1,164 @@
+"""Lathe's side of the supervisor (`supervisor.py`): how to start a command under it, how
+to stop it from a cancelled run, and what it reported.
+
+    with Supervision(argv, timeout=10, grace=2) as supervision:
+        process = start(supervision.argv, pass_fds=supervision.pass_fds,
+                        start_new_session=True)   # its own session and process group
+        supervision.spawned()
+        ...                                        # wait for the process to exit
+        report = supervision.report()
+
+The supervisor enforces the timeout itself, so a command that ends just before it while
+a background job takes the grace to stop is not reported as timed out. A caller that
+stops waiting anyway (`backstop_s` passed, or it was cancelled) calls `kill_now`, which
+cannot wait either. It asks the supervisor to SIGKILL the whole tree, and SIGKILLs every
+descendant of the supervisor it can see itself too: the supervisor may not live to do
+it, since an event loop that closes (Ctrl-C ending lathe) finalises the transport of a
+still-running process with SIGKILL. The process group is SIGKILLed only when the
+supervisor is already gone — SIGKILL to the group first would take the supervisor with
+it and leave its `setsid` descendants behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from lathe.exec.base import ExecutorUnavailable
+
+_SUPERVISOR = Path(__file__).with_name("supervisor.py")
+# What the supervisor may take beyond the timeout and the grace before lathe stops
+# waiting for it: its own start, and processes slow to die (it gives up after 5 s).
+_BACKSTOP_SLACK_S = 10.0
+
+
+class _Started(Protocol):
+    pid: int
+
+    @property
+    def returncode(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the supervisor said before it exited (`lost` when it said nothing: killed)."""
+
+    reason: str  # exited, timeout, stopped, killed, orphaned, error or lost
+    exit_code: int | None  # the command's, as a shell reports it (143: stopped by SIGTERM)
+    stopped: int  # processes still running when the command exited, which it stopped
+    error: str | None = None  # why the command could not start (the OS's words)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.reason == "timeout"
+
+
+class Supervision:
+    """One command started under the supervisor. `env` is the environment the process
+    gets (None: lathe's own); the supervisor hands it to the command unchanged."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        grace: float,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        lc_ctype = (os.environ if env is None else env).get("LC_CTYPE")
+        options = [
+            f"parent={os.getpid()}", f"timeout={max(0.0, timeout)!r}", f"grace={grace!r}",
+            f"psutil={_psutil_dir()}", *([f"lc_ctype={lc_ctype}"] if lc_ctype is not None else []),
+        ]  # fmt: skip
+        self._read_fd, self._write_fd = os.pipe()
+        options.append(f"status={self._write_fd}")
+        self.argv = [sys.executable, "-I", "-S", str(_SUPERVISOR), *options, "--", *argv]
+        self.pass_fds: tuple[int, ...] = (self._write_fd,)
+        self.backstop_s = max(0.0, timeout) + grace + _BACKSTOP_SLACK_S
+
+    def __enter__(self) -> Supervision:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release both ends of the status pipe (idempotent)."""
+        self.spawned()
+        self._close_read()
+
+    def spawned(self) -> None:
+        """Close lathe's copy of the status pipe, so its end means the supervisor's end."""
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+
+    def kill_now(self, process: _Started) -> None:
+        """SIGKILL everything the command started, without waiting (see the module)."""
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGUSR1)
+                _kill_descendants(process.pid)
+                return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    def report(self) -> Report:
+        """Once the supervisor has exited: its last word (never blocks)."""
+        data = b""
+        if self._read_fd >= 0:
+            os.set_blocking(self._read_fd, False)
+            with contextlib.suppress(BlockingIOError):  # a leaked writer still holds it
+                data = os.read(self._read_fd, 65536)
+            self._close_read()
+        lines = data.decode("utf-8", "replace").splitlines()
+        match lines[-1].split(" ", 1) if lines else []:
+            case ["error", message]:
+                return Report("error", None, 0, message)
+            case ["done", rest]:
+                code, stopped, reason = rest.split()
+                return Report(reason, int(code), int(stopped))
+            case _:
+                return Report("lost", None, 0)
+
+    def _close_read(self) -> None:
+        if self._read_fd >= 0:
+            os.close(self._read_fd)
+            self._read_fd = -1
+
+
+def _kill_descendants(pid: int) -> None:
+    """SIGKILL what runs below `pid`, not `pid` itself: the supervisor, as subreaper,
+    still reaps them and kills whatever they fork meanwhile."""
+    import psutil  # only here, on a cancellation: about 20 ms
+
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for process in below:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+
+
+@functools.cache
+def _psutil_dir() -> str:
+    """Where psutil is installed; the supervisor starts without site-packages."""
+    spec = importlib.util.find_spec("psutil")
+    if spec is None or not spec.submodule_search_locations:
+        raise ExecutorUnavailable(
+            "psutil is not installed, and lathe needs it to stop what commands leave "
+            "running: pip install 'psutil>=5.9'"
+        )
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
