@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.openai_server import Call, Reply
+from tests.tools.helpers import call_error
 
 from lathe.agent.prompt import system_prompt
 from lathe.tools.edit import EditTool
 from lathe.tools.grep import GrepTool
 from lathe.tools.read import ReadTool
 from lathe.tools.write import WriteTool
-from tests.fakes.openai_server import Call, Reply
-from tests.tools.helpers import call_error
 
 CALLS = [
     (ReadTool(), {"path": "pipe"}),

@@ -3,11 +3,11 @@
 Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace,
 outside the sandbox, with the environment commands get (no provider keys, no
 secret-looking variables: `lathe.exec.env`), under the same supervisor as the `bash`
-tool's unsandboxed commands (`lathe.exec.supervision`): at its timeout it is killed with everything it started,
-`setsid` descendants included, whatever it leaves running is stopped when it exits, and
-nothing of it outlives lathe. pre_tool: exit 2 blocks the call with stderr as the reason
-the model sees; other non-zero exits are reported and the call goes on; JSON
-`{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
+tool's unsandboxed commands (`lathe.exec.supervision`): at its timeout it is killed with
+everything it started, `setsid` descendants included, whatever it leaves running is
+stopped when it exits, and nothing of it outlives lathe. pre_tool: exit 2 blocks the call
+with stderr as the reason the model sees; other non-zero exits are reported and the call
+goes on; JSON `{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
 `{"content": "..."}` on stdout replaces the result. A pre_tool hook that times out
 blocks the call: a guard that could not decide must not wave a call through.
 """
