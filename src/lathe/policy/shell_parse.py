@@ -10,13 +10,20 @@ recorded as a note with decision "ask" so the guard never lets it pass silently.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from lathe.policy.bash_tree import (
+    command_name,
+    descendants,
+    error_excerpt,
+    has_ancestor,
+    node_text,
+    parse_bash,
+)
 from lathe.policy.shell_words import Scope, Word, expand, expand_one
 from lathe.policy.streams import UNKNOWN, Stream, output_of
 from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
@@ -83,30 +90,10 @@ class State:
         return replace(self, variables=dict(self.variables), **changes)
 
 
-@functools.lru_cache(maxsize=1)
-def _language() -> Any:
-    import tree_sitter
-    import tree_sitter_bash
-
-    return tree_sitter.Language(tree_sitter_bash.language())
-
-
-def _parse(text: str) -> Any:
-    import tree_sitter
-
-    # bash joins `\<newline>` before it splits words; tree-sitter would split there.
-    joined = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", text)
-    return tree_sitter.Parser(_language()).parse(joined.encode("utf-8")).root_node
-
-
 def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
     walker = Walker(home)
     walker.walk_text(command, State(cwd=cwd, variables={}), None)
     return walker.script
-
-
-def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "replace")
 
 
 def join_path(base: Path | None, value: str) -> Path | None:
@@ -134,9 +121,9 @@ class Walker:
         if self.depth >= MAX_DEPTH:
             self.note("ask", "commands nested too deeply to analyse")
             return
-        root = _parse(text)
+        root = parse_bash(text)
         if root.has_error:
-            self.note("ask", f"the command could not be parsed (near {_error_excerpt(root)!r})")
+            self.note("ask", f"the command could not be parsed (near {error_excerpt(root)!r})")
         self.depth += 1
         try:
             self.run(root, st, stdin)
@@ -161,7 +148,7 @@ class Walker:
             return None
         if kind == "unset_command":
             for child in node.named_children:
-                st.variables[_text(child)] = ""
+                st.variables[node_text(child)] = ""
             return None
         if kind in _CONTROL:
             return self._control(node, st)
@@ -182,7 +169,7 @@ class Walker:
     def _control(self, node: Any, st: State) -> None:
         before = st.copy()
         if node.type == "for_statement" and (var := node.child_by_field_name("variable")):
-            st.variables[_text(var)] = None
+            st.variables[node_text(var)] = None
         self._sequence(node.named_children, st, None)
         # A body may run zero or many times: whatever it changed is unknown afterwards.
         if st.cwd != before.cwd:
@@ -196,10 +183,10 @@ class Walker:
         body = node.child_by_field_name("body")
         if name_node is None or body is None:
             return
-        name = _text(name_node)
-        calls = [c for c in _descendants(body, "command") if _command_name(c) == name]
-        spawns = any(_has_ancestor(c, "pipeline", body) for c in calls) or any(
-            child.type == "&" for child in _descendants(body, "&")
+        name = node_text(name_node)
+        calls = [c for c in descendants(body, "command") if command_name(c) == name]
+        spawns = any(has_ancestor(c, "pipeline", body) for c in calls) or any(
+            child.type == "&" for child in descendants(body, "&")
         )
         if calls and spawns:
             self.note("deny", f"fork bomb: function {name!r} keeps starting copies of itself")
@@ -214,11 +201,11 @@ class Walker:
             return
         operator = next((c.type for c in node.children if not c.is_named), "=")
         if operator != "=":
-            st.variables[_text(name)] = None
+            st.variables[node_text(name)] = None
         elif value is None:
-            st.variables[_text(name)] = ""
+            st.variables[node_text(name)] = ""
         else:
-            st.variables[_text(name)] = expand_one(value, self.scope(st)).value
+            st.variables[node_text(name)] = expand_one(value, self.scope(st)).value
 
     # -- redirects ---------------------------------------------------------------------
 
@@ -283,10 +270,10 @@ class Walker:
         body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
         if body is None:
             return Stream("text", "")
-        quoted = start is not None and any(q in _text(start) for q in "'\"\\")
+        quoted = start is not None and any(q in node_text(start) for q in "'\"\\")
         if not quoted and any(c.type != "heredoc_content" for c in body.named_children):
             return UNKNOWN  # `$x` or `$(...)` in an unquoted heredoc
-        return Stream("text", _text(body))
+        return Stream("text", node_text(body))
 
     # -- simple commands ---------------------------------------------------------------
 
@@ -299,7 +286,7 @@ class Walker:
         for child in node.named_children:
             if child.type == "variable_assignment":
                 if name := child.child_by_field_name("name"):
-                    assigned.append(_text(name))
+                    assigned.append(node_text(name))
                 for grandchild in child.named_children:
                     self.run(grandchild, st.copy())
             elif child.type in ("herestring_redirect", "file_redirect"):
@@ -310,7 +297,7 @@ class Walker:
                                 child, scope)  # fmt: skip
         if not words:
             return None
-        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), _text(node), st.cwd)
+        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), node_text(node), st.cwd)
         return self.dispatch(call, st, stdin)
 
     def record(self, call: Call) -> None:
@@ -400,38 +387,3 @@ class Call:
     redirects: tuple[Redirect, ...]
     text: str
     cwd: Path | None
-
-
-def _descendants(node: Any, kind: str) -> list[Any]:
-    found = []
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        if child.type == kind:
-            found.append(child)
-        stack.extend(child.children)
-    return found
-
-
-def _command_name(node: Any) -> str | None:
-    name = node.child_by_field_name("name")
-    return None if name is None else _text(name)
-
-
-def _has_ancestor(node: Any, kind: str, stop: Any) -> bool:
-    parent = node.parent
-    while parent is not None and parent != stop:
-        if parent.type == kind:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _error_excerpt(root: Any) -> str:
-    stack = [root]
-    while stack:
-        node = stack.pop(0)
-        if node.type == "ERROR" or node.is_missing:
-            return _text(node)[:40] or node.type
-        stack.extend(node.children)
-    return _text(root)[:40]
