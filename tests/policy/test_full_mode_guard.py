@@ -113,7 +113,9 @@ VARIANTS = [
     "ls ~ | xargs shred",
     "find ~/.ssh | xargs unlink",
     "find ~ -type f -exec truncate -s0 {} +",
+    "cat <<'EOF' > ~/.bashrc\nalias ls='rm -rf ~'\nEOF",
     "rm -rf /tmp/*",
+    "rm -rf /tmp",
     "cd /tmp/ws && rm -rf ..",
     # git config keys that make git run a program later
     "git config --global core.fsmonitor 'rm -rf ~'",
@@ -199,6 +201,7 @@ EVERYDAY = [
     "git -c core.pager=cat log",
     "ln -s ../a b",
     "ln -sf target link",
+    "cd /tmp && cp a.txt .",
     "echo 'print(1)' > x.py; python3 x.py",
     "echo 'ls' > run.sh; bash run.sh",
     "alias ll='ls -la'; ll",
@@ -252,9 +255,9 @@ def test_there_are_22_attack_forms() -> None:
     [
         (
             "truncate -s0 ~/.bashrc",
-            "truncate empties ~/.bashrc (/home/dev/.bashrc, in the home directory)",
+            "truncate empties ~/.bashrc (/home/dev/.bashrc, outside the workspace)",
         ),
-        (": > ~/.bashrc", "> overwrites ~/.bashrc (/home/dev/.bashrc, in the home directory)"),
+        (": > ~/.bashrc", "> overwrites ~/.bashrc (/home/dev/.bashrc, outside the workspace)"),
         (
             "python3 -c \"import shutil; shutil.rmtree('/home/u/x')\"",
             "shutil.rmtree (via python3 -c) on '/home/u/x' (/home/u/x, outside the workspace)",

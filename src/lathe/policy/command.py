@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from lathe.policy import file_commands
+from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
     Redirect,
@@ -38,15 +40,6 @@ from lathe.policy.streams import under
 from lathe.policy.wrappers import PRIVILEGED, find_call
 
 _RANK: Mapping[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
-_HARMLESS_DEVICES = frozenset(
-    {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-     "/dev/stdin", "/dev/stdout", "/dev/stderr"}
-)  # fmt: skip
-_SYSTEM_ROOTS = tuple(
-    Path(p)
-    for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-              "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
-)  # fmt: skip
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs"})
 _PACKAGE_VERBS: Mapping[str, frozenset[str]] = {
@@ -66,12 +59,6 @@ _RISKY_ENV = re.compile(
     r"PATH|IFS|ENV|BASH_ENV|SHELLOPTS|PROMPT_COMMAND|NODE_OPTIONS|PYTHON(PATH|STARTUP|HOME)"
     r"|PERL5(OPT|LIB)|RUBY(OPT|LIB)|(LD|DYLD|GIT)_\w+"
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    decision: Decision
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -130,8 +117,8 @@ def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
 
 class _Judge:
     def __init__(self, workspace: Path, home: Path, environ: Mapping[str, str]) -> None:
+        self.places = Places(workspace, home, environ)
         self.workspace = workspace
-        self.real_workspace = Path(os.path.realpath(workspace))
         self.home = home
         self.venv = bool(environ.get("VIRTUAL_ENV") or environ.get("CONDA_PREFIX"))
 
@@ -150,10 +137,17 @@ class _Judge:
             return [Finding("deny", f"{base} formats or wipes a filesystem: {cmd.text}")]
         if base == "dd":
             targets = [Word(w.text, w.value[3:]) for w in args if (w.value or "").startswith("of=")]
-            targets += [w for w in args if w.value is None]
-            return self._devices(cmd, targets, "dd")
+            unknown = [w for w in args if w.value is None]
+            return self._unknown_targets(cmd, unknown) + self._changes(
+                cmd, [file_commands.Change(w, "dd writes", True) for w in targets]
+            )
         if base == "tee":
-            return self._devices(cmd, [w for w in args if not _is_option(w)], "tee")
+            unknown = [w for w in args if w.value is None]
+            return self._unknown_targets(cmd, unknown) + self._changes(
+                cmd, file_commands.changes(base, args, cmd.fed, cmd.cwd)
+            )
+        if base in _FILE_COMMANDS:
+            return self._changes(cmd, file_commands.changes(base, args, cmd.fed, cmd.cwd))
         if base in ("chmod", "chown", "chgrp"):
             return self._recursive_mode(cmd, base, args)
         if (
@@ -167,13 +161,35 @@ class _Judge:
         return self._package_install(cmd, base, values)
 
     def redirect(self, redirect: Redirect) -> list[Finding]:
-        shown = f"{redirect.op} {redirect.target.text}"
         if redirect.target.value is None:
+            shown = f"{redirect.op} {redirect.target.text}"
             return [Finding("ask", f"output goes to a path only known at run time: {shown}")]
-        path = join_path(redirect.cwd, redirect.target.value)
-        if path is not None and _is_device(path):
-            return [Finding("deny", f"writes to the device {path}: {shown}")]
-        return []
+        verb = "appends to" if redirect.op in (">>", "&>>") else "overwrites"
+        found = self.places.change(
+            f"{redirect.op} {verb}", redirect.target, redirect.cwd, follow=True
+        )
+        return [] if found is None else [found]
+
+    def _changes(self, cmd: SimpleCommand, changes: list[file_commands.Change]) -> list[Finding]:
+        return self._changes_at(cmd.cwd, changes, cmd.via)
+
+    def _changes_at(
+        self, cwd: Path | None, changes: list[file_commands.Change], via: tuple[str, ...] = ()
+    ) -> list[Finding]:
+        findings = []
+        for change in changes:
+            how = change.how
+            if via:
+                command, _, verb = how.partition(" ")
+                how = f"{command} (via {via[-1]}) {verb}"
+            found = self.places.change(how, change.word, cwd, follow=change.follow)
+            if found is not None:
+                findings.append(found)
+        return findings
+
+    def _unknown_targets(self, cmd: SimpleCommand, words: list[Word]) -> list[Finding]:
+        return [Finding("ask", f"{cmd.words[0].value} writes to a path only known at run time: "
+                               f"{cmd.text}")] if words else []  # fmt: skip
 
     # -- deletion ----------------------------------------------------------------------
 
@@ -190,69 +206,22 @@ class _Judge:
                     flag = value
             else:
                 operands.append(word)
+        fed = cmd.fed or ()
         if flag is None:
-            return []
+            changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
+            return self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
         if cmd.fed == ():
             return [Finding("ask", f"{how} on paths only known at run time: {cmd.text}")]
-        return [self._deletion(how, word, cmd.cwd) for word in [*operands, *(cmd.fed or ())]]
+        return [self.places.deletion(how, word, cmd.cwd) for word in [*operands, *fed]]
 
     def _find_delete(self, cmd: SimpleCommand, args: list[Word]) -> list[Finding]:
         call = find_call(args)
         if not call.deletes:
             return []
-        return [self._deletion("find -delete", under(root), cmd.cwd) for root in call.roots]
+        return [self.places.deletion("find -delete", under(r), cmd.cwd) for r in call.roots]
 
-    def _deletion(self, how: str, word: Word, cwd: Path | None) -> Finding:
-        shown = word.text
-        path, children = self._path(word, cwd)
-        if path is None:
-            return Finding("ask", f"{how} on {shown}, a path only known at run time")
-        if path == Path("/"):
-            return Finding("deny", f"{how} on {shown} (the filesystem root, outside the workspace)")
-        if path == self.home or self.home.is_relative_to(path):
-            return Finding("deny", f"{how} on {shown} (the home directory {self.home})")
-        if path == self.workspace and not children:
-            return Finding("ask", f"{how} on {shown} deletes the whole workspace")
-        if not self._inside(path):
-            return Finding("deny", f"{how} on {shown} ({path}, outside the workspace)")
-        return Finding("allow", f"{how} on {shown} (inside the workspace)")
-
-    def _path(self, word: Word, cwd: Path | None) -> tuple[Path | None, bool]:
-        """The path a word names (for a glob, the directory above its first wildcard) and
-        whether the word stands for that directory's children rather than itself."""
-        if word.value is None:
-            return None, False
-        path = join_path(cwd, word.value)
-        if path is None or not word.glob:
-            return path, False
-        fixed = []
-        for part in path.parts:
-            if set(part) & set("*?["):
-                return Path(*fixed), True
-            fixed.append(part)
-        return path, False
-
-    def _inside(self, path: Path) -> bool:
-        if path == self.workspace or not path.is_relative_to(self.workspace):
-            return path == self.workspace
-        # A symlinked directory inside the workspace may lead out of it.
-        real_parent = Path(os.path.realpath(path.parent))
-        return real_parent.is_relative_to(self.real_workspace)
-
-    # -- devices and permissions -------------------------------------------------------
-
-    def _devices(self, cmd: SimpleCommand, targets: list[Word], what: str) -> list[Finding]:
-        findings = []
-        for word in targets:
-            if word.value is None:
-                findings.append(Finding("ask", f"{cmd.words[0].value} writes to a path only "
-                                               f"known at run time: {cmd.text}"))  # fmt: skip
-                continue
-            path = join_path(cmd.cwd, word.value)
-            if path is not None and _is_device(path):
-                findings.append(Finding("deny", f"{what} writes to the device {path}: {cmd.text}"))
-        return findings
+    # -- permissions -------------------------------------------------------------------
 
     def _recursive_mode(self, cmd: SimpleCommand, base: str, args: list[Word]) -> list[Finding]:
         options = [w.value or "" for w in args if _is_option(w)]
@@ -264,21 +233,14 @@ class _Judge:
             operands = operands[1:]  # the mode or owner
         findings = []
         for word in operands:
-            path, _ = self._path(word, cmd.cwd)
+            path, _ = self.places.path(word, cmd.cwd)
             if path is None:
                 findings.append(Finding("ask", f"{base} -R on {word.text}, a path only known "
                                                f"at run time"))  # fmt: skip
-            elif self._is_system(path):
+            elif self.places.is_system(path):
                 findings.append(Finding("deny", f"{base} -R on {word.text} ({path}, a system "
                                                 f"path)"))  # fmt: skip
         return findings
-
-    def _is_system(self, path: Path) -> bool:
-        if path.is_relative_to(self.workspace):
-            return False
-        if path in (Path("/"), Path("/home"), Path("/root"), self.home):
-            return True
-        return any(path.is_relative_to(root) for root in _SYSTEM_ROOTS)
 
     # -- package installs --------------------------------------------------------------
 
@@ -311,21 +273,23 @@ class _Judge:
         if verb not in ("install", "uninstall") or self.venv or "--user" in values:
             return []
         program = join_path(cmd.cwd, cmd.words[0].value or "")
-        if "/" in (cmd.words[0].value or "") and program is not None and self._inside(program):
+        if (
+            "/" in (cmd.words[0].value or "")
+            and program is not None
+            and self.places.inside(program)
+        ):
             return []  # a virtualenv's own pip, e.g. .venv/bin/pip
         return [Finding("ask", f"pip {verb} outside a virtualenv changes the system Python: "
                                f"{cmd.text}")]  # fmt: skip
 
 
+_FILE_COMMANDS = frozenset(
+    {"unlink", "shred", "truncate", "cp", "mv", "install", "ln", "rsync", "sed"}
+)
+
+
 def _is_option(word: Word) -> bool:
     return word.value is not None and word.value.startswith("-") and len(word.value) > 1
-
-
-def _is_device(path: Path) -> bool:
-    text = str(path)
-    if not text.startswith("/dev/") or text in _HARMLESS_DEVICES:
-        return False
-    return not text.startswith(("/dev/fd/", "/dev/pts/", "/dev/shm/"))
 
 
 _GIT_VALUE_OPTIONS = frozenset(

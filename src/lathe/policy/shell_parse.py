@@ -224,8 +224,9 @@ class Walker:
             stdin = self._redirect(child, st, redirects) or stdin
             if child.type == "heredoc_redirect":
                 continuations += [
-                    c for c in child.named_children if not c.type.startswith("heredoc_")
-                ]
+                    c for c in child.named_children
+                    if not c.type.startswith("heredoc_") and not c.type.endswith("_redirect")
+                ]  # fmt: skip
         if body is not None and body.type == "command":
             out = self._command(body, st, stdin, redirects)
         elif body is not None:
@@ -245,6 +246,10 @@ class Walker:
             if node.type != "heredoc_redirect" or child.type == "heredoc_body":
                 self.run(child, st.copy())
         if node.type == "heredoc_redirect":
+            # `cat <<'EOF' > f`: tree-sitter nests the `> f` inside the heredoc node.
+            for child in node.named_children:
+                if child.type.endswith("_redirect"):
+                    self._redirect(child, st, redirects)
             return self._heredoc(node)
         if node.type == "herestring_redirect":
             word = expand_one(node.named_children[-1], self.scope(st))
@@ -255,15 +260,15 @@ class Walker:
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
         if not targets:
             return None
-        if op in _WRITE_OPS:
-            target = expand_one(targets[-1], self.scope(st))
-            if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
-                return None
-            redirect = Redirect(op, target, st.cwd)
-            redirects.append(redirect)
-            self.script.redirects.append(redirect)
+        if op not in _WRITE_OPS:
+            return Stream("file") if op == "<" else None
+        target = expand_one(targets[-1], self.scope(st))
+        if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
             return None
-        return Stream("file") if op == "<" else None
+        redirect = Redirect(op, target, st.cwd)
+        redirects.append(redirect)
+        self.script.redirects.append(redirect)
+        return None
 
     def _heredoc(self, node: Any) -> Stream:
         start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
