@@ -143,6 +143,7 @@ VARIANTS = [
     "killall -u dev",
     "killall python3",
     "killall5 -9",
+    "echo -1 | xargs kill -9",
 ]
 
 

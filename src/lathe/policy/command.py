@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from lathe.policy import file_commands
+from lathe.policy import file_commands, signals
 from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
@@ -148,6 +148,8 @@ class _Judge:
             )
         if base in _FILE_COMMANDS:
             return self._changes(cmd, file_commands.changes(base, args, cmd.fed, cmd.cwd))
+        if base in ("kill", "pkill", "killall", "killall5"):
+            return self._signals(cmd, base, args)
         if base in ("chmod", "chown", "chgrp"):
             return self._recursive_mode(cmd, base, args)
         if (
@@ -190,6 +192,13 @@ class _Judge:
     def _unknown_targets(self, cmd: SimpleCommand, words: list[Word]) -> list[Finding]:
         return [Finding("ask", f"{cmd.words[0].value} writes to a path only known at run time: "
                                f"{cmd.text}")] if words else []  # fmt: skip
+
+    def _signals(self, cmd: SimpleCommand, base: str, args: list[Word]) -> list[Finding]:
+        if base == "kill":
+            pids = [*args, *(cmd.fed or ())]  # `echo -1 | xargs kill`
+            return [Finding("deny", f"{why}: {cmd.text}") for why in signals.kill(pids)]
+        why = signals.by_name(base, args)
+        return [Finding("deny", f"{why}: {cmd.text}")] if why else []
 
     # -- deletion ----------------------------------------------------------------------
 
