@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from lathe.policy import file_commands, signals
+from lathe.policy import file_commands, git_config, signals
 from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
@@ -301,15 +301,10 @@ def _is_option(word: Word) -> bool:
     return word.value is not None and word.value.startswith("-") and len(word.value) > 1
 
 
-_GIT_VALUE_OPTIONS = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
-)
-
-
 def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
     i = 0
     while i < len(values) and values[i].startswith("-"):
-        i += 2 if values[i] in _GIT_VALUE_OPTIONS else 1
+        i += 2 if values[i] in git_config.GLOBAL_VALUE_OPTIONS else 1
     if i >= len(values):
         return []
     sub, rest = values[i], values[i + 1 :]
@@ -324,4 +319,9 @@ def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
         return [Finding("ask", f"git reset --hard discards uncommitted work: {cmd.text}")]
     if sub == "clean" and ("f" in short or "--force" in rest):
         return [Finding("ask", f"git clean -f deletes untracked files: {cmd.text}")]
+    key = git_config.key_set(rest) if sub == "config" else None
+    if key is not None and git_config.runs_program(key):
+        return [Finding("deny", f"git config sets {key}, which makes git run a program later, "
+                                f"outside what lathe checks (for one command, use git -c "
+                                f"{key}=...): {cmd.text}")]  # fmt: skip
     return []

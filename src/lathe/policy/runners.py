@@ -1,5 +1,6 @@
 """How the walker follows commands that run other commands: wrappers, shells, xargs,
-eval and find -exec. Each returns what the command writes to stdout, like `dispatch`."""
+eval, find -exec and `git -c`. Each returns what
+the command writes to stdout, like `dispatch`, or adds to what the walker found."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from lathe.policy import git_config
 from lathe.policy.shell_parse import Call, State, join_path
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
@@ -159,3 +161,25 @@ def _with_via(w: Walker, st: State, via: tuple[str, ...], walk: Callable[[], Non
         walk()
     finally:
         st.via = saved
+
+
+def git_config_options(w: Walker, call: Call, st: State, args: list[Word]) -> None:
+    """`git -c core.pager='rm -rf ~' log` runs the value as a command: judge it."""
+    i = 0
+    while i < len(args) - 1 and (args[i].value or "").startswith("-"):
+        if args[i].value not in git_config.GLOBAL_VALUE_OPTIONS:
+            i += 1
+            continue
+        pair = args[i + 1]
+        i += 2
+        if args[i - 2].value != "-c" or pair.value is None:
+            continue
+        key, eq, value = pair.value.partition("=")
+        if not eq or not git_config.value_is_command(key):
+            continue
+        if key.lower().startswith("alias."):
+            if not value.startswith("!"):
+                continue  # an alias for a git command, not a shell one
+            value = value[1:]
+        label = f"git -c {key}"
+        w.nested(Word(pair.text, value), st.copy(via=(*call.via, label)), label)

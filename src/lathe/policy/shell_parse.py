@@ -335,6 +335,8 @@ class Walker:
             return runners.shell(self, call, st, stdin, base, args)
         if base in ("eval", "trap", "watch"):
             return runners.eval_like(self, call, st, base, args)
+        if base == "git":
+            runners.git_config_options(self, call, st, args)
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
