@@ -60,6 +60,8 @@ DENY = [
     "coproc rm -rf /",
     "[[ -n $(rm -rf /) ]]",
     "x=$(rm -rf ~)",
+    # a glob as the command name, given the arguments of rm (issue 13, item 18)
+    "/usr/bin/r? -rf /",
     # disks, devices, machine state
     "mkfs.ext4 /dev/sdb1",
     "mkfs -t xfs /dev/nvme0n1",
@@ -113,7 +115,6 @@ ASK = [
     "eval $(ssh-agent)",
     "$CMD foo",
     "${TOOL} --version",
-    "/usr/bin/r? -rf /",
     "echo x > $OUT",
     "pip install requests",
     "pip3 uninstall -y requests",

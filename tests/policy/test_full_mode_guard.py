@@ -263,7 +263,7 @@ def test_there_are_22_attack_forms() -> None:
             "python3 -c \"import shutil; shutil.rmtree('/home/u/x')\"",
             "shutil.rmtree (via python3 -c) on '/home/u/x' (/home/u/x, outside the workspace)",
         ),
-        ("{rm,-rf,~}", "rm -rf on ~ (the home directory /home/dev)"),
+        ("{rm,-rf,~}", "rm -rf on {rm,-rf,~} (the home directory /home/dev)"),
         ("$(printf '\\x72\\x6d') -rf ~", "rm -rf on ~ (the home directory /home/dev)"),
         (
             "echo 'rm -rf ~' > x.sh; bash x.sh",

@@ -6,6 +6,8 @@ import functools
 import re
 from typing import Any
 
+_WORD_END = frozenset(b" \t\n;&|()<>}")
+
 
 @functools.lru_cache(maxsize=1)
 def _language() -> Any:
@@ -20,7 +22,30 @@ def parse_bash(text: str) -> Any:
 
     # bash joins `\<newline>` before it splits words; tree-sitter would split there.
     joined = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", text)
-    return tree_sitter.Parser(_language()).parse(joined.encode("utf-8")).root_node
+    parser = tree_sitter.Parser(_language())
+    data = joined.encode("utf-8")
+    root = parser.parse(data).root_node
+    for _ in range(8):
+        # tree-sitter reads `{rm,-rf,~}` as the `{` of a group; bash reads a `{` glued
+        # to the next character as part of a word, which brace expansion then splits.
+        # An empty `""` in front makes tree-sitter see the same word.
+        glued = [n.start_byte for n in descendants(root, "{") if _glued(n, data)]
+        if not root.has_error or not glued:
+            break
+        for start in sorted(glued, reverse=True):
+            data = data[:start] + b'""' + data[start:]
+        root = parser.parse(data).root_node
+    return root
+
+
+def _glued(node: Any, data: bytes) -> bool:
+    after = data[node.end_byte : node.end_byte + 1]
+    return (
+        bool(after)
+        and after[0] not in _WORD_END
+        and node.parent is not None
+        and (node.parent.type in ("ERROR", "compound_statement"))
+    )
 
 
 def node_text(node: Any) -> str:

@@ -124,8 +124,8 @@ class _Judge:
 
     def command(self, cmd: SimpleCommand) -> list[Finding]:
         name = cmd.words[0].value
-        if name is None:
-            return []  # the walker already asked about it
+        if name is None or cmd.words[0].glob:
+            return self._computed_name(cmd)
         base = PurePosixPath(name).name
         args = list(cmd.words[1:])
         values = [w.value or "" for w in args]
@@ -171,6 +171,28 @@ class _Judge:
             f"{redirect.op} {verb}", redirect.target, redirect.cwd, follow=True
         )
         return [] if found is None else [found]
+
+    def _computed_name(self, cmd: SimpleCommand) -> list[Finding]:
+        """A command whose name is only known at run time, given the arguments of a
+        deletion (`$(printf '\\x72\\x6d') -rf ~`): refused, since few programs but rm
+        take -r/-f and a path outside the workspace. Without that shape, the walker's
+        "only known at run time" ask stands."""
+        args = cmd.words[1:]
+        flags = [w.text for w in args if _destructive_flag(w.value or "")]
+        if not flags:
+            return []
+        for word in args:
+            if word.value is None or word.value.startswith("-"):
+                continue
+            path, pattern = self.places.path(word, cmd.cwd)
+            where = None if path is None else self.places.deleted_where(path, pattern, follow=False)
+            if where is not None:
+                why = (
+                    f"a command whose name is only known at run time is given {' '.join(flags)} "
+                    f"and {word.text} ({where}), the shape of a disguised deletion: {cmd.text}"
+                )
+                return [Finding("deny", why)]
+        return []
 
     def _changes(self, cmd: SimpleCommand, changes: list[file_commands.Change]) -> list[Finding]:
         return self._changes_at(cmd.cwd, changes, cmd.via)
@@ -299,6 +321,12 @@ _FILE_COMMANDS = frozenset(
 
 def _is_option(word: Word) -> bool:
     return word.value is not None and word.value.startswith("-") and len(word.value) > 1
+
+
+def _destructive_flag(value: str) -> bool:
+    if value in ("--recursive", "--force", "--no-preserve-root", "--delete", "-delete"):
+        return True
+    return re.fullmatch(r"-[a-zA-Z]*[rRf][a-zA-Z]*", value) is not None
 
 
 def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:

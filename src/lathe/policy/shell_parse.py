@@ -24,7 +24,7 @@ from lathe.policy.bash_tree import (
     node_text,
     parse_bash,
 )
-from lathe.policy.shell_words import Scope, Word, expand, expand_one
+from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
 from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
 
@@ -85,8 +85,10 @@ class State:
     cwd: Path | None
     variables: dict[str, str | None]
     via: tuple[str, ...] = ()
+    aliases: dict[str, str | None] = field(default_factory=dict)
 
     def copy(self, **changes: Any) -> State:
+        changes.setdefault("aliases", dict(self.aliases))
         return replace(self, variables=dict(self.variables), **changes)
 
 
@@ -107,6 +109,7 @@ class Walker:
         self.home = home
         self.script = Script()
         self.depth = 0
+        self.expanding: set[str] = set()  # aliases being expanded: bash does not recurse
 
     def note(self, decision: Decision, reason: str) -> None:
         if (decision, reason) not in self.script.notes:
@@ -285,6 +288,9 @@ class Walker:
     def _command(
         self, node: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
     ) -> Stream | None:
+        first = node.child_by_field_name("name")
+        if first is not None and node_text(first) in st.aliases.keys() - self.expanding:
+            return self._alias(node, first, st, stdin)
         assigned: list[str] = []
         words: list[Word] = []
         scope = self.scope(st)
@@ -302,8 +308,26 @@ class Walker:
                                 child, scope)  # fmt: skip
         if not words:
             return None
-        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), node_text(node), st.cwd)
+        text = shown(node_text(node))
+        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd)
         return self.dispatch(call, st, stdin)
+
+    def _alias(self, node: Any, name: Any, st: State, stdin: Stream | None) -> Stream:
+        alias = node_text(name)
+        value = st.aliases[alias]
+        if value is None:
+            self.note("ask", f"the alias {alias} runs a command only known at run time: "
+                             f"{node_text(node)}")  # fmt: skip
+            return UNKNOWN
+        raw = node.text
+        before = raw[: name.start_byte - node.start_byte].decode("utf-8", "replace")
+        after = raw[name.end_byte - node.start_byte :].decode("utf-8", "replace")
+        self.expanding.add(alias)
+        try:
+            self.walk_text(before + value + after, st, stdin)
+        finally:
+            self.expanding.discard(alias)
+        return UNKNOWN
 
     def record(self, call: Call) -> None:
         self.script.commands.append(
@@ -335,7 +359,9 @@ class Walker:
             return runners.shell(self, call, st, stdin, base, args)
         if base in ("eval", "trap", "watch"):
             return runners.eval_like(self, call, st, base, args)
-        if base == "git":
+        if base in ("alias", "unalias"):
+            _aliases(base, args, st)
+        elif base == "git":
             runners.git_config_options(self, call, st, args)
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
@@ -383,6 +409,21 @@ class Walker:
             self.note("ask", f"{label} runs a string only known at run time: {word.text}")
             return
         self.walk_text(word.value, st, stdin)
+
+
+def _aliases(base: str, args: list[Word], st: State) -> None:
+    for word in args:
+        value = word.value
+        if base == "unalias":
+            if value == "-a":
+                st.aliases.clear()
+            else:
+                st.aliases.pop(value or "", None)
+            continue
+        # `alias x="$CMD"` defines x even though its value is only known at run time.
+        name, eq, text = (value if value is not None else word.text).partition("=")
+        if eq and not name.startswith("-") and re.fullmatch(r"[\w.:@%+-]+", name):
+            st.aliases[name] = text if value is not None else None
 
 
 @dataclass
