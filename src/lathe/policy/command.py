@@ -79,10 +79,11 @@ def analyze(
     script = parse_script(command, cwd=workspace, home=home)
     judge = _Judge(workspace, home, os.environ if environ is None else environ)
     findings = [Finding(decision, reason) for decision, reason in script.notes]
-    for simple in script.commands:
-        findings += judge.command(simple)
+    commands = [*script.commands, *script.indirect]
+    for simple in commands:
+        findings += _only_denies(judge.command(simple), simple.from_file)
     for redirect in script.redirects:
-        findings += judge.redirect(redirect)
+        findings += _only_denies(judge.redirect(redirect), redirect.from_file)
     unique = tuple(dict.fromkeys(findings))
     decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
     reasons = tuple(f.reason for f in unique if f.decision == decision)
@@ -113,6 +114,10 @@ def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
     if prefix:
         return subject[: len(wanted)] == wanted
     return subject == wanted and command.fed is None
+
+
+def _only_denies(findings: list[Finding], from_file: bool) -> list[Finding]:
+    return [f for f in findings if f.decision == "deny"] if from_file else findings
 
 
 class _Judge:

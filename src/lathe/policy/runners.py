@@ -1,5 +1,5 @@
 """How the walker follows commands that run other commands: wrappers, shells, xargs,
-eval, find -exec and `git -c`. Each returns what
+eval, find -exec, script files and `git -c`. Each returns what
 the command writes to stdout, like `dispatch`, or adds to what the walker found."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lathe.policy import git_config
+from lathe.policy.scripts import runs_as_shell_script
 from lathe.policy.shell_parse import Call, State, join_path
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
@@ -92,10 +93,15 @@ def shell(
     if how.script_file is not None:
         if how.script_file.value is None:
             w.note("ask", f"{base} runs a script only known at run time: {call.text}")
+        else:
+            script(w, call, st, how.script_file, f"{base} {how.script_file.text}", same_shell=False)
         return UNKNOWN
-    if stdin is None or stdin.kind == "file":
-        return UNKNOWN  # no input (the bash tool's stdin is /dev/null) or a script file
-    if stdin.kind == "text":
+    if stdin is None:
+        return UNKNOWN  # no input: the bash tool's stdin is /dev/null
+    if stdin.kind == "file":
+        for item in stdin.items:
+            script(w, call, st, item, f"{base} < {item.text}", same_shell=False)
+    elif stdin.kind == "text":
         w.walk_text(stdin.text, st.copy(via=(*call.via, base)), None)
     elif stdin.kind == "download":
         w.note("ask", f"a download is piped into a shell ({stdin.origin} | {base})")
@@ -161,6 +167,33 @@ def _with_via(w: Walker, st: State, via: tuple[str, ...], walk: Callable[[], Non
         walk()
     finally:
         st.via = saved
+
+
+def script(
+    w: Walker, call: Call, st: State, word: Word, label: str, *, same_shell: bool,
+    executed: bool = False,
+) -> None:  # fmt: skip
+    """Walk the script file `word` names, as `label` (`bash x.sh`, `source x.sh`, `./x.sh`)
+    runs it: `same_shell` keeps its `cd`, variables and aliases for what follows;
+    `executed` (`./x.sh`) reads it only if its `#!` line names a shell."""
+    path = None if word.value is None else join_path(call.cwd, word.value)
+    content = None if path is None else w.files.content(path)
+    if content is None:
+        return
+    if content.text is None:
+        w.note("ask", f"{label} runs a script written at run time: {call.text}")
+        return
+    if executed and not runs_as_shell_script(content.text):
+        return
+    via = (*call.via, label)
+    inner = st if same_shell else State(cwd=call.cwd, variables={}, via=via)
+    w.indirect += 1
+    w.file_depth += content.on_disk
+    try:
+        _with_via(w, inner, via, lambda: w.walk_text(content.text or "", inner, None))
+    finally:
+        w.indirect -= 1
+        w.file_depth -= content.on_disk
 
 
 def git_config_options(w: Walker, call: Call, st: State, args: list[Word]) -> None:

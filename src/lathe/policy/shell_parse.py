@@ -24,6 +24,7 @@ from lathe.policy.bash_tree import (
     node_text,
     parse_bash,
 )
+from lathe.policy.scripts import Files
 from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
 from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
@@ -32,6 +33,7 @@ Decision = Literal["deny", "ask", "allow"]
 MAX_DEPTH = 8
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
 _INTERPRETERS = re.compile(r"(python|pypy|perl|ruby|node|php|lua)[\d.]*")
+_SILENT = frozenset({"comment", "variable_assignment", "function_definition", "unset_command"})
 _CONTROL = frozenset(
     {"if_statement", "while_statement", "for_statement", "c_style_for_statement",
      "case_statement"}
@@ -43,6 +45,8 @@ class Redirect:
     op: str  # ">", ">>", "&>", ...: only redirects that write are kept
     target: Word
     cwd: Path | None
+    fd: str = ""  # the descriptor written before the operator (`2>`), "" for stdout
+    from_file: bool = False  # found in a script read from disk: it may only deny
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class SimpleCommand:
     fed: tuple[Word, ...] | None = None
     redirects: tuple[Redirect, ...] = ()
     text: str = ""
+    from_file: bool = False  # found in a script read from disk: it may only deny
 
     @property
     def name(self) -> str:
@@ -78,6 +83,9 @@ class Script:
     commands: list[SimpleCommand] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     notes: list[tuple[Decision, str]] = field(default_factory=list)
+    # Commands found inside script files: judged like the others,
+    # but not matched against rules (a rule names the command line the model wrote).
+    indirect: list[SimpleCommand] = field(default_factory=list)
 
 
 @dataclass
@@ -109,9 +117,14 @@ class Walker:
         self.home = home
         self.script = Script()
         self.depth = 0
+        self.files = Files()
+        self.file_depth = 0  # > 0 while walking a script read from disk
+        self.indirect = 0  # > 0 while walking a script file or interpreter code
         self.expanding: set[str] = set()  # aliases being expanded: bash does not recurse
 
     def note(self, decision: Decision, reason: str) -> None:
+        if self.file_depth and decision != "deny":
+            return
         if (decision, reason) not in self.script.notes:
             self.script.notes.append((decision, reason))
 
@@ -158,10 +171,12 @@ class Walker:
         return self._sequence(node.named_children, st, stdin)
 
     def _sequence(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
-        out = None
+        outs = []
         for i, child in enumerate(nodes):
             out = self.run(child, st, stdin if i == 0 else None)
-        return out
+            if child.type not in _SILENT:
+                outs.append(out)
+        return _joined(outs)
 
     def _pipeline(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
         stream = stdin
@@ -232,8 +247,10 @@ class Walker:
                 ]  # fmt: skip
         if body is not None and body.type == "command":
             out = self._command(body, st, stdin, redirects)
-        elif body is not None:
-            out = self.run(body, st, stdin)
+        else:
+            if body is not None:
+                out = self.run(body, st, stdin)
+            self._wrote(redirects, out)
         # tree-sitter puts `| sh` or `&& x` after a heredoc inside the heredoc node.
         for rest in continuations:
             if rest.type == "pipeline":
@@ -263,12 +280,18 @@ class Walker:
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
         if not targets:
             return None
+        if op == "<":
+            return Stream("file", items=(expand_one(targets[-1], self.scope(st)),))
         if op not in _WRITE_OPS:
-            return Stream("file") if op == "<" else None
+            return None
         target = expand_one(targets[-1], self.scope(st))
         if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
             return None
-        redirect = Redirect(op, target, st.cwd)
+        fd = next(
+            (node_text(c) for c in node.named_children if c.type == "file_descriptor"),
+            "",
+        )
+        redirect = Redirect(op, target, st.cwd, fd, self.file_depth > 0)
         redirects.append(redirect)
         self.script.redirects.append(redirect)
         return None
@@ -310,7 +333,9 @@ class Walker:
             return None
         text = shown(node_text(node))
         call = Call(words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd)
-        return self.dispatch(call, st, stdin)
+        out = self.dispatch(call, st, stdin)
+        self._wrote(redirects, out)
+        return out
 
     def _alias(self, node: Any, name: Any, st: State, stdin: Stream | None) -> Stream:
         alias = node_text(name)
@@ -329,13 +354,23 @@ class Walker:
             self.expanding.discard(alias)
         return UNKNOWN
 
+    def _wrote(self, redirects: list[Redirect], out: Stream | None) -> None:
+        """Remember what each redirect leaves in its file, for a script run later."""
+        for redirect in redirects:
+            if redirect.target.value is None:
+                continue
+            path = join_path(redirect.cwd, redirect.target.value)
+            stdout = redirect.fd in ("", "1") or redirect.op.startswith("&")
+            text = out.text if stdout and out is not None and out.kind == "text" else None
+            if path is not None:
+                self.files.write(path, text, append=redirect.op in (">>", "&>>"))
+
     def record(self, call: Call) -> None:
-        self.script.commands.append(
-            SimpleCommand(
-                tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
-                call.redirects, call.text,
-            )
+        simple = SimpleCommand(
+            tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
+            call.redirects, call.text, self.file_depth > 0,
         )  # fmt: skip
+        (self.script.indirect if self.indirect else self.script.commands).append(simple)
 
     def dispatch(self, call: Call, st: State, stdin: Stream | None) -> Stream | None:
         from lathe.policy import runners
@@ -347,7 +382,7 @@ class Walker:
             self.note("ask", f"the command name is only known at run time: {call.text}")
             self.record(call)
             return UNKNOWN
-        base = PurePosixPath(name.value).name
+        base = PurePosixPath(name.value).name or name.value  # `.` has no name part
         args = call.words[1:]
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
@@ -359,6 +394,11 @@ class Walker:
             return runners.shell(self, call, st, stdin, base, args)
         if base in ("eval", "trap", "watch"):
             return runners.eval_like(self, call, st, base, args)
+        if base in ("source", "."):
+            if args:
+                runners.script(self, call, st, args[0], f"{base} {args[0].text}", same_shell=True)
+        elif "/" in name.value:
+            runners.script(self, call, st, name, name.text, same_shell=False, executed=True)
         if base in ("alias", "unalias"):
             _aliases(base, args, st)
         elif base == "git":
@@ -367,6 +407,12 @@ class Walker:
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
             st.cwd = self._cd(base, args, st)
+        elif base == "tee":
+            text = stdin.text if stdin is not None and stdin.kind == "text" else None
+            for word in args:
+                path = None if word.value is None else join_path(call.cwd, word.value)
+                if path is not None and not (word.value or "-").startswith("-"):
+                    self.files.write(path, text, append="-a" in [w.value for w in args])
         elif base in ("read", "mapfile", "readarray"):
             for word in args:
                 if word.value and not word.value.startswith("-"):
@@ -424,6 +470,16 @@ def _aliases(base: str, args: list[Word], st: State) -> None:
         name, eq, text = (value if value is not None else word.text).partition("=")
         if eq and not name.startswith("-") and re.fullmatch(r"[\w.:@%+-]+", name):
             st.aliases[name] = text if value is not None else None
+
+
+def _joined(outs: list[Stream | None]) -> Stream | None:
+    """What a sequence of commands writes: all their text, if every one's is known."""
+    if len(outs) == 1:
+        return outs[0]
+    if outs and all(o is not None and o.kind == "text" for o in outs):
+        return Stream("text", "".join(o.text for o in outs if o is not None))
+    risky = [o for o in outs if o is not None and o.kind in ("download", "decoded")]
+    return risky[0] if risky else (UNKNOWN if outs else None)
 
 
 @dataclass

@@ -55,9 +55,9 @@ def output_of(base: str, args: list[Word], stdin: Stream | None, cwd: Path | Non
         text = _printf(known[0], known[1:]) if known and len(known) == len(values) else None
         return UNKNOWN if text is None else Stream("text", text)
     if base in ("cat", "tee"):
-        files = [v for v in values if v is None or not v.startswith("-")]
+        files = [w for w in args if w.value is None or not w.value.startswith("-")]
         if base == "cat" and files:
-            return Stream("file") if None not in files else UNKNOWN
+            return Stream("file", items=tuple(files))
         return stdin or UNKNOWN
     if base in DOWNLOADERS:
         return Stream("download", origin=base)
