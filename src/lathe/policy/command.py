@@ -30,6 +30,7 @@ from lathe.policy import file_commands, git_config, signals
 from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
+    Found,
     Redirect,
     SimpleCommand,
     join_path,
@@ -84,6 +85,8 @@ def analyze(
         findings += _only_denies(judge.command(simple), simple.from_file)
     for redirect in script.redirects:
         findings += _only_denies(judge.redirect(redirect), redirect.from_file)
+    for found in script.effects:
+        findings += _only_denies(judge.effect(found), found.from_file)
     unique = tuple(dict.fromkeys(findings))
     decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
     reasons = tuple(f.reason for f in unique if f.decision == decision)
@@ -176,6 +179,17 @@ class _Judge:
             f"{redirect.op} {verb}", redirect.target, redirect.cwd, follow=True
         )
         return [] if found is None else [found]
+
+    def effect(self, found: Found) -> list[Finding]:
+        """Judge what interpreter code does (`shutil.rmtree(...)`, `os.kill(-1, 9)`)."""
+        effect = found.effect
+        if effect.kind == "tree":
+            return [self.places.deletion(effect.name, effect.target, found.cwd)]
+        if effect.kind == "signal":
+            why = signals.every_process(effect.target.value or "")
+            return [Finding("deny", f"{effect.name} {effect.target.text} {why}")] if why else []
+        change = file_commands.Change(effect.target, f"{effect.name} {effect.verb}", effect.follow)
+        return self._changes_at(found.cwd, [change])
 
     def _computed_name(self, cmd: SimpleCommand) -> list[Finding]:
         """A command whose name is only known at run time, given the arguments of a

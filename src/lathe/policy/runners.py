@@ -1,5 +1,5 @@
 """How the walker follows commands that run other commands: wrappers, shells, xargs,
-eval, find -exec, script files and `git -c`. Each returns what
+eval, find -exec, script files, interpreter one-liners and `git -c`. Each returns what
 the command writes to stdout, like `dispatch`, or adds to what the walker found."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lathe.policy import git_config
+from lathe.policy import git_config, interpreters
+from lathe.policy.interpreters import Language
 from lathe.policy.scripts import runs_as_shell_script
 from lathe.policy.shell_parse import Call, State, join_path
 from lathe.policy.shell_words import Word
@@ -194,6 +195,38 @@ def script(
     finally:
         w.indirect -= 1
         w.file_depth -= content.on_disk
+
+
+def interpreter(
+    w: Walker, call: Call, st: State, stdin: Stream | None, language: Language, base: str,
+    args: list[Word],
+) -> None:  # fmt: skip
+    program = interpreters.program(language, args)
+    if program is None:
+        return
+    for word in program.in_place:
+        w.effect(interpreters.Effect("file", word, f"{base} -i", "rewrites", False), call.cwd)
+    if program.code is not None:
+        code, label = program.code.value, f"{base} {program.flag}"
+    elif program.reads_stdin and stdin is not None and stdin.kind == "text":
+        code, label = stdin.text, f"{base} reading stdin"
+    else:
+        return
+    if code is None:
+        return
+    for effect in interpreters.effects(language, code, w.home):
+        if effect.kind != "shell":
+            w.effect(replace(effect, name=f"{effect.name} (via {label})"), call.cwd)
+            continue
+        how = f"{effect.name} in {label}"
+        if effect.target.value is None:
+            w.note("ask", f"{how} runs a command only known at run time: {effect.target.text}")
+            continue
+        w.indirect += 1
+        try:
+            w.walk_text(effect.target.value, st.copy(via=(*call.via, how)), None)
+        finally:
+            w.indirect -= 1
 
 
 def git_config_options(w: Walker, call: Call, st: State, args: list[Word]) -> None:

@@ -24,6 +24,7 @@ from lathe.policy.bash_tree import (
     node_text,
     parse_bash,
 )
+from lathe.policy.interpreters import Effect, language_of
 from lathe.policy.scripts import Files
 from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
@@ -78,14 +79,24 @@ class SimpleCommand:
         return not self.words[0].glob and all(w.value is not None for w in self.words)
 
 
+@dataclass(frozen=True)
+class Found:
+    """An effect of interpreter code (`python -c`), where it runs."""
+
+    effect: Effect
+    cwd: Path | None
+    from_file: bool
+
+
 @dataclass
 class Script:
     commands: list[SimpleCommand] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     notes: list[tuple[Decision, str]] = field(default_factory=list)
-    # Commands found inside script files: judged like the others,
+    # Commands found inside script files and interpreter code: judged like the others,
     # but not matched against rules (a rule names the command line the model wrote).
     indirect: list[SimpleCommand] = field(default_factory=list)
+    effects: list[Found] = field(default_factory=list)
 
 
 @dataclass
@@ -372,6 +383,9 @@ class Walker:
         )  # fmt: skip
         (self.script.indirect if self.indirect else self.script.commands).append(simple)
 
+    def effect(self, effect: Effect, cwd: Path | None) -> None:
+        self.script.effects.append(Found(effect, cwd, self.file_depth > 0))
+
     def dispatch(self, call: Call, st: State, stdin: Stream | None) -> Stream | None:
         from lathe.policy import runners
 
@@ -403,6 +417,8 @@ class Walker:
             _aliases(base, args, st)
         elif base == "git":
             runners.git_config_options(self, call, st, args)
+        elif language := language_of(base):
+            runners.interpreter(self, call, st, stdin, language, base, args)
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
