@@ -82,6 +82,10 @@ def analyze(
     findings = [Finding(decision, reason) for decision, reason in script.notes]
     commands = [*script.commands, *script.indirect]
     for simple in commands:
+        if simple.resolved and PurePosixPath(simple.name).name == "ln":
+            for link, target in file_commands.links(simple.words[1:], simple.cwd):
+                judge.places.link(link, target)
+    for simple in commands:
         findings += _only_denies(judge.command(simple), simple.from_file)
     for redirect in script.redirects:
         findings += _only_denies(judge.redirect(redirect), redirect.from_file)

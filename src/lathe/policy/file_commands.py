@@ -134,6 +134,21 @@ def _copy_like(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | Non
     return found
 
 
+def links(args: Sequence[Word], cwd: Path | None) -> list[tuple[Path, Path]]:
+    """The (link, target) pairs `ln args...` makes, as far as its words are known."""
+    argv = _argv(args, _COPY_SHORT["ln"], _COPY_LONG)
+    symbolic = argv.has("-s", "--symbolic")
+    found = []
+    for source, landing in _landings(argv, argv.operands, cwd, "ln"):
+        link = None if landing is None or landing.value is None else join_path(cwd, landing.value)
+        if link is None or source.value is None:
+            continue
+        target = join_path(link.parent if symbolic else cwd, source.value)
+        if target is not None:
+            found.append((link, target))
+    return found
+
+
 def _landings(
     argv: _Argv, operands: list[Word], cwd: Path | None, base: str
 ) -> list[tuple[Word, Word | None]]:

@@ -51,13 +51,30 @@ class Places:
             # A TMPDIR that holds the home or the workspace would make them "temp".
             if not (home.is_relative_to(custom) or workspace.is_relative_to(custom)):
                 roots.append(custom)
+        self.links: dict[Path, Path] = {}
         self.temp_roots = tuple(
             dict.fromkeys([*roots, *(Path(os.path.realpath(r)) for r in roots)])
         )
 
+    def link(self, link: Path, target: Path) -> None:
+        """The command line makes `link` point at `target` (`ln -s ~ h; rm -rf h/`): it
+        does not exist yet when the guard decides, so it is remembered."""
+        self.links[link] = target
+
     def real(self, path: Path) -> Path:
-        """`path` with its symlinks resolved."""
-        return Path(os.path.realpath(path))
+        """`path` with symlinks resolved, those on disk and those the command makes."""
+        real = Path(os.path.realpath(path))
+        for _ in range(8):  # a loop of links ends somewhere
+            through = next(
+                ((link, p) for link in self.links for p in (path, real) if p.is_relative_to(link)),
+                None,
+            )
+            if through is None:
+                break
+            link, spelled = through
+            path = self.links[link] / spelled.relative_to(link)
+            real = Path(os.path.realpath(path))
+        return real
 
     def path(self, word: Word, cwd: Path | None) -> tuple[Path | None, str | None]:
         """The path a word names and, for a glob, the first component holding a wildcard
