@@ -150,19 +150,6 @@ VARIANTS = [
 ]
 
 
-def _deeply_nested(levels: int) -> str:
-    command = "rm -rf ~"
-    for _ in range(levels):
-        command = "bash -c " + _quote(command)
-    return command
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-VARIANTS.append(_deeply_nested(12))  # deeper than the guard follows
-
 EVERYDAY = [
     "pytest -q",
     "python -m pytest -x tests/policy",
@@ -249,6 +236,16 @@ def test_everyday_commands_stay_allowed(command: str) -> None:
 def test_run_time_names_without_a_destructive_shape_still_ask(command: str) -> None:
     analysis = _analyze(command)
     assert analysis.decision == "ask", analysis.findings
+
+
+def test_nesting_deeper_than_the_guard_follows_is_refused() -> None:
+    command = "rm -rf ~"
+    for _ in range(9):  # one level past MAX_DEPTH
+        escaped = "".join("\\" + c if c in '\\"$`' else c for c in command)
+        command = f'bash -c "{escaped}"'
+    analysis = _analyze(command)
+    assert analysis.decision == "deny"
+    assert analysis.reasons[0].startswith("commands nested more than 8 levels deep")
 
 
 def test_there_are_22_attack_forms() -> None:

@@ -1,17 +1,26 @@
 """The command guard: what a bash command would do, judged before it runs.
 
-`analyze` parses the command (see `shell_parse`), then judges every simple command and
-every redirect it found:
+`analyze` parses the command (see `shell_parse`), following it into script files it runs
+(`scripts`), aliases it defines and one-line programs in Python, Perl, Ruby, Node or PHP
+(`interpreters`), then judges every simple command, redirect and program effect found:
 
-- deny, which no approval mode or rule overrides: recursive deletion of `/`, the home
-  directory or anything outside the workspace; mkfs and friends; dd or a redirect onto
-  a device; fork bombs; chmod/chown/chgrp -R on system paths; shutdown and reboot.
+- deny, which no approval mode or rule overrides, so it is the whole defence in `full`
+  mode: recursive deletion of `/`, the home directory or anything outside the workspace;
+  deleting, truncating, shredding, overwriting or appending to files outside the
+  workspace and the temp directories (`places`), by rm, unlink, shred, truncate, `>`,
+  `>>`, tee, cp, mv, install, rsync, ln, sed -i, dd, `find | xargs`, or the same calls
+  in a one-liner (`shutil.rmtree`, `os.remove`, `open(p, "w")`, `unlink`, `rmSync`);
+  a command whose name is computed at run time but given `-r`/`-f` and such a path;
+  `git config` of a key that makes git run a program (`git_config`); signals to every
+  process or to lathe (`signals`); mkfs and friends; writes to a device; fork bombs;
+  chmod/chown/chgrp -R on system paths; shutdown and reboot; nesting past `MAX_DEPTH`.
 - ask: sudo and other privilege changes; git push --force, git reset --hard, git clean
   -f; a download or decoded data piped into a shell; package installs outside a
   virtualenv; anything that is only known at run time (a variable as the command name,
   eval of a computed string, a redirect to `$F`); a command that does not parse.
 - allow: everything else. What "allow" means (run, run sandboxed, or still ask) is the
-  approval mode's decision, not the guard's.
+  approval mode's decision, not the guard's. `FULL_MODE_GAPS` says, in short phrases,
+  what is left unprotected when nothing but the deny list stands (`--approval full`).
 
 `matches_rule` lets the approval layer test each simple command against rules such as
 `git diff:*` (prefix on words) or `npm test` (exact words).
@@ -39,6 +48,24 @@ from lathe.policy.shell_parse import (
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import under
 from lathe.policy.wrappers import PRIVILEGED, find_call
+
+# What `--approval full` leaves unprotected: the guard's deny list is all that stands
+# there, and everything here passes it. Each phrase is shown to users as it is.
+FULL_MODE_GAPS: tuple[str, ...] = (
+    "anything only known at run time: variables, command output, downloads",
+    "code a program reads from a file or downloads at run time",
+    "writes by compiled programs and by scripts in languages lathe does not parse",
+    "Python, Perl, Ruby, Node or PHP code that builds its paths or commands at run time",
+    "deleting or overwriting files inside the workspace",
+    "what other modes ask about: sudo, force pushes, hard resets, installs, piped downloads",
+    "programs writing their own files outside the workspace (installs, caches, settings)",
+    "scheduling programs to run later (crontab, systemd units, at)",
+    "stopping other processes by PID or name (kill 1234, pkill -f server)",
+    "reading any file you can read, secrets included",
+    "network access: uploads, remote commands, whatever a server sends back",
+    "script files over 64 KB, or past 32 files or 8 levels deep in one command",
+    "exhausting CPU, memory or disk space",
+)
 
 _RANK: Mapping[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})

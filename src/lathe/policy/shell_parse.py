@@ -146,7 +146,9 @@ class Walker:
 
     def walk_text(self, text: str, st: State, stdin: Stream | None) -> None:
         if self.depth >= MAX_DEPTH:
-            self.note("ask", "commands nested too deeply to analyse")
+            if not self.file_depth:  # scripts that source each other are not an attack
+                self.note("deny", f"commands nested more than {MAX_DEPTH} levels deep, further "
+                                  "than the guard follows")  # fmt: skip
             return
         root = parse_bash(text)
         if root.has_error:
