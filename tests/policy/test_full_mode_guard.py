@@ -248,6 +248,17 @@ def test_nesting_deeper_than_the_guard_follows_is_refused() -> None:
     assert analysis.reasons[0].startswith("commands nested more than 8 levels deep")
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["(" * 600 + "rm -rf ~" + ")" * 600,
+     "python3 -c 'x" + ".a" * 3000 + "()'"],
+    ids=["subshells", "python attributes"],
+)  # fmt: skip
+def test_input_too_deep_to_walk_is_refused_not_a_crash(command: str) -> None:
+    analysis = _analyze(command)
+    assert analysis.reasons == ("the command is nested too deeply for the guard to follow",)
+
+
 def test_there_are_22_attack_forms() -> None:
     assert len(ATTACK) == 22
 

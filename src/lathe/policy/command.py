@@ -104,8 +104,16 @@ def analyze(
     tells whether a virtualenv is active."""
     workspace = Path(os.path.abspath(workspace))
     home = Path(os.path.abspath(home))
+    try:
+        return _analyze(command, workspace, home, os.environ if environ is None else environ)
+    except RecursionError:  # `((((...))))` a thousand deep: refused, not a crash of the run
+        reason = "the command is nested too deeply for the guard to follow"
+        return Analysis("deny", (reason,), (Finding("deny", reason),), ())
+
+
+def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, str]) -> Analysis:
     script = parse_script(command, cwd=workspace, home=home)
-    judge = _Judge(workspace, home, os.environ if environ is None else environ)
+    judge = _Judge(workspace, home, environ)
     findings = [Finding(decision, reason) for decision, reason in script.notes]
     commands = [*script.commands, *script.indirect]
     for simple in commands:
