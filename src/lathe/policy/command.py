@@ -59,6 +59,8 @@ FULL_MODE_GAPS: tuple[str, ...] = (
     "deleting or overwriting files inside the workspace",
     "what other modes ask about: sudo, force pushes, hard resets, installs, piped downloads",
     "programs writing their own files outside the workspace (installs, caches, settings)",
+    "other tools writing to a path you name outside the workspace (curl -o, tar -C, sort -o)",
+    "permission changes outside the workspace, except chmod/chown -R on system paths",
     "scheduling programs to run later (crontab, systemd units, at)",
     "stopping other processes by PID or name (kill 1234, pkill -f server)",
     "reading any file you can read, secrets included",
