@@ -60,6 +60,10 @@ DENY = [
     "coproc rm -rf /",
     "[[ -n $(rm -rf /) ]]",
     "x=$(rm -rf ~)",
+    # a glob as the command name, given the arguments of rm (issue 13, item 18)
+    "/usr/bin/r? -rf /",
+    # a script written by the same command line is read before it runs (issue 13, item 18)
+    "echo 'rm -rf /' > x.sh; cat x.sh | bash -s",
     # disks, devices, machine state
     "mkfs.ext4 /dev/sdb1",
     "mkfs -t xfs /dev/nvme0n1",
@@ -113,7 +117,6 @@ ASK = [
     "eval $(ssh-agent)",
     "$CMD foo",
     "${TOOL} --version",
-    "/usr/bin/r? -rf /",
     "echo x > $OUT",
     "pip install requests",
     "pip3 uninstall -y requests",
@@ -167,8 +170,6 @@ ALLOW = [
     "for f in *.py; do echo $f; done",
     "if [ -d build ]; then echo yes; fi",
     "command -v rm",
-    # A script file is as opaque as `bash x.sh`: the sandbox, not the guard, contains it.
-    "echo 'rm -rf /' > x.sh; cat x.sh | bash -s",
 ]
 
 ROWS = [(c, "deny") for c in DENY] + [(c, "ask") for c in ASK] + [(c, "allow") for c in ALLOW]

@@ -1,17 +1,26 @@
 """The command guard: what a bash command would do, judged before it runs.
 
-`analyze` parses the command (see `shell_parse`), then judges every simple command and
-every redirect it found:
+`analyze` parses the command (see `shell_parse`), following it into script files it runs
+(`scripts`), aliases it defines and one-line programs in Python, Perl, Ruby, Node or PHP
+(`interpreters`), then judges every simple command, redirect and program effect found:
 
-- deny, which no approval mode or rule overrides: recursive deletion of `/`, the home
-  directory or anything outside the workspace; mkfs and friends; dd or a redirect onto
-  a device; fork bombs; chmod/chown/chgrp -R on system paths; shutdown and reboot.
+- deny, which no approval mode or rule overrides, so it is the whole defence in `full`
+  mode: recursive deletion of `/`, the home directory or anything outside the workspace;
+  deleting, truncating, shredding, overwriting or appending to files outside the
+  workspace and the temp directories (`places`), by rm, unlink, shred, truncate, `>`,
+  `>>`, tee, cp, mv, install, rsync, ln, sed -i, dd, `find | xargs`, or the same calls
+  in a one-liner (`shutil.rmtree`, `os.remove`, `open(p, "w")`, `unlink`, `rmSync`);
+  a command whose name is computed at run time but given `-r`/`-f` and such a path;
+  `git config` of a key that makes git run a program (`git_config`); signals to every
+  process or to lathe (`signals`); mkfs and friends; writes to a device; fork bombs;
+  chmod/chown/chgrp -R on system paths; shutdown and reboot; nesting past `MAX_DEPTH`.
 - ask: sudo and other privilege changes; git push --force, git reset --hard, git clean
   -f; a download or decoded data piped into a shell; package installs outside a
   virtualenv; anything that is only known at run time (a variable as the command name,
   eval of a computed string, a redirect to `$F`); a command that does not parse.
 - allow: everything else. What "allow" means (run, run sandboxed, or still ask) is the
-  approval mode's decision, not the guard's.
+  approval mode's decision, not the guard's. `FULL_MODE_GAPS` says, in short phrases,
+  what is left unprotected when nothing but the deny list stands (`--approval full`).
 
 `matches_rule` lets the approval layer test each simple command against rules such as
 `git diff:*` (prefix on words) or `npm test` (exact words).
@@ -26,8 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from lathe.policy import file_commands, git_config, signals
+from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
+    Found,
     Redirect,
     SimpleCommand,
     join_path,
@@ -37,16 +49,27 @@ from lathe.policy.shell_words import Word
 from lathe.policy.streams import under
 from lathe.policy.wrappers import PRIVILEGED, find_call
 
+# What `--approval full` leaves unprotected: the guard's deny list is all that stands
+# there, and everything here passes it. Each phrase is shown to users as it is.
+FULL_MODE_GAPS: tuple[str, ...] = (
+    "anything only known at run time: variables, command output, downloads",
+    "code a program reads from a file or downloads at run time",
+    "writes by compiled programs and by scripts in languages lathe does not parse",
+    "Python, Perl, Ruby, Node or PHP code that builds its paths or commands at run time",
+    "deleting or overwriting files inside the workspace",
+    "what other modes ask about: sudo, force pushes, hard resets, installs, piped downloads",
+    "programs writing their own files outside the workspace (installs, caches, settings)",
+    "other tools writing to a path you name outside the workspace (curl -o, tar -C, sort -o)",
+    "permission changes outside the workspace, except chmod/chown -R on system paths",
+    "scheduling programs to run later (crontab, systemd units, at)",
+    "stopping other processes by PID or name (kill 1234, pkill -f server)",
+    "reading any file you can read, secrets included",
+    "network access: uploads, remote commands, whatever a server sends back",
+    "script files over 64 KB, or past 32 files or 8 levels deep in one command",
+    "exhausting CPU, memory or disk space",
+)
+
 _RANK: Mapping[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
-_HARMLESS_DEVICES = frozenset(
-    {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-     "/dev/stdin", "/dev/stdout", "/dev/stderr"}
-)  # fmt: skip
-_SYSTEM_ROOTS = tuple(
-    Path(p)
-    for p in ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-              "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var")
-)  # fmt: skip
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs"})
 _PACKAGE_VERBS: Mapping[str, frozenset[str]] = {
@@ -69,12 +92,6 @@ _RISKY_ENV = re.compile(
 
 
 @dataclass(frozen=True)
-class Finding:
-    decision: Decision
-    reason: str
-
-
-@dataclass(frozen=True)
 class Analysis:
     decision: Decision
     reasons: tuple[str, ...]  # why `decision`: the findings at that level, in order
@@ -89,13 +106,28 @@ def analyze(
     tells whether a virtualenv is active."""
     workspace = Path(os.path.abspath(workspace))
     home = Path(os.path.abspath(home))
+    try:
+        return _analyze(command, workspace, home, os.environ if environ is None else environ)
+    except RecursionError:  # `((((...))))` a thousand deep: refused, not a crash of the run
+        reason = "the command is nested too deeply for the guard to follow"
+        return Analysis("deny", (reason,), (Finding("deny", reason),), ())
+
+
+def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, str]) -> Analysis:
     script = parse_script(command, cwd=workspace, home=home)
-    judge = _Judge(workspace, home, os.environ if environ is None else environ)
+    judge = _Judge(workspace, home, environ)
     findings = [Finding(decision, reason) for decision, reason in script.notes]
-    for simple in script.commands:
-        findings += judge.command(simple)
+    commands = [*script.commands, *script.indirect]
+    for simple in commands:
+        if simple.resolved and PurePosixPath(simple.name).name == "ln":
+            for link, target in file_commands.links(simple.words[1:], simple.cwd):
+                judge.places.link(link, target)
+    for simple in commands:
+        findings += _only_denies(judge.command(simple), simple.from_file)
     for redirect in script.redirects:
-        findings += judge.redirect(redirect)
+        findings += _only_denies(judge.redirect(redirect), redirect.from_file)
+    for found in script.effects:
+        findings += _only_denies(judge.effect(found), found.from_file)
     unique = tuple(dict.fromkeys(findings))
     decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
     reasons = tuple(f.reason for f in unique if f.decision == decision)
@@ -128,17 +160,21 @@ def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
     return subject == wanted and command.fed is None
 
 
+def _only_denies(findings: list[Finding], from_file: bool) -> list[Finding]:
+    return [f for f in findings if f.decision == "deny"] if from_file else findings
+
+
 class _Judge:
     def __init__(self, workspace: Path, home: Path, environ: Mapping[str, str]) -> None:
+        self.places = Places(workspace, home, environ)
         self.workspace = workspace
-        self.real_workspace = Path(os.path.realpath(workspace))
         self.home = home
         self.venv = bool(environ.get("VIRTUAL_ENV") or environ.get("CONDA_PREFIX"))
 
     def command(self, cmd: SimpleCommand) -> list[Finding]:
         name = cmd.words[0].value
-        if name is None:
-            return []  # the walker already asked about it
+        if name is None or cmd.words[0].glob:
+            return self._computed_name(cmd)
         base = PurePosixPath(name).name
         args = list(cmd.words[1:])
         values = [w.value or "" for w in args]
@@ -150,10 +186,19 @@ class _Judge:
             return [Finding("deny", f"{base} formats or wipes a filesystem: {cmd.text}")]
         if base == "dd":
             targets = [Word(w.text, w.value[3:]) for w in args if (w.value or "").startswith("of=")]
-            targets += [w for w in args if w.value is None]
-            return self._devices(cmd, targets, "dd")
+            unknown = [w for w in args if w.value is None]
+            return self._unknown_targets(cmd, unknown) + self._changes(
+                cmd, [file_commands.Change(w, "dd writes", True) for w in targets]
+            )
         if base == "tee":
-            return self._devices(cmd, [w for w in args if not _is_option(w)], "tee")
+            unknown = [w for w in args if w.value is None]
+            return self._unknown_targets(cmd, unknown) + self._changes(
+                cmd, file_commands.changes(base, args, cmd.fed, cmd.cwd)
+            )
+        if base in _FILE_COMMANDS:
+            return self._changes(cmd, file_commands.changes(base, args, cmd.fed, cmd.cwd))
+        if base in ("kill", "pkill", "killall", "killall5"):
+            return self._signals(cmd, base, args)
         if base in ("chmod", "chown", "chgrp"):
             return self._recursive_mode(cmd, base, args)
         if (
@@ -167,13 +212,75 @@ class _Judge:
         return self._package_install(cmd, base, values)
 
     def redirect(self, redirect: Redirect) -> list[Finding]:
-        shown = f"{redirect.op} {redirect.target.text}"
         if redirect.target.value is None:
+            shown = f"{redirect.op} {redirect.target.text}"
             return [Finding("ask", f"output goes to a path only known at run time: {shown}")]
-        path = join_path(redirect.cwd, redirect.target.value)
-        if path is not None and _is_device(path):
-            return [Finding("deny", f"writes to the device {path}: {shown}")]
+        verb = "appends to" if redirect.op in (">>", "&>>") else "overwrites"
+        found = self.places.change(
+            f"{redirect.op} {verb}", redirect.target, redirect.cwd, follow=True
+        )
+        return [] if found is None else [found]
+
+    def effect(self, found: Found) -> list[Finding]:
+        """Judge what interpreter code does (`shutil.rmtree(...)`, `os.kill(-1, 9)`)."""
+        effect = found.effect
+        if effect.kind == "tree":
+            return [self.places.deletion(effect.name, effect.target, found.cwd)]
+        if effect.kind == "signal":
+            why = signals.every_process(effect.target.value or "")
+            return [Finding("deny", f"{effect.name} {effect.target.text} {why}")] if why else []
+        change = file_commands.Change(effect.target, f"{effect.name} {effect.verb}", effect.follow)
+        return self._changes_at(found.cwd, [change])
+
+    def _computed_name(self, cmd: SimpleCommand) -> list[Finding]:
+        """A command whose name is only known at run time, given the arguments of a
+        deletion (`$(printf '\\x72\\x6d') -rf ~`): refused, since few programs but rm
+        take -r/-f and a path outside the workspace. Without that shape, the walker's
+        "only known at run time" ask stands."""
+        args = cmd.words[1:]
+        flags = [w.text for w in args if _destructive_flag(w.value or "")]
+        if not flags:
+            return []
+        for word in args:
+            if word.value is None or word.value.startswith("-"):
+                continue
+            path, pattern = self.places.path(word, cmd.cwd)
+            where = None if path is None else self.places.deleted_where(path, pattern, follow=False)
+            if where is not None:
+                why = (
+                    f"a command whose name is only known at run time is given {' '.join(flags)} "
+                    f"and {word.text} ({where}), the shape of a disguised deletion: {cmd.text}"
+                )
+                return [Finding("deny", why)]
         return []
+
+    def _changes(self, cmd: SimpleCommand, changes: list[file_commands.Change]) -> list[Finding]:
+        return self._changes_at(cmd.cwd, changes, cmd.via)
+
+    def _changes_at(
+        self, cwd: Path | None, changes: list[file_commands.Change], via: tuple[str, ...] = ()
+    ) -> list[Finding]:
+        findings = []
+        for change in changes:
+            how = change.how
+            if via:
+                command, _, verb = how.partition(" ")
+                how = f"{command} (via {via[-1]}) {verb}"
+            found = self.places.change(how, change.word, cwd, follow=change.follow)
+            if found is not None:
+                findings.append(found)
+        return findings
+
+    def _unknown_targets(self, cmd: SimpleCommand, words: list[Word]) -> list[Finding]:
+        return [Finding("ask", f"{cmd.words[0].value} writes to a path only known at run time: "
+                               f"{cmd.text}")] if words else []  # fmt: skip
+
+    def _signals(self, cmd: SimpleCommand, base: str, args: list[Word]) -> list[Finding]:
+        if base == "kill":
+            pids = [*args, *(cmd.fed or ())]  # `echo -1 | xargs kill`
+            return [Finding("deny", f"{why}: {cmd.text}") for why in signals.kill(pids)]
+        why = signals.by_name(base, args)
+        return [Finding("deny", f"{why}: {cmd.text}")] if why else []
 
     # -- deletion ----------------------------------------------------------------------
 
@@ -190,69 +297,22 @@ class _Judge:
                     flag = value
             else:
                 operands.append(word)
+        fed = cmd.fed or ()
         if flag is None:
-            return []
+            changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
+            return self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
         if cmd.fed == ():
             return [Finding("ask", f"{how} on paths only known at run time: {cmd.text}")]
-        return [self._deletion(how, word, cmd.cwd) for word in [*operands, *(cmd.fed or ())]]
+        return [self.places.deletion(how, word, cmd.cwd) for word in [*operands, *fed]]
 
     def _find_delete(self, cmd: SimpleCommand, args: list[Word]) -> list[Finding]:
         call = find_call(args)
         if not call.deletes:
             return []
-        return [self._deletion("find -delete", under(root), cmd.cwd) for root in call.roots]
+        return [self.places.deletion("find -delete", under(r), cmd.cwd) for r in call.roots]
 
-    def _deletion(self, how: str, word: Word, cwd: Path | None) -> Finding:
-        shown = word.text
-        path, children = self._path(word, cwd)
-        if path is None:
-            return Finding("ask", f"{how} on {shown}, a path only known at run time")
-        if path == Path("/"):
-            return Finding("deny", f"{how} on {shown} (the filesystem root, outside the workspace)")
-        if path == self.home or self.home.is_relative_to(path):
-            return Finding("deny", f"{how} on {shown} (the home directory {self.home})")
-        if path == self.workspace and not children:
-            return Finding("ask", f"{how} on {shown} deletes the whole workspace")
-        if not self._inside(path):
-            return Finding("deny", f"{how} on {shown} ({path}, outside the workspace)")
-        return Finding("allow", f"{how} on {shown} (inside the workspace)")
-
-    def _path(self, word: Word, cwd: Path | None) -> tuple[Path | None, bool]:
-        """The path a word names (for a glob, the directory above its first wildcard) and
-        whether the word stands for that directory's children rather than itself."""
-        if word.value is None:
-            return None, False
-        path = join_path(cwd, word.value)
-        if path is None or not word.glob:
-            return path, False
-        fixed = []
-        for part in path.parts:
-            if set(part) & set("*?["):
-                return Path(*fixed), True
-            fixed.append(part)
-        return path, False
-
-    def _inside(self, path: Path) -> bool:
-        if path == self.workspace or not path.is_relative_to(self.workspace):
-            return path == self.workspace
-        # A symlinked directory inside the workspace may lead out of it.
-        real_parent = Path(os.path.realpath(path.parent))
-        return real_parent.is_relative_to(self.real_workspace)
-
-    # -- devices and permissions -------------------------------------------------------
-
-    def _devices(self, cmd: SimpleCommand, targets: list[Word], what: str) -> list[Finding]:
-        findings = []
-        for word in targets:
-            if word.value is None:
-                findings.append(Finding("ask", f"{cmd.words[0].value} writes to a path only "
-                                               f"known at run time: {cmd.text}"))  # fmt: skip
-                continue
-            path = join_path(cmd.cwd, word.value)
-            if path is not None and _is_device(path):
-                findings.append(Finding("deny", f"{what} writes to the device {path}: {cmd.text}"))
-        return findings
+    # -- permissions -------------------------------------------------------------------
 
     def _recursive_mode(self, cmd: SimpleCommand, base: str, args: list[Word]) -> list[Finding]:
         options = [w.value or "" for w in args if _is_option(w)]
@@ -264,21 +324,14 @@ class _Judge:
             operands = operands[1:]  # the mode or owner
         findings = []
         for word in operands:
-            path, _ = self._path(word, cmd.cwd)
+            path, _ = self.places.path(word, cmd.cwd)
             if path is None:
                 findings.append(Finding("ask", f"{base} -R on {word.text}, a path only known "
                                                f"at run time"))  # fmt: skip
-            elif self._is_system(path):
+            elif self.places.is_system(path):
                 findings.append(Finding("deny", f"{base} -R on {word.text} ({path}, a system "
                                                 f"path)"))  # fmt: skip
         return findings
-
-    def _is_system(self, path: Path) -> bool:
-        if path.is_relative_to(self.workspace):
-            return False
-        if path in (Path("/"), Path("/home"), Path("/root"), self.home):
-            return True
-        return any(path.is_relative_to(root) for root in _SYSTEM_ROOTS)
 
     # -- package installs --------------------------------------------------------------
 
@@ -311,32 +364,35 @@ class _Judge:
         if verb not in ("install", "uninstall") or self.venv or "--user" in values:
             return []
         program = join_path(cmd.cwd, cmd.words[0].value or "")
-        if "/" in (cmd.words[0].value or "") and program is not None and self._inside(program):
+        if (
+            "/" in (cmd.words[0].value or "")
+            and program is not None
+            and self.places.inside(program)
+        ):
             return []  # a virtualenv's own pip, e.g. .venv/bin/pip
         return [Finding("ask", f"pip {verb} outside a virtualenv changes the system Python: "
                                f"{cmd.text}")]  # fmt: skip
+
+
+_FILE_COMMANDS = frozenset(
+    {"unlink", "shred", "truncate", "cp", "mv", "install", "ln", "rsync", "sed"}
+)
 
 
 def _is_option(word: Word) -> bool:
     return word.value is not None and word.value.startswith("-") and len(word.value) > 1
 
 
-def _is_device(path: Path) -> bool:
-    text = str(path)
-    if not text.startswith("/dev/") or text in _HARMLESS_DEVICES:
-        return False
-    return not text.startswith(("/dev/fd/", "/dev/pts/", "/dev/shm/"))
-
-
-_GIT_VALUE_OPTIONS = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
-)
+def _destructive_flag(value: str) -> bool:
+    if value in ("--recursive", "--force", "--no-preserve-root", "--delete", "-delete"):
+        return True
+    return re.fullmatch(r"-[a-zA-Z]*[rRf][a-zA-Z]*", value) is not None
 
 
 def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
     i = 0
     while i < len(values) and values[i].startswith("-"):
-        i += 2 if values[i] in _GIT_VALUE_OPTIONS else 1
+        i += 2 if values[i] in git_config.GLOBAL_VALUE_OPTIONS else 1
     if i >= len(values):
         return []
     sub, rest = values[i], values[i + 1 :]
@@ -351,4 +407,9 @@ def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
         return [Finding("ask", f"git reset --hard discards uncommitted work: {cmd.text}")]
     if sub == "clean" and ("f" in short or "--force" in rest):
         return [Finding("ask", f"git clean -f deletes untracked files: {cmd.text}")]
+    key = git_config.key_set(rest) if sub == "config" else None
+    if key is not None and git_config.runs_program(key):
+        return [Finding("deny", f"git config sets {key}, which makes git run a program later, "
+                                f"outside what lathe checks (for one command, use git -c "
+                                f"{key}=...): {cmd.text}")]  # fmt: skip
     return []

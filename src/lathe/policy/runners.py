@@ -1,5 +1,6 @@
 """How the walker follows commands that run other commands: wrappers, shells, xargs,
-eval and find -exec. Each returns what the command writes to stdout, like `dispatch`."""
+eval, find -exec, script files, interpreter one-liners and `git -c`. Each returns what
+the command writes to stdout, like `dispatch`, or adds to what the walker found."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from lathe.policy import git_config, interpreters
+from lathe.policy.interpreters import Language
+from lathe.policy.scripts import runs_as_shell_script
 from lathe.policy.shell_parse import Call, State, join_path
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
@@ -90,10 +94,15 @@ def shell(
     if how.script_file is not None:
         if how.script_file.value is None:
             w.note("ask", f"{base} runs a script only known at run time: {call.text}")
+        else:
+            script(w, call, st, how.script_file, f"{base} {how.script_file.text}", same_shell=False)
         return UNKNOWN
-    if stdin is None or stdin.kind == "file":
-        return UNKNOWN  # no input (the bash tool's stdin is /dev/null) or a script file
-    if stdin.kind == "text":
+    if stdin is None:
+        return UNKNOWN  # no input: the bash tool's stdin is /dev/null
+    if stdin.kind == "file":
+        for item in stdin.items:
+            script(w, call, st, item, f"{base} < {item.text}", same_shell=False)
+    elif stdin.kind == "text":
         w.walk_text(stdin.text, st.copy(via=(*call.via, base)), None)
     elif stdin.kind == "download":
         w.note("ask", f"a download is piped into a shell ({stdin.origin} | {base})")
@@ -159,3 +168,84 @@ def _with_via(w: Walker, st: State, via: tuple[str, ...], walk: Callable[[], Non
         walk()
     finally:
         st.via = saved
+
+
+def script(
+    w: Walker, call: Call, st: State, word: Word, label: str, *, same_shell: bool,
+    executed: bool = False,
+) -> None:  # fmt: skip
+    """Walk the script file `word` names, as `label` (`bash x.sh`, `source x.sh`, `./x.sh`)
+    runs it: `same_shell` keeps its `cd`, variables and aliases for what follows;
+    `executed` (`./x.sh`) reads it only if its `#!` line names a shell."""
+    path = None if word.value is None else join_path(call.cwd, word.value)
+    content = None if path is None else w.files.content(path)
+    if content is None:
+        return
+    if content.text is None:
+        w.note("ask", f"{label} runs a script written at run time: {call.text}")
+        return
+    if executed and not runs_as_shell_script(content.text):
+        return
+    via = (*call.via, label)
+    inner = st if same_shell else State(cwd=call.cwd, variables={}, via=via)
+    w.indirect += 1
+    w.file_depth += content.on_disk
+    try:
+        _with_via(w, inner, via, lambda: w.walk_text(content.text or "", inner, None))
+    finally:
+        w.indirect -= 1
+        w.file_depth -= content.on_disk
+
+
+def interpreter(
+    w: Walker, call: Call, st: State, stdin: Stream | None, language: Language, base: str,
+    args: list[Word],
+) -> None:  # fmt: skip
+    program = interpreters.program(language, args)
+    if program is None:
+        return
+    for word in program.in_place:
+        w.effect(interpreters.Effect("file", word, f"{base} -i", "rewrites", False), call.cwd)
+    if program.code is not None:
+        code, label = program.code.value, f"{base} {program.flag}"
+    elif program.reads_stdin and stdin is not None and stdin.kind == "text":
+        code, label = stdin.text, f"{base} reading stdin"
+    else:
+        return
+    if code is None:
+        return
+    for effect in interpreters.effects(language, code, w.home):
+        if effect.kind != "shell":
+            w.effect(replace(effect, name=f"{effect.name} (via {label})"), call.cwd)
+            continue
+        how = f"{effect.name} in {label}"
+        if effect.target.value is None:
+            w.note("ask", f"{how} runs a command only known at run time: {effect.target.text}")
+            continue
+        w.indirect += 1
+        try:
+            w.walk_text(effect.target.value, st.copy(via=(*call.via, how)), None)
+        finally:
+            w.indirect -= 1
+
+
+def git_config_options(w: Walker, call: Call, st: State, args: list[Word]) -> None:
+    """`git -c core.pager='rm -rf ~' log` runs the value as a command: judge it."""
+    i = 0
+    while i < len(args) - 1 and (args[i].value or "").startswith("-"):
+        if args[i].value not in git_config.GLOBAL_VALUE_OPTIONS:
+            i += 1
+            continue
+        pair = args[i + 1]
+        i += 2
+        if args[i - 2].value != "-c" or pair.value is None:
+            continue
+        key, eq, value = pair.value.partition("=")
+        if not eq or not git_config.value_is_command(key):
+            continue
+        if key.lower().startswith("alias."):
+            if not value.startswith("!"):
+                continue  # an alias for a git command, not a shell one
+            value = value[1:]
+        label = f"git -c {key}"
+        w.nested(Word(pair.text, value), st.copy(via=(*call.via, label)), label)

@@ -10,14 +10,23 @@ recorded as a note with decision "ask" so the guard never lets it pass silently.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from lathe.policy.shell_words import Scope, Word, expand, expand_one
+from lathe.policy.bash_tree import (
+    command_name,
+    descendants,
+    error_excerpt,
+    has_ancestor,
+    node_text,
+    parse_bash,
+)
+from lathe.policy.interpreters import Effect, language_of
+from lathe.policy.scripts import Files
+from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
 from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
 
@@ -25,6 +34,7 @@ Decision = Literal["deny", "ask", "allow"]
 MAX_DEPTH = 8
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
 _INTERPRETERS = re.compile(r"(python|pypy|perl|ruby|node|php|lua)[\d.]*")
+_SILENT = frozenset({"comment", "variable_assignment", "function_definition", "unset_command"})
 _CONTROL = frozenset(
     {"if_statement", "while_statement", "for_statement", "c_style_for_statement",
      "case_statement"}
@@ -36,6 +46,8 @@ class Redirect:
     op: str  # ">", ">>", "&>", ...: only redirects that write are kept
     target: Word
     cwd: Path | None
+    fd: str = ""  # the descriptor written before the operator (`2>`), "" for stdout
+    from_file: bool = False  # found in a script read from disk: it may only deny
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,7 @@ class SimpleCommand:
     fed: tuple[Word, ...] | None = None
     redirects: tuple[Redirect, ...] = ()
     text: str = ""
+    from_file: bool = False  # found in a script read from disk: it may only deny
 
     @property
     def name(self) -> str:
@@ -66,11 +79,24 @@ class SimpleCommand:
         return not self.words[0].glob and all(w.value is not None for w in self.words)
 
 
+@dataclass(frozen=True)
+class Found:
+    """An effect of interpreter code (`python -c`), where it runs."""
+
+    effect: Effect
+    cwd: Path | None
+    from_file: bool
+
+
 @dataclass
 class Script:
     commands: list[SimpleCommand] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     notes: list[tuple[Decision, str]] = field(default_factory=list)
+    # Commands found inside script files and interpreter code: judged like the others,
+    # but not matched against rules (a rule names the command line the model wrote).
+    indirect: list[SimpleCommand] = field(default_factory=list)
+    effects: list[Found] = field(default_factory=list)
 
 
 @dataclass
@@ -78,35 +104,17 @@ class State:
     cwd: Path | None
     variables: dict[str, str | None]
     via: tuple[str, ...] = ()
+    aliases: dict[str, str | None] = field(default_factory=dict)
 
     def copy(self, **changes: Any) -> State:
+        changes.setdefault("aliases", dict(self.aliases))
         return replace(self, variables=dict(self.variables), **changes)
-
-
-@functools.lru_cache(maxsize=1)
-def _language() -> Any:
-    import tree_sitter
-    import tree_sitter_bash
-
-    return tree_sitter.Language(tree_sitter_bash.language())
-
-
-def _parse(text: str) -> Any:
-    import tree_sitter
-
-    # bash joins `\<newline>` before it splits words; tree-sitter would split there.
-    joined = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", text)
-    return tree_sitter.Parser(_language()).parse(joined.encode("utf-8")).root_node
 
 
 def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
     walker = Walker(home)
     walker.walk_text(command, State(cwd=cwd, variables={}), None)
     return walker.script
-
-
-def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "replace")
 
 
 def join_path(base: Path | None, value: str) -> Path | None:
@@ -120,8 +128,14 @@ class Walker:
         self.home = home
         self.script = Script()
         self.depth = 0
+        self.files = Files()
+        self.file_depth = 0  # > 0 while walking a script read from disk
+        self.indirect = 0  # > 0 while walking a script file or interpreter code
+        self.expanding: set[str] = set()  # aliases being expanded: bash does not recurse
 
     def note(self, decision: Decision, reason: str) -> None:
+        if self.file_depth and decision != "deny":
+            return
         if (decision, reason) not in self.script.notes:
             self.script.notes.append((decision, reason))
 
@@ -132,11 +146,13 @@ class Walker:
 
     def walk_text(self, text: str, st: State, stdin: Stream | None) -> None:
         if self.depth >= MAX_DEPTH:
-            self.note("ask", "commands nested too deeply to analyse")
+            if not self.file_depth:  # scripts that source each other are not an attack
+                self.note("deny", f"commands nested more than {MAX_DEPTH} levels deep, further "
+                                  "than the guard follows")  # fmt: skip
             return
-        root = _parse(text)
+        root = parse_bash(text)
         if root.has_error:
-            self.note("ask", f"the command could not be parsed (near {_error_excerpt(root)!r})")
+            self.note("ask", f"the command could not be parsed (near {error_excerpt(root)!r})")
         self.depth += 1
         try:
             self.run(root, st, stdin)
@@ -161,17 +177,19 @@ class Walker:
             return None
         if kind == "unset_command":
             for child in node.named_children:
-                st.variables[_text(child)] = ""
+                st.variables[node_text(child)] = ""
             return None
         if kind in _CONTROL:
             return self._control(node, st)
         return self._sequence(node.named_children, st, stdin)
 
     def _sequence(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
-        out = None
+        outs = []
         for i, child in enumerate(nodes):
             out = self.run(child, st, stdin if i == 0 else None)
-        return out
+            if child.type not in _SILENT:
+                outs.append(out)
+        return _joined(outs)
 
     def _pipeline(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
         stream = stdin
@@ -182,7 +200,7 @@ class Walker:
     def _control(self, node: Any, st: State) -> None:
         before = st.copy()
         if node.type == "for_statement" and (var := node.child_by_field_name("variable")):
-            st.variables[_text(var)] = None
+            st.variables[node_text(var)] = None
         self._sequence(node.named_children, st, None)
         # A body may run zero or many times: whatever it changed is unknown afterwards.
         if st.cwd != before.cwd:
@@ -196,10 +214,10 @@ class Walker:
         body = node.child_by_field_name("body")
         if name_node is None or body is None:
             return
-        name = _text(name_node)
-        calls = [c for c in _descendants(body, "command") if _command_name(c) == name]
-        spawns = any(_has_ancestor(c, "pipeline", body) for c in calls) or any(
-            child.type == "&" for child in _descendants(body, "&")
+        name = node_text(name_node)
+        calls = [c for c in descendants(body, "command") if command_name(c) == name]
+        spawns = any(has_ancestor(c, "pipeline", body) for c in calls) or any(
+            child.type == "&" for child in descendants(body, "&")
         )
         if calls and spawns:
             self.note("deny", f"fork bomb: function {name!r} keeps starting copies of itself")
@@ -214,11 +232,11 @@ class Walker:
             return
         operator = next((c.type for c in node.children if not c.is_named), "=")
         if operator != "=":
-            st.variables[_text(name)] = None
+            st.variables[node_text(name)] = None
         elif value is None:
-            st.variables[_text(name)] = ""
+            st.variables[node_text(name)] = ""
         else:
-            st.variables[_text(name)] = expand_one(value, self.scope(st)).value
+            st.variables[node_text(name)] = expand_one(value, self.scope(st)).value
 
     # -- redirects ---------------------------------------------------------------------
 
@@ -237,12 +255,15 @@ class Walker:
             stdin = self._redirect(child, st, redirects) or stdin
             if child.type == "heredoc_redirect":
                 continuations += [
-                    c for c in child.named_children if not c.type.startswith("heredoc_")
-                ]
+                    c for c in child.named_children
+                    if not c.type.startswith("heredoc_") and not c.type.endswith("_redirect")
+                ]  # fmt: skip
         if body is not None and body.type == "command":
             out = self._command(body, st, stdin, redirects)
-        elif body is not None:
-            out = self.run(body, st, stdin)
+        else:
+            if body is not None:
+                out = self.run(body, st, stdin)
+            self._wrote(redirects, out)
         # tree-sitter puts `| sh` or `&& x` after a heredoc inside the heredoc node.
         for rest in continuations:
             if rest.type == "pipeline":
@@ -258,6 +279,10 @@ class Walker:
             if node.type != "heredoc_redirect" or child.type == "heredoc_body":
                 self.run(child, st.copy())
         if node.type == "heredoc_redirect":
+            # `cat <<'EOF' > f`: tree-sitter nests the `> f` inside the heredoc node.
+            for child in node.named_children:
+                if child.type.endswith("_redirect"):
+                    self._redirect(child, st, redirects)
             return self._heredoc(node)
         if node.type == "herestring_redirect":
             word = expand_one(node.named_children[-1], self.scope(st))
@@ -268,38 +293,47 @@ class Walker:
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
         if not targets:
             return None
-        if op in _WRITE_OPS:
-            target = expand_one(targets[-1], self.scope(st))
-            if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
-                return None
-            redirect = Redirect(op, target, st.cwd)
-            redirects.append(redirect)
-            self.script.redirects.append(redirect)
+        if op == "<":
+            return Stream("file", items=(expand_one(targets[-1], self.scope(st)),))
+        if op not in _WRITE_OPS:
             return None
-        return Stream("file") if op == "<" else None
+        target = expand_one(targets[-1], self.scope(st))
+        if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
+            return None
+        fd = next(
+            (node_text(c) for c in node.named_children if c.type == "file_descriptor"),
+            "",
+        )
+        redirect = Redirect(op, target, st.cwd, fd, self.file_depth > 0)
+        redirects.append(redirect)
+        self.script.redirects.append(redirect)
+        return None
 
     def _heredoc(self, node: Any) -> Stream:
         start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
         body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
         if body is None:
             return Stream("text", "")
-        quoted = start is not None and any(q in _text(start) for q in "'\"\\")
+        quoted = start is not None and any(q in node_text(start) for q in "'\"\\")
         if not quoted and any(c.type != "heredoc_content" for c in body.named_children):
             return UNKNOWN  # `$x` or `$(...)` in an unquoted heredoc
-        return Stream("text", _text(body))
+        return Stream("text", node_text(body))
 
     # -- simple commands ---------------------------------------------------------------
 
     def _command(
         self, node: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
     ) -> Stream | None:
+        first = node.child_by_field_name("name")
+        if first is not None and node_text(first) in st.aliases.keys() - self.expanding:
+            return self._alias(node, first, st, stdin)
         assigned: list[str] = []
         words: list[Word] = []
         scope = self.scope(st)
         for child in node.named_children:
             if child.type == "variable_assignment":
                 if name := child.child_by_field_name("name"):
-                    assigned.append(_text(name))
+                    assigned.append(node_text(name))
                 for grandchild in child.named_children:
                     self.run(grandchild, st.copy())
             elif child.type in ("herestring_redirect", "file_redirect"):
@@ -310,16 +344,49 @@ class Walker:
                                 child, scope)  # fmt: skip
         if not words:
             return None
-        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), _text(node), st.cwd)
-        return self.dispatch(call, st, stdin)
+        text = shown(node_text(node))
+        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd)
+        out = self.dispatch(call, st, stdin)
+        self._wrote(redirects, out)
+        return out
+
+    def _alias(self, node: Any, name: Any, st: State, stdin: Stream | None) -> Stream:
+        alias = node_text(name)
+        value = st.aliases[alias]
+        if value is None:
+            self.note("ask", f"the alias {alias} runs a command only known at run time: "
+                             f"{node_text(node)}")  # fmt: skip
+            return UNKNOWN
+        raw = node.text
+        before = raw[: name.start_byte - node.start_byte].decode("utf-8", "replace")
+        after = raw[name.end_byte - node.start_byte :].decode("utf-8", "replace")
+        self.expanding.add(alias)
+        try:
+            self.walk_text(before + value + after, st, stdin)
+        finally:
+            self.expanding.discard(alias)
+        return UNKNOWN
+
+    def _wrote(self, redirects: list[Redirect], out: Stream | None) -> None:
+        """Remember what each redirect leaves in its file, for a script run later."""
+        for redirect in redirects:
+            if redirect.target.value is None:
+                continue
+            path = join_path(redirect.cwd, redirect.target.value)
+            stdout = redirect.fd in ("", "1") or redirect.op.startswith("&")
+            text = out.text if stdout and out is not None and out.kind == "text" else None
+            if path is not None:
+                self.files.write(path, text, append=redirect.op in (">>", "&>>"))
 
     def record(self, call: Call) -> None:
-        self.script.commands.append(
-            SimpleCommand(
-                tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
-                call.redirects, call.text,
-            )
+        simple = SimpleCommand(
+            tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
+            call.redirects, call.text, self.file_depth > 0,
         )  # fmt: skip
+        (self.script.indirect if self.indirect else self.script.commands).append(simple)
+
+    def effect(self, effect: Effect, cwd: Path | None) -> None:
+        self.script.effects.append(Found(effect, cwd, self.file_depth > 0))
 
     def dispatch(self, call: Call, st: State, stdin: Stream | None) -> Stream | None:
         from lathe.policy import runners
@@ -331,7 +398,7 @@ class Walker:
             self.note("ask", f"the command name is only known at run time: {call.text}")
             self.record(call)
             return UNKNOWN
-        base = PurePosixPath(name.value).name
+        base = PurePosixPath(name.value).name or name.value  # `.` has no name part
         args = call.words[1:]
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
@@ -343,10 +410,27 @@ class Walker:
             return runners.shell(self, call, st, stdin, base, args)
         if base in ("eval", "trap", "watch"):
             return runners.eval_like(self, call, st, base, args)
+        if base in ("source", "."):
+            if args:
+                runners.script(self, call, st, args[0], f"{base} {args[0].text}", same_shell=True)
+        elif "/" in name.value:
+            runners.script(self, call, st, name, name.text, same_shell=False, executed=True)
+        if base in ("alias", "unalias"):
+            _aliases(base, args, st)
+        elif base == "git":
+            runners.git_config_options(self, call, st, args)
+        elif language := language_of(base):
+            runners.interpreter(self, call, st, stdin, language, base, args)
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
             st.cwd = self._cd(base, args, st)
+        elif base == "tee":
+            text = stdin.text if stdin is not None and stdin.kind == "text" else None
+            for word in args:
+                path = None if word.value is None else join_path(call.cwd, word.value)
+                if path is not None and not (word.value or "-").startswith("-"):
+                    self.files.write(path, text, append="-a" in [w.value for w in args])
         elif base in ("read", "mapfile", "readarray"):
             for word in args:
                 if word.value and not word.value.startswith("-"):
@@ -391,6 +475,31 @@ class Walker:
         self.walk_text(word.value, st, stdin)
 
 
+def _aliases(base: str, args: list[Word], st: State) -> None:
+    for word in args:
+        value = word.value
+        if base == "unalias":
+            if value == "-a":
+                st.aliases.clear()
+            else:
+                st.aliases.pop(value or "", None)
+            continue
+        # `alias x="$CMD"` defines x even though its value is only known at run time.
+        name, eq, text = (value if value is not None else word.text).partition("=")
+        if eq and not name.startswith("-") and re.fullmatch(r"[\w.:@%+-]+", name):
+            st.aliases[name] = text if value is not None else None
+
+
+def _joined(outs: list[Stream | None]) -> Stream | None:
+    """What a sequence of commands writes: all their text, if every one's is known."""
+    if len(outs) == 1:
+        return outs[0]
+    if outs and all(o is not None and o.kind == "text" for o in outs):
+        return Stream("text", "".join(o.text for o in outs if o is not None))
+    risky = [o for o in outs if o is not None and o.kind in ("download", "decoded")]
+    return risky[0] if risky else (UNKNOWN if outs else None)
+
+
 @dataclass
 class Call:
     words: list[Word]
@@ -400,38 +509,3 @@ class Call:
     redirects: tuple[Redirect, ...]
     text: str
     cwd: Path | None
-
-
-def _descendants(node: Any, kind: str) -> list[Any]:
-    found = []
-    stack = list(node.children)
-    while stack:
-        child = stack.pop()
-        if child.type == kind:
-            found.append(child)
-        stack.extend(child.children)
-    return found
-
-
-def _command_name(node: Any) -> str | None:
-    name = node.child_by_field_name("name")
-    return None if name is None else _text(name)
-
-
-def _has_ancestor(node: Any, kind: str, stop: Any) -> bool:
-    parent = node.parent
-    while parent is not None and parent != stop:
-        if parent.type == kind:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _error_excerpt(root: Any) -> str:
-    stack = [root]
-    while stack:
-        node = stack.pop(0)
-        if node.type == "ERROR" or node.is_missing:
-            return _text(node)[:40] or node.type
-        stack.extend(node.children)
-    return _text(root)[:40]

@@ -43,7 +43,7 @@ class Scope:
 
 def expand(node: Any, scope: Scope) -> list[Word]:
     """The words one syntax node turns into (braces and unquoted `$X` can make several)."""
-    text = node.text.decode("utf-8", "replace")
+    text = shown(node.text.decode("utf-8", "replace"))
     chars = _chars(node, scope)
     if chars is None:
         return [Word(text, None)]
@@ -57,6 +57,12 @@ def expand(node: Any, scope: Scope) -> list[Word]:
             glob = any(c in _GLOB_CHARS and kind != "q" for c, kind in piece)
             words.append(Word(text, value, glob))
     return words
+
+
+def shown(text: str) -> str:
+    """Source text as a person wrote it: the parser puts `""` before a `{` glued to a
+    word (`{rm,-rf,~}`), which changes nothing in bash, so it is taken out again."""
+    return text.replace('""{', "{")
 
 
 def expand_one(node: Any, scope: Scope) -> Word:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from lathe.policy.shell_words import Word
+from lathe.policy.shell_words import Word, decode_ansi_c
 from lathe.policy.wrappers import find_call
 
 DOWNLOADERS = frozenset(
@@ -49,16 +51,13 @@ def output_of(base: str, args: list[Word], stdin: Stream | None, cwd: Path | Non
             return UNKNOWN
         return Stream("text", " ".join(v for v in values if v is not None) + "\n")
     if base == "printf":
-        if not values or None in values:
-            return UNKNOWN
-        fmt = values[0] or ""
-        if fmt in ("%s", "%s\\n", "%s\n"):
-            return Stream("text", "\n".join(v for v in values[1:] if v is not None) + "\n")
-        return UNKNOWN if "%" in fmt or "\\" in fmt else Stream("text", fmt)
+        known = [v for v in values if v is not None]
+        text = _printf(known[0], known[1:]) if known and len(known) == len(values) else None
+        return UNKNOWN if text is None else Stream("text", text)
     if base in ("cat", "tee"):
-        files = [v for v in values if v is None or not v.startswith("-")]
+        files = [w for w in args if w.value is None or not w.value.startswith("-")]
         if base == "cat" and files:
-            return Stream("file") if None not in files else UNKNOWN
+            return Stream("file", items=tuple(files))
         return stdin or UNKNOWN
     if base in DOWNLOADERS:
         return Stream("download", origin=base)
@@ -74,6 +73,35 @@ def output_of(base: str, args: list[Word], stdin: Stream | None, cwd: Path | Non
     if stdin is not None and stdin.kind in ("download", "decoded"):
         return stdin  # a filter does not make a download trustworthy
     return UNKNOWN
+
+
+_CONVERSION = re.compile(r"%(?:%|s|[^a-zA-Z%]*[a-zA-Z])")
+
+
+def _printf(fmt: str, args: list[str]) -> str | None:
+    """What `printf FMT ARGS...` prints, for formats of `%s`, `%%` and escapes only
+    (`printf '\\x72\\x6d'` prints `rm`); None for anything else."""
+    if "\\c" in fmt:
+        return None  # stops the output where it stands
+    pieces = _CONVERSION.split(fmt)
+    conversions = _CONVERSION.findall(fmt)
+    if any(c not in ("%s", "%%") for c in conversions):
+        return None
+    literals = [decode_ansi_c(p) for p in pieces]
+    if None in literals:
+        return None
+    out = []
+    remaining = list(args)
+    while True:
+        for literal, conversion in itertools.zip_longest(literals, conversions):
+            out.append(literal or "")
+            if conversion == "%%":
+                out.append("%")
+            elif conversion == "%s":
+                out.append(remaining.pop(0) if remaining else "")
+        # bash reuses the format while arguments are left
+        if not remaining or "%s" not in conversions:
+            return "".join(out)
 
 
 def under(word: Word) -> Word:

@@ -1,0 +1,213 @@
+"""Which files a command removes or overwrites, read from its argv.
+
+`truncate -s0 ~/.bashrc`, `cp /dev/null ~/.bashrc`, `mv ~ /tmp/x`, `ln -sf x ~/.bashrc`:
+each function here knows one command's options well enough to name the paths it
+changes, and how (`follow`: the change goes through a symlink at the path, as a write
+does; a rename or unlink replaces the link itself). Whether a path may be changed is the
+caller's question (`Places.change`). Words only known at run time are skipped; the
+caller decides what an unknown path means for each command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from lathe.policy.shell_parse import join_path
+from lathe.policy.shell_words import Word
+
+
+@dataclass(frozen=True)
+class Change:
+    word: Word
+    how: str  # e.g. "truncate empties", read as "<how> <word> (<where>)"
+    follow: bool
+
+
+@dataclass
+class _Argv:
+    operands: list[Word]
+    options: dict[str, str]
+
+    def has(self, *names: str) -> bool:
+        return any(self.get(n) is not None for n in names)
+
+    def get(self, name: str) -> str | None:
+        if name in self.options:
+            return self.options[name]
+        if name.startswith("--"):  # GNU accepts any unambiguous prefix: --target=
+            for key, value in self.options.items():
+                if key.startswith("--") and len(key) > 4 and name.startswith(key):
+                    return value
+        return None
+
+
+def _argv(
+    args: Sequence[Word],
+    short_values: str = "",
+    long_values: Sequence[str] = (),
+    attached: str = "",
+) -> _Argv:
+    """Split GNU-style options from operands. `short_values` and `long_values` take a
+    value; `attached` letters take one only when it is written on them (`sed -i.bak`)."""
+    out = _Argv([], {})
+    i = 0
+    done = False
+    while i < len(args):
+        value = args[i].value
+        if done or value is None or value == "-" or not value.startswith("-"):
+            out.operands.append(args[i])
+        elif value == "--":
+            done = True
+        elif value.startswith("--"):
+            name, eq, inline = value.partition("=")
+            if not eq and name in long_values and i + 1 < len(args):
+                i += 1
+                inline = args[i].value or ""
+            out.options[name] = inline
+        else:
+            for j, letter in enumerate(value[1:], start=1):
+                if letter in short_values or letter in attached:
+                    inline = value[j + 1 :]
+                    if not inline and letter not in attached and i + 1 < len(args):
+                        i += 1
+                        inline = args[i].value or ""
+                    out.options["-" + letter] = inline
+                    break
+                out.options["-" + letter] = ""
+        i += 1
+    return out
+
+
+def changes(
+    base: str, args: Sequence[Word], fed: tuple[Word, ...] | None, cwd: Path | None
+) -> list[Change]:
+    """The files `base args...` (plus what xargs feeds it) removes or overwrites, run in
+    `cwd` (which tells whether a destination is an existing directory)."""
+    extra = list(fed or ())
+    if base == "unlink":
+        return [Change(w, "unlink deletes", False) for w in [*args, *extra]]
+    if base == "shred":
+        argv = _argv(args, "ns", ["--iterations", "--size", "--random-source"])
+        return [Change(w, "shred destroys", True) for w in [*argv.operands, *extra]]
+    if base == "truncate":
+        argv = _argv(args, "sr", ["--size", "--reference"])
+        size = argv.get("-s") or argv.get("--size")
+        how = "truncate empties" if size in ("0", "=0") else "truncate rewrites"
+        return [Change(w, how, True) for w in [*argv.operands, *extra]]
+    if base == "tee":
+        argv = _argv(args)
+        how = "tee appends to" if argv.has("-a", "--append") else "tee overwrites"
+        return [Change(w, how, True) for w in argv.operands]
+    if base in ("cp", "mv", "install", "ln"):
+        return _copy_like(base, args, extra, cwd)
+    if base == "rsync":
+        return _rsync(args, cwd)
+    if base == "sed":
+        return _sed(args)
+    return []
+
+
+_COPY_SHORT = {"cp": "tS", "mv": "tS", "install": "tSmog", "ln": "tS"}
+_COPY_LONG = ("--target-directory", "--suffix", "--mode", "--owner", "--group")
+
+
+def _copy_like(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | None) -> list[Change]:
+    argv = _argv(args, _COPY_SHORT[base], _COPY_LONG)
+    operands = [*argv.operands, *fed]
+    if base == "install" and argv.has("-d", "--directory"):
+        return [Change(w, "install creates", True) for w in operands]
+    verb = {"cp": "cp writes", "mv": "mv writes", "install": "install writes",
+            "ln": "ln makes a link at"}[base]  # fmt: skip
+    follow = base != "ln"
+    found: list[Change] = []
+    if fed and not argv.has("-t", "--target-directory"):
+        # xargs appends its items: any of them may end up as the destination.
+        found += [Change(w, verb, follow) for w in fed]
+    for source, landing in _landings(argv, operands, cwd, base):
+        if base == "mv":
+            found.append(Change(source, "mv moves", False))
+        if landing is not None:
+            found.append(Change(landing, verb, follow))
+    return found
+
+
+def links(args: Sequence[Word], cwd: Path | None) -> list[tuple[Path, Path]]:
+    """The (link, target) pairs `ln args...` makes, as far as its words are known."""
+    argv = _argv(args, _COPY_SHORT["ln"], _COPY_LONG)
+    symbolic = argv.has("-s", "--symbolic")
+    found = []
+    for source, landing in _landings(argv, argv.operands, cwd, "ln"):
+        link = None if landing is None or landing.value is None else join_path(cwd, landing.value)
+        if link is None or source.value is None:
+            continue
+        target = join_path(link.parent if symbolic else cwd, source.value)
+        if target is not None:
+            found.append((link, target))
+    return found
+
+
+def _landings(
+    argv: _Argv, operands: list[Word], cwd: Path | None, base: str
+) -> list[tuple[Word, Word | None]]:
+    """Each source of cp/mv/install/ln and the path it lands at (None: unknown)."""
+    target = argv.get("-t") or argv.get("--target-directory")
+    if target is not None:
+        return [(s, _child(Word(target, target), s)) for s in operands]
+    if len(operands) < 2:
+        # `ln -s ../a` links ./a; cp or mv with one operand fails
+        return [(s, _child(Word(".", "."), s)) for s in operands] if base == "ln" else []
+    *sources, dest = operands
+    if dest.value is None:
+        return [(s, None) for s in sources]
+    into = len(sources) > 1 or dest.value.endswith("/")
+    if not (into or argv.has("-T", "--no-target-directory", "-n", "--no-dereference")):
+        into = _is_dir(cwd, dest.value)
+    return [(s, _child(dest, s) if into else dest) for s in sources]
+
+
+def _is_dir(cwd: Path | None, value: str) -> bool:
+    path = join_path(cwd, value)
+    return path is not None and path.is_dir()
+
+
+def _child(directory: Word, source: Word) -> Word:
+    """Where `source` lands inside `directory`; its name does not matter for the judgement,
+    only which directory it lands in, so an unknown name is a placeholder."""
+    assert directory.value is not None
+    name = PurePosixPath(source.value).name if source.value and not source.glob else "_"
+    return Word(directory.text, os.path.join(directory.value, name or "_"))
+
+
+_RSYNC_LONG = (
+    "--rsh", "--exclude", "--include", "--filter", "--files-from", "--exclude-from",
+    "--include-from", "--log-file", "--password-file", "--temp-dir", "--backup-dir",
+    "--partial-dir", "--compare-dest", "--copy-dest", "--link-dest", "--port", "--chmod",
+    "--chown", "--suffix", "--timeout", "--bwlimit", "--max-size", "--min-size",
+    "--out-format", "--rsync-path", "--iconv", "--block-size",
+)  # fmt: skip
+
+
+def _rsync(args: Sequence[Word], cwd: Path | None) -> list[Change]:
+    argv = _argv(args, "efTBM", _RSYNC_LONG)
+    if len(argv.operands) < 2:
+        return []
+    *sources, dest = argv.operands
+    value = dest.value
+    if value is None or value.startswith("rsync://") or ":" in value.split("/", 1)[0]:
+        return []  # another machine's files
+    if _is_dir(cwd, value) and not value.endswith("/"):
+        return [Change(_child(dest, s), "rsync writes", True) for s in sources]
+    return [Change(dest, "rsync writes", True)]
+
+
+def _sed(args: Sequence[Word]) -> list[Change]:
+    argv = _argv(args, "efl", ["--expression", "--file", "--line-length"], attached="i")
+    if not argv.has("-i", "--in-place"):
+        return []
+    files = argv.operands
+    if not argv.has("-e", "--expression", "-f", "--file"):
+        files = files[1:]  # the first operand is the script
+    return [Change(w, "sed -i rewrites", False) for w in files]
