@@ -57,7 +57,10 @@ _MODULES = {"posix": "os", "nt": "os", "posixpath": "os.path", "genericpath": "o
 
 
 def python_effects(code: str, home: Path, depth: int = 0) -> list[Effect]:
-    """Effects of running `code`; none when it does not parse (Python would not run it)."""
+    """Effects of running `code`; none when it does not parse (Python would not run it).
+    Raises RecursionError for code too deeply nested to parse safely."""
+    if _too_deep_to_parse(code):
+        raise RecursionError("python code nested too deeply")
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
@@ -371,3 +374,26 @@ def _b64(text: str) -> str | None:
         return base64.b64decode(text, validate=True).decode("utf-8")
     except (binascii.Error, ValueError, UnicodeDecodeError):
         return None
+
+
+# ast.parse on code nested thousands deep (`x.a.a.a...`) hits the recursion limit inside
+# CPython's AST construction, and on 3.11 before 3.11.8 that leaves the interpreter
+# raising "AST constructor recursion depth mismatch" for later parses (gh-106905). A
+# statement of this many tokens is refused before parsing instead; real one-liners stay
+# far below it.
+_MAX_STATEMENT_TOKENS = 1000
+
+
+def _too_deep_to_parse(code: str) -> bool:
+    import io
+    import tokenize
+
+    count = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            count = 0 if token.type == tokenize.NEWLINE else count + 1
+            if count > _MAX_STATEMENT_TOKENS:
+                return True
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return False
+    return False
