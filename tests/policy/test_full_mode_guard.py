@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lathe.policy.command import FULL_MODE_GAPS, analyze
+from lathe.policy.command import analyze
+from lathe.policy.full_mode import FULL_MODE_GAPS
 from lathe.policy.gate import Mode, Policy
 from lathe.policy.rules import RuleSet
 

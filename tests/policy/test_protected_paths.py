@@ -145,3 +145,16 @@ def test_full_mode_may_change_protected_paths(tmp_path, fake_openai):
 
     assert result.returncode == 0, result.stderr
     assert (ws / ".envrc").read_text() == "export A=1\n"
+
+
+def test_the_first_full_mode_run_says_what_it_does_not_protect(tmp_path, fake_openai):
+    ws = _git_workspace(tmp_path)
+    fake_openai.responder = lambda request: Reply("Done.")
+
+    first = _lathe(fake_openai, ws, tmp_path, "--approval", "full", "hello")
+    second = _lathe(fake_openai, ws, tmp_path, "--approval", "full", "hello")
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr
+    assert "It does not protect against" in first.stderr
+    assert "deleting or overwriting files inside the workspace" in first.stderr
+    assert "It does not protect against" not in second.stderr

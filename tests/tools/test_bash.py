@@ -47,7 +47,7 @@ async def test_timeout_is_an_error_and_stops_grandchildren(ctx: ToolContext) -> 
     assert time.monotonic() - started < 6
     assert out.is_error
     assert out.content == (
-        "[killed after 0.5 s: the command timed out and its process group was stopped]"
+        "[killed after 0.5 s: the command timed out and everything it started was stopped]"
     )
     assert out.summary == "timed out after 0.5 s"
     assert out.details["timed_out"] is True and out.details["exit_code"] is None
@@ -64,7 +64,7 @@ async def test_timeout_is_capped_at_the_maximum(ctx: ToolContext) -> None:
     out = await call(bash, ctx, command="sleep 30", timeout=999)
     assert out.content == (
         "[timeout capped at 0.5 s]\n"
-        "[killed after 0.5 s: the command timed out and its process group was stopped]"
+        "[killed after 0.5 s: the command timed out and everything it started was stopped]"
     )
 
 

@@ -283,7 +283,8 @@ class HookCommand(Section):
     """pre_tool/post_tool only: the tool names it applies to; empty means every tool."""
 
     timeout_s: float = Field(default=30.0, gt=0)
-    """Seconds before the hook is killed; a pre_tool hook that times out blocks the call."""
+    """Seconds before the hook and everything it started are stopped; a pre_tool hook
+    that times out blocks the call."""
 
 
 class HooksConfig(Section):

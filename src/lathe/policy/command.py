@@ -19,8 +19,9 @@
   virtualenv; anything that is only known at run time (a variable as the command name,
   eval of a computed string, a redirect to `$F`); a command that does not parse.
 - allow: everything else. What "allow" means (run, run sandboxed, or still ask) is the
-  approval mode's decision, not the guard's. `FULL_MODE_GAPS` says, in short phrases,
-  what is left unprotected when nothing but the deny list stands (`--approval full`).
+  approval mode's decision, not the guard's. `policy.full_mode.FULL_MODE_GAPS` says in
+  short phrases what is left unprotected when nothing but the deny list stands
+  (`--approval full`).
 
 `matches_rule` lets the approval layer test each simple command against rules such as
 `git diff:*` (prefix on words) or `npm test` (exact words).
@@ -48,26 +49,6 @@ from lathe.policy.shell_parse import (
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import under
 from lathe.policy.wrappers import PRIVILEGED, find_call
-
-# What `--approval full` leaves unprotected: the guard's deny list is all that stands
-# there, and everything here passes it. Each phrase is shown to users as it is.
-FULL_MODE_GAPS: tuple[str, ...] = (
-    "anything only known at run time: variables, command output, downloads",
-    "code a program reads from a file or downloads at run time",
-    "writes by compiled programs and by scripts in languages lathe does not parse",
-    "Python, Perl, Ruby, Node or PHP code that builds its paths or commands at run time",
-    "deleting or overwriting files inside the workspace",
-    "what other modes ask about: sudo, force pushes, hard resets, installs, piped downloads",
-    "programs writing their own files outside the workspace (installs, caches, settings)",
-    "other tools writing to a path you name outside the workspace (curl -o, tar -C, sort -o)",
-    "permission changes outside the workspace, except chmod/chown -R on system paths",
-    "scheduling programs to run later (crontab, systemd units, at)",
-    "stopping other processes by PID or name (kill 1234, pkill -f server)",
-    "reading any file you can read, secrets included",
-    "network access: uploads, remote commands, whatever a server sends back",
-    "script files over 64 KB, or past 32 files or 8 levels deep in one command",
-    "exhausting CPU, memory or disk space",
-)
 
 _RANK: Mapping[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})

@@ -62,8 +62,8 @@ class BashTool:
             notes.append(_paging_notice(result))
         if result.timed_out:
             notes.append(
-                f"[killed after {timeout:g} s: the command timed out and its process group "
-                f"was stopped]"
+                f"[killed after {timeout:g} s: the command timed out and everything it "
+                f"started was stopped]"
             )
             summary = f"timed out after {timeout:g} s"
         else:

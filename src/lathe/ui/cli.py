@@ -68,7 +68,8 @@ def _agent_options(func):
         click.option(
             "--approval",
             type=click.Choice(["read-only", "ask", "auto", "full"]),
-            help="What runs without asking (default: auto headless, ask interactive).",
+            help="What runs without asking (default: auto headless, ask interactive). "
+            "full turns the sandbox off: see the end of `lathe run --help`.",
         ),
         click.option(
             "--allow", multiple=True, metavar="RULE", help="Allow rule, e.g. 'bash(npm test)'."
@@ -119,7 +120,19 @@ def cli(ctx: click.Context, **values) -> None:
     sys.exit(run_interactive(_run_options(False, **values)))
 
 
-@cli.command()
+def _full_mode_epilog() -> str:
+    from lathe.policy.full_mode import FULL_MODE_GAPS
+
+    gaps = "\b\n" + "\n".join(f"- {gap}" for gap in FULL_MODE_GAPS)
+    return (
+        "--approval full runs commands on this machine with no sandbox and no prompts; "
+        "only the command guard's deny list stands (deleting or overwriting files outside "
+        "the workspace and temp dirs, git config that runs programs, killing every "
+        "process, ...). It does not protect against:\n\n" + gaps
+    )
+
+
+@cli.command(epilog=_full_mode_epilog())
 @click.argument("task", required=False)
 @_agent_options
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line on stdout.")

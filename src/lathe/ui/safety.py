@@ -37,6 +37,8 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
 
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
+    if mode is Mode.FULL:
+        _tell_what_full_mode_leaves_open(emit)
     rules = permission_rules(setup)
     hidden = _key_variables(setup)
     keep = config.env_passthrough
@@ -86,6 +88,30 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
     hooks = _hooks(setup, emit, command_environment(os.environ, hide=hidden, passthrough=keep))
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=hooks)
+
+
+def _tell_what_full_mode_leaves_open(emit) -> None:
+    """Once per LATHE_HOME, the first time a run uses --approval full."""
+    from lathe.home import lathe_home
+    from lathe.policy.full_mode import FULL_MODE_GAPS
+
+    marker = lathe_home() / "full-mode-notice-shown"
+    if marker.exists():
+        return
+    emit(
+        Notice(
+            level="warning",
+            message="--approval full: commands run on this machine with no sandbox and no "
+            "prompts, and only the command guard's deny list stands. It does not protect "
+            f"against: {'; '.join(FULL_MODE_GAPS)}. (Shown once; `lathe run --help` "
+            "repeats it.)",
+        )
+    )
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # shown again next time: better than never
 
 
 def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
