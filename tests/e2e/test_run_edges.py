@@ -164,3 +164,66 @@ def test_a_read_only_workspace_still_answers_read_only_questions(tmp_path, fake_
     assert not (ws / ".lathe").exists()
     sessions = list((tmp_path / "home" / "sessions").glob("*/*.jsonl"))
     assert len(sessions) == 1 and len(sessions[0].read_text().splitlines()) > 3
+
+
+def test_a_second_run_in_the_workspace_is_refused_or_waits(tmp_path, fake_openai):
+    """Two runs at once both edited and interleaved their checkpoints."""
+    ws = _workspace(tmp_path)
+    started = tmp_path / "first-started"
+    first = subprocess.Popen(
+        _argv(fake_openai, ws, "--approval", "full", "--verify", f"touch {started}; sleep 60",
+              TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    waiting = None
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists()
+
+        refused = lathe_run(fake_openai, ws, tmp_path, "another task")
+        assert refused.returncode == 2
+        assert f"pid {first.pid}" in refused.stderr and "--wait" in refused.stderr
+
+        fake_openai.enqueue(Reply("Second run done."))
+        waiting = subprocess.Popen(
+            _argv(fake_openai, ws, "--wait", "another task"),
+            cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        time.sleep(2)
+        assert waiting.poll() is None  # still waiting for the first run
+        assert fake_openai.chat_bodies() == []
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    assert "waiting for another lathe run" in err
+    assert out.strip() == "Second run done."
+
+
+def test_undo_is_refused_while_a_run_holds_the_workspace(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    started = tmp_path / "run-started"
+    run = subprocess.Popen(
+        _argv(fake_openai, ws, "--approval", "full", "--verify", f"touch {started}; sleep 60",
+              TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        undo = subprocess.run(
+            [sys.executable, "-m", "lathe", "undo", "-C", str(ws)], cwd=tmp_path,
+            env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    assert undo.returncode == 2
+    assert "lathe run" in undo.stderr and "working in" in undo.stderr

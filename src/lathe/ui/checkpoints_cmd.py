@@ -40,7 +40,9 @@ _force_option = click.option(
 def undo_command(cwd: Path | None, force: bool) -> None:
     """Restore the workspace to before the last agent turn that changed files."""
     with _errors_exit():
-        report = _open(cwd).undo(force=force)
+        checkpoints = _open(cwd)
+        with _held(checkpoints, "lathe undo"):
+            report = checkpoints.undo(force=force)
     _print_report(report, what="undo")
 
 
@@ -77,13 +79,22 @@ def list_command(cwd: Path | None) -> None:
 def restore_command(n: int, cwd: Path | None, force: bool) -> None:
     """Restore the workspace to checkpoint N of `lathe checkpoints list`."""
     with _errors_exit():
-        report = _open(cwd).restore(n, force=force)
+        checkpoints = _open(cwd)
+        with _held(checkpoints, "lathe checkpoints restore"):
+            report = checkpoints.restore(n, force=force)
     _print_report(report, what="restore")
 
 
 def _open(cwd: Path | None) -> Checkpoints:
     home = lathe_home()
     return Checkpoints(find_workspace(cwd or Path.cwd(), home), home)
+
+
+def _held(checkpoints: Checkpoints, doing: str):
+    """Undoing under a running agent would mix its edits with the restore."""
+    from lathe.workspace_lock import hold_workspace
+
+    return hold_workspace(lathe_home(), checkpoints.workspace, doing=doing)
 
 
 @contextmanager

@@ -142,6 +142,12 @@ def _full_mode_epilog() -> str:
     help="With --verify: start over (workspace restored, fresh conversation) up to N "
     "times in all until the check passes.",
 )
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="When another lathe run is working in the workspace, wait for it to finish "
+    "instead of refusing to start.",
+)
 def run(task: str | None, as_json: bool, **values) -> None:
     """Run TASK headless: progress on stderr, the final answer on stdout.
 

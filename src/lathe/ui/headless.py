@@ -28,12 +28,16 @@ _ANOTHER_ATTEMPT_MAY_HELP = {RunStatus.FAILED, RunStatus.STUCK, RunStatus.MAX_TU
 
 
 def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int:
-    try:
-        setup = prepare(options)
-    except UsageError as exc:
-        click.echo(f"lathe: {exc}", err=True)
-        return 2
     with ExitStack() as cleanup:
+        try:
+            setup = prepare(options)
+            cleanup.enter_context(_workspace_held(setup))
+        except UsageError as exc:
+            click.echo(f"lathe: {exc}", err=True)
+            return 2
+        except KeyboardInterrupt:  # while waiting for the workspace
+            click.echo("lathe: interrupted before the run started", err=True)
+            return 130
         try:
             run = _HeadlessRun(setup, as_json, cleanup)
             finished = asyncio.run(run.execute(task))
@@ -50,6 +54,24 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
     if not as_json and finished.answer:
         sys.stdout.write(finished.answer.rstrip() + "\n")
     return _EXIT_CODES[finished.status]
+
+
+def _workspace_held(setup: RunSetup):
+    """One run at a time may change a workspace; a read-only run changes nothing."""
+    from contextlib import nullcontext
+
+    from lathe.home import lathe_home
+    from lathe.workspace_lock import hold_workspace
+
+    if setup.approval == "read-only":
+        return nullcontext()
+    return hold_workspace(
+        lathe_home(),
+        setup.workspace,
+        doing="lathe run",
+        wait=setup.options.wait,
+        on_wait=lambda message: click.echo(f"lathe: {message}", err=True),
+    )
 
 
 class _HeadlessRun:

@@ -33,6 +33,7 @@ class RunOptions:
     resume: str | None = None
     continue_last: bool = False
     trust_project: bool = False  # trust (and remember) the project file's settings
+    wait: bool = False  # another run holds the workspace: wait for it instead of refusing
     headless: bool = True
     # Asks the user whether to trust a project file's settings (interactive faces only).
     ask_trust: Callable[[ProjectSettings], bool] | None = None

@@ -295,6 +295,22 @@ class InteractiveApp:
             self.renderer.note(problem, "yellow")
         if attached:
             self.renderer.note("attached: " + ", ".join(attached))
+        with contextlib.ExitStack() as held:
+            if self.gate.policy.mode.value != "read-only":
+                try:
+                    held.enter_context(self._workspace_lock())
+                except UsageError as exc:  # another run holds the workspace
+                    self.renderer.error(f"not run: {exc}")
+                    return
+            await self._run(message)
+
+    def _workspace_lock(self) -> Any:
+        from lathe.home import lathe_home
+        from lathe.workspace_lock import hold_workspace
+
+        return hold_workspace(lathe_home(), self.workspace, doing="lathe session")
+
+    async def _run(self, message: str) -> None:
         self.status.begin()
         from lathe.events import RunStarted
 
