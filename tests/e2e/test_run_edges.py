@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.fakes.openai_server import Call, Reply
@@ -38,6 +40,27 @@ def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.Comple
         _argv(server, ws, *args), cwd=tmp_path, env=_env(tmp_path), capture_output=True,
         text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def run_in_its_baseline_check(server, ws: Path, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """A `lathe run` (full mode) held inside its baseline verify, which sleeps; it is
+    killed with SIGKILL when the block ends."""
+    started = tmp_path / f"baseline-started-{time.monotonic_ns()}"
+    process = subprocess.Popen(
+        _argv(server, ws, "--approval", "full", "--verify", f"touch {started}; sleep 60", TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the baseline verify never started"
+        yield process
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -68,21 +91,8 @@ def test_tool_calls_of_a_reply_cut_by_the_output_limit_are_not_run(tmp_path, fak
 
 def test_a_kill_during_the_baseline_check_keeps_the_task_for_continue(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
-    started = tmp_path / "verify-started"
-    verify = f"touch {started}; sleep 60"
-    process = subprocess.Popen(
-        _argv(fake_openai, ws, "--verify", verify, "--approval", "full", TASK),
-        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert started.exists(), "the baseline verify never started"
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    with run_in_its_baseline_check(fake_openai, ws, tmp_path):
+        pass  # killed there
     fake_openai.enqueue(Reply("Carrying on."))
 
     result = lathe_run(fake_openai, ws, tmp_path, "--continue", "-c", "agent.verify_first=false")
@@ -169,20 +179,7 @@ def test_a_read_only_workspace_still_answers_read_only_questions(tmp_path, fake_
 def test_a_second_run_in_the_workspace_is_refused_or_waits(tmp_path, fake_openai):
     """Two runs at once both edited and interleaved their checkpoints."""
     ws = _workspace(tmp_path)
-    started = tmp_path / "first-started"
-    first = subprocess.Popen(
-        _argv(fake_openai, ws, "--approval", "full", "--verify", f"touch {started}; sleep 60",
-              TASK),
-        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    waiting = None
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert started.exists()
-
+    with run_in_its_baseline_check(fake_openai, ws, tmp_path) as first:
         refused = lathe_run(fake_openai, ws, tmp_path, "another task")
         assert refused.returncode == 2
         assert f"pid {first.pid}" in refused.stderr and "--wait" in refused.stderr
@@ -196,9 +193,6 @@ def test_a_second_run_in_the_workspace_is_refused_or_waits(tmp_path, fake_openai
         time.sleep(2)
         assert waiting.poll() is None  # still waiting for the first run
         assert fake_openai.chat_bodies() == []
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
     out, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err
     assert "waiting for another lathe run" in err
@@ -207,23 +201,10 @@ def test_a_second_run_in_the_workspace_is_refused_or_waits(tmp_path, fake_openai
 
 def test_undo_is_refused_while_a_run_holds_the_workspace(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
-    started = tmp_path / "run-started"
-    run = subprocess.Popen(
-        _argv(fake_openai, ws, "--approval", "full", "--verify", f"touch {started}; sleep 60",
-              TASK),
-        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    with run_in_its_baseline_check(fake_openai, ws, tmp_path):
         undo = subprocess.run(
             [sys.executable, "-m", "lathe", "undo", "-C", str(ws)], cwd=tmp_path,
             env=_env(tmp_path), capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-    finally:
-        os.killpg(run.pid, signal.SIGKILL)
-        run.wait()
     assert undo.returncode == 2
     assert "lathe run" in undo.stderr and "working in" in undo.stderr

@@ -6,15 +6,12 @@ schema) is imported inside each command so `lathe --help` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from lathe.ui.options import LatheGroup
-
-F = TypeVar("F", bound=Callable[..., Any])
+from lathe.ui.options import LatheGroup, workspace_option
 
 
 class _ConfigProblem(click.ClickException):
@@ -24,15 +21,9 @@ class _ConfigProblem(click.ClickException):
         return self.message
 
 
-def _workspace_option(command: F) -> F:
-    return click.option(
-        "-C",
-        "--cwd",
-        "workspace",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=Path("."),
-        help="Workspace whose project config applies (default: current directory).",
-    )(command)
+_workspace_option = workspace_option(
+    "Workspace whose project config applies (default: current directory)."
+)
 
 
 @click.group("config", cls=LatheGroup)

@@ -11,13 +11,28 @@ not take is refused (exit 2) with where it belongs, never silently dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 _META_KEY = "lathe.top_level_options"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def workspace_option(help_text: str) -> Callable[[F], F]:
+    """`-C/--cwd DIR` for a command about one existing workspace, as `workspace`."""
+    return click.option(
+        "-C",
+        "--cwd",
+        "workspace",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=Path("."),
+        help=help_text,
+    )
 
 
 @dataclass(frozen=True)

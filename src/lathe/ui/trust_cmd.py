@@ -6,18 +6,11 @@ from pathlib import Path
 
 import click
 
-from lathe.ui.options import LatheCommand
+from lathe.ui.options import LatheCommand, workspace_option
 
 
 @click.command("trust", cls=LatheCommand)
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Workspace whose project file to trust (default: the current directory).",
-)
+@workspace_option("Workspace whose project file to trust (default: the current directory).")
 @click.option("--revoke", is_flag=True, help="Forget the trust given to this project file.")
 def trust_command(workspace: Path, revoke: bool) -> None:
     """Show the project file's settings that reach outside the sandbox (hooks, approval
