@@ -17,9 +17,27 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+_RACY_NS = 2_000_000_000
+_MAX_LISTINGS = 200_000
+
+
+@dataclass
+class _Listing:
+    """What one folder held when it was last listed: the covered entries, and the
+    folders to walk into (with their workspace-relative prefix)."""
+
+    mtime_ns: int
+    matched: list[Path]
+    folders: list[tuple[str, str]]
+
+
+_LISTINGS: dict[tuple[tuple[str, ...], str, str], _Listing] = {}
 
 # Not descended into when looking for matching files: a repository's object store is
 # large and holds no file by its name (what history can reveal is policy/history.py's).
@@ -79,29 +97,56 @@ class PathPatterns:
 
     def existing(self, root: Path) -> list[Path]:
         """The files and folders under `root` that a pattern covers now, outermost only
-        (a covered folder stands for everything in it)."""
+        (a covered folder stands for everything in it).
+
+        Called when every sandboxed command starts, so a folder is listed again only
+        when its mtime (which changes when an entry is added, removed or renamed) has
+        moved since the last call: a large, unchanged tree costs one stat a folder."""
         if not self.patterns:
             return []
-        spec = self._spec()
         found: list[Path] = []
         pending = [("", str(root))]
+        now_ns = time.time_ns()
         while pending:
             prefix, folder = pending.pop()
+            listing = self._listing(prefix, folder, now_ns)
+            if listing is not None:
+                found.extend(listing.matched)
+                pending.extend(listing.folders)
+        return sorted(found)
+
+    def _listing(self, prefix: str, folder: str, now_ns: int) -> _Listing | None:
+        try:
+            mtime_ns = os.stat(folder).st_mtime_ns
+        except OSError:
+            return None
+        key = (self.patterns, prefix, folder)
+        cached = _LISTINGS.get(key)
+        if cached is not None and cached.mtime_ns == mtime_ns:
+            return cached
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return None
+        spec = self._spec()
+        listing = _Listing(mtime_ns, [], [])
+        for entry in entries:
             try:
-                entries = list(os.scandir(folder))
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            for entry in entries:
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
-                    continue
-                relative = prefix + entry.name
-                if spec.match_file(relative + "/" if is_dir else relative):
-                    found.append(Path(entry.path))
-                elif is_dir and entry.name not in _OPAQUE_DIRS:
-                    pending.append((relative + "/", entry.path))
-        return sorted(found)
+            relative = prefix + entry.name
+            if spec.match_file(relative + "/" if is_dir else relative):
+                listing.matched.append(Path(entry.path))
+            elif is_dir and entry.name not in _OPAQUE_DIRS:
+                listing.folders.append((relative + "/", entry.path))
+        # A folder changed within the clock's coarseness could change again unseen
+        # under the same mtime: such a listing is used once, not kept.
+        if now_ns - mtime_ns > _RACY_NS:
+            if len(_LISTINGS) > _MAX_LISTINGS:
+                _LISTINGS.clear()
+            _LISTINGS[key] = listing
+        return listing
 
     def _spec(self) -> Any:
         if self._combined is None:

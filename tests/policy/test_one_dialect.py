@@ -133,3 +133,21 @@ async def test_a_denied_file_in_git_history_does_not_leak_through_git(workspace)
 
     assert content(".env") not in result.output
     assert "ref: refs/heads" not in result.output
+
+
+def test_a_file_created_between_commands_is_found_in_a_folder_listed_before(workspace):
+    """Folders are listed again only when their mtime moved: a new file moves it."""
+    import os
+    import time
+
+    from lathe.patterns import PathPatterns
+
+    past = time.time() - 60
+    for folder, _, _ in os.walk(workspace):
+        os.utime(folder, (past, past))
+    patterns = PathPatterns(["*.secret"])
+    assert patterns.existing(workspace) == []
+
+    (workspace / "sub" / "deep" / "new.secret").write_text("x")
+
+    assert patterns.existing(workspace) == [workspace / "sub" / "deep" / "new.secret"]
