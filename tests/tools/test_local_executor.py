@@ -235,7 +235,8 @@ async def test_a_cancellation_holds_even_if_the_supervisor_dies_right_after(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        supervisor.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # it may have gone already
+            supervisor.kill()
         assert await _wait_gone(int(pid_file.read_text()))
     finally:
         _kill_survivors(pid_file)

@@ -15,6 +15,7 @@ blocks the call: a guard that could not decide must not wave a call through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,15 +66,24 @@ async def run_hook(
             )
         except TimeoutError:  # the supervisor itself is stuck: lathe's own bound holds
             supervision.kill_now(process)
+            await _reaped(process)
             return _timed_out(hook)
         except BaseException:  # cancelled: nothing of the hook may outlive the call
             supervision.kill_now(process)
+            await _reaped(process)
             raise
         if supervision.report().timed_out:
             return _timed_out(hook)
     return HookRun(
         process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
     )
+
+
+async def _reaped(process: asyncio.subprocess.Process) -> None:
+    """Wait briefly for a killed hook to be reaped, so its transport closes while the
+    event loop runs; a second cancellation only cuts this short."""
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(process.wait()), 2.0)
 
 
 def _timed_out(hook: HookCommand) -> HookRun:
