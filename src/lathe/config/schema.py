@@ -231,8 +231,9 @@ class PermissionsConfig(Section):
     )
     """Paths (gitignore-style patterns) that make this machine run code later, such as
     editor tasks and direnv files: edit and write change them only with an explicit
-    approval (headless: never), and sandboxed commands see them read-only. Always
-    protected besides these: .git, .lathe/ and .mcp.json. Not enforced in approval full."""
+    approval (a person's answer, or an allow rule naming the path), and sandboxed
+    commands see them read-only. Always protected besides these: .git, .lathe/ and
+    .mcp.json. Not enforced with approval full."""
 
     env_passthrough: list[str] = Field(default_factory=list, examples=[["GITHUB_TOKEN"]])
     """Secret-looking environment variables (names holding KEY, TOKEN, SECRET, PASSWORD,
