@@ -52,8 +52,13 @@ def _spec(pattern: str) -> Any:
 
 
 def _literal(pattern: str) -> str:
-    """A leading "!" names a file starting with "!", never a negation."""
-    return "\\" + pattern if pattern.startswith("!") else pattern
+    """A pattern as one gitignore line of its own: a leading "./" means the workspace
+    root (as "/" does), and a leading "!" or "#" is part of the name, never a negation
+    or a comment."""
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = "/" + pattern.removeprefix("./").lstrip("/")
+    return "\\" + pattern if pattern.startswith(("!", "#")) else pattern
 
 
 def normalized(relative: str) -> str:

@@ -118,3 +118,51 @@ def test_a_project_file_adds_deny_rules_but_cannot_drop_the_users(tmp_path, monk
     assert loaded.config.permissions.deny == ["read(.env)", "edit(tests/**)"]
     assert "user file" in loaded.origin("permissions.deny")
     assert "project file" in loaded.origin("permissions.deny")
+
+
+def test_a_project_verify_command_that_would_run_outside_the_sandbox_needs_trust(
+    tmp_path, fake_openai
+):
+    marker = tmp_path / "VERIFY_RAN"
+    ws = _project(tmp_path, f'[agent]\nverify = "touch {marker}; true"\n')
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "read-only")
+
+    assert result.returncode == 2
+    assert "agent.verify" in result.stderr
+    assert not marker.exists()
+
+
+def test_a_project_verify_command_in_the_sandbox_needs_no_trust(tmp_path, fake_openai):
+    from lathe.exec.bwrap import check_bubblewrap
+
+    if not check_bubblewrap().available:
+        import pytest
+
+        pytest.skip("needs the sandbox")
+    ws = _project(tmp_path, '[agent]\nverify = "true"\n')
+    fake_openai.responder = lambda request: Reply("Hello.")
+
+    result = _run(fake_openai, ws, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "status: verified" in result.stderr
+
+
+def test_one_trust_covers_a_project_verify_command_in_any_mode(tmp_path, fake_openai):
+    ws = _project(tmp_path, HOOK + '[agent]\nverify = "true"\n')
+    fake_openai.responder = lambda request: Reply("Hello.")
+
+    assert lathe("trust", "-C", str(ws), cwd=tmp_path, home=tmp_path / "home").returncode == 0
+
+    assert _run(fake_openai, ws, tmp_path).returncode == 0
+    assert _run(fake_openai, ws, tmp_path, "--approval", "full").returncode == 0
+
+
+def test_a_project_that_stops_asking_needs_trust(tmp_path, fake_openai):
+    ws = _project(tmp_path, '[permissions]\napproval = "auto"\n')
+
+    result = _run(fake_openai, ws, tmp_path)
+
+    assert result.returncode == 2
+    assert "permissions.approval" in result.stderr

@@ -24,7 +24,7 @@ from lathe.tools.grep import GrepTool
 PATHS = (
     ".env", "sub/.env", "sub/deep/.env", "envy.txt", "top.txt", "sub/top.txt",
     "secrets/a.txt", "sub/secrets/b.txt", "src/a.key", "src/x/a.key", "k.pem",
-    "a/b/k.pem", "private/p.txt", "a/private/p.txt", "ok.txt",
+    "a/b/k.pem", "private/p.txt", "a/private/p.txt", "ok.txt", "#notes",
 )  # fmt: skip
 
 # pattern -> the paths it denies
@@ -39,6 +39,9 @@ TABLE = {
     "*.pem": {"k.pem", "a/b/k.pem"},
     "**/private/**": {"private/p.txt", "a/private/p.txt"},
     "a/**/k.pem": {"a/b/k.pem"},
+    "./top.txt": {"top.txt"},
+    "./secrets/": {"secrets/a.txt"},
+    "#notes": {"#notes"},
 }
 
 _STATUS = check_bubblewrap()
@@ -151,3 +154,62 @@ def test_a_file_created_between_commands_is_found_in_a_folder_listed_before(work
     (workspace / "sub" / "deep" / "new.secret").write_text("x")
 
     assert patterns.existing(workspace) == [workspace / "sub" / "deep" / "new.secret"]
+
+
+def _git_repo(workspace):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(workspace)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    return git
+
+
+def test_a_denied_file_staged_then_unstaged_still_counts(workspace):
+    from lathe.policy.history import denied_in_history
+
+    git = _git_repo(workspace)
+    subprocess.run([*git, "add", ".env"], check=True)
+    subprocess.run([*git, "rm", "-q", "--cached", ".env"], check=True)
+
+    assert denied_in_history(workspace, [".env"]) == [".env"]
+
+
+def test_the_history_check_runs_no_program_the_repository_names(workspace, tmp_path):
+    from lathe.policy.history import denied_in_history
+
+    git = _git_repo(workspace)
+    ran = tmp_path / "GPG_RAN"
+    program = tmp_path / "evil-gpg"
+    # Signs when asked to (so the commit below is signed); any other call is the
+    # verification `git log` would run when log.showSignature is set.
+    program.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *-bsau*) echo "[GNUPG:] SIG_CREATED " >&2;'
+        " printf -- '-----BEGIN PGP SIGNATURE-----\\nx\\n-----END PGP SIGNATURE-----\\n';"
+        " exit 0;; esac\n"
+        f"touch {ran}\nexit 1\n"
+    )
+    program.chmod(0o755)
+    subprocess.run([*git, "config", "gpg.program", str(program)], check=True)
+    subprocess.run([*git, "add", "ok.txt"], check=True)
+    subprocess.run([*git, "commit", "-S", "-qm", "signed"], check=True)
+    subprocess.run([*git, "log", "--show-signature", "-1"], capture_output=True, check=False)
+    assert ran.exists()  # the trap works: a plain `git log --show-signature` springs it
+    ran.unlink()
+    subprocess.run([*git, "config", "log.showSignature", "true"], check=True)
+    subprocess.run([*git, "config", "core.fsmonitor", f"touch {ran}; false"], check=True)
+
+    denied_in_history(workspace, [".env"])
+
+    assert not ran.exists()
+
+
+def test_a_repository_git_refuses_to_read_counts_as_maybe(workspace):
+    import os
+
+    from lathe.policy.history import denied_in_history
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the repository to another user")
+    _git_repo(workspace)
+    subprocess.run(["chown", "-R", "12345", str(workspace)], check=True)
+
+    assert denied_in_history(workspace, [".env"]) is None

@@ -3,10 +3,12 @@
 A repository's `.lathe/config.toml` is written by whoever last changed the repository:
 a teammate, a `git pull`, or an agent. Most of what it sets is harmless (the turn limit,
 a verify command that runs in the sandbox, rules that deny more), but some settings run
-commands on this machine outside the sandbox (hooks), turn the sandbox or its rules
-off, or decide where the API key is sent. Those apply only once the user trusts them,
-and trust is tied to their content: a fingerprint of exactly those settings, recorded
-per project file in `LATHE_HOME/trusted-projects.json`. A change asks again.
+commands on this machine outside the sandbox (hooks; the verify command when there is
+no sandbox), turn the sandbox or its rules off, or decide where the API key is sent.
+Those apply only once the user trusts them, and trust is tied to their content: a
+fingerprint of exactly those settings (the verify command always among them, so one
+trust serves sandboxed and unsandboxed runs alike), recorded per project file in
+`LATHE_HOME/trusted-projects.json`. A change asks again.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
 
 _STORE_NAME = "trusted-projects.json"
 # Keys under these run commands on the host, loosen the sandbox or its rules, or say
-# where the key goes. permissions.approval only when it turns the sandbox off.
+# where the key goes. permissions.approval only when it asks less than `ask`; the
+# verify command only when commands run outside the sandbox (see project_settings).
 _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("hooks",),
     ("providers",),
@@ -60,29 +63,35 @@ class ProjectSettings:
         return [f"{key} = {json.dumps(value, default=str)}" for key, value in self.settings]
 
 
-def project_settings(loaded: LoadedConfig) -> ProjectSettings | None:
-    """What the project file sets that needs trust; None when it sets nothing of it (or
-    there is no project file). A setting a flag, `-c` or the environment overrides does
-    not apply, so it needs no trust."""
+def project_settings(
+    loaded: LoadedConfig, *, commands_sandboxed: bool = False
+) -> ProjectSettings | None:
+    """What the project file sets that may need trust; None when none of it needs trust
+    for this run (or there is no project file). A setting a flag, `-c` or the environment
+    overrides does not apply. The verify command needs trust only when commands run
+    outside the sandbox (it would run on this machine, before the first model call), but
+    it is part of the fingerprint either way."""
     if loaded.project_file is None:
         return None
-    chosen = []
+    chosen, needed = [], False
     for path, value in loaded.project_values:
-        if not _needs_trust(path, value):
+        verify = path == ("agent", "verify") and bool(value)
+        if not (verify or _needs_trust(path, value)):
             continue
         origin = loaded.origins.get(path)
         overridden = origin is not None and origin.layer in ("env", "flag", "override")
         if overridden and not origin.earlier:
             continue
         chosen.append((format_key(path), value))
-    if not chosen:
+        needed = needed or not verify or not commands_sandboxed
+    if not needed:
         return None
     return ProjectSettings(Path(loaded.project_file).resolve(), tuple(chosen))
 
 
 def _needs_trust(path: KeyPath, value: Any) -> bool:
     if path == ("permissions", "approval"):
-        return value == "full"
+        return value not in ("read-only", "ask")  # auto or full: fewer questions asked
     if path in (("permissions", "allow"), ("permissions", "env_passthrough")) and not value:
         return False
     return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)

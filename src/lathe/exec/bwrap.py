@@ -67,6 +67,12 @@ class SandboxStatus:
     bwrap: str | None = None  # the bubblewrap binary found
 
 
+@functools.lru_cache(maxsize=4)
+def sandbox_status(bwrap: str = "bwrap") -> SandboxStatus:
+    """`check_bubblewrap`, probed once per process: whether this machine can sandbox."""
+    return check_bubblewrap(bwrap)
+
+
 def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
     """Start a trivial command in the same kind of sandbox `BubblewrapExecutor` builds."""
     found = shutil.which(bwrap)

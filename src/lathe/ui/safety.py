@@ -45,9 +45,9 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
     sandboxed = False
     if mode in (Mode.ASK, Mode.AUTO):
-        from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
+        from lathe.exec.bwrap import BubblewrapExecutor, sandbox_status
 
-        status = check_bubblewrap()
+        status = sandbox_status()
         if status.available:
             executor = BubblewrapExecutor(
                 setup.workspace,

@@ -52,9 +52,13 @@ class RunSetup:
     def approval(self) -> str:
         """The approval mode: the configured one, or the face's default when the user
         set none (`auto` headless, `ask` interactive)."""
-        if self.loaded.origin("permissions.approval") == "default":
-            return "auto" if self.options.headless else "ask"
-        return self.loaded.config.permissions.approval
+        return effective_approval(self.loaded, headless=self.options.headless)
+
+
+def effective_approval(loaded: LoadedConfig, *, headless: bool) -> str:
+    if loaded.origin("permissions.approval") == "default":
+        return "auto" if headless else "ask"
+    return loaded.config.permissions.approval
 
 
 def prepare(options: RunOptions) -> RunSetup:
@@ -96,13 +100,22 @@ def _check_project_trust(loaded: LoadedConfig, options: RunOptions) -> None:
     from lathe.config.trust import is_trusted, project_settings, trust, untrusted_message
     from lathe.home import lathe_home
 
-    settings = project_settings(loaded)
+    settings = project_settings(loaded, commands_sandboxed=_commands_sandboxed(loaded, options))
     if settings is None or is_trusted(lathe_home(), settings):
         return
     if options.trust_project or (options.ask_trust and options.ask_trust(settings)):
         trust(lathe_home(), settings)
         return
     raise UsageError(untrusted_message(settings, lathe_home()))
+
+
+def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
+    """Whether commands (the verify command among them) will run in the sandbox."""
+    if effective_approval(loaded, headless=options.headless) not in ("ask", "auto"):
+        return False
+    from lathe.exec.bwrap import sandbox_status
+
+    return sandbox_status().available
 
 
 def _is_local(name: str) -> bool:
