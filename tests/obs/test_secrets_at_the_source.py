@@ -96,3 +96,53 @@ def test_hooks_start_without_the_keys(tmp_path, workspace, fake_openai):
     assert "PATH=" in seen
     for name, value in secrets.items():
         assert value not in seen, name
+
+
+def test_a_variable_a_provider_header_reads_is_hidden_from_commands(
+    tmp_path, workspace, fake_openai
+):
+    value = f"gw{uuid.uuid4().hex}"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "printf '%s' \"$GATEWAY_HEADER\" | rev"})]),
+        Reply("Done."),
+    )
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(workspace),
+        "-c", 'providers.openai.headers={"X-Gateway" = "Bearer ${GATEWAY_HEADER}"}', "look",
+        cwd=workspace, env={"GATEWAY_HEADER": value, "OPENAI_API_KEY": "sk-test",
+                            "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert fake_openai.requests[0].headers["x-gateway"] == f"Bearer {value}"
+    assert value[::-1] not in _bodies_text(fake_openai)
+
+
+def test_which_variables_hold_secrets():
+    from lathe.exec.env import command_environment, secret_values
+
+    environ = {
+        "PATH": "/bin", "PWD": "/w", "OLDPWD": "/", "SSH_AUTH_SOCK": "/tmp/agent.1",
+        "TERM": "xterm", "HOME_URL": "https://example.com/a",
+        "GITLAB_PAT": "glpat-x1", "MYSQL_PWD": "pw", "PROXY_AUTH": "Basic abc",
+        "DATABASE_URL": "postgres://app:s3cretpw@db/app", "NPM_TOKEN": "npm_x",
+        "POSTGRES_PASSWORD": "postgres",
+    }  # fmt: skip
+
+    kept = command_environment(environ, passthrough=["NPM_*"])
+
+    assert sorted(kept) == ["HOME_URL", "NPM_TOKEN", "OLDPWD", "PATH", "PWD", "SSH_AUTH_SOCK",
+                            "TERM"]  # fmt: skip
+    # A plain word is never masked: it would turn every "postgres" in the code into "…".
+    assert secret_values(environ) == ["glpat-x1", "postgres://app:s3cretpw@db/app"]
+
+
+def test_a_secret_holding_quotes_or_backslashes_is_masked_in_messages():
+    from lathe.obs.redact import Redactor
+    from lathe.types import UserMessage
+
+    secret = 'Pa\\ss"w0rd!!-abc'
+    masked = Redactor([secret]).message(UserMessage(content=f"the password is {secret}"))
+
+    assert secret not in masked.content

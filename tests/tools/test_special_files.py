@@ -60,16 +60,27 @@ async def test_grep_over_a_folder_with_a_pipe_still_answers(ctx, pipe, workspace
     assert out.content == "a.txt:1:needle"
 
 
-def test_the_prompt_skips_special_files_and_names_outside_the_workspace(workspace, tmp_path):
+def test_the_prompt_never_opens_an_agents_file_that_is_a_pipe(workspace):
     os.mkfifo(workspace / "AGENTS.md")
-    os.mkfifo(workspace / "data.txt")
-    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
-    (workspace / "link.txt").symlink_to(tmp_path / "secret.txt")
     (workspace / "app.py").write_text("print(1)\n")
 
     prompt = system_prompt(workspace, ["read"], verify_command=None, snapshot_max_bytes=8192)
 
     assert "print(1)" in prompt
+
+
+@pytest.mark.parametrize("target", ["outside", ".env", "denied.txt"])
+def test_an_agents_file_linked_to_a_file_it_may_not_show_is_left_out(workspace, tmp_path, target):
+    (tmp_path / "outside").write_text("TOP SECRET\n")
+    (workspace / ".env").write_text("TOP SECRET\n")
+    (workspace / "denied.txt").write_text("TOP SECRET\n")
+    link = tmp_path / "outside" if target == "outside" else workspace / target
+    (workspace / "AGENTS.md").symlink_to(link)
+
+    prompt = system_prompt(
+        workspace, ["read"], verify_command=None, snapshot_max_bytes=8192, no_read=["denied.txt"]
+    )
+
     assert "TOP SECRET" not in prompt
 
 

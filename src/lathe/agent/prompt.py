@@ -60,7 +60,7 @@ def system_prompt(
         if no_read:
             lines.append(f"- no reading of: {', '.join(no_read)}")
         parts.append("\n".join(lines))
-    agents = _agents_file(workspace)
+    agents = _agents_file(workspace, no_read)
     if agents:
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
     parts.append(f"Workspace root: {workspace}")
@@ -75,9 +75,9 @@ def system_prompt(
     return "\n\n".join(parts)
 
 
-def _agents_file(workspace: Path) -> str | None:
+def _agents_file(workspace: Path, no_read: Sequence[str]) -> str | None:
     path = _regular_file_inside(workspace, "AGENTS.md")
-    if path is None:
+    if path is None or _unreadable(workspace, path, no_read):
         return None
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -139,7 +139,7 @@ def workspace_snapshot(
     size = 0  # what the snapshot adds, headers and names included, not only contents
     for name in files:
         path = _regular_file_inside(workspace, name)
-        if path is None or matches_any(name, (*no_read, *SECRET_LIKE)):
+        if path is None or _unreadable(workspace, path, no_read, name):
             continue
         try:
             text = path.read_bytes().decode("utf-8")
@@ -176,6 +176,17 @@ def _regular_file_inside(workspace: Path, name: str) -> Path | None:
     except OSError:
         return None
     return path if regular and path.is_relative_to(root) else None
+
+
+def _unreadable(workspace: Path, path: Path, no_read: Sequence[str], name: str = "") -> bool:
+    """Whether a read rule, or a secret-like name, covers the file by the name it is
+    listed under or by the file it really is (AGENTS.md may be a link to .env)."""
+    import os
+
+    from lathe.policy.rules import matches_any
+
+    real = os.path.relpath(path, os.path.realpath(workspace))
+    return any(matches_any(n, (*no_read, *SECRET_LIKE)) for n in (name, real) if n)
 
 
 def shows_workspace(prompt: str) -> bool:

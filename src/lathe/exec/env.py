@@ -13,12 +13,22 @@ import re
 from collections.abc import Iterable, Mapping
 
 # Names that hold credentials by convention: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD,
-# AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS ...
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
+# PROXY_AUTH ... (not SSH_AUTH_SOCK, a socket's path).
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_PAT$|_PWD$|_AUTH$|^AUTH_", re.IGNORECASE
+)
+# A URL carrying a password: postgres://user:pass@host/db, https://u:tok@git.example
+_URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@")
 
 
 def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
+
+
+def holds_secret(name: str, value: str) -> bool:
+    """A variable commands must not see: a secret-looking name, or a URL with a password."""
+    return is_secret_name(name) or bool(_URL_WITH_PASSWORD.match(value))
 
 
 def command_environment(
@@ -32,18 +42,22 @@ def command_environment(
         name: value
         for name, value in environ.items()
         if name not in hidden
-        and (not is_secret_name(name) or any(fnmatch.fnmatchcase(name, p) for p in allowed))
+        and (
+            not holds_secret(name, value) or any(fnmatch.fnmatchcase(name, p) for p in allowed)
+        )
     }
 
 
 def secret_values(environ: Mapping[str, str], *, min_chars: int = 8) -> list[str]:
     """Values of secret-looking variables worth masking in output: long enough, one
-    word, and not a path (GOOGLE_APPLICATION_CREDENTIALS names a file, it is none)."""
+    word, not a path (GOOGLE_APPLICATION_CREDENTIALS names a file, it is none), and not
+    a plain word (POSTGRES_PASSWORD=postgres would mask every "postgres" in the code)."""
     return [
         value
         for name, value in environ.items()
-        if is_secret_name(name)
+        if holds_secret(name, value)
         and len(value) >= min_chars
         and not any(c.isspace() for c in value)
         and not value.startswith(("/", "~", "."))
+        and not value.isalpha()
     ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
@@ -86,10 +87,12 @@ class Redactor(AgentHooks):
         when it holds none."""
         if not self._secrets:
             return value
+        # JSON text shows a secret holding `"` or `\\` escaped: look for that form too, and
+        # mask the values themselves, not their JSON spelling.
         text = value.model_dump_json()
-        if not self.found_in(text):
+        if not any(s in text or _json_escaped(s) in text for s in self._secrets):
             return value
-        return type(value).model_validate_json(self.mask(text))
+        return type(value).model_validate(self.mask_data(value.model_dump(mode="json")))
 
     event = model
     message = model
@@ -190,6 +193,10 @@ class _Masked(AgentHooks):
 
     async def after_changes(self, turn: int) -> None:
         await self._inner.after_changes(turn)
+
+
+def _json_escaped(secret: str) -> str:
+    return json.dumps(secret)[1:-1]
 
 
 class _MaskedProvider:

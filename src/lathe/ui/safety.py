@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,11 +139,17 @@ def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
     return True
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def _key_variables(setup: RunSetup) -> list[str]:
     """Every variable that may hold a model provider's key: commands never see them."""
     from lathe.config import KEY_OVERRIDE_ENV
 
-    names = {p.api_key_env for p in setup.loaded.config.providers.values() if p.api_key_env}
+    providers = setup.loaded.config.providers.values()
+    names = {p.api_key_env for p in providers if p.api_key_env}
+    # Variables a provider's headers take their values from (`Bearer ${PROXY_AUTH}`).
+    names |= {m for p in providers for v in p.headers.values() for m in _ENV_REF.findall(v)}
     if setup.model.api_key_env:
         names.add(setup.model.api_key_env)
     return sorted({KEY_OVERRIDE_ENV, *names})
