@@ -32,7 +32,7 @@ class _Listing:
     """What one folder held when it was last listed: the covered entries, and the
     folders to walk into (with their workspace-relative prefix)."""
 
-    mtime_ns: int
+    stamp: tuple[int, int, int]  # the folder's inode, mtime and ctime when listed
     matched: list[Path]
     folders: list[tuple[str, str]]
 
@@ -105,8 +105,9 @@ class PathPatterns:
         (a covered folder stands for everything in it).
 
         Called when every sandboxed command starts, so a folder is listed again only
-        when its mtime (which changes when an entry is added, removed or renamed) has
-        moved since the last call: a large, unchanged tree costs one stat a folder."""
+        when its mtime or ctime (which change when an entry is added, removed or
+        renamed) moved since the last call: a large, unchanged tree costs one stat a
+        folder."""
         if not self.patterns:
             return []
         found: list[Path] = []
@@ -122,19 +123,21 @@ class PathPatterns:
 
     def _listing(self, prefix: str, folder: str, now_ns: int) -> _Listing | None:
         try:
-            mtime_ns = os.stat(folder).st_mtime_ns
+            info = os.stat(folder)
         except OSError:
             return None
+        # ctime too: a command can set an old mtime back (touch -d), never a ctime.
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
         key = (self.patterns, prefix, folder)
         cached = _LISTINGS.get(key)
-        if cached is not None and cached.mtime_ns == mtime_ns:
+        if cached is not None and cached.stamp == stamp:
             return cached
         try:
             entries = list(os.scandir(folder))
         except OSError:
             return None
         spec = self._spec()
-        listing = _Listing(mtime_ns, [], [])
+        listing = _Listing(stamp, [], [])
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -147,7 +150,7 @@ class PathPatterns:
                 listing.folders.append((relative + "/", entry.path))
         # A folder changed within the clock's coarseness could change again unseen
         # under the same mtime: such a listing is used once, not kept.
-        if now_ns - mtime_ns > _RACY_NS:
+        if now_ns - max(info.st_mtime_ns, info.st_ctime_ns) > _RACY_NS:
             if len(_LISTINGS) > _MAX_LISTINGS:
                 _LISTINGS.clear()
             _LISTINGS[key] = listing

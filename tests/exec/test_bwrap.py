@@ -278,3 +278,25 @@ async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(
 
     assert result.exit_code == 0, result.output
     assert str(venv) in result.output
+
+
+@needs_bwrap
+async def test_symlinks_under_denied_or_read_only_names_neither_leak_nor_break_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "real-secret.txt").write_text("TOP SECRET\n")
+    (ws / ".env").symlink_to("real-secret.txt")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (ws / ".lathe").symlink_to(outside)  # as a repository could ship it
+    executor = BubblewrapExecutor(ws, deny_read=[".env"], deny_write=[".lathe/"])
+
+    result = await executor.run(
+        "cat .env; echo; echo ran", cwd=ws, timeout=30, max_output_bytes=10_000,
+        spill_dir=tmp_path / "spill",
+    )  # fmt: skip
+
+    assert "ran" in result.output, result.output
+    assert "TOP SECRET" not in result.output

@@ -59,6 +59,12 @@ def test_an_explicit_allow_rule_for_the_path_approves_it_but_a_blanket_one_does_
     assert named.decide("edit", {"path": ".envrc"}).action == "allow"
     blanket = _policy(tmp_path, "auto", allow=["edit", "write"])
     assert blanket.decide("write", {"path": ".envrc"}).action == "ask"
+    wildcards = _policy(tmp_path, "auto", allow=["write(*.json)", "edit(**)"])
+    assert wildcards.decide("write", {"path": ".mcp.json"}).action == "ask"
+    assert wildcards.decide("edit", {"path": ".git/config"}).action == "ask"
+    assert wildcards.decide("edit", {"path": "app.json"}).action == "allow"
+    folder = _policy(tmp_path, "auto", allow=["edit(.git/hooks/**)"])
+    assert folder.decide("write", {"path": ".git/hooks/pre-commit"}).action == "allow"
 
 
 def test_the_users_own_list_is_protected_too(tmp_path):
@@ -158,3 +164,30 @@ def test_the_first_full_mode_run_says_what_it_does_not_protect(tmp_path, fake_op
     assert "It does not protect against" in first.stderr
     assert "deleting or overwriting files inside the workspace" in first.stderr
     assert "It does not protect against" not in second.stderr
+
+
+def test_a_sandboxed_command_cannot_create_a_protected_path_either(tmp_path, fake_openai):
+    """bwrap can mount read-only only what exists, so a command could create a protected
+    file that was not there yet; lathe moves such a path aside after the command."""
+    if not _STATUS.available:
+        pytest.skip(_STATUS.message)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("x = 1\n")
+    command = (
+        "echo 'touch ENVRC_RAN' > .envrc; mkdir .vscode; echo '{}' > .vscode/tasks.json; "
+        "echo '{}' > .mcp.json; mkdir -p sub/.lathe; echo 'x' > sub/.lathe/config.toml; "
+        "git init -q .; echo done"
+    )
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Reply("Done."))
+
+    result = _lathe(fake_openai, ws, tmp_path, "set things up")
+
+    assert result.returncode == 0, result.stderr
+    for created in (".envrc", ".vscode", ".mcp.json", "sub/.lathe", ".git"):
+        assert not (ws / created).exists(), created
+    assert (ws / "app.py").read_text() == "x = 1\n"
+    tool = next(m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool")
+    assert "done" in tool["content"] and "moved it to" in tool["content"]
+    aside = list((ws / ".lathe" / "tmp" / "set-aside").glob("*/.envrc"))
+    assert aside and aside[0].read_text() == "touch ENVRC_RAN\n"  # moved, not lost

@@ -227,13 +227,17 @@ class PermissionsConfig(Section):
     """Rules for calls that always ask first (headless: refused), e.g. "bash(git push:*)"."""
 
     protect: list[str] = Field(
-        default_factory=lambda: [".envrc", ".vscode/", ".idea/", ".devcontainer/"]
-    )
+        default_factory=lambda: [
+            ".envrc", ".vscode/", ".idea/", ".devcontainer/", ".husky/", ".githooks/",
+            ".pre-commit-config.yaml",
+        ]
+    )  # fmt: skip
     """Paths (gitignore-style patterns) that make this machine run code later, such as
-    editor tasks and direnv files: edit and write change them only with an explicit
-    approval (a person's answer, or an allow rule naming the path), and sandboxed
-    commands see them read-only. Always protected besides these: .git, .lathe/ and
-    .mcp.json. Not enforced with approval full."""
+    editor tasks, direnv files and git hook folders: edit and write change them only
+    with an explicit approval (a person's answer, or an allow rule naming the path);
+    sandboxed commands see them read-only, and one that creates such a path has it moved
+    aside. Always protected besides these: .git, .lathe/ and .mcp.json. Not enforced
+    with approval full."""
 
     env_passthrough: list[str] = Field(default_factory=list, examples=[["GITHUB_TOKEN"]])
     """Secret-looking environment variables (names holding KEY, TOKEN, SECRET, PASSWORD,

@@ -22,12 +22,14 @@ refuses, it never falls back to running the command unsandboxed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,16 +153,15 @@ def sandbox_argv(
     for path in tool_paths(home or Path.home(), extra_read_only):
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(workspace), str(workspace)]
-    for name in read_only:
-        target = workspace / name
-        if target.exists():
-            argv += ["--ro-bind", str(target), str(target)]
-    for path in PathPatterns(deny_write).existing(workspace):
-        argv += ["--ro-bind", str(path), str(path)]
+    kept = [workspace / name for name in read_only]
+    kept += PathPatterns(deny_write).existing(workspace)
+    for path in dict.fromkeys(_mounted(p, workspace, inside_only=True) for p in kept):
+        if path is not None:
+            argv += ["--ro-bind", str(path), str(path)]
     hidden = PathPatterns(deny_read).existing(workspace)
-    if hide_git and (workspace / ".git").exists():
+    if hide_git:
         hidden.append(workspace / ".git")
-    argv += _masks(hidden)
+    argv += _masks([p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p])
     # Directories bwrap created to hold the mounts above must not be writable either.
     argv += ["--remount-ro", "/", "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
     return [*argv, "--"]
@@ -188,6 +189,19 @@ def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
     return chosen
 
 
+def _mounted(path: Path, workspace: Path, *, inside_only: bool = False) -> Path | None:
+    """What a mount over `path` must cover: the path itself, or for a symlink the file
+    it leads to (a mount onto a link lands on its target, and a masked link must hide
+    what it shows). None when there is nothing there, or, with `inside_only`, when the
+    target lies outside the workspace: a read-only bind of it would show it."""
+    if not path.is_symlink():
+        return path if path.exists() else None
+    target = path.resolve()
+    if not target.exists() or (inside_only and not target.is_relative_to(workspace)):
+        return None
+    return target
+
+
 def _masks(paths: Sequence[Path]) -> list[str]:
     argv: list[str] = []
     for path in paths:
@@ -196,6 +210,34 @@ def _masks(paths: Sequence[Path]) -> list[str]:
         else:
             argv += ["--ro-bind", str(_unreadable_file()), str(path)]
     return argv
+
+
+def _set_aside(workspace: Path, created: Sequence[Path], spill_dir: Path) -> str:
+    """Move what a command created under a protected or edit-denied name out of the way
+    (bwrap can mount only what exists, so such a path can be created but not kept), and
+    say so in the output. Moved, not deleted: nothing the command wrote is lost."""
+    folder = spill_dir / "set-aside" / time.strftime("%Y%m%d-%H%M%S")
+    moved, failed = [], []
+    for path in created:
+        relative = path.relative_to(workspace)
+        target = folder / relative
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), str(target))
+        except OSError as exc:
+            failed.append(f"{relative} ({exc.strerror or exc})")
+        else:
+            moved.append(str(relative))
+    lines = []
+    if moved:
+        lines.append(
+            f"[lathe: this command created {', '.join(moved)}, which may change only with "
+            f"the user's approval (a protected path, or one an edit rule denies), so lathe "
+            f"moved it to {folder}]"
+        )
+    if failed:
+        lines.append(f"[lathe: could not move away {', '.join(failed)}]")
+    return "\n" + "\n".join(lines) + "\n"
 
 
 @functools.lru_cache(maxsize=1)
@@ -277,7 +319,14 @@ class BubblewrapExecutor:
             self._status = await asyncio.to_thread(check_bubblewrap, self._bwrap)
         if not self._status.available:
             raise ExecutorUnavailable(self._status.message)
-        return await self._local.run(
+        guarded = PathPatterns(self.deny_write)
+        before = set(guarded.existing(self.workspace))
+        result = await self._local.run(
             command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
             spill_dir=spill_dir,
         )  # fmt: skip
+        created = [path for path in guarded.existing(self.workspace) if path not in before]
+        if not created:
+            return result
+        note = _set_aside(self.workspace, created, spill_dir)
+        return dataclasses.replace(result, output=result.output + note)

@@ -20,6 +20,7 @@ every "abc" in a transcript would destroy it and such a value protects nothing a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -103,8 +104,8 @@ class Redactor(AgentHooks):
         if not self._secrets:
             return output
         spill = output.details.get("full_output_path")
-        if isinstance(spill, str):
-            self._scrub_file(Path(spill))
+        if isinstance(spill, str):  # may be a gigabyte: off the event loop
+            await asyncio.to_thread(self._scrub_file, Path(spill))
         return dataclasses.replace(
             output,
             content=self.mask(output.content),
@@ -114,10 +115,12 @@ class Redactor(AgentHooks):
 
     def _scrub_file(self, path: Path) -> None:
         """Mask the secrets in a file of any size, a chunk at a time; the file is
-        replaced only when it held one. Bytes, not text, so nothing else changes."""
+        rewritten only when it holds one. Bytes, not text, so nothing else changes."""
         needles = [(s.encode(), mask_secret(s).encode()) for s in self._secrets]
         # A secret cut by a chunk boundary starts in the last `keep` bytes held back.
         keep = max(len(needle) for needle, _ in needles) - 1
+        if not _file_holds(path, [needle for needle, _ in needles], keep):
+            return
         tmp = path.with_name(f".{path.name}.{token_hex(4)}.masking")
         found = False
         try:
@@ -193,6 +196,21 @@ class _Masked(AgentHooks):
 
     async def after_changes(self, turn: int) -> None:
         await self._inner.after_changes(turn)
+
+
+def _file_holds(path: Path, needles: list[bytes], keep: int) -> bool:
+    """Whether any needle occurs in the file, read a chunk at a time."""
+    try:
+        with path.open("rb") as source:
+            tail = b""
+            while chunk := source.read(_SCRUB_CHUNK):
+                data = tail + chunk
+                if any(needle in data for needle in needles):
+                    return True
+                tail = data[-keep:] if keep else b""
+    except OSError:
+        return False
+    return False
 
 
 def _json_escaped(secret: str) -> str:

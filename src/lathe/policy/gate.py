@@ -124,10 +124,11 @@ class Policy:
     ) -> Decision | None:
         """A change to a protected path needs an explicit approval: an allow rule naming
         the path, or a person's answer. `full` mode trusts the model with it."""
-        if not self.protected_patterns().matches(relative, is_dir=is_dir):
+        protected = self.protected_patterns().first_match(relative, is_dir=is_dir)
+        if protected is None:
             return None
-        if verdict and (verdict[0] == "deny" or verdict[1].pattern is not None):
-            return None  # a rule naming the path decides, as for any other path
+        if verdict and (verdict[0] != "allow" or _names(verdict[1].pattern, protected)):
+            return None  # a deny or ask rule decides; so does an allow rule naming it
         if self.mode is Mode.FULL:
             return None
         reason = (
@@ -185,6 +186,13 @@ class Policy:
                 return Decision("ask", f"{tool} changes the workspace", key, preview)
             case Mode.AUTO:
                 return Decision("allow", "auto mode", key, preview)
+
+
+def _names(rule_pattern: str | None, protected: str) -> bool:
+    """Whether an allow rule names a protected entry itself (`edit(.envrc)`,
+    `edit(.vscode/**)`) rather than covering it by a wildcard (`write(*.json)`, `edit`)."""
+    core = protected.strip().strip("/").removeprefix("**/")
+    return bool(rule_pattern) and core in str(rule_pattern)
 
 
 def _relative(base: Path, path: str, workspace: Path) -> tuple[str, Path] | None:

@@ -333,13 +333,17 @@ def _bwrap_check() -> Check:
 
 def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     """What a sandboxed command sees, and what the read rules cannot hide."""
+    from lathe.errors import UsageError
     from lathe.exec.bwrap import tool_paths
     from lathe.patterns import PathPatterns
     from lathe.policy.history import denied_in_history
     from lathe.policy.rules import RuleSet
 
     permissions = loaded.config.permissions
-    rules = RuleSet.from_strings(allow=permissions.allow, deny=permissions.deny)
+    try:
+        rules = RuleSet.from_strings(allow=permissions.allow, deny=permissions.deny)
+    except UsageError as exc:
+        return [Check("fail", "rules", str(exc), "correct the rule in permissions.allow/deny")]
     tools = ", ".join(str(p) for p in tool_paths(Path.home()))
     view = Check(
         "ok",
@@ -365,7 +369,17 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     checks = [view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
                           f"({len(hidden)} path(s) here): {limits}")]  # fmt: skip
     in_history = denied_in_history(workspace, denied)
-    if in_history:
+    if in_history is None:
+        checks.append(
+            Check(
+                "warn",
+                "history",
+                "git could not say whether files a read rule denies are in the repository, "
+                "so sandboxed commands run without .git",
+                "run `git status` here to see what git complains about",
+            )
+        )
+    elif in_history:
         checks.append(
             Check(
                 "warn",

@@ -28,6 +28,9 @@ def spill_dir(workspace: Path) -> Path:
     LATHE_HOME instead; `read` may open it all the same."""
     path = workspace / ".lathe" / "tmp"
     try:
+        if (workspace / ".lathe").is_symlink() or path.is_symlink():
+            # A link a repository ships would send lathe's writes wherever it points.
+            raise OSError("the spill folder is a symlink")
         path.mkdir(parents=True, exist_ok=True)
         ignore = path / ".gitignore"
         if not ignore.exists():

@@ -298,13 +298,15 @@ class InteractiveApp:
         with contextlib.ExitStack() as held:
             if self.gate.policy.mode.value != "read-only":
                 try:
-                    held.enter_context(self._workspace_lock())
+                    held.enter_context(self.workspace_lock())
                 except UsageError as exc:  # another run holds the workspace
                     self.renderer.error(f"not run: {exc}")
                     return
             await self._run(message)
 
-    def _workspace_lock(self) -> Any:
+    def workspace_lock(self) -> Any:
+        """Held while this session changes the workspace (a run, /undo); refused while
+        another lathe process holds it."""
         from lathe.home import lathe_home
         from lathe.workspace_lock import hold_workspace
 

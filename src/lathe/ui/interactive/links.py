@@ -210,7 +210,8 @@ class Links(AgentHooks):
             app.renderer.error(_NO_CHECKPOINTS)
             return
         try:
-            report = await asyncio.to_thread(self.checkpoints.undo)
+            with app.workspace_lock():  # not under another lathe run's edits
+                report = await asyncio.to_thread(self.checkpoints.undo)
         except LatheError as exc:
             app.renderer.error(str(exc))
             return
