@@ -21,9 +21,9 @@ from pathlib import Path
 
 from lathe.config.schema import PermissionsConfig
 from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap, sandbox_argv
-from lathe.policy.rules import ALWAYS_PROTECTED
+from lathe.policy.rules import protected_patterns
 
-PROTECTED = (*ALWAYS_PROTECTED, *PermissionsConfig().protect)
+PROTECTED = protected_patterns(PermissionsConfig().protect)
 DENY_READ = (".env", "secrets/", "*.pem")
 
 

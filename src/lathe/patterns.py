@@ -77,6 +77,13 @@ def path_matches(relative: str, pattern: str, *, is_dir: bool = False) -> bool:
     return bool(_spec(pattern.strip()).match_file(path + "/" if is_dir else path))
 
 
+@functools.lru_cache(maxsize=64)
+def compiled(patterns: tuple[str, ...]) -> PathPatterns:
+    """The PathPatterns for a set of patterns, made once: rules are matched on every
+    tool call, and building the spec compiles a regular expression per pattern."""
+    return PathPatterns(patterns)
+
+
 class PathPatterns:
     """An ordered set of patterns; a path is covered when any one of them matches."""
 
@@ -86,9 +93,6 @@ class PathPatterns:
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
-
-    def __add__(self, other: PathPatterns) -> PathPatterns:
-        return PathPatterns((*self.patterns, *other.patterns))
 
     def first_match(self, relative: str, *, is_dir: bool = False) -> str | None:
         """The first pattern that covers `relative`, for a message naming the rule."""

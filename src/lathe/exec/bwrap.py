@@ -36,7 +36,7 @@ from pathlib import Path
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.local import LocalExecutor
-from lathe.patterns import PathPatterns
+from lathe.patterns import compiled
 
 # Read-only from the home directory, so the usual toolchains work: interpreters and
 # their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
@@ -154,11 +154,11 @@ def sandbox_argv(
         argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(workspace), str(workspace)]
     kept = [workspace / name for name in read_only]
-    kept += PathPatterns(deny_write).existing(workspace)
+    kept += compiled(tuple(deny_write)).existing(workspace)
     for path in dict.fromkeys(_mounted(p, workspace, inside_only=True) for p in kept):
         if path is not None:
             argv += ["--ro-bind", str(path), str(path)]
-    hidden = PathPatterns(deny_read).existing(workspace)
+    hidden = compiled(tuple(deny_read)).existing(workspace)
     if hide_git:
         hidden.append(workspace / ".git")
     argv += _masks([p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p])
@@ -319,7 +319,7 @@ class BubblewrapExecutor:
             self._status = await asyncio.to_thread(check_bubblewrap, self._bwrap)
         if not self._status.available:
             raise ExecutorUnavailable(self._status.message)
-        guarded = PathPatterns(self.deny_write)
+        guarded = compiled(self.deny_write)
         before = set(guarded.existing(self.workspace))
         result = await self._local.run(
             command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,

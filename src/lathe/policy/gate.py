@@ -18,14 +18,14 @@ from typing import Any, Literal, Protocol
 
 from lathe.agent.hooks import AgentHooks
 from lathe.errors import ToolError, UsageError
-from lathe.patterns import PathPatterns
+from lathe.patterns import compiled
 from lathe.policy.rules import (
-    ALWAYS_PROTECTED,
     FILE_CHANGING_TOOLS,
     PATH_TOOLS,
     Action,
     RuleSet,
     matches_any,
+    protected_patterns,
 )
 from lathe.tools.base import ToolOutput
 from lathe.tools.paths import display_path, resolve_path
@@ -86,9 +86,6 @@ class Policy:
     # The user's protected paths (permissions.protect); ALWAYS_PROTECTED come on top.
     protected: tuple[str, ...] = ()
 
-    def protected_patterns(self) -> PathPatterns:
-        return PathPatterns((*ALWAYS_PROTECTED, *self.protected))
-
     def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         if tool == "bash":
             return self._decide_command(str(arguments.get("command", "")))
@@ -124,7 +121,8 @@ class Policy:
     ) -> Decision | None:
         """A change to a protected path needs an explicit approval: an allow rule naming
         the path, or a person's answer. `full` mode trusts the model with it."""
-        protected = self.protected_patterns().first_match(relative, is_dir=is_dir)
+        patterns = compiled(protected_patterns(self.protected))
+        protected = patterns.first_match(relative, is_dir=is_dir)
         if protected is None:
             return None
         if verdict and (verdict[0] != "allow" or _names(verdict[1].pattern, protected)):

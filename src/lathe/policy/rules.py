@@ -12,14 +12,13 @@ sandbox a denied edit holds for `bash` as well (the paths are mounted read-only)
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from lathe.errors import UsageError
-from lathe.patterns import PathPatterns, path_matches
+from lathe.patterns import compiled, path_matches
 
 if TYPE_CHECKING:
     from lathe.policy.shell_parse import SimpleCommand
@@ -57,12 +56,12 @@ def parse_rule(text: str) -> Rule:
 
 
 def matches_any(relative_path: str, patterns: Iterable[str], *, is_dir: bool = False) -> bool:
-    return _patterns(tuple(patterns)).matches(relative_path, is_dir=is_dir)
+    return compiled(tuple(patterns)).matches(relative_path, is_dir=is_dir)
 
 
-@functools.lru_cache(maxsize=64)
-def _patterns(patterns: tuple[str, ...]) -> PathPatterns:
-    return PathPatterns(patterns)
+def protected_patterns(user: Iterable[str]) -> tuple[str, ...]:
+    """Every protected path pattern: ALWAYS_PROTECTED, then the user's (permissions.protect)."""
+    return (*ALWAYS_PROTECTED, *user)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
-from lathe.patterns import PathPatterns
+from lathe.patterns import compiled
 from lathe.tools.base import Params, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
@@ -44,7 +44,7 @@ def readable_paths(paths: list[str], deny_read: tuple[str, ...]) -> list[str]:
     dialect the gate and the sandbox use (`lathe.patterns`)."""
     if not deny_read:
         return paths
-    rules = PathPatterns(deny_read)
+    rules = compiled(deny_read)
     return [path for path in paths if Path(path).is_absolute() or not rules.matches(path)]
 
 

@@ -12,7 +12,7 @@ from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.exec.env import command_environment
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
-from lathe.policy.rules import ALWAYS_PROTECTED, RuleSet
+from lathe.policy.rules import RuleSet, protected_patterns
 from lathe.ui.setup import RunSetup
 
 
@@ -54,7 +54,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 setup.workspace,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
-                deny_write=[*rules.denied_edit_patterns(), *ALWAYS_PROTECTED, *config.protect],
+                deny_write=[*rules.denied_edit_patterns(), *protected_patterns(config.protect)],
                 status=status,
                 hide_env=hidden,
                 keep_env=keep,
