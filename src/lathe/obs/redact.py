@@ -25,10 +25,10 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from secrets import token_hex
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
@@ -47,6 +47,7 @@ _Model = TypeVar("_Model", bound=BaseModel)
 class Redactor(AgentHooks):
     def __init__(self, secrets: Iterable[str]) -> None:
         self._secrets: list[str] = []
+        self.generation = 0  # bumped by include(): what was masked before may hold more
         self.include(secrets)
 
     @classmethod
@@ -60,6 +61,7 @@ class Redactor(AgentHooks):
         unique = {s for s in (*self._secrets, *secrets) if s and len(s) >= MIN_SECRET_CHARS}
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = sorted(unique, key=len, reverse=True)
+        self.generation += 1
 
     def __bool__(self) -> bool:
         return bool(self._secrets)
@@ -117,27 +119,15 @@ class Redactor(AgentHooks):
         """Mask the secrets in a file of any size, a chunk at a time; the file is
         rewritten only when it holds one. Bytes, not text, so nothing else changes."""
         needles = [(s.encode(), mask_secret(s).encode()) for s in self._secrets]
-        # A secret cut by a chunk boundary starts in the last `keep` bytes held back.
-        keep = max(len(needle) for needle, _ in needles) - 1
-        if not _file_holds(path, [needle for needle, _ in needles], keep):
-            return
         tmp = path.with_name(f".{path.name}.{token_hex(4)}.masking")
-        found = False
         try:
+            with path.open("rb") as source:
+                if not any(changed for _, changed in _masked_chunks(source, needles)):
+                    return
             with path.open("rb") as source, tmp.open("wb") as target:
-                pending = b""
-                while chunk := source.read(_SCRUB_CHUNK):
-                    data = pending + chunk
-                    for needle, masked in needles:
-                        if needle in data:
-                            found = True
-                            data = data.replace(needle, masked)
-                    cut = max(len(data) - keep, 0)
-                    target.write(data[:cut])
-                    pending = data[cut:]
-                target.write(pending)
-            if found:
-                os.replace(tmp, path)
+                for data, _ in _masked_chunks(source, needles):
+                    target.write(data)
+            os.replace(tmp, path)
         except OSError:
             pass
         finally:
@@ -147,15 +137,6 @@ class Redactor(AgentHooks):
     def provider(self, provider: Provider) -> Provider:
         """`provider` sending only masked requests."""
         return _MaskedProvider(provider, self) if self._secrets else provider
-
-    def request(self, request: ModelRequest) -> ModelRequest:
-        if not self._secrets:
-            return request
-        return dataclasses.replace(
-            request,
-            system=self.mask(request.system),
-            messages=[self.message(m) for m in request.messages],
-        )
 
     def guard(self, hooks: AgentHooks) -> AgentHooks:
         """`hooks` seeing masked messages and compaction summaries (for a recorder)."""
@@ -198,19 +179,23 @@ class _Masked(AgentHooks):
         await self._inner.after_changes(turn)
 
 
-def _file_holds(path: Path, needles: list[bytes], keep: int) -> bool:
-    """Whether any needle occurs in the file, read a chunk at a time."""
-    try:
-        with path.open("rb") as source:
-            tail = b""
-            while chunk := source.read(_SCRUB_CHUNK):
-                data = tail + chunk
-                if any(needle in data for needle in needles):
-                    return True
-                tail = data[-keep:] if keep else b""
-    except OSError:
-        return False
-    return False
+def _masked_chunks(
+    source: BinaryIO, needles: list[tuple[bytes, bytes]]
+) -> Iterator[tuple[bytes, bool]]:
+    """`source`'s bytes with each needle replaced by its mask, a chunk at a time, and
+    whether the chunk held one. A needle cut by a chunk boundary starts in the last
+    `keep` bytes, which are held back and searched again with the next chunk."""
+    keep = max(len(needle) for needle, _ in needles) - 1
+    pending = b""
+    while chunk := source.read(_SCRUB_CHUNK):
+        data, changed = pending + chunk, False
+        for needle, masked in needles:
+            if needle in data:
+                data, changed = data.replace(needle, masked), True
+        cut = max(len(data) - keep, 0)
+        yield data[:cut], changed
+        pending = data[cut:]
+    yield pending, False
 
 
 def _json_escaped(secret: str) -> str:
@@ -218,18 +203,43 @@ def _json_escaped(secret: str) -> str:
 
 
 class _MaskedProvider:
-    """A Provider (see lathe.llm.base) whose requests pass through a Redactor first."""
+    """A Provider (see lathe.llm.base) whose requests pass through a Redactor first.
+
+    A request repeats the whole conversation, so each message is masked once, when it
+    is first sent, and its masked copy reused while the conversation holds it: the cost
+    of a turn stays that of its new messages, not of the whole history."""
 
     def __init__(self, inner: Provider, redactor: Redactor) -> None:
         self._inner = inner
         self._redactor = redactor
+        self._generation = -1
+        self._system = ("", "")  # the last system prompt, and its masked form
+        # id of a message sent last time -> (that message, kept alive so the id stays
+        # its own, and its masked copy)
+        self._masked: dict[int, tuple[Message, Message]] = {}
 
     @property
     def model(self) -> str:
         return self._inner.model
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._inner.stream(self._redactor.request(request))
+        return self._inner.stream(self._request(request))
+
+    def _request(self, request: ModelRequest) -> ModelRequest:
+        redactor = self._redactor
+        if self._generation != redactor.generation:  # new secrets: mask everything again
+            self._generation, self._system, self._masked = redactor.generation, ("", ""), {}
+        if self._system[0] != request.system:
+            self._system = (request.system, redactor.mask(request.system))
+        masked: dict[int, tuple[Message, Message]] = {}
+        messages = []
+        for message in request.messages:
+            known = self._masked.get(id(message))
+            copy = known[1] if known and known[0] is message else redactor.message(message)
+            masked[id(message)] = (message, copy)
+            messages.append(copy)
+        self._masked = masked
+        return dataclasses.replace(request, system=self._system[1], messages=messages)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
