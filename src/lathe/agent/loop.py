@@ -62,6 +62,7 @@ _CUT_OFF_CALL = (
     "may be incomplete. Take a smaller step: change a few lines per edit call, or split "
     "the work over several calls."
 )
+_EMPTY_ONCE = "the model sent an empty reply; asking again"
 _EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"
 
 
@@ -127,12 +128,12 @@ class Agent:
         # Verify failures in a row with no tool call between: the model is claiming
         # "done" without acting on the failure, a stall like a repeated call.
         idle_claims = 0
-        baseline = bool(settings.verify_command and settings.verify_first and not self.messages)
+        baseline = settings.verify_command if settings.verify_first and not self.messages else None
         # The task is recorded before anything runs, so a crash during the baseline check
         # leaves a session that `--continue` can pick up with its task.
         self.append(UserMessage(content=user_input))
-        if baseline and settings.verify_command:
-            self.append(UserMessage(content=await self._baseline(settings.verify_command)))
+        if baseline:
+            self.append(UserMessage(content=await self._baseline(baseline)))
         turn = 0
         empty_replies = 0
 
@@ -158,16 +159,17 @@ class Agent:
                 return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
             self.usage = self.usage + reply.usage
             cost += settings.price(reply.usage) if settings.price else 0.0
-            empty = _is_empty(reply)
-            empty_replies = empty_replies + 1 if empty else 0
-            if empty and empty_replies == 1:
-                self.emit(
-                    Notice(level="warning", message="the model sent an empty reply; asking again")
-                )
-                continue  # not kept: an empty assistant turn is no part of the conversation
-            if empty and not settings.verify_command:
-                return finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
-            if not empty:  # twice empty with a check: the check decides, as for "done"
+            # An empty reply is not kept: an empty assistant turn is no part of the
+            # conversation. Asked again once; twice, the check decides as for "done".
+            if _is_empty(reply):
+                empty_replies += 1
+                if empty_replies == 1:
+                    self.emit(Notice(level="warning", message=_EMPTY_ONCE))
+                    continue
+                if not settings.verify_command:
+                    return finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
+            else:
+                empty_replies = 0
                 self.append(reply)
             if self.deps.context:
                 self.deps.context.record_usage(reply.usage, len(self.messages))
@@ -384,11 +386,9 @@ class Agent:
 
 
 def _is_empty(reply: AssistantMessage) -> bool:
-    return (
-        not reply.tool_calls
-        and not reply.text.strip()
-        and (reply.stop_reason is not StopReason.MAX_TOKENS)
-    )
+    """No text and no call, and not cut off (a cut-off reply gets "continue")."""
+    cut_off = reply.stop_reason is StopReason.MAX_TOKENS
+    return not reply.tool_calls and not reply.text.strip() and not cut_off
 
 
 def _difference(total: Usage, before: Usage) -> Usage:

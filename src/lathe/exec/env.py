@@ -42,9 +42,7 @@ def command_environment(
         name: value
         for name, value in environ.items()
         if name not in hidden
-        and (
-            not holds_secret(name, value) or any(fnmatch.fnmatchcase(name, p) for p in allowed)
-        )
+        and (not holds_secret(name, value) or any(fnmatch.fnmatchcase(name, p) for p in allowed))
     }
 
 

@@ -40,7 +40,7 @@ from typing import Any, BinaryIO, Protocol
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.env import command_environment
-from lathe.exec.supervision import Supervision
+from lathe.exec.supervision import Supervision, reaped_after_kill
 
 ArgvBuilder = Callable[[str, Path], list[str]]
 
@@ -62,7 +62,6 @@ NONINTERACTIVE_ENV: Mapping[str, str] = {
 _HEAD_SHARE = 0.4
 _EOF_AFTER_KILL_S = 2.0  # a process that escaped the group may keep the pipe open
 _REAP_AFTER_KILL_S = 5.0
-_REAP_AFTER_CANCEL_S = 2.0
 
 
 def bash_argv(command: str, cwd: Path) -> list[str]:
@@ -148,7 +147,7 @@ class LocalExecutor:
             end = await ending.wait(proc, exited, eof)
         except BaseException:  # cancellation above all: nothing may outlive the run
             ending.kill_now(proc)
-            await _reaped(exited)
+            await reaped_after_kill(exited)
             raise
         finally:
             transport.close()
@@ -166,14 +165,6 @@ class LocalExecutor:
             timed_out=end.timed_out,
             duration_s=time.monotonic() - started,
         )
-
-
-async def _reaped(exited: asyncio.Future[Any]) -> None:
-    """After a kill, wait briefly for the process to be reaped, so its transport closes
-    while the event loop still runs (else it is collected after the loop closed, with a
-    warning). A second cancellation, or a process slow to go, only cuts this short."""
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(exited), _REAP_AFTER_CANCEL_S)
 
 
 @dataclass(frozen=True)

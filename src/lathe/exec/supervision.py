@@ -21,13 +21,14 @@ it and leave its `setsid` descendants behind.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import importlib.util
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -136,6 +137,14 @@ class Supervision:
         if self._read_fd >= 0:
             os.close(self._read_fd)
             self._read_fd = -1
+
+
+async def reaped_after_kill(exited: Awaitable[object], seconds: float = 2.0) -> None:
+    """After `kill_now`, wait briefly for the process to be reaped (`exited`: its wait),
+    so its transport closes while the event loop runs — else it is collected after the
+    loop closed, with a warning. A second cancellation, or a slow death, cuts it short."""
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(exited), seconds)
 
 
 def _kill_descendants(pid: int) -> None:

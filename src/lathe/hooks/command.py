@@ -15,7 +15,6 @@ blocks the call: a guard that could not decide must not wave a call through.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.agent.hooks import AgentHooks
-from lathe.exec.supervision import Supervision
+from lathe.exec.supervision import Supervision, reaped_after_kill
 from lathe.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -66,24 +65,17 @@ async def run_hook(
             )
         except TimeoutError:  # the supervisor itself is stuck: lathe's own bound holds
             supervision.kill_now(process)
-            await _reaped(process)
+            await reaped_after_kill(process.wait())
             return _timed_out(hook)
         except BaseException:  # cancelled: nothing of the hook may outlive the call
             supervision.kill_now(process)
-            await _reaped(process)
+            await reaped_after_kill(process.wait())
             raise
         if supervision.report().timed_out:
             return _timed_out(hook)
     return HookRun(
         process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
     )
-
-
-async def _reaped(process: asyncio.subprocess.Process) -> None:
-    """Wait briefly for a killed hook to be reaped, so its transport closes while the
-    event loop runs; a second cancellation only cuts this short."""
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(process.wait()), 2.0)
 
 
 def _timed_out(hook: HookCommand) -> HookRun:
