@@ -24,15 +24,14 @@ class WorkspaceBusy(UsageError):
     """Another lathe process holds the workspace; the message names it and the way out."""
 
 
-def lock_file(home: Path, workspace: Path) -> Path:
-    from lathe.home import project_slug
+def lock_file(workspace: Path) -> Path:
+    from lathe.home import lathe_home, project_slug
 
-    return home / "locks" / f"{project_slug(workspace)}.lock"
+    return lathe_home() / "locks" / f"{project_slug(workspace)}.lock"
 
 
 @contextlib.contextmanager
 def hold_workspace(
-    home: Path,
     workspace: Path,
     *,
     doing: str,
@@ -41,7 +40,7 @@ def hold_workspace(
 ) -> Iterator[None]:
     """Hold the workspace for the block. Busy: raise WorkspaceBusy, or with `wait` tell
     `on_wait` who holds it and block until it is free (Ctrl-C still interrupts)."""
-    path = lock_file(home, workspace)
+    path = lock_file(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -94,7 +94,7 @@ def _held(checkpoints: Checkpoints, doing: str):
     """Undoing under a running agent would mix its edits with the restore."""
     from lathe.workspace_lock import hold_workspace
 
-    return hold_workspace(lathe_home(), checkpoints.workspace, doing=doing)
+    return hold_workspace(checkpoints.workspace, doing=doing)
 
 
 @contextmanager

@@ -341,7 +341,7 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
 
     permissions = loaded.config.permissions
     try:
-        rules = RuleSet.from_strings(allow=permissions.allow, deny=permissions.deny)
+        rules = RuleSet.from_strings(deny=permissions.deny)
     except UsageError as exc:
         return [Check("fail", "rules", str(exc), "correct the rule in permissions.allow/deny")]
     tools = ", ".join(str(p) for p in tool_paths(Path.home()))
@@ -370,25 +370,15 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
                           f"({len(hidden)} path(s) here): {limits}")]  # fmt: skip
     in_history = denied_in_history(workspace, denied)
     if in_history is None:
-        checks.append(
-            Check(
-                "warn",
-                "history",
-                "git could not say whether files a read rule denies are in the repository, "
-                "so sandboxed commands run without .git",
-                "run `git status` here to see what git complains about",
-            )
-        )
+        why = "git could not say whether files a read rule denies are in the repository"
+        fix = "run `git status` here to see what git complains about"
     elif in_history:
-        checks.append(
-            Check(
-                "warn",
-                "history",
-                f"{', '.join(in_history[:3])} (read denied) is in the git history, so "
-                "sandboxed commands run without .git (git show would print it)",
-                "remove it from the history (git filter-repo) to give commands git back",
-            )
-        )
+        denied_there = ", ".join(in_history[:3])
+        why = f"{denied_there} (read denied) is in the git history (git show would print it)"
+        fix = "remove it from the history (git filter-repo) to give commands git back"
+    else:
+        return checks
+    checks.append(Check("warn", "history", f"{why}, so sandboxed commands run without .git", fix))
     return checks
 
 

@@ -60,13 +60,11 @@ def _workspace_held(setup: RunSetup):
     """One run at a time may change a workspace; a read-only run changes nothing."""
     from contextlib import nullcontext
 
-    from lathe.home import lathe_home
     from lathe.workspace_lock import hold_workspace
 
     if setup.approval == "read-only":
         return nullcontext()
     return hold_workspace(
-        lathe_home(),
         setup.workspace,
         doing="lathe run",
         wait=setup.options.wait,

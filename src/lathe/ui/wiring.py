@@ -27,19 +27,20 @@ def spill_dir(workspace: Path) -> Path:
     lathe cannot write to (a read-only mount, someone else's files) gets one under
     LATHE_HOME instead; `read` may open it all the same."""
     path = workspace / ".lathe" / "tmp"
-    try:
-        if (workspace / ".lathe").is_symlink() or path.is_symlink():
-            # A link a repository ships would send lathe's writes wherever it points.
-            raise OSError("the spill folder is a symlink")
-        path.mkdir(parents=True, exist_ok=True)
-        ignore = path / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n")
-    except OSError:
-        from lathe.home import lathe_home, project_slug
+    # A link a repository ships would send lathe's writes wherever it points.
+    if not ((workspace / ".lathe").is_symlink() or path.is_symlink()):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            ignore = path / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("*\n")
+            return path
+        except OSError:
+            pass
+    from lathe.home import lathe_home, project_slug
 
-        path = lathe_home() / "spill" / project_slug(workspace)
-        path.mkdir(parents=True, exist_ok=True)
+    path = lathe_home() / "spill" / project_slug(workspace)
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -307,10 +307,9 @@ class InteractiveApp:
     def workspace_lock(self) -> Any:
         """Held while this session changes the workspace (a run, /undo); refused while
         another lathe process holds it."""
-        from lathe.home import lathe_home
         from lathe.workspace_lock import hold_workspace
 
-        return hold_workspace(lathe_home(), self.workspace, doing="lathe session")
+        return hold_workspace(self.workspace, doing="lathe session")
 
     async def _run(self, message: str) -> None:
         self.status.begin()
