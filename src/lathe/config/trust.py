@@ -13,11 +13,8 @@ trust serves sandboxed and unsandboxed runs alike), recorded per project file in
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,12 +144,8 @@ def _load(home: Path) -> dict[str, str]:
 
 
 def _save(home: Path, store: dict[str, str]) -> None:
+    from lathe.tools.files import write_atomic
+
     path = _store_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    try:
-        tmp.write_text(json.dumps(store, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    write_atomic(path, (json.dumps(store, indent=2, sort_keys=True) + "\n").encode())
