@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -166,9 +168,6 @@ def _regular_file_inside(workspace: Path, name: str) -> Path | None:
     """`workspace/name` when it is a regular file inside the workspace (symlinks
     resolved), else None: a named pipe would block the prompt, and a link may point at
     a file the user never meant to share."""
-    import os
-    import stat
-
     root = Path(os.path.realpath(workspace))
     path = Path(os.path.realpath(workspace / name))
     try:
@@ -181,8 +180,6 @@ def _regular_file_inside(workspace: Path, name: str) -> Path | None:
 def _unreadable(workspace: Path, path: Path, no_read: Sequence[str], name: str = "") -> bool:
     """Whether a read rule, or a secret-like name, covers the file by the name it is
     listed under or by the file it really is (AGENTS.md may be a link to .env)."""
-    import os
-
     from lathe.policy.rules import matches_any
 
     real = os.path.relpath(path, os.path.realpath(workspace))
