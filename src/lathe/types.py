@@ -78,6 +78,10 @@ class Thinking(_Value):
 class UserMessage(_Value):
     role: Literal["user"] = "user"
     content: str
+    origin: Literal["user", "lathe"] = "user"
+    """"lathe" marks a note lathe inserted (the baseline check, verify feedback, a
+    nudge): the model reads it as a user turn, but a transcript must not show it as
+    something the person typed."""
 
 
 class AssistantMessage(_Value):
