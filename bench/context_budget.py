@@ -19,7 +19,7 @@ from lathe.agent.context import Budget, conversation_tokens
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.exec.local import LocalExecutor
 from lathe.llm.base import Completed, ModelRequest
-from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.types import AssistantMessage, ToolCall
 
 OUTPUT_BYTES = 12_000  # each tool result: about 3,000 tokens
@@ -29,7 +29,7 @@ class _Args(Params):
     n: int
 
 
-class Dump:
+class Dump(Tool):
     name: ClassVar[str] = "dump"
     description: ClassVar[str] = "prints a large log"
     parameters: ClassVar[type[Params]] = _Args

@@ -18,14 +18,14 @@ from typing import ClassVar
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.exec.local import LocalExecutor
 from lathe.llm.scripted import ScriptedProvider, reply
-from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 
 
 class _Args(Params):
     n: int
 
 
-class Noop:
+class Noop(Tool):
     name: ClassVar[str] = "noop"
     description: ClassVar[str] = "does nothing"
     parameters: ClassVar[type[Params]] = _Args

@@ -13,7 +13,7 @@ from lathe.errors import ContextTooLong
 from lathe.events import Compacted, RunStatus
 from lathe.exec.local import LocalExecutor
 from lathe.llm.base import Completed, ModelRequest
-from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.types import AssistantMessage, ToolCall, UserMessage
 
 TASK = "Collect all 60 logs, then say done."
@@ -23,7 +23,7 @@ class _Args(Params):
     n: int
 
 
-class Dump:
+class Dump(Tool):
     name: ClassVar[str] = "dump"
     description: ClassVar[str] = "prints a large log"
     parameters: ClassVar[type[Params]] = _Args

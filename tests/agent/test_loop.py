@@ -15,7 +15,7 @@ from lathe.events import Retrying, RunStatus, StallNudge, ToolFinished, VerifyFi
 from lathe.exec.local import LocalExecutor
 from lathe.llm.retry import RetryPolicy
 from lathe.llm.scripted import ScriptedProvider, reply
-from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.tools.edit import EditTool
 from lathe.types import AssistantMessage, ToolResultMessage, UserMessage
 
@@ -24,7 +24,7 @@ class PathParams(Params):
     path: str
 
 
-class Touch:
+class Touch(Tool):
     """Creates a file: a mutating tool."""
 
     name: ClassVar[str] = "touch"
@@ -40,7 +40,7 @@ class Touch:
         return args.path
 
 
-class Peek:
+class Peek(Tool):
     """Read-only; waits until its partner has started, to prove concurrency."""
 
     name: ClassVar[str] = "peek"
@@ -62,7 +62,7 @@ class Peek:
         return args.path
 
 
-class FakeBash:
+class FakeBash(Tool):
     name: ClassVar[str] = "bash"
     description: ClassVar[str] = "pretend to run a command"
     parameters: ClassVar[type[Params]] = type(
@@ -77,6 +77,9 @@ class FakeBash:
 
     def summarize_call(self, args) -> str:
         return args.command
+
+    def shell_command(self, arguments: dict) -> str | None:
+        return str(arguments.get("command", ""))
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from lathe.exec.local import LocalExecutor
 from lathe.llm.anthropic import AnthropicProvider
 from lathe.llm.openai_chat import OpenAIChatProvider
 from lathe.llm.retry import RetryPolicy
-from lathe.tools.base import Params, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.types import AssistantMessage, Thinking
 
 CACHE = {"type": "ephemeral"}
@@ -30,7 +30,7 @@ class NoteParams(Params):
     name: str
 
 
-class Note:
+class Note(Tool):
     """Writes a note file; a small real tool so results come from the loop itself."""
 
     name: ClassVar[str] = "note"

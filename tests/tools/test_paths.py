@@ -13,7 +13,7 @@ from lathe.tools.base import ToolContext
 from lathe.tools.edit import EditTool
 from lathe.tools.glob import GlobTool
 from lathe.tools.grep import GrepTool
-from lathe.tools.ls import LsTool
+from lathe.tools.ls import ls
 from lathe.tools.paths import display_path, resolve_path
 from lathe.tools.read import ReadTool
 from lathe.tools.write import WriteTool
@@ -118,7 +118,7 @@ async def test_write_and_edit_change_nothing_outside(ctx: ToolContext, outside: 
 
 async def test_search_and_list_tools_stay_inside(ctx: ToolContext, outside: Path) -> None:
     for tool, args in (
-        (LsTool(), {"path": ".."}),
+        (ls, {"path": ".."}),
         (GrepTool(), {"pattern": "SECRET", "path": "../outside"}),
         (GlobTool(), {"pattern": "*.txt", "path": str(outside)}),
     ):

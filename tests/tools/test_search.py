@@ -11,9 +11,9 @@ from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.tools.builtin import builtin_tools
 from lathe.tools.glob import GlobTool
 from lathe.tools.grep import GrepTool, rg_binary
-from lathe.tools.ls import LsTool
+from lathe.tools.ls import ls
 
-grep, glob, ls = GrepTool(), GlobTool(), LsTool()
+grep, glob = GrepTool(), GlobTool()
 
 
 def _tree(root: Path) -> None:

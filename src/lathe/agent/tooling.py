@@ -59,9 +59,7 @@ class ToolRunner:
             tool = item.tool
             verdict = stall.observe(
                 call_signature(item.call.name, item.arguments, item.call.arguments),
-                changes_files=tool is not None
-                and not tool.read_only
-                and not getattr(tool, "repeatable", False),
+                changes_files=tool is not None and not tool.read_only and not tool.repeatable,
             )
             if verdict is not StallVerdict.OK and outcome.verdict is not StallVerdict.STUCK:
                 outcome.verdict, outcome.stalled_tool = verdict, item.call.name
@@ -179,11 +177,10 @@ def _with_refusal_hint(
     refusal: ToolOutput, tool: Tool, params: Params, ctx: ToolContext
 ) -> ToolOutput:
     """A refused call, plus what the tool can add about it (see `Tool` in tools.base)."""
-    hint_for = getattr(tool, "refusal_hint", None)
-    if not refusal.is_error or hint_for is None:
+    if not refusal.is_error:
         return refusal
     try:
-        hint = hint_for(params, ctx)
+        hint = tool.refusal_hint(params, ctx)
     except Exception:  # a hint is a courtesy; never let it break the run
         return refusal
     return replace(refusal, content=f"{refusal.content}\n{hint}") if hint else refusal
@@ -204,10 +201,9 @@ def _groups(prepared: list[_Prepared]) -> list[list[_Prepared]]:
 def _track_evidence(item: _Prepared, output: ToolOutput, evidence: EvidenceTracker) -> None:
     if item.tool is None or (output.is_error and "exit_code" not in output.details):
         return
-    if item.tool.name == "bash" and item.arguments:
-        evidence.saw_command(
-            str(item.arguments.get("command", "")), output.details.get("exit_code")
-        )
+    command = item.tool.shell_command(item.arguments or {})
+    if command is not None:
+        evidence.saw_command(command, output.details.get("exit_code"))
     elif not item.tool.read_only:
         evidence.saw_edit()
 

@@ -1,5 +1,28 @@
 """The tool seam: a tool is one object holding its spec and its handler.
 
+A tool subclasses `Tool` (or is one async function under `@tool`) and says what it is:
+- `name`, `description` and `parameters` (a `Params` model; its field descriptions are
+  the schema the model sees) are required.
+- `read_only` (default False): the tool changes nothing on disk, so the loop may run
+  several such calls concurrently and the policy gate lets it run in `read-only` and
+  `ask` modes without asking.
+- `repeatable` (default False): the same call may usefully run again after other
+  changes (a command: its result can change). A tool that changes files and is not
+  repeatable (edit, write) does the same thing each time it gets the same arguments,
+  so the loop counts repeats of such a call over the whole run as a stall.
+- `path_argument` (default None): the argument naming the workspace path the call reads
+  or changes; the gate matches path rules (`edit(src/**)`, `read(.env)`) against it
+  (an absent value means the workspace root).
+- `refusal_hint(args, ctx) -> str | None` (default None): when a hook (a deny rule, the
+  user) refuses the call, a non-empty answer is added to the refusal the model reads.
+  `edit` uses it to name the file that really holds old_string. It must not raise; the
+  loop drops the hint if it does.
+- `shell_command(arguments) -> str | None` (default None): the shell command a call
+  runs, for those that run one (`bash`), so the gate analyses it and the verify
+  evidence sees which checks ran — nothing outside the tool checks its name.
+- `summarize_call(args) -> str`: the key argument, for one-line progress displays
+  (default: the first parameter's value).
+
 Contract for `Tool.execute(args, ctx)`:
 - `args` is an instance of `Tool.parameters`, already validated by the loop.
 - It returns a `ToolOutput`. A failure the model should see and can act on (file not
@@ -8,20 +31,15 @@ Contract for `Tool.execute(args, ctx)`:
   a bug: the loop reports it to the model as an internal error of that tool.
 - File tools resolve every path through `lathe.tools.paths.resolve_path` and never touch
   anything outside the workspace. Commands run only through `ctx.executor`.
-- `read_only` tools change nothing on disk, so the loop may run several concurrently.
-- A tool that changes files and is not `repeatable` (edit, write) does the same thing
-  each time it gets the same arguments, so the loop counts repeats of such a call over
-  the whole run as a stall. Commands are `repeatable`: their result can change.
-- A tool may also define `refusal_hint(args, ctx) -> str`: when a hook (a deny rule,
-  the user) refuses its call, a non-empty answer is added to the refusal the model
-  reads. `edit` uses it to name the file that really holds old_string.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -69,19 +87,126 @@ class ToolContext:
     deny_read: tuple[str, ...] = ()
 
 
-class Tool(Protocol):
+class Tool(ABC):
+    """Base of every tool; see the module docstring for what each member means."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[type[Params]]
-    read_only: ClassVar[bool]
+    read_only: ClassVar[bool] = False
     repeatable: ClassVar[bool] = False
-    """The same call may usefully run again after other changes (a command)."""
+    path_argument: ClassVar[str | None] = None
 
+    @abstractmethod
     async def execute(self, args: Any, ctx: ToolContext) -> ToolOutput: ...
 
     def summarize_call(self, args: Any) -> str:
         """The key argument of a call, for one-line progress displays."""
-        ...
+        values = list(args.model_dump().values()) if isinstance(args, BaseModel) else []
+        first = str(values[0]) if values and values[0] is not None else ""
+        first = first.strip().splitlines()[0] if first.strip() else ""
+        return first if len(first) <= 80 else first[:77] + "..."
+
+    def refusal_hint(self, args: Any, ctx: ToolContext) -> str | None:
+        """Text to add when a hook refuses this call; None (or "") adds nothing."""
+        return None
+
+    def shell_command(self, arguments: dict[str, Any]) -> str | None:
+        """The shell command this call runs (from its raw arguments); None: it runs none."""
+        return None
+
+
+def tool(
+    function: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    read_only: bool = False,
+    repeatable: bool = False,
+    path_argument: str | None = None,
+    summarize: Callable[[Any], str] | None = None,
+) -> Any:
+    """Make one async function a `Tool` (the decorated name is the tool instance):
+
+        @tool(read_only=True, path_argument="path")
+        async def ls(args: LsParams, ctx: ToolContext) -> ToolOutput:
+            \"\"\"List the files in a directory.\"\"\"
+
+    The tool's name is the function's, its description the docstring (required: it is
+    what the model reads). Its parameters are the `Params` model the first parameter is
+    annotated with (the function receives the validated instance), or else the
+    signature: every parameter but the one annotated `ToolContext` becomes a field (a
+    default makes it optional; `Annotated[str, Field(description=...)]` describes it),
+    and the function is called with them by name. A parameter annotated `ToolContext`
+    receives the context. The function returns a `ToolOutput`, or text for a plain
+    successful result. `summarize` replaces the default `summarize_call`. Raises
+    TypeError for a function that is not async or has no docstring.
+    """
+
+    def make(fn: Callable[..., Awaitable[Any]]) -> Tool:
+        return _function_tool(
+            fn, read_only=read_only, repeatable=repeatable, path_argument=path_argument,
+            summarize=summarize,
+        )  # fmt: skip
+
+    return make if function is None else make(function)
+
+
+def _function_tool(
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    read_only: bool,
+    repeatable: bool,
+    path_argument: str | None,
+    summarize: Callable[[Any], str] | None,
+) -> Tool:
+    import inspect
+    from typing import get_type_hints
+
+    from pydantic import create_model
+
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@tool needs an async function; {fn.__qualname__} is not one")
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise TypeError(f"@tool: {fn.__qualname__} needs a docstring, the model's description")
+    hints = get_type_hints(fn, include_extras=True)
+    signature = inspect.signature(fn).parameters.values()
+    contexts = [p.name for p in signature if hints.get(p.name) is ToolContext]
+    fields = [p for p in signature if p.name not in contexts]
+    first = hints.get(fields[0].name) if fields else None
+    takes_model = isinstance(first, type) and issubclass(first, Params)
+    if takes_model and len(fields) == 1:
+        model: type[Params] = first  # type: ignore[assignment]
+    else:
+        takes_model = False
+        model = create_model(  # type: ignore[call-overload]
+            f"{fn.__name__}_params",
+            __base__=Params,
+            **{
+                p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+                for p in fields
+            },
+        )
+
+    class FunctionTool(Tool):
+        name = fn.__name__
+        description = doc
+        parameters = model
+
+        async def execute(self, args: Any, ctx: ToolContext) -> ToolOutput:
+            context = dict.fromkeys(contexts, ctx)
+            called = fn(args, **context) if takes_model else fn(**dict(args), **context)
+            result = await called
+            return result if isinstance(result, ToolOutput) else ToolOutput(content=str(result))
+
+        def summarize_call(self, args: Any) -> str:
+            return summarize(args) if summarize else super().summarize_call(args)
+
+    FunctionTool.read_only = read_only
+    FunctionTool.repeatable = repeatable
+    FunctionTool.path_argument = path_argument
+    FunctionTool.__name__ = FunctionTool.__qualname__ = f"{fn.__name__}_tool"
+    FunctionTool.__doc__ = doc
+    return FunctionTool()
 
 
 def tool_spec(tool: Tool) -> ToolSpec:

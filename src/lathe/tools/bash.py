@@ -9,14 +9,14 @@ timeout is an error result, since it never finished what was asked.
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.exec.base import ExecResult
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
 _OMITTED = re.compile(r"\n\[\.\.\. [\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
 
@@ -29,15 +29,17 @@ class BashParams(Params):
     )
 
 
-class BashTool:
+class BashTool(Tool):
     name: ClassVar[str] = "bash"
     description: ClassVar[str] = (
         "Run a bash command in the workspace root and return its output (stdout and stderr "
         "together) and exit code. No input can be typed: use non-interactive flags."
     )
     parameters: ClassVar[type[Params]] = BashParams
-    read_only: ClassVar[bool] = False
     repeatable: ClassVar[bool] = True
+
+    def shell_command(self, arguments: dict[str, Any]) -> str | None:
+        return str(arguments.get("command", ""))
 
     def summarize_call(self, args: BashParams) -> str:
         first = args.command.strip().splitlines()[0] if args.command.strip() else ""

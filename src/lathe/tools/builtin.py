@@ -7,10 +7,10 @@ from lathe.tools.bash import BashTool
 from lathe.tools.edit import EditTool
 from lathe.tools.glob import GlobTool
 from lathe.tools.grep import GrepTool
-from lathe.tools.ls import LsTool
+from lathe.tools.ls import ls
 from lathe.tools.read import ReadTool
 from lathe.tools.write import WriteTool
 
 
 def builtin_tools() -> list[Tool]:
-    return [ReadTool(), EditTool(), WriteTool(), BashTool(), GrepTool(), GlobTool(), LsTool()]
+    return [ReadTool(), EditTool(), WriteTool(), BashTool(), GrepTool(), GlobTool(), ls]

@@ -16,7 +16,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from lathe.errors import ToolError
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
     clip_diff,
     load_text_file,
@@ -47,14 +47,14 @@ class EditParams(Params):
     )
 
 
-class EditTool:
+class EditTool(Tool):
     name: ClassVar[str] = "edit"
     description: ClassVar[str] = (
         "Replace exact text in a file. old_string must match the file exactly, once; add "
         "surrounding lines to make it unique. Returns a diff of the change."
     )
     parameters: ClassVar[type[Params]] = EditParams
-    read_only: ClassVar[bool] = False
+    path_argument: ClassVar[str | None] = "path"
 
     def summarize_call(self, args: EditParams) -> str:
         return args.path

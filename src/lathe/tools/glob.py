@@ -9,7 +9,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.grep import RG_COMMON, readable_paths, run_rg, search_target, strip_dot
 from lathe.tools.paths import place
 
@@ -26,7 +26,7 @@ class GlobParams(Params):
     )
 
 
-class GlobTool:
+class GlobTool(Tool):
     name: ClassVar[str] = "glob"
     description: ClassVar[str] = (
         "Find files by name pattern. Returns matching paths, most recently modified first "
@@ -34,6 +34,7 @@ class GlobTool:
     )
     parameters: ClassVar[type[Params]] = GlobParams
     read_only: ClassVar[bool] = True
+    path_argument: ClassVar[str | None] = "path"
 
     def summarize_call(self, args: GlobParams) -> str:
         return f"{args.pattern} in {args.path}" if args.path else args.pattern

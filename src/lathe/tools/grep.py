@@ -28,7 +28,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.patterns import compiled
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
 RG_COMMON = ["--no-config", "--hidden", "--glob=!.git", "--no-require-git", "--color=never"]
@@ -169,7 +169,7 @@ class GrepParams(Params):
     )
 
 
-class GrepTool:
+class GrepTool(Tool):
     name: ClassVar[str] = "grep"
     description: ClassVar[str] = (
         "Search file contents with a regular expression (ripgrep; skips files ignored by "
@@ -177,6 +177,7 @@ class GrepTool:
     )
     parameters: ClassVar[type[Params]] = GrepParams
     read_only: ClassVar[bool] = True
+    path_argument: ClassVar[str | None] = "path"
 
     def summarize_call(self, args: GrepParams) -> str:
         return f"{args.pattern} in {args.path}" if args.path else args.pattern

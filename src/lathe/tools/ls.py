@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import ClassVar
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, ToolContext, ToolOutput, tool
 from lathe.tools.files import os_errors
 from lathe.tools.paths import existing_path, place
 
@@ -22,34 +21,24 @@ class LsParams(Params):
     )
 
 
-class LsTool:
-    name: ClassVar[str] = "ls"
-    description: ClassVar[str] = (
-        "List the files and directories in a directory. Directories end with '/'."
-    )
-    parameters: ClassVar[type[Params]] = LsParams
-    read_only: ClassVar[bool] = True
-
-    def summarize_call(self, args: LsParams) -> str:
-        return args.path or "."
-
-    async def execute(self, args: LsParams, ctx: ToolContext) -> ToolOutput:
-        path, shown = existing_path(ctx, args.path)
-        if not path.is_dir():
-            raise ToolError(f"{shown} is a file, not a directory; use read to see its content")
-        with os_errors(shown, "list"), os.scandir(path) as entries:
-            names = [(not _is_dir(e), e.name + ("/" if _is_dir(e) else "")) for e in entries]
-        if not names:
-            return ToolOutput(content=f"{place(shown)} is an empty directory.", summary="empty")
-        names.sort(key=lambda item: (item[0], item[1].lower(), item[1]))
-        listed = [name for _, name in names[:_MAX_ENTRIES]]
-        body = "\n".join(listed)
-        if len(names) > _MAX_ENTRIES:
-            body += (
-                f"\n\n[Showing {len(listed)} of {len(names)} entries. Use glob to find "
-                f"specific files.]"
-            )
-        return ToolOutput(content=body, summary=f"{len(names)} entries")
+@tool(read_only=True, path_argument="path", summarize=lambda args: args.path or ".")
+async def ls(args: LsParams, ctx: ToolContext) -> ToolOutput:
+    """List the files and directories in a directory. Directories end with '/'."""
+    path, shown = existing_path(ctx, args.path)
+    if not path.is_dir():
+        raise ToolError(f"{shown} is a file, not a directory; use read to see its content")
+    with os_errors(shown, "list"), os.scandir(path) as entries:
+        names = [(not _is_dir(e), e.name + ("/" if _is_dir(e) else "")) for e in entries]
+    if not names:
+        return ToolOutput(content=f"{place(shown)} is an empty directory.", summary="empty")
+    names.sort(key=lambda item: (item[0], item[1].lower(), item[1]))
+    listed = [name for _, name in names[:_MAX_ENTRIES]]
+    body = "\n".join(listed)
+    if len(names) > _MAX_ENTRIES:
+        body += (
+            f"\n\n[Showing {len(listed)} of {len(names)} entries. Use glob to find specific files.]"
+        )
+    return ToolOutput(content=body, summary=f"{len(names)} entries")
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

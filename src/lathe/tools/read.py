@@ -10,7 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors, state_of
 from lathe.tools.paths import existing_path
 
@@ -29,7 +29,7 @@ class ReadParams(Params):
     )
 
 
-class ReadTool:
+class ReadTool(Tool):
     name: ClassVar[str] = "read"
     description: ClassVar[str] = (
         "Read a text file. Returns numbered lines as 'number<TAB>text'; the number and tab "
@@ -38,6 +38,7 @@ class ReadTool:
     )
     parameters: ClassVar[type[Params]] = ReadParams
     read_only: ClassVar[bool] = True
+    path_argument: ClassVar[str | None] = "path"
 
     def summarize_call(self, args: ReadParams) -> str:
         return args.path if args.offset is None else f"{args.path}:{args.offset}"

@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from lathe.errors import ToolError
-from lathe.tools.base import Params, ToolContext, ToolOutput
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
     clip_diff,
     count_lines,
@@ -45,14 +45,14 @@ class WriteParams(Params):
     content: str = Field(description="The complete new content of the file.")
 
 
-class WriteTool:
+class WriteTool(Tool):
     name: ClassVar[str] = "write"
     description: ClassVar[str] = (
         "Create a file with the given content (parent directories are created). To replace "
         "an existing file you must read it first; for a change to part of a file use edit."
     )
     parameters: ClassVar[type[Params]] = WriteParams
-    read_only: ClassVar[bool] = False
+    path_argument: ClassVar[str | None] = "path"
 
     def summarize_call(self, args: WriteParams) -> str:
         return args.path
