@@ -8,11 +8,11 @@ from typing import ClassVar
 
 import pytest
 
-from lathe.agent.hooks import AgentHooks
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.errors import AuthError, Overloaded, RateLimited
 from lathe.events import Retrying, RunStatus, StallNudge, ToolFinished, VerifyFinished
 from lathe.exec.local import LocalExecutor
+from lathe.hooks.base import AgentHooks
 from lathe.llm.retry import RetryPolicy
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry

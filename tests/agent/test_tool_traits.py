@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lathe.agent.hooks import AgentHooks
 from lathe.agent.loop import Agent, AgentDeps
 from lathe.exec.local import LocalExecutor
+from lathe.hooks.base import AgentHooks
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.types import ToolResultMessage

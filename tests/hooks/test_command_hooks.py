@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from tests.tools.helpers import process_alive
 
-from lathe.agent.hooks import HookChain
 from lathe.agent.loop import Agent, AgentDeps
 from lathe.config.schema import HookCommand, HooksConfig
 from lathe.exec.local import LocalExecutor
+from lathe.hooks.base import HookChain
 from lathe.hooks.command import CommandHooks, run_hook
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.policy.gate import Mode, Policy, PolicyGate

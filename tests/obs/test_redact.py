@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from lathe.agent.hooks import AgentHooks
 from lathe.config.secrets import mask_secret
 from lathe.events import RunFinished, RunStatus, VerifyFinished
+from lathe.hooks.base import AgentHooks
 from lathe.obs.log import SessionLog, summarize_arguments
 from lathe.obs.redact import Redactor
 from lathe.tools.base import ToolOutput

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
-from lathe.agent.hooks import AgentHooks
 from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
 from lathe.agent.tooling import CallsOutcome, ToolRunner
 from lathe.agent.verify import (
@@ -46,6 +45,7 @@ from lathe.events import (
     VerifyStarted,
 )
 from lathe.exec.base import ExecResult
+from lathe.hooks.base import AgentHooks
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lathe.agent.hooks import AgentHooks
 from lathe.exec.supervision import Supervision, reaped_after_kill
+from lathe.hooks.base import AgentHooks
 from lathe.tools.base import ToolOutput
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from lathe.agent.hooks import AgentHooks
+from lathe.hooks.base import AgentHooks
 
 GROUP = "lathe.hooks"
 

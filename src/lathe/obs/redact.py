@@ -32,9 +32,9 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from lathe.agent.hooks import AgentHooks
 from lathe.config.secrets import mask_secret
 from lathe.exec.env import secret_values
+from lathe.hooks.base import AgentHooks
 from lathe.llm.base import ModelRequest, Provider, StreamEvent
 from lathe.tools.base import ToolOutput
 from lathe.types import Message

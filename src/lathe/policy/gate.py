@@ -16,8 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from lathe.agent.hooks import AgentHooks
 from lathe.errors import ToolError, UsageError
+from lathe.hooks.base import AgentHooks
 from lathe.patterns import compiled
 from lathe.policy.rules import (
     FILE_CHANGING_TOOLS,

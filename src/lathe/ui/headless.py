@@ -133,7 +133,7 @@ class _HeadlessRun:
             await provider.aclose()
 
     async def _attempt(self, task, history, provider, safety, redactor, checkpoints) -> RunFinished:
-        from lathe.agent.hooks import HookChain
+        from lathe.hooks.base import HookChain
         from lathe.ui.recorder import CheckpointRecorder
         from lathe.ui.wiring import build_agent
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from lathe.agent.hooks import AgentHooks
 from lathe.events import RunFinished
+from lathe.hooks.base import AgentHooks
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
 from lathe.types import Message
 

@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lathe.agent.hooks import AgentHooks
 from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.exec.env import command_environment
+from lathe.hooks.base import AgentHooks
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
 from lathe.policy.rules import RuleSet, protected_patterns
 from lathe.ui.setup import RunSetup

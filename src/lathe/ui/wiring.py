@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lathe.agent.hooks import AgentHooks
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
 from lathe.exec.base import Executor
+from lathe.hooks.base import AgentHooks
 from lathe.llm.base import Provider
 from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message

@@ -155,7 +155,7 @@ class InteractiveApp:
         return 0
 
     def _build_agent(self, history: list[Any]) -> Any:
-        from lathe.agent.hooks import HookChain
+        from lathe.hooks.base import HookChain
         from lathe.ui.interactive.hooks import OutputTap
         from lathe.ui.safety import build_safety
         from lathe.ui.wiring import build_agent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lathe.agent.hooks import AgentHooks
+from lathe.hooks.base import AgentHooks
 from lathe.tools.base import ToolOutput
 
 _TAIL_LINES = 40

@@ -12,10 +12,10 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lathe.agent.hooks import AgentHooks
 from lathe.errors import LatheError
 from lathe.events import RunFinished
 from lathe.home import lathe_home
+from lathe.hooks.base import AgentHooks
 from lathe.types import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:

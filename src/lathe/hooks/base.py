@@ -1,8 +1,10 @@
-"""Extension points of the loop. Sessions, the context budget, checkpoints and the
-policy gate arrive as hooks, so the loop itself never names them.
+"""The hook protocol: the loop's extension points. Sessions, the context budget,
+checkpoints and the policy gate arrive as hooks, so the loop itself never names them.
 
 Every method has a do-nothing default; subclass and override what you need, or combine
-several with `HookChain`.
+several with `HookChain`. This module sits beside the loop rather than in `lathe.agent`
+so that what implements a hook (the policy gate, command and plugin hooks, the faces)
+never imports the agent: it imports only tools and types.
 """
 
 from __future__ import annotations

@@ -1,0 +1,34 @@
+"""Imports run one way: what the loop consults (tools, executors, providers), what
+extends it (hooks) and what guards it (policy) never import the loop's package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+_SRC = Path(__file__).resolve().parent.parent / "src" / "lathe"
+_BELOW_THE_AGENT = ("policy", "hooks", "tools", "exec", "llm")
+
+
+def imported_modules(path: Path) -> list[str]:
+    """Every module `path` imports, TYPE_CHECKING blocks and function bodies included."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return found
+
+
+@pytest.mark.parametrize("package", _BELOW_THE_AGENT)
+def test_the_package_never_imports_the_agent(package: str) -> None:
+    offenders = [
+        f"{path.relative_to(_SRC)} imports {module}"
+        for path in sorted((_SRC / package).rglob("*.py"))
+        for module in imported_modules(path)
+        if module == "lathe.agent" or module.startswith("lathe.agent.")
+    ]
+    assert offenders == []
