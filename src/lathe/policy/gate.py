@@ -19,15 +19,8 @@ from typing import Any, Literal, Protocol
 from lathe.errors import ToolError, UsageError
 from lathe.hooks.base import AgentHooks
 from lathe.patterns import compiled
-from lathe.policy.rules import (
-    FILE_CHANGING_TOOLS,
-    PATH_TOOLS,
-    Action,
-    RuleSet,
-    matches_any,
-    protected_patterns,
-)
-from lathe.tools.base import ToolOutput
+from lathe.policy.rules import Action, RuleSet, matches_any, protected_patterns
+from lathe.tools.base import Tool, ToolOutput, ToolRegistry
 from lathe.tools.paths import display_path, resolve_path
 
 
@@ -75,6 +68,12 @@ class Approver(Protocol):
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer: ...
 
 
+def _builtin_registry() -> ToolRegistry:
+    from lathe.tools.builtin import builtin_tools
+
+    return ToolRegistry(builtin_tools())
+
+
 @dataclass
 class Policy:
     mode: Mode
@@ -82,39 +81,48 @@ class Policy:
     workspace: Path
     home: Path
     sandboxed: bool  # commands run inside a working sandbox
-    read_only_tools: frozenset[str] = frozenset({"read", "grep", "glob", "ls"})
     # The user's protected paths (permissions.protect); ALWAYS_PROTECTED come on top.
     protected: tuple[str, ...] = ()
+    # The run's tools: each says whether it is read-only, which argument is its path and
+    # which command it runs. A name not among them is judged as a tool that changes files.
+    tools: ToolRegistry = field(default_factory=_builtin_registry)
 
     def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        if tool == "bash":
-            return self._decide_command(str(arguments.get("command", "")))
-        if tool in PATH_TOOLS:
-            return self._decide_path(tool, arguments)
+        found = self.tools.get(tool)
+        command = found.shell_command(arguments) if found else None
+        if command is not None:
+            return self._decide_command(command)
+        if found is not None and found.path_argument is not None:
+            return self._decide_path(found, arguments.get(found.path_argument))
         verdict = self.rules.for_tool(tool)
         if verdict:
             return Decision(verdict[0], f"rule {verdict[1].key}", tool)
-        return self._mode_default(tool, tool in self.read_only_tools, tool, "")
+        return self._mode_default(tool, found is not None and found.read_only, tool, "")
 
-    def _decide_path(self, tool: str, arguments: dict[str, Any]) -> Decision:
+    def _decide_path(self, found: Tool, path: Any) -> Decision:
+        tool, changes_files = found.name, not found.read_only
         # Resolved exactly as the tool will resolve it, so no spelling slips past a rule.
         try:
-            resolved = resolve_path(self.workspace, str(arguments.get("path") or "."))
+            resolved = resolve_path(self.workspace, str(path or "."))
         except ToolError:
             relative = None  # outside the workspace: the tool itself refuses it
         else:
             relative = display_path(self.workspace, resolved)
         preview = relative
         is_dir = relative is not None and resolved.is_dir()
-        verdict = self.rules.for_path(tool, relative, is_dir=is_dir) if relative else None
-        if relative and tool in FILE_CHANGING_TOOLS:
+        verdict = (
+            self.rules.for_path(tool, relative, is_dir=is_dir, changes_files=changes_files)
+            if relative
+            else None
+        )
+        if relative and changes_files:
             guarded = self._protected_change(tool, relative, is_dir, verdict)
             if guarded:
                 return guarded
         if verdict:
             action, rule = verdict
             return Decision(action, f"{relative} matches the rule {rule.key}", rule.key, preview)
-        return self._mode_default(tool, tool in self.read_only_tools, tool, preview)
+        return self._mode_default(tool, found.read_only, tool, preview)
 
     def _protected_change(
         self, tool: str, relative: str, is_dir: bool, verdict: tuple[Action, Any] | None

@@ -25,13 +25,9 @@ if TYPE_CHECKING:
 
 Action = Literal["allow", "ask", "deny"]
 _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-]+)(?:\((?P<pattern>.*)\))?$")
-PATH_TOOLS = {"read", "edit", "write", "grep", "glob", "ls"}
-FILE_CHANGING_TOOLS = {"edit", "write"}
 # Changing these makes the host run code later, outside the sandbox: git's config and
 # hooks (fsmonitor, pre-commit), lathe's project config (hooks) and MCP server lists.
 ALWAYS_PROTECTED = (".git", ".lathe/", ".mcp.json")
-# A rule named for the key covers these tools as well: it guards what they change.
-_COVERS = {"edit": {"edit", "write"}}
 
 
 @dataclass(frozen=True)
@@ -87,18 +83,20 @@ class RuleSet:
         return [r.pattern for r in self.deny if r.tool == "edit" and r.pattern]
 
     def for_path(
-        self, tool: str, relative_path: str, *, is_dir: bool = False
+        self, tool: str, relative_path: str, *, is_dir: bool = False, changes_files: bool = False
     ) -> tuple[Action, Rule] | None:
         """The strongest rule about `tool` touching `relative_path` (a folder when
-        `is_dir`); read-deny rules apply to every tool."""
+        `is_dir`); read-deny rules apply to every tool, and `edit` rules to every tool
+        that `changes_files` there (write as well as edit)."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                applies = tool in _COVERS.get(rule.tool, {rule.tool}) or (
-                    action == "deny" and rule.tool == "read"
+                applies = (
+                    rule.tool == tool
+                    or (rule.tool == "edit" and changes_files)
+                    or (action == "deny" and rule.tool == "read")
                 )
                 if applies and (
-                    rule.pattern is None
-                    or path_matches(relative_path, rule.pattern, is_dir=is_dir)
+                    rule.pattern is None or path_matches(relative_path, rule.pattern, is_dir=is_dir)
                 ):
                     return action, rule  # type: ignore[return-value]
         return None
