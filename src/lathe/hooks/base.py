@@ -62,6 +62,11 @@ class HookChain(AgentHooks):
     def __init__(self, hooks: Sequence[AgentHooks]) -> None:
         self._hooks = list(hooks)
 
+    @property
+    def hooks(self) -> tuple[AgentHooks, ...]:
+        """The hooks, in the order they run."""
+        return tuple(self._hooks)
+
     def on_message(self, message: Message) -> None:
         for hook in self._hooks:
             hook.on_message(message)

@@ -133,8 +133,6 @@ class _HeadlessRun:
             await provider.aclose()
 
     async def _attempt(self, task, history, provider, safety, redactor, checkpoints) -> RunFinished:
-        from lathe.hooks.base import HookChain
-        from lathe.ui.recorder import CheckpointRecorder
         from lathe.ui.wiring import build_agent
 
         assert self.recorder is not None
@@ -143,22 +141,24 @@ class _HeadlessRun:
             provider,
             self.emit,
             executor=safety.executor,
-            hooks=HookChain(
-                [
-                    safety.gate,
-                    *safety.hooks,
-                    redactor,
-                    redactor.guard(self.recorder),
-                    CheckpointRecorder(checkpoints, self.recorder.session),
-                ]
-            ),
+            hooks=self._hooks(safety, redactor, checkpoints),
             messages=history,
+            tools=safety.tools,
         )
         setup = self.setup
         self.emit(RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace)))
         finished = redactor.event(await agent.run(task))
         self.recorder.record_end(finished)
         return finished
+
+    def _hooks(self, safety, redactor, checkpoints):
+        """The shared chain (`safety.hook_chain`); headless has no taps of its own."""
+        from lathe.ui.recorder import CheckpointRecorder
+        from lathe.ui.safety import hook_chain
+
+        assert self.recorder is not None
+        recorders = [self.recorder, CheckpointRecorder(checkpoints, self.recorder.session)]
+        return hook_chain(safety, redactor, recorders=recorders)
 
     def _attempts(self, *, resumed: bool) -> int:
         config = self.setup.loaded.config.agent

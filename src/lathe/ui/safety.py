@@ -1,19 +1,26 @@
-"""Choosing the executor and building the policy gate for a run, from the config."""
+"""Choosing the executor and building the policy gate for a run, from the config, and
+the one hook chain both faces run with."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.exec.env import command_environment
-from lathe.hooks.base import AgentHooks
+from lathe.hooks.base import AgentHooks, HookChain
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
 from lathe.policy.rules import RuleSet, protected_patterns
+from lathe.tools.base import ToolRegistry
 from lathe.ui.setup import RunSetup
+
+if TYPE_CHECKING:
+    from lathe.obs import Redactor
 
 
 @dataclass
@@ -21,7 +28,24 @@ class Safety:
     executor: Executor
     gate: PolicyGate
     sandboxed: bool
-    hooks: list[AgentHooks] = field(default_factory=list)
+    tools: ToolRegistry  # the run's tools: the gate asks them, the agent runs them
+    hooks: list[AgentHooks] = field(default_factory=list)  # config and plugin hooks
+
+
+def hook_chain(
+    safety: Safety,
+    redactor: Redactor,
+    *,
+    taps: Sequence[AgentHooks] = (),
+    recorders: Sequence[AgentHooks] = (),
+) -> HookChain:
+    """The hooks of a run, in the one order every face uses: the policy gate (built with
+    the face's approver; headless has none, so the gate refuses what would ask), the
+    config and plugin hooks, the redactor (tool output is masked from here on), the
+    face's own `taps` (what it shows), then the `recorders` (session, checkpoints), each
+    seeing masked messages. A rewrite restarts the chain, so the gate judges it too."""
+    masked = [redactor.guard(recorder) for recorder in recorders]
+    return HookChain([safety.gate, *safety.hooks, redactor, *taps, *masked])
 
 
 def permission_rules(setup: RunSetup) -> RuleSet:
@@ -35,6 +59,7 @@ def permission_rules(setup: RunSetup) -> RuleSet:
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
     from lathe.session import ApprovalEntry
+    from lathe.tools.builtin import builtin_tools
 
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
@@ -68,6 +93,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
+    tools = ToolRegistry(builtin_tools())
     policy = Policy(
         mode=mode,
         rules=rules,
@@ -75,6 +101,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         home=Path.home(),
         sandboxed=sandboxed,
         protected=tuple(config.protect),
+        tools=tools,
     )
     remembered = {
         entry.rule
@@ -88,7 +115,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
 
     gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
     hooks = _hooks(setup, emit, command_environment(os.environ, hide=hidden, passthrough=keep))
-    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, hooks=hooks)
+    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
 
 
 def _tell_what_full_mode_leaves_open(emit) -> None:

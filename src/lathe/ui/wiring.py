@@ -91,6 +91,7 @@ def build_agent(
     executor: Executor,
     hooks: AgentHooks | None = None,
     messages: list[Message] | None = None,
+    tools: ToolRegistry | None = None,
 ) -> Agent:
     from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
     from lathe.agent.context import Budget
@@ -100,7 +101,7 @@ def build_agent(
 
     config = setup.loaded.config
     window = setup.model.context_window
-    tools = ToolRegistry(builtin_tools())
+    tools = tools or ToolRegistry(builtin_tools())  # the faces pass the one the gate asks
     rules = permission_rules(setup)
     no_read = rules.denied_read_patterns()
     context = ToolContext(

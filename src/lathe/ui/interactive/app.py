@@ -155,8 +155,6 @@ class InteractiveApp:
         return 0
 
     def _build_agent(self, history: list[Any]) -> Any:
-        from lathe.hooks.base import HookChain
-        from lathe.ui.interactive.hooks import OutputTap
         from lathe.ui.safety import build_safety
         from lathe.ui.wiring import build_agent
 
@@ -168,16 +166,23 @@ class InteractiveApp:
 
         self.redactor = Redactor.for_run(self.resolved.secrets(), os.environ)
         self.provider = self.redactor.provider(self.provider)
-        masked_links = self.redactor.guard(self.links)
-        hooks = HookChain([safety.gate, *safety.hooks, self.redactor, OutputTap(), masked_links])
         return build_agent(
             self.setup,
             self.provider,
             self.emit,
             executor=safety.executor,
-            hooks=hooks,
+            hooks=self._hooks(safety, self.redactor),
             messages=history,
+            tools=safety.tools,
         )
+
+    def _hooks(self, safety: Any, redactor: Any) -> Any:
+        """The shared chain (`safety.hook_chain`), with the command output tap this face
+        shows and the session and checkpoints it records to."""
+        from lathe.ui.interactive.hooks import OutputTap
+        from lathe.ui.safety import hook_chain
+
+        return hook_chain(safety, redactor, taps=[OutputTap(safety.tools)], recorders=[self.links])
 
     def _build_prompt(self) -> Any:
         from lathe.ui.interactive.commands import command_table

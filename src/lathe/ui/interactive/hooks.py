@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from lathe.hooks.base import AgentHooks
-from lathe.tools.base import ToolOutput
+from lathe.tools.base import ToolOutput, ToolRegistry
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4_000
@@ -15,12 +15,19 @@ _TAIL_CHARS = 4_000
 class OutputTap(AgentHooks):
     """Copies the last lines of a command's output into `details["output_tail"]`, so the
     ToolFinished event the terminal renders can show them (the event carries no output
-    of its own). What the model receives is unchanged."""
+    of its own). A command is a call whose tool names one (`Tool.shell_command`). What
+    the model receives is unchanged."""
+
+    def __init__(self, tools: ToolRegistry) -> None:
+        self._tools = tools
 
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
-        if name != "bash" or "output_tail" in output.details:
+        tool = self._tools.get(name)
+        if tool is None or tool.shell_command(arguments) is None:
+            return output
+        if "output_tail" in output.details:
             return output
         body = output.content
         # The bash tool appends bracketed notes ("[exit code: 0]"); they are shown apart.
