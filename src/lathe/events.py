@@ -82,25 +82,20 @@ class ModelRequestFinished(_Event):
     cost_usd: float | None = None  # None: the model has no prices in the catalog
 
 
-REPLY_CODE_CALL_PREFIX = "reply_code_"
-"""Starts the ids of edit calls lathe made from the code in a reply (agent/reply_code.py)."""
-
-
 class ToolStarted(_Event):
     type: Literal["tool_started"] = "tool_started"
     call_id: str
     name: str
     arguments: dict[str, Any]
     summary: str  # the key argument, e.g. the path or the command
+    note: str = ""
+    """Set when lathe made the call itself, not the model: why ("the code in the reply")."""
 
     @property
     def label(self) -> str:
-        """How a face names the call: "edit app.py", marked when lathe made it from the
-        code in a reply."""
+        """How a face names the call: "edit app.py", and lathe's note when it made it."""
         label = f"{self.name} {self.summary}".strip()
-        if self.call_id.startswith(REPLY_CODE_CALL_PREFIX):
-            return f"{label} (the code in the reply)"
-        return label
+        return f"{label} ({self.note})" if self.note else label
 
 
 class ToolFinished(_Event):

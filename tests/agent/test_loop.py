@@ -282,7 +282,10 @@ async def test_an_applied_fix_that_still_fails_is_reported_with_the_new_failure(
     wrong = "```python\ndef mean(values):\n    return sum(values) // len(values)\n```"
     provider = ScriptedProvider([reply(wrong), reply("giving up")])
     agent, _ = make_editing_agent(
-        tmp_path, provider, verify_command="grep -q 'if values' stats.py", apply_reply_code=True,
+        tmp_path,
+        provider,
+        verify_command="grep -q 'if values' stats.py",
+        apply_reply_code=True,
         max_turns=2,
     )
 

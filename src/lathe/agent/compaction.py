@@ -1,5 +1,12 @@
 """The context manager the loop consults before every request: prune, and compact
-with a model-written summary when the budget is crossed."""
+with a model-written summary when the budget is crossed.
+
+A compaction must shrink the history. One that does not (a summary as long as what it
+replaces: the 1.5B once turned 8,304 tokens into 8,329, and the run went on compacting
+every turn) is thrown away: the request drops every older tool output instead, no new
+compaction is tried until the part a summary would replace has doubled, and when the
+request still does not fit the run stops with `ContextTooLong` saying so.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +22,13 @@ from lathe.agent.context import (
     prune_tool_outputs,
     request_messages,
 )
-from lathe.errors import ProviderError
-from lathe.events import AgentEvent, Compacted
+from lathe.agent.words import Words, load_words
+from lathe.errors import ContextTooLong, ProviderError
+from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 
-_SUMMARY_SYSTEM = (
-    "You summarise the earlier part of a coding agent's session so that the agent can "
-    "continue the task from the summary alone. Be specific and factual: file paths, "
-    "function names, commands run and their results. Never invent anything."
-)
-_SUMMARY_REQUEST = """Summarise the session transcript above under exactly these headings:
-Goal; Constraints; Progress; Decisions; Files read; Files modified; Errors still open;
-Next steps. Use short bullet points."""
 _RESULT_CHARS = 1_500  # of each tool result shown to the summariser
 
 
@@ -42,6 +42,7 @@ class ContextManager:
         fixed_tokens: int,
         retry: RetryPolicy | None = None,
         on_compaction: Callable[[str, int, int, int], None] | None = None,
+        words: Words | None = None,
     ) -> None:
         self.budget = budget
         self.meter = TokenMeter()
@@ -50,45 +51,96 @@ class ContextManager:
         self._fixed_tokens = fixed_tokens
         self._retry = retry or RetryPolicy()
         self._on_compaction = on_compaction
+        self._words = words or load_words()
+        # After a compaction that did not shrink the history: send no older tool output,
+        # and try again only once what a summary would replace has this many tokens.
+        self._squeezed = False
+        self._retry_at_tokens = 0
 
     def record_usage(self, usage: Usage, message_count: int) -> None:
         self.meter.report(usage, message_count)
 
     async def prepare(self, history: list[Message]) -> list[Message]:
-        """The messages for the next request; compacts `history` in place if needed."""
-        sent = prune_tool_outputs(history, self.budget.tool_output_keep_tokens)
-        if self.meter.estimate(sent, self._fixed_tokens) > self.budget.prompt_limit and (
-            await self.compact(history, reason="budget")
-        ):
-            sent = prune_tool_outputs(history, self.budget.tool_output_keep_tokens)
+        """The messages for the next request; compacts `history` in place if needed.
+        Raises ContextTooLong when even the smallest request lathe can make is too big."""
+        sent = self._pruned(history)
+        if self.meter.estimate(sent, self._fixed_tokens) <= self.budget.prompt_limit:
+            return request_messages(sent)
+        if await self.compact(history, reason="budget"):
+            sent = self._pruned(history)
+        if self._estimate(sent) > self.budget.prompt_limit and not self._squeezed:
+            self._squeezed = True
+            sent = self._pruned(history)
+        size = self._estimate(sent)
+        if size > self.budget.prompt_limit:
+            raise ContextTooLong(
+                f"the conversation no longer fits the model's window: about {size:,} tokens "
+                f"for a limit of {self.budget.prompt_limit:,}, with older tool outputs dropped "
+                "and compaction unable to shrink it; start a new session with the task "
+                "restated, or use a model with a larger context window"
+            )
         return request_messages(sent)
 
+    async def shrink(self, history: list[Message], *, reason: str) -> bool:
+        """Make the next request smaller after the provider said it is too long: compact,
+        or else drop every older tool output. False when neither is left to try."""
+        if await self.compact(history, reason=reason):
+            return True
+        if self._squeezed:
+            return False
+        self._squeezed = True
+        return True
+
     async def compact(self, history: list[Message], *, reason: str) -> bool:
+        """Replace the older part of `history` with a summary, when that shrinks it."""
         plan = plan_compaction(history, self.budget.recent_keep_tokens)
         if plan is None or not plan.older:
             return False
+        older_tokens = conversation_tokens(plan.older)
+        if older_tokens < self._retry_at_tokens:
+            return False
         before = self._fixed_tokens + conversation_tokens(history)
         summary = await self._summarise(plan.older)
-        history[:] = compacted_history(plan, summary)
+        compacted = compacted_history(plan, summary, self._words.say("summary_heading"))
+        after = self._fixed_tokens + conversation_tokens(compacted)
+        # Judged by what a request carries (old tool outputs are pruned from it anyway).
+        sent_before = self._estimate(self._pruned(history))
+        sent_after = self._estimate(self._pruned(compacted))
+        if sent_after >= sent_before:
+            self._retry_at_tokens = 2 * older_tokens
+            self._emit(
+                Notice(
+                    level="warning",
+                    message=f"compaction did not shrink the request ({sent_before:,} -> "
+                    f"{sent_after:,} tokens): kept the conversation as it was and dropped "
+                    "older tool outputs from the request instead",
+                )
+            )
+            return False
+        history[:] = compacted
         self.meter.reset()
-        after = self._fixed_tokens + conversation_tokens(history)
+        self._squeezed, self._retry_at_tokens = False, 0
         self._emit(Compacted(tokens_before=before, tokens_after=after, reason=reason))
         if self._on_compaction:
             self._on_compaction(history[0].content, len(plan.recent), before, after)
         return True
+
+    def _pruned(self, history: list[Message]) -> list[Message]:
+        keep = 0 if self._squeezed else self.budget.tool_output_keep_tokens
+        return prune_tool_outputs(history, keep)
+
+    def _estimate(self, messages: Sequence[Message]) -> int:
+        return self._fixed_tokens + conversation_tokens(messages)
 
     async def _summarise(self, older: Sequence[Message]) -> str:
         limit_chars = self.budget.prompt_limit * 2  # about half the window, in tokens
         transcript = _transcript(older)
         if len(transcript) > limit_chars:
             transcript = "[... the start is cut ...]\n" + transcript[-limit_chars:]
+        ask = self._words.say("compaction_request", transcript=transcript)
         request = llm.ModelRequest(
-            system=_SUMMARY_SYSTEM,
-            messages=[
-                UserMessage(
-                    content=f"<transcript>\n{transcript}\n</transcript>\n\n{_SUMMARY_REQUEST}"
-                )
-            ],
+            system=self._words.say("compaction_system"),
+            messages=[UserMessage(content=ask)],
             tools=[],
         )
         try:

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 
-SUMMARY_HEADING = "[Summary of the earlier part of this session, written when it was compacted]"
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -150,8 +148,10 @@ def plan_compaction(messages: Sequence[Message], recent_keep_tokens: int) -> Com
     )
 
 
-def compacted_history(plan: CompactionPlan, summary: str) -> list[Message]:
-    opening = UserMessage(content=f"{plan.task.content}\n\n{SUMMARY_HEADING}\n{summary.strip()}")
+def compacted_history(
+    plan: CompactionPlan, summary: str, heading: str = "[Summary of the earlier part]"
+) -> list[Message]:
+    opening = UserMessage(content=f"{plan.task.content}\n\n{heading}\n{summary.strip()}")
     return [opening, *plan.recent]
 
 

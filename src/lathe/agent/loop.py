@@ -1,74 +1,57 @@
-"""The agent loop: context → model → tools → stall check → ... → verify gate.
+"""The agent loop: context → model → tools → ... until a finish handler ends the run.
 
 `Agent.run(user_input)` drives one task to an end and returns the `RunFinished` event it
 also emits. The conversation (`Agent.messages`) survives between runs, so an
 interactive face can call `run` again with the next message.
+
+The loop only asks the model, runs the calls of its reply and records both. What a reply
+means for the run — the verify gate, a stall, a reply cut off or empty, a budget — is
+decided by the finish handlers (`agent/finish.py`), asked after every step.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
-from lathe.agent.stall import StallDetector, StallVerdict, nudge_text
-from lathe.agent.tooling import CallsOutcome, ToolRunner
-from lathe.agent.verify import (
-    EvidenceTracker,
-    applied_message,
-    baseline_message,
-    failure_message,
-    passed,
-    reply_code_note,
-    run_verify,
-    unusable_reason,
+from lathe.agent.finish import (
+    CallRecord,
+    Combined,
+    ContinueWith,
+    Decision,
+    Finish,
+    FinishHandler,
+    RunState,
 )
-from lathe.errors import ContextTooLong, ProviderError, UsageError
+from lathe.agent.replies import is_empty
+from lathe.agent.tooling import ToolRunner, refused_results, result_message
+from lathe.agent.words import Words, load_words
+from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
-    REPLY_CODE_CALL_PREFIX,
     AgentEvent,
     AssistantReply,
     ModelRequestFinished,
-    Notice,
     Retrying,
     RunFinished,
     RunStatus,
-    StallNudge,
     TextDelta,
     ThinkingDelta,
     TurnStarted,
-    VerifyFinished,
-    VerifyStarted,
 )
-from lathe.exec.base import ExecResult
 from lathe.hooks.base import AgentHooks
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry
-from lathe.types import AssistantMessage, Message, StopReason, ToolCall, Usage, UserMessage
+from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 
 Emit = Callable[[AgentEvent], None]
 
-_CUT_OFF_NOTE = (
-    "Your reply was cut off by the output token limit. Continue where you stopped; keep "
-    "tool arguments short (edit a small region rather than writing whole files)."
-)
-_CUT_OFF_CALL = (
-    "Not run: your reply was cut off by the output token limit, so this call's arguments "
-    "may be incomplete. Take a smaller step: change a few lines per edit call, or split "
-    "the work over several calls."
-)
-_EMPTY_ONCE = "the model sent an empty reply; asking again"
-_EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"
-
-
-class VerifyCannotRun(UsageError):
-    """The verify command cannot run at all (exit 126 or 127) before any change; the
-    run stops before the first model call."""
+# Rounds of calls lathe makes itself (a handler's `ContinueWith.calls`) after one reply:
+# a handler answering its own calls with more calls must not spin forever.
+_MAX_LATHE_ROUNDS = 3
 
 
 @dataclass
@@ -98,6 +81,20 @@ class AgentDeps:
     settings: AgentSettings = field(default_factory=AgentSettings)
     hooks: AgentHooks = field(default_factory=AgentHooks)
     context: ContextManager | None = None  # None: send the whole history every time
+    finish: Sequence[FinishHandler] | None = None
+    """The finish handlers, in order; None: `agent.ending.standard_handlers` for the
+    settings."""
+    words: Words = field(default_factory=load_words)
+    """What lathe says to the model (the profile's template set)."""
+
+
+@dataclass
+class Spend:
+    """What this run has used so far."""
+
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.monotonic)
 
 
 class Agent:
@@ -106,6 +103,7 @@ class Agent:
         self.emit = emit
         self.messages: list[Message] = list(messages or [])
         self.usage = Usage()
+        self.handlers: list[FinishHandler] = []
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -119,129 +117,121 @@ class Agent:
 
     async def _run(self, user_input: str) -> RunFinished:
         settings = self.deps.settings
+        if self.deps.finish is None:  # built per run, from the deps as they are now
+            from lathe.agent.ending import standard_handlers
+
+            self.handlers = standard_handlers(self.deps)
+        else:
+            self.handlers = list(self.deps.finish)
         runner = ToolRunner(self.deps, self.emit)
-        stall = StallDetector(settings.stall_repeat_limit)
-        evidence = EvidenceTracker()
-        usage_before = self.usage
-        cost = 0.0
-        verify_failed = False
-        # Verify failures in a row with no tool call between: the model is claiming
-        # "done" without acting on the failure, a stall like a repeated call.
-        idle_claims = 0
-        baseline = settings.verify_command if settings.verify_first and not self.messages else None
-        # The task is recorded before anything runs, so a crash during the baseline check
-        # leaves a session that `--continue` can pick up with its task.
+        spend = Spend()
+        run = RunState(
+            emit=self.emit, history=self.messages, new_conversation=not self.messages, spent=spend
+        )
+        # The task is recorded before anything runs, so a crash during a handler's start
+        # (the baseline check) leaves a session that `--continue` can pick up.
         self.append(UserMessage(content=user_input))
-        if baseline:
-            self.append(UserMessage(content=await self._baseline(baseline)))
-        turn = 0
-        empty_replies = 0
+        for handler in self.handlers:
+            for message in await handler.begin(run):
+                self.append(message)
 
-        def finish(status: RunStatus, answer: str = "", reason: str = "") -> RunFinished:
-            event = RunFinished(
-                status=status,
-                turns=turn,
-                usage=_difference(self.usage, usage_before),
-                answer=answer,
-                reason=reason,
-                evidence=evidence.latest if status is RunStatus.UNVERIFIED else None,
-                cost_usd=cost if settings.price else None,
-            )
-            self.emit(event)
-            return event
-
-        while turn < settings.max_turns:
-            turn += 1
-            self.emit(TurnStarted(turn=turn))
+        while run.turn < settings.max_turns:
+            run.turn += 1
+            self.emit(TurnStarted(turn=run.turn))
             try:
-                reply = await self._complete(turn)
+                reply = await self._complete(run.turn)
             except ProviderError as exc:
-                return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
+                failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
+                return self._finished(failed, run, spend)
             self.usage = self.usage + reply.usage
-            cost += settings.price(reply.usage) if settings.price else 0.0
-            # An empty reply is not kept: an empty assistant turn is no part of the
-            # conversation. Asked again once; twice, the check decides as for "done".
-            if _is_empty(reply):
-                empty_replies += 1
-                if empty_replies == 1:
-                    self.emit(Notice(level="warning", message=_EMPTY_ONCE))
-                    continue
-                if not settings.verify_command:
-                    return finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
-            else:
-                empty_replies = 0
+            spend.usage = spend.usage + reply.usage
+            spend.cost_usd += settings.price(reply.usage) if settings.price else 0.0
+            if not is_empty(reply):  # an empty reply is no part of the conversation
                 self.append(reply)
+                self.emit(AssistantReply(message=reply))
             if self.deps.context:
                 self.deps.context.record_usage(reply.usage, len(self.messages))
-            self.emit(AssistantReply(message=reply))
 
-            if reply.tool_calls and reply.stop_reason is StopReason.MAX_TOKENS:
-                for result in runner.refuse_calls(reply.tool_calls, _CUT_OFF_CALL):
-                    self.append(result)
-                continue
-
-            if reply.tool_calls:
-                idle_claims = 0
-                outcome = await runner.run_calls(turn, reply.tool_calls, stall, evidence)
-                for result in outcome.results:
-                    self.append(result)
-                if outcome.verdict is StallVerdict.STUCK:
-                    return finish(
-                        RunStatus.STUCK,
-                        reason=f"the model kept repeating the same {outcome.stalled_tool} call",
-                    )
-                if outcome.verdict is StallVerdict.NUDGE:
-                    self.emit(StallNudge(tool=outcome.stalled_tool, repeats=stall.repeats))
-                    self.append(UserMessage(content=nudge_text(stall.description)))
-                continue
-
-            if reply.stop_reason is StopReason.MAX_TOKENS:
-                self.append(UserMessage(content=_CUT_OFF_NOTE))
-                continue
-
-            if not settings.verify_command:
-                return finish(RunStatus.UNVERIFIED, answer=reply.text)
-            result = await self._verify(settings.verify_command)
-            if passed(result):
-                return finish(RunStatus.VERIFIED, answer=reply.text)
-            applied = CallsOutcome()
-            if settings.apply_reply_code:
-                applied = await self._apply_reply_code(turn, reply.text, runner, stall, evidence)
-            notes = [reply_code_note(r) for r in applied.results]
-            if any(not r.is_error for r in applied.results):
-                idle_claims = 0
-                result = await self._verify(settings.verify_command)
-                if passed(result):
-                    # In the history, so a later message of the conversation knows of them.
-                    record = applied_message(notes, settings.verify_command, result)
-                    self.append(UserMessage(content=record))
-                    return finish(RunStatus.VERIFIED, answer=reply.text)
+            decision = await self._after_reply(reply, run)
+            if decision is not None:
+                self._answer_open_calls(reply, decision)
+            elif reply.tool_calls:
+                records = await runner.run_calls(run.turn, reply.tool_calls)
+                for record in records:
+                    self.append(result_message(record))
+                decision = await self._after_calls(records, run, by_lathe=False)
             else:
-                idle_claims += 1
-            verify_failed = True
-            feedback = failure_message(settings.verify_command, result, reply.text, applied=notes)
-            if applied.verdict is StallVerdict.STUCK:
-                self.append(UserMessage(content=feedback))
-                return finish(
-                    RunStatus.STUCK, reason="the model kept showing the same change to a file"
-                )
-            if idle_claims >= settings.stall_repeat_limit:
-                return finish(
-                    RunStatus.STUCK,
-                    reason=f"the model said it was done {idle_claims} times in a row without "
-                    f"acting on the failing `{settings.verify_command}`",
-                )
-            if applied.verdict is StallVerdict.NUDGE:
-                self.emit(StallNudge(tool=applied.stalled_tool, repeats=stall.repeats))
-                feedback += "\n\n" + nudge_text(stall.description)
-            self.append(UserMessage(content=feedback))
+                decision = Finish(RunStatus.UNVERIFIED, answer=reply.text)
+            end = await self._settle(decision, run, runner)
+            if end is not None:
+                return self._finished(end, run, spend)
 
-        if verify_failed:
-            return finish(
-                RunStatus.FAILED,
-                reason=f"the verify command still failed after {turn} turns",
-            )
-        return finish(RunStatus.MAX_TURNS, reason=f"the turn limit ({settings.max_turns}) ran out")
+        for handler in self.handlers:
+            end = handler.out_of_turns(run)
+            if end is not None:
+                return self._finished(end, run, spend)
+        ran_out = Finish(
+            RunStatus.MAX_TURNS, reason=f"the turn limit ({settings.max_turns}) ran out"
+        )
+        return self._finished(ran_out, run, spend)
+
+    async def _after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        for handler in self.handlers:
+            decision = await handler.after_reply(reply, run)
+            if decision is not None:
+                return decision
+        return None
+
+    async def _after_calls(
+        self, records: Sequence[CallRecord], run: RunState, *, by_lathe: bool
+    ) -> Decision:
+        combined = Combined()
+        for handler in self.handlers:
+            combined.add(await handler.after_calls(records, run, by_lathe=by_lathe))
+            if combined.finish is not None:
+                end = combined.finish
+                return replace(end, messages=(*combined.messages, *end.messages))
+        return ContinueWith(combined.messages, combined.calls, combined.note)
+
+    def _answer_open_calls(self, reply: AssistantMessage, decision: Decision) -> None:
+        """A handler took the reply over, so its calls do not run: each one the decision
+        does not answer itself gets an error result, and the conversation never holds an
+        unanswered call."""
+        answered = {m.tool_call_id for m in decision.messages if isinstance(m, ToolResultMessage)}
+        open_calls = [call for call in reply.tool_calls if call.id not in answered]
+        if not open_calls:
+            return
+        reason = decision.reason if isinstance(decision, Finish) else ""
+        text = self.deps.words.say("call_not_run", reason=reason or "lathe stopped it")
+        for result in refused_results(open_calls, text, "not run", self.emit):
+            self.append(result)
+
+    async def _settle(self, decision: Decision, run: RunState, runner: ToolRunner) -> Finish | None:
+        """Apply a decision: record its messages, run the calls lathe makes itself and ask
+        the handlers about them. The end of the run, or None to go on."""
+        for rounds in range(_MAX_LATHE_ROUNDS + 1):
+            for message in decision.messages:
+                self.append(message)
+            if isinstance(decision, Finish):
+                return decision
+            if not decision.calls or rounds == _MAX_LATHE_ROUNDS:
+                return None
+            records = await runner.run_calls(run.turn, decision.calls, note=decision.note)
+            decision = await self._after_calls(records, run, by_lathe=True)
+        return None
+
+    def _finished(self, end: Finish, run: RunState, spend: Spend) -> RunFinished:
+        event = RunFinished(
+            status=end.status,
+            turns=run.turn,
+            usage=spend.usage,
+            answer=end.answer,
+            reason=end.reason,
+            evidence=end.evidence,
+            cost_usd=spend.cost_usd if self.deps.settings.price else None,
+        )
+        self.emit(event)
+        return event
 
     async def _complete(self, turn: int) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
@@ -254,7 +244,7 @@ class Agent:
                 context = self.deps.context
                 if shrunk or not context:
                     raise
-                if not await context.compact(self.messages, reason="context_too_long"):
+                if not await context.shrink(self.messages, reason="context_too_long"):
                     raise
                 shrunk = True
 
@@ -319,82 +309,3 @@ class Agent:
                     )
                     return message
         raise ProviderError("the provider's stream ended without a reply")
-
-    async def _apply_reply_code(
-        self,
-        turn: int,
-        text: str,
-        runner: ToolRunner,
-        stall: StallDetector,
-        evidence: EvidenceTracker,
-    ) -> CallsOutcome:
-        """Code the reply shows, applied through the `edit` tool (so the policy gate,
-        checkpoints and events treat it like a call the model made)."""
-        if "```" not in text or self.deps.tools.get("edit") is None:
-            return CallsOutcome()
-        # Imported here: only small models after a failed check need it, and its
-        # patterns cost every run's start-up otherwise.
-        from lathe.agent.reply_code import workspace_edits
-
-        ctx = self.deps.tool_context
-        edits = await asyncio.to_thread(
-            workspace_edits, ctx.workspace, text, deny_read=ctx.deny_read
-        )
-        calls = [
-            ToolCall(
-                id=f"{REPLY_CODE_CALL_PREFIX}{turn}_{n}",
-                name="edit",
-                arguments=json.dumps(e.arguments()),
-            )
-            for n, e in enumerate(edits, 1)
-        ]
-        if not calls:
-            return CallsOutcome()
-        return await runner.run_calls(turn, calls, stall, evidence)
-
-    async def _baseline(self, command: str) -> str:
-        """The check run before the model starts, said right after the task: the model
-        begins from the real failure instead of a guess at it. Raises VerifyCannotRun
-        when the command cannot run at all: no model call could fix that."""
-        result = await self._verify(command, baseline=True)
-        reason = unusable_reason(command, result)
-        if reason:
-            raise VerifyCannotRun(reason)
-        return baseline_message(command, result)
-
-    async def _verify(self, command: str, *, baseline: bool = False) -> ExecResult:
-        ctx = self.deps.tool_context
-        self.emit(VerifyStarted(command=command, baseline=baseline))
-        result = await run_verify(
-            command,
-            ctx.executor,
-            workspace=ctx.workspace,
-            timeout_s=self.deps.settings.verify_timeout_s,
-            max_output_bytes=ctx.limits.output_max_bytes,
-            spill_dir=ctx.spill_dir,
-        )
-        self.emit(
-            VerifyFinished(
-                command=command,
-                exit_code=result.exit_code,
-                passed=passed(result),
-                output_tail=result.output[-2000:],
-                baseline=baseline,
-            )
-        )
-        return result
-
-
-def _is_empty(reply: AssistantMessage) -> bool:
-    """No text and no call, and not cut off (a cut-off reply gets "continue")."""
-    cut_off = reply.stop_reason is StopReason.MAX_TOKENS
-    return not reply.tool_calls and not reply.text.strip() and not cut_off
-
-
-def _difference(total: Usage, before: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens - before.input_tokens,
-        output_tokens=total.output_tokens - before.output_tokens,
-        cache_read_tokens=total.cache_read_tokens - before.cache_read_tokens,
-        cache_write_tokens=total.cache_write_tokens - before.cache_write_tokens,
-    )

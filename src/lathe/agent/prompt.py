@@ -7,6 +7,8 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from lathe.agent.words import Words, load_words
+
 _AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150
 _SNAPSHOT_END = "----- end of files -----"
@@ -15,23 +17,6 @@ SECRET_LIKE = (
     ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
     ".pypirc", ".npmrc", "credentials*",
 )  # fmt: skip
-
-_METHOD = """\
-You are lathe, a coding agent working in a real repository through tools.
-
-How to work:
-1. Inspect before you change anything: use ls, glob and grep to find the relevant
-   code, and read the files you will touch.
-2. Change code with `edit` (an exact old_string and its replacement). Never rewrite a
-   whole file to change a part of it; use `write` only to create new files.
-3. Run the tests or the program with `bash` and read the real output. Do not claim a
-   fix works until a command you ran shows it. Tests describe the expected behaviour:
-   fix the code, not the tests, unless the task says the tests are wrong.
-4. When the work is done and verified, reply with a short summary and no tool call.
-   That reply ends the run.
-
-Keep tool outputs small: read a range of lines, grep for a symbol, pipe long command
-output through `tail`. Paths are relative to the workspace root."""
 
 
 def system_prompt(
@@ -42,19 +27,19 @@ def system_prompt(
     snapshot_max_bytes: int = 0,
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
+    words: Words | None = None,
 ) -> str:
-    """`snapshot_max_bytes`: when every file of the workspace fits in this many bytes
-    together, their contents are included too (see `workspace_snapshot`). `no_edit`,
-    `no_read`: path patterns the user's deny rules protect, said up front so the model
-    does not spend turns finding them out."""
+    """`words`: the template set the method and the verify line come from (the
+    profile's; default: the built-in set). `snapshot_max_bytes`: when every file of the
+    workspace fits in this many bytes together, their contents are included too (see
+    `workspace_snapshot`). `no_edit`, `no_read`: path patterns the user's deny rules
+    protect, said up front so the model does not spend turns finding them out."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
-    parts = [_METHOD, f"Tools: {', '.join(tool_names)}."]
+    words = words or load_words()
+    parts = [words.say("system"), f"Tools: {', '.join(tool_names)}."]
     if verify_command:
-        parts.append(
-            f"When you finish, lathe runs `{verify_command}` itself; if it fails you will "
-            "see its output and continue."
-        )
+        parts.append(words.say("verify_on_finish", command=verify_command))
     if no_edit or no_read:
         lines = ["The user protects these paths; every tool, commands included, is refused:"]
         if no_edit:

@@ -12,12 +12,16 @@ exactly once. Blank lines the copy dropped stay. Anything less certain is no edi
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import functools
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from lathe.types import ToolCall
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NOT_CODE = {"", "text", "plaintext", "console", "output", "log", "sh", "bash", "shell", "diff"}
@@ -279,3 +283,20 @@ def workspace_edits(
 
     files = [name for name in list_files(workspace) if allowed(name)]
     return implied_edits(text, files[:_MAX_FILES], read)
+
+
+def edit_calls_for(
+    workspace: Path, *, deny_read: Sequence[str] = (), tool: str = "edit"
+) -> Callable[[str, int], Awaitable[list[ToolCall]]]:
+    """What the verify gate calls after a failed check (`verify.ReplyCodeCalls`): the
+    `tool` calls (an exact-replacement edit tool) for the code a reply shows. Matching
+    reads files, so it runs off the event loop."""
+
+    async def calls(text: str, turn: int) -> list[ToolCall]:
+        edits = await asyncio.to_thread(workspace_edits, workspace, text, deny_read=deny_read)
+        return [
+            ToolCall(id=f"lathe_{turn}_{n}", name=tool, arguments=json.dumps(e.arguments()))
+            for n, e in enumerate(edits, 1)
+        ]
+
+    return calls

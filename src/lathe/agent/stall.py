@@ -6,15 +6,28 @@ same file change (an edit or write with the same arguments) `repeat_limit` times
 however far apart — small models fall into all three (the last one seen as one edit
 re-applied between reads of ever-different line ranges). The model gets one nudge per
 run; repeating past it ends the run as `stuck`.
+
+Refusals count too, whatever the arguments: a tool whose calls the policy gate (or a
+hook, or the person asked) keeps refusing — the 1.5B asked to write a test file it may
+not change, read it at line N, asked again, read at N+2, for its whole time budget — is
+a stall once `repeat_limit` of them came with no file change between (a nudge naming the
+refusal), and `stuck` at twice that.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
+from lathe.agent.finish import note as lathe_note
+from lathe.agent.words import Words
+from lathe.events import RunStatus, StallNudge
+from lathe.types import Message
 
 _CYCLE_LENGTHS = (2, 3)
 
@@ -77,9 +90,72 @@ class StallDetector:
         return None
 
 
-def nudge_text(description: str) -> str:
-    return (
-        f"You have {description}. Repeating it will not change anything. Step back: "
-        "re-read the relevant code or the last error, then try a different approach. If "
-        "the task is done, say so without calling a tool."
-    )
+class StallGuard(FinishHandler):
+    """The stall rules above as a finish handler: after each batch of calls (the model's
+    or lathe's own), a nudge the first time, `stuck` after it."""
+
+    def __init__(self, words: Words, repeat_limit: int = 3) -> None:
+        self._words = words
+        self._limit = repeat_limit
+        self._detector = StallDetector(repeat_limit)
+        self._refusals: Counter[str] = Counter()
+        self._refusals_nudged = False
+
+    async def begin(self, run: RunState) -> Sequence[Message]:
+        self._detector = StallDetector(self._limit)
+        self._refusals = Counter()
+        self._refusals_nudged = False
+        return ()
+
+    async def after_calls(
+        self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
+    ) -> Decision | None:
+        verdict, stalled = StallVerdict.OK, ""
+        for record in calls:
+            seen = self._detector.observe(
+                call_signature(record.call.name, record.arguments, record.call.arguments),
+                changes_files=record.changes_files,
+            )
+            if seen is not StallVerdict.OK and verdict is not StallVerdict.STUCK:
+                verdict, stalled = seen, record.call.name
+        if verdict is StallVerdict.STUCK:
+            reason = (
+                "the model kept showing the same change to a file"
+                if by_lathe
+                else f"the model kept repeating the same {stalled} call"
+            )
+            return Finish(RunStatus.STUCK, reason=reason)
+        if verdict is StallVerdict.NUDGE:
+            run.emit(StallNudge(tool=stalled, repeats=self._limit))
+            text = self._words.say("nudge", description=self._detector.description)
+            return ContinueWith(messages=(lathe_note(text),))
+        return self._count_refusals(calls, run)
+
+    def _count_refusals(self, calls: Sequence[CallRecord], run: RunState) -> Decision | None:
+        for record in calls:
+            if record.changes_files and not record.output.is_error:
+                self._refusals.clear()  # progress: earlier refusals were not a loop
+            elif record.refused:
+                self._refusals[record.call.name] += 1
+        if not self._refusals:
+            return None
+        tool, count = self._refusals.most_common(1)[0]
+        if count >= 2 * self._limit:
+            return Finish(
+                RunStatus.STUCK,
+                reason=f"the model kept asking for {tool} calls that are refused "
+                f"({count} refusals without a change in between)",
+            )
+        if count >= self._limit and not self._refusals_nudged:
+            self._refusals_nudged = True
+            run.emit(StallNudge(tool=tool, repeats=count))
+            refused = [r for r in calls if r.refused]
+            reason = _first_line(refused[-1].output.content) if refused else "refused"
+            text = self._words.say("refusals_nudge", tool=tool, count=count, reason=reason)
+            return ContinueWith(messages=(lathe_note(text),))
+        return None
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line.removeprefix("Error: ")[:200]

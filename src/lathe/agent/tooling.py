@@ -1,23 +1,23 @@
 """Running one reply's tool calls: parse, validate, gate, execute, report.
 
 Consecutive read-only calls run concurrently; anything that may change the workspace
-runs alone, in order. Results always come back in call order, one per call, so the
-conversation never holds an unanswered call.
+runs alone, in order. Records always come back in call order, one per call, so the
+conversation never holds an unanswered call. What the calls mean for the run (a stall,
+evidence) is for the finish handlers to judge (`agent/finish.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lathe.agent.stall import StallDetector, StallVerdict, call_signature
+from lathe.agent.finish import CallRecord
 from lathe.agent.toolcalls import parse_arguments, validate
-from lathe.agent.verify import EvidenceTracker
 from lathe.errors import ToolError
-from lathe.events import ToolFinished, ToolStarted
+from lathe.events import AgentEvent, ToolFinished, ToolStarted
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.types import ToolCall, ToolResultMessage
 
@@ -34,77 +34,31 @@ class _Prepared:
     error: str | None = None
 
 
-@dataclass
-class CallsOutcome:
-    results: list[ToolResultMessage] = field(default_factory=list)
-    verdict: StallVerdict = StallVerdict.OK
-    stalled_tool: str = ""
-
-
 class ToolRunner:
     def __init__(self, deps: AgentDeps, emit: Emit) -> None:
         self._deps = deps
         self._emit = emit
 
     async def run_calls(
-        self,
-        turn: int,
-        calls: Sequence[ToolCall],
-        stall: StallDetector,
-        evidence: EvidenceTracker,
-    ) -> CallsOutcome:
+        self, turn: int, calls: Sequence[ToolCall], *, note: str = ""
+    ) -> list[CallRecord]:
+        """Run `calls` (gated, hooked, in groups) and return one record per call, in call
+        order. `note`: how the faces label calls lathe makes itself."""
         prepared = [self._prepare(call) for call in calls]
-        outcome = CallsOutcome()
-        for item in prepared:
-            tool = item.tool
-            verdict = stall.observe(
-                call_signature(item.call.name, item.arguments, item.call.arguments),
-                changes_files=tool is not None and not tool.read_only and not tool.repeatable,
-            )
-            if verdict is not StallVerdict.OK and outcome.verdict is not StallVerdict.STUCK:
-                outcome.verdict, outcome.stalled_tool = verdict, item.call.name
-
         may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
         if may_change:
             await self._deps.hooks.before_changes(turn)
-        outputs: list[ToolOutput] = []
+        outputs: list[tuple[ToolOutput, bool]] = []
         try:
             for group in _groups(prepared):
-                outputs.extend(await asyncio.gather(*(self._execute(item) for item in group)))
+                outputs.extend(await asyncio.gather(*(self._execute(item, note) for item in group)))
         finally:  # an interrupted turn's changes must still be recorded, to be undoable
             if may_change:
                 await self._deps.hooks.after_changes(turn)
-
-        for item, output in zip(prepared, outputs, strict=True):
-            _track_evidence(item, output, evidence)
-            outcome.results.append(
-                ToolResultMessage(
-                    tool_call_id=item.call.id,
-                    name=item.call.name,
-                    content=output.content,
-                    is_error=output.is_error,
-                )
-            )
-        return outcome
-
-    def refuse_calls(self, calls: Sequence[ToolCall], reason: str) -> list[ToolResultMessage]:
-        """An error result for each call, none of them run (e.g. a reply cut off by the
-        output limit, whose arguments may be incomplete); shown like any failed call."""
-        results = []
-        for call in calls:
-            self._emit(ToolStarted(call_id=call.id, name=call.name, arguments={}, summary=""))
-            self._emit(
-                ToolFinished(
-                    call_id=call.id, name=call.name, is_error=True,
-                    summary="not run: reply cut off", duration_ms=0.0, details={},
-                )
-            )  # fmt: skip
-            results.append(
-                ToolResultMessage(
-                    tool_call_id=call.id, name=call.name, content=reason, is_error=True
-                )
-            )
-        return results
+        return [
+            CallRecord(item.call, item.tool, item.arguments, output, refused=refused)
+            for item, (output, refused) in zip(prepared, outputs, strict=True)
+        ]
 
     def _prepare(self, call: ToolCall) -> _Prepared:
         tool = self._deps.tools.get(call.name)
@@ -121,15 +75,17 @@ class ToolRunner:
             return _Prepared(call, tool, parsed.value, error=params)
         return _Prepared(call, tool, parsed.value, params=params)
 
-    async def _execute(self, item: _Prepared) -> ToolOutput:
+    async def _execute(self, item: _Prepared, note: str) -> tuple[ToolOutput, bool]:
         call, tool = item.call, item.tool
         arguments = item.arguments or {}
         summary = tool.summarize_call(item.params) if tool and item.params is not None else ""
         self._emit(
-            ToolStarted(call_id=call.id, name=call.name, arguments=arguments, summary=summary)
+            ToolStarted(
+                call_id=call.id, name=call.name, arguments=arguments, summary=summary, note=note
+            )
         )
         started = time.monotonic()
-        output = await self._output_for(item, arguments)
+        output, refused = await self._output_for(item, arguments)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -140,24 +96,30 @@ class ToolRunner:
                 details=output.details,
             )
         )
-        return output
+        return output, refused
 
-    async def _output_for(self, item: _Prepared, arguments: dict[str, Any]) -> ToolOutput:
+    async def _output_for(
+        self, item: _Prepared, arguments: dict[str, Any]
+    ) -> tuple[ToolOutput, bool]:
+        """The call's output, and whether a hook refused it."""
         if item.error is not None or item.tool is None:
-            return ToolOutput(
+            error = ToolOutput(
                 content=f"Error: {item.error}", is_error=True, summary=item.error or ""
             )
+            return error, False
         hooks = self._deps.hooks
         verdict = await hooks.before_tool(item.tool.name, arguments)
         params = item.params
         if isinstance(verdict, ToolOutput):
-            return _with_refusal_hint(verdict, item.tool, params, self._deps.tool_context)
+            hinted = _with_refusal_hint(verdict, item.tool, params, self._deps.tool_context)
+            return hinted, verdict.is_error
         if isinstance(verdict, dict):
             params = validate(item.tool.parameters, item.tool.name, verdict)
             if isinstance(params, str):
-                return ToolOutput(
+                bad = ToolOutput(
                     content=f"Error: a hook rewrote the arguments badly: {params}", is_error=True
                 )
+                return bad, False
             arguments = verdict
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
@@ -170,17 +132,18 @@ class ToolRunner:
                 is_error=True,
                 summary=f"internal error: {type(exc).__name__}",
             )
-        return await hooks.after_tool(item.tool.name, arguments, output)
+        return await hooks.after_tool(item.tool.name, arguments, output), False
 
 
 def _with_refusal_hint(
     refusal: ToolOutput, tool: Tool, params: Params, ctx: ToolContext
 ) -> ToolOutput:
     """A refused call, plus what the tool can add about it (see `Tool` in tools.base)."""
-    if not refusal.is_error:
+    hint_for = getattr(tool, "refusal_hint", None)
+    if not refusal.is_error or hint_for is None:
         return refusal
     try:
-        hint = tool.refusal_hint(params, ctx)
+        hint = hint_for(params, ctx)
     except Exception:  # a hint is a courtesy; never let it break the run
         return refusal
     return replace(refusal, content=f"{refusal.content}\n{hint}") if hint else refusal
@@ -198,16 +161,35 @@ def _groups(prepared: list[_Prepared]) -> list[list[_Prepared]]:
     return groups
 
 
-def _track_evidence(item: _Prepared, output: ToolOutput, evidence: EvidenceTracker) -> None:
-    if item.tool is None or (output.is_error and "exit_code" not in output.details):
-        return
-    command = item.tool.shell_command(item.arguments or {})
-    if command is not None:
-        evidence.saw_command(command, output.details.get("exit_code"))
-    elif not item.tool.read_only:
-        evidence.saw_edit()
-
-
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line[:120]
+
+
+def refused_results(
+    calls: Sequence[ToolCall], reason: str, summary: str, emit: Callable[[AgentEvent], None]
+) -> list[ToolResultMessage]:
+    """An error result for each call, none of them run (a reply cut off by the output
+    limit, a run that ended before its calls could run); shown like any failed call."""
+    results = []
+    for call in calls:
+        emit(ToolStarted(call_id=call.id, name=call.name, arguments={}, summary=""))
+        emit(
+            ToolFinished(
+                call_id=call.id, name=call.name, is_error=True, summary=summary,
+                duration_ms=0.0, details={},
+            )
+        )  # fmt: skip
+        results.append(
+            ToolResultMessage(tool_call_id=call.id, name=call.name, content=reason, is_error=True)
+        )
+    return results
+
+
+def result_message(record: CallRecord) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=record.call.id,
+        name=record.call.name,
+        content=record.output.content,
+        is_error=record.output.is_error,
+    )

@@ -1,4 +1,5 @@
-"""The verify gate and the evidence lathe reports when there is no gate.
+"""The verify gate and the evidence lathe reports when there is no gate, as finish
+handlers (`agent/finish.py`).
 
 lathe never claims "verified" for a check it did not run itself: `run_verify` executes
 the configured command through the same executor as the `bash` tool.
@@ -7,13 +8,17 @@ the configured command through the same executor as the `bash` tool.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.events import Evidence
+from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
+from lathe.agent.finish import note as lathe_note
+from lathe.agent.words import Words
+from lathe.errors import UsageError
+from lathe.events import Evidence, RunStatus, VerifyFinished, VerifyStarted
 from lathe.exec.base import ExecResult, Executor
-from lathe.types import ToolResultMessage
+from lathe.types import AssistantMessage, Message, ToolCall
 
 _TEST_LIKE = re.compile(
     r"(^|[\s;&|(/])("
@@ -30,18 +35,211 @@ def is_test_like(command: str) -> bool:
     return bool(_TEST_LIKE.search(command))
 
 
-@dataclass
-class EvidenceTracker:
-    """Remembers the last test-like command run after the last edit."""
+class VerifyCannotRun(UsageError):
+    """The verify command cannot run at all (exit 126 or 127) before any change; the
+    run stops before the first model call."""
 
-    latest: Evidence | None = None
 
-    def saw_edit(self) -> None:
+class EvidenceEnd(FinishHandler):
+    """Without a verify gate, a reply without calls ends the run `unverified`, with the
+    evidence: the last test-like command the model ran after its last file change, and
+    its exit code (any later change clears it)."""
+
+    def __init__(self) -> None:
+        self.latest: Evidence | None = None
+
+    async def begin(self, run: RunState) -> Sequence[Message]:
         self.latest = None
+        return ()
 
-    def saw_command(self, command: str, exit_code: int | None) -> None:
-        if is_test_like(command):
-            self.latest = Evidence(command=command, exit_code=exit_code)
+    async def after_calls(
+        self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
+    ) -> Decision | None:
+        for record in calls:
+            if record.tool is None or (record.output.is_error and not _has_exit(record)):
+                continue
+            command = record.tool.shell_command(record.arguments or {})
+            if command is not None:
+                if is_test_like(command):
+                    exit_code = record.output.details.get("exit_code")
+                    self.latest = Evidence(command=command, exit_code=exit_code)
+            elif not record.tool.read_only:
+                self.latest = None
+        return None
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if reply.tool_calls:
+            return None
+        return Finish(RunStatus.UNVERIFIED, answer=reply.text, evidence=self.latest)
+
+
+def _has_exit(record: CallRecord) -> bool:
+    return "exit_code" in record.output.details
+
+
+ReplyCodeCalls = Callable[[str, int], Awaitable[list[ToolCall]]]
+"""Edit calls for the code a "done" reply shows (`reply_code.reply_code_calls`), given
+the reply's text and the turn."""
+
+
+@dataclass(frozen=True)
+class VerifySettings:
+    command: str
+    run_first: bool = False
+    """Run the check before the first turn of a new conversation (the baseline)."""
+    idle_claim_limit: int = 3
+    """"Done" replies in a row, with no tool call between, while the check fails."""
+
+
+class VerifyGate(FinishHandler):
+    """A reply without calls makes lathe run the verify command itself: passing ends the
+    run `verified`; failing sends the output back and the run goes on. Also: the
+    baseline check before the first turn, code shown in a "done" reply applied as edits
+    (`reply_code`, None: off) after a failed check, the "claims done without acting"
+    stall, and `failed` when the turns run out after a failed check."""
+
+    def __init__(
+        self,
+        settings: VerifySettings,
+        run_check: Callable[[str], Awaitable[ExecResult]],
+        words: Words,
+        reply_code: ReplyCodeCalls | None = None,
+    ) -> None:
+        self._settings = settings
+        self._run_check = run_check
+        self._words = words
+        self._reply_code = reply_code
+        self._failed = False
+        self._idle_claims = 0
+        # A "done" reply whose code is being applied, and the failed check it got.
+        self._pending: AssistantMessage | None = None
+        self._pending_result: ExecResult | None = None
+
+    async def begin(self, run: RunState) -> Sequence[Message]:
+        self._failed, self._idle_claims, self._pending = False, 0, None
+        if not (self._settings.run_first and run.new_conversation):
+            return ()
+        command = self._settings.command
+        result = await self._check(run, baseline=True)
+        reason = unusable_reason(command, result)
+        if reason:
+            raise VerifyCannotRun(reason)
+        if passed(result):
+            return (lathe_note(self._words.say("baseline_passes", command=command)),)
+        text = self._words.say(
+            "baseline_fails", command=command, status=_status(result), output=_output(result)
+        )
+        return (lathe_note(text),)
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if reply.tool_calls:
+            return None
+        result = await self._check(run)
+        if passed(result):
+            return Finish(RunStatus.VERIFIED, answer=reply.text)
+        self._failed = True
+        if self._reply_code and "```" in reply.text:
+            calls = await self._reply_code(reply.text, run.turn)
+            if calls:
+                self._pending = reply
+                self._pending_result = result
+                return ContinueWith(calls=calls, note="the code in the reply")
+        self._idle_claims += 1
+        return self._after_failure(reply, result, applied=())
+
+    async def after_calls(
+        self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
+    ) -> Decision | None:
+        if not by_lathe:
+            self._idle_claims = 0
+            return None
+        reply, self._pending = self._pending, None
+        if reply is None:
+            return None
+        notes = [self._applied_note(record) for record in calls]
+        result = self._pending_result
+        assert result is not None
+        if any(not record.output.is_error for record in calls):
+            self._idle_claims = 0
+            result = await self._check(run)
+            if passed(result):
+                record = self._after_applied(notes, result)
+                return Finish(RunStatus.VERIFIED, answer=reply.text, messages=(lathe_note(record),))
+        else:
+            self._idle_claims += 1
+        return self._after_failure(reply, result, applied=notes)
+
+    def out_of_turns(self, run: RunState) -> Finish | None:
+        if not self._failed:
+            return None
+        return Finish(
+            RunStatus.FAILED, reason=f"the verify command still failed after {run.turn} turns"
+        )
+
+    def _after_failure(
+        self, reply: AssistantMessage, result: ExecResult, *, applied: Sequence[str]
+    ) -> Decision:
+        command = self._settings.command
+        if self._idle_claims >= self._settings.idle_claim_limit:
+            return Finish(
+                RunStatus.STUCK,
+                reason=f"the model said it was done {self._idle_claims} times in a row without "
+                f"acting on the failing `{command}`",
+            )
+        return ContinueWith(messages=(lathe_note(self._feedback(reply.text, result, applied)),))
+
+    def _feedback(self, reply_text: str, result: ExecResult, applied: Sequence[str]) -> str:
+        """The gate's answer to a "done" reply whose check failed. `applied`: what became
+        of the code the reply showed, when lathe applied it as edits; the check's result
+        is then the one after those edits."""
+        if applied:
+            return self._words.say(
+                "verify_failed_after_edits",
+                applied=self._after_applied(applied, result),
+                output=_output(result),
+            )
+        shown_code = (
+            self._words.say("code_in_reply") + "\n\n" if _CODE_BLOCK.search(reply_text) else ""
+        )
+        return self._words.say(
+            "verify_failed",
+            command=self._settings.command,
+            status=_status(result),
+            output=_output(result),
+            code_in_reply=shown_code,
+        )
+
+    def _after_applied(self, applied: Sequence[str], result: ExecResult) -> str:
+        outcome = "passed" if passed(result) else _status(result)
+        return self._words.say(
+            "after_applied",
+            applied="\n\n".join(applied),
+            command=self._settings.command,
+            outcome=outcome,
+        )
+
+    def _applied_note(self, record: CallRecord) -> str:
+        """One applied (or refused) edit that came from code in the model's reply."""
+        name = "applied_edit_refused" if record.output.is_error else "applied_edit"
+        return self._words.say(name, result=record.output.content)
+
+    async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
+        command = self._settings.command
+        run.emit(VerifyStarted(command=command, baseline=baseline))
+        result = await self._run_check(command)
+        run.emit(
+            VerifyFinished(
+                command=command,
+                exit_code=result.exit_code,
+                passed=passed(result),
+                output_tail=result.output[-2000:],
+                baseline=baseline,
+            )
+        )
+        return result
+
+
+_CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
 
 
 async def run_verify(
@@ -66,46 +264,6 @@ def passed(result: ExecResult) -> bool:
     return result.exit_code == 0 and not result.timed_out
 
 
-_CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
-
-
-def failure_message(
-    command: str, result: ExecResult, reply_text: str = "", *, applied: Sequence[str] = ()
-) -> str:
-    """The verify gate's answer to a "done" reply (`reply_text`) whose check failed.
-    `applied`: what became of the code the reply showed, when lathe applied it as edits
-    (`reply_code_note`); the check's result is then the one after those edits."""
-    if applied:
-        return (
-            f"{applied_message(applied, command, result)} Its output:\n\n{_output(result)}\n\n"
-            "Read the failure, fix the code with the edit tool, and finish again when it passes."
-        )
-    shown_code = (
-        "Your reply shows code, but code in a reply changes no file: make the change "
-        "with the edit tool.\n\n"
-        if _CODE_BLOCK.search(reply_text)
-        else ""
-    )
-    return (
-        f"You said you were done, but the verify command `{command}` {_status(result)}. "
-        f"Its output:\n\n{_output(result)}\n\n{shown_code}"
-        "Read the failure, fix the code, and finish again when it passes."
-    )
-
-
-def applied_message(applied: Sequence[str], command: str, result: ExecResult) -> str:
-    """Edits made from a reply's code (`reply_code_note`), and how the check went after."""
-    outcome = "passed" if passed(result) else _status(result)
-    return "\n\n".join(applied) + f"\n\nAfter that, the verify command `{command}` {outcome}."
-
-
-def reply_code_note(result: ToolResultMessage) -> str:
-    """One applied (or refused) edit that came from code in the model's reply."""
-    if result.is_error:
-        return f"lathe tried to apply the code in your reply as an edit: {result.content}"
-    return f"lathe applied the code in your reply as an edit:\n\n{result.content}"
-
-
 # The shell's own codes for "found but not executable" and "not found".
 _CANNOT_RUN = {126: "it is not executable", 127: "command not found"}
 
@@ -121,16 +279,6 @@ def unusable_reason(command: str, result: ExecResult) -> str | None:
     return (
         f"the verify command `{command}` cannot run (exit {result.exit_code}, {why}{said}); "
         "fix --verify (or agent.verify) so it runs here, then start again"
-    )
-
-
-def baseline_message(command: str, result: ExecResult) -> str:
-    """What the check said before any change: the failure to start from."""
-    if passed(result):
-        return f"Before you started, lathe ran the verify command `{command}`: it passes."
-    return (
-        f"Before you started, lathe ran the verify command `{command}`: it "
-        f"{_status(result)}. Its output:\n\n{_output(result)}"
     )
 
 

@@ -36,10 +36,12 @@ class BashTool(Tool):
         "together) and exit code. No input can be typed: use non-interactive flags."
     )
     parameters: ClassVar[type[Params]] = BashParams
+    read_only: ClassVar[bool] = False
     repeatable: ClassVar[bool] = True
 
     def shell_command(self, arguments: dict[str, Any]) -> str | None:
-        return str(arguments.get("command", ""))
+        command = arguments.get("command")
+        return command if isinstance(command, str) else None
 
     def summarize_call(self, args: BashParams) -> str:
         first = args.command.strip().splitlines()[0] if args.command.strip() else ""

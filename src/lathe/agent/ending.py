@@ -1,0 +1,51 @@
+"""The finish handlers a run gets from its settings (`AgentDeps.finish` left unset)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lathe.agent.finish import FinishHandler
+from lathe.agent.replies import CutOffReply, EmptyReply
+from lathe.agent.stall import StallGuard
+from lathe.agent.verify import EvidenceEnd, VerifyGate, VerifySettings, run_verify
+
+if TYPE_CHECKING:
+    from lathe.agent.loop import AgentDeps
+    from lathe.exec.base import ExecResult
+
+
+def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
+    """In the order they are asked: a reply cut off or empty first (it cannot be taken
+    as it is), then the verify gate, the stall rules, and the unverified end."""
+    settings, words, ctx = deps.settings, deps.words, deps.tool_context
+    handlers: list[FinishHandler] = [
+        CutOffReply(words),
+        EmptyReply(gated=settings.verify_command is not None),
+    ]
+    if settings.verify_command:
+
+        async def run_check(command: str) -> ExecResult:
+            return await run_verify(
+                command,
+                ctx.executor,
+                workspace=ctx.workspace,
+                timeout_s=settings.verify_timeout_s,
+                max_output_bytes=ctx.limits.output_max_bytes,
+                spill_dir=ctx.spill_dir,
+            )
+
+        reply_code = None
+        if settings.apply_reply_code and deps.tools.get("edit") is not None:
+            # Imported only here: its patterns would cost every run's start-up otherwise.
+            from lathe.agent.reply_code import edit_calls_for
+
+            reply_code = edit_calls_for(ctx.workspace, deny_read=ctx.deny_read)
+        gate = VerifySettings(
+            command=settings.verify_command,
+            run_first=settings.verify_first,
+            idle_claim_limit=settings.stall_repeat_limit,
+        )
+        handlers.append(VerifyGate(gate, run_check, words, reply_code=reply_code))
+    handlers.append(StallGuard(words, settings.stall_repeat_limit))
+    handlers.append(EvidenceEnd())
+    return handlers

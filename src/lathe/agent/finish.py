@@ -1,0 +1,141 @@
+"""The finish seam: what happens after each reply, and how a run ends.
+
+The loop (`agent/loop.py`) knows only this: send the conversation, get a reply, run the
+reply's tool calls, repeat. Everything else — the verify gate and its baseline, code
+shown in a reply, the output-limit continuation, empty replies, stalls, budgets — is a
+`FinishHandler`. After each step the loop asks its handlers, in order, and each answers
+with a `Decision`:
+
+- `Finish(status, reason)` ends the run;
+- `ContinueWith(messages, calls)` goes on: `messages` enter the conversation, and
+  `calls` are tool calls lathe makes itself (the model did not), run through the normal
+  tool path (policy gate, hooks, checkpoints, events) and handed back to every handler's
+  `after_calls` with `by_lathe=True` — their results never enter the conversation,
+  since no assistant message holds those calls;
+- `None`: this handler has nothing to say.
+
+Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
+
+- `begin(run)`: once per run, after the task entered the conversation; resets the
+  handler's per-run state and returns messages to add before the first turn (the
+  baseline check). Raising a `UsageError` stops the run before any model call.
+- `after_reply(reply, run)`: every reply, before its calls run. The first handler that
+  answers decides and the rest are not asked; a decision here replaces the normal
+  handling of the reply (its calls are not run: the loop answers each with an error
+  result, so the conversation never holds an unanswered call).
+- `after_calls(calls, run, by_lathe)`: after a batch of calls ran. Every handler is
+  asked in order: the messages of each `ContinueWith` are added in that order, and the
+  first `Finish` ends the run after them.
+- `out_of_turns(run)`: the turn limit ran out; the first answer decides, else the run
+  ends `max_turns`.
+
+A reply without tool calls that no handler takes ends the run `unverified`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lathe.events import AgentEvent, Evidence, RunStatus
+from lathe.types import AssistantMessage, Message, ToolCall, UserMessage
+
+if TYPE_CHECKING:
+    from lathe.tools.base import Tool, ToolOutput
+
+
+@dataclass(frozen=True)
+class Finish:
+    status: RunStatus
+    reason: str = ""
+    answer: str = ""
+    evidence: Evidence | None = None
+    messages: Sequence[Message] = ()
+    """Added to the conversation before the run ends (what a later message should know)."""
+    error: Any = None
+    """A structured provider error (`lathe.events.RunError`) for `provider_error` ends."""
+
+
+@dataclass(frozen=True)
+class ContinueWith:
+    messages: Sequence[Message] = ()
+    calls: Sequence[ToolCall] = ()
+    note: str = ""
+    """How the faces label `calls`, e.g. "the code in the reply"."""
+
+
+Decision = Finish | ContinueWith
+
+
+@dataclass
+class CallRecord:
+    """One call that ran (or was refused), as the handlers see it."""
+
+    call: ToolCall
+    tool: Tool | None  # None: the model named a tool that does not exist
+    arguments: dict[str, Any] | None  # None: the arguments did not parse
+    output: ToolOutput
+    refused: bool = False
+    """A hook (the policy gate, a pre_tool hook, the person asked) refused the call."""
+
+    @property
+    def changes_files(self) -> bool:
+        """A call of a tool that changes files and does the same each time (edit, write)."""
+        return self.tool is not None and not self.tool.read_only and not self.tool.repeatable
+
+
+@dataclass
+class RunState:
+    """What handlers may read about the run in progress, and how they report."""
+
+    emit: Callable[[AgentEvent], None]
+    history: Sequence[Message]
+    turn: int = 0
+    new_conversation: bool = True
+    """The task is the conversation's first message (not a follow-up of an earlier run)."""
+    spent: Any = None
+    """Usage and cost of this run so far (`lathe.agent.loop.Spend`)."""
+
+
+class FinishHandler:
+    """Base with do-nothing hook points; see the module docstring for the contract."""
+
+    async def begin(self, run: RunState) -> Sequence[Message]:
+        return ()
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        return None
+
+    async def after_calls(
+        self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
+    ) -> Decision | None:
+        return None
+
+    def out_of_turns(self, run: RunState) -> Finish | None:
+        return None
+
+
+@dataclass
+class Combined:
+    """What several handlers answered after a batch of calls: messages in order, then
+    the first finish, if any."""
+
+    messages: list[Message] = field(default_factory=list)
+    finish: Finish | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    note: str = ""
+
+    def add(self, decision: Decision | None) -> None:
+        if isinstance(decision, ContinueWith):
+            self.messages.extend(decision.messages)
+            self.calls.extend(decision.calls)
+            self.note = self.note or decision.note
+        elif isinstance(decision, Finish) and self.finish is None:
+            self.finish = decision
+
+
+def note(text: str) -> UserMessage:
+    """A message lathe adds to the conversation: the model reads it as a user turn,
+    transcripts show it as lathe's."""
+    return UserMessage(content=text, origin="lathe")

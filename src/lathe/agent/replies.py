@@ -1,0 +1,65 @@
+"""Finish handlers for replies that cannot be taken as they are: one cut off by the
+output limit, and an empty one."""
+
+from __future__ import annotations
+
+from lathe.agent.finish import ContinueWith, Decision, Finish, FinishHandler, RunState
+from lathe.agent.finish import note as lathe_note
+from lathe.agent.tooling import refused_results
+from lathe.agent.words import Words
+from lathe.events import Notice, RunStatus
+from lathe.types import AssistantMessage, StopReason
+
+_EMPTY_ONCE = "the model sent an empty reply; asking again"
+_EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"
+
+
+class CutOffReply(FinishHandler):
+    """A reply cut by the output limit (`max_tokens`). Without calls it gets a
+    "continue" message instead of ending the run. With calls, none of them runs: their
+    arguments may be cut mid-token (a "repaired" `new_string` once wrote half a line),
+    so each gets an error result asking for a smaller step."""
+
+    def __init__(self, words: Words) -> None:
+        self._words = words
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if reply.stop_reason is not StopReason.MAX_TOKENS:
+            return None
+        if reply.tool_calls:
+            text = self._words.say("cut_off_call")
+            results = refused_results(reply.tool_calls, text, "not run: reply cut off", run.emit)
+            return ContinueWith(messages=results)
+        return ContinueWith(messages=(lathe_note(self._words.say("cut_off_reply")),))
+
+
+class EmptyReply(FinishHandler):
+    """An empty reply (no text, no call, not cut off) is asked again once. A second in a
+    row ends the run `provider_error`, unless `gated`: then the verify gate decides, as
+    for "done". (The loop never records an empty reply in the conversation.)"""
+
+    def __init__(self, *, gated: bool) -> None:
+        self._gated = gated
+        self._in_a_row = 0
+
+    async def begin(self, run: RunState) -> tuple[()]:
+        self._in_a_row = 0
+        return ()
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if not is_empty(reply):
+            self._in_a_row = 0
+            return None
+        self._in_a_row += 1
+        if self._in_a_row == 1:
+            run.emit(Notice(level="warning", message=_EMPTY_ONCE))
+            return ContinueWith()
+        if self._gated:
+            return None
+        return Finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
+
+
+def is_empty(reply: AssistantMessage) -> bool:
+    """No text and no call, and not cut off (a cut-off reply gets "continue")."""
+    cut_off = reply.stop_reason is StopReason.MAX_TOKENS
+    return not reply.tool_calls and not reply.text.strip() and not cut_off

@@ -1,0 +1,49 @@
+"""A loop of refused calls with varying arguments is a stall.
+
+Seen with the local model in a held-out evaluation: read the test file at line N, write
+the test file (denied), read at N+2, denied again, ... for the whole time budget. Each
+call differed from the last, so the same-call rule never fired.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.openai_server import Call, Reply
+
+
+def test_refusals_of_one_kind_of_call_end_the_run_stuck(tmp_path: Path, fake_openai):
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests" / "test_app.py").write_text("".join(f"# line {n}\n" for n in range(60)))
+    replies = []
+    for n in range(20):
+        look = {"path": "tests/test_app.py", "offset": 1 + 2 * n}
+        replies.append(Reply(calls=[Call("read", look)]))
+        body = {"path": "tests/test_app.py", "content": f"assert {n}\n"}
+        replies.append(Reply(calls=[Call("write", body)]))
+    fake_openai.enqueue(*replies)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
+
+    run = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", "--deny",
+         "write(tests/**)", "--deny", "edit(tests/**)", "--max-turns", "40", "--json",
+         "Make the tests pass"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    finished = next(e for e in events if e["type"] == "run_finished")
+    assert finished["status"] == "stuck", finished
+    assert "refused" in finished["reason"]
+    assert finished["turns"] < 20  # long before the turn limit
+    assert any(e["type"] == "stall_nudge" for e in events)  # the model was told first
+    assert run.returncode == 1
+    assert (ws / "tests" / "test_app.py").read_text().startswith("# line 0")
