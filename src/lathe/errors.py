@@ -11,10 +11,12 @@ LatheError
 │   ├── ContextTooLong    the prompt exceeds the window; compaction's job, not retry's
 │   ├── AuthError         401/403; fatal, the message names the variable to fix
 │   └── BadRequest        400 and other refusals; fatal
-│   (each has a `kind` for programs: rate_limit, overloaded, transport,
-│   context_too_long, auth, bad_request; "provider" for any other ProviderError)
 └── ToolError             a tool could not do what was asked; becomes an error
                           result the model sees, never aborts the run
+
+Each ProviderError class names its `kind` for programs (`RunFinished.error`):
+rate_limit, overloaded, transport (NothingListening too), context_too_long, auth,
+bad_request, and "provider" for any other.
 """
 
 from __future__ import annotations

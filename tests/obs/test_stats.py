@@ -128,3 +128,27 @@ def test_parse_since():
     assert parse_since("2W") == timedelta(weeks=2)
     with pytest.raises(UsageError, match="7d"):
         parse_since("7 days")
+
+
+def test_stats_counts_every_retry_a_run_printed(tmp_path, workspace, home, fake_openai):
+    from tests.fakes.openai_server import server_error
+
+    busy = server_error(503, retry_after="0")
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(home), "NO_COLOR": "1"}
+    printed = 0
+    # A request that answers after two retries, then one that gives up after two.
+    for script, exit_code in (([busy, busy, Reply("done", usage=USAGE)], 0), ([busy] * 3, 3)):
+        fake_openai.enqueue(*script)
+        run = lathe(
+            "run", *PRICED_MODEL, "--base-url", fake_openai.base_url, "-C", str(workspace),
+            "-c", "retry.max_attempts=3", "go", cwd=workspace, env=env,
+        )  # fmt: skip
+        assert run.returncode == exit_code, run.stderr
+        printed += sum(line.lstrip().startswith("retry ") for line in run.stderr.splitlines())
+    assert printed == 4
+
+    data = json.loads(lathe("stats", "--json", "-C", str(workspace), cwd=tmp_path, env=env).stdout)
+    assert data["retries"] == printed
+    assert data["runs"] == {"unverified": 1, "provider_error": 1}
+    table = lathe("stats", "-C", str(workspace), cwd=tmp_path, env=env)
+    assert f"{printed} retries" in table.stdout
