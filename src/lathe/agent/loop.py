@@ -36,6 +36,7 @@ from lathe.events import (
     ModelRequestFinished,
     Notice,
     Retrying,
+    RunError,
     RunFinished,
     RunStatus,
     StallNudge,
@@ -137,7 +138,9 @@ class Agent:
         turn = 0
         empty_replies = 0
 
-        def finish(status: RunStatus, answer: str = "", reason: str = "") -> RunFinished:
+        def finish(
+            status: RunStatus, answer: str = "", reason: str = "", error: RunError | None = None
+        ) -> RunFinished:
             event = RunFinished(
                 status=status,
                 turns=turn,
@@ -146,6 +149,7 @@ class Agent:
                 reason=reason,
                 evidence=evidence.latest if status is RunStatus.UNVERIFIED else None,
                 cost_usd=cost if settings.price else None,
+                error=error,
             )
             self.emit(event)
             return event
@@ -156,7 +160,8 @@ class Agent:
             try:
                 reply = await self._complete(turn)
             except ProviderError as exc:
-                return finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
+                error = RunError.from_provider_error(exc)
+                return finish(RunStatus.PROVIDER_ERROR, reason=str(exc), error=error)
             self.usage = self.usage + reply.usage
             cost += settings.price(reply.usage) if settings.price else 0.0
             # An empty reply is not kept: an empty assistant turn is no part of the

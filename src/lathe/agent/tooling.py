@@ -99,6 +99,7 @@ class ToolRunner:
                 ToolFinished(
                     call_id=call.id, name=call.name, is_error=True,
                     summary="not run: reply cut off", duration_ms=0.0, details={},
+                    output=reason,
                 )
             )  # fmt: skip
             results.append(
@@ -140,6 +141,7 @@ class ToolRunner:
                 summary=output.summary or _first_line(output.content),
                 duration_ms=(time.monotonic() - started) * 1000,
                 details=output.details,
+                output=output.content,
             )
         )
         return output
