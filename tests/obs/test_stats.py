@@ -105,7 +105,14 @@ def test_collect_counts_unfinished_runs_skips_garbage_and_honours_since(tmp_path
         {"ts": old, "kind": "model_request", "usage": {"input_tokens": 7}, "cost_usd": 1.0},
         {"ts": old, "kind": "run_end", "status": "verified"},
         {"ts": recent, "kind": "run_start"},
-        {"ts": recent, "kind": "model_request", "usage": {"input_tokens": 5}, "cost_usd": None},
+        {"ts": recent, "kind": "retry", "attempt": 1},
+        {
+            "ts": recent,
+            "kind": "model_request",
+            "usage": {"input_tokens": 5},
+            "cost_usd": None,
+            "retries": 1,
+        },  # the same retry as the line before, not another
         {"ts": recent, "kind": "tool_call", "name": "bash", "duration_ms": 12.5, "ok": False},
     ]
     log = tmp_path / "x.log"
@@ -115,6 +122,7 @@ def test_collect_counts_unfinished_runs_skips_garbage_and_honours_since(tmp_path
     assert everything.runs == {"verified": 1, "unfinished": 1}
     assert everything.input_tokens == 12
     assert everything.cost_usd == 1.0 and everything.unpriced_requests == 1
+    assert everything.retries == 1
 
     lately = collect([log], since=now - timedelta(days=7))
     assert lately.runs == {"unfinished": 1}
