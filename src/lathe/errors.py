@@ -1,21 +1,31 @@
 """lathe's exceptions, one tree. SDK and OS exceptions are converted where they enter.
 
-    LatheError
-    ├── UsageError            bad flags, config or input the user can fix (exit 2)
-    ├── ProviderError         the model endpoint failed (exit 3 once retries are spent)
-    │   ├── RateLimited       429; retryable, may carry retry_after seconds
-    │   ├── Overloaded        5xx / 529; retryable, may carry retry_after seconds
-    │   ├── Transport         connection refused, timeout, stream cut; retryable
-    │   │   └── NothingListening  a loopback address refused the connection: retried
-    │   │                         once, briefly, not with the usual backoff
-    │   ├── ContextTooLong    the prompt exceeds the window; compaction's job, not retry's
-    │   ├── AuthError         401/403; fatal, the message names the variable to fix
-    │   └── BadRequest        400 and other refusals; fatal
-    └── ToolError             a tool could not do what was asked; becomes an error
-                              result the model sees, never aborts the run
+LatheError
+├── UsageError            bad flags, config or input the user can fix (exit 2)
+├── ProviderError         the model endpoint failed (exit 3 once retries are spent)
+│   ├── RateLimited       429; retryable, may carry retry_after seconds
+│   ├── Overloaded        5xx / 529; retryable, may carry retry_after seconds
+│   ├── Transport         connection refused, timeout, stream cut; retryable
+│   │   └── NothingListening  a loopback address refused the connection: retried
+│   │                         once, briefly, not with the usual backoff
+│   ├── ContextTooLong    the prompt exceeds the window; compaction's job, not retry's
+│   ├── AuthError         401/403; fatal, the message names the variable to fix
+│   └── BadRequest        400 and other refusals; fatal
+└── ToolError             a tool could not do what was asked; becomes an error
+                          result the model sees, never aborts the run
+
+Each ProviderError class names its `kind` for programs (`RunFinished.error`):
+rate_limit, overloaded, transport (NothingListening too), context_too_long, auth,
+bad_request, and "provider" for any other.
 """
 
 from __future__ import annotations
+
+from typing import Any, Literal, Self
+
+ErrorKind = Literal[
+    "auth", "rate_limit", "overloaded", "transport", "context_too_long", "bad_request", "provider"
+]
 
 
 class LatheError(Exception):
@@ -27,23 +37,56 @@ class UsageError(LatheError):
 
 
 class ProviderError(LatheError):
-    retryable = False
+    """The model endpoint failed. Besides the message (written for the user, never
+    holding the key) it keeps what a program needs to tell failures apart: `status`, the
+    HTTP status the server answered (None without one: a connection that failed, an
+    error inside a streamed reply); `request_id`, the provider's id of the request from
+    its response headers, for its support; `retries`, how many times the request was
+    retried before this error ended it (set by the retry policy)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    retryable = False
+    kind: ErrorKind = "provider"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        request_id: str | None = None,
+        retries: int = 0,
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
+        self.request_id = request_id
+        self.retries = retries
+
+    def reworded(self, message: str, **changes: Any) -> Self:
+        """The same error with another message; `changes` replace the other fields
+        (retry_after, status, request_id, retries), the rest are kept."""
+        fields = {
+            "retry_after": self.retry_after,
+            "status": self.status,
+            "request_id": self.request_id,
+            "retries": self.retries,
+        }
+        return type(self)(message, **(fields | changes))
 
 
 class RateLimited(ProviderError):
     retryable = True
+    kind = "rate_limit"
 
 
 class Overloaded(ProviderError):
     retryable = True
+    kind = "overloaded"
 
 
 class Transport(ProviderError):
     retryable = True
+    kind = "transport"
 
 
 class NothingListening(Transport):
@@ -53,15 +96,15 @@ class NothingListening(Transport):
 
 
 class ContextTooLong(ProviderError):
-    pass
+    kind = "context_too_long"
 
 
 class AuthError(ProviderError):
-    pass
+    kind = "auth"
 
 
 class BadRequest(ProviderError):
-    pass
+    kind = "bad_request"
 
 
 class ToolError(LatheError):

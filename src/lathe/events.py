@@ -9,9 +9,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lathe.errors import ErrorKind, ProviderError
 from lathe.types import AssistantMessage, Usage
+
+TOOL_OUTPUT_CHARS = 4_000
+"""The most of a tool's output a `tool_finished` event carries (the session keeps all)."""
 
 
 class RunStatus(StrEnum):
@@ -33,6 +37,7 @@ class RunStarted(_Event):
     task: str
     model: str
     workspace: str
+    session_id: str | None = None  # None: the run is recorded in no session
 
 
 class Notice(_Event):
@@ -106,6 +111,30 @@ class ToolFinished(_Event):
     summary: str  # one line: "42 lines", "exit 1", "not found: ..."
     duration_ms: float
     details: dict[str, Any] = Field(default_factory=dict)  # e.g. diff, exit_code
+    output: str = ""
+    """What the model was given as the result (secrets masked), capped to
+    TOOL_OUTPUT_CHARS: the head and the tail around a marker saying how much was left out."""
+
+    @field_validator("output")
+    @classmethod
+    def _capped(cls, output: str) -> str:
+        return cap_output(output)
+
+
+def cap_output(text: str, limit: int = TOOL_OUTPUT_CHARS) -> str:
+    """`text` when it fits in `limit` characters, else its head and tail around a marker
+    saying how many characters were left out. The result fits, so capping twice changes
+    nothing (an event is validated again when it is masked)."""
+    if len(text) <= limit:
+        return text
+    # The marker is sized for the longest count it could hold, so the result fits.
+    room = limit - len(_cut_marker(len(text)))
+    head, tail = text[: room - room // 2], text[len(text) - room // 2 :]
+    return head + _cut_marker(len(text) - len(head) - len(tail)) + tail
+
+
+def _cut_marker(left_out: int) -> str:
+    return f"\n[... {left_out:,} characters left out; the session keeps the whole output ...]\n"
 
 
 class Retrying(_Event):
@@ -154,6 +183,29 @@ class Evidence(BaseModel):
     exit_code: int | None
 
 
+class RunError(BaseModel):
+    """What the provider failed with, for a program: the kind of failure, the HTTP
+    status (None without one), the provider's request id (None when it sent none), the
+    retries spent on the request, and the message shown to the user."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: ErrorKind
+    status: int | None = None
+    request_id: str | None = None
+    retries: int = 0
+    message: str
+
+    @classmethod
+    def from_provider_error(cls, error: ProviderError) -> RunError:
+        return cls(
+            kind=error.kind,
+            status=error.status,
+            request_id=error.request_id,
+            retries=error.retries,
+            message=str(error),
+        )
+
+
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -163,6 +215,7 @@ class RunFinished(_Event):
     reason: str = ""  # why the run ended, in words
     evidence: Evidence | None = None
     cost_usd: float | None = None  # summed over the run's replies; None: prices unknown
+    error: RunError | None = None  # set when the provider's failure ended the run
 
 
 class AttemptStarted(_Event):

@@ -5,6 +5,7 @@ no secret; the retry policy recovers from the transient ones."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from tests.fakes.anthropic_server import (
@@ -208,3 +209,32 @@ async def test_the_retry_policy_recovers_from_transient_faults(fake_anthropic, c
 
     assert retries == ["RateLimited", "Overloaded", "Transport", "Overloaded"]
     assert isinstance(events[-1], Completed) and events[-1].message.text == "finally"
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (unauthorized(), AuthError),
+        (rate_limited(retry_after="3"), RateLimited),
+        (server_error(529), Overloaded),
+        (not_found(), BadRequest),
+    ],
+)
+async def test_an_error_keeps_the_status_and_the_request_id(
+    fake_anthropic, claude, reply, expected
+):
+    fake_anthropic.enqueue(replace(reply, headers={**reply.headers, "request-id": "req_011abc"}))
+
+    error = await failure(claude)
+
+    assert type(error) is expected
+    assert (error.status, error.request_id) == (reply.status, "req_011abc")
+
+
+async def test_an_error_event_mid_stream_has_no_http_status(fake_anthropic, claude):
+    fake_anthropic.enqueue(Reply("partial", error=("overloaded_error", "Overloaded")))
+
+    error = await failure(claude)
+
+    assert type(error) is Overloaded
+    assert error.status is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from email.utils import formatdate
 
 import pytest
@@ -194,3 +195,30 @@ def test_importing_the_provider_does_not_import_the_sdk():
         "sys.exit(1 if 'openai' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (unauthorized(), AuthError),
+        (rate_limited(retry_after="3"), RateLimited),
+        (server_error(502), Overloaded),
+        (context_too_long(), ContextTooLong),
+        (not_found(), BadRequest),
+    ],
+)
+async def test_an_error_keeps_the_status_and_the_request_id(fake_openai, provider, reply, expected):
+    fake_openai.enqueue(replace(reply, headers={**reply.headers, "X-Request-Id": "req_7f3e"}))
+
+    error = await failure(provider)
+
+    assert type(error) is expected
+    assert (error.status, error.request_id) == (reply.status, "req_7f3e")
+
+
+async def test_without_a_request_id_header_there_is_none(fake_openai, provider):
+    fake_openai.enqueue(server_error(500))
+
+    error = await failure(provider)
+
+    assert (error.status, error.request_id) == (500, None)

@@ -249,3 +249,20 @@ async def test_429_then_a_good_reply_through_the_real_provider(fake_openai):
     assert (attempt, limit, wait, type(error)) == (1, 5, 0.01, RateLimited)
     assert len(fake_openai.chat_bodies()) == 2
     assert fake_openai.remaining == 0
+
+
+async def test_the_error_that_ends_the_retries_counts_them_and_keeps_its_status():
+    busy = Overloaded("busy", status=503, request_id="req_1")
+
+    with pytest.raises(Overloaded) as caught:
+        await drain(Script(busy, busy, busy), RetryPolicy(max_attempts=3), sleep=Sleeps())
+
+    assert (caught.value.retries, caught.value.status, caught.value.request_id) == (2, 503, "req_1")
+    assert "gave up after 3 attempts" in str(caught.value)
+
+
+async def test_a_fatal_error_after_retries_counts_them():
+    with pytest.raises(AuthError) as caught:
+        await drain(Script(Transport("cut"), AuthError("key")), RetryPolicy(), sleep=Sleeps())
+
+    assert caught.value.retries == 1

@@ -105,7 +105,14 @@ def test_collect_counts_unfinished_runs_skips_garbage_and_honours_since(tmp_path
         {"ts": old, "kind": "model_request", "usage": {"input_tokens": 7}, "cost_usd": 1.0},
         {"ts": old, "kind": "run_end", "status": "verified"},
         {"ts": recent, "kind": "run_start"},
-        {"ts": recent, "kind": "model_request", "usage": {"input_tokens": 5}, "cost_usd": None},
+        {"ts": recent, "kind": "retry", "attempt": 1},
+        {
+            "ts": recent,
+            "kind": "model_request",
+            "usage": {"input_tokens": 5},
+            "cost_usd": None,
+            "retries": 1,
+        },  # the same retry as the line before, not another
         {"ts": recent, "kind": "tool_call", "name": "bash", "duration_ms": 12.5, "ok": False},
     ]
     log = tmp_path / "x.log"
@@ -115,6 +122,7 @@ def test_collect_counts_unfinished_runs_skips_garbage_and_honours_since(tmp_path
     assert everything.runs == {"verified": 1, "unfinished": 1}
     assert everything.input_tokens == 12
     assert everything.cost_usd == 1.0 and everything.unpriced_requests == 1
+    assert everything.retries == 1
 
     lately = collect([log], since=now - timedelta(days=7))
     assert lately.runs == {"unfinished": 1}
@@ -128,3 +136,27 @@ def test_parse_since():
     assert parse_since("2W") == timedelta(weeks=2)
     with pytest.raises(UsageError, match="7d"):
         parse_since("7 days")
+
+
+def test_stats_counts_every_retry_a_run_printed(tmp_path, workspace, home, fake_openai):
+    from tests.fakes.openai_server import server_error
+
+    busy = server_error(503, retry_after="0")
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(home), "NO_COLOR": "1"}
+    printed = 0
+    # A request that answers after two retries, then one that gives up after two.
+    for script, exit_code in (([busy, busy, Reply("done", usage=USAGE)], 0), ([busy] * 3, 3)):
+        fake_openai.enqueue(*script)
+        run = lathe(
+            "run", *PRICED_MODEL, "--base-url", fake_openai.base_url, "-C", str(workspace),
+            "-c", "retry.max_attempts=3", "go", cwd=workspace, env=env,
+        )  # fmt: skip
+        assert run.returncode == exit_code, run.stderr
+        printed += sum(line.lstrip().startswith("retry ") for line in run.stderr.splitlines())
+    assert printed == 4
+
+    data = json.loads(lathe("stats", "--json", "-C", str(workspace), cwd=tmp_path, env=env).stdout)
+    assert data["retries"] == printed
+    assert data["runs"] == {"unverified": 1, "provider_error": 1}
+    table = lathe("stats", "-C", str(workspace), cwd=tmp_path, env=env)
+    assert f"{printed} retries" in table.stdout

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lathe.events import AgentEvent, Evidence, RunStatus
+from lathe.events import AgentEvent, Evidence, RunError, RunStatus
 from lathe.types import AssistantMessage, Message, ToolCall, UserMessage
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ class Finish:
     evidence: Evidence | None = None
     messages: Sequence[Message] = ()
     """Added to the conversation before the run ends (what a later message should know)."""
-    error: Any = None
-    """A structured provider error (`lathe.events.RunError`) for `provider_error` ends."""
+    error: RunError | None = None
+    """What failed, for a `provider_error` end caused by the provider."""
 
 
 @dataclass(frozen=True)

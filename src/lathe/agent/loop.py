@@ -35,6 +35,7 @@ from lathe.events import (
     AssistantReply,
     ModelRequestFinished,
     Retrying,
+    RunError,
     RunFinished,
     RunStatus,
     TextDelta,
@@ -141,7 +142,8 @@ class Agent:
             try:
                 reply = await self._complete(run.turn)
             except ProviderError as exc:
-                failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc))
+                error = RunError.from_provider_error(exc)
+                failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc), error=error)
                 return self._finished(failed, run, spend)
             self.usage = self.usage + reply.usage
             spend.usage = spend.usage + reply.usage
@@ -229,6 +231,7 @@ class Agent:
             reason=end.reason,
             evidence=end.evidence,
             cost_usd=spend.cost_usd if self.deps.settings.price else None,
+            error=end.error,
         )
         self.emit(event)
         return event

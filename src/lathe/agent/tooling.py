@@ -94,6 +94,7 @@ class ToolRunner:
                 summary=output.summary or _first_line(output.content),
                 duration_ms=(time.monotonic() - started) * 1000,
                 details=output.details,
+                output=output.content,
             )
         )
         return output, refused
@@ -177,7 +178,7 @@ def refused_results(
         emit(
             ToolFinished(
                 call_id=call.id, name=call.name, is_error=True, summary=summary,
-                duration_ms=0.0, details={},
+                duration_ms=0.0, details={}, output=reason,
             )
         )  # fmt: skip
         results.append(

@@ -64,6 +64,7 @@ from lathe.llm.errors_map import (
     connection_error,
     from_status,
     guarded,
+    request_id,
     scrub,
     server_message,
     stream_error,
@@ -457,13 +458,16 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
         return exc
     if isinstance(exc, anthropic.APIStatusError):
         if exc.status_code < 400:  # an `error` event inside a 200 stream
-            return _stream_error_event(exc.body, ctx)
+            error = _stream_error_event(exc.body, ctx)
+            return error.reworded(str(error), request_id=request_id(exc.response.headers))
         if exc.status_code == 404:
             said = scrub(server_message(exc), ctx)
             return BadRequest(
                 f"{ctx.base_url} (HTTP 404) answered 404 for model {ctx.model!r}: {said}. "
                 "Check the model name, and that the base URL is where the API starts, "
-                "without /v1"
+                "without /v1",
+                status=404,
+                request_id=request_id(exc.response.headers),
             )
         return from_status(exc.status_code, exc.response.headers, server_message(exc), ctx)
     if isinstance(
@@ -489,7 +493,11 @@ def _stream_error_event(body: object, ctx: ErrorContext) -> ProviderError:
     status = _ERROR_STATUS.get(str(kind))
     if status is None:
         return stream_error(said, ctx)
+    # Mapped as the status the error type stands for, but the server answered 200: the
+    # error carries no HTTP status.
     mapped = from_status(status, {}, said, ctx)
     if isinstance(mapped, AuthError | ContextTooLong):
-        return mapped
-    return type(mapped)(f"{ctx.base_url} reported {kind} mid-stream: {scrub(said, ctx)}")
+        return mapped.reworded(str(mapped), status=None)
+    return mapped.reworded(
+        f"{ctx.base_url} reported {kind} mid-stream: {scrub(said, ctx)}", status=None
+    )

@@ -119,7 +119,16 @@ def timed_out(exc: BaseException, ctx: ErrorContext) -> Transport:
 def from_status(
     status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
 ) -> ProviderError:
-    """Map an HTTP error status (with its headers and the server's message)."""
+    """Map an HTTP error status (with its headers and the server's message). The error
+    keeps the status and the provider's request id."""
+    error = _for_status(status, headers, message, ctx)
+    error.status, error.request_id = status, request_id(headers)
+    return error
+
+
+def _for_status(
+    status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
+) -> ProviderError:
     said = scrub(message, ctx)
     where = f"{ctx.base_url} (HTTP {status})"
     if status == 429:
@@ -140,6 +149,14 @@ def from_status(
             f"{where} is failing or overloaded: {said}", retry_after=retry_after(headers)
         )
     return BadRequest(f"{where} refused the request: {said}")
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's id of the request: `x-request-id` (OpenAI and most compatible
+    servers) or `request-id` (Anthropic); None when the server sent neither."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    found = (lowered.get("x-request-id") or lowered.get("request-id") or "").strip()
+    return found[:200] or None
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

@@ -66,10 +66,11 @@ async def stream_with_retry(
     are for display, and the consumer keeps only the `Completed` message, which comes
     from the one attempt that finished.
 
-    Raises the error unchanged when it is not retryable; raises it (same type, message
-    saying how many attempts were made) once `policy.max_attempts` are spent (or the
-    short budget of NothingListening), or at once when the server asks to wait longer
-    than `policy.max_retry_after_s`.
+    Every error raised has `retries` set to the retries made before it. A retryable one
+    is raised (same type, status and request id; the message saying how many attempts
+    were made) once `policy.max_attempts` are spent (or the short budget of
+    NothingListening), or at once when the server asks to wait longer than
+    `policy.max_retry_after_s`; any other is raised as it came.
     """
     attempt = 1
     refusals = 0  # NothingListening in a row
@@ -80,13 +81,15 @@ async def stream_with_retry(
             return
         except ProviderError as error:
             if not error.retryable:
+                error.retries = attempt - 1
                 raise
             refusals = refusals + 1 if isinstance(error, NothingListening) else 0
             limit = policy.max_attempts
             if refusals:
                 limit = min(limit, attempt - refusals + policy.local_refused_attempts)
             if attempt >= limit:
-                raise _with_message(error, f"{error} (gave up after {attempt} attempts)") from error
+                gave_up = f"{error} (gave up after {attempt} attempts)"
+                raise error.reworded(gave_up, retries=attempt - 1) from error
             if refusals:
                 wait_s = policy.local_refused_wait_s
             else:
@@ -104,13 +107,9 @@ def _wait_s(
         return policy.backoff_s(failed_attempt, rand())
     if error.retry_after > policy.max_retry_after_s:
         when = time.strftime("%H:%M:%S", time.localtime(time.time() + error.retry_after))
-        raise _with_message(
-            error,
+        raise error.reworded(
             f"{error} (the server asked to wait {error.retry_after:.0f}s, more than the "
             f"{policy.max_retry_after_s:.0f}s lathe waits; try again after {when})",
+            retries=failed_attempt - 1,
         ) from error
     return max(error.retry_after, 0.0)
-
-
-def _with_message(error: ProviderError, message: str) -> ProviderError:
-    return type(error)(message, retry_after=error.retry_after)

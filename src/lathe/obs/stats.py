@@ -2,9 +2,10 @@
 tool calls with failure rates, and the slowest calls.
 
 Tokens and cost are summed over `model_request` lines, so an interrupted run still
-counts what it spent. A run that has a `run_start` and no `run_end` (a crash, kill -9)
-counts as `unfinished`. Lines that do not parse are skipped: a log is never a reason
-for stats to fail.
+counts what it spent. Retries are the `retry` lines, one per retry a face printed: a
+request whose retries ran out has no `model_request` line to carry its count. A run
+that has a `run_start` and no `run_end` (a crash, kill -9) counts as `unfinished`.
+Lines that do not parse are skipped: a log is never a reason for stats to fail.
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ def collect(paths: Iterable[Path], since: datetime | None = None, slowest: int =
                     stats.runs[str(record.get("status", "unknown"))] += 1
                 case "model_request":
                     _add_request(stats, record)
+                case "retry":
+                    stats.retries += 1
                 case "tool_call":
                     calls.append(_add_tool_call(stats, record))
         if open_runs:
@@ -144,7 +147,6 @@ def collect(paths: Iterable[Path], since: datetime | None = None, slowest: int =
 def _add_request(stats: Stats, record: dict[str, Any]) -> None:
     usage = record.get("usage") or {}
     stats.requests += 1
-    stats.retries += _int(record.get("retries"))
     stats.input_tokens += _int(usage.get("input_tokens"))
     stats.output_tokens += _int(usage.get("output_tokens"))
     stats.cache_read_tokens += _int(usage.get("cache_read_tokens"))

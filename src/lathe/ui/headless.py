@@ -146,7 +146,14 @@ class _HeadlessRun:
             tools=safety.tools,
         )
         setup = self.setup
-        self.emit(RunStarted(task=task, model=setup.model.model_id, workspace=str(setup.workspace)))
+        self.emit(
+            RunStarted(
+                task=task,
+                model=setup.model.model_id,
+                workspace=str(setup.workspace),
+                session_id=self.recorder.session.id,
+            )
+        )
         finished = redactor.event(await agent.run(task))
         self.recorder.record_end(finished)
         return finished

@@ -320,8 +320,14 @@ class InteractiveApp:
         self.status.begin()
         from lathe.events import RunStarted
 
+        session = self.links.session
         self.emit(
-            RunStarted(task=message, model=self.resolved.model_id, workspace=str(self.workspace))
+            RunStarted(
+                task=message,
+                model=self.resolved.model_id,
+                workspace=str(self.workspace),
+                session_id=session.id if session is not None else None,
+            )
         )
         self._run_task = asyncio.create_task(self.agent.run(message))
         try:

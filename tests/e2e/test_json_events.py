@@ -1,0 +1,141 @@
+"""What `lathe run --json` tells a program, read from the real CLI's stdout: the session
+of the run, why a run that the provider failed ended (an auth failure told apart from
+retries that ran out), and what each tool returned, capped and masked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.fakes.openai_server import Call, ErrorReply, Reply, rate_limited, server_error
+
+from lathe.config.secrets import mask_secret
+
+TASK = "Look at the workspace"
+
+
+def _run(server, tmp_path: Path, *args: str, key: str = "sk-test") -> subprocess.CompletedProcess:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home")})
+    argv = [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
+            server.base_url, "-C", str(ws), *args, TASK]  # fmt: skip
+    return subprocess.run(
+        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _events(result: subprocess.CompletedProcess, kind: str) -> list[dict]:
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    return [e for e in events if e["type"] == kind]
+
+
+def test_run_started_names_the_session_the_run_is_recorded_in(tmp_path, fake_openai):
+    fake_openai.enqueue(Reply("Nothing to do."))
+
+    result = _run(fake_openai, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    [session_file] = (tmp_path / "home" / "sessions").glob("*/*.jsonl")
+    [started] = _events(result, "run_started")
+    assert started["session_id"] == session_file.stem.rpartition("_")[2]
+    [finished] = _events(result, "run_finished")
+    assert finished["error"] is None
+
+
+REQUEST_ID = {"x-request-id": "req_0123456789"}
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        pytest.param(
+            [ErrorReply(401, "Incorrect API key provided.", headers=REQUEST_ID)],
+            {"kind": "auth", "status": 401, "request_id": "req_0123456789", "retries": 0},
+            id="auth",
+        ),
+        pytest.param(
+            [rate_limited(retry_after="0", **REQUEST_ID)] * 3,
+            {"kind": "rate_limit", "status": 429, "request_id": "req_0123456789", "retries": 2},
+            id="rate-limit-retries-ran-out",
+        ),
+        pytest.param(
+            [server_error(500, retry_after="0")] * 3,
+            {"kind": "overloaded", "status": 500, "request_id": None, "retries": 2},
+            id="server-errors-retries-ran-out",
+        ),
+    ],
+)
+def test_run_finished_says_what_the_provider_failed_with(tmp_path, fake_openai, script, expected):
+    fake_openai.enqueue(*script)
+
+    result = _run(fake_openai, tmp_path, "-c", "retry.max_attempts=3")
+
+    assert result.returncode == 3, result.stderr
+    [finished] = _events(result, "run_finished")
+    assert finished["status"] == "provider_error"
+    error = finished["error"]
+    assert {k: error[k] for k in expected} == expected
+    assert error["message"] == finished["reason"]
+    assert f"HTTP {expected['status']}" in error["message"]
+    assert fake_openai.remaining == 0  # every scripted failure was met
+
+
+def test_tool_finished_carries_what_the_model_saw_capped(tmp_path, fake_openai):
+    fake_openai.enqueue(
+        Reply(
+            calls=[
+                Call("bash", {"command": "echo short"}, id="short"),
+                Call("bash", {"command": "seq 1 5000"}, id="long"),
+            ]
+        ),
+        Reply("Seen."),
+    )
+
+    result = _run(fake_openai, tmp_path, "--approval", "full")
+
+    assert result.returncode == 0, result.stderr
+    outputs = {e["call_id"]: e["output"] for e in _events(result, "tool_finished")}
+    seen = {
+        m["tool_call_id"]: m["content"]
+        for m in fake_openai.chat_bodies()[1]["messages"]
+        if m["role"] == "tool"
+    }
+    assert outputs["short"] == seen["short"]
+    assert "short" in outputs["short"]
+
+    long_seen, long_shown = seen["long"], outputs["long"]
+    assert "4999\n5000" in long_seen and len(long_seen) > 4_000  # the model got all of it
+    assert len(long_shown) <= 4_000
+    head, marker, tail = long_shown.partition("\n[... ")
+    assert marker, long_shown
+    assert long_seen.startswith(head) and long_seen.endswith(tail.partition(" ...]\n")[2])
+    assert "characters left out" in tail
+    assert "4999\n5000" in tail  # the end of the output, where failures show, is kept
+
+
+def test_a_secret_in_a_tool_output_is_masked_in_the_json_line(tmp_path, fake_openai):
+    key = f"sk-json-{uuid.uuid4().hex}"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "leaked.txt").write_text(f"token: {key}\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "cat leaked.txt"})]),
+        Reply(calls=[Call("read", {"path": "leaked.txt"})]),
+        Reply("Read it."),
+    )
+
+    result = _run(fake_openai, tmp_path, "--approval", "full", key=key)
+
+    assert result.returncode == 0, result.stderr
+    assert key not in result.stdout and key not in result.stderr
+    outputs = [e["output"] for e in _events(result, "tool_finished")]
+    assert len(outputs) == 2
+    assert all(f"token: {mask_secret(key)}" in output for output in outputs), outputs
