@@ -78,7 +78,7 @@ def _has_exit(record: CallRecord) -> bool:
 
 
 ReplyCodeCalls = Callable[[str, int], Awaitable[list[ToolCall]]]
-"""Edit calls for the code a "done" reply shows (`reply_code.reply_code_calls`), given
+"""Edit calls for the code a "done" reply shows (`reply_code.edit_calls_for`), given
 the reply's text and the turn."""
 
 
