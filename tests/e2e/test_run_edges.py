@@ -129,6 +129,18 @@ def test_two_empty_replies_end_the_run_with_an_honest_status(tmp_path, fake_open
     assert result.stdout == ""
 
 
+def test_two_empty_replies_carry_a_structured_error_in_json(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(""), Reply(""))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", TASK)
+
+    finished = json.loads(result.stdout.splitlines()[-1])
+    assert finished["status"] == "provider_error"
+    assert finished["error"]["kind"] == "provider"
+    assert "empty reply" in finished["error"]["message"]
+
+
 def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
 

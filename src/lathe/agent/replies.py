@@ -7,7 +7,7 @@ from lathe.agent.finish import ContinueWith, Decision, Finish, FinishHandler, Ru
 from lathe.agent.finish import note as lathe_note
 from lathe.agent.tooling import refused_results
 from lathe.agent.words import Words
-from lathe.events import Notice, RunStatus
+from lathe.events import Notice, RunError, RunStatus
 from lathe.types import AssistantMessage, StopReason
 
 _EMPTY_ONCE = "the model sent an empty reply; asking again"
@@ -56,7 +56,8 @@ class EmptyReply(FinishHandler):
             return ContinueWith()
         if self._gated:
             return None
-        return Finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE)
+        error = RunError(kind="provider", message=_EMPTY_TWICE)
+        return Finish(RunStatus.PROVIDER_ERROR, reason=_EMPTY_TWICE, error=error)
 
 
 def is_empty(reply: AssistantMessage) -> bool:
