@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 _AGENTS_FILE_MAX_CHARS = 20_000
@@ -34,6 +35,14 @@ Keep tool outputs small: read a range of lines, grep for a symbol, pipe long com
 output through `tail`. Paths are relative to the workspace root."""
 
 
+@dataclass(frozen=True)
+class SystemPrompt:
+    text: str
+    has_snapshot: bool = False
+    """Whether `text` carries every workspace file's contents (`workspace_snapshot`):
+    the code is in view before the model reads anything."""
+
+
 def system_prompt(
     workspace: Path,
     tool_names: list[str],
@@ -42,11 +51,11 @@ def system_prompt(
     snapshot_max_bytes: int = 0,
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
-) -> str:
+) -> SystemPrompt:
     """`snapshot_max_bytes`: when every file of the workspace fits in this many bytes
-    together, their contents are included too (see `workspace_snapshot`). `no_edit`,
-    `no_read`: path patterns the user's deny rules protect, said up front so the model
-    does not spend turns finding them out."""
+    together, their contents are included too (see `workspace_snapshot`), and the
+    result says so. `no_edit`, `no_read`: path patterns the user's deny rules protect,
+    said up front so the model does not spend turns finding them out."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     parts = [_METHOD, f"Tools: {', '.join(tool_names)}."]
@@ -67,6 +76,7 @@ def system_prompt(
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
     parts.append(f"Workspace root: {workspace}")
     files = list_files(workspace)
+    snapshot = None
     if files:
         parts.append(workspace_overview(files))
         snapshot = workspace_snapshot(
@@ -74,7 +84,7 @@ def system_prompt(
         )
         if snapshot:
             parts.append(snapshot)
-    return "\n\n".join(parts)
+    return SystemPrompt("\n\n".join(parts), has_snapshot=bool(snapshot))
 
 
 def _agents_file(workspace: Path, no_read: Sequence[str]) -> str | None:
@@ -184,8 +194,3 @@ def _unreadable(workspace: Path, path: Path, no_read: Sequence[str], name: str =
 
     real = os.path.relpath(path, os.path.realpath(workspace))
     return any(matches_any(n, (*no_read, *SECRET_LIKE)) for n in (name, real) if n)
-
-
-def shows_workspace(prompt: str) -> bool:
-    """Whether `prompt` holds every file's text (see `workspace_snapshot`)."""
-    return _SNAPSHOT_END in prompt
