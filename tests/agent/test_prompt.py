@@ -29,7 +29,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_file_list_uses_real_names_and_leaves_ignored_files_out(project: Path) -> None:
     assert list_files(project) == [".gitignore", "app.py", "my notes.txt", "tests/test_app.py"]
-    prompt = system_prompt(project, TOOLS, verify_command="pytest -q")
+    prompt = system_prompt(project, TOOLS, verify_command="pytest -q").text
     assert "Files in the workspace (4):\n.gitignore\napp.py\nmy notes.txt\n" in prompt
     assert "build/out.txt" not in prompt
     assert "lathe runs `pytest -q` itself" in prompt
@@ -37,7 +37,7 @@ def test_file_list_uses_real_names_and_leaves_ignored_files_out(project: Path) -
 
 
 def test_a_tiny_workspace_is_included_whole(project: Path) -> None:
-    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096)
+    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096).text
     assert "----- app.py -----\ndef add(a, b):\n    return a - b\n" in prompt
     assert "----- tests/test_app.py -----\nfrom app import add\n" in prompt
     assert prompt.endswith("----- end of files -----")
@@ -51,16 +51,17 @@ def test_a_workspace_over_the_budget_is_only_listed(project: Path) -> None:
         len(f"----- {name} -----\n{(project / name).read_text().rstrip()}\n".encode()) + 1
         for name in list_files(project)
     )
-    assert "-----" in system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total)
+    fits = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total)
+    assert "-----" in fits.text and fits.has_snapshot
     over = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=total - 1)
-    assert "-----" not in over
-    assert "app.py" in over
+    assert "-----" not in over.text and not over.has_snapshot
+    assert "app.py" in over.text
 
 
 def test_binary_and_non_utf8_files_are_listed_but_not_inlined(project: Path) -> None:
     (project / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (project / "latin.txt").write_bytes("caf\xe9\n".encode("latin-1"))
-    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096)
+    prompt = system_prompt(project, TOOLS, verify_command=None, snapshot_max_bytes=4096).text
     assert "logo.png" in prompt and "latin.txt" in prompt
     assert "----- logo.png" not in prompt and "----- latin.txt" not in prompt
     assert "----- app.py -----" in prompt
@@ -68,16 +69,16 @@ def test_binary_and_non_utf8_files_are_listed_but_not_inlined(project: Path) -> 
 
 def test_agents_file_is_included(project: Path) -> None:
     (project / "AGENTS.md").write_text("Run tests with `make test`.\n")
-    prompt = system_prompt(project, TOOLS, verify_command=None)
+    prompt = system_prompt(project, TOOLS, verify_command=None).text
     assert "Project instructions from AGENTS.md:\n\nRun tests with `make test`." in prompt
 
 
 def test_protected_paths_are_said_up_front(project: Path) -> None:
     prompt = system_prompt(
         project, TOOLS, verify_command=None, no_edit=["tests/**"], no_read=[".env", "*.pem"]
-    )
+    ).text
     assert "- no changes to: tests/**\n- no reading of: .env, *.pem" in prompt
-    assert "protects" not in system_prompt(project, TOOLS, verify_command=None)
+    assert "protects" not in system_prompt(project, TOOLS, verify_command=None).text
 
 
 def test_the_snapshot_never_copies_secrets_and_marks_protected_files(project: Path) -> None:
@@ -92,7 +93,7 @@ def test_the_snapshot_never_copies_secrets_and_marks_protected_files(project: Pa
         snapshot_max_bytes=4096,
         no_edit=["tests/**"],
         no_read=["config/secret.txt"],
-    )
+    ).text
     assert ".env" in prompt and "server.pem" in prompt  # listed by name
     assert "hunter2" not in prompt and "s3cret" not in prompt and "PRIVATE KEY" not in prompt
     assert "----- tests/test_app.py (read-only: the user forbids changing it) -----" in prompt

@@ -384,6 +384,35 @@ def test_the_local_model_waits_longer_for_its_first_byte(
     )
 
 
+@pytest.mark.parametrize(("profile", "expected"), [(None, "local"), ("default", "default")])
+def test_the_local_model_gets_the_local_profile_unless_a_key_names_one(
+    installed_tiny: LocalModel,
+    fake_llama: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    profile: str | None,
+    expected: str,
+) -> None:
+    from lathe.config import ENV_KEYS
+    from lathe.ui.setup import RunOptions, prepare
+
+    for var in ENV_KEYS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    try:
+        setup = prepare(RunOptions(workspace=tmp_path, model="local/tiny", profile=profile))
+    finally:
+        managed = srv.managed_server("tiny")
+        assert managed is not None
+        managed.stop()
+        srv._managed.clear()
+
+    assert setup.model.profile.name == expected
+    assert setup.model.profile.settings.reason_first is (expected == "local")
+    # The local server is not api.openai.com, though it is reached as the openai provider.
+    assert setup.endpoint.wire.max_tokens_field == "max_tokens"
+
+
 def test_warm_server_is_reused_reported_and_stopped(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:

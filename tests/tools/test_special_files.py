@@ -64,7 +64,7 @@ def test_the_prompt_never_opens_an_agents_file_that_is_a_pipe(workspace):
     os.mkfifo(workspace / "AGENTS.md")
     (workspace / "app.py").write_text("print(1)\n")
 
-    prompt = system_prompt(workspace, ["read"], verify_command=None, snapshot_max_bytes=8192)
+    prompt = system_prompt(workspace, ["read"], verify_command=None, snapshot_max_bytes=8192).text
 
     assert "print(1)" in prompt
 
@@ -79,7 +79,7 @@ def test_an_agents_file_linked_to_a_file_it_may_not_show_is_left_out(workspace, 
 
     prompt = system_prompt(
         workspace, ["read"], verify_command=None, snapshot_max_bytes=8192, no_read=["denied.txt"]
-    )
+    ).text
 
     assert "TOP SECRET" not in prompt
 
@@ -90,7 +90,7 @@ def test_many_empty_files_put_no_snapshot_in_the_prompt(workspace):
     for n in range(3000):
         (workspace / f"empty_{n:05}.txt").touch()
 
-    prompt = system_prompt(workspace, ["read"], verify_command=None, snapshot_max_bytes=8192)
+    prompt = system_prompt(workspace, ["read"], verify_command=None, snapshot_max_bytes=8192).text
 
     assert "end of files" not in prompt
     assert len(prompt.encode()) < 16_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lathe.agent.words import Words, load_words
@@ -19,6 +20,14 @@ SECRET_LIKE = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class SystemPrompt:
+    text: str
+    has_snapshot: bool = False
+    """Whether `text` carries every workspace file's contents (`workspace_snapshot`):
+    the code is in view before the model reads anything."""
+
+
 def system_prompt(
     workspace: Path,
     tool_names: list[str],
@@ -28,12 +37,13 @@ def system_prompt(
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
     words: Words | None = None,
-) -> str:
+) -> SystemPrompt:
     """`words`: the template set the method and the verify line come from (the
     profile's; default: the built-in set). `snapshot_max_bytes`: when every file of the
     workspace fits in this many bytes together, their contents are included too (see
-    `workspace_snapshot`). `no_edit`, `no_read`: path patterns the user's deny rules
-    protect, said up front so the model does not spend turns finding them out."""
+    `workspace_snapshot`), and the result says so. `no_edit`, `no_read`: path patterns
+    the user's deny rules protect, said up front so the model does not spend turns
+    finding them out."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     words = words or load_words()
@@ -52,6 +62,7 @@ def system_prompt(
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
     parts.append(f"Workspace root: {workspace}")
     files = list_files(workspace)
+    snapshot = None
     if files:
         parts.append(workspace_overview(files))
         snapshot = workspace_snapshot(
@@ -59,7 +70,7 @@ def system_prompt(
         )
         if snapshot:
             parts.append(snapshot)
-    return "\n\n".join(parts)
+    return SystemPrompt("\n\n".join(parts), has_snapshot=bool(snapshot))
 
 
 def _agents_file(workspace: Path, no_read: Sequence[str]) -> str | None:
@@ -169,8 +180,3 @@ def _unreadable(workspace: Path, path: Path, no_read: Sequence[str], name: str =
 
     real = os.path.relpath(path, os.path.realpath(workspace))
     return any(matches_any(n, (*no_read, *SECRET_LIKE)) for n in (name, real) if n)
-
-
-def shows_workspace(prompt: str) -> bool:
-    """Whether `prompt` holds every file's text (see `workspace_snapshot`)."""
-    return _SNAPSHOT_END in prompt

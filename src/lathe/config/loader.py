@@ -391,3 +391,7 @@ def _check_references(config: Config, origins: Mapping[KeyPath, Origin]) -> None
     for name, entry in config.models.items():
         if entry.provider not in config.providers:
             fail(("models", name, "provider"), entry.provider)
+    from lathe.config.profiles import check_profile_names, unknown_profile
+
+    for path, profile in check_profile_names(config):
+        raise UsageError(f"{_blame(path, origins)}: {unknown_profile(config, profile)}")

@@ -60,6 +60,14 @@ _EXAMPLES = """\
 # id = "served-model-id"
 # context_window = 32768
 # max_output_tokens = 4096
+# profile = "small"
+#
+# A model profile: what the loop, the prompt and the wire do for a kind of model.
+# Tables merge key by key over the built-in ones (default, small, local, openai);
+# `lathe config show` prints the selected model's with the origin of each value.
+#
+# [profiles.small]
+# workspace_snapshot_bytes = 4096
 """
 
 

@@ -12,7 +12,8 @@ and `config.base_url`):
 5. Anything else is a UsageError listing near matches.
 
 Ids not in the catalog get a context window and output limit by model family and are
-priced at 0 (`prices.known` is False).
+priced at 0 (`prices.known` is False). Each model gets its profile here too
+(`lathe.config.profiles`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
+from lathe.config.profiles import Profile, resolve_profile
 from lathe.config.schema import Config, ModelConfig, ProviderKind
 from lathe.errors import UsageError
 from lathe.types import Usage
@@ -61,6 +63,8 @@ class ResolvedModel:
     """The [models] entry used, or None for an unlisted id."""
     header_secrets: tuple[str, ...] = field(default=(), repr=False)
     """Values that ${VAR} references in `headers` expanded to."""
+    profile: Profile = field(default_factory=Profile)
+    """What the loop, the prompt and the wire do for this model."""
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """LATHE_API_KEY if set, else the provider's key variable; None when neither is.
@@ -95,40 +99,51 @@ def resolve_model(
     *,
     provider: str | None = None,
     environ: Mapping[str, str] | None = None,
+    fallback_profile: str = "default",
 ) -> ResolvedModel:
-    """Resolve `name` (default `config.model`) by the rules in the module docstring."""
+    """Resolve `name` (default `config.model`) by the rules in the module docstring.
+    `fallback_profile`: the profile when no key names one (setup names "local" for the
+    embedded models)."""
     environ = os.environ if environ is None else environ
     name = name or config.model
     base_url = base_url_override or config.base_url
     provider = provider or config.provider
+    profile = fallback_profile
 
     if provider is not None:
         if provider not in config.providers:
             raise UsageError(_unknown_provider(config, provider))
         entry = config.models.get(name)
         if entry is not None and entry.provider == provider:
-            return _build(config, name, entry, base_url, environ)
-        return _unlisted(config, provider, name.removeprefix(f"{provider}/"), base_url, environ)
+            return _build(config, name, entry, base_url, environ, profile)
+        wire_id = name.removeprefix(f"{provider}/")
+        return _unlisted(config, provider, wire_id, base_url, environ, profile)
     if name in config.models:
-        return _build(config, name, config.models[name], base_url, environ)
+        return _build(config, name, config.models[name], base_url, environ, profile)
     if base_url:
-        return _unlisted(config, "openai", name, base_url, environ)
+        return _unlisted(config, "openai", name, base_url, environ, profile)
     prefix, slash, wire_id = name.partition("/")
     if slash and wire_id:
         if prefix not in config.providers:
             raise UsageError(f"model {name!r}: {_unknown_provider(config, prefix)}")
-        return _unlisted(config, prefix, wire_id, None, environ)
+        return _unlisted(config, prefix, wire_id, None, environ, profile)
     raise UsageError(_unknown_model(config, name))
 
 
 def _unlisted(
-    config: Config, provider: str, wire_id: str, base_url: str | None, environ: Mapping[str, str]
+    config: Config,
+    provider: str,
+    wire_id: str,
+    base_url: str | None,
+    environ: Mapping[str, str],
+    fallback_profile: str,
 ) -> ResolvedModel:
     # A catalog entry for the same provider and id still knows the window and prices.
     for entry_name, entry in config.models.items():
         if entry.provider == provider and (entry.id or entry_name) == wire_id:
-            return _build(config, entry_name, entry, base_url, environ)
-    return _build(config, None, ModelConfig(provider=provider, id=wire_id), base_url, environ)
+            return _build(config, entry_name, entry, base_url, environ, fallback_profile)
+    entry = ModelConfig(provider=provider, id=wire_id)
+    return _build(config, None, entry, base_url, environ, fallback_profile)
 
 
 def _build(
@@ -137,6 +152,7 @@ def _build(
     entry: ModelConfig,
     base_url: str | None,
     environ: Mapping[str, str],
+    fallback_profile: str,
 ) -> ResolvedModel:
     provider = config.providers[entry.provider]
     wire_id = entry.id or name or ""
@@ -171,6 +187,13 @@ def _build(
         idle_timeout_key=f"providers.{entry.provider}.idle_timeout_s",
         name=name,
         header_secrets=tuple(secrets),
+        profile=resolve_profile(
+            config,
+            entry=name,
+            provider=entry.provider,
+            own_endpoint=base_url is None,
+            fallback=fallback_profile,
+        ),
     )
 
 

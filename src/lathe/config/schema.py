@@ -51,6 +51,12 @@ class ProviderConfig(Section):
     of it, before the attempt is abandoned and retried: a server that accepted the
     request and went quiet is caught long before timeout_s."""
 
+    profile: str | None = None
+    """Name of the [profiles] entry for this provider's models when their [models] entry
+    names none, for requests to this provider's own base_url: a base_url override
+    (--base-url) is another server, and so is a built-in provider moved elsewhere
+    (OPENAI_BASE_URL) unless a layer names its profile too."""
+
     @field_validator("api_key_env")
     @classmethod
     def _names_a_variable(cls, value: str | None) -> str | None:
@@ -108,6 +114,62 @@ class ModelConfig(Section):
     cache_write_price: float | None = Field(default=None, ge=0)
     """US dollars per million tokens written to the prompt cache; unset = input_price."""
 
+    profile: str | None = Field(default=None, examples=["small"])
+    """Name of the [profiles] entry for this model, e.g. "small" for a model of a few
+    billion parameters; unset: its provider's, else "default"."""
+
+
+class ProfileConfig(Section):
+    """What lathe does for one kind of model: `[profiles.NAME]`. Built in: "default",
+    "small" (models of a few billion parameters), "local" (the embedded models: small,
+    plus reasoning before calls) and "openai" (api.openai.com's wire). A table merges key
+    by key over the built-in profile of its name; a new name starts from the defaults.
+    A model gets the profile named by `profile` (or --profile), else by its [models]
+    entry, else by its provider, else "default": never one for its window size."""
+
+    workspace_snapshot_bytes: int = Field(default=8192, ge=0)
+    """When every file of the workspace fits in this many bytes together (and in a
+    quarter of the window, at about 3 bytes a token), their text goes into the system
+    prompt; 0: never. Small models skip reading and edit from guesses otherwise."""
+
+    reason_first: bool = False
+    """Ask lathe's local chat template (`--model local`) for a sentence or two of
+    reasoning before each tool call, when the system prompt holds the workspace's files.
+    Sent as chat_template_kwargs, which only that template reads: set it only for a
+    server running it (hosted APIs refuse the field)."""
+
+    apply_reply_code: bool = False
+    """With a verify command, after a "done" reply whose check fails: apply code the
+    reply shows as edits, when a block is unmistakably a changed copy of part of one
+    workspace file, then run the check again (small models show the fix instead of
+    calling edit). agent.apply_reply_code, when set, overrides this."""
+
+    write_may_replace: bool = True
+    """Whether write may replace an existing file; false: write only creates files and
+    every change goes through edit (small models rewrite whole files from memory)."""
+
+    read_default_lines: int | None = Field(default=None, gt=0)
+    """Lines read returns when the model gives no limit, when fewer than
+    tools.read_default_lines; unset: that key alone. Every model also gets at most
+    window/32 lines (at least 100), so one page leaves room for the conversation."""
+
+    output_max_bytes: int | None = Field(default=None, gt=0)
+    """Bytes of one tool output kept in context, when fewer than tools.output_max_bytes;
+    unset: that key alone. Every model also gets at most window*4/5 bytes."""
+
+    stream_options: bool = True
+    """Send stream_options (include_usage) so a streamed reply reports its token usage.
+    A server that rejects it gets the request again without it, for the rest of the run."""
+
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """Request field carrying the output limit: "max_tokens" (what compatible servers
+    read) or "max_completion_tokens" (api.openai.com, whose newer models reject max_tokens)."""
+
+    thinking_in_text: bool = False
+    """The model writes its reasoning into the reply as <think>...</think> (Qwen3 or
+    DeepSeek-R1 on a server without a reasoning parser): lathe takes it out as thinking,
+    so it is neither shown as the answer nor sent back to the model."""
+
 
 class AgentConfig(Section):
     """How a run proceeds and when it stops."""
@@ -131,7 +193,7 @@ class AgentConfig(Section):
     """With a verify command, after a "done" reply whose check fails: apply code the
     reply shows as edits, when a block is unmistakably a changed copy of part of one
     workspace file, then run the check again. Small models often show the fix instead
-    of calling edit. Unset: on for models with a window of 16k tokens or less."""
+    of calling edit. Unset: the model profile's apply_reply_code."""
 
     attempts: int = Field(default=1, ge=1, le=20)
     """Headless runs with a verify command: how many times the run may start over when
@@ -318,6 +380,10 @@ def _builtin_models() -> dict[str, ModelConfig]:
     return {name: ModelConfig(**entry) for name, entry in catalog.MODELS.items()}
 
 
+def _builtin_profiles() -> dict[str, ProfileConfig]:
+    return {name: ProfileConfig(**entry) for name, entry in catalog.PROFILES.items()}
+
+
 class Config(Section):
     """Everything lathe reads from config files, the environment and flags."""
 
@@ -332,6 +398,10 @@ class Config(Section):
     base_url: str | None = Field(default=None, examples=["http://127.0.0.1:8000/v1"])
     """Endpoint overriding the selected provider's base_url. With it, a model name that
     is not in [models] is sent as-is to this OpenAI-compatible endpoint."""
+
+    profile: str | None = Field(default=None, examples=["small"])
+    """Name of the [profiles] entry for whatever model is selected, over the one its
+    [models] entry or provider names: e.g. "small" for a 7B model on your own server."""
 
     agent: AgentConfig = Field(default_factory=AgentConfig)
     """Run behaviour."""
@@ -359,6 +429,9 @@ class Config(Section):
 
     models: dict[str, ModelConfig] = Field(default_factory=_builtin_models)
     """Models by name; entries merge key by key over the built-in ones."""
+
+    profiles: dict[str, ProfileConfig] = Field(default_factory=_builtin_profiles)
+    """Model profiles by name; entries merge key by key over the built-in ones."""
 
 
 def all_sections() -> list[type[BaseModel]]:

@@ -3,12 +3,17 @@ DeepSeek, OpenRouter, LM Studio, ...), built on the official `openai` SDK.
 
 What it sends: the system prompt as the first message, then the conversation; tools as
 `{"type": "function", "function": {...}}`; `stream=True` with
-`stream_options={"include_usage": true}`. Servers that reject `stream_options` get the
-request again without it, and the provider remembers that for its lifetime.
+`stream_options={"include_usage": true}` unless the model's profile says not to
+(`stream_options=False`). Servers that reject `stream_options` get the request again
+without it, and the provider remembers that for its lifetime.
 
 What it reads: text deltas, `reasoning_content` (or `reasoning`) deltas as thinking,
 tool-call deltas assembled by index, the finish reason and usage (absent usage is zero).
 A server that ignores `stream=True` and answers one JSON body is read as one reply.
+With `thinking_in_text` (a model that writes `<think>...</think>` into its text, as
+Qwen3 or DeepSeek-R1 do on a server without a reasoning parser), what is inside the
+tags is thinking, wherever the tags fall across deltas; whitespace right after a
+closing tag is dropped.
 
 Decisions:
 - Thinking from earlier replies is dropped on replay: chat completions has no field for
@@ -16,9 +21,10 @@ Decisions:
   would take its private reasoning for something it told the user.
 - Usage follows the Anthropic convention shared by all providers: `input_tokens`
   excludes cached prompt tokens, which are counted in `cache_read_tokens`.
-- The output limit is sent as `max_completion_tokens` to api.openai.com (its newer
-  models reject `max_tokens`) and as `max_tokens` elsewhere (what compatible servers
-  understand). `ModelRequest.extra` is merged into the request body as is.
+- The output limit goes in the field the model's profile names, `max_tokens_field`:
+  `max_tokens` (what compatible servers understand, the default) or
+  `max_completion_tokens` (api.openai.com's newer models reject `max_tokens`). No URL
+  decides it. `ModelRequest.extra` is merged into the request body as is.
 - An empty API key sends a placeholder, because local servers need none and the SDK
   insists on one; a server that wants a key then answers 401, reported as AuthError.
 - The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
@@ -83,7 +89,12 @@ class OpenAIChatProvider:
         api_key_env: str = "OPENAI_API_KEY",
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         extra_headers: Mapping[str, str] | None = None,
+        stream_options: bool = True,
+        max_tokens_field: str = "max_tokens",
+        thinking_in_text: bool = False,
     ) -> None:
+        """The last three are the wire part of the model's profile (see
+        `lathe.config.schema.ProfileConfig`)."""
         self._model = model
         # Resolved here, not by the SDK, so OPENAI_BASE_URL is read by config alone.
         self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -91,7 +102,9 @@ class OpenAIChatProvider:
         self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
         self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
-        self._send_stream_options = True
+        self._send_stream_options = stream_options
+        self._max_tokens_field = max_tokens_field
+        self._thinking_in_text = thinking_in_text
         self._client: Any = None
 
     @property
@@ -115,7 +128,7 @@ class OpenAIChatProvider:
         import openai
 
         raw = await self._open(request)
-        reply = _Reply(self._model)
+        reply = _Reply(self._model, thinking_in_text=self._thinking_in_text)
         content_type = raw.headers.get("content-type", "")
         if "json" in content_type and "event-stream" not in content_type:
             body = json.loads(await raw.http_response.aread())
@@ -129,6 +142,8 @@ class OpenAIChatProvider:
                         yield event
             finally:
                 await chunks.close()
+        for event in reply.flush():
+            yield event
         yield Completed(reply.finish(self._base_url))
 
     async def _open(self, request: ModelRequest) -> Any:
@@ -165,10 +180,7 @@ class OpenAIChatProvider:
         if request.tools:
             params["tools"] = [wire_tool(spec) for spec in request.tools]
         if request.max_output_tokens is not None:
-            limit_field = (
-                "max_completion_tokens" if "api.openai.com" in self._base_url else "max_tokens"
-            )
-            params[limit_field] = request.max_output_tokens
+            params[self._max_tokens_field] = request.max_output_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if request.extra:
@@ -236,10 +248,11 @@ class _PartialCall:
 class _Reply:
     """Assembles one reply from stream chunks (plain dicts, as the server sent them)."""
 
-    def __init__(self, requested_model: str) -> None:
+    def __init__(self, requested_model: str, *, thinking_in_text: bool = False) -> None:
         self._model = requested_model
         self._text: list[str] = []
         self._thinking: list[str] = []
+        self._inline = _InlineThinking() if thinking_in_text else None
         self._calls: list[_PartialCall] = []
         self._finish_reason: str | None = None
         self._usage = Usage()
@@ -270,12 +283,25 @@ class _Reply:
             events.append(ThinkingDelta(reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content:
-            self._text.append(content)
-            events.append(TextDelta(content))
+            pieces = self._inline.feed(content) if self._inline else [(False, content)]
+            events.extend(self._piece(thinking, text) for thinking, text in pieces)
         for call_delta in delta.get("tool_calls") or ():
             if isinstance(call_delta, Mapping):
                 self._feed_call(call_delta)
         return events
+
+    def flush(self) -> list[StreamEvent]:
+        """What the content held back at the end of the stream: text that only looked
+        like the start of a tag."""
+        pieces = self._inline.flush() if self._inline else []
+        return [self._piece(thinking, text) for thinking, text in pieces]
+
+    def _piece(self, thinking: bool, text: str) -> StreamEvent:
+        if thinking:
+            self._thinking.append(text)
+            return ThinkingDelta(text)
+        self._text.append(text)
+        return TextDelta(text)
 
     def _feed_call(self, delta: Mapping[str, Any]) -> None:
         index = delta.get("index") if isinstance(delta.get("index"), int) else None
@@ -335,6 +361,60 @@ class _Reply:
             usage=self._usage,
             model=self._model,
         )
+
+
+_OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
+
+
+class _InlineThinking:
+    """Splits reply text written as `text <think>reasoning</think> text` into pieces of
+    text and of thinking as it streams. A tag may be cut anywhere across deltas, so a
+    tail that could be the start of the next tag is held back until the following delta
+    (or the end of the stream) settles it; nothing else waits."""
+
+    def __init__(self) -> None:
+        self._inside = False
+        self._held = ""
+        self._after_close = False  # whitespace right after </think> is not the answer
+
+    def feed(self, content: str) -> list[tuple[bool, str]]:
+        """(is_thinking, text) pieces of one delta, in order."""
+        data, self._held = self._held + content, ""
+        pieces: list[tuple[bool, str]] = []
+        while data:
+            tag = _CLOSE_TAG if self._inside else _OPEN_TAG
+            at = data.find(tag)
+            if at < 0:
+                keep = _tag_start_at_end(data, tag)
+                self._add(pieces, data[: len(data) - keep])
+                self._held = data[len(data) - keep :]
+                break
+            self._add(pieces, data[:at])
+            data = data[at + len(tag) :]
+            self._inside = not self._inside
+            self._after_close = not self._inside
+        return pieces
+
+    def flush(self) -> list[tuple[bool, str]]:
+        pieces: list[tuple[bool, str]] = []
+        self._add(pieces, self._held)
+        self._held = ""
+        return pieces
+
+    def _add(self, pieces: list[tuple[bool, str]], text: str) -> None:
+        if self._after_close and not self._inside:
+            text = text.lstrip()
+            self._after_close = not text
+        if text:
+            pieces.append((self._inside, text))
+
+
+def _tag_start_at_end(data: str, tag: str) -> int:
+    """Length of the longest end of `data` that is a proper start of `tag`."""
+    for size in range(min(len(tag) - 1, len(data)), 0, -1):
+        if data.endswith(tag[:size]):
+            return size
+    return 0
 
 
 def _completion_as_chunk(body: object, ctx: ErrorContext) -> dict[str, Any]:

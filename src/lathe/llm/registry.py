@@ -3,6 +3,7 @@ the one in use, because their SDKs take most of a second to import."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,6 +11,19 @@ from dataclasses import dataclass, field
 from lathe.errors import UsageError
 from lathe.llm.base import Provider
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts
+
+
+@dataclass(frozen=True)
+class Wire:
+    """What a model's wire needs beyond the protocol, from its profile; for the
+    openai-compatible kind, whose provider takes these fields as keyword arguments."""
+
+    stream_options: bool = True
+    """Send stream_options (include_usage)."""
+    max_tokens_field: str = "max_tokens"
+    """The field carrying the output limit: "max_tokens" or "max_completion_tokens"."""
+    thinking_in_text: bool = False
+    """The model writes <think>...</think> into its text: split it off as thinking."""
 
 
 @dataclass(frozen=True)
@@ -24,14 +38,19 @@ class Endpoint:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeouts: Timeouts = DEFAULT_TIMEOUTS
     tool_mode: str = "native"  # "json_schema": one constrained JSON action per reply
+    wire: Wire = Wire()
 
 
-def _sdk_provider(module: str, class_name: str) -> Callable[[Endpoint], Provider]:
-    """A factory for a provider whose constructor takes the endpoint's fields; the
-    module is imported only when the factory is called."""
+def _sdk_provider(
+    module: str, class_name: str, *, takes_wire: bool = False
+) -> Callable[[Endpoint], Provider]:
+    """A factory for a provider whose constructor takes the endpoint's fields (with
+    `takes_wire`, the fields of `Wire` too); the module is imported only when the
+    factory is called."""
 
     def build(endpoint: Endpoint) -> Provider:
         provider_class = getattr(importlib.import_module(module), class_name)
+        wire = dataclasses.asdict(endpoint.wire) if takes_wire else {}
         return provider_class(
             endpoint.model_id,
             endpoint.base_url,
@@ -39,13 +58,16 @@ def _sdk_provider(module: str, class_name: str) -> Callable[[Endpoint], Provider
             api_key_env=endpoint.api_key_env,
             timeouts=endpoint.timeouts,
             extra_headers=dict(endpoint.headers),
+            **wire,
         )
 
     return build
 
 
 _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
-    "openai-compatible": _sdk_provider("lathe.llm.openai_chat", "OpenAIChatProvider"),
+    "openai-compatible": _sdk_provider(
+        "lathe.llm.openai_chat", "OpenAIChatProvider", takes_wire=True
+    ),
     "anthropic": _sdk_provider("lathe.llm.anthropic", "AnthropicProvider"),
 }
 

@@ -28,6 +28,8 @@ class LocalModel:
     size: int
     """Exact byte size of the assembled GGUF."""
     sha256: str
+    profile: str = "local"
+    """The [profiles] entry it gets unless a key names another (`profile = ...`)."""
 
     def packages(self) -> list[str]:
         return [f"{self.package_prefix}{i}" for i in range(1, self.chunks + 1)]

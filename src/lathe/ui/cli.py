@@ -56,6 +56,11 @@ def _agent_options(func):
         click.option("--model", "-m", help="Model name, or provider/id (env LATHE_MODEL)."),
         click.option("--base-url", help="An OpenAI-compatible endpoint (env LATHE_BASE_URL)."),
         click.option(
+            "--profile",
+            metavar="NAME",
+            help="Model profile to use, e.g. small for a 7B model (see `lathe config show`).",
+        ),
+        click.option(
             "-C",
             "--cwd",
             "workspace",

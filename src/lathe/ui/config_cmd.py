@@ -41,8 +41,10 @@ def config_group() -> None:
     metavar="KEY=VALUE",
     help="Override one key, e.g. -c agent.max_turns=20 (repeatable).",
 )
-def show(workspace: Path, overrides: tuple[str, ...]) -> None:
-    """Print every effective value and where it came from; secrets masked."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead.")
+def show(workspace: Path, overrides: tuple[str, ...], as_json: bool) -> None:
+    """Print every effective value and where it came from, and the selected model and
+    its profile; secrets masked."""
     import os
 
     from lathe.config import load_config
@@ -52,6 +54,9 @@ def show(workspace: Path, overrides: tuple[str, ...]) -> None:
         loaded = load_config(workspace, overrides=overrides)
     except UsageError as exc:
         raise _ConfigProblem(str(exc)) from None
+    if as_json:
+        click.echo(_as_json(loaded, os.environ))
+        return
     for label, file in (("user", loaded.user_file), ("project", loaded.project_file)):
         click.echo(f"# {label} file: {file or 'none found'}" + _exists(file))
     for line in _value_lines(loaded):
@@ -61,6 +66,8 @@ def show(workspace: Path, overrides: tuple[str, ...]) -> None:
         click.echo(line)
     click.echo("")
     click.echo(_selected_model(loaded.config))
+    for line in _profile_lines(loaded):
+        click.echo(line)
 
 
 @config_group.command("path")
@@ -151,3 +158,102 @@ def _selected_model(config: Any) -> str:
         f"{model.model_id} at {model.base_url}; context {model.context_window}, "
         f"max output {model.max_output_tokens}"
     )
+
+
+def _selected_profile(config: Any) -> Any:
+    """The selected model's profile (`lathe.config.Profile`), or None when the model
+    does not resolve. An embedded local model's is found without starting its server."""
+    from lathe.config import resolve_model
+    from lathe.config.profiles import resolve_profile
+    from lathe.errors import UsageError
+
+    try:
+        if config.model == "local" or config.model.startswith("local/"):
+            from lathe.local.models import get_model
+
+            fallback = get_model(config.model).profile
+            return resolve_profile(
+                config, entry=None, provider="openai", own_endpoint=False, fallback=fallback
+            )
+        return resolve_model(config).profile
+    except UsageError:
+        return None
+
+
+def _profile_lines(loaded: Any) -> list[str]:
+    from lathe.config.keys import format_key
+    from lathe.config.profiles import profile_values
+    from lathe.config.render import toml_value
+
+    profile = _selected_profile(loaded.config)
+    if profile is None:
+        return []
+    if profile.chosen_by:
+        chosen = format_key(profile.chosen_by)
+        head = f"# profile: {profile.name}, chosen by {chosen} ({loaded.origin(chosen)})"
+    else:
+        head = f"# profile: {profile.name} (no key names one: the built-in choice for this model)"
+    rows = [
+        (f"{name} = {toml_value(value)}", origin)
+        for name, value, origin in profile_values(loaded, profile)
+    ]
+    width = max(len(text) for text, _ in rows)
+    return ["", head, *(f"{text:<{width}}  # {origin}" for text, origin in rows)]
+
+
+def _as_json(loaded: Any, environ: Any) -> str:
+    """`config show --json`: the same facts as the text, as one object."""
+    import json
+
+    from lathe.config import resolve_model
+    from lathe.config.keys import format_key
+    from lathe.config.profiles import profile_values
+    from lathe.config.secrets import looks_like_secret, mask_secret
+    from lathe.errors import UsageError
+
+    def shown(value: Any) -> Any:
+        return mask_secret(value) if isinstance(value, str) and looks_like_secret(value) else value
+
+    values = [
+        {"key": format_key(key), "value": shown(value), "origin": str(origin)}
+        for key, value, origin in loaded.values()
+    ]
+    keys = {
+        name: {"variable": p.api_key_env, "set": bool(p.api_key_env and environ.get(p.api_key_env))}
+        for name, p in sorted(loaded.config.providers.items())
+    }
+    try:
+        resolved = resolve_model(loaded.config)
+        model: dict[str, Any] = {
+            "name": loaded.config.model,
+            "provider": resolved.provider,
+            "kind": resolved.kind,
+            "model_id": resolved.model_id,
+            "base_url": resolved.base_url,
+            "context_window": resolved.context_window,
+            "max_output_tokens": resolved.max_output_tokens,
+        }
+    except UsageError as exc:
+        model = {"name": loaded.config.model, "error": str(exc)}
+    profile = _selected_profile(loaded.config)
+    profile_data = None
+    if profile is not None:
+        chosen = format_key(profile.chosen_by) if profile.chosen_by else None
+        profile_data = {
+            "name": profile.name,
+            "chosen_by": chosen,
+            "chosen_by_origin": loaded.origin(chosen) if chosen else None,
+            "values": {
+                name: {"value": value, "origin": origin}
+                for name, value, origin in profile_values(loaded, profile)
+            },
+        }
+    data = {
+        "user_file": str(loaded.user_file),
+        "project_file": str(loaded.project_file) if loaded.project_file else None,
+        "values": values,
+        "api_keys": {"LATHE_API_KEY": {"set": bool(environ.get("LATHE_API_KEY"))}, **keys},
+        "model": model,
+        "profile": profile_data,
+    }
+    return json.dumps(data, indent=2)

@@ -23,6 +23,7 @@ class RunOptions:
     workspace: Path = Path(".")
     model: str | None = None
     base_url: str | None = None
+    profile: str | None = None  # a [profiles] entry for the selected model, over its own
     max_turns: int | None = None
     verify: str | None = None
     attempts: int | None = None
@@ -71,6 +72,7 @@ def prepare(options: RunOptions) -> RunSetup:
         flags={
             "model": options.model,
             "base_url": options.base_url,
+            "profile": options.profile,
             "agent.max_turns": options.max_turns,
             "agent.verify": options.verify,
             "agent.attempts": options.attempts,
@@ -145,22 +147,29 @@ def _local_default(loaded: LoadedConfig, notices: list[str]) -> str | None:
 
 def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
     """Start (or reuse) the managed llama-server and describe it as an OpenAI-compatible
-    model whose window is the server's context size."""
+    model whose window is the server's context size and whose profile is the local
+    model's own unless a key names one."""
     from lathe.config import resolve_model
     from lathe.local import ServerOptions, ensure_local_server, get_model
 
     settings = loaded.config.local
+    known = get_model(name)
     options = ServerOptions(
         ctx_size=settings.ctx_size,
         threads=None if settings.threads == "auto" else settings.threads,
         chat_template="lathe" if settings.tool_mode == "template" else "stock",
     )
     local = ensure_local_server(name, options=options)
-    resolved = resolve_model(loaded.config, local.model, base_url_override=local.base_url)
+    resolved = resolve_model(
+        loaded.config,
+        local.model,
+        base_url_override=local.base_url,
+        fallback_profile=known.profile,
+    )
     return dataclasses.replace(
         resolved,
         provider="local",
-        name=f"local/{get_model(name).name}",
+        name=f"local/{known.name}",
         context_window=options.ctx_size,
         # A reply of an eighth of the window is room for any edit; more is a small
         # model rambling, at a few tokens a second on a CPU.
@@ -173,7 +182,7 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
 
 def endpoint_for(model: ResolvedModel) -> Endpoint:
     from lathe.config import is_loopback
-    from lathe.llm.registry import Endpoint
+    from lathe.llm.registry import Endpoint, Wire
     from lathe.llm.timeouts import Timeouts
 
     api_key = model.api_key()
@@ -185,6 +194,7 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
                 "(or LATHE_API_KEY) to your key, or choose another model with --model"
             )
         api_key = "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept anything
+    wire = model.profile.settings
     return Endpoint(
         kind=model.kind,
         model_id=model.model_id,
@@ -197,6 +207,11 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
             idle_s=model.idle_timeout_s,
             total_key=model.timeout_key,
             idle_key=model.idle_timeout_key,
+        ),
+        wire=Wire(
+            stream_options=wire.stream_options,
+            max_tokens_field=wire.max_tokens_field,
+            thinking_in_text=wire.thinking_in_text,
         ),
     )
 

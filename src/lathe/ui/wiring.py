@@ -13,13 +13,6 @@ from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
 from lathe.ui.setup import RunSetup
 
-# At or below this many tokens, models are small and local: write may not replace files,
-# and code a reply shows is applied as edits when the check fails.
-_SMALL_WINDOW = 16_384
-# A workspace whose files together fit in this many bytes goes into the system prompt
-# whole: a quarter of the window (about 3 bytes a token), and never more than 8 KB.
-_SNAPSHOT_MAX_BYTES = 8192
-
 
 def spill_dir(workspace: Path) -> Path:
     """Where full tool outputs go: inside the workspace so the model can page them with
@@ -53,11 +46,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         verify_command=config.agent.verify,
         verify_timeout_s=config.agent.verify_timeout_s,
         verify_first=config.agent.verify_first,
-        apply_reply_code=(
-            config.agent.apply_reply_code
-            if config.agent.apply_reply_code is not None
-            else setup.model.context_window <= _SMALL_WINDOW
-        ),
+        apply_reply_code=setup.model.profile.settings.apply_reply_code,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,
@@ -69,18 +58,22 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
     )
 
 
-def _request_extra(setup: RunSetup, prompt: str) -> dict[str, object]:
+def _request_extra(setup: RunSetup, code_in_view: bool) -> dict[str, object]:
     """lathe's local chat template asks for a sentence or two of reasoning before each
-    call when asked to; it is asked only when the prompt already holds the workspace's
-    code. Measured: the 1.5B then finds the fix far more often (it writes the fix out,
-    which `apply_reply_code` can apply); without the code in view it described files it
-    had not read instead of reading them."""
-    from lathe.agent.prompt import shows_workspace
-
-    local_template = setup.loaded.config.local.tool_mode == "template"
-    if setup.model.provider == "local" and local_template and shows_workspace(prompt):
+    call when the profile says `reason_first`; it is asked only when the prompt already
+    holds the workspace's code. Measured: the 1.5B then finds the fix far more often (it
+    writes the fix out, which `apply_reply_code` can apply); without the code in view it
+    described files it had not read instead of reading them. Replies constrained to one
+    JSON action (`tool_mode = "json_schema"`) have no room for it."""
+    json_actions = setup.endpoint.tool_mode == "json_schema"
+    if setup.model.profile.settings.reason_first and code_in_view and not json_actions:
         return {"chat_template_kwargs": {"reason_first": True}}
     return {}
+
+
+def _cap(*limits: int | None) -> int:
+    """The smallest of the limits that are set."""
+    return min(limit for limit in limits if limit is not None)
 
 
 def build_agent(
@@ -101,6 +94,7 @@ def build_agent(
 
     config = setup.loaded.config
     window = setup.model.context_window
+    profile = setup.model.profile.settings
     tools = tools or ToolRegistry(builtin_tools())  # the faces pass the one the gate asks
     rules = permission_rules(setup)
     no_read = rules.denied_read_patterns()
@@ -110,14 +104,18 @@ def build_agent(
         spill_dir=spill_dir(setup.workspace),
         file_state=FileState(),
         limits=Limits(
-            # A small window cannot hold a 2,000-line page or 30 KB of output: one tool
-            # result must leave room for the rest of the conversation.
-            read_default_lines=min(config.tools.read_default_lines, max(100, window // 32)),
+            # A small window cannot hold a 2,000-line page or 30 KB of output, whatever
+            # the model: one tool result must leave room for the rest of the conversation.
+            read_default_lines=_cap(
+                config.tools.read_default_lines, profile.read_default_lines, max(100, window // 32)
+            ),
             read_max_line_chars=config.tools.read_max_line_chars,
-            output_max_bytes=min(config.tools.output_max_bytes, window * 4 // 5),
+            output_max_bytes=_cap(
+                config.tools.output_max_bytes, profile.output_max_bytes, window * 4 // 5
+            ),
             bash_default_timeout_s=config.tools.bash_default_timeout_s,
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
-            write_may_replace=window > _SMALL_WINDOW,
+            write_may_replace=profile.write_may_replace,
         ),
         deny_read=tuple(no_read),
     )
@@ -127,11 +125,12 @@ def build_agent(
         setup.workspace,
         tools.names(),
         verify_command=settings.verify_command,
-        snapshot_max_bytes=min(window * 3 // 4, _SNAPSHOT_MAX_BYTES),
+        # A quarter of the window, at about 3 bytes a token.
+        snapshot_max_bytes=min(window * 3 // 4, profile.workspace_snapshot_bytes),
         no_edit=rules.denied_edit_patterns(),
         no_read=no_read,
     )
-    settings.request_extra = _request_extra(setup, prompt)
+    settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
     if config.context.compaction:
         reserve = min(config.context.output_reserve_tokens, window // 4)
@@ -144,7 +143,9 @@ def build_agent(
             ),
             provider,
             emit,
-            fixed_tokens=fixed_prompt_tokens(prompt, str([s.parameters for s in tools.specs()])),
+            fixed_tokens=fixed_prompt_tokens(
+                prompt.text, str([s.parameters for s in tools.specs()])
+            ),
             retry=settings.retry,
             on_compaction=hooks.on_compaction,
         )
@@ -152,7 +153,7 @@ def build_agent(
         provider=provider,
         tools=tools,
         tool_context=context,
-        system_prompt=prompt,
+        system_prompt=prompt.text,
         settings=settings,
         hooks=hooks,
         context=manager,
