@@ -170,6 +170,11 @@ class ProfileConfig(Section):
     DeepSeek-R1 on a server without a reasoning parser): lathe takes it out as thinking,
     so it is neither shown as the answer nor sent back to the model."""
 
+    prompts: str = "default"
+    """The words lathe says to the model (system prompt, nudges, verify feedback,
+    compaction instructions): a built-in template set ("default"), or the path of a
+    folder of NAME.md templates that replace the default ones they name."""
+
 
 class AgentConfig(Section):
     """How a run proceeds and when it stops."""

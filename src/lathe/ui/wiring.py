@@ -6,6 +6,7 @@ from pathlib import Path
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
+from lathe.agent.words import load_words
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks
 from lathe.llm.base import Provider
@@ -121,6 +122,7 @@ def build_agent(
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
+    words = load_words(profile.prompts)
     prompt = system_prompt(
         setup.workspace,
         tools.names(),
@@ -129,6 +131,7 @@ def build_agent(
         snapshot_max_bytes=min(window * 3 // 4, profile.workspace_snapshot_bytes),
         no_edit=rules.denied_edit_patterns(),
         no_read=no_read,
+        words=words,
     )
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
@@ -148,6 +151,7 @@ def build_agent(
             ),
             retry=settings.retry,
             on_compaction=hooks.on_compaction,
+            words=words,
         )
     deps = AgentDeps(
         provider=provider,
@@ -157,5 +161,6 @@ def build_agent(
         settings=settings,
         hooks=hooks,
         context=manager,
+        words=words,
     )
     return Agent(deps, emit, messages)
