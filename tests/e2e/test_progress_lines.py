@@ -57,3 +57,70 @@ def test_a_denied_call_says_which_rule_or_reason_denied_it(tmp_path, fake_openai
         "write .git/config !! denied: protected path .git/config (needs approval)",
         "bash rm -rf / !! denied: rm -rf on / (the filesystem root, outside the workspace)",
     ]
+
+
+def _run_on_a_pty(server, ws: Path, tmp_path: Path, *args: str) -> str:
+    """`lathe run` with its stderr on a pseudo-terminal (stdout piped away): every byte
+    it wrote there, control sequences included."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    process = subprocess.Popen(
+        _argv(server, ws, *args), cwd=tmp_path, env=_env(tmp_path), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+def test_on_a_terminal_a_long_call_shows_its_elapsed_time_in_place(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "sleep 3.5"})]),
+        Reply("Done."),
+    )
+    check = "sleep 3.5; true"
+
+    raw = _run_on_a_pty(
+        fake_openai, ws, tmp_path, "--verify", check, "-c", "agent.verify_first=false", "wait"
+    )
+
+    assert "\r\x1b[K  bash sleep 3.5 ... 2s" in raw
+    assert "\r\x1b[K  bash sleep 3.5 ... 3s" in raw
+    assert f"\r\x1b[K  verify: {check} ... 3s" in raw
+    # the in-place line is erased before the call's own line, which stays
+    assert "\r\x1b[K  bash sleep 3.5 -> exit 0" in raw
+    assert "still running" not in raw
+
+
+def test_without_a_terminal_a_long_call_shows_life_every_ten_seconds(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "sleep 11.5"})]),
+        Reply(calls=[Call("bash", {"command": "sleep 3"})]),
+        Reply("Done."),
+    )
+
+    lines = _progress(fake_openai, ws, tmp_path, "wait")
+
+    assert [line for line in lines if "sleep" in line] == [
+        "  bash sleep 11.5 ... still running (10s)",
+        "  bash sleep 11.5 -> exit 0",
+        "  bash sleep 3 -> exit 0",
+    ]
+    assert not any("\r" in line or "\x1b" in line for line in lines)

@@ -384,12 +384,13 @@ class InteractiveApp:
             self.renderer.diff(diff, limit=80)
             self._approved_diff = True
         self.pending_approval = (request, future)
+        running = self.status.phase  # the call's label: it runs once approved
         self.status.set_phase("waiting for approval")
         try:
             return await future
         finally:
             self.pending_approval = None
-            self.status.set_phase("running tools")
+            self.status.set_phase(running)
 
     def _answer_approval(self, text: str) -> None:
         from lathe.policy.gate import ApprovalAnswer
