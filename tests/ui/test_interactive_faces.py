@@ -4,6 +4,9 @@ resumed conversation, and the "always" approvals."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
 
 
@@ -36,3 +39,37 @@ def test_an_approved_command_keeps_its_name_in_the_status_line(
     term.send("y")
     term.wait_for(r"bash sleep 4 · [1-3]s")
     term.wait_for(r"Done\.", timeout=20)
+
+
+def _session_ids(home: Path) -> list[str]:
+    return [
+        json.loads(path.read_text().splitlines()[0])["id"]
+        for path in sorted((home / "sessions").glob("*/*.jsonl"))
+    ]
+
+
+def test_exit_names_the_session_and_how_to_resume_it(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path
+) -> None:
+    fake_openai.enqueue(Reply("Hello there."), Reply("Welcome back."))
+    term = launch()
+    term.send("hi")
+    term.wait_for(r"Hello there\.")
+    term.send("/exit")
+    term.wait_exit()
+    (session_id,) = _session_ids(lathe_home)
+    assert f"session {session_id} · continue it with: lathe --resume {session_id}" in term.screen()
+
+    again = launch("--resume", session_id)
+    again.wait_for(r"ctx \d+% of")  # the prompt is up (a replayed "> hi" is not it)
+    again.send("back")
+    again.wait_for(r"Welcome back\.")
+    assert _session_ids(lathe_home) == [session_id]
+
+
+def test_leaving_a_session_with_nothing_in_it_names_no_session(launch, lathe_home: Path) -> None:
+    term = launch()
+    term.send("/exit")
+    term.wait_exit()
+    assert "--resume" not in term.screen()
+    assert not list((lathe_home / "sessions").glob("*/*.jsonl"))
