@@ -73,3 +73,22 @@ def test_leaving_a_session_with_nothing_in_it_names_no_session(launch, lathe_hom
     term.wait_exit()
     assert "--resume" not in term.screen()
     assert not list((lathe_home / "sessions").glob("*/*.jsonl"))
+
+
+def test_a_resumed_session_shows_lathes_notes_as_lathes_not_as_typed(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path, lathe_home: Path
+) -> None:
+    from lathe.session import SessionStore
+    from lathe.types import AssistantMessage, UserMessage
+
+    note = "Before you started, `pytest -q` fails with exit code 1."
+    with SessionStore(lathe_home).create(workspace, "fake-model") as session:
+        session.append_message(UserMessage(content="fix the test"))
+        session.append_message(UserMessage(content=note, origin="lathe"))
+        session.append_message(AssistantMessage(text="It is fixed now."))
+    term = launch("--resume", session.id)
+    screen = term.wait_for(r"── now ──")
+    replay = screen[screen.index("earlier in this session") :]
+    assert "> fix the test" in replay
+    assert f"lathe: {note}" in replay
+    assert f"> {note}" not in replay
