@@ -92,3 +92,43 @@ def test_a_resumed_session_shows_lathes_notes_as_lathes_not_as_typed(
     assert "> fix the test" in replay
     assert f"lathe: {note}" in replay
     assert f"> {note}" not in replay
+
+
+def test_always_approvals_are_listed_with_their_scope_and_can_be_revoked(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path
+) -> None:
+    command = "echo hello"
+    fake_openai.enqueue(
+        Reply("", calls=[Call("bash", {"command": command})]),
+        Reply("Ran it."),
+        Reply("", calls=[Call("bash", {"command": command})]),
+        Reply("Ran it again."),
+    )
+    term = launch()
+    term.send("say hello")
+    term.wait_for(r"approve: run command")
+    term.send("a")
+    term.wait_for(r"Ran it\.")
+    term.send("/approval")
+    screen = term.wait_for(r"/approval revoke N")
+    assert "allowed always, in this session (kept on --resume and /fork):" in screen
+    assert f"  1  bash({command})" in screen
+
+    term.send("/approval revoke 2")
+    term.wait_for(r"no always-allowed call '2'; /approval lists them \(1 to 1\)")
+    term.send("/approval revoke 1")
+    term.wait_for(rf"revoked: bash\({command}\); it asks again")
+    term.send("/approval")
+    term.wait_for(r"revoked: [\s\S]*no call is allowed always")
+    term.send("again")
+    term.wait_for(r"revoked: [\s\S]*approve: run command")
+    term.send("n")
+    term.wait_for(r"Ran it again\.")
+    term.send("/exit")
+    term.wait_exit()
+
+    (session_id,) = _session_ids(lathe_home)
+    resumed = launch("--resume", session_id)
+    resumed.wait_for(r"ctx \d+% of")
+    resumed.send("/approval")
+    resumed.wait_for(r"no call is allowed always")

@@ -72,7 +72,8 @@ def _event_line(entry: Entry) -> str | None:
         case LabelEntry():
             return f"[label: {entry.text}]"
         case ApprovalEntry():
-            return f"[approval: {entry.rule} → {entry.decision}]"
+            decision = "revoked" if entry.decision == "revoke" else entry.decision
+            return f"[approval: {entry.rule} → {decision}]"
         case RunEndEntry():
             reason = f": {entry.reason}" if entry.reason else ""
             return (

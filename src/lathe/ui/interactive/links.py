@@ -90,16 +90,17 @@ class Links(AgentHooks):
         if self.session is not None:
             self.session.append(ApprovalEntry(rule=key, decision="allow"))
 
-    def remembered_approvals(self) -> set[str]:
+    def revoke_approval(self, key: str) -> None:
+        """Record that `key` is no longer allowed always, so a resume asks again too."""
         from lathe.session import ApprovalEntry
 
-        if self.session is None:
-            return set()
-        return {
-            e.rule
-            for e in self.session.branch()
-            if isinstance(e, ApprovalEntry) and e.decision == "allow"
-        }
+        if self.session is not None:
+            self.session.append(ApprovalEntry(rule=key, decision="revoke"))
+
+    def remembered_approvals(self) -> set[str]:
+        from lathe.ui.safety import standing_approvals
+
+        return standing_approvals(self.session)
 
     def record_model_change(self, provider: str, model: str) -> None:
         from lathe.session import ModelChangeEntry
