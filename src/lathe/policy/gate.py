@@ -187,9 +187,8 @@ class Policy:
             case Mode.READ_ONLY:
                 if read_only:
                     return Decision("allow", "read-only tool", key, preview)
-                return Decision(
-                    "deny", "lathe is in read-only mode", key, preview, "read-only mode"
-                )
+                reason = "lathe is in read-only mode"
+                return Decision("deny", reason, key, preview, brief="read-only mode")
             case Mode.ASK:
                 if read_only:
                     return Decision("allow", "read-only tool", key, preview)
