@@ -128,3 +128,64 @@ def test_every_line_of_the_starter_file_can_be_uncommented(
 def _is_setting(text: str) -> bool:
     head = text.split(" = ", 1)[0]
     return text.startswith("[") or (" = " in text and head.replace("_", "").isalnum())
+
+
+def _lathe(*args: str, cwd: Path) -> tuple[int, str]:
+    """The real CLI, as a user types it (the environment is the test's clean one)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "lathe", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_show_tells_which_approval_applies_to_which_face(workspace: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    code, out = _lathe("config", "show", cwd=workspace)
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("permissions.approval"))
+    text, origin = (part.strip() for part in line.split("  # "))
+    assert text == 'permissions.approval = "ask"  (interactive; lathe run: "auto")'
+    assert origin == "default (each face has its own)"
+
+    code, out = _lathe("config", "show", "--json", cwd=workspace)
+    assert code == 0, out
+    assert SECRET[4:-4] not in out
+    import json
+
+    document = json.loads(out)
+    assert document["api_keys"]["providers"]["openai"] == {
+        "env": "OPENAI_API_KEY",
+        "state": "sk-…6eHs",
+    }
+    shown = document["values"]["permissions.approval"]
+    assert shown == {
+        "value": "ask",
+        "origin": "default",
+        "faces": {
+            "interactive": {"value": "ask", "origin": "default"},
+            "run": {"value": "auto", "origin": "default for lathe run"},
+        },
+    }
+
+
+def test_an_approval_a_layer_sets_applies_to_every_face(workspace: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LATHE_APPROVAL", "read-only")
+    code, out = _lathe("config", "show", cwd=workspace)
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("permissions.approval"))
+    text, origin = (part.strip() for part in line.split("  # "))
+    assert text == 'permissions.approval = "read-only"  (every face)'
+    assert origin == "env LATHE_APPROVAL"
+
+    code, out = _lathe("config", "show", "--json", "-c", "permissions.approval=full", cwd=workspace)
+    import json
+
+    faces = json.loads(out)["values"]["permissions.approval"]["faces"]
+    assert faces == {
+        "interactive": {"value": "full", "origin": "-c permissions.approval"},
+        "run": {"value": "full", "origin": "-c permissions.approval"},
+    }

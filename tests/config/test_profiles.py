@@ -229,4 +229,4 @@ def test_config_show_json_carries_the_profile_with_origins(workspace: Path) -> N
         "origin": 'built-in profile "openai"',
     }
     assert data["model"]["model_id"] == "gpt-4o"
-    assert {"key": "agent.max_turns", "value": 50, "origin": "default"} in data["values"]
+    assert data["values"]["agent.max_turns"] == {"value": 50, "origin": "default"}

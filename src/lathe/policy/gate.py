@@ -45,6 +45,11 @@ class Decision:
     reason: str
     key: str  # what "allow always" remembers, e.g. "bash(npm test)" or "edit"
     preview: str = ""  # the exact command or change being approved
+    brief: str = ""  # a few words for a progress line: the rule, or the reason cut short
+
+    @property
+    def why(self) -> str:
+        return self.brief or self.reason
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ class Policy:
             return self._decide_path(found, arguments.get(found.path_argument))
         verdict = self.rules.for_tool(tool)
         if verdict:
-            return Decision(verdict[0], f"rule {verdict[1].key}", tool)
+            return Decision(verdict[0], f"rule {verdict[1].key}", tool, brief=verdict[1].key)
         return self._mode_default(tool, found is not None and found.read_only, tool, "")
 
     def _decide_path(self, found: Tool, path: Any) -> Decision:
@@ -121,7 +126,8 @@ class Policy:
                 return guarded
         if verdict:
             action, rule = verdict
-            return Decision(action, f"{relative} matches the rule {rule.key}", rule.key, preview)
+            reason = f"{relative} matches the rule {rule.key}"
+            return Decision(action, reason, rule.key, preview, brief=rule.key)
         return self._mode_default(tool, found.read_only, tool, preview)
 
     def _protected_change(
@@ -142,29 +148,33 @@ class Policy:
             "later, outside the sandbox"
         )
         action: Action = "deny" if self.mode is Mode.READ_ONLY else "ask"
-        return Decision(action, reason, f"{tool}({relative})", relative)
+        brief = f"protected path {relative}"
+        return Decision(action, reason, f"{tool}({relative})", relative, brief=brief)
 
     def _decide_command(self, command: str) -> Decision:
         from lathe.policy.command import analyze
 
         analysis = analyze(command, workspace=self.workspace, home=self.home)
         key = f"bash({command.strip()})"
+        first = analysis.reasons[0] if analysis.reasons else ""
         if analysis.decision == "deny":
-            return Decision("deny", "; ".join(analysis.reasons), key, command)
+            return Decision("deny", "; ".join(analysis.reasons), key, command, brief=first)
         denied_read = self._reveals_denied_path(analysis)
         if denied_read:
-            return Decision(
-                "deny", f"it reads {denied_read}, which a read rule denies", key, command
-            )
+            reason = f"it reads {denied_read}, which a read rule denies"
+            return Decision("deny", reason, key, command, brief=f"a read rule denies {denied_read}")
         verdict = self.rules.for_commands(analysis.commands)
         if verdict and verdict[0] == "deny":
-            return Decision("deny", f"the rule {verdict[1].key}", verdict[1].key, command)
+            rule = verdict[1].key
+            return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
         if analysis.decision == "ask" and self.mode is not Mode.FULL:
-            return Decision("ask", "; ".join(analysis.reasons), key, command)
+            return Decision("ask", "; ".join(analysis.reasons), key, command, brief=first)
         if verdict:
-            return Decision(verdict[0], f"the rule {verdict[1].key}", verdict[1].key, command)
+            rule = verdict[1].key
+            return Decision(verdict[0], f"the rule {rule}", rule, command, brief=rule)
         if self.mode is Mode.AUTO and not self.sandboxed:
-            return Decision("ask", "the sandbox is not available to contain it", key, command)
+            reason = "the sandbox is not available to contain it"
+            return Decision("ask", reason, key, command, brief="no sandbox to contain it")
         return self._mode_default("bash", False, key, command)
 
     def _reveals_denied_path(self, analysis: Any) -> str | None:
@@ -185,7 +195,8 @@ class Policy:
             case Mode.READ_ONLY:
                 if read_only:
                     return Decision("allow", "read-only tool", key, preview)
-                return Decision("deny", "lathe is in read-only mode", key, preview)
+                reason = "lathe is in read-only mode"
+                return Decision("deny", reason, key, preview, brief="read-only mode")
             case Mode.ASK:
                 if read_only:
                     return Decision("allow", "read-only tool", key, preview)
@@ -225,7 +236,7 @@ class PolicyGate(AgentHooks):
         try:
             decision = self.policy.decide(name, arguments)
         except ToolError as exc:
-            return _denied(str(exc))
+            return _denied(str(exc), str(exc))
         if decision.action == "allow" or (
             decision.action == "ask" and decision.key in self.remembered
         ):
@@ -233,20 +244,22 @@ class PolicyGate(AgentHooks):
         if decision.action == "deny":
             return _denied(
                 f"{name} was blocked: {decision.reason}. Trying again, or making the same "
-                "change with another tool, will be blocked too: take a different approach."
+                "change with another tool, will be blocked too: take a different approach.",
+                decision.why,
             )
         if self.approver is None:
             return _denied(
                 f"{name} needs approval ({decision.reason}), and nobody can approve it in "
                 "this non-interactive run. Find another way that stays inside the "
-                "workspace and its tests, or explain in your answer what the user must run."
+                "workspace and its tests, or explain in your answer what the user must run.",
+                f"{decision.why} (needs approval)",
             )
         answer = await self.approver.ask(
             ApprovalRequest(name, arguments, decision.reason, decision.key, decision.preview)
         )
         if answer.choice == "deny":
             why = f": {answer.reason}" if answer.reason else ""
-            return _denied(f"the user denied this {name} call{why}.")
+            return _denied(f"the user denied this {name} call{why}.", f"by the user{why}")
         if answer.choice == "always":
             self.remembered.add(decision.key)
             if self.on_remember:
@@ -254,5 +267,13 @@ class PolicyGate(AgentHooks):
         return None
 
 
-def _denied(message: str) -> ToolOutput:
-    return ToolOutput(content=f"Denied: {message}", is_error=True, summary="denied")
+def _denied(message: str, why: str) -> ToolOutput:
+    """A refusal: `message` is what the model reads; `why`, a few words naming the rule
+    or reason, goes to the progress line ("denied: edit(tests/**)") and to
+    `details["denied"]` for programs reading the events."""
+    return ToolOutput(
+        content=f"Denied: {message}",
+        is_error=True,
+        summary=f"denied: {why}",
+        details={"denied": why},
+    )

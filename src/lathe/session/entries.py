@@ -104,11 +104,13 @@ class LabelEntry(BaseEntry):
 
 
 class ApprovalEntry(BaseEntry):
-    """A decision the user made about a policy rule, replayed when the session resumes."""
+    """A decision the user made about a policy rule, replayed when the session resumes.
+    The latest entry for a rule wins: "revoke" withdraws an "allow" (`/approval revoke`),
+    so the call asks again."""
 
     type: Literal["approval"] = "approval"
     rule: str
-    decision: Literal["allow", "deny"]
+    decision: Literal["allow", "deny", "revoke"]
 
 
 class RunEndEntry(BaseEntry):

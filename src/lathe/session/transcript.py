@@ -1,5 +1,9 @@
 """Sessions rendered for people (plain text, markdown) and programs (JSON). Pure
-functions returning strings; the CLI decides where they go."""
+functions returning strings; the CLI decides where they go.
+
+A user message with `origin="lathe"` (the baseline check, verify feedback, a nudge) is
+lathe's note to the model, not the person's turn: it is shown as lathe's, abbreviated
+like a tool result; JSON keeps the `origin` field as recorded."""
 
 from __future__ import annotations
 
@@ -68,7 +72,8 @@ def _event_line(entry: Entry) -> str | None:
         case LabelEntry():
             return f"[label: {entry.text}]"
         case ApprovalEntry():
-            return f"[approval: {entry.rule} → {entry.decision}]"
+            decision = "revoked" if entry.decision == "revoke" else entry.decision
+            return f"[approval: {entry.rule} → {decision}]"
         case RunEndEntry():
             reason = f": {entry.reason}" if entry.reason else ""
             return (
@@ -81,6 +86,8 @@ def _event_line(entry: Entry) -> str | None:
 
 def _message_text(message: Message, entry_id: str) -> str:
     match message:
+        case UserMessage(origin="lathe"):
+            return f"── lathe ({entry_id})\n{_indent(_abbreviate(message.content))}"
         case UserMessage():
             return f"── user ({entry_id})\n{message.content.rstrip()}"
         case AssistantMessage():
@@ -131,6 +138,8 @@ def _fence(text: str) -> str:
 
 def _message_markdown(message: Message) -> str:
     match message:
+        case UserMessage(origin="lathe"):
+            return f"### Note from lathe\n\n{_fence(message.content)}"
         case UserMessage():
             return f"## User\n\n{message.content.rstrip()}"
         case AssistantMessage():

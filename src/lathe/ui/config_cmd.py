@@ -41,7 +41,7 @@ def config_group() -> None:
     metavar="KEY=VALUE",
     help="Override one key, e.g. -c agent.max_turns=20 (repeatable).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def show(workspace: Path, overrides: tuple[str, ...], as_json: bool) -> None:
     """Print every effective value and where it came from, and the selected model and
     its profile; secrets masked."""
@@ -55,7 +55,9 @@ def show(workspace: Path, overrides: tuple[str, ...], as_json: bool) -> None:
     except UsageError as exc:
         raise _ConfigProblem(str(exc)) from None
     if as_json:
-        click.echo(_as_json(loaded, os.environ))
+        import json
+
+        click.echo(json.dumps(_json_document(loaded), indent=2, ensure_ascii=False))
         return
     for label, file in (("user", loaded.user_file), ("project", loaded.project_file)):
         click.echo(f"# {label} file: {file or 'none found'}" + _exists(file))
@@ -113,34 +115,125 @@ def _exists(file: Path | None) -> str:
     return "  (exists)" if file.is_file() else "  (not found)"
 
 
-def _value_lines(loaded: Any) -> list[str]:
-    from lathe.config.keys import format_key
+_APPROVAL = ("permissions", "approval")
+_FACES = (("interactive", "interactive"), ("run", "lathe run"))  # (JSON name, shown name)
+
+
+def _approval_by_face(loaded: Any) -> dict[str, tuple[str, str]]:
+    """{face: (approval mode, origin)}: the faces differ only while no layer sets it."""
+    from lathe.ui.setup import effective_approval
+
+    origin = loaded.origin(_APPROVAL)
+    by_face = {}
+    for face, shown in _FACES:
+        headless = face == "run"
+        face_origin = f"default for {shown}" if headless and origin == "default" else origin
+        by_face[face] = (effective_approval(loaded, headless=headless), face_origin)
+    return by_face
+
+
+def _approval_row(loaded: Any) -> tuple[str, str]:
+    """`permissions.approval` as text: what each face runs with, since its default
+    depends on the face (`ask` interactive, `auto` for `lathe run`)."""
     from lathe.config.render import toml_value
+
+    by_face = _approval_by_face(loaded)
+    interactive, run = by_face["interactive"][0], by_face["run"][0]
+    if interactive == run:
+        return f"permissions.approval = {toml_value(run)}  (every face)", loaded.origin(_APPROVAL)
+    return (
+        f"permissions.approval = {toml_value(interactive)}  "
+        f"(interactive; lathe run: {toml_value(run)})",
+        "default (each face has its own)",
+    )
+
+
+def _shown_values(loaded: Any) -> list[tuple[str, Any, str]]:
+    """(key, value, origin) of every leaf, secrets masked, in schema order."""
+    from lathe.config.keys import format_key
     from lathe.config.secrets import looks_like_secret, mask_secret
 
     rows = []
     for key, value, origin in loaded.values():
         if isinstance(value, str) and looks_like_secret(value):
             value = mask_secret(value)
-        rows.append((f"{format_key(key)} = {toml_value(value)}", str(origin)))
+        rows.append((format_key(key), value, str(origin)))
+    return rows
+
+
+def _json_document(loaded: Any) -> dict[str, Any]:
+    """What `config show --json` prints: the files, every value with its origin (the
+    approval also per face), the key variables (masked) and the selected model."""
+    import os
+
+    from lathe.config import KEY_OVERRIDE_ENV
+
+    values: dict[str, Any] = {
+        key: {"value": value, "origin": origin} for key, value, origin in _shown_values(loaded)
+    }
+    model, profile = _model_and_profile(loaded)
+    values["permissions.approval"]["faces"] = {
+        face: {"value": mode, "origin": origin}
+        for face, (mode, origin) in _approval_by_face(loaded).items()
+    }
+    files = {"user": loaded.user_file, "project": loaded.project_file}
+    return {
+        "files": {
+            label: None if file is None else {"path": str(file), "exists": file.is_file()}
+            for label, file in files.items()
+        },
+        "values": values,
+        "api_keys": {
+            "override": {
+                "env": KEY_OVERRIDE_ENV,
+                "state": _key_state(KEY_OVERRIDE_ENV, os.environ),
+            },
+            "providers": {
+                name: {"env": var, "state": _key_state(var, os.environ) if var else "no key needed"}
+                for name, var in _key_variables(loaded.config)
+            },
+        },
+        "selected_model": _selected_model(loaded.config).removeprefix("# selected model: "),
+        "model": model,
+        "profile": profile,
+    }
+
+
+def _value_lines(loaded: Any) -> list[str]:
+    from lathe.config.render import toml_value
+
+    rows = []
+    for key, value, origin in _shown_values(loaded):
+        if key == "permissions.approval":
+            rows.append(_approval_row(loaded))
+        else:
+            rows.append((f"{key} = {toml_value(value)}", origin))
     width = min(max(len(text) for text, _ in rows), 64)
     header = "# effective configuration; precedence: default < user < project < env < flag < -c"
     return [header, *(f"{text:<{width}}  # {origin}" for text, origin in rows)]
 
 
+def _key_state(var: str, environ: Any) -> str:
+    """A key variable's value masked, or "not set"; the key itself is never shown."""
+    from lathe.config import mask_secret
+
+    return mask_secret(environ[var]) if environ.get(var) else "not set"
+
+
+def _key_variables(config: Any) -> list[tuple[str, str | None]]:
+    return [(name, provider.api_key_env) for name, provider in sorted(config.providers.items())]
+
+
 def _key_lines(config: Any, environ: Any) -> list[str]:
-    from lathe.config import KEY_OVERRIDE_ENV, mask_secret
+    from lathe.config import KEY_OVERRIDE_ENV
 
-    def state(var: str) -> str:
-        return mask_secret(environ[var]) if environ.get(var) else "not set"
-
+    override = _key_state(KEY_OVERRIDE_ENV, environ)
     lines = [
         "# API keys: read from the environment when a model is used, never stored",
-        f"{KEY_OVERRIDE_ENV:<24}{state(KEY_OVERRIDE_ENV)}  (when set, used for every provider)",
+        f"{KEY_OVERRIDE_ENV:<24}{override}  (when set, used for every provider)",
     ]
-    for name, provider in sorted(config.providers.items()):
-        var = provider.api_key_env
-        shown = f"{var:<24}{state(var)}" if var else "no key needed"
+    for name, var in _key_variables(config):
+        shown = f"{var:<24}{_key_state(var, environ)}" if var else "no key needed"
         lines.append(f"{name:<12}{shown}")
     return lines
 
@@ -201,27 +294,14 @@ def _profile_lines(loaded: Any) -> list[str]:
     return ["", head, *(f"{text:<{width}}  # {origin}" for text, origin in rows)]
 
 
-def _as_json(loaded: Any, environ: Any) -> str:
-    """`config show --json`: the same facts as the text, as one object."""
-    import json
-
+def _model_and_profile(loaded: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The selected model as `config show --json` gives it, and its profile: each value
+    with its origin."""
     from lathe.config import resolve_model
     from lathe.config.keys import format_key
     from lathe.config.profiles import profile_values
-    from lathe.config.secrets import looks_like_secret, mask_secret
     from lathe.errors import UsageError
 
-    def shown(value: Any) -> Any:
-        return mask_secret(value) if isinstance(value, str) and looks_like_secret(value) else value
-
-    values = [
-        {"key": format_key(key), "value": shown(value), "origin": str(origin)}
-        for key, value, origin in loaded.values()
-    ]
-    keys = {
-        name: {"variable": p.api_key_env, "set": bool(p.api_key_env and environ.get(p.api_key_env))}
-        for name, p in sorted(loaded.config.providers.items())
-    }
     try:
         resolved = resolve_model(loaded.config)
         model: dict[str, Any] = {
@@ -236,24 +316,15 @@ def _as_json(loaded: Any, environ: Any) -> str:
     except UsageError as exc:
         model = {"name": loaded.config.model, "error": str(exc)}
     profile = _selected_profile(loaded.config)
-    profile_data = None
-    if profile is not None:
-        chosen = format_key(profile.chosen_by) if profile.chosen_by else None
-        profile_data = {
-            "name": profile.name,
-            "chosen_by": chosen,
-            "chosen_by_origin": loaded.origin(chosen) if chosen else None,
-            "values": {
-                name: {"value": value, "origin": origin}
-                for name, value, origin in profile_values(loaded, profile)
-            },
-        }
-    data = {
-        "user_file": str(loaded.user_file),
-        "project_file": str(loaded.project_file) if loaded.project_file else None,
-        "values": values,
-        "api_keys": {"LATHE_API_KEY": {"set": bool(environ.get("LATHE_API_KEY"))}, **keys},
-        "model": model,
-        "profile": profile_data,
+    if profile is None:
+        return model, None
+    chosen = format_key(profile.chosen_by) if profile.chosen_by else None
+    return model, {
+        "name": profile.name,
+        "chosen_by": chosen,
+        "chosen_by_origin": loaded.origin(chosen) if chosen else None,
+        "values": {
+            name: {"value": value, "origin": origin}
+            for name, value, origin in profile_values(loaded, profile)
+        },
     }
-    return json.dumps(data, indent=2)

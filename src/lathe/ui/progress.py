@@ -24,13 +24,19 @@ from lathe.events import (
     VerifyStarted,
 )
 
+_VERIFY = "verify"  # the elapsed-time key of the verify command (tool calls use their id)
+
 
 class ProgressPrinter:
-    """One line per tool call, retry and verify; the final status and token totals."""
+    """One line per tool call, retry and verify; the final status and token totals.
+    A call or check that runs long shows its elapsed time (`ui/elapsed.py`)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        from lathe.ui.elapsed import ElapsedLine
+
         self._out = stream or sys.stderr
         self._started: dict[str, str] = {}
+        self._elapsed = ElapsedLine(self._out)
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -38,7 +44,9 @@ class ProgressPrinter:
                 self._line(f"lathe: {model} in {workspace}")
             case ToolStarted(call_id=call_id):
                 self._started[call_id] = event.label
+                self._elapsed.start(call_id, _clip(event.label, 90))
             case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
+                self._elapsed.stop(call_id)
                 label = self._started.pop(call_id, name)
                 mark = "!!" if is_error else "->"
                 self._line(f"  {_clip(label, 90)} {mark} {_clip(summary, 100)}")
@@ -62,7 +70,9 @@ class ProgressPrinter:
                 self._line(f"  stall: {tool} repeated {repeats} times; nudging the model")
             case VerifyStarted(command=command, baseline=baseline):
                 self._line(f"  verify{' before the first turn' if baseline else ''}: {command}")
+                self._elapsed.start(_VERIFY, f"verify: {_clip(command, 90)}")
             case VerifyFinished(passed=passed, exit_code=code, output_tail=tail, baseline=b):
+                self._elapsed.stop(_VERIFY)
                 if b:
                     outcome = "passes" if passed else "fails"
                     self._line(f"  verify {outcome} before any change (exit {code})")
@@ -72,6 +82,7 @@ class ProgressPrinter:
                     for line in tail.strip().splitlines()[-5:]:
                         self._line(f"    | {_clip(line, 110)}")
             case RunFinished():
+                self._elapsed.clear()
                 self._finish(event)
             case TurnStarted() | TextDelta() | ThinkingDelta() | AssistantReply():
                 pass
@@ -96,8 +107,7 @@ class ProgressPrinter:
                 self._line("  no test was run after the last edit; use --verify CMD to check")
 
     def _line(self, text: str) -> None:
-        self._out.write(text + "\n")
-        self._out.flush()
+        self._elapsed.write(text)
 
 
 class JsonPrinter:

@@ -56,6 +56,17 @@ def permission_rules(setup: RunSetup) -> RuleSet:
     )
 
 
+def standing_approvals(session) -> set[str]:
+    """The rule keys answered "always" on the session's branch and not revoked since."""
+    from lathe.session import ApprovalEntry
+
+    standing: set[str] = set()
+    for entry in session.branch() if session else []:
+        if isinstance(entry, ApprovalEntry):
+            (standing.add if entry.decision == "allow" else standing.discard)(entry.rule)
+    return standing
+
+
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
     from lathe.session import ApprovalEntry
@@ -103,11 +114,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         protected=tuple(config.protect),
         tools=tools,
     )
-    remembered = {
-        entry.rule
-        for entry in (session.branch() if session else [])
-        if isinstance(entry, ApprovalEntry) and entry.decision == "allow"
-    }
+    remembered = standing_approvals(session)
 
     def remember(key: str) -> None:
         if session is not None:

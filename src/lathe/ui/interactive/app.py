@@ -258,10 +258,26 @@ class InteractiveApp:
             self.interrupt()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._drive_task), timeout=10)
+        session = self.links.session
+        if session is not None and session.entries:  # an empty one is removed on close
+            self.renderer.note(self._resume_hint(session.id), "")
         await self.links.close()
         if self._log is not None:
             self._log.close()
         await self.provider.aclose()
+
+    def _resume_hint(self, session_id: str) -> str:
+        """How to come back to this session: the command, with `-C` when the workspace
+        is not the directory lathe was started in."""
+        import shlex
+        from pathlib import Path
+
+        where = (
+            ""
+            if self.workspace == Path.cwd().resolve()
+            else f" -C {shlex.quote(str(self.workspace))}"
+        )
+        return f"session {session_id} · continue it with: lathe{where} --resume {session_id}"
 
     # turns
 
@@ -395,12 +411,13 @@ class InteractiveApp:
             self.renderer.diff(diff, limit=80)
             self._approved_diff = True
         self.pending_approval = (request, future)
+        running = self.status.phase  # the call's label: it runs once approved
         self.status.set_phase("waiting for approval")
         try:
             return await future
         finally:
             self.pending_approval = None
-            self.status.set_phase("running tools")
+            self.status.set_phase(running)
 
     def _answer_approval(self, text: str) -> None:
         from lathe.policy.gate import ApprovalAnswer

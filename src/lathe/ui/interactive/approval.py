@@ -5,7 +5,8 @@ ApprovalAnswer`), declared by the policy layer, which decides when a call needs 
 `InteractiveApp.ask` implements it: it prints the request (the exact command, or the
 diff an edit or write would make), then the prompt takes `y` (allow once), `a` (allow
 always: the gate remembers the request's key for the session, and the session file
-keeps it for resume) or `n [reason]` (deny; the reason goes to the model).
+keeps it for resume; `/approval` lists them, `/approval revoke N` withdraws one) or
+`n [reason]` (deny; the reason goes to the model).
 """
 
 from __future__ import annotations

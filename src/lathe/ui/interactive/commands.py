@@ -92,7 +92,11 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
     return True
 
 
-@_command("/approval", "/approval [MODE]", "show or set read-only, ask, auto or full")
+@_command(
+    "/approval",
+    "/approval [MODE|revoke N]",
+    "show the mode and the always-allowed calls, set the mode, or revoke one",
+)
 async def _approval(app: InteractiveApp, argument: str) -> bool:
     from lathe.policy.gate import Mode
 
@@ -100,6 +104,11 @@ async def _approval(app: InteractiveApp, argument: str) -> bool:
     modes = ", ".join(m.value for m in Mode)
     if not argument:
         app.renderer.note(f"approval: {policy.mode.value}  (modes: {modes})", "")
+        _list_always(app)
+        return True
+    word, _, rest = argument.partition(" ")
+    if word == "revoke":
+        _revoke(app, rest.strip())
         return True
     try:
         policy.mode = Mode.parse(argument)
@@ -109,6 +118,34 @@ async def _approval(app: InteractiveApp, argument: str) -> bool:
     sandbox = "commands run in the sandbox" if app.sandboxed else "commands run unsandboxed"
     app.renderer.note(f"approval: {policy.mode.value} ({sandbox})", "green")
     return True
+
+
+def _list_always(app: InteractiveApp) -> None:
+    """The calls answered "a" (always). Their one scope is this session: the session
+    file keeps them for --resume and /fork; /clear starts without them."""
+    always = sorted(app.gate.remembered)
+    if not always:
+        app.renderer.note("no call is allowed always (answer a at an approval to add one)")
+        return
+    app.renderer.note("allowed always, in this session (kept on --resume and /fork):", "")
+    for number, key in enumerate(always, 1):
+        app.renderer.note(f"  {number}  {key}", "")
+    app.renderer.note("/approval revoke N (or the rule itself) makes it ask again")
+
+
+def _revoke(app: InteractiveApp, which: str) -> None:
+    always = sorted(app.gate.remembered)
+    if which.isdigit() and 1 <= int(which) <= len(always):
+        key = always[int(which) - 1]
+    elif which in app.gate.remembered:
+        key = which
+    else:
+        listed = f"1 to {len(always)}" if always else "none: no call is allowed always"
+        app.renderer.error(f"no always-allowed call {which!r}; /approval lists them ({listed})")
+        return
+    app.gate.remembered.discard(key)
+    app.links.revoke_approval(key)
+    app.renderer.note(f"revoked: {key}; it asks again", "green")
 
 
 @_command("/compact", "/compact", "summarise the older conversation now", idle_only=True)

@@ -90,16 +90,17 @@ class Links(AgentHooks):
         if self.session is not None:
             self.session.append(ApprovalEntry(rule=key, decision="allow"))
 
-    def remembered_approvals(self) -> set[str]:
+    def revoke_approval(self, key: str) -> None:
+        """Record that `key` is no longer allowed always, so a resume asks again too."""
         from lathe.session import ApprovalEntry
 
-        if self.session is None:
-            return set()
-        return {
-            e.rule
-            for e in self.session.branch()
-            if isinstance(e, ApprovalEntry) and e.decision == "allow"
-        }
+        if self.session is not None:
+            self.session.append(ApprovalEntry(rule=key, decision="revoke"))
+
+    def remembered_approvals(self) -> set[str]:
+        from lathe.ui.safety import standing_approvals
+
+        return standing_approvals(self.session)
 
     def record_model_change(self, provider: str, model: str) -> None:
         from lathe.session import ModelChangeEntry
@@ -240,7 +241,8 @@ class Links(AgentHooks):
                 UserMessage(
                     content="[The user undid the last change to the workspace with /undo; "
                     f"these files were reverted: {', '.join(changed)}. Re-read files before "
-                    "editing them.]"
+                    "editing them.]",
+                    origin="lathe",
                 )
             )
             app.agent.append(AssistantMessage(text="Understood; I will re-read before editing."))
@@ -267,21 +269,31 @@ class Links(AgentHooks):
 
 
 def show_last_exchanges(app: InteractiveApp, messages: list[Message], count: int = 3) -> None:
-    """The last few user messages and replies of a resumed conversation."""
+    """The last `count` messages the person typed of a resumed conversation, with the
+    replies and lathe's own notes (`origin="lathe"`: shown dim as lathe's, never as
+    typed) around them."""
     shown: list[Message] = []
     for message in reversed(messages):
         if isinstance(message, UserMessage) or (
             isinstance(message, AssistantMessage) and message.text.strip()
         ):
             shown.append(message)
-            if sum(isinstance(m, UserMessage) for m in shown) >= count:
+            if sum(isinstance(m, UserMessage) and m.origin == "user" for m in shown) >= count:
                 break
     if not shown:
         return
     app.renderer.note("── earlier in this session ──")
     for message in reversed(shown):
-        if isinstance(message, UserMessage):
+        if isinstance(message, UserMessage) and message.origin == "lathe":
+            app.renderer.note(_clip_note(message.content, app.renderer.glyphs.ellipsis))
+        elif isinstance(message, UserMessage):
             app.renderer.user_echo(message.content[:500])
         else:
             app.renderer.markdown(message.text[-2000:])
     app.renderer.note("── now ──")
+
+
+def _clip_note(text: str, ellipsis: str, lines: int = 3) -> str:
+    kept = text.strip().splitlines()
+    more = f"\n  {ellipsis} ({len(kept) - lines} more lines)" if len(kept) > lines else ""
+    return "lathe: " + "\n  ".join(line[:200] for line in kept[:lines]) + more

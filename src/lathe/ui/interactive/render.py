@@ -131,16 +131,16 @@ class Status:
         self.running, self.phase = False, ""
 
     def line(self) -> str:
+        """Spinner, phase and how long the phase has run (a command's own time), with
+        the turn's time beside it once they differ."""
         if not self.running:
             return ""
         now = time.monotonic()
         frame = self.glyphs.spinner[int(now * 10) % len(self.glyphs.spinner)]
-        elapsed = now - self.started
+        in_phase, in_turn = int(now - self.phase_started), int(now - self.started)
+        elapsed = f"{in_phase}s" + (f" (turn {in_turn}s)" if in_turn > in_phase else "")
         tokens = self.turn_output_chars // 4
-        return (
-            f"{frame} {self.phase} · {elapsed:.0f}s · {_short(tokens)} tokens out"
-            " · esc to interrupt"
-        )
+        return f"{frame} {self.phase} · {elapsed} · {_short(tokens)} tokens out · esc to interrupt"
 
 
 def _short(n: int) -> str:
