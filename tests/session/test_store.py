@@ -64,7 +64,7 @@ def test_file_layout_and_header_line(store: SessionStore, workspace: Path, home:
     assert header["version"] == FORMAT_VERSION == 2
     assert header["cwd"] == str(workspace.resolve())
     assert header["model"] == "test-model"
-    assert json.loads(second)["message"] == {"role": "user", "content": "hello"}
+    assert json.loads(second)["message"] == {"role": "user", "content": "hello", "origin": "user"}
 
 
 def test_read_only_session_refuses_to_append(store: SessionStore, workspace: Path) -> None:
