@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from lathe.agent.budget import RunBudget, unanswered_calls
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import request_messages
 from lathe.agent.hooks import AgentHooks
@@ -41,6 +42,7 @@ from lathe.events import (
     StallNudge,
     TextDelta,
     ThinkingDelta,
+    ToolFinished,
     TurnStarted,
     VerifyFinished,
     VerifyStarted,
@@ -49,7 +51,15 @@ from lathe.exec.base import ExecResult
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry
-from lathe.types import AssistantMessage, Message, StopReason, ToolCall, Usage, UserMessage
+from lathe.types import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 Emit = Callable[[AgentEvent], None]
 
@@ -64,6 +74,10 @@ _CUT_OFF_CALL = (
 )
 _EMPTY_ONCE = "the model sent an empty reply; asking again"
 _EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"
+_CUT_BY_DEADLINE = (
+    "stopped: the run's time budget was reached before this call finished (it may have "
+    "run in part, or not at all); check the workspace state before repeating it"
+)
 
 
 class VerifyCannotRun(UsageError):
@@ -87,6 +101,7 @@ class AgentSettings:
     # server's chat_template_kwargs.
     request_extra: dict[str, object] = field(default_factory=dict)
     price: Callable[[Usage], float] | None = None  # dollars for a reply's usage; None: unknown
+    budget: RunBudget | None = None  # limits on tokens, dollars and wall time (agent/budget.py)
 
 
 @dataclass
@@ -106,6 +121,8 @@ class Agent:
         self.emit = emit
         self.messages: list[Message] = list(messages or [])
         self.usage = Usage()
+        # How the run in progress ends, for the time budget that cuts it from outside.
+        self._finish: Callable[..., RunFinished] | None = None
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -113,9 +130,41 @@ class Agent:
 
     async def run(self, user_input: str) -> RunFinished:
         await self.deps.hooks.on_run_start(user_input)
-        finished = await self._run(user_input)
+        finished = await self._run_in_time(user_input)
         await self.deps.hooks.on_run_end(finished)
         return finished
+
+    async def _run_in_time(self, user_input: str) -> RunFinished:
+        """`_run` under the time budget: one deadline over the whole run, which may cut
+        a reply mid-stream (nothing of it enters the history), a tool call or the check.
+        Every call the cut leaves without a result gets one saying so."""
+        budget = self.deps.settings.budget
+        limit = budget.time_left() if budget else None
+        if budget is None or limit is None:
+            return await self._run(user_input)
+        started = time.monotonic()
+        deadline = asyncio.timeout(limit)
+        try:
+            async with deadline:
+                return await self._run(user_input)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # not the budget's deadline
+        for call in unanswered_calls(self.messages):
+            self.emit(
+                ToolFinished(
+                    call_id=call.id, name=call.name, is_error=True,
+                    summary="stopped: the time budget was reached", duration_ms=0.0,
+                )
+            )  # fmt: skip
+            self.append(
+                ToolResultMessage(
+                    tool_call_id=call.id, name=call.name, content=_CUT_BY_DEADLINE, is_error=True
+                )
+            )
+        assert self._finish is not None  # set by _run before its first await
+        reason = budget.out_of_time(time.monotonic() - started)
+        return self._finish(RunStatus.OUT_OF_BUDGET, reason=reason)
 
     async def _run(self, user_input: str) -> RunFinished:
         settings = self.deps.settings
@@ -129,13 +178,9 @@ class Agent:
         # "done" without acting on the failure, a stall like a repeated call.
         idle_claims = 0
         baseline = settings.verify_command if settings.verify_first and not self.messages else None
-        # The task is recorded before anything runs, so a crash during the baseline check
-        # leaves a session that `--continue` can pick up with its task.
-        self.append(UserMessage(content=user_input))
-        if baseline:
-            self.append(UserMessage(content=await self._baseline(baseline)))
         turn = 0
         empty_replies = 0
+        started = time.monotonic()
 
         def finish(status: RunStatus, answer: str = "", reason: str = "") -> RunFinished:
             event = RunFinished(
@@ -150,7 +195,18 @@ class Agent:
             self.emit(event)
             return event
 
+        self._finish = finish
+        # The task is recorded before anything runs, so a crash during the baseline check
+        # leaves a session that `--continue` can pick up with its task.
+        self.append(UserMessage(content=user_input))
+        if baseline:
+            self.append(UserMessage(content=await self._baseline(baseline)))
+
         while turn < settings.max_turns:
+            # Budgets: what the run has spent may forbid the next request.
+            over = self._over_budget(usage_before, cost if settings.price else None, started)
+            if over:
+                return finish(RunStatus.OUT_OF_BUDGET, reason=over)
             turn += 1
             self.emit(TurnStarted(turn=turn))
             try:
@@ -242,6 +298,13 @@ class Agent:
                 reason=f"the verify command still failed after {turn} turns",
             )
         return finish(RunStatus.MAX_TURNS, reason=f"the turn limit ({settings.max_turns}) ran out")
+
+    def _over_budget(self, usage_before: Usage, cost: float | None, started: float) -> str | None:
+        budget = self.deps.settings.budget
+        if budget is None:
+            return None
+        usage = _difference(self.usage, usage_before)
+        return budget.exceeded(usage, cost, time.monotonic() - started)
 
     async def _complete(self, turn: int) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
