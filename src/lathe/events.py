@@ -24,6 +24,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"  # the verify command still failed when the turns ran out
     STUCK = "stuck"  # the model repeated itself after a nudge
     MAX_TURNS = "max_turns"  # the turn budget ran out before the model finished
+    OUT_OF_BUDGET = "out_of_budget"  # a token, cost or time budget was reached (agent/budget.py)
     PROVIDER_ERROR = "provider_error"  # the model endpoint failed beyond retries
     INTERRUPTED = "interrupted"  # the user stopped the run
 

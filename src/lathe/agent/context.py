@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from lathe.types import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,19 @@ def request_messages(messages: Sequence[Message]) -> list[Message]:
         else:
             shaped.append(message)
     return shaped
+
+
+def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """The calls of the last assistant message that no result answers yet (a run cut
+    while tools ran leaves them): each needs a result before the conversation can be
+    sent again."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            later = messages[index + 1 :]
+            answered = {m.tool_call_id for m in later if isinstance(m, ToolResultMessage)}
+            return [call for call in message.tool_calls if call.id not in answered]
+    return []
 
 
 def request_problems(messages: Sequence[Message]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lathe.agent.budget import BudgetGuard
 from lathe.agent.finish import FinishHandler
 from lathe.agent.replies import CutOffReply, EmptyReply
 from lathe.agent.stall import StallGuard
@@ -15,13 +16,13 @@ if TYPE_CHECKING:
 
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
-    """In the order they are asked: a reply cut off or empty first (it cannot be taken
-    as it is), then the verify gate, the stall rules, and the unverified end."""
+    """In the order they are asked: the budgets, a reply cut off or empty (it cannot be
+    taken as it is), then the verify gate, the stall rules, and the unverified end."""
     settings, words, ctx = deps.settings, deps.words, deps.tool_context
-    handlers: list[FinishHandler] = [
-        CutOffReply(words),
-        EmptyReply(gated=settings.verify_command is not None),
-    ]
+    handlers: list[FinishHandler] = []
+    if settings.budget is not None:
+        handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
+    handlers += [CutOffReply(words), EmptyReply(gated=settings.verify_command is not None)]
     if settings.verify_command:
 
         async def run_check(command: str) -> ExecResult:

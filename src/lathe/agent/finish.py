@@ -16,9 +16,16 @@ with a `Decision`:
 
 Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
 
+- `time_limit(run)`: once per run, before anything else; the shortest `TimeLimit` any
+  handler gives is one deadline over the whole run (the baseline, every reply, every
+  call). When it passes, whatever runs is cancelled (a reply still streaming leaves
+  nothing behind), each call left without a result gets one saying so, and the run ends
+  with that limit's `end`.
 - `begin(run)`: once per run, after the task entered the conversation; resets the
   handler's per-run state and returns messages to add before the first turn (the
   baseline check). Raising a `UsageError` stops the run before any model call.
+- `before_request(run)`: before each model request; the first `Finish` ends the run
+  instead (a budget that is spent).
 - `after_reply(reply, run)`: every reply, before its calls run. The first handler that
   answers decides and the rest are not asked; a decision here replaces the normal
   handling of the reply (its calls are not run: the loop answers each with an error
@@ -68,6 +75,14 @@ class ContinueWith:
 Decision = Finish | ContinueWith
 
 
+@dataclass(frozen=True)
+class TimeLimit:
+    seconds: float
+    """How long the run may take from now."""
+    end: Callable[[float], Finish]
+    """The run's end when the limit passes, given the seconds it ran."""
+
+
 @dataclass
 class CallRecord:
     """One call that ran (or was refused), as the handlers see it."""
@@ -101,8 +116,14 @@ class RunState:
 class FinishHandler:
     """Base with do-nothing hook points; see the module docstring for the contract."""
 
+    def time_limit(self, run: RunState) -> TimeLimit | None:
+        return None
+
     async def begin(self, run: RunState) -> Sequence[Message]:
         return ()
+
+    def before_request(self, run: RunState) -> Finish | None:
+        return None
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
         return None

@@ -11,12 +11,14 @@ decided by the finish handlers (`agent/finish.py`), asked after every step.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from lathe.agent.budget import RunBudget
 from lathe.agent.compaction import ContextManager
-from lathe.agent.context import request_messages
+from lathe.agent.context import request_messages, unanswered_calls
 from lathe.agent.finish import (
     CallRecord,
     Combined,
@@ -71,6 +73,7 @@ class AgentSettings:
     # server's chat_template_kwargs.
     request_extra: dict[str, object] = field(default_factory=dict)
     price: Callable[[Usage], float] | None = None  # dollars for a reply's usage; None: unknown
+    budget: RunBudget | None = None  # limits on tokens, dollars and wall time (agent/budget.py)
 
 
 @dataclass
@@ -90,12 +93,15 @@ class AgentDeps:
 
 
 @dataclass
-class Spend:
-    """What this run has used so far."""
+class RunSpending:
+    """What this run has used so far (`RunState.spent`)."""
 
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     started: float = field(default_factory=time.monotonic)
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
 
 
 class Agent:
@@ -117,18 +123,38 @@ class Agent:
         return finished
 
     async def _run(self, user_input: str) -> RunFinished:
-        settings = self.deps.settings
         if self.deps.finish is None:  # built per run, from the deps as they are now
             from lathe.agent.ending import standard_handlers
 
             self.handlers = standard_handlers(self.deps)
         else:
             self.handlers = list(self.deps.finish)
-        runner = ToolRunner(self.deps, self.emit)
-        spend = Spend()
+        spend = RunSpending()
         run = RunState(
             emit=self.emit, history=self.messages, new_conversation=not self.messages, spent=spend
         )
+        limits = [x for x in (h.time_limit(run) for h in self.handlers) if x is not None]
+        if not limits:
+            return await self._steps(user_input, run, spend)
+        limit = min(limits, key=lambda x: x.seconds)
+        timer = asyncio.timeout(limit.seconds)
+        try:
+            async with timer:
+                return await self._steps(user_input, run, spend)
+        except TimeoutError:
+            if not timer.expired():
+                raise  # not the run's deadline
+        # Cut mid-step: a reply still streaming left nothing; calls still running get a
+        # result, so the conversation can be sent again (`--continue`).
+        open_calls = unanswered_calls(self.messages)
+        text = self.deps.words.say("call_not_run", reason="the run's time limit was reached")
+        for result in refused_results(open_calls, text, "stopped: time limit", self.emit):
+            self.append(result)
+        return self._finished(limit.end(spend.elapsed_s()), run, spend)
+
+    async def _steps(self, user_input: str, run: RunState, spend: RunSpending) -> RunFinished:
+        settings = self.deps.settings
+        runner = ToolRunner(self.deps, self.emit)
         # The task is recorded before anything runs, so a crash during a handler's start
         # (the baseline check) leaves a session that `--continue` can pick up.
         self.append(UserMessage(content=user_input))
@@ -137,6 +163,9 @@ class Agent:
                 self.append(message)
 
         while run.turn < settings.max_turns:
+            spent = next((f for f in (h.before_request(run) for h in self.handlers) if f), None)
+            if spent is not None:
+                return self._finished(spent, run, spend)
             run.turn += 1
             self.emit(TurnStarted(turn=run.turn))
             try:
@@ -222,7 +251,7 @@ class Agent:
             decision = await self._after_calls(records, run, by_lathe=True)
         return None
 
-    def _finished(self, end: Finish, run: RunState, spend: Spend) -> RunFinished:
+    def _finished(self, end: Finish, run: RunState, spend: RunSpending) -> RunFinished:
         event = RunFinished(
             status=end.status,
             turns=run.turn,

@@ -7,6 +7,7 @@ checks that no field lacks one. Unknown keys are errors everywhere (`extra="forb
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
@@ -19,6 +20,60 @@ Approval = Literal["read-only", "ask", "auto", "full"]
 ProviderKind = Literal["openai-compatible", "anthropic"]
 
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+_DURATION = re.compile(rf"(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s)?")
+_TOKENS = re.compile(rf"{_NUMBER}([km]?)")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in a duration: "90s", "10m", "1h30m" (parts in that order, spaces
+    allowed), or plain seconds (90, "90", 2.5). More than 0. Raises ValueError naming
+    the forms it takes."""
+    problem = f"expected a duration like 90s, 10m or 1h30m, or plain seconds, got {value!r}"
+    seconds = _number(value)
+    if seconds is None and isinstance(value, str):
+        match = _DURATION.fullmatch(value.lower().replace(" ", ""))
+        if match and any(match.groups()):
+            hours, minutes, secs = (float(part or 0) for part in match.groups())
+            seconds = hours * 3600 + minutes * 60 + secs
+    if seconds is None or not 0 < seconds < math.inf:
+        raise ValueError(problem)
+    return seconds
+
+
+def parse_tokens(value: object) -> int:
+    """A positive whole number of tokens: 50000, "50000", "50k", "1.5M". Raises
+    ValueError saying what it takes."""
+    problem = f"expected a number of tokens such as 50000 or 50k, got {value!r}"
+    count = _number(value)
+    if count is None and isinstance(value, str):
+        match = _TOKENS.fullmatch(value.lower().replace(",", "").replace("_", "").strip())
+        if match:
+            count = float(match.group(1)) * {"": 1, "k": 1e3, "m": 1e6}[match.group(2)]
+    if count is None or not 0 < count < math.inf or not float(count).is_integer():
+        raise ValueError(problem)
+    return int(count)
+
+
+def parse_dollars(value: object) -> float:
+    """A positive amount of US dollars: 0.5, "0.50", "$2". Raises ValueError saying
+    what it takes."""
+    problem = f"expected US dollars such as 0.50 or 2, got {value!r}"
+    amount = _number(value.strip().removeprefix("$") if isinstance(value, str) else value)
+    if amount is None or not 0 < amount < math.inf:
+        raise ValueError(problem)
+    return amount
+
+
+def _number(value: object) -> float | None:
+    """A plain number given as a number or as text; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(rf"\s*{_NUMBER}\s*", value):
+        return float(value)
+    return None
 
 
 class Section(BaseModel):
@@ -209,6 +264,38 @@ class AgentConfig(Section):
     stall_repeat_limit: int = Field(default=3, ge=2)
     """The same tool call with the same arguments this many times in a row is a stall:
     the model is nudged once, then the run stops with status stuck."""
+
+    max_cost_usd: float | None = Field(default=None, examples=[1.0])
+    """Most US dollars one run may spend on model replies, at the catalog prices; once
+    reached, the run stops with status out_of_budget before its next request (resume it
+    with `lathe run --continue` and a larger budget). Needs a model with prices. Unset:
+    no limit."""
+
+    max_tokens: int | None = Field(default=None, examples=[200_000])
+    """Most tokens one run may use (input, output and cache, over all its replies), as
+    a number or like "50k"; once reached, the run stops with status out_of_budget before
+    its next request. Unset: no limit."""
+
+    timeout: float | None = Field(default=None, examples=["30m"])
+    """Most wall time one run may take, like "90s", "10m", "1h30m" or plain seconds; it
+    cuts a reply still streaming or a command still running, and the run stops with
+    status out_of_budget. The attempts of one `lathe run --attempts N` share these
+    three budgets. Unset: no limit."""
+
+    @field_validator("max_cost_usd", mode="before")
+    @classmethod
+    def _dollars(cls, value: object) -> float | None:
+        return None if value is None else parse_dollars(value)
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _tokens(cls, value: object) -> int | None:
+        return None if value is None else parse_tokens(value)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
 
 
 class RetryConfig(Section):

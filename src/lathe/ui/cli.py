@@ -71,6 +71,22 @@ def _agent_options(func):
         click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns."),
         click.option("--verify", metavar="CMD", help="A command lathe runs to check the work."),
         click.option(
+            "--max-cost",
+            metavar="USD",
+            help="Stop a run once its model replies cost this many US dollars (catalog "
+            "prices); continue it with --continue and a larger budget.",
+        ),
+        click.option(
+            "--max-tokens",
+            metavar="N",
+            help="Stop a run once it has used N tokens (input, output and cache; e.g. 50k).",
+        ),
+        click.option(
+            "--timeout",
+            metavar="DURATION",
+            help="Stop a run after this much wall time, e.g. 90s, 10m, 1h30m.",
+        ),
+        click.option(
             "--approval",
             type=click.Choice(["read-only", "ask", "auto", "full"]),
             help="What runs without asking (default: auto headless, ask interactive). "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from contextlib import ExitStack
 
 import click
@@ -19,11 +20,13 @@ _EXIT_CODES = {
     RunStatus.FAILED: 1,
     RunStatus.STUCK: 1,
     RunStatus.MAX_TURNS: 1,
+    RunStatus.OUT_OF_BUDGET: 1,
     RunStatus.PROVIDER_ERROR: 3,
     RunStatus.INTERRUPTED: 130,
 }
 CONTINUE_TASK = "Continue the task from where you stopped."
-# Ends after which another attempt may still succeed; the others are final.
+# Ends after which another attempt may still succeed; the others are final (out_of_budget
+# among them: the budgets bound the whole command, every attempt included).
 _ANOTHER_ATTEMPT_MAY_HELP = {RunStatus.FAILED, RunStatus.STUCK, RunStatus.MAX_TURNS}
 
 
@@ -54,6 +57,16 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
     if not as_json and finished.answer:
         sys.stdout.write(finished.answer.rstrip() + "\n")
     return _EXIT_CODES[finished.status]
+
+
+def _spent(ends: list[RunFinished], elapsed_s: float):
+    """What the attempts that ended so far spent, as a `Spend` for the budgets."""
+    from lathe.agent.budget import Spend, tokens_of
+
+    spent = Spend()
+    for end in ends:
+        spent = spent.plus(tokens_of(end.usage), end.cost_usd, 0.0)
+    return spent.plus(0, 0.0, elapsed_s)
 
 
 def _workspace_held(setup: RunSetup):
@@ -107,12 +120,19 @@ class _HeadlessRun:
         checkpoints = self._checkpoints()
         attempts = self._attempts(resumed=bool(history))
         start = None
+        started = time.monotonic()
         if attempts > 1:
             start = await asyncio.to_thread(checkpoints.snapshot, "before the run")
         try:
             finished = await self._attempt(task, history, provider, safety, redactor, checkpoints)
+            ends = [finished]
             for attempt in range(2, attempts + 1):
                 if finished.status not in _ANOTHER_ATTEMPT_MAY_HELP:
+                    break
+                spent = _spent(ends, time.monotonic() - started)
+                over = self._budget_reached(spent)
+                if over:
+                    self.emit(Notice(level="info", message=f"no further attempt: {over}"))
                     break
                 kept = await asyncio.to_thread(self._start_over, checkpoints, start)
                 self.emit(
@@ -127,12 +147,19 @@ class _HeadlessRun:
                 # The same safety serves every attempt: headless runs have no approver,
                 # so it never writes to the session it was built with.
                 self.recorder = SessionRecorder(self._new_session())
-                finished = await self._attempt(task, [], provider, safety, redactor, checkpoints)
+                finished = await self._attempt(
+                    task, [], provider, safety, redactor, checkpoints, spent=spent
+                )
+                ends.append(finished)
             return finished
         finally:
             await provider.aclose()
 
-    async def _attempt(self, task, history, provider, safety, redactor, checkpoints) -> RunFinished:
+    async def _attempt(
+        self, task, history, provider, safety, redactor, checkpoints, spent=None
+    ) -> RunFinished:
+        """One attempt at the task; `spent` (a `Spend`) is what earlier attempts of this
+        run used, counted against its budgets."""
         from lathe.ui.wiring import build_agent
 
         assert self.recorder is not None
@@ -145,6 +172,9 @@ class _HeadlessRun:
             messages=history,
             tools=safety.tools,
         )
+        budget = agent.deps.settings.budget
+        if budget is not None and spent is not None:
+            agent.deps.settings.budget = budget.after(spent)
         setup = self.setup
         self.emit(
             RunStarted(
@@ -190,6 +220,14 @@ class _HeadlessRun:
             )
             return 1
         return config.attempts
+
+    def _budget_reached(self, spent) -> str | None:
+        """Why no attempt may start after `spent`, or None."""
+        from lathe.types import Usage
+        from lathe.ui.budgets import run_budget
+
+        budget = run_budget(self.setup.loaded.config.agent)
+        return budget.after(spent).exceeded(Usage(), 0.0, 0.0) if budget else None
 
     def _start_over(self, checkpoints, start) -> list[str]:
         """Bring the workspace back to `start`; files someone else changed meanwhile stay

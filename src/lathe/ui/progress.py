@@ -97,6 +97,11 @@ class ProgressPrinter:
         )
         if event.reason:
             self._line(f"  reason: {event.reason}")
+        if event.status.value == "out_of_budget":
+            self._line(
+                "  to go on: lathe run --continue, with a larger --max-cost, --max-tokens "
+                "or --timeout"
+            )
         if event.status.value == "unverified":
             if event.evidence:
                 self._line(

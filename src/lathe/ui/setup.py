@@ -27,6 +27,10 @@ class RunOptions:
     max_turns: int | None = None
     verify: str | None = None
     attempts: int | None = None
+    # Run budgets as typed (`lathe.ui.budgets` parses them): US dollars, tokens, a duration.
+    max_cost: str | None = None
+    max_tokens: str | None = None
+    timeout: str | None = None
     approval: str | None = None
     overrides: Sequence[str] = ()
     allow: Sequence[str] = ()
@@ -65,6 +69,7 @@ def effective_approval(loaded: LoadedConfig, *, headless: bool) -> str:
 def prepare(options: RunOptions) -> RunSetup:
     """Raises UsageError with a message naming what to change."""
     from lathe.config import load_config, resolve_model
+    from lathe.ui.budgets import budget_flags, check_cost_budget
 
     workspace = _workspace(options.workspace)
     loaded = load_config(
@@ -77,6 +82,7 @@ def prepare(options: RunOptions) -> RunSetup:
             "agent.verify": options.verify,
             "agent.attempts": options.attempts,
             "permissions.approval": options.approval,
+            **budget_flags(options),
         },
         overrides=options.overrides,
     )
@@ -87,6 +93,7 @@ def prepare(options: RunOptions) -> RunSetup:
         name = _local_default(loaded, notices) or name
     local = _is_local(name)
     model = _local_model(loaded, name) if local else resolve_model(loaded.config)
+    check_cost_budget(loaded, model)
     endpoint = endpoint_for(model)
     if local and loaded.config.local.tool_mode == "json_schema":
         endpoint = dataclasses.replace(endpoint, tool_mode="json_schema")

@@ -40,6 +40,7 @@ def spill_dir(workspace: Path) -> Path:
 
 def agent_settings(setup: RunSetup) -> AgentSettings:
     from lathe.llm.retry import RetryPolicy
+    from lathe.ui.budgets import run_budget
 
     config = setup.loaded.config
     return AgentSettings(
@@ -56,6 +57,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         ),
         max_output_tokens=setup.model.max_output_tokens,
         price=setup.model.cost if setup.model.prices.known else None,
+        budget=run_budget(config.agent),
     )
 
 

@@ -16,10 +16,11 @@ import contextlib
 import dataclasses
 import os
 import sys
+import time
 from typing import Any
 
 from lathe.errors import UsageError
-from lathe.types import AssistantMessage, ToolResultMessage
+from lathe.types import AssistantMessage, ToolResultMessage, Usage
 from lathe.ui.interactive.approval import FILE_TOOLS, parse_answer, preview_diff
 from lathe.ui.setup import RunOptions
 
@@ -71,6 +72,10 @@ class InteractiveApp:
         self.queue: list[str] = []
         self.pending_approval: tuple[Any, asyncio.Future[Any]] | None = None
         self.cost_usd = 0.0
+        # What the current (or last) run spent, shown against its budget when one is set:
+        # each message's run has the budget `--max-cost` and the others give.
+        self.run_usage = Usage()
+        self.run_cost_usd = 0.0
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
@@ -115,6 +120,8 @@ class InteractiveApp:
             self._session_log(redactor)(event)
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
+            self.run_cost_usd += self.resolved.cost(event.message.usage)
+            self.run_usage = self.run_usage + event.message.usage
         if isinstance(event, ToolFinished) and self._approved_diff and event.name in FILE_TOOLS:
             self._approved_diff = False
             if not event.is_error:  # the person approving saw this very diff already
@@ -337,6 +344,7 @@ class InteractiveApp:
         from lathe.events import RunStarted
 
         session = self.links.session
+        self.run_usage, self.run_cost_usd = Usage(), 0.0
         self.emit(
             RunStarted(
                 task=message,
@@ -469,7 +477,7 @@ class InteractiveApp:
         percent = min(100, round(100 * used / self.window)) if self.window else 0
         text = (
             f" {self.provider.model} · ctx {percent}% of {self.window // 1000}k · "
-            f"{self.usage_text()} · {self.gate.policy.mode.value}"
+            f"{self.usage_text()}{self._budget_text()} · {self.gate.policy.mode.value}"
             + (" · sandboxed" if self.sandboxed else "")
         )
         if self.options.verify or self.agent.deps.settings.verify_command:
@@ -481,6 +489,19 @@ class InteractiveApp:
             return f"${self.cost_usd:.4f}"
         usage = self.agent.usage
         return f"{usage.input_tokens + usage.output_tokens:,} tokens"
+
+    def _budget_text(self) -> str:
+        """What the run spent against its budget, like " · run: $0.12 of $0.50 · 12k of
+        50k tokens"; empty when the run has no budget."""
+        from lathe.ui.budgets import spend_text
+
+        budget = self.agent.deps.settings.budget
+        if budget is None:
+            return ""
+        cost = self.run_cost_usd if self.resolved.prices.known else None
+        elapsed = time.monotonic() - self.status.started if self.status.running else None
+        spent = spend_text(budget, self.run_usage, cost, elapsed)
+        return f" · run: {spent}" if spent else ""
 
     def cost_line(self) -> str:
         if self.resolved.prices.known:

@@ -1,0 +1,152 @@
+"""Budgets of a run beyond its turns: tokens, dollars and wall time.
+
+`RunBudget` holds the limits (None: no limit) and answers one question,
+`exceeded(usage, cost, elapsed)`: the reason the run must stop, in words that name the
+budget and the figure ("the cost budget ($0.50) was reached: $0.52 spent"), or None
+while every limit holds. A limit counts as reached at its value, not only beyond it.
+
+What counts:
+- tokens: input + output + cache reads + cache writes of the run's model replies (the
+  usage convention of `lathe.types.Usage`: input excludes the cached tokens, so nothing
+  is counted twice);
+- cost: the catalog price of those replies; None when the model has no prices, and then
+  a cost limit cannot be judged (the faces refuse one up front);
+- elapsed: wall time since the run started, in seconds.
+
+`earlier` is what earlier runs of the same command spent (the attempts of one `lathe run
+--attempts N`): it counts against the limits, so a budget bounds the whole command.
+`BudgetGuard` is the finish handler that applies it: the token and cost limits are
+judged before each model request, and the time limit is a deadline over the whole run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from lathe.agent.finish import Finish, FinishHandler, RunState, TimeLimit
+from lathe.events import RunStatus
+
+if TYPE_CHECKING:
+    from lathe.types import Usage
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What has been spent: tokens, dollars (None: unknown) and seconds."""
+
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+    elapsed_s: float = 0.0
+
+    def plus(self, tokens: int, cost_usd: float | None, elapsed_s: float) -> Spend:
+        cost = None if cost_usd is None or self.cost_usd is None else self.cost_usd + cost_usd
+        return Spend(self.tokens + tokens, cost, self.elapsed_s + elapsed_s)
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The limits of one run; None means no limit of that kind."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float | None = None
+    earlier: Spend = field(default_factory=Spend)
+
+    @property
+    def limited(self) -> bool:
+        return any(x is not None for x in (self.max_cost_usd, self.max_tokens, self.timeout_s))
+
+    def exceeded(self, usage: Usage, cost: float | None, elapsed: float) -> str | None:
+        """Why the run must stop now, or None. `usage` and `cost` are this run's so far
+        (cost None: unknown, which no cost limit can judge), `elapsed` its seconds."""
+        spent = self.earlier.plus(tokens_of(usage), cost, elapsed)
+        cost_limit, spent_usd = self.max_cost_usd, spent.cost_usd
+        if cost_limit is not None and spent_usd is not None and spent_usd >= cost_limit:
+            return (
+                f"the cost budget ({dollars(cost_limit)}) was reached: {dollars(spent_usd)} spent"
+            )
+        if self.max_tokens is not None and spent.tokens >= self.max_tokens:
+            return (
+                f"the token budget ({self.max_tokens:,}) was reached: {spent.tokens:,} tokens used"
+            )
+        if self.timeout_s is not None and spent.elapsed_s >= self.timeout_s:
+            return self.out_of_time(elapsed)
+        return None
+
+    def time_left(self) -> float | None:
+        """Seconds a run starting now may take (never negative); None: no time limit."""
+        if self.timeout_s is None:
+            return None
+        return max(0.0, self.timeout_s - self.earlier.elapsed_s)
+
+    def out_of_time(self, elapsed: float) -> str:
+        """The reason for a run this budget's deadline cut after `elapsed` seconds."""
+        assert self.timeout_s is not None
+        total = self.earlier.elapsed_s + elapsed
+        return (
+            f"the time budget ({duration(self.timeout_s)}) was reached: {duration(total)} elapsed"
+        )
+
+    def after(self, spent: Spend) -> RunBudget:
+        """The same limits, with `spent` counted as already used (by an earlier attempt)."""
+        earlier = self.earlier.plus(spent.tokens, spent.cost_usd, spent.elapsed_s)
+        return replace(self, earlier=earlier)
+
+
+def tokens_of(usage: Usage) -> int:
+    """The tokens a budget counts for `usage`: every kind, input, output and cache."""
+    return (
+        usage.input_tokens
+        + usage.output_tokens
+        + usage.cache_read_tokens
+        + usage.cache_write_tokens
+    )
+
+
+def dollars(amount: float) -> str:
+    """$0.50, $2.00; four decimals when two would hide the amount ($0.0042)."""
+    if abs(amount - round(amount, 2)) < 1e-9:
+        return f"${amount:,.2f}"
+    return f"${amount:,.4f}"
+
+
+def duration(seconds: float) -> str:
+    """90 -> "1m30s", 3600 -> "1h", 8.02 -> "8s", 2.5 -> "2.5s" (forms `agent.timeout`
+    takes)."""
+    if seconds < 10 and not float(round(seconds, 1)).is_integer():
+        return f"{seconds:.1f}s"
+    whole = math.floor(seconds + 0.5)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else ""]
+    parts.append(f"{secs}s" if secs or not (hours or minutes) else "")
+    return "".join(parts)
+
+
+class BudgetGuard(FinishHandler):
+    """Ends the run `out_of_budget` when a budget is reached: tokens and cost before
+    each model request (the reply that reached it keeps its calls, which cost no
+    tokens), time as a deadline over the whole run."""
+
+    def __init__(self, budget: RunBudget, *, priced: bool) -> None:
+        self._budget = budget
+        self._priced = priced
+
+    def time_limit(self, run: RunState) -> TimeLimit | None:
+        seconds = self._budget.time_left()
+        if seconds is None:
+            return None
+        budget = self._budget
+
+        def end(elapsed: float) -> Finish:
+            return Finish(RunStatus.OUT_OF_BUDGET, reason=budget.out_of_time(elapsed))
+
+        return TimeLimit(seconds, end)
+
+    def before_request(self, run: RunState) -> Finish | None:
+        spent = run.spent
+        cost = spent.cost_usd if self._priced else None
+        over = self._budget.exceeded(spent.usage, cost, spent.elapsed_s())
+        return Finish(RunStatus.OUT_OF_BUDGET, reason=over) if over else None
