@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lathe.agent.budget import RunBudget, Spend, dollars, duration, unanswered_calls
+from lathe.agent.budget import RunBudget, Spend, dollars, duration
+from lathe.agent.context import unanswered_calls
 from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage
 
 

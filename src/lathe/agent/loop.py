@@ -146,11 +146,12 @@ class Agent:
                 raise  # not the run's deadline
         # Cut mid-step: a reply still streaming left nothing; calls still running get a
         # result, so the conversation can be sent again (`--continue`).
-        open_calls = unanswered_calls(self.messages)
-        text = self.deps.words.say("call_not_run", reason="the run's time limit was reached")
-        for result in refused_results(open_calls, text, "stopped: time limit", self.emit):
+        end = limit.end(spend.elapsed_s())
+        text = self.deps.words.say("call_cut_short", reason=end.reason)
+        cut = unanswered_calls(self.messages)
+        for result in refused_results(cut, text, "stopped: time limit", self.emit):
             self.append(result)
-        return self._finished(limit.end(spend.elapsed_s()), run, spend)
+        return self._finished(end, run, spend)
 
     async def _steps(self, user_input: str, run: RunState, spend: RunSpending) -> RunFinished:
         settings = self.deps.settings
