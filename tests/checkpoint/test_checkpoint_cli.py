@@ -58,14 +58,14 @@ def test_undo_warns_about_kept_files_and_force_overwrites(
 
     kept = CliRunner().invoke(cli, ["undo", "-C", str(ws)])
     assert kept.exit_code == 0, kept.output
-    assert "kept 1 file(s) you changed" in kept.stderr
+    assert "kept 1 file you changed" in kept.stderr
     assert "--force" in kept.stderr
     assert "  b" in kept.stderr
     assert (ws / "b").read_text() == "user\n"
 
     forced = CliRunner().invoke(cli, ["undo", "-C", str(ws), "--force"])
     assert forced.exit_code == 0, forced.output
-    assert "Overwrote 1 file(s)" in forced.stderr
+    assert "Overwrote 1 file you" in forced.stderr
     assert files(ws) == {"a": b"a\n", "b": b"b\n"}
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lathe.errors import NothingListening, ProviderError
 from lathe.llm.base import StreamEvent
+from lathe.plural import plural
 
 OnRetry = Callable[[int, int, float, ProviderError], object]
 
@@ -86,7 +87,9 @@ async def stream_with_retry(
             if refusals:
                 limit = min(limit, attempt - refusals + policy.local_refused_attempts)
             if attempt >= limit:
-                raise _with_message(error, f"{error} (gave up after {attempt} attempts)") from error
+                raise _with_message(
+                    error, f"{error} (gave up after {plural(attempt, 'attempt')})"
+                ) from error
             if refusals:
                 wait_s = policy.local_refused_wait_s
             else:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import assert_never
 
+from lathe.plural import plural
 from lathe.session.entries import (
     ApprovalEntry,
     CheckpointEntry,
@@ -44,7 +45,7 @@ def _abbreviate(text: str, lines: int = 6) -> str:
     kept = text.splitlines()
     if len(kept) <= lines:
         return text.rstrip("\n")
-    return "\n".join([*kept[:lines], f"… ({len(kept) - lines} more lines)"])
+    return "\n".join([*kept[:lines], f"… ({plural(len(kept) - lines, 'more line')})"])
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
@@ -72,8 +73,8 @@ def _event_line(entry: Entry) -> str | None:
         case RunEndEntry():
             reason = f": {entry.reason}" if entry.reason else ""
             return (
-                f"[run ended {entry.status} after {entry.turns} turns, "
-                f"{entry.usage.total} tokens{reason}]"
+                f"[run ended {entry.status} after {plural(entry.turns, 'turn')}, "
+                f"{plural(entry.usage.total, 'token')}{reason}]"
             )
         case _:
             assert_never(entry)

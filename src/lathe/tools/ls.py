@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import Params, ToolContext, ToolOutput
 from lathe.tools.files import os_errors
 from lathe.tools.paths import existing_path, place
@@ -49,7 +50,7 @@ class LsTool:
                 f"\n\n[Showing {len(listed)} of {len(names)} entries. Use glob to find "
                 f"specific files.]"
             )
-        return ToolOutput(content=body, summary=f"{len(names)} entries")
+        return ToolOutput(content=body, summary=plural(len(names), "entry", "entries"))
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

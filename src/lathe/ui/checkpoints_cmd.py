@@ -16,6 +16,7 @@ import click
 from lathe.checkpoint import Checkpoint, Checkpoints, RestoreReport, find_workspace
 from lathe.errors import LatheError, UsageError
 from lathe.home import lathe_home
+from lathe.plural import plural
 from lathe.ui.options import LatheCommand, LatheGroup
 
 _SHOWN_FILES = 4
@@ -120,14 +121,14 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
     _print_paths("deleted", report.deleted)
     if report.forced:
         click.secho(
-            f"Overwrote {len(report.forced)} file(s) you had changed (--force):",
+            f"Overwrote {plural(len(report.forced), 'file')} you had changed (--force):",
             fg="yellow",
             err=True,
         )
         _print_paths("", report.forced, err=True)
     if report.kept:
         click.secho(
-            f"warning: kept {len(report.kept)} file(s) you changed since lathe last "
+            f"warning: kept {plural(len(report.kept), 'file')} you changed since lathe last "
             "touched them; rerun with --force to overwrite them:",
             fg="yellow",
             err=True,

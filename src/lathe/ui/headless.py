@@ -77,10 +77,11 @@ class _HeadlessRun:
         from lathe.ui.progress import JsonPrinter, ProgressPrinter
 
         self.setup = setup
-        self.emit = JsonPrinter() if as_json else ProgressPrinter()
+        self.emit = JsonPrinter() if as_json else ProgressPrinter(files_changed=self._changed)
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
+        self.changes = None  # the attempt's CheckpointRecorder
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -138,6 +139,7 @@ class _HeadlessRun:
         from lathe.ui.wiring import build_agent
 
         assert self.recorder is not None
+        self.changes = CheckpointRecorder(checkpoints, self.recorder.session)
         agent = build_agent(
             self.setup,
             provider,
@@ -149,7 +151,7 @@ class _HeadlessRun:
                     *safety.hooks,
                     redactor,
                     redactor.guard(self.recorder),
-                    CheckpointRecorder(checkpoints, self.recorder.session),
+                    self.changes,
                 ]
             ),
             messages=history,
@@ -159,6 +161,10 @@ class _HeadlessRun:
         finished = redactor.event(await agent.run(task))
         self.recorder.record_end(finished)
         return finished
+
+    def _changed(self) -> bool:
+        """Whether the current attempt has changed a file, for the progress lines."""
+        return self.changes is not None and self.changes.changed
 
     def _attempts(self, *, resumed: bool) -> int:
         config = self.setup.loaded.config.agent

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from lathe.plural import plural
 from lathe.ui.options import LatheCommand
 
 
@@ -70,12 +71,13 @@ def _render(stats, scope: str, since: str | None) -> None:
     runs = ", ".join(f"{status} {count}" for status, count in stats.runs.most_common()) or "none"
     cost = f"${stats.cost_usd:.4f}"
     if stats.unpriced_requests:
-        cost += f" (+{stats.unpriced_requests} requests to unpriced models)"
+        cost += f" (+{plural(stats.unpriced_requests, 'request')} to unpriced models)"
     summary.add_row("sessions", str(stats.sessions))
     summary.add_row("runs", f"{sum(stats.runs.values())} ({runs})")
     summary.add_row(
         "model requests",
-        f"{stats.requests} ({stats.retries} retries, mean {stats.mean_latency_ms / 1000:.1f} s)",
+        f"{stats.requests} ({plural(stats.retries, 'retry', 'retries')}, "
+        f"mean {stats.mean_latency_ms / 1000:.1f} s)",
     )
     summary.add_row(
         "tokens",
