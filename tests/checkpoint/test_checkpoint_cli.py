@@ -73,7 +73,7 @@ def test_undo_with_nothing_to_undo_exits_2(cli: click.Group, ws: Path, home: Pat
     result = CliRunner().invoke(cli, ["undo", "-C", str(ws)])
 
     assert result.exit_code == 2
-    assert "error: no checkpoints for" in result.stderr
+    assert "lathe: no checkpoints for" in result.stderr
     assert "-C DIR" in result.stderr
     assert not (home / "checkpoints").exists()  # asking created nothing
 

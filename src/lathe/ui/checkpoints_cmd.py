@@ -17,19 +17,29 @@ from lathe.checkpoint import Checkpoint, Checkpoints, RestoreReport, find_worksp
 from lathe.errors import LatheError, UsageError
 from lathe.home import lathe_home
 from lathe.plural import plural
-from lathe.ui.options import LatheCommand, LatheGroup
+from lathe.ui.options import LatheCommand, LatheGroup, workspace_option
 
 _SHOWN_FILES = 4
 _MARK = {"added": "A", "modified": "M", "deleted": "D"}
 
-_cwd_option = click.option(
-    "-C",
-    "--cwd",
-    "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Workspace directory (default: the current directory).",
-)
+_cwd_option = workspace_option("Workspace directory (default: the current directory).")
+
+
+class _CheckpointNumber(click.ParamType):
+    """A checkpoint's number as `lathe checkpoints list` and `lathe sessions show` print
+    it: `7` or `#7`."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        digits = str(value).strip().removeprefix("#")
+        if not digits.isdigit() or int(digits) < 1:
+            self.fail(f"{value!r} is not a checkpoint number such as 7 or #7", param, ctx)
+        return int(digits)
+
+
 _force_option = click.option(
     "--force", is_flag=True, help="Also overwrite files you changed since lathe last did."
 )
@@ -38,10 +48,10 @@ _force_option = click.option(
 @click.command("undo", cls=LatheCommand)
 @_cwd_option
 @_force_option
-def undo_command(cwd: Path | None, force: bool) -> None:
+def undo_command(workspace: Path, force: bool) -> None:
     """Restore the workspace to before the last agent turn that changed files."""
     with _errors_exit():
-        checkpoints = _open(cwd)
+        checkpoints = _open(workspace)
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
     _print_report(report, what="undo")
@@ -54,10 +64,10 @@ def checkpoints_group() -> None:
 
 @checkpoints_group.command("list")
 @_cwd_option
-def list_command(cwd: Path | None) -> None:
+def list_command(workspace: Path) -> None:
     """Show checkpoints, newest first (N=1 is the most recent)."""
     with _errors_exit():
-        store = _open(cwd)
+        store = _open(workspace)
         checkpoints = store.list()
     if not checkpoints:
         click.echo(f"No checkpoints for {store.workspace} yet.")
@@ -74,21 +84,21 @@ def list_command(cwd: Path | None) -> None:
 
 
 @checkpoints_group.command("restore")
-@click.argument("n", type=click.IntRange(min=1))
+@click.argument("n", type=_CheckpointNumber())
 @_cwd_option
 @_force_option
-def restore_command(n: int, cwd: Path | None, force: bool) -> None:
+def restore_command(n: int, workspace: Path, force: bool) -> None:
     """Restore the workspace to checkpoint N of `lathe checkpoints list`."""
     with _errors_exit():
-        checkpoints = _open(cwd)
+        checkpoints = _open(workspace)
         with _held(checkpoints, "lathe checkpoints restore"):
             report = checkpoints.restore(n, force=force)
     _print_report(report, what="restore")
 
 
-def _open(cwd: Path | None) -> Checkpoints:
+def _open(workspace: Path) -> Checkpoints:
     home = lathe_home()
-    return Checkpoints(find_workspace(cwd or Path.cwd(), home), home)
+    return Checkpoints(find_workspace(workspace, home), home)
 
 
 def _held(checkpoints: Checkpoints, doing: str):
@@ -103,10 +113,10 @@ def _errors_exit() -> Iterator[None]:
     try:
         yield
     except UsageError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"lathe: {exc}", err=True)
         raise SystemExit(2) from None
     except LatheError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"lathe: {exc}", err=True)
         raise SystemExit(1) from None
 
 
@@ -128,7 +138,7 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
         _print_paths("", report.forced, err=True)
     if report.kept:
         click.secho(
-            f"warning: kept {plural(len(report.kept), 'file')} you changed since lathe last "
+            f"lathe: warning: kept {plural(len(report.kept), 'file')} you changed since lathe last "
             "touched them; rerun with --force to overwrite them:",
             fg="yellow",
             err=True,
@@ -136,7 +146,7 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
         _print_paths("", report.kept, err=True)
     if report.skipped:
         click.secho(
-            "warning: left as they are, because checkpoints do not record them "
+            "lathe: warning: left as they are, because checkpoints do not record them "
             "(ignored files, nested git repositories):",
             fg="yellow",
             err=True,

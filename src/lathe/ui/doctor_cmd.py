@@ -20,7 +20,7 @@ from typing import Literal
 
 import click
 
-from lathe.ui.options import LatheCommand
+from lathe.ui.options import LatheCommand, workspace_option
 
 Level = Literal["ok", "warn", "fail"]
 _ENDPOINT_TIMEOUT_S = 5.0
@@ -36,14 +36,7 @@ class Check:
 
 
 @click.command("doctor", cls=LatheCommand)
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Workspace whose project config applies (default: the current directory).",
-)
+@workspace_option("Workspace whose project config applies (default: the current directory).")
 @click.option("--model", "-m", help="Check this model instead of the configured one.")
 @click.option("--base-url", help="Check this OpenAI-compatible endpoint.")
 @click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")

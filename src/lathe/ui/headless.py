@@ -6,12 +6,16 @@ import asyncio
 import os
 import sys
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 
 from lathe.errors import LatheError, UsageError
 from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
+
+if TYPE_CHECKING:
+    from lathe.ui.recorder import CheckpointRecorder
 
 _EXIT_CODES = {
     RunStatus.VERIFIED: 0,
@@ -81,7 +85,7 @@ class _HeadlessRun:
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
-        self.changes = None  # the attempt's CheckpointRecorder
+        self.changes: CheckpointRecorder | None = None  # the attempt's
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider

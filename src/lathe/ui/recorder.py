@@ -4,11 +4,15 @@ compactions, and the run's end."""
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from lathe.agent.hooks import AgentHooks
 from lathe.events import RunFinished
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
 from lathe.types import Message
+
+if TYPE_CHECKING:
+    from lathe.checkpoint import Checkpoint
 
 
 class SessionRecorder(AgentHooks):
@@ -68,7 +72,7 @@ class CheckpointRecorder(AgentHooks):
     def __init__(self, checkpoints, session: Session | None) -> None:
         self._checkpoints = checkpoints
         self._session = session
-        self._before = None
+        self._before: Checkpoint | None = None
         self.changed = False
 
     async def before_changes(self, turn: int) -> None:

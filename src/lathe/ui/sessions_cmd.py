@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lathe.errors import UsageError
-from lathe.ui.options import LatheGroup
+from lathe.ui.options import LatheGroup, workspace_option
 
 if TYPE_CHECKING:
     from lathe.session import SessionStore
@@ -63,14 +63,7 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Sessions of every workspace.")
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace whose sessions to list (default: the current directory).",
-)
+@workspace_option("Workspace whose sessions to list (default: the current directory).")
 @_fails_cleanly
 def list_sessions(show_all: bool, workspace: Path) -> None:
     """Sessions of this workspace, most recent first."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from lathe.plural import plural
-from lathe.ui.options import LatheCommand
+from lathe.ui.options import LatheCommand, workspace_option
 
 
 @click.command("stats", cls=LatheCommand)
@@ -19,28 +19,17 @@ from lathe.ui.options import LatheCommand
     help="Only what happened in the last AGE: 30m, 12h, 7d, 2w (default: everything).",
 )
 @click.option("--all", "all_projects", is_flag=True, help="Every workspace, not only this one.")
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Workspace whose sessions count (default: the current directory).",
-)
+@workspace_option("Workspace whose sessions count (default: the current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the totals as one JSON object.")
 def stats_command(since: str | None, all_projects: bool, workspace: Path, as_json: bool) -> None:
     """Tokens, cost, runs by status, tool calls and failure rates, slowest tools."""
     import json
 
-    from lathe.errors import UsageError
     from lathe.home import lathe_home
     from lathe.obs.stats import collect, log_files, parse_since
     from lathe.session import SessionStore
 
-    try:
-        cutoff = datetime.now(UTC) - parse_since(since) if since else None
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from exc
+    cutoff = datetime.now(UTC) - parse_since(since) if since else None
     store = SessionStore(lathe_home())
     workspace = workspace.expanduser().resolve()
     project = None if all_projects else store.project_dir(workspace)
