@@ -2,8 +2,8 @@
 
 Attached to the main CLI with `cli.add_command(sessions)`. Errors print `lathe: …` on
 stderr and exit 2; load warnings (a torn last line, a corrupt entry) go to stderr too,
-so stdout stays the transcript or export alone. rich (imported inside the command)
-honours NO_COLOR and plain output when stdout is not a terminal.
+so stdout stays the transcript or export alone. `list` fits the terminal and prints
+plain tab-separated lines when piped (`ui/table.py`).
 """
 
 from __future__ import annotations
@@ -66,37 +66,39 @@ def sessions() -> None:
 @workspace_option("Workspace whose sessions to list (default: the current directory).")
 @_fails_cleanly
 def list_sessions(show_all: bool, workspace: Path) -> None:
-    """Sessions of this workspace, most recent first."""
-    from rich.console import Console
-    from rich.table import Table
+    """Sessions of this workspace, most recent first. On a terminal the task text is cut
+    to fit, never the id; piped, each session is one tab-separated line: id, updated,
+    status, turns, tokens, (workspace,) task."""
+    from lathe.ui.table import Column, print_list
 
     summaries = _store().list(None if show_all else workspace)
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
         click.echo(f"no sessions{where}")
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("ID", no_wrap=True)
-    table.add_column("UPDATED", no_wrap=True)
-    table.add_column("TASK", overflow="ellipsis", no_wrap=True, ratio=1)
-    table.add_column("TURNS", justify="right")
-    table.add_column("TOKENS", justify="right")
-    table.add_column("STATUS", no_wrap=True)
+    columns = [
+        Column("ID"),
+        Column("UPDATED", drop=2),
+        Column("STATUS", drop=3),
+        Column("TURNS", right=True, drop=5),
+        Column("TOKENS", right=True, drop=4),
+    ]
     if show_all:
-        table.add_column("WORKSPACE", overflow="ellipsis", no_wrap=True)
+        columns.append(Column("WORKSPACE", flex=True, keep_end=True, drop=1))
+    columns.append(Column("TASK", flex=True))
+    rows = []
     for summary in summaries:
         row = [
             summary.id,
             _when(summary.updated),
-            summary.title or "-",
+            summary.status,
             str(summary.turns),
             f"{summary.tokens:,}",
-            summary.status,
         ]
         if show_all:
             row.append(summary.cwd)
-        table.add_row(*row)
-    Console(highlight=False).print(table)
+        rows.append([*row, summary.title or "-"])
+    print_list(columns, rows)
 
 
 @sessions.command("show")
