@@ -93,9 +93,7 @@ def encode_message(
 
 def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
     label, _, body = record.message.partition("\n")
-    trailers = dict(
-        line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-")
-    )
+    trailers = dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-"))
     turn = trailers.get("Lathe-Turn")
     kept = trailers.get("Lathe-Kept", "0")
     return Checkpoint(

@@ -203,8 +203,11 @@ class Checkpoints:
 
 def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | None:
     newest_by_lathe = next((c for c in history if c.by_lathe), None)
-    if force and newest_by_lathe is not None and newest_by_lathe.kind == "undo" and (
-        newest_by_lathe.kept
+    if (
+        force
+        and newest_by_lathe is not None
+        and newest_by_lathe.kind == "undo"
+        and (newest_by_lathe.kept)
     ):
         # The user saw "kept N files, use --force" and reran: finish that same undo.
         return next((c for c in history if c.commit == newest_by_lathe.undoes), None)
