@@ -157,6 +157,10 @@ class ShadowRepo:
         out = self._git(*args, rev, "--").decode("utf-8", "surrogateescape")
         return [_parse_record(chunk) for chunk in out.split("\x1e") if chunk.strip("\0\n")]
 
+    def count(self, rev: str) -> int:
+        """How many checkpoints the chain holds up to and including `rev`."""
+        return int(self._git("rev-list", "--count", "--first-parent", rev).decode().strip())
+
     def diff(self, old_tree: str, new_tree: str) -> list[Change]:
         out = self._git("diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, "--")
         fields = out.decode("utf-8", "surrogateescape").split("\0")

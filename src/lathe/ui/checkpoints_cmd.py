@@ -65,22 +65,28 @@ def checkpoints_group() -> None:
 @checkpoints_group.command("list")
 @_cwd_option
 def list_command(workspace: Path) -> None:
-    """Show checkpoints, newest first (N=1 is the most recent)."""
+    """Show checkpoints, newest first. #N is a checkpoint's number for good: #1 is the
+    first recorded here, and `lathe sessions show` names them the same way. Piped, each
+    is one tab-separated line: #N, time, kind, label, files."""
+    from lathe.ui.table import Column, heading, print_list, terminal_width
+
     with _errors_exit():
         store = _open(workspace)
         checkpoints = store.list()
     if not checkpoints:
         click.echo(f"No checkpoints for {store.workspace} yet.")
         return
-    click.echo(f"Checkpoints of {store.workspace}:")
-    click.echo(f"{'N':>4}  {'time':<19}  {'turn':>4}  {'kind':<7}  label / files")
-    for checkpoint in checkpoints:
-        turn = "" if checkpoint.turn is None else str(checkpoint.turn)
-        click.echo(
-            f"{checkpoint.n:>4}  {_local_time(checkpoint)}  {turn:>4}  "
-            f"{checkpoint.kind:<7}  {checkpoint.label}"
-        )
-        click.echo(f"{'':>43}{_files_summary(checkpoint)}")
+    if terminal_width() is not None:
+        click.echo(heading(f"Checkpoints of {store.workspace}:"))
+    columns = [
+        Column("N"),
+        Column("TIME", drop=2),
+        Column("KIND", drop=3),
+        Column("LABEL", flex=True, min_width=14),
+        Column("FILES", flex=True, min_width=8, drop=1),
+    ]
+    rows = [[f"#{c.n}", _local_time(c), c.kind, c.label, _files_summary(c)] for c in checkpoints]
+    print_list(columns, rows)
 
 
 @checkpoints_group.command("restore")
@@ -88,7 +94,7 @@ def list_command(workspace: Path) -> None:
 @_cwd_option
 @_force_option
 def restore_command(n: int, workspace: Path, force: bool) -> None:
-    """Restore the workspace to checkpoint N of `lathe checkpoints list`."""
+    """Restore the workspace to checkpoint N (or #N) of `lathe checkpoints list`."""
     with _errors_exit():
         checkpoints = _open(workspace)
         with _held(checkpoints, "lathe checkpoints restore"):

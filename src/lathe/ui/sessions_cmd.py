@@ -20,7 +20,7 @@ from lathe.errors import UsageError
 from lathe.ui.options import LatheGroup, workspace_option
 
 if TYPE_CHECKING:
-    from lathe.session import SessionStore
+    from lathe.session import Session, SessionStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_USAGE = 2
@@ -50,6 +50,24 @@ def _store() -> SessionStore:
 def _warn(warnings: list[str], session_id: str) -> None:
     for warning in warnings:
         click.echo(f"lathe: session {session_id}: {warning}", err=True)
+
+
+def _checkpoint_numbers(session: Session) -> dict[str, int]:
+    """Commit -> number of the checkpoints of the session's workspace, so a transcript
+    names them as `lathe checkpoints list` does; empty when there are none to name (the
+    session made none, or its workspace or checkpoint store is gone)."""
+    from lathe.checkpoint import Checkpoints
+    from lathe.errors import LatheError
+    from lathe.home import lathe_home
+    from lathe.session import CheckpointEntry
+
+    if not any(isinstance(entry, CheckpointEntry) for entry in session.entries):
+        return {}
+    try:
+        listed = Checkpoints(Path(session.header.cwd), lathe_home()).list()
+    except LatheError:
+        return {}
+    return {checkpoint.commit: checkpoint.n for checkpoint in listed}
 
 
 def _when(moment: datetime) -> str:
@@ -111,7 +129,7 @@ def show(session_id: str) -> None:
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    click.echo(render_text(session), nl=False)
+    click.echo(render_text(session, checkpoints=_checkpoint_numbers(session)), nl=False)
 
 
 @sessions.command("export")
@@ -131,8 +149,10 @@ def export(session_id: str, output_format: str) -> None:
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    render = export_json if output_format == "json" else render_markdown
-    click.echo(render(session), nl=False)
+    if output_format == "json":
+        click.echo(export_json(session), nl=False)
+    else:
+        click.echo(render_markdown(session, checkpoints=_checkpoint_numbers(session)), nl=False)
 
 
 @sessions.command("fork")
