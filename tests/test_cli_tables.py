@@ -141,6 +141,20 @@ def test_sessions_list_piped_is_one_whole_row_per_line(recorded):
     assert grepped.split("\t")[0] == ids[1]
 
 
+def test_checkpoints_list_fits_a_terminal_and_is_whole_when_piped(recorded):
+    ws, home, _ = recorded
+
+    shown = on_terminal("checkpoints", "list", cwd=ws, env=_env(home), columns=60)
+    piped = _lathe("checkpoints", "list", cwd=ws, env=_env(home))
+
+    lines = [_ANSI.sub("", line) for line in shown.splitlines()]
+    assert all(_cells(line) <= 60 for line in lines), lines
+    assert [line.split()[0] for line in lines[2:]] == ["#2", "#1"]
+    rows = [row.split("\t") for row in piped.stdout.splitlines()]
+    assert [row[0] for row in rows] == ["#2", "#1"]
+    assert rows[1][3:] == ["before turn 1", "(first checkpoint)"]
+
+
 @pytest.mark.parametrize("columns", [80, 60])
 def test_stats_on_a_terminal_fits_and_keeps_numbers_and_ids(recorded, columns):
     ws, home, ids = recorded

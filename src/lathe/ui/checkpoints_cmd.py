@@ -68,7 +68,7 @@ def list_command(workspace: Path) -> None:
     """Show checkpoints, newest first. #N is a checkpoint's number for good: #1 is the
     first recorded here, and `lathe sessions show` names them the same way. Piped, each
     is one tab-separated line: #N, time, kind, label, files."""
-    from lathe.ui.table import Column, heading, print_list, terminal_width
+    from lathe.ui.table import Column, clip, heading, print_list, terminal_width
 
     with _errors_exit():
         store = _open(workspace)
@@ -76,8 +76,10 @@ def list_command(workspace: Path) -> None:
     if not checkpoints:
         click.echo(f"No checkpoints for {store.workspace} yet.")
         return
-    if terminal_width() is not None:
-        click.echo(heading(f"Checkpoints of {store.workspace}:"))
+    width = terminal_width()
+    if width is not None:
+        where = clip(str(store.workspace), max(width - 16, 12), keep_end=True)
+        click.echo(heading(f"Checkpoints of {where}:"))
     columns = [
         Column("N"),
         Column("TIME", drop=2),
