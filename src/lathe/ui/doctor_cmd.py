@@ -20,6 +20,7 @@ from typing import Literal
 
 import click
 
+from lathe.plural import plural
 from lathe.ui.options import LatheCommand, workspace_option
 
 Level = Literal["ok", "warn", "fail"]
@@ -58,7 +59,7 @@ def doctor_command(
     warned = sum(c.level == "warn" for c in checks)
     click.echo(
         f"\n{len(checks)} checks: {len(checks) - failed - warned} ok, "
-        f"{warned} warning(s), {failed} failed"
+        f"{plural(warned, 'warning')}, {failed} failed"
     )
     sys.exit(1 if failed else 0)
 
@@ -360,7 +361,7 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
         "and commands in --approval full (no sandbox: only paths a command names are checked)"
     )
     checks = [view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
-                          f"({len(hidden)} path(s) here): {limits}")]  # fmt: skip
+                          f"({plural(len(hidden), 'path')} here): {limits}")]  # fmt: skip
     in_history = denied_in_history(workspace, denied)
     if in_history is None:
         why = "git could not say whether files a read rule denies are in the repository"
