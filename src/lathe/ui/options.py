@@ -28,6 +28,8 @@ from click.core import ParameterSource
 from lathe.errors import LatheError, UsageError
 
 _META_KEY = "lathe.top_level_options"
+# click 8.2+ shows a bare group's help through this error; 8.1 exits 0 after it instead.
+_HELP_INSTEAD: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -125,7 +127,7 @@ class LatheGroup(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
+        except _HELP_INSTEAD as exc:  # a bare group: its help
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
