@@ -130,7 +130,7 @@ def test_undo_of_the_undo_brings_the_turn_back(cp: Checkpoints, ws: Path) -> Non
 
     undone = cp.undo()
     assert files(ws) == {"f": b"f\n", "a": b"before\n"}
-    assert cp.list()[undone.backup.n - 1].commit == undone.backup.commit
+    assert {c.n: c.commit for c in cp.list()}[undone.backup.n] == undone.backup.commit
     redone = cp.restore(undone.backup.n)
 
     assert files(ws) == after_turn
@@ -202,7 +202,7 @@ def test_restore_n_goes_further_back(cp: Checkpoints, ws: Path) -> None:
     listed = cp.list()
     assert [c.label for c in listed] == ["after turn 2", "after turn 1", "before turn 1"]
 
-    report = cp.restore(3)
+    report = cp.restore(1)  # the first checkpoint recorded here
 
     assert files(ws) == {"a": b"0\n"}
     assert report.target.commit == listed[2].commit
@@ -212,22 +212,20 @@ def test_restore_n_goes_further_back(cp: Checkpoints, ws: Path) -> None:
     assert files(ws) == {"a": b"2\n"}
 
 
-def test_restore_keeps_changes_made_since_lathes_last_operation(
-    cp: Checkpoints, ws: Path
-) -> None:
+def test_restore_keeps_changes_made_since_lathes_last_operation(cp: Checkpoints, ws: Path) -> None:
     write(ws, "a", "0\n")
     agent_turn(cp, 1, "echo 1 > a", ws)
     write(ws, "a", "user\n")
 
-    kept = cp.restore(2)
+    kept = cp.restore(1)
     assert kept.kept == ["a"] and (ws / "a").read_text() == "user\n"
     assert kept.result is None
 
-    forced = cp.restore(3, force=True)  # numbering shifted: the backup became #1
+    forced = cp.restore(1, force=True)  # the backup did not shift the numbers
     assert forced.forced == ["a"] and (ws / "a").read_text() == "0\n"
 
 
-def test_list_numbers_newest_first_with_files_changed(cp: Checkpoints, ws: Path) -> None:
+def test_list_is_newest_first_numbered_in_order_of_creation(cp: Checkpoints, ws: Path) -> None:
     write(ws, "a", "0\n")
     write(ws, "f", "f\n")
     agent_turn(cp, 1, "echo 1 > a; rm f; echo g > g", ws)
@@ -236,7 +234,7 @@ def test_list_numbers_newest_first_with_files_changed(cp: Checkpoints, ws: Path)
 
     first, second, third = cp.list()
 
-    assert (first.n, first.label, first.kind, first.turn) == (1, "before turn 2", "before", 2)
+    assert (first.n, first.label, first.kind, first.turn) == (3, "before turn 2", "before", 2)
     assert first.files == (FileChange("added", "user-file"),)
     assert (second.n, second.label, second.kind) == (2, "after turn 1", "after")
     assert set(second.files) == {
@@ -244,7 +242,7 @@ def test_list_numbers_newest_first_with_files_changed(cp: Checkpoints, ws: Path)
         FileChange("deleted", "f"),
         FileChange("added", "g"),
     }
-    assert (third.n, third.parent, third.files) == (3, None, ())
+    assert (third.n, third.parent, third.files) == (1, None, ())
     assert first.time >= second.time >= third.time
 
 
@@ -302,8 +300,11 @@ def test_ignored_files_are_neither_recorded_nor_deleted(cp: Checkpoints, ws: Pat
     write(ws, "src.py", "v1\n")
     write(ws, "old.log", "before\n")
     agent_turn(
-        cp, 1, "echo v2 > src.py; mkdir build; echo out > build/o.bin; "
-        "echo more >> old.log; echo n > new.log", ws,
+        cp,
+        1,
+        "echo v2 > src.py; mkdir build; echo out > build/o.bin; "
+        "echo more >> old.log; echo n > new.log",
+        ws,
     )
     recorded = {f.path for c in cp.list() for f in c.files}
     assert recorded == {"src.py"}
@@ -378,7 +379,7 @@ def test_lathe_home_inside_the_workspace_is_not_recorded(ws: Path) -> None:
 
 
 def test_unusual_file_names_round_trip(cp: Checkpoints, ws: Path) -> None:
-    names = ["with space.txt", "new\nline", "ünïcode.txt", "-dash", "quote\"s", "tab\tname"]
+    names = ["with space.txt", "new\nline", "ünïcode.txt", "-dash", 'quote"s', "tab\tname"]
     for name in names:
         write(ws, f"d ir/{name}", name + "\n")
     (ws / os.fsdecode(b"latin1-\xe9")).write_bytes(b"not utf-8 name\n")

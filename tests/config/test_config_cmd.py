@@ -67,7 +67,7 @@ def test_show_reports_a_config_error_with_exit_code_2(workspace: Path, user_file
     code, out = run("show", "-C", str(workspace))
     assert code == 2
     assert out == (
-        f"Error: {user_file}: unknown key 'agent.max_turn' (did you mean 'agent.max_turns'?)\n"
+        f"lathe: {user_file}: unknown key 'agent.max_turn' (did you mean 'agent.max_turns'?)\n"
     )
 
 
@@ -102,7 +102,7 @@ def test_init_project_writes_into_the_repository(workspace: Path, project_file: 
 def test_init_refuses_to_overwrite_without_force(workspace: Path, user_file: Path) -> None:
     user_file.write_text('model = "gpt-4o"\n')
     code, out = run("init")
-    assert (code, out) == (2, f"Error: {user_file} already exists; use --force to overwrite it\n")
+    assert (code, out) == (2, f"lathe: {user_file} already exists; use --force to overwrite it\n")
     assert user_file.read_text() == 'model = "gpt-4o"\n'
     assert run("init", "--force")[0] == 0
     assert user_file.read_text().startswith("# lathe user configuration.")

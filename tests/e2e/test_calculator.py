@@ -298,7 +298,7 @@ def test_a_shown_fix_is_applied_once_the_check_fails_but_not_a_test_change(tmp_p
     )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
-    assert "status: verified after 1 turn(s)" in result.stderr
+    assert "status: verified after 1 turn;" in result.stderr
     assert "edit calculator.py (the code in the reply) -> +2 -2" in result.stderr
     # A test the model would rather change is never applied from prose, rule or not.
     assert "test_calculator.py (the code in the reply)" not in result.stderr

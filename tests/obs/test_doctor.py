@@ -117,6 +117,6 @@ def test_doctor_says_what_the_sandbox_sees_and_what_a_read_rule_cannot_hide(tmp_
     sandbox = _line(result.stdout, "sandbox")
     assert "read-only" in sandbox and "private /tmp" in sandbox
     rules = _line(result.stdout, "rules")
-    assert ".env (1 path(s) here)" in rules and "created after a command starts" in rules
+    assert ".env (1 path here)" in rules and "created after a command starts" in rules
     history = _line(result.stdout, "history")
     assert history.startswith("warn") and "sub/.env" in history and "without .git" in history

@@ -28,9 +28,10 @@ class FileChange:
 class Checkpoint:
     """One recorded state of the workspace.
 
-    `n` is the position in `Checkpoints.list()` (1 = newest) when the value was made;
-    it shifts as newer checkpoints are recorded, `commit` does not. `files` are the
-    changes from the previous checkpoint; empty for the first one (`parent` is None).
+    `n` is its number in the workspace, in order of creation: 1 for the first checkpoint
+    ever recorded there, counting up; never reused, never renumbered (an undo or a
+    restore adds checkpoints, it removes none). `files` are the changes from the previous
+    checkpoint; empty for the first one (`parent` is None).
     An undo's checkpoint names the checkpoint it reverted (`undoes`) and how many files
     it `kept` because the user had changed them.
     """
@@ -93,9 +94,7 @@ def encode_message(
 
 def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
     label, _, body = record.message.partition("\n")
-    trailers = dict(
-        line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-")
-    )
+    trailers = dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-"))
     turn = trailers.get("Lathe-Turn")
     kept = trailers.get("Lathe-Kept", "0")
     return Checkpoint(

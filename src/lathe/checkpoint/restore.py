@@ -40,7 +40,10 @@ def plan_restore(
 
 
 def apply_restore(
-    repo: ShadowRepo, target_tree: str, report: RestoreReport, deletes: list[str],
+    repo: ShadowRepo,
+    target_tree: str,
+    report: RestoreReport,
+    deletes: list[str],
     writes: list[str],
 ) -> None:
     """Delete, prune emptied directories, then write; refusals land in kept or skipped."""

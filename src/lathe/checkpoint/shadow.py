@@ -115,13 +115,16 @@ class ShadowRepo:
         """Stage the whole work tree in the shadow index and return its tree id."""
         self._git("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
         # Files recorded earlier stay in the index even once the user ignores them.
-        now_ignored = self._git(
-            "ls-files", "-z", "--cached", "--ignored", "--exclude-standard"
-        )
+        now_ignored = self._git("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
         if now_ignored:
             self._git(
-                "rm", "--cached", "--quiet", "--ignore-unmatch", "--pathspec-from-file=-",
-                "--pathspec-file-nul", feed=now_ignored,
+                "rm",
+                "--cached",
+                "--quiet",
+                "--ignore-unmatch",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                feed=now_ignored,
             )
         return self._git("write-tree").decode().strip()
 
@@ -140,13 +143,23 @@ class ShadowRepo:
 
     def log(self, rev: str = REF, max_count: int | None = None) -> list[LogRecord]:
         args = [
-            "-c", "log.showRoot=false", "log", "-z", "--no-renames", "--name-status",
-            "--format=%x1e%H%x1f%T%x1f%P%x1f%ct%x1f%B%x1f", "--first-parent",
+            "-c",
+            "log.showRoot=false",
+            "log",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            "--format=%x1e%H%x1f%T%x1f%P%x1f%ct%x1f%B%x1f",
+            "--first-parent",
         ]
         if max_count is not None:
             args.append(f"--max-count={max_count}")
         out = self._git(*args, rev, "--").decode("utf-8", "surrogateescape")
         return [_parse_record(chunk) for chunk in out.split("\x1e") if chunk.strip("\0\n")]
+
+    def count(self, rev: str) -> int:
+        """How many checkpoints the chain holds up to and including `rev`."""
+        return int(self._git("rev-list", "--count", "--first-parent", rev).decode().strip())
 
     def diff(self, old_tree: str, new_tree: str) -> list[Change]:
         out = self._git("diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, "--")
@@ -183,9 +196,15 @@ class ShadowRepo:
         ok_codes: tuple[int, ...] = (0,),
         bare: bool = False,
     ) -> bytes:
-        argv = ["git"] if bare else [
-            "git", f"--git-dir={self.git_dir}", f"--work-tree={self.workspace}",
-        ]
+        argv = (
+            ["git"]
+            if bare
+            else [
+                "git",
+                f"--git-dir={self.git_dir}",
+                f"--work-tree={self.workspace}",
+            ]
+        )
         argv += args
         try:
             proc = subprocess.run(

@@ -15,6 +15,10 @@ yet, and run again goes one further back. It first records the current state (a
 reverted; restoring the backup takes the undo back. `restore(n)` records the same
 backup, then a `restore` checkpoint, which a later `undo` reverts like a turn.
 
+Checkpoints are numbered in order of creation (`Checkpoint.n`, 1 = the first): the
+chain only grows, so a number names one checkpoint for good, in `list()`, in a session's
+transcript and in `restore(n)`.
+
 The methods run git and block; call them between turns (from async code, through
 `asyncio.to_thread`). They raise `UsageError` for what the user can fix (nothing to
 undo, no checkpoint N, git missing) and `LatheError` when the store itself fails.
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,11 +117,10 @@ class Checkpoints:
             # Recorded even when nothing changed: it marks the operation as undone.
             extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
             report.result = self._record(f"undo of {what}", "undo", extra)
-            report.backup = dataclasses.replace(backup, n=2)
             return report
 
     def restore(self, n: int, force: bool = False) -> RestoreReport:
-        """Bring the workspace back to checkpoint `n` of `list()` (1 = newest).
+        """Bring the workspace back to checkpoint number `n` (`Checkpoint.n`).
 
         Files the user changed since lathe's last operation are kept unless `force`.
         """
@@ -126,7 +128,7 @@ class Checkpoints:
             history = self._history()
             if not 1 <= n <= len(history):
                 raise UsageError(_out_of_range(n, len(history), self.workspace))
-            target = history[n - 1]
+            target = history[len(history) - n]
             reference = next((c for c in history if c.by_lathe), history[0])
             backup = self._snapshot(f"before restore of #{n} ({target.label})", kind="before")
             protected = {c.path for c in self._repo.diff(reference.tree, backup.tree)}
@@ -134,11 +136,10 @@ class Checkpoints:
             report = self._restore(target, backup, changes, protected, force)
             if report.changed:
                 report.result = self._snapshot(f"restore of #{n} ({target.label})", kind="restore")
-                report.backup = dataclasses.replace(backup, n=2)
             return report
 
     def list(self) -> builtins.list[Checkpoint]:
-        """Every checkpoint, newest first, numbered from 1."""
+        """Every checkpoint, newest first; the oldest is number 1."""
         if not self._repo.exists():
             return []
         with self._locked(create=False):
@@ -151,7 +152,7 @@ class Checkpoints:
         tree = self._repo.stage_all()
         head = self._repo.head()
         if head is not None:
-            newest = checkpoint_from(self._repo.log(head, max_count=1)[0], n=1)
+            newest = checkpoint_from(self._repo.log(head, max_count=1)[0], self._repo.count(head))
             if newest.tree == tree:
                 return newest
         return self._commit(tree, head, encode_message(label, turn, kind))
@@ -164,7 +165,7 @@ class Checkpoints:
 
     def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
         commit = self._repo.commit(tree, parent, message)
-        return checkpoint_from(self._repo.log(commit, max_count=1)[0], n=1)
+        return checkpoint_from(self._repo.log(commit, max_count=1)[0], self._repo.count(commit))
 
     def _restore(
         self,
@@ -182,7 +183,8 @@ class Checkpoints:
     def _history(self) -> builtins.list[Checkpoint]:
         if self._repo.head() is None:
             return []
-        return [checkpoint_from(r, n) for n, r in enumerate(self._repo.log(), start=1)]
+        records = self._repo.log()
+        return [checkpoint_from(r, len(records) - k) for k, r in enumerate(records)]
 
     @contextlib.contextmanager
     def _locked(self, *, create: bool) -> Iterator[None]:
@@ -203,8 +205,11 @@ class Checkpoints:
 
 def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | None:
     newest_by_lathe = next((c for c in history if c.by_lathe), None)
-    if force and newest_by_lathe is not None and newest_by_lathe.kind == "undo" and (
-        newest_by_lathe.kept
+    if (
+        force
+        and newest_by_lathe is not None
+        and newest_by_lathe.kind == "undo"
+        and (newest_by_lathe.kept)
     ):
         # The user saw "kept N files, use --force" and reran: finish that same undo.
         return next((c for c in history if c.commit == newest_by_lathe.undoes), None)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lathe.errors import NothingListening, ProviderError
 from lathe.llm.base import StreamEvent
+from lathe.plural import plural
 
 OnRetry = Callable[[int, int, float, ProviderError], object]
 
@@ -88,7 +89,7 @@ async def stream_with_retry(
             if refusals:
                 limit = min(limit, attempt - refusals + policy.local_refused_attempts)
             if attempt >= limit:
-                gave_up = f"{error} (gave up after {attempt} attempts)"
+                gave_up = f"{error} (gave up after {plural(attempt, 'attempt')})"
                 raise error.reworded(gave_up, retries=attempt - 1) from error
             if refusals:
                 wait_s = policy.local_refused_wait_s

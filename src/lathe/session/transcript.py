@@ -1,16 +1,21 @@
 """Sessions rendered for people (plain text, markdown) and programs (JSON). Pure
 functions returning strings; the CLI decides where they go.
 
+
 A user message with `origin="lathe"` (the baseline check, verify feedback, a nudge) is
 lathe's note to the model, not the person's turn: it is shown as lathe's, abbreviated
-like a tool result; JSON keeps the `origin` field as recorded."""
+like a tool result; JSON keeps the `origin` field as recorded.
+
+A checkpoint entry is named by its number in the workspace (`#7`, as `lathe checkpoints
+list` shows it) when the caller passes the numbers, else by its commit."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import assert_never
 
+from lathe.plural import plural
 from lathe.session.entries import (
     ApprovalEntry,
     CheckpointEntry,
@@ -48,14 +53,14 @@ def _abbreviate(text: str, lines: int = 6) -> str:
     kept = text.splitlines()
     if len(kept) <= lines:
         return text.rstrip("\n")
-    return "\n".join([*kept[:lines], f"… ({len(kept) - lines} more lines)"])
+    return "\n".join([*kept[:lines], f"… ({plural(len(kept) - lines, 'more line')})"])
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines()) or prefix.rstrip()
 
 
-def _event_line(entry: Entry) -> str | None:
+def _event_line(entry: Entry, checkpoints: Mapping[str, int]) -> str | None:
     """One bracketed line for an entry that is not a message; None for messages."""
     match entry:
         case MessageEntry():
@@ -66,7 +71,10 @@ def _event_line(entry: Entry) -> str | None:
                 f"kept from {entry.first_kept}]"
             )
         case CheckpointEntry():
-            return f"[checkpoint {entry.ref} before turn {entry.turn}]"
+            # The recorder writes the state after the turn's changes.
+            n = checkpoints.get(entry.ref)
+            name = entry.ref[:12] if n is None else f"#{n}"
+            return f"[checkpoint {name} after turn {entry.turn}]"
         case ModelChangeEntry():
             return f"[model → {entry.provider}/{entry.model}]"
         case LabelEntry():
@@ -77,8 +85,8 @@ def _event_line(entry: Entry) -> str | None:
         case RunEndEntry():
             reason = f": {entry.reason}" if entry.reason else ""
             return (
-                f"[run ended {entry.status} after {entry.turns} turns, "
-                f"{entry.usage.total} tokens{reason}]"
+                f"[run ended {entry.status} after {plural(entry.turns, 'turn')}, "
+                f"{plural(entry.usage.total, 'token')}{reason}]"
             )
         case _:
             assert_never(entry)
@@ -117,11 +125,14 @@ def _title(session: Session) -> str:
     )
 
 
-def render_text(session: Session, leaf: str | None = None) -> str:
-    """The current branch as a readable transcript, tool results abbreviated."""
+def render_text(
+    session: Session, leaf: str | None = None, checkpoints: Mapping[str, int] | None = None
+) -> str:
+    """The current branch as a readable transcript, tool results abbreviated;
+    `checkpoints` maps a checkpoint's commit to its number."""
     blocks = [_title(session)]
     for entry in session.branch(leaf):
-        line = _event_line(entry)
+        line = _event_line(entry, checkpoints or {})
         if line is None:
             assert isinstance(entry, MessageEntry)
             line = _message_text(entry.message, entry.id)
@@ -157,8 +168,11 @@ def _message_markdown(message: Message) -> str:
             assert_never(message)
 
 
-def render_markdown(session: Session, leaf: str | None = None) -> str:
-    """The current branch as markdown, tool arguments and results in full."""
+def render_markdown(
+    session: Session, leaf: str | None = None, checkpoints: Mapping[str, int] | None = None
+) -> str:
+    """The current branch as markdown, tool arguments and results in full; `checkpoints`
+    as for `render_text`."""
     header = session.header
     blocks = [
         f"# Session {header.id}",
@@ -168,7 +182,7 @@ def render_markdown(session: Session, leaf: str | None = None) -> str:
         if isinstance(entry, MessageEntry):
             blocks.append(_message_markdown(entry.message))
         else:
-            blocks.append(f"*{_event_line(entry)}*")
+            blocks.append(f"*{_event_line(entry, checkpoints or {})}*")
     return "\n\n".join(blocks) + "\n"
 
 

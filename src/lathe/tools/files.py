@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import ToolContext
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # larger files are paged by read, never edited whole
@@ -216,7 +217,7 @@ def clip_diff(diff: str, max_lines: int = 60) -> str:
     if len(lines) <= max_lines:
         return diff
     kept = "\n".join(lines[:max_lines])
-    return f"{kept}\n[... diff cut: {len(lines) - max_lines} more lines ...]\n"
+    return f"{kept}\n[... diff cut: {plural(len(lines) - max_lines, 'more line')} ...]\n"
 
 
 def load_text_file(path: Path, shown: str, *, verb: str) -> tuple[bytes, TextContent]:

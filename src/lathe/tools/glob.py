@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.grep import RG_COMMON, readable_paths, run_rg, search_target, strip_dot
 from lathe.tools.paths import place
@@ -64,7 +65,7 @@ class GlobTool(Tool):
                 f"\n\n[Showing the {len(listed)} newest of {total} files. Narrow the pattern "
                 f"or give a path.]"
             )
-        return ToolOutput(content=body, summary=f"{len(files)} files")
+        return ToolOutput(content=body, summary=plural(len(files), "file"))
 
 
 def _mtime(path: os.PathLike[str]) -> int:

@@ -28,6 +28,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.patterns import compiled
+from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
@@ -241,9 +242,10 @@ def _matches_output(lines: list[str], result: RgResult, *, context: bool) -> Too
         )
     if result.code == 2:
         body += f"\n\n[rg also reported problems: {result.stderr.strip()}]"
-    noun = "lines" if context else "matches"
-    more = "+" if len(lines) > _MAX_LINES or result.cut else ""
-    return ToolOutput(content=body, summary=f"{len(shown)}{more} {noun}")
+    noun, nouns = ("line", "lines") if context else ("match", "matches")
+    if len(lines) > _MAX_LINES or result.cut:
+        return ToolOutput(content=body, summary=f"{len(shown)}+ {nouns}")
+    return ToolOutput(content=body, summary=plural(len(shown), noun, nouns))
 
 
 def _rg_error(stderr: str) -> str:

@@ -8,6 +8,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import Params, ToolContext, ToolOutput, tool
 from lathe.tools.files import os_errors
 from lathe.tools.paths import existing_path, place
@@ -38,7 +39,7 @@ async def ls(args: LsParams, ctx: ToolContext) -> ToolOutput:
         body += (
             f"\n\n[Showing {len(listed)} of {len(names)} entries. Use glob to find specific files.]"
         )
-    return ToolOutput(content=body, summary=f"{len(names)} entries")
+    return ToolOutput(content=body, summary=plural(len(names), "entry", "entries"))
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -10,6 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors, state_of
 from lathe.tools.paths import existing_path
@@ -103,7 +104,7 @@ class _Page:
         if not out:
             count = number if total is None else total
             raise ToolError(
-                f"{self._shown} has {count} lines; offset {self._first} is past the end"
+                f"{self._shown} has {plural(count, 'line')}; offset {self._first} is past the end"
             )
         last = self._first + len(out) - 1
         body = note + "\n".join(out)
@@ -113,7 +114,7 @@ class _Page:
                 f"\n\n[Showing lines {self._first}-{last}{of_total}. More lines follow: "
                 f"call read with offset={last + 1} to continue.]"
             )
-        return ToolOutput(content=body, summary=f"{len(out)} lines")
+        return ToolOutput(content=body, summary=plural(len(out), "line"))
 
     def stream(self, path: Path) -> ToolOutput:
         with path.open("rb") as handle:

@@ -14,6 +14,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from lathe.errors import ToolError
+from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
     clip_diff,
@@ -67,15 +68,15 @@ class WriteTool(Tool):
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path to write")
         refuse_special(path, shown)
-        lines = count_lines(args.content)
+        lines = plural(count_lines(args.content), "line")
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             data = args.content.encode("utf-8")
             write_atomic(path, data)
             state_of(ctx).record(path, data)
             return ToolOutput(
-                content=f"Created {shown} ({lines} lines).",
-                summary=f"created, {lines} lines",
+                content=f"Created {shown} ({lines}).",
+                summary=f"created, {lines}",
                 details={"path": shown, "created": True},
             )
 
@@ -110,7 +111,7 @@ class WriteTool(Tool):
         diff = unified_diff(shown, old_text, new_text)
         was = "" if old is None else f", was {count_lines(old_text)}"
         return ToolOutput(
-            content=f"Overwrote {shown} ({lines} lines{was}).\n\n{clip_diff(diff)}",
-            summary=f"overwritten, {lines} lines",
+            content=f"Overwrote {shown} ({lines}{was}).\n\n{clip_diff(diff)}",
+            summary=f"overwritten, {lines}",
             details={"path": shown, "created": False, "diff": diff},
         )

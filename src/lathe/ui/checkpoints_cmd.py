@@ -16,19 +16,30 @@ import click
 from lathe.checkpoint import Checkpoint, Checkpoints, RestoreReport, find_workspace
 from lathe.errors import LatheError, UsageError
 from lathe.home import lathe_home
-from lathe.ui.options import LatheCommand, LatheGroup
+from lathe.plural import plural
+from lathe.ui.options import LatheCommand, LatheGroup, workspace_option
 
 _SHOWN_FILES = 4
 _MARK = {"added": "A", "modified": "M", "deleted": "D"}
 
-_cwd_option = click.option(
-    "-C",
-    "--cwd",
-    "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Workspace directory (default: the current directory).",
-)
+_cwd_option = workspace_option("Workspace directory (default: the current directory).")
+
+
+class _CheckpointNumber(click.ParamType):
+    """A checkpoint's number as `lathe checkpoints list` and `lathe sessions show` print
+    it: `7` or `#7`."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        digits = str(value).strip().removeprefix("#")
+        if not digits.isdigit() or int(digits) < 1:
+            self.fail(f"{value!r} is not a checkpoint number such as 7 or #7", param, ctx)
+        return int(digits)
+
+
 _force_option = click.option(
     "--force", is_flag=True, help="Also overwrite files you changed since lathe last did."
 )
@@ -37,10 +48,10 @@ _force_option = click.option(
 @click.command("undo", cls=LatheCommand)
 @_cwd_option
 @_force_option
-def undo_command(cwd: Path | None, force: bool) -> None:
+def undo_command(workspace: Path, force: bool) -> None:
     """Restore the workspace to before the last agent turn that changed files."""
     with _errors_exit():
-        checkpoints = _open(cwd)
+        checkpoints = _open(workspace)
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
     _print_report(report, what="undo")
@@ -53,41 +64,49 @@ def checkpoints_group() -> None:
 
 @checkpoints_group.command("list")
 @_cwd_option
-def list_command(cwd: Path | None) -> None:
-    """Show checkpoints, newest first (N=1 is the most recent)."""
+def list_command(workspace: Path) -> None:
+    """Show checkpoints, newest first. #N is a checkpoint's number for good: #1 is the
+    first recorded here, and `lathe sessions show` names them the same way. Piped, each
+    is one tab-separated line: #N, time, kind, label, files."""
+    from lathe.ui.table import Column, clip, heading, print_list, terminal_width
+
     with _errors_exit():
-        store = _open(cwd)
+        store = _open(workspace)
         checkpoints = store.list()
     if not checkpoints:
         click.echo(f"No checkpoints for {store.workspace} yet.")
         return
-    click.echo(f"Checkpoints of {store.workspace}:")
-    click.echo(f"{'N':>4}  {'time':<19}  {'turn':>4}  {'kind':<7}  label / files")
-    for checkpoint in checkpoints:
-        turn = "" if checkpoint.turn is None else str(checkpoint.turn)
-        click.echo(
-            f"{checkpoint.n:>4}  {_local_time(checkpoint)}  {turn:>4}  "
-            f"{checkpoint.kind:<7}  {checkpoint.label}"
-        )
-        click.echo(f"{'':>43}{_files_summary(checkpoint)}")
+    width = terminal_width()
+    if width is not None:
+        where = clip(str(store.workspace), max(width - 16, 12), keep_end=True)
+        click.echo(heading(f"Checkpoints of {where}:"))
+    columns = [
+        Column("N"),
+        Column("TIME", drop=2),
+        Column("KIND", drop=3),
+        Column("LABEL", flex=True, min_width=14),
+        Column("FILES", flex=True, min_width=8, drop=1),
+    ]
+    rows = [[f"#{c.n}", _local_time(c), c.kind, c.label, _files_summary(c)] for c in checkpoints]
+    print_list(columns, rows)
 
 
 @checkpoints_group.command("restore")
-@click.argument("n", type=click.IntRange(min=1))
+@click.argument("n", type=_CheckpointNumber())
 @_cwd_option
 @_force_option
-def restore_command(n: int, cwd: Path | None, force: bool) -> None:
-    """Restore the workspace to checkpoint N of `lathe checkpoints list`."""
+def restore_command(n: int, workspace: Path, force: bool) -> None:
+    """Restore the workspace to checkpoint N (or #N) of `lathe checkpoints list`."""
     with _errors_exit():
-        checkpoints = _open(cwd)
+        checkpoints = _open(workspace)
         with _held(checkpoints, "lathe checkpoints restore"):
             report = checkpoints.restore(n, force=force)
     _print_report(report, what="restore")
 
 
-def _open(cwd: Path | None) -> Checkpoints:
+def _open(workspace: Path) -> Checkpoints:
     home = lathe_home()
-    return Checkpoints(find_workspace(cwd or Path.cwd(), home), home)
+    return Checkpoints(find_workspace(workspace, home), home)
 
 
 def _held(checkpoints: Checkpoints, doing: str):
@@ -102,10 +121,10 @@ def _errors_exit() -> Iterator[None]:
     try:
         yield
     except UsageError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"lathe: {exc}", err=True)
         raise SystemExit(2) from None
     except LatheError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"lathe: {exc}", err=True)
         raise SystemExit(1) from None
 
 
@@ -120,14 +139,14 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
     _print_paths("deleted", report.deleted)
     if report.forced:
         click.secho(
-            f"Overwrote {len(report.forced)} file(s) you had changed (--force):",
+            f"Overwrote {plural(len(report.forced), 'file')} you had changed (--force):",
             fg="yellow",
             err=True,
         )
         _print_paths("", report.forced, err=True)
     if report.kept:
         click.secho(
-            f"warning: kept {len(report.kept)} file(s) you changed since lathe last "
+            f"lathe: warning: kept {plural(len(report.kept), 'file')} you changed since lathe last "
             "touched them; rerun with --force to overwrite them:",
             fg="yellow",
             err=True,
@@ -135,7 +154,7 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
         _print_paths("", report.kept, err=True)
     if report.skipped:
         click.secho(
-            "warning: left as they are, because checkpoints do not record them "
+            "lathe: warning: left as they are, because checkpoints do not record them "
             "(ignored files, nested git repositories):",
             fg="yellow",
             err=True,

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 
 import click
 
 from lathe import __version__
-from lathe.ui.options import LatheGroup, remember_top_level
+from lathe.ui.options import LatheGroup, remember_top_level, workspace_option
 
 _LAZY_COMMANDS = {
     "sessions": ("lathe.ui.sessions_cmd", "sessions", "List, show, export and fork sessions."),
@@ -60,14 +59,7 @@ def _agent_options(func):
             metavar="NAME",
             help="Model profile to use, e.g. small for a 7B model (see `lathe config show`).",
         ),
-        click.option(
-            "-C",
-            "--cwd",
-            "workspace",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=".",
-            help="Workspace directory (default: the current directory).",
-        ),
+        workspace_option("Workspace directory (default: the current directory)."),
         click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns."),
         click.option("--verify", metavar="CMD", help="A command lathe runs to check the work."),
         click.option(

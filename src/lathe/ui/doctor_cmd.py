@@ -20,7 +20,8 @@ from typing import Literal
 
 import click
 
-from lathe.ui.options import LatheCommand
+from lathe.plural import plural
+from lathe.ui.options import LatheCommand, workspace_option
 
 Level = Literal["ok", "warn", "fail"]
 _ENDPOINT_TIMEOUT_S = 5.0
@@ -36,14 +37,7 @@ class Check:
 
 
 @click.command("doctor", cls=LatheCommand)
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Workspace whose project config applies (default: the current directory).",
-)
+@workspace_option("Workspace whose project config applies (default: the current directory).")
 @click.option("--model", "-m", help="Check this model instead of the configured one.")
 @click.option("--base-url", help="Check this OpenAI-compatible endpoint.")
 @click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
@@ -65,7 +59,7 @@ def doctor_command(
     warned = sum(c.level == "warn" for c in checks)
     click.echo(
         f"\n{len(checks)} checks: {len(checks) - failed - warned} ok, "
-        f"{warned} warning(s), {failed} failed"
+        f"{plural(warned, 'warning')}, {failed} failed"
     )
     sys.exit(1 if failed else 0)
 
@@ -367,7 +361,7 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
         "and commands in --approval full (no sandbox: only paths a command names are checked)"
     )
     checks = [view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
-                          f"({len(hidden)} path(s) here): {limits}")]  # fmt: skip
+                          f"({plural(len(hidden), 'path')} here): {limits}")]  # fmt: skip
     in_history = denied_in_history(workspace, denied)
     if in_history is None:
         why = "git could not say whether files a read rule denies are in the repository"

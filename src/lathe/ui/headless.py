@@ -7,12 +7,16 @@ import os
 import sys
 import time
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 
 from lathe.errors import LatheError, UsageError
 from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
+
+if TYPE_CHECKING:
+    from lathe.ui.recorder import CheckpointRecorder
 
 _EXIT_CODES = {
     RunStatus.VERIFIED: 0,
@@ -90,10 +94,11 @@ class _HeadlessRun:
         from lathe.ui.progress import JsonPrinter, ProgressPrinter
 
         self.setup = setup
-        self.emit = JsonPrinter() if as_json else ProgressPrinter()
+        self.emit = JsonPrinter() if as_json else ProgressPrinter(files_changed=self._changed)
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
+        self.changes: CheckpointRecorder | None = None  # the attempt's
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -189,13 +194,17 @@ class _HeadlessRun:
         return finished
 
     def _hooks(self, safety, redactor, checkpoints):
-        """The shared chain (`safety.hook_chain`); headless has no taps of its own."""
-        from lathe.ui.recorder import CheckpointRecorder
+        """The shared chain (`safety.hook_chain`); headless has no taps of its own. Its
+        checkpoint recorder also tells the progress lines whether a file changed."""
         from lathe.ui.safety import hook_chain
 
         assert self.recorder is not None
-        recorders = [self.recorder, CheckpointRecorder(checkpoints, self.recorder.session)]
-        return hook_chain(safety, redactor, recorders=recorders)
+        self.changes = CheckpointRecorder(checkpoints, self.recorder.session)
+        return hook_chain(safety, redactor, recorders=[self.recorder, self.changes])
+
+    def _changed(self) -> bool:
+        """Whether the current attempt has changed a file, for the progress lines."""
+        return self.changes is not None and self.changes.changed
 
     def _attempts(self, *, resumed: bool) -> int:
         config = self.setup.loaded.config.agent

@@ -21,7 +21,7 @@ _STEP_TITLES = {
 
 
 def _fail(message: str, code: int = 1) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"lathe: {message}", err=True)
     sys.exit(code)
 
 

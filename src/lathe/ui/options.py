@@ -7,11 +7,17 @@ which, before it runs, takes each recorded option into its own parameter of the 
 name (`--deny`, `-C`, ...): a repeatable option adds up with the values given after the
 subcommand, a single one given in both places must agree. An option the subcommand does
 not take is refused (exit 2) with where it belongs, never silently dropped.
+
+Errors are lathe's everywhere: `LatheGroup.main` prints each one as a single line that
+starts with `lathe: `, click's own (an unknown option, a missing argument) with where to
+read more, and keeps click's exit code 2 for a usage error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,19 +25,33 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from lathe.errors import LatheError, UsageError
+
 _META_KEY = "lathe.top_level_options"
+# click 8.2+ shows a bare group's help through this error; 8.1 exits 0 after it instead.
+_HELP_INSTEAD: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _Workspace(click.ParamType):
+    """An existing directory; anything else is `-C DIR: no such directory` (or `not a
+    directory`), the same one line for every command."""
+
+    name = "directory"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        path = Path(value)
+        if not path.exists():
+            raise UsageError(f"-C {value}: no such directory")
+        if not path.is_dir():
+            raise UsageError(f"-C {value}: not a directory")
+        return path
+
+
 def workspace_option(help_text: str) -> Callable[[F], F]:
-    """`-C/--cwd DIR` for a command about one existing workspace, as `workspace`."""
+    """`-C/--cwd DIR`, an existing directory, as the parameter `workspace`."""
     return click.option(
-        "-C",
-        "--cwd",
-        "workspace",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=Path("."),
-        help=help_text,
+        "-C", "--cwd", "workspace", type=_Workspace(), default=Path("."), help=help_text
     )
 
 
@@ -72,10 +92,9 @@ class LatheCommand(click.Command):
             None,
         )
         if param is None or param.name is None:
-            raise click.UsageError(
+            raise UsageError(
                 f"{given.flag} does not apply to `{ctx.command_path}`; it is an option of "
-                f"`lathe run` and of the interactive session (`lathe {given.flag} ...`)",
-                ctx,
+                f"`lathe run` and of the interactive session (`lathe {given.flag} ...`)"
             )
         value = param.process_value(ctx, given.value)
         if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
@@ -84,17 +103,64 @@ class LatheCommand(click.Command):
         elif param.multiple:
             ctx.params[param.name] = (*value, *ctx.params[param.name])
         elif value != ctx.params[param.name]:
-            raise click.UsageError(
+            raise UsageError(
                 f"{given.flag} is given before and after `{ctx.info_name}` with different "
-                f"values ({given.value!r} and {ctx.params[param.name]!r}); give it once",
-                ctx,
+                f"values ({given.value!r} and {ctx.params[param.name]!r}); give it once"
             )
 
 
 class LatheGroup(click.Group):
-    """A command group whose subcommands are `LatheCommand`s."""
+    """A command group whose subcommands are `LatheCommand`s, and which, run as the
+    program, prints every error as one `lathe: ` line (see the module doc)."""
 
     command_class = LatheCommand
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except _HELP_INSTEAD as exc:  # a bare group: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"lathe: {_click_message(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except UsageError as exc:
+            click.echo(f"lathe: {exc}", err=True)
+            sys.exit(2)
+        except LatheError as exc:
+            click.echo(f"lathe: {exc}", err=True)
+            sys.exit(1)
+        except click.Abort:
+            click.echo("lathe: interrupted", err=True)
+            sys.exit(130)
+        # Without standalone mode click returns an `Exit`'s code (--help, --version) or
+        # the command's return value, None for every lathe command.
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+_DID_YOU_MEAN = re.compile(r"\.?\s*\((did you mean[^)]*)\)$", re.IGNORECASE)
+
+
+def _click_message(exc: click.ClickException) -> str:
+    """Click's message in lathe's voice: "No such option '--x'." becomes "no such option
+    '--x' (see `lathe run --help`)"; lathe's own ClickExceptions pass as they are."""
+    message = exc.format_message()
+    if not isinstance(exc, click.UsageError):
+        return message
+    message = _DID_YOU_MEAN.sub(lambda m: "; " + m.group(1)[0].lower() + m.group(1)[1:], message)
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    message = message.removesuffix(".")
+    return f"{message} (see `{exc.ctx.command_path} --help`)" if exc.ctx else message
 
 
 def _long_name(param: click.Option) -> str:

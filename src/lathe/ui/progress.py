@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from lathe.events import (
@@ -23,6 +24,7 @@ from lathe.events import (
     VerifyFinished,
     VerifyStarted,
 )
+from lathe.plural import plural
 
 _VERIFY = "verify"  # the elapsed-time key of the verify command (tool calls use their id)
 
@@ -31,12 +33,17 @@ class ProgressPrinter:
     """One line per tool call, retry and verify; the final status and token totals.
     A call or check that runs long shows its elapsed time (`ui/elapsed.py`)."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, files_changed: Callable[[], bool] | None = None
+    ) -> None:
+        """`files_changed` says whether the run has changed a file so far; without it the
+        closing lines of an unverified run assume it has."""
         from lathe.ui.elapsed import ElapsedLine
 
         self._out = stream or sys.stderr
         self._started: dict[str, str] = {}
         self._elapsed = ElapsedLine(self._out)
+        self._files_changed = files_changed
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -90,7 +97,7 @@ class ProgressPrinter:
     def _finish(self, event: RunFinished) -> None:
         usage = event.usage
         self._line(
-            f"status: {event.status.value} after {event.turns} turn(s); tokens "
+            f"status: {event.status.value} after {plural(event.turns, 'turn')}; tokens "
             f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
             + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
             + (f"; cost {_dollars(event.cost_usd)}" if event.cost_usd is not None else "")
@@ -103,13 +110,21 @@ class ProgressPrinter:
                 "or --timeout"
             )
         if event.status.value == "unverified":
-            if event.evidence:
-                self._line(
-                    f"  evidence: `{event.evidence.command}` exited {event.evidence.exit_code} "
-                    "after the last edit (lathe ran no check of its own; use --verify)"
-                )
-            else:
-                self._line("  no test was run after the last edit; use --verify CMD to check")
+            self._evidence(event)
+
+    def _evidence(self, event: RunFinished) -> None:
+        """What an unverified run's last check shows, with or without a change to check."""
+        evidence = event.evidence
+        if self._files_changed is not None and not self._files_changed():
+            ran = f"; `{evidence.command}` exited {evidence.exit_code}" if evidence else ""
+            self._line(f"  no file was changed{ran}")
+        elif evidence:
+            self._line(
+                f"  evidence: `{evidence.command}` exited {evidence.exit_code} "
+                "after the last edit (lathe ran no check of its own; use --verify)"
+            )
+        else:
+            self._line("  no test was run after the last edit; use --verify CMD to check")
 
     def _line(self, text: str) -> None:
         self._elapsed.write(text)

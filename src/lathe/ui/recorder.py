@@ -4,11 +4,15 @@ compactions, and the run's end."""
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from lathe.events import RunFinished
 from lathe.hooks.base import AgentHooks
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
 from lathe.types import Message
+
+if TYPE_CHECKING:
+    from lathe.checkpoint import Checkpoint
 
 
 class SessionRecorder(AgentHooks):
@@ -62,16 +66,24 @@ def _conversation_ids(session: Session) -> list[str]:
 
 class CheckpointRecorder(AgentHooks):
     """Snapshots the workspace around every turn that may change files, so `lathe undo`
-    covers edits and shell commands alike."""
+    covers edits and shell commands alike. `changed` says whether a turn of this run
+    changed a file, whichever tool did it."""
 
     def __init__(self, checkpoints, session: Session | None) -> None:
         self._checkpoints = checkpoints
         self._session = session
+        self._before: Checkpoint | None = None
+        self.changed = False
 
     async def before_changes(self, turn: int) -> None:
-        await asyncio.to_thread(self._checkpoints.before_turn, turn)
+        self._before = await asyncio.to_thread(self._checkpoints.before_turn, turn)
 
     async def after_changes(self, turn: int) -> None:
         checkpoint = await asyncio.to_thread(self._checkpoints.after_turn, turn)
-        if self._session is not None and checkpoint.kind == "after" and checkpoint.turn == turn:
+        # An unchanged workspace gives back the newest checkpoint, which may be an
+        # "after" checkpoint of an earlier run's turn of the same number.
+        if self._before is not None and checkpoint.commit == self._before.commit:
+            return
+        self.changed = True
+        if self._session is not None:
             self._session.append(CheckpointEntry(ref=checkpoint.commit, turn=turn))

@@ -2,8 +2,8 @@
 
 Attached to the main CLI with `cli.add_command(sessions)`. Errors print `lathe: …` on
 stderr and exit 2; load warnings (a torn last line, a corrupt entry) go to stderr too,
-so stdout stays the transcript or export alone. rich (imported inside the command)
-honours NO_COLOR and plain output when stdout is not a terminal.
+so stdout stays the transcript or export alone. `list` fits the terminal and prints
+plain tab-separated lines when piped (`ui/table.py`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lathe.errors import UsageError
-from lathe.ui.options import LatheGroup
+from lathe.ui.options import LatheGroup, workspace_option
 
 if TYPE_CHECKING:
-    from lathe.session import SessionStore
+    from lathe.session import Session, SessionStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_USAGE = 2
@@ -52,6 +52,24 @@ def _warn(warnings: list[str], session_id: str) -> None:
         click.echo(f"lathe: session {session_id}: {warning}", err=True)
 
 
+def _checkpoint_numbers(session: Session) -> dict[str, int]:
+    """Commit -> number of the checkpoints of the session's workspace, so a transcript
+    names them as `lathe checkpoints list` does; empty when there are none to name (the
+    session made none, or its workspace or checkpoint store is gone)."""
+    from lathe.checkpoint import Checkpoints
+    from lathe.errors import LatheError
+    from lathe.home import lathe_home
+    from lathe.session import CheckpointEntry
+
+    if not any(isinstance(entry, CheckpointEntry) for entry in session.entries):
+        return {}
+    try:
+        listed = Checkpoints(Path(session.header.cwd), lathe_home()).list()
+    except LatheError:
+        return {}
+    return {checkpoint.commit: checkpoint.n for checkpoint in listed}
+
+
 def _when(moment: datetime) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
@@ -63,47 +81,42 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Sessions of every workspace.")
-@click.option(
-    "-C",
-    "--cwd",
-    "workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    help="Workspace whose sessions to list (default: the current directory).",
-)
+@workspace_option("Workspace whose sessions to list (default: the current directory).")
 @_fails_cleanly
 def list_sessions(show_all: bool, workspace: Path) -> None:
-    """Sessions of this workspace, most recent first."""
-    from rich.console import Console
-    from rich.table import Table
+    """Sessions of this workspace, most recent first. On a terminal the task text is cut
+    to fit, never the id; piped, each session is one tab-separated line: id, updated,
+    status, turns, tokens, (workspace,) task."""
+    from lathe.ui.table import Column, print_list
 
     summaries = _store().list(None if show_all else workspace)
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
         click.echo(f"no sessions{where}")
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("ID", no_wrap=True)
-    table.add_column("UPDATED", no_wrap=True)
-    table.add_column("TASK", overflow="ellipsis", no_wrap=True, ratio=1)
-    table.add_column("TURNS", justify="right")
-    table.add_column("TOKENS", justify="right")
-    table.add_column("STATUS", no_wrap=True)
+    columns = [
+        Column("ID"),
+        Column("UPDATED", drop=2),
+        Column("STATUS", drop=3),
+        Column("TURNS", right=True, drop=5),
+        Column("TOKENS", right=True, drop=4),
+    ]
     if show_all:
-        table.add_column("WORKSPACE", overflow="ellipsis", no_wrap=True)
+        columns.append(Column("WORKSPACE", flex=True, keep_end=True, drop=1))
+    columns.append(Column("TASK", flex=True))
+    rows = []
     for summary in summaries:
         row = [
             summary.id,
             _when(summary.updated),
-            summary.title or "-",
+            summary.status,
             str(summary.turns),
             f"{summary.tokens:,}",
-            summary.status,
         ]
         if show_all:
             row.append(summary.cwd)
-        table.add_row(*row)
-    Console(highlight=False).print(table)
+        rows.append([*row, summary.title or "-"])
+    print_list(columns, rows)
 
 
 @sessions.command("show")
@@ -116,7 +129,7 @@ def show(session_id: str) -> None:
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    click.echo(render_text(session), nl=False)
+    click.echo(render_text(session, checkpoints=_checkpoint_numbers(session)), nl=False)
 
 
 @sessions.command("export")
@@ -136,8 +149,10 @@ def export(session_id: str, output_format: str) -> None:
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    render = export_json if output_format == "json" else render_markdown
-    click.echo(render(session), nl=False)
+    if output_format == "json":
+        click.echo(export_json(session), nl=False)
+    else:
+        click.echo(render_markdown(session, checkpoints=_checkpoint_numbers(session)), nl=False)
 
 
 @sessions.command("fork")
