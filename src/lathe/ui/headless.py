@@ -196,6 +196,7 @@ class _HeadlessRun:
     def _hooks(self, safety, redactor, checkpoints):
         """The shared chain (`safety.hook_chain`); headless has no taps of its own. Its
         checkpoint recorder also tells the progress lines whether a file changed."""
+        from lathe.ui.recorder import CheckpointRecorder
         from lathe.ui.safety import hook_chain
 
         assert self.recorder is not None
