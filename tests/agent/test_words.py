@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lathe.agent.loop as loop_module
-from lathe.agent.words import DEFAULT_SET, builtin_sets, load_words
+from lathe.words import DEFAULT_SET, builtin_sets, load_words
 from lathe.errors import UsageError
 from lathe.tools.builtin import builtin_tools
 

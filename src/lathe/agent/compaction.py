@@ -22,7 +22,7 @@ from lathe.agent.context import (
     prune_tool_outputs,
     request_messages,
 )
-from lathe.agent.words import Words, load_words
+from lathe.words import Words, load_words
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm

@@ -30,7 +30,7 @@ from lathe.agent.finish import (
 )
 from lathe.agent.replies import is_empty
 from lathe.agent.tooling import ToolRunner, refused_results, result_message
-from lathe.agent.words import Words, load_words
+from lathe.words import Words, load_words
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
     AgentEvent,

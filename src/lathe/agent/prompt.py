@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.agent.words import Words, load_words
+from lathe.words import Words, load_words
 
 _AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lathe.agent.finish import ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
 from lathe.agent.tooling import refused_results
-from lathe.agent.words import Words
+from lathe.words import Words
 from lathe.events import Notice, RunError, RunStatus
 from lathe.types import AssistantMessage, StopReason
 

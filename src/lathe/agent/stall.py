@@ -25,7 +25,7 @@ from typing import Any
 
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
-from lathe.agent.words import Words
+from lathe.words import Words
 from lathe.events import RunStatus, StallNudge
 from lathe.types import Message
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
-from lathe.agent.words import Words
+from lathe.words import Words
 from lathe.errors import UsageError
 from lathe.events import Evidence, RunStatus, VerifyFinished, VerifyStarted
 from lathe.exec.base import ExecResult, Executor

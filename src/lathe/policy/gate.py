@@ -22,6 +22,7 @@ from lathe.patterns import compiled
 from lathe.policy.rules import Action, RuleSet, matches_any, protected_patterns
 from lathe.tools.base import Tool, ToolOutput, ToolRegistry
 from lathe.tools.paths import display_path, resolve_path
+from lathe.words import Words, load_words
 
 
 class Mode(StrEnum):
@@ -231,35 +232,30 @@ class PolicyGate(AgentHooks):
     approver: Approver | None = None
     remembered: set[str] = field(default_factory=set)
     on_remember: Callable[[str], None] | None = None  # records "always" in the session
+    words: Words = field(default_factory=load_words)  # what a refusal tells the model
 
     async def before_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutput | None:
         try:
             decision = self.policy.decide(name, arguments)
         except ToolError as exc:
-            return _denied(str(exc), str(exc))
+            return _denied(self.words.say("denied", reason=exc), str(exc))
         if decision.action == "allow" or (
             decision.action == "ask" and decision.key in self.remembered
         ):
             return None
         if decision.action == "deny":
-            return _denied(
-                f"{name} was blocked: {decision.reason}. Trying again, or making the same "
-                "change with another tool, will be blocked too: take a different approach.",
-                decision.why,
-            )
+            text = self.words.say("denied_by_rule", tool=name, reason=decision.reason)
+            return _denied(text, decision.why)
         if self.approver is None:
-            return _denied(
-                f"{name} needs approval ({decision.reason}), and nobody can approve it in "
-                "this non-interactive run. Find another way that stays inside the "
-                "workspace and its tests, or explain in your answer what the user must run.",
-                f"{decision.why} (needs approval)",
-            )
+            text = self.words.say("denied_without_approver", tool=name, reason=decision.reason)
+            return _denied(text, f"{decision.why} (needs approval)")
         answer = await self.approver.ask(
             ApprovalRequest(name, arguments, decision.reason, decision.key, decision.preview)
         )
         if answer.choice == "deny":
             why = f": {answer.reason}" if answer.reason else ""
-            return _denied(f"the user denied this {name} call{why}.", f"by the user{why}")
+            text = self.words.say("denied_by_user", tool=name, why=why)
+            return _denied(text, f"by the user{why}")
         if answer.choice == "always":
             self.remembered.add(decision.key)
             if self.on_remember:
@@ -272,7 +268,7 @@ def _denied(message: str, why: str) -> ToolOutput:
     or reason, goes to the progress line ("denied: edit(tests/**)") and to
     `details["denied"]` for programs reading the events."""
     return ToolOutput(
-        content=f"Denied: {message}",
+        content=message,
         is_error=True,
         summary=f"denied: {why}",
         details={"denied": why},

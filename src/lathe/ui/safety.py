@@ -120,7 +120,15 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         if session is not None:
             session.append(ApprovalEntry(rule=key, decision="allow"))
 
-    gate = PolicyGate(policy, approver, remembered=remembered, on_remember=remember)
+    from lathe.words import load_words
+
+    gate = PolicyGate(
+        policy,
+        approver,
+        remembered=remembered,
+        on_remember=remember,
+        words=load_words(setup.model.profile.settings.prompts),
+    )
     hooks = _hooks(setup, emit, command_environment(os.environ, hide=hidden, passthrough=keep))
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
-from lathe.agent.words import load_words
+from lathe.words import load_words
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks
 from lathe.llm.base import Provider

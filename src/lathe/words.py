@@ -1,6 +1,6 @@
 """Every word lathe itself says to the model, in one place: a set of templates.
 
-A set is a folder of `NAME.md` files. The built-in ones live in `lathe/agent/prompts/`
+A set is a folder of `NAME.md` files. The built-in ones live in `lathe/prompts/`
 (`default`); a model profile chooses one by name (`prompts = "default"`) or names a
 folder of its own, where any file it lacks falls back to the default set. A template
 uses `string.Template` placeholders (`$command`, `${output}`); one trailing newline of
