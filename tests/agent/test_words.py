@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import lathe.agent.loop as loop_module
-from lathe.words import DEFAULT_SET, builtin_sets, load_words
 from lathe.errors import UsageError
 from lathe.tools.builtin import builtin_tools
+from lathe.words import DEFAULT_SET, builtin_sets, load_words
 
 
 def test_every_template_of_the_default_set_renders_with_what_its_caller_gives():

@@ -22,12 +22,12 @@ from lathe.agent.context import (
     prune_tool_outputs,
     request_messages,
 )
-from lathe.words import Words, load_words
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from lathe.words import Words, load_words
 
 _RESULT_CHARS = 1_500  # of each tool result shown to the summariser
 

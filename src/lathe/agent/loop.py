@@ -30,7 +30,6 @@ from lathe.agent.finish import (
 )
 from lathe.agent.replies import is_empty
 from lathe.agent.tooling import ToolRunner, refused_results, result_message
-from lathe.words import Words, load_words
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
     AgentEvent,
@@ -49,6 +48,7 @@ from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
 from lathe.tools.base import ToolContext, ToolRegistry
 from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from lathe.words import Words, load_words
 
 Emit = Callable[[AgentEvent], None]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from lathe.agent.finish import ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
 from lathe.agent.tooling import refused_results
-from lathe.words import Words
 from lathe.events import Notice, RunError, RunStatus
 from lathe.types import AssistantMessage, StopReason
+from lathe.words import Words
 
 _EMPTY_ONCE = "the model sent an empty reply; asking again"
 _EMPTY_TWICE = "the model sent an empty reply (no text, no tool call) twice in a row"

@@ -25,9 +25,9 @@ from typing import Any
 
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
-from lathe.words import Words
 from lathe.events import RunStatus, StallNudge
 from lathe.types import Message
+from lathe.words import Words
 
 _CYCLE_LENGTHS = (2, 3)
 

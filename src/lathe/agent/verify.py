@@ -14,11 +14,11 @@ from pathlib import Path
 
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
-from lathe.words import Words
 from lathe.errors import UsageError
 from lathe.events import Evidence, RunStatus, VerifyFinished, VerifyStarted
 from lathe.exec.base import ExecResult, Executor
 from lathe.types import AssistantMessage, Message, ToolCall
+from lathe.words import Words
 
 _TEST_LIKE = re.compile(
     r"(^|[\s;&|(/])("

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
-from lathe.words import load_words
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks
 from lathe.llm.base import Provider
 from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
 from lathe.ui.setup import RunSetup
+from lathe.words import load_words
 
 
 def spill_dir(workspace: Path) -> Path:
