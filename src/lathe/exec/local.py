@@ -151,9 +151,8 @@ class LocalExecutor:
                 capture.close_write()
             ending.spawned()
 
-        for capture in captures:
-            await capture.connect(loop)
-        eof = asyncio.ensure_future(asyncio.gather(*(capture.eof for capture in captures)))
+        ends = [await capture.connect(loop) for capture in captures]
+        eof: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*ends))
         exited = asyncio.ensure_future(proc.wait())
         try:
             end = await ending.wait(proc, exited, eof)
@@ -201,14 +200,14 @@ class _Capture:
         self.sink = _OutputSink(limit, spill_dir)
         self._read_fd, self.write_fd = os.pipe()
         self._transport: asyncio.ReadTransport | None = None
-        self.eof: asyncio.Future[None] | None = None
 
-    async def connect(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def connect(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """Start reading; the future completes when the pipe's write ends are all shut."""
         eof: asyncio.Future[None] = loop.create_future()
-        self.eof = eof
         pipe = os.fdopen(self._read_fd, "rb", buffering=0)
         self._read_fd = -1  # the transport owns it now
         self._transport, _ = await loop.connect_read_pipe(lambda: _PipeReader(self.sink, eof), pipe)
+        return eof
 
     def close_write(self) -> None:
         if self.write_fd >= 0:
@@ -243,7 +242,7 @@ class _Ending(Protocol):
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End: ...  # fmt: skip
 
     def kill_now(self, proc: asyncio.subprocess.Process) -> None:
@@ -266,7 +265,7 @@ class _Supervised:
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End:  # fmt: skip
         gave_up = not await _settled(exited, self._supervision.backstop_s)
         if gave_up:  # the supervisor is stuck: lathe's own bound still holds
@@ -317,7 +316,7 @@ class _GroupStopped:
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End:  # fmt: skip
         timed_out = lingered = False
         if not await _settled(exited, self._timeout):
@@ -337,9 +336,7 @@ class _GroupStopped:
         )
         return _End(None if timed_out else _exit_code(proc.returncode), timed_out, note)
 
-    async def _stop(
-        self, pgid: int, exited: asyncio.Future[int], eof: asyncio.Future[None]
-    ) -> None:
+    async def _stop(self, pgid: int, exited: asyncio.Future[int], eof: asyncio.Future[Any]) -> None:
         # The futures are only read from the thread; the caller awaits them after.
         def gone() -> bool:
             return exited.done() and eof.done()
