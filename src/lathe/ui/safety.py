@@ -41,8 +41,9 @@ def hook_chain(
     the face's approver; headless has none, so the gate refuses what would ask), the
     config and plugin hooks, the redactor (tool output is masked from here on), the
     face's own `taps` (what it shows), then the `recorders` (session, checkpoints), each
-    seeing masked messages. A rewrite restarts the chain, so the gate judges it too."""
-    masked = [redactor.guard(recorder) for recorder in recorders]
+    seeing masked messages (one guard for all: each message is masked once). A rewrite
+    restarts the chain, so the gate judges it too."""
+    masked = [redactor.guard(HookChain(recorders))] if recorders else []
     return HookChain([safety.gate, *safety.hooks, redactor, *taps, *masked])
 
 
