@@ -15,11 +15,9 @@ that command exits 0 after the run (lathe's own claim is recorded, not trusted).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -62,16 +60,10 @@ def _tail(text: str, limit: int = TAIL_CHARS) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    from lathe.exec.supervision import stop_group
+
+    stop_group(proc.pid, grace=10, gone=lambda: proc.poll() is not None)
+    proc.wait()
 
 
 def _run(cmd, *, cwd: Path, timeout: float, shell: bool = False, env=None):

@@ -14,7 +14,8 @@ from lathe.policy.gate import PolicyGate
 from lathe.ui.headless import _HeadlessRun
 from lathe.ui.interactive.app import InteractiveApp
 from lathe.ui.interactive.hooks import OutputTap
-from lathe.ui.recorder import SessionRecorder
+from lathe.ui.interactive.links import Links
+from lathe.ui.recorder import CheckpointRecorder, SessionRecorder
 from lathe.ui.safety import build_safety
 from lathe.ui.setup import RunOptions
 
@@ -36,9 +37,14 @@ def roles(chain) -> list[str]:
                            (Redactor, "redactor"), (OutputTap, "tap")):  # fmt: skip
             if isinstance(hook, kind):
                 return name
-        return "masked recorder" if type(hook).__name__ == "_Masked" else "unmasked recorder"
+        return "masked recorders" if type(hook).__name__ == "_Masked" else "unmasked"
 
     return [role(hook) for hook in chain.hooks]
+
+
+def recorders(chain) -> tuple:
+    """The hooks behind the redactor's guard, the chain's last hook."""
+    return chain.hooks[-1]._inner.hooks
 
 
 def options(tmp_path: Path, **more) -> RunOptions:
@@ -73,8 +79,10 @@ def test_both_faces_get_the_same_chain_in_the_same_order(tmp_path) -> None:
     headless_safety, headless = headless_chain(tmp_path)
     interactive_safety, interactive = interactive_chain(tmp_path)
 
-    assert roles(headless) == ["gate", "command hooks", "redactor", *["masked recorder"] * 2]
-    assert roles(interactive) == ["gate", "command hooks", "redactor", "tap", "masked recorder"]
+    assert roles(headless) == ["gate", "command hooks", "redactor", "masked recorders"]
+    assert roles(interactive) == ["gate", "command hooks", "redactor", "tap", "masked recorders"]
+    assert [type(hook) for hook in recorders(headless)] == [SessionRecorder, CheckpointRecorder]
+    assert [type(hook) for hook in recorders(interactive)] == [Links]
     assert headless.hooks[0] is headless_safety.gate and headless_safety.gate.approver is None
     assert interactive.hooks[0] is interactive_safety.gate
     assert interactive_safety.gate.approver is not None

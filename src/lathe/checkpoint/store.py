@@ -42,12 +42,8 @@ from lathe.checkpoint.model import (
 from lathe.checkpoint.restore import apply_restore, plan_restore
 from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import UsageError
+from lathe.file_lock import FileLock
 from lathe.home import project_slug
-
-try:
-    import fcntl
-except ImportError:  # Windows: git's own index.lock is the only guard there.
-    fcntl = None  # type: ignore[assignment]
 
 
 def store_root(workspace: Path, home: Path) -> Path:
@@ -197,9 +193,7 @@ class Checkpoints:
                 "agent turn runs there (use -C DIR to name another workspace)"
             )
         root.mkdir(parents=True, exist_ok=True)
-        with open(root / "lock", "a+b") as handle:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+        with FileLock(root / "lock"):
             yield
 
 

@@ -37,6 +37,7 @@ class ExecResult:
     full_output_path: Path | None
     timed_out: bool
     duration_s: float
+    stderr: str = ""  # only when the executor was asked to keep stderr apart
 
 
 class Executor(Protocol):

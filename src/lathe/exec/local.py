@@ -32,15 +32,16 @@ import contextlib
 import os
 import secrets
 import signal
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.env import command_environment
-from lathe.exec.supervision import Supervision, reaped_after_kill
+from lathe.exec.supervision import Supervision, reaped_after_kill, signal_group, stop_group
 
 ArgvBuilder = Callable[[str, Path], list[str]]
 
@@ -104,8 +105,16 @@ class LocalExecutor:
         cwd: Path,
         timeout: float,
         max_output_bytes: int,
-        spill_dir: Path,
+        spill_dir: Path | None,
+        stdin: bytes | None = None,
+        stderr_max_bytes: int | None = None,
     ) -> ExecResult:
+        """`Executor.run`, plus what a hook needs: `stdin`, bytes the command reads on
+        its standard input (default: /dev/null), and `stderr_max_bytes`, which captures
+        stderr apart into `ExecResult.stderr`, capped the same way (default: stderr
+        joins the output; kept apart, it also gets lathe's note on what it had to stop,
+        so stdout holds only what the command wrote). `spill_dir` None drops the middle
+        of a cut output instead of spilling it."""
         started = time.monotonic()
         argv = self._argv_builder(command, cwd)
         env = self._environment()
@@ -115,33 +124,35 @@ class LocalExecutor:
             else _GroupStopped(argv, timeout, self._kill_grace_s, self._linger_s)
         )
         loop = asyncio.get_running_loop()
-        sink = _OutputSink(max_output_bytes, spill_dir)
-        read_fd, write_fd = os.pipe()
+        out = _Capture(max_output_bytes, spill_dir)
+        err = _Capture(stderr_max_bytes, None) if stderr_max_bytes is not None else None
+        captures = [out] if err is None else [out, err]
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *ending.argv,
-                cwd=cwd,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-                pass_fds=ending.pass_fds,
-            )
+            with _stdin_source(stdin) as source:
+                proc = await asyncio.create_subprocess_exec(
+                    *ending.argv,
+                    cwd=cwd,
+                    stdin=source,
+                    stdout=out.write_fd,
+                    stderr=asyncio.subprocess.STDOUT if err is None else err.write_fd,
+                    start_new_session=True,
+                    env=env,
+                    pass_fds=ending.pass_fds,
+                )
         except OSError as exc:
-            os.close(read_fd)
+            for capture in captures:
+                capture.close()
             ending.close()
             raise ExecutorUnavailable(
                 f"cannot start {argv[0]!r} in {cwd}: {exc.strerror or exc}"
             ) from exc
         finally:
-            os.close(write_fd)  # the child holds its own copy; ours would block EOF
+            for capture in captures:  # the child holds its own copy; ours would block EOF
+                capture.close_write()
             ending.spawned()
 
-        eof = loop.create_future()
-        transport, _ = await loop.connect_read_pipe(
-            lambda: _PipeReader(sink, eof), os.fdopen(read_fd, "rb", buffering=0)
-        )
+        ends = [await capture.connect(loop) for capture in captures]
+        eof: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*ends))
         exited = asyncio.ensure_future(proc.wait())
         try:
             end = await ending.wait(proc, exited, eof)
@@ -150,21 +161,67 @@ class LocalExecutor:
             await reaped_after_kill(exited)
             raise
         finally:
-            transport.close()
-            sink.close()
+            for capture in captures:
+                capture.close()
             ending.close()
-            if not exited.done():
-                exited.cancel()
+            for future in (exited, eof):
+                if not future.done():
+                    future.cancel()
         if end.error is not None:
             raise ExecutorUnavailable(f"cannot start {argv[0]!r} in {cwd}: {end.error}")
         return ExecResult(
             exit_code=end.exit_code,
-            output=sink.text() + end.note,
-            truncated=sink.truncated,
-            full_output_path=sink.spill_path,
+            output=out.sink.text() + ("" if err else end.note),
+            truncated=out.sink.truncated,
+            full_output_path=out.sink.spill_path,
             timed_out=end.timed_out,
             duration_s=time.monotonic() - started,
+            stderr=err.sink.text() + end.note if err else "",
         )
+
+
+@contextlib.contextmanager
+def _stdin_source(data: bytes | None) -> Iterator[Any]:
+    """What the command reads: /dev/null, or `data` from an unlinked temporary file (a
+    pipe would block lathe on a command that never reads it)."""
+    if data is None:
+        yield asyncio.subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as file:
+        file.write(data)
+        file.seek(0)
+        yield file
+
+
+class _Capture:
+    """One output pipe of the command, read into a capped sink."""
+
+    def __init__(self, limit: int, spill_dir: Path | None) -> None:
+        self.sink = _OutputSink(limit, spill_dir)
+        self._read_fd, self.write_fd = os.pipe()
+        self._transport: asyncio.ReadTransport | None = None
+
+    async def connect(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """Start reading; the future completes when the pipe's write ends are all shut."""
+        eof: asyncio.Future[None] = loop.create_future()
+        pipe = os.fdopen(self._read_fd, "rb", buffering=0)
+        self._read_fd = -1  # the transport owns it now
+        self._transport, _ = await loop.connect_read_pipe(lambda: _PipeReader(self.sink, eof), pipe)
+        return eof
+
+    def close_write(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def close(self) -> None:
+        self.close_write()
+        if self._transport is not None:
+            self._transport.close()
+        elif self._read_fd >= 0:
+            os.close(self._read_fd)
+            self._read_fd = -1
+        self.sink.close()
 
 
 @dataclass(frozen=True)
@@ -185,7 +242,7 @@ class _Ending(Protocol):
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End: ...  # fmt: skip
 
     def kill_now(self, proc: asyncio.subprocess.Process) -> None:
@@ -208,13 +265,13 @@ class _Supervised:
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End:  # fmt: skip
         gave_up = not await _settled(exited, self._supervision.backstop_s)
         if gave_up:  # the supervisor is stuck: lathe's own bound still holds
             self.kill_now(proc)
             if not await _settled(exited, _REAP_AFTER_KILL_S):
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 await _settled(exited, _REAP_AFTER_KILL_S)
         await _settled(eof, _EOF_AFTER_KILL_S)  # only what escaped the tree holds it now
         report = self._supervision.report()
@@ -259,7 +316,7 @@ class _GroupStopped:
 
     async def wait(
         self, proc: asyncio.subprocess.Process, exited: asyncio.Future[int],
-        eof: asyncio.Future[None],
+        eof: asyncio.Future[Any],
     ) -> _End:  # fmt: skip
         timed_out = lingered = False
         if not await _settled(exited, self._timeout):
@@ -279,18 +336,15 @@ class _GroupStopped:
         )
         return _End(None if timed_out else _exit_code(proc.returncode), timed_out, note)
 
-    async def _stop(
-        self, pgid: int, exited: asyncio.Future[int], eof: asyncio.Future[None]
-    ) -> None:
-        # SIGTERM lets tools clean up; the SIGKILL that follows is unconditional because
-        # a grandchild may ignore SIGTERM or may have detached from our pipe.
-        _signal_group(pgid, signal.SIGTERM)
-        both: list[asyncio.Future[Any]] = [exited, eof]
-        await asyncio.wait(both, timeout=self._grace)
-        _signal_group(pgid, signal.SIGKILL)
+    async def _stop(self, pgid: int, exited: asyncio.Future[int], eof: asyncio.Future[Any]) -> None:
+        # The futures are only read from the thread; the caller awaits them after.
+        def gone() -> bool:
+            return exited.done() and eof.done()
+
+        await asyncio.to_thread(stop_group, pgid, grace=self._grace, gone=gone, kill_wait=0.0)
 
     def kill_now(self, proc: asyncio.subprocess.Process) -> None:
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         pass
@@ -300,11 +354,6 @@ async def _settled(future: asyncio.Future[Any], seconds: float) -> bool:
     """Whether `future` completes within `seconds`; it is never cancelled here."""
     done, _ = await asyncio.wait({future}, timeout=seconds)
     return bool(done)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 def _exit_code(returncode: int | None) -> int | None:
@@ -331,7 +380,7 @@ class _OutputSink:
     """Keeps all output while it fits in `limit`; past that, a head and a tail in memory
     and everything in a spill file."""
 
-    def __init__(self, limit: int, spill_dir: Path) -> None:
+    def __init__(self, limit: int, spill_dir: Path | None) -> None:
         self._limit = max(limit, 0)
         self._head_limit = int(self._limit * _HEAD_SHARE)
         self._tail_limit = self._limit - self._head_limit
@@ -361,6 +410,8 @@ class _OutputSink:
         everything = bytes(self._buffer)
         self._tail = bytearray(everything[len(everything) - self._tail_limit :])
         self._buffer = bytearray(everything[: self._head_limit])
+        if self._spill_dir is None:  # nobody would read it: the middle is dropped
+            return
         try:
             self._spill_dir.mkdir(parents=True, exist_ok=True)
             path = self._spill_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.log"

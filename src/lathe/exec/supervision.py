@@ -17,6 +17,11 @@ it, since an event loop that closes (Ctrl-C ending lathe) finalises the transpor
 still-running process with SIGKILL. The process group is SIGKILLed only when the
 supervisor is already gone — SIGKILL to the group first would take the supervisor with
 it and leave its `setsid` descendants behind.
+
+It also holds lathe's one way to stop a process group it did not start under the
+supervisor (the sandbox's bwrap, the local model server): `stop_group` — SIGTERM, a
+grace, then SIGKILL — and `signal_group`, which every other signal to a group goes
+through.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import importlib.util
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +46,8 @@ _SUPERVISOR = Path(__file__).with_name("supervisor.py")
 # What the supervisor may take beyond the timeout and the grace before lathe stops
 # waiting for it: its own start, and processes slow to die (it gives up after 5 s).
 _BACKSTOP_SLACK_S = 10.0
+KILL_WAIT_S = 5.0  # after SIGKILL: a process stuck in the kernel (D state) may linger
+_POLL_S = 0.02
 
 
 class _Started(Protocol):
@@ -112,8 +120,7 @@ class Supervision:
                 os.kill(process.pid, signal.SIGUSR1)
                 _kill_descendants(process.pid)
                 return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
 
     def report(self) -> Report:
         """Once the supervisor has exited: its last word (never blocks)."""
@@ -137,6 +144,34 @@ class Supervision:
         if self._read_fd >= 0:
             os.close(self._read_fd)
             self._read_fd = -1
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the process group `pgid`; False when no process of it is left. When
+    lathe may not signal some member, the leader (`pgid` itself) still gets it."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pgid, sig)
+    return True
+
+
+def stop_group(
+    pgid: int, *, grace: float, gone: Callable[[], bool], kill_wait: float = KILL_WAIT_S
+) -> None:
+    """Stop the process group `pgid`: SIGTERM, up to `grace` seconds for `gone()` to say
+    it ended, then SIGKILL — always, since a grandchild may ignore SIGTERM or have left
+    what `gone` watches — and up to `kill_wait` seconds more. Returns early once the
+    group has no process left. Blocks: from the event loop, run it in a thread."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        if not signal_group(pgid, sig):
+            return
+        deadline = time.monotonic() + wait
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
 
 
 async def reaped_after_kill(exited: Awaitable[object], seconds: float = 2.0) -> None:

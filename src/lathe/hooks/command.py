@@ -1,27 +1,30 @@
 """Config-defined command hooks (`[[hooks.pre_tool]]` and friends).
 
 Each hook gets the event as JSON on stdin and runs with `bash -c` in the workspace,
-outside the sandbox, with the environment commands get (no provider keys, no
-secret-looking variables: `lathe.exec.env`), under the same supervisor as the `bash`
-tool's unsandboxed commands (`lathe.exec.supervision`): at its timeout it is killed with
-everything it started, `setsid` descendants included, whatever it leaves running is
-stopped when it exits, and nothing of it outlives lathe. pre_tool: exit 2 blocks the call
-with stderr as the reason the model sees; other non-zero exits are reported and the call
-goes on; JSON `{"arguments": {...}}` on stdout rewrites the arguments. post_tool: JSON
-`{"content": "..."}` on stdout replaces the result. A pre_tool hook that times out
-blocks the call: a guard that could not decide must not wave a call through.
+outside the sandbox, through the same executor as the `bash` tool's unsandboxed
+commands (`hook_executor`: a supervised `LocalExecutor` with the environment commands
+get — no provider keys, no secret-looking variables: `lathe.exec.env`). So at its
+timeout it is stopped with everything it started, `setsid` descendants included
+(SIGTERM, then SIGKILL after `HOOK_KILL_GRACE_S`), whatever it leaves running is stopped
+when it exits, nothing of it outlives lathe, and its stdout and stderr are capped
+(`HOOK_STDOUT_MAX_BYTES`, `HOOK_STDERR_MAX_BYTES`: a head and a tail are kept) however
+much it prints. pre_tool: exit 2 blocks the call with stderr as the reason the model
+sees; other non-zero exits are reported and the call goes on; JSON `{"arguments":
+{...}}` on stdout rewrites the arguments. post_tool: JSON `{"content": "..."}` on stdout
+replaces the result. A pre_tool hook that times out blocks the call: a guard that could
+not decide must not wave a call through. Stdout cut by the cap is not JSON, so it
+rewrites nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lathe.exec.supervision import Supervision, reaped_after_kill
+from lathe.exec.local import LocalExecutor
 from lathe.hooks.base import AgentHooks
 from lathe.tools.base import ToolOutput
 
@@ -29,9 +32,11 @@ if TYPE_CHECKING:
     from lathe.config.schema import HookCommand, HooksConfig
     from lathe.events import RunFinished
 
-# SIGTERM first, as for commands, then SIGKILL after a short grace: a hook past its
-# timeout, or what it left running, holds up the call it guards.
-_KILL_GRACE_S = 1.0
+# A hook past its timeout, or what it left running, holds up the call it guards: a
+# shorter grace than a command's.
+HOOK_KILL_GRACE_S = 1.0
+HOOK_STDOUT_MAX_BYTES = 1024 * 1024  # room for a rewritten tool result
+HOOK_STDERR_MAX_BYTES = 16 * 1024  # a reason the model reads
 
 
 @dataclass(frozen=True)
@@ -41,41 +46,32 @@ class HookRun:
     stderr: str
 
 
+def hook_executor(*, hide_env: Iterable[str] = (), keep_env: Iterable[str] = ()) -> LocalExecutor:
+    """The executor hooks run through: on this machine, supervised, with the environment
+    commands get (`hide_env`, `keep_env` as for `LocalExecutor`)."""
+    return LocalExecutor(hide_env=hide_env, keep_env=keep_env, kill_grace_s=HOOK_KILL_GRACE_S)
+
+
 async def run_hook(
     hook: HookCommand,
     event: dict[str, Any],
     workspace: Path,
-    environment: Mapping[str, str] | None = None,
+    executor: LocalExecutor | None = None,
 ) -> HookRun:
-    """Run one hook; `environment` is what it starts with (None: lathe's own)."""
-    payload = json.dumps(event).encode()
-    argv = ["bash", "-c", hook.command]
-    with Supervision(argv, timeout=hook.timeout_s, grace=_KILL_GRACE_S) as supervision:
-        process = await asyncio.create_subprocess_exec(
-            *supervision.argv,
-            cwd=workspace, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True,
-            pass_fds=supervision.pass_fds,
-            env=dict(environment) if environment is not None else None,
-        )  # fmt: skip
-        supervision.spawned()
-        try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(payload), supervision.backstop_s
-            )
-        except TimeoutError:  # the supervisor itself is stuck: lathe's own bound holds
-            supervision.kill_now(process)
-            await reaped_after_kill(process.wait())
-            return _timed_out(hook)
-        except BaseException:  # cancelled: nothing of the hook may outlive the call
-            supervision.kill_now(process)
-            await reaped_after_kill(process.wait())
-            raise
-        if supervision.report().timed_out:
-            return _timed_out(hook)
-    return HookRun(
-        process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+    """Run one hook through `executor` (None: `hook_executor()` with lathe's own
+    environment, keys and secret-looking variables left out)."""
+    result = await (executor or hook_executor()).run(
+        hook.command,
+        cwd=workspace,
+        timeout=hook.timeout_s,
+        max_output_bytes=HOOK_STDOUT_MAX_BYTES,
+        spill_dir=None,
+        stdin=json.dumps(event).encode(),
+        stderr_max_bytes=HOOK_STDERR_MAX_BYTES,
     )
+    if result.timed_out:
+        return _timed_out(hook)
+    return HookRun(result.exit_code, result.output, result.stderr)
 
 
 def _timed_out(hook: HookCommand) -> HookRun:
@@ -92,11 +88,11 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 class CommandHooks(AgentHooks):
     def __init__(
-        self, config: HooksConfig, workspace: Path, environment: Mapping[str, str] | None = None
+        self, config: HooksConfig, workspace: Path, executor: LocalExecutor | None = None
     ) -> None:
         self._config = config
         self._workspace = workspace
-        self._environment = environment
+        self._executor = executor or hook_executor()
 
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
         return [h for h in hooks if not h.tools or tool in h.tools]
@@ -107,13 +103,13 @@ class CommandHooks(AgentHooks):
                 hook,
                 {"event": "session_start", "task": task, **self._base()},
                 self._workspace,
-                self._environment,
+                self._executor,
             )
 
     async def on_run_end(self, finished: RunFinished) -> None:
         event = {"event": "stop", "status": finished.status.value, "turns": finished.turns}
         for hook in self._config.stop:
-            await run_hook(hook, {**event, **self._base()}, self._workspace, self._environment)
+            await run_hook(hook, {**event, **self._base()}, self._workspace, self._executor)
 
     async def before_tool(
         self, name: str, arguments: dict[str, Any]
@@ -122,7 +118,7 @@ class CommandHooks(AgentHooks):
         for hook in self._for_tool(self._config.pre_tool, name):
             event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
             result = await run_hook(
-                hook, {**event, **self._base()}, self._workspace, self._environment
+                hook, {**event, **self._base()}, self._workspace, self._executor
             )
             if result.exit_code is None or result.exit_code == 2:
                 reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
@@ -143,7 +139,7 @@ class CommandHooks(AgentHooks):
                 "content": output.content, "is_error": output.is_error,
             }  # fmt: skip
             result = await run_hook(
-                hook, {**event, **self._base()}, self._workspace, self._environment
+                hook, {**event, **self._base()}, self._workspace, self._executor
             )
             reply = _json_object(result.stdout) if result.exit_code == 0 else None
             if reply and isinstance(reply.get("content"), str):

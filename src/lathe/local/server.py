@@ -196,20 +196,11 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _terminate(pid: int, timeout: float) -> None:
-    """SIGTERM the process group led by `pid`, then SIGKILL it if it lingers."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.05)
+    """Stop the process group led by `pid` the way lathe stops any group: SIGTERM, up to
+    `timeout` seconds, then SIGKILL (`lathe.exec.supervision.stop_group`)."""
+    from lathe.exec.supervision import stop_group
+
+    stop_group(pid, grace=timeout, gone=lambda: not _pid_alive(pid))
 
 
 class LocalServer:

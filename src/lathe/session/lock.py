@@ -1,72 +1,48 @@
 """One writer per session, across processes.
 
-An exclusive, non-blocking `flock` on a sidecar `<session>.lock` file. The kernel drops
-the lock when the holder closes it or dies (kill -9 included), so a crashed run never
-leaves a session locked. The sidecar is never deleted: unlinking a lock file while
-another process waits on it would let two processes "hold" two different files.
-The holder writes its pid into the sidecar only so the error can name it.
+A `lathe.file_lock.FileLock` on a sidecar `<session>.lock` file, taken without waiting:
+a second writer is told the holder's pid, which the holder records in the sidecar.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 
 from lathe.errors import UsageError
+from lathe.file_lock import FileLock, is_held
 
 
 def lock_path(session_file: Path) -> Path:
     return session_file.with_suffix(".lock")
 
 
-def _holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        text = ""
+def _holder(record: str) -> str:
+    text = record.strip()
     return f"pid {text}" if text.isdigit() else "a process that did not record its pid"
 
 
 class SessionLock:
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
+    def __init__(self, lock: FileLock) -> None:
+        self._lock = lock
 
     @classmethod
     def acquire(cls, session_file: Path, session_id: str) -> SessionLock:
-        fd = os.open(lock_path(session_file), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
+        lock = FileLock(lock_path(session_file))
+        holder = lock.try_acquire(record=f"{os.getpid()}\n")
+        if holder is not None:
+            lock.release()
             raise UsageError(
-                f"session {session_id} is in use by another lathe process ({holder}); "
+                f"session {session_id} is in use by another lathe process ({_holder(holder)}); "
                 f"wait for it to finish or stop it, or continue in a copy with "
                 f"`lathe sessions fork {session_id}`"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return cls(fd)
+            )
+        return cls(lock)
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
+        self._lock.release()
 
 
 def is_locked(session_file: Path) -> bool:
     """Whether some process (this one included) holds the session's lock right now."""
-    try:
-        fd = os.open(lock_path(session_file), os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return is_held(lock_path(session_file))

@@ -165,7 +165,7 @@ def _function_tool(
 
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"@tool needs an async function; {fn.__qualname__} is not one")
-    doc = inspect.getdoc(fn)
+    doc = inspect.getdoc(fn) or ""
     if not doc:
         raise TypeError(f"@tool: {fn.__qualname__} needs a docstring, the model's description")
     hints = get_type_hints(fn, include_extras=True)

@@ -3,7 +3,6 @@ the one hook chain both faces run with."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from lathe.events import Notice
 from lathe.exec.base import Executor
-from lathe.exec.env import command_environment
 from lathe.hooks.base import AgentHooks, HookChain
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
 from lathe.policy.rules import RuleSet, protected_patterns
@@ -43,8 +41,9 @@ def hook_chain(
     the face's approver; headless has none, so the gate refuses what would ask), the
     config and plugin hooks, the redactor (tool output is masked from here on), the
     face's own `taps` (what it shows), then the `recorders` (session, checkpoints), each
-    seeing masked messages. A rewrite restarts the chain, so the gate judges it too."""
-    masked = [redactor.guard(recorder) for recorder in recorders]
+    seeing masked messages (one guard for all: each message is masked once). A rewrite
+    restarts the chain, so the gate judges it too."""
+    masked = [redactor.guard(HookChain(recorders))] if recorders else []
     return HookChain([safety.gate, *safety.hooks, redactor, *taps, *masked])
 
 
@@ -129,7 +128,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         on_remember=remember,
         words=load_words(setup.model.profile.settings.prompts),
     )
-    hooks = _hooks(setup, emit, command_environment(os.environ, hide=hidden, passthrough=keep))
+    hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep)
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
 
 
@@ -197,13 +196,14 @@ def _key_variables(setup: RunSetup) -> list[str]:
     return sorted({KEY_OVERRIDE_ENV, *names})
 
 
-def _hooks(setup: RunSetup, emit, environment: dict[str, str]) -> list[AgentHooks]:
-    """Config command hooks (started with `environment`: no keys), then plugin hooks;
-    they run after the policy gate."""
-    from lathe.hooks.command import CommandHooks
+def _hooks(setup: RunSetup, emit, *, hide_env: list[str], keep_env) -> list[AgentHooks]:
+    """Config command hooks (run unsandboxed through the hook executor, with the
+    environment commands get: no keys), then plugin hooks; they run after the gate."""
+    from lathe.hooks.command import CommandHooks, hook_executor
     from lathe.hooks.plugins import load_plugin_hooks
 
     plugins, problems = load_plugin_hooks(setup.workspace)
     for problem in problems:
         emit(Notice(level="warning", message=problem))
-    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, environment), *plugins]
+    executor = hook_executor(hide_env=hide_env, keep_env=keep_env)
+    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, executor), *plugins]
