@@ -100,3 +100,20 @@ def test_a_tool_function_must_be_async_and_described() -> None:
         @tool
         async def undocumented(path: str) -> str:
             return path
+
+
+def test_edit_and_write_predict_the_diff_a_person_approves(tmp_path):
+    from lathe.tools.edit import EditTool
+    from lathe.tools.write import WriteTool
+
+    (tmp_path / "app.py").write_text("a = 1\nb = 2\n")
+
+    edit = EditTool().preview_change(
+        {"path": "app.py", "old_string": "b = 2", "new_string": "b = 3"}, tmp_path
+    )
+    new_file = WriteTool().preview_change({"path": "new.py", "content": "x = 1\n"}, tmp_path)
+
+    assert "-b = 2\n+b = 3\n" in edit
+    assert "+x = 1\n" in new_file
+    assert EditTool().preview_change({"path": "app.py", "old_string": "zz"}, tmp_path) is None
+    assert EditTool().preview_change({"path": "../out.py", "old_string": "a"}, tmp_path) is None

@@ -20,6 +20,8 @@ A tool subclasses `Tool` (or is one async function under `@tool`) and says what 
 - `shell_command(arguments) -> str | None` (default None): the shell command a call
   runs, for those that run one (`bash`), so the gate analyses it and the verify
   evidence sees which checks ran — nothing outside the tool checks its name.
+- `preview_change(arguments, workspace) -> str | None` (default None): the diff a call
+  would make, shown to the person asked to approve it (`edit`, `write`).
 - `summarize_call(args) -> str`: the key argument, for one-line progress displays
   (default: the first parameter's value).
 
@@ -113,6 +115,11 @@ class Tool(ABC):
 
     def shell_command(self, arguments: dict[str, Any]) -> str | None:
         """The shell command this call runs (from its raw arguments); None: it runs none."""
+        return None
+
+    def preview_change(self, arguments: dict[str, Any], workspace: Path) -> str | None:
+        """The unified diff this call would make, for a person asked to approve it; None
+        when the tool changes no file or the change cannot be predicted."""
         return None
 
 

@@ -11,7 +11,7 @@ import difflib
 import re
 from collections import Counter
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from lathe.errors import ToolError
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
     clip_diff,
+    current_text,
     load_text_file,
     os_errors,
     state_of,
@@ -58,6 +59,16 @@ class EditTool(Tool):
 
     def summarize_call(self, args: EditParams) -> str:
         return args.path
+
+    def preview_change(self, arguments: dict[str, Any], workspace: Path) -> str | None:
+        path = str(arguments.get("path", ""))
+        old = current_text(workspace, path)
+        find = str(arguments.get("old_string", ""))
+        if old is None or not find or find not in old:
+            return None
+        count = -1 if arguments.get("replace_all") else 1
+        new = old.replace(find, str(arguments.get("new_string", "")), count)
+        return unified_diff(path, old, new, context=2)
 
     def refusal_hint(self, args: EditParams, ctx: ToolContext) -> str:
         """When a rule refuses the edit: if old_string is not even in that file but is

@@ -197,6 +197,23 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
+def current_text(workspace: Path, path: str) -> str | None:
+    """The text `path` holds now, for predicting a change: "" when it does not exist yet,
+    None when it is outside the workspace or not readable text."""
+    from lathe.tools.paths import resolve_path
+
+    try:
+        target = resolve_path(workspace, path)
+    except ToolError:
+        return None
+    if not target.exists():
+        return ""
+    try:
+        return target.read_text(encoding="utf-8") if target.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),

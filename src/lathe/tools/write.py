@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
     clip_diff,
     count_lines,
+    current_text,
     decode_text,
     os_errors,
     state_of,
@@ -54,6 +55,13 @@ class WriteTool(Tool):
     )
     parameters: ClassVar[type[Params]] = WriteParams
     path_argument: ClassVar[str | None] = "path"
+
+    def preview_change(self, arguments: dict[str, Any], workspace: Path) -> str | None:
+        path = str(arguments.get("path", ""))
+        old = current_text(workspace, path)
+        if old is None:
+            return None
+        return unified_diff(path, old, str(arguments.get("content", "")), context=2)
 
     def summarize_call(self, args: WriteParams) -> str:
         return args.path

@@ -21,7 +21,7 @@ from typing import Any
 
 from lathe.errors import UsageError
 from lathe.types import AssistantMessage, ToolResultMessage, Usage
-from lathe.ui.interactive.approval import FILE_TOOLS, parse_answer, preview_diff
+from lathe.ui.interactive.approval import parse_answer
 from lathe.ui.setup import RunOptions
 
 _INTERRUPTED = "[interrupted by the user]"
@@ -80,7 +80,7 @@ class InteractiveApp:
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._exit_armed = False
-        self._approved_diff = False
+        self._approved_diff: str | None = None  # the tool whose diff the person approved
 
     @property
     def window(self) -> int:
@@ -122,8 +122,8 @@ class InteractiveApp:
             self.cost_usd += self.resolved.cost(event.message.usage)
             self.run_cost_usd += self.resolved.cost(event.message.usage)
             self.run_usage = self.run_usage + event.message.usage
-        if isinstance(event, ToolFinished) and self._approved_diff and event.name in FILE_TOOLS:
-            self._approved_diff = False
+        if isinstance(event, ToolFinished) and event.name == self._approved_diff:
+            self._approved_diff = None
             if not event.is_error:  # the person approving saw this very diff already
                 event = event.model_copy(update={"details": {**event.details, "diff": None}})
         self.renderer(event)
@@ -410,14 +410,16 @@ class InteractiveApp:
         """`lathe.policy.gate.Approver`: show the request, wait for the answer typed at
         the prompt (see `_answer_approval`)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        title = "run command" if request.tool == "bash" else f"{request.tool} {request.preview}"
+        tool = self.gate.policy.tools.get(request.tool)
+        command = tool.shell_command(request.arguments) if tool else None
+        title = "run command" if command is not None else f"{request.tool} {request.preview}"
         self.renderer.note(f"approve: {title.strip()}  ({request.reason})", "bold yellow")
-        diff = preview_diff(request.tool, request.arguments, self.workspace)
-        if request.tool == "bash":
+        diff = tool.preview_change(request.arguments, self.workspace) if tool else None
+        if command is not None:
             self.renderer.note(f"    $ {request.preview}", "bold")
         elif diff:
             self.renderer.diff(diff, limit=80)
-            self._approved_diff = True
+            self._approved_diff = request.tool
         self.pending_approval = (request, future)
         running = self.status.phase  # the call's label: it runs once approved
         self.status.set_phase("waiting for approval")
