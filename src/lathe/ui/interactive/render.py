@@ -35,6 +35,7 @@ from lathe.events import (
     VerifyFinished,
     VerifyStarted,
 )
+from lathe.plural import plural
 from lathe.types import Usage
 
 if TYPE_CHECKING:
@@ -270,7 +271,8 @@ class Renderer:
                 style = "dim"
             out.append("    " + line + "\n", style=style)
         if len(lines) > limit:
-            out.append(f"    {self.glyphs.ellipsis} {len(lines) - limit} more lines\n", "dim")
+            more = plural(len(lines) - limit, "more line")
+            out.append(f"    {self.glyphs.ellipsis} {more}\n", "dim")
         self.console.print(out, end="", overflow="fold")
 
     def markdown(self, text: str) -> None:
@@ -358,7 +360,7 @@ class Renderer:
             "interrupted": "yellow",
         }.get(event.status.value, "red")
         text = (
-            f"{event.status.value} · {event.turns} turn(s) · {_short(usage.input_tokens)} in, "
+            f"{event.status.value} · {plural(event.turns, 'turn')} · {_short(usage.input_tokens)} in, "
             f"{_short(usage.output_tokens)} out"
         )
         if event.reason:
