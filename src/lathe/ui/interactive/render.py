@@ -360,8 +360,8 @@ class Renderer:
             "interrupted": "yellow",
         }.get(event.status.value, "red")
         text = (
-            f"{event.status.value} · {plural(event.turns, 'turn')} · {_short(usage.input_tokens)} in, "
-            f"{_short(usage.output_tokens)} out"
+            f"{event.status.value} · {plural(event.turns, 'turn')} · "
+            f"{_short(usage.input_tokens)} in, {_short(usage.output_tokens)} out"
         )
         if event.reason:
             text += f" · {event.reason}"
