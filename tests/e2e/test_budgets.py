@@ -108,7 +108,7 @@ def test_the_cost_budget_stops_the_run_and_continue_with_a_larger_one_finishes(
     )
 
     assert first.returncode == 1, first.stderr
-    assert "status: out_of_budget after 3 turn(s)" in first.stderr
+    assert "status: out_of_budget after 3 turns" in first.stderr
     assert "reason: the cost budget ($0.50) was reached: $0.60 spent" in first.stderr
     assert "lathe run --continue" in first.stderr  # how to go on
     assert (ws / "app.py").read_text() == ORIGINAL

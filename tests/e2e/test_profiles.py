@@ -89,7 +89,7 @@ def test_profile_small_applies_code_a_reply_shows_after_a_failed_check(tmp_path,
 
     assert result.returncode == 0, result.stderr
     assert "edit calculator.py (the code in the reply)" in result.stderr
-    assert "status: verified after 1 turn(s)" in result.stderr
+    assert "status: verified after 1 turn" in result.stderr
 
 
 def test_a_models_entry_names_its_profile(tmp_path, fake_openai):
