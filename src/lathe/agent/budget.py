@@ -147,6 +147,8 @@ class BudgetGuard(FinishHandler):
 
     def before_request(self, run: RunState) -> Finish | None:
         spent = run.spent
+        if spent is None:
+            return None
         cost = spent.cost_usd if self._priced else None
         over = self._budget.exceeded(spent.usage, cost, spent.elapsed_s())
         return Finish(RunStatus.OUT_OF_BUDGET, reason=over) if over else None

@@ -49,6 +49,7 @@ from lathe.events import AgentEvent, Evidence, RunError, RunStatus
 from lathe.types import AssistantMessage, Message, ToolCall, UserMessage
 
 if TYPE_CHECKING:
+    from lathe.agent.loop import RunSpending
     from lathe.tools.base import Tool, ToolOutput
 
 
@@ -109,8 +110,8 @@ class RunState:
     turn: int = 0
     new_conversation: bool = True
     """The task is the conversation's first message (not a follow-up of an earlier run)."""
-    spent: Any = None
-    """Usage and cost of this run so far (`lathe.agent.loop.Spend`)."""
+    spent: RunSpending | None = None
+    """Usage, cost and time of this run so far."""
 
 
 class FinishHandler:
