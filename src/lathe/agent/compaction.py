@@ -5,7 +5,7 @@ A compaction must shrink the history. One that does not (a summary as long as wh
 replaces: the 1.5B once turned 8,304 tokens into 8,329, and the run went on compacting
 every turn) is thrown away: the request drops every older tool output instead, no new
 compaction is tried until the part a summary would replace has doubled, and when the
-request still does not fit the run stops with `ContextTooLong` saying so.
+request the provider still refuses ends the run with a `ContextTooLong` saying so.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ class ContextManager:
 
     async def prepare(self, history: list[Message]) -> list[Message]:
         """The messages for the next request; compacts `history` in place if needed.
-        Raises ContextTooLong when even the smallest request lathe can make is too big."""
+        Sent even when the estimate stays above the limit (it runs high on purpose):
+        only the provider's refusal ends the run (`cannot_fit`)."""
         sent = self._pruned(history)
         if self.meter.estimate(sent, self._fixed_tokens) <= self.budget.prompt_limit:
             return request_messages(sent)
@@ -71,15 +72,17 @@ class ContextManager:
         if self._estimate(sent) > self.budget.prompt_limit and not self._squeezed:
             self._squeezed = True
             sent = self._pruned(history)
-        size = self._estimate(sent)
-        if size > self.budget.prompt_limit:
-            raise ContextTooLong(
-                f"the conversation no longer fits the model's window: about {size:,} tokens "
-                f"for a limit of {self.budget.prompt_limit:,}, with older tool outputs dropped "
-                "and compaction unable to shrink it; start a new session with the task "
-                "restated, or use a model with a larger context window"
-            )
         return request_messages(sent)
+
+    def cannot_fit(self, history: list[Message]) -> str:
+        """Why the run stops when the provider still refuses the smallest request."""
+        size = self._estimate(self._pruned(history))
+        return (
+            f"the conversation no longer fits the model's window: about {size:,} tokens "
+            f"for a limit of {self.budget.prompt_limit:,}, with older tool outputs dropped "
+            "and compaction unable to shrink it; start a new session with the task "
+            "restated, or use a model with a larger context window"
+        )
 
     async def shrink(self, history: list[Message], *, reason: str) -> bool:
         """Make the next request smaller after the provider said it is too long: compact,

@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
-    """In the order they are asked: the budgets, a reply cut off or empty (it cannot be
+    """In the order they are asked: the budgets, a reply empty or cut off (it cannot be
     taken as it is), then the verify gate, the stall rules, and the unverified end."""
     settings, words, ctx = deps.settings, deps.words, deps.tool_context
     handlers: list[FinishHandler] = []
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
-    handlers += [CutOffReply(words), EmptyReply(gated=settings.verify_command is not None)]
+    # Empty first: it must see every reply to count those in a row (a cut-off one is
+    # never empty).
+    handlers += [EmptyReply(gated=settings.verify_command is not None), CutOffReply(words)]
     if settings.verify_command:
 
         async def run_check(command: str) -> ExecResult:

@@ -30,9 +30,10 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
   answers decides and the rest are not asked; a decision here replaces the normal
   handling of the reply (its calls are not run: the loop answers each with an error
   result, so the conversation never holds an unanswered call).
-- `after_calls(calls, run, by_lathe)`: after a batch of calls ran. Every handler is
-  asked in order: the messages of each `ContinueWith` are added in that order, and the
-  first `Finish` ends the run after them.
+- `after_calls(calls, run, by_lathe)`: after a batch of calls ran. The handlers are
+  asked in order until one finishes: the messages of each `ContinueWith` are added in
+  that order, and the first `Finish` ends the run after them (later handlers are not
+  asked).
 - `out_of_turns(run)`: the turn limit ran out; the first answer decides, else the run
   ends `max_turns`.
 

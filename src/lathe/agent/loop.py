@@ -133,29 +133,51 @@ class Agent:
         run = RunState(
             emit=self.emit, history=self.messages, new_conversation=not self.messages, spent=spend
         )
+        runner = ToolRunner(self.deps, self.emit)
         limits = [x for x in (h.time_limit(run) for h in self.handlers) if x is not None]
         if not limits:
-            return await self._steps(user_input, run, spend)
+            return await self._steps(user_input, run, spend, runner)
         limit = min(limits, key=lambda x: x.seconds)
         timer = asyncio.timeout(limit.seconds)
         try:
             async with timer:
-                return await self._steps(user_input, run, spend)
+                return await self._steps(user_input, run, spend, runner)
         except TimeoutError:
             if not timer.expired():
                 raise  # not the run's deadline
-        # Cut mid-step: a reply still streaming left nothing; calls still running get a
-        # result, so the conversation can be sent again (`--continue`).
         end = limit.end(spend.elapsed_s())
-        text = self.deps.words.say("call_cut_short", reason=end.reason)
-        cut = unanswered_calls(self.messages)
-        for result in refused_results(cut, text, "stopped: time limit", self.emit):
-            self.append(result)
+        self._answer_cut_calls(runner, end.reason)
         return self._finished(end, run, spend)
 
-    async def _steps(self, user_input: str, run: RunState, spend: RunSpending) -> RunFinished:
+    def _answer_cut_calls(self, runner: ToolRunner, reason: str) -> None:
+        """The run was cut mid-step: a reply still streaming left nothing, but the calls
+        of the last reply need results so the conversation can be sent again
+        (`--continue`). A call that finished gets its real result, one still running says
+        it may have run in part, one not started that it never ran."""
+        for call in unanswered_calls(self.messages):
+            output = runner.finished.get(call.id)
+            if output is not None:
+                self.append(
+                    ToolResultMessage(
+                        tool_call_id=call.id,
+                        name=call.name,
+                        content=output.content,
+                        is_error=output.is_error,
+                    )
+                )
+                continue
+            started = call.id in runner.started
+            text = self.deps.words.say(
+                "call_cut_short" if started else "call_not_run", reason=reason
+            )
+            summary = "stopped: time limit" if started else "not run: time limit"
+            for result in refused_results([call], text, summary, self.emit, started=started):
+                self.append(result)
+
+    async def _steps(
+        self, user_input: str, run: RunState, spend: RunSpending, runner: ToolRunner
+    ) -> RunFinished:
         settings = self.deps.settings
-        runner = ToolRunner(self.deps, self.emit)
         # The task is recorded before anything runs, so a crash during a handler's start
         # (the baseline check) leaves a session that `--continue` can pick up.
         self.append(UserMessage(content=user_input))
@@ -242,10 +264,10 @@ class Agent:
         """Apply a decision: record its messages, run the calls lathe makes itself and ask
         the handlers about them. The end of the run, or None to go on."""
         for rounds in range(_MAX_LATHE_ROUNDS + 1):
+            if isinstance(decision, Finish):
+                return decision  # its messages enter with the end (`_finished`)
             for message in decision.messages:
                 self.append(message)
-            if isinstance(decision, Finish):
-                return decision
             if not decision.calls or rounds == _MAX_LATHE_ROUNDS:
                 return None
             records = await runner.run_calls(run.turn, decision.calls, note=decision.note)
@@ -253,6 +275,10 @@ class Agent:
         return None
 
     def _finished(self, end: Finish, run: RunState, spend: RunSpending) -> RunFinished:
+        """The run ends: `end`'s messages enter the conversation, then `run_finished` is
+        emitted."""
+        for message in end.messages:
+            self.append(message)
         event = RunFinished(
             status=end.status,
             turns=run.turn,
@@ -273,12 +299,12 @@ class Agent:
         while True:
             try:
                 return await self._stream_once(turn)
-            except ContextTooLong:
+            except ContextTooLong as exc:
                 context = self.deps.context
-                if shrunk or not context:
+                if not context:
                     raise
-                if not await context.shrink(self.messages, reason="context_too_long"):
-                    raise
+                if shrunk or not await context.shrink(self.messages, reason="context_too_long"):
+                    raise exc.reworded(context.cannot_fit(self.messages)) from exc
                 shrunk = True
 
     async def _stream_once(self, turn: int) -> AssistantMessage:

@@ -7,11 +7,11 @@ however far apart — small models fall into all three (the last one seen as one
 re-applied between reads of ever-different line ranges). The model gets one nudge per
 run; repeating past it ends the run as `stuck`.
 
-Refusals count too, whatever the arguments: a tool whose calls the policy gate (or a
-hook, or the person asked) keeps refusing — the 1.5B asked to write a test file it may
-not change, read it at line N, asked again, read at N+2, for its whole time budget — is
-a stall once `repeat_limit` of them came with no file change between (a nudge naming the
-refusal), and `stuck` at twice that.
+Refusals count too, whatever the arguments: a tool whose calls the policy gate or a
+hook (not the person asked, who is steering) keeps refusing — the 1.5B asked to write a
+test file it may not change, read it at line N, asked again, read at N+2, for its whole
+time budget — is a stall once `repeat_limit` of them came with no file change between
+(a nudge naming the refusal), and `stuck` at twice that.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ class StallGuard(FinishHandler):
         for record in calls:
             if record.changes_files and not record.output.is_error:
                 self._refusals.clear()  # progress: earlier refusals were not a loop
-            elif record.refused:
+            elif record.refused and record.output.details.get("denied_by") != "user":
+                # A person who says no is steering, not a loop to stop.
                 self._refusals[record.call.name] += 1
         if not self._refusals:
             return None
@@ -149,7 +150,7 @@ class StallGuard(FinishHandler):
         if count >= self._limit and not self._refusals_nudged:
             self._refusals_nudged = True
             run.emit(StallNudge(tool=tool, repeats=count))
-            refused = [r for r in calls if r.refused]
+            refused = [r for r in calls if r.refused and r.call.name == tool]
             reason = _first_line(refused[-1].output.content) if refused else "refused"
             text = self._words.say("refusals_nudge", tool=tool, count=count, reason=reason)
             return ContinueWith(messages=(lathe_note(text),))
@@ -158,4 +159,4 @@ class StallGuard(FinishHandler):
 
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line.removeprefix("Error: ")[:200]
+    return line.removeprefix("Error: ").removeprefix("Denied: ").rstrip(".")[:200]

@@ -38,12 +38,17 @@ class ToolRunner:
     def __init__(self, deps: AgentDeps, emit: Emit) -> None:
         self._deps = deps
         self._emit = emit
+        # The batch in progress: the calls that started, and the outputs of those that
+        # finished. A run cut mid-batch (its time limit) answers each from these.
+        self.started: set[str] = set()
+        self.finished: dict[str, ToolOutput] = {}
 
     async def run_calls(
         self, turn: int, calls: Sequence[ToolCall], *, note: str = ""
     ) -> list[CallRecord]:
         """Run `calls` (gated, hooked, in groups) and return one record per call, in call
         order. `note`: how the faces label calls lathe makes itself."""
+        self.started, self.finished = set(), {}
         prepared = [self._prepare(call) for call in calls]
         may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
         if may_change:
@@ -84,6 +89,7 @@ class ToolRunner:
                 call_id=call.id, name=call.name, arguments=arguments, summary=summary, note=note
             )
         )
+        self.started.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
         self._emit(
@@ -97,6 +103,7 @@ class ToolRunner:
                 output=output.content,
             )
         )
+        self.finished[call.id] = output
         return output, refused
 
     async def _output_for(
@@ -168,13 +175,20 @@ def _first_line(text: str) -> str:
 
 
 def refused_results(
-    calls: Sequence[ToolCall], reason: str, summary: str, emit: Callable[[AgentEvent], None]
+    calls: Sequence[ToolCall],
+    reason: str,
+    summary: str,
+    emit: Callable[[AgentEvent], None],
+    *,
+    started: bool = False,
 ) -> list[ToolResultMessage]:
     """An error result for each call, none of them run (a reply cut off by the output
-    limit, a run that ended before its calls could run); shown like any failed call."""
+    limit, a run that ended before its calls could run); shown like any failed call.
+    `started`: the faces already saw the calls start (only their end is emitted)."""
     results = []
     for call in calls:
-        emit(ToolStarted(call_id=call.id, name=call.name, arguments={}, summary=""))
+        if not started:
+            emit(ToolStarted(call_id=call.id, name=call.name, arguments={}, summary=""))
         emit(
             ToolFinished(
                 call_id=call.id, name=call.name, is_error=True, summary=summary,

@@ -248,14 +248,14 @@ class PolicyGate(AgentHooks):
             return _denied(text, decision.why)
         if self.approver is None:
             text = self.words.say("denied_without_approver", tool=name, reason=decision.reason)
-            return _denied(text, f"{decision.why} (needs approval)")
+            return _denied(text, f"{decision.why} (needs approval)", by="no_approver")
         answer = await self.approver.ask(
             ApprovalRequest(name, arguments, decision.reason, decision.key, decision.preview)
         )
         if answer.choice == "deny":
             why = f": {answer.reason}" if answer.reason else ""
             text = self.words.say("denied_by_user", tool=name, why=why)
-            return _denied(text, f"by the user{why}")
+            return _denied(text, f"by the user{why}", by="user")
         if answer.choice == "always":
             self.remembered.add(decision.key)
             if self.on_remember:
@@ -263,13 +263,15 @@ class PolicyGate(AgentHooks):
         return None
 
 
-def _denied(message: str, why: str) -> ToolOutput:
+def _denied(message: str, why: str, *, by: str = "rule") -> ToolOutput:
     """A refusal: `message` is what the model reads; `why`, a few words naming the rule
     or reason, goes to the progress line ("denied: edit(tests/**)") and to
-    `details["denied"]` for programs reading the events."""
+    `details["denied"]` for programs reading the events; `details["denied_by"]` says
+    who refused: "rule" (a rule, the mode, the command guard), "no_approver" (it needed
+    a person and there is none) or "user"."""
     return ToolOutput(
         content=message,
         is_error=True,
         summary=f"denied: {why}",
-        details={"denied": why},
+        details={"denied": why, "denied_by": by},
     )
