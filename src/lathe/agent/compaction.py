@@ -22,7 +22,7 @@ from lathe.agent.context import (
     prune_tool_outputs,
     request_messages,
 )
-from lathe.errors import ContextTooLong, ProviderError
+from lathe.errors import ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry

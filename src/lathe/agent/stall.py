@@ -11,7 +11,8 @@ Refusals count too, whatever the arguments: a tool whose calls the policy gate o
 hook (not the person asked, who is steering) keeps refusing — the 1.5B asked to write a
 test file it may not change, read it at line N, asked again, read at N+2, for its whole
 time budget — is a stall once `repeat_limit` of them came with no file change between
-(a nudge naming the refusal), and `stuck` at twice that.
+(a nudge naming the refusal), and `stuck` at twice that; a reply counts once per tool,
+since the model had not yet seen the refusals of its own batch.
 """
 
 from __future__ import annotations
@@ -132,12 +133,17 @@ class StallGuard(FinishHandler):
         return self._count_refusals(calls, run)
 
     def _count_refusals(self, calls: Sequence[CallRecord], run: RunState) -> Decision | None:
+        """A batch counts once per tool it had refused: the model had not yet seen those
+        refusals when it asked, so only asking again, turn after turn, is the loop."""
+        refused_now: set[str] = set()
         for record in calls:
             if record.changes_files and not record.output.is_error:
                 self._refusals.clear()  # progress: earlier refusals were not a loop
+                refused_now.clear()
             elif record.refused and record.output.details.get("denied_by") != "user":
                 # A person who says no is steering, not a loop to stop.
-                self._refusals[record.call.name] += 1
+                refused_now.add(record.call.name)
+        self._refusals.update(refused_now)
         if not self._refusals:
             return None
         tool, count = self._refusals.most_common(1)[0]
@@ -145,7 +151,7 @@ class StallGuard(FinishHandler):
             return Finish(
                 RunStatus.STUCK,
                 reason=f"the model kept asking for {tool} calls that are refused "
-                f"({count} refusals without a change in between)",
+                f"(refused in {count} turns without a change in between)",
             )
         if count >= self._limit and not self._refusals_nudged:
             self._refusals_nudged = True
