@@ -42,12 +42,15 @@ def builtin_sets() -> list[str]:
 
 
 @cache
-def load_words(name: str = DEFAULT_SET) -> Words:
-    """The set called `name` (a built-in one), or the folder `name` points to."""
+def load_words(name: str = DEFAULT_SET, relative_to: Path | None = None) -> Words:
+    """The set called `name` (a built-in one), or the folder `name` points to (a
+    relative path from `relative_to`, the workspace, when given)."""
     default = _read_folder(PROMPTS_DIR / DEFAULT_SET)
     if name == DEFAULT_SET:
         return Words(default)
     folder = PROMPTS_DIR / name if name in builtin_sets() else Path(name).expanduser()
+    if not folder.is_absolute() and name not in builtin_sets() and relative_to is not None:
+        folder = relative_to / folder
     if not folder.is_dir():
         raise UsageError(
             f"prompts {name!r}: no such template set; use one of {', '.join(builtin_sets())} "

@@ -52,6 +52,12 @@ def test_another_url_is_not_the_providers_server(workspace: Path) -> None:
     assert (profile.name, profile.settings.max_tokens_field) == ("default", "max_tokens")
 
 
+def test_the_providers_own_server_named_by_base_url_keeps_its_profile(workspace: Path) -> None:
+    # The same host as the provider's base_url, however the path is written.
+    for url in ("https://api.openai.com/v1", "https://API.openai.com/v1/"):
+        assert profile_of(workspace, "gpt-5", base_url=url).name == "openai"
+
+
 def test_a_built_in_provider_moved_elsewhere_loses_its_built_in_profile(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,7 +155,7 @@ def test_an_unknown_profile_names_the_file_the_key_and_the_known_ones(
 
 
 def test_an_unknown_profile_flag_suggests_the_nearest(workspace: Path) -> None:
-    expected = r"flag profile: unknown profile 'smal' \(did you mean 'small'\?\)"
+    expected = r"--profile: unknown profile 'smal' \(did you mean 'small'\?\)"
     with pytest.raises(UsageError, match=expected):
         load_config(workspace, flags={"profile": "smal"})
 

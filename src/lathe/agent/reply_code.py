@@ -17,6 +17,7 @@ import difflib
 import functools
 import json
 import re
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,8 +295,9 @@ def edit_calls_for(
 
     async def calls(text: str, turn: int) -> list[ToolCall]:
         edits = await asyncio.to_thread(workspace_edits, workspace, text, deny_read=deny_read)
+        run = secrets.token_hex(3)  # ids stay unique across the runs of one conversation
         return [
-            ToolCall(id=f"lathe_{turn}_{n}", name=tool, arguments=json.dumps(e.arguments()))
+            ToolCall(id=f"lathe_{run}_{turn}_{n}", name=tool, arguments=json.dumps(e.arguments()))
             for n, e in enumerate(edits, 1)
         ]
 

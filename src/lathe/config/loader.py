@@ -324,6 +324,15 @@ def _describe(exc: ValidationError, origins: Mapping[KeyPath, Origin]) -> str:
     return "\n".join(lines)
 
 
+# Flags whose name is not the key's last part ("agent.max_turns" is --max-turns).
+_FLAG_NAMES = {"agent.max_cost_usd": "--max-cost"}
+
+
+def flag_name(key: str) -> str:
+    """The command-line flag that sets a config key, as the user typed it."""
+    return _FLAG_NAMES.get(key, "--" + key.rsplit(".", 1)[-1].replace("_", "-"))
+
+
 def _blame(path: KeyPath, origins: Mapping[KeyPath, Origin]) -> str:
     """The layer and key to fix, e.g. `FILE: KEY`, `env VAR: KEY` or `-c KEY`."""
     origin, key = _origin_near(path, origins), format_key(path) or "config"
@@ -333,7 +342,7 @@ def _blame(path: KeyPath, origins: Mapping[KeyPath, Origin]) -> str:
         case "default":
             return key
         case "flag":
-            return f"flag {key}"
+            return flag_name(key)
         case _:
             return f"{origin.where}: {key}"
 

@@ -6,13 +6,15 @@ resolved, by the first of:
 
 1. the top-level `profile` key (or `--profile`), for whatever model is selected;
 2. the model's [models] entry's `profile`;
-3. its provider's `profile`, only for requests to that provider's own endpoint: a
-   base_url override is another server, and so is a built-in provider whose base_url a
-   layer moved (OPENAI_BASE_URL) while its profile stayed the built-in one;
+3. its provider's `profile`, only for requests to that provider's own server (the same
+   host as its base_url): a base_url override to another host is another server, and
+   so is a built-in provider whose base_url a layer moved to another host
+   (OPENAI_BASE_URL) while its profile stayed the built-in one;
 4. the fallback: "default", or what setup names for a model it starts itself (the
    embedded local models: "local").
 
-Nothing is inferred from the window size or the URL's host.
+Nothing is inferred from the window size, and a host only decides whether a provider's
+own profile describes the server a request goes to.
 """
 
 from __future__ import annotations
@@ -81,7 +83,19 @@ def _moved_builtin(config: Config, provider: str) -> bool:
     if builtin is None or provider not in config.providers:
         return False
     entry = config.providers[provider]
-    return entry.base_url != builtin.get("base_url") and entry.profile == builtin.get("profile")
+    moved = not same_host(entry.base_url, builtin.get("base_url"))
+    return moved and entry.profile == builtin.get("profile")
+
+
+def same_host(url: str | None, other: str | None) -> bool:
+    """Whether two URLs name the same server (scheme, host and port; not the path, so
+    "https://api.openai.com/v1/" is api.openai.com's)."""
+    from urllib.parse import urlsplit
+
+    if not url or not other:
+        return False
+    a, b = urlsplit(url.strip()), urlsplit(other.strip())
+    return (a.scheme.lower(), a.netloc.lower()) == (b.scheme.lower(), b.netloc.lower())
 
 
 def unknown_profile(config: Config, name: str) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
-from lathe.config.profiles import Profile, resolve_profile
+from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
 from lathe.errors import UsageError
 from lathe.types import Usage
@@ -191,7 +191,7 @@ def _build(
             config,
             entry=name,
             provider=entry.provider,
-            own_endpoint=base_url is None,
+            own_endpoint=same_host(url, provider.base_url),
             fallback=fallback_profile,
         ),
     )

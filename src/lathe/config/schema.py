@@ -228,7 +228,8 @@ class ProfileConfig(Section):
     prompts: str = "default"
     """The words lathe says to the model (system prompt, nudges, verify feedback,
     compaction instructions): a built-in template set ("default"), or the path of a
-    folder of NAME.md templates that replace the default ones they name."""
+    folder of NAME.md templates that replace the default ones they name (a relative
+    path starts at the workspace)."""
 
 
 class AgentConfig(Section):
@@ -493,7 +494,9 @@ class Config(Section):
 
     profile: str | None = Field(default=None, examples=["small"])
     """Name of the [profiles] entry for whatever model is selected, over the one its
-    [models] entry or provider names: e.g. "small" for a 7B model on your own server."""
+    [models] entry or provider names: e.g. "small" in the project file of a repository
+    you work on with a 7B model on your own server. It applies to every model, so in
+    the user file prefer a [models.NAME] entry's or a provider's profile."""
 
     agent: AgentConfig = Field(default_factory=AgentConfig)
     """Run behaviour."""

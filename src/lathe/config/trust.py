@@ -25,12 +25,14 @@ if TYPE_CHECKING:
     from lathe.config.loader import LoadedConfig
 
 _STORE_NAME = "trusted-projects.json"
-# Keys under these run commands on the host, loosen the sandbox or its rules, or say
-# where the key goes. permissions.approval only when it asks less than `ask`; the
-# verify command only when commands run outside the sandbox (see project_settings).
+# Keys under these run commands on the host, loosen the sandbox or its rules, say where
+# the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own).
+# permissions.approval only when it asks less than `ask`; the verify command only when
+# commands run outside the sandbox (see project_settings).
 _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("hooks",),
     ("providers",),
+    ("profiles",),
     ("base_url",),
     ("permissions", "allow"),
     ("permissions", "protect"),

@@ -126,7 +126,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         approver,
         remembered=remembered,
         on_remember=remember,
-        words=load_words(setup.model.profile.settings.prompts),
+        words=load_words(setup.model.profile.settings.prompts, setup.workspace),
     )
     hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep)
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)

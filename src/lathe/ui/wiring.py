@@ -124,7 +124,7 @@ def build_agent(
     )
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
-    words = load_words(profile.prompts)
+    words = load_words(profile.prompts, setup.workspace)
     prompt = system_prompt(
         setup.workspace,
         tools.names(),
