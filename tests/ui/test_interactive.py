@@ -185,6 +185,27 @@ def test_model_switches_mid_session(launch, fake_openai: FakeOpenAIServer) -> No
     assert "other-model" in term.screen(history=False)
 
 
+def test_a_model_switch_brings_the_new_models_profile(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "user.toml"
+    config.write_text('[models.tiny]\nprovider = "openai"\nprofile = "small"\n')
+    (workspace / "notes.txt").write_text("old\n")
+    rewrite = Call("write", {"path": "notes.txt", "content": "new\n"})
+    fake_openai.enqueue(Reply("one"), Reply(calls=[rewrite]), Reply("done"))
+    term = launch("--approval", "full", env={"LATHE_CONFIG": str(config)})
+    term.send("hello")
+    term.wait_for(r"^one")
+    term.send("/model tiny")
+    term.wait_for(r"model: fake-model → tiny")
+    term.send("rewrite the notes")
+    term.wait_for(r"^done")
+
+    results = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "write only creates new files here" in results[-1]["content"]
+    assert (workspace / "notes.txt").read_text() == "old\n"
+
+
 def test_continue_reopens_the_last_session_with_its_history(
     launch, fake_openai: FakeOpenAIServer, lathe_home: Path
 ) -> None:

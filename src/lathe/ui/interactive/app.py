@@ -99,13 +99,14 @@ class InteractiveApp:
 
         resolved = resolve_model(self.setup.loaded.config, name)
         self.redactor.include(resolved.secrets())
-        provider = self.redactor.provider(make_provider(endpoint_for(resolved)))
+        endpoint = endpoint_for(resolved)
+        provider = self.redactor.provider(make_provider(endpoint))
         old = self.provider
         self.provider, self.resolved = provider, resolved
-        self.agent.deps.provider = provider
-        context = self.agent.deps.context
-        if context is not None:
-            context._provider = provider  # the summariser follows the conversation's model
+        # Rebuilt for the new model, the conversation kept: its profile (reply code,
+        # write, limits, words, request extras), its prices and its window all follow.
+        self.setup = dataclasses.replace(self.setup, model=resolved, endpoint=endpoint)
+        self.agent = self._agent_for(self.agent.messages, usage=self.agent.usage)
         self.status.model = resolved.model_id
         self.links.record_model_change(resolved.provider, self._model_label(resolved))
         asyncio.get_running_loop().create_task(old.aclose())
@@ -163,7 +164,6 @@ class InteractiveApp:
 
     def _build_agent(self, history: list[Any]) -> Any:
         from lathe.ui.safety import build_safety
-        from lathe.ui.wiring import build_agent
 
         safety = build_safety(self.setup, self.links.session, approver=self, emit=self.emit)
         self.gate = safety.gate
@@ -173,15 +173,28 @@ class InteractiveApp:
 
         self.redactor = Redactor.for_run(self.resolved.secrets(), os.environ)
         self.provider = self.redactor.provider(self.provider)
-        return build_agent(
+        self.safety, self.chain = safety, self._hooks(safety, self.redactor)
+        return self._agent_for(history)
+
+    def _agent_for(self, history: list[Any], usage: Any = None) -> Any:
+        """An agent for the current model over `history`, with this session's safety and
+        hooks (built once in `_build_agent`)."""
+        from lathe.ui.wiring import build_agent
+        from lathe.words import load_words
+
+        agent = build_agent(
             self.setup,
             self.provider,
             self.emit,
-            executor=safety.executor,
-            hooks=self._hooks(safety, self.redactor),
+            executor=self.safety.executor,
+            hooks=self.chain,
             messages=history,
-            tools=safety.tools,
+            tools=self.safety.tools,
         )
+        self.gate.words = load_words(self.resolved.profile.settings.prompts, self.workspace)
+        if usage is not None:
+            agent.usage = usage
+        return agent
 
     def _hooks(self, safety: Any, redactor: Any) -> Any:
         """The shared chain (`safety.hook_chain`), with the command output tap this face
