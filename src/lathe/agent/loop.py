@@ -166,12 +166,13 @@ class Agent:
                     )
                 )
                 continue
-            started = call.id in runner.started
+            running = call.id in runner.running
             text = self.deps.words.say(
-                "call_cut_short" if started else "call_not_run", reason=reason
+                "call_cut_short" if running else "call_not_run", reason=reason
             )
-            summary = "stopped: time limit" if started else "not run: time limit"
-            for result in refused_results([call], text, summary, self.emit, started=started):
+            summary = "stopped: time limit" if running else "not run: time limit"
+            seen = call.id in runner.announced
+            for result in refused_results([call], text, summary, self.emit, started=seen):
                 self.append(result)
 
     async def _steps(

@@ -38,9 +38,11 @@ class ToolRunner:
     def __init__(self, deps: AgentDeps, emit: Emit) -> None:
         self._deps = deps
         self._emit = emit
-        # The batch in progress: the calls that started, and the outputs of those that
-        # finished. A run cut mid-batch (its time limit) answers each from these.
-        self.started: set[str] = set()
+        # The batch in progress: the calls the faces saw start, those whose tool began to
+        # run (past the gate and any approval), and the outputs of those that finished.
+        # A run cut mid-batch (its time limit) answers each call from these.
+        self.announced: set[str] = set()
+        self.running: set[str] = set()
         self.finished: dict[str, ToolOutput] = {}
 
     async def run_calls(
@@ -48,7 +50,7 @@ class ToolRunner:
     ) -> list[CallRecord]:
         """Run `calls` (gated, hooked, in groups) and return one record per call, in call
         order. `note`: how the faces label calls lathe makes itself."""
-        self.started, self.finished = set(), {}
+        self.announced, self.running, self.finished = set(), set(), {}
         prepared = [self._prepare(call) for call in calls]
         may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
         if may_change:
@@ -89,7 +91,7 @@ class ToolRunner:
                 call_id=call.id, name=call.name, arguments=arguments, summary=summary, note=note
             )
         )
-        self.started.add(call.id)
+        self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
         self._emit(
@@ -129,6 +131,7 @@ class ToolRunner:
                 )
                 return bad, False
             arguments = verdict
+        self.running.add(item.call.id)
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
         except ToolError as exc:
