@@ -41,7 +41,8 @@ class Touch(Tool):
 
 
 class Peek(Tool):
-    """Read-only; waits until its partner has started, to prove concurrency."""
+    """Read-only. "left" and "right" each wait (up to 2 s) until the other has started,
+    to prove concurrency; any other path returns at once."""
 
     name: ClassVar[str] = "peek"
     description: ClassVar[str] = "look at a path"
@@ -51,7 +52,9 @@ class Peek(Tool):
 
     async def execute(self, args: PathParams, ctx: ToolContext) -> ToolOutput:
         Peek.started.setdefault(args.path, asyncio.Event()).set()
-        partner = "b" if args.path == "a" else "a"
+        partner = {"left": "right", "right": "left"}.get(args.path)
+        if partner is None:
+            return ToolOutput(content=f"peeked {args.path}")
         try:
             await asyncio.wait_for(Peek.started.setdefault(partner, asyncio.Event()).wait(), 2)
             return ToolOutput(content=f"peeked {args.path} alongside {partner}")
@@ -130,14 +133,17 @@ async def test_tool_results_are_fed_back_with_matching_ids(tmp_path):
 
 
 async def test_read_only_calls_run_concurrently_and_results_keep_call_order(tmp_path):
-    calls = reply("", ("peek", {"path": "a"}), ("peek", {"path": "b"}))
+    calls = reply("", ("peek", {"path": "left"}), ("peek", {"path": "right"}))
     provider = ScriptedProvider([calls, reply("ok")])
     agent, _ = make_agent(tmp_path, provider)
 
     await agent.run("peek both")
 
     results = [m for m in sent_messages(provider, 1) if isinstance(m, ToolResultMessage)]
-    assert [r.content for r in results] == ["peeked a alongside b", "peeked b alongside a"]
+    assert [r.content for r in results] == [
+        "peeked left alongside right",
+        "peeked right alongside left",
+    ]
 
 
 async def test_verify_gate_passes(tmp_path):
