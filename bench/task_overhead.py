@@ -1,0 +1,86 @@
+"""lathe's own time on a whole task: the calculator example, fixed by a scripted model.
+
+`lathe run --verify` as a subprocess against the fake OpenAI-compatible server
+(tests/fakes/openai_server.py): 5 model replies, 1 pytest run by the model and 2 by the
+gate (the baseline and the final check). What it prints per run is the wall time, the
+time of the commands it ran (the `duration_ms` of its bash calls from `--json`, and the
+verify command timed twice here, as the gate's runs carry no duration), and the
+difference: lathe's own time, start-up and the SDK import
+included. Medians of N runs.
+
+Usage: python bench/task_overhead.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.e2e.test_calculator import EXAMPLE, fixing_script  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+
+VERIFY = "python -m pytest -q -p no:cacheprovider"
+
+
+def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float]:
+    """(wall seconds, seconds spent in the commands lathe ran) for one task."""
+    ws = scratch / "calc"
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.copytree(EXAMPLE, ws)
+    server.enqueue(*fixing_script())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-bench", LATHE_HOME=str(scratch / "home"))
+    argv = [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
+            server.base_url, "-C", str(ws), "--approval", "full", "--verify", VERIFY,
+            "Make the failing tests pass"]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"lathe run failed ({done.returncode}): {done.stderr[-2000:]}")
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    commands = sum(
+        e["duration_ms"] / 1000
+        for e in events
+        if e["type"] == "tool_finished" and e["name"] == "bash"
+    )
+    commands += _verify_seconds(ws)
+    return wall, commands
+
+
+def _verify_seconds(ws: Path, times: int = 2) -> float:
+    """The gate's runs are not timed in the events: time the same command here."""
+    started = time.perf_counter()
+    for _ in range(times):
+        subprocess.run(VERIFY.split(), cwd=ws, capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    walls, own = [], []
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+        for _ in range(args.runs):
+            wall, commands = one_run(server, Path(tmp))
+            walls.append(wall)
+            own.append(wall - commands)
+    print(f"calculator task, scripted model: median of {args.runs}")
+    print(f"  wall             {statistics.median(walls):.2f} s")
+    print(f"  lathe's own time {statistics.median(own):.2f} s (wall minus the commands it ran)")
+
+
+if __name__ == "__main__":
+    main()
