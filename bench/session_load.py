@@ -95,6 +95,7 @@ def main() -> None:
         messages = _timed("rebuild conversation (branch + repair)", resumed.conversation)
         assert len(messages) >= len(entries)
         _timed("list (summarise every session)", lambda: store.list(workspace))
+        _timed("list again (unchanged files: the index)", lambda: store.list(workspace))
 
         started = time.perf_counter()
         for _ in range(options.appends):

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lathe.errors import UsageError
 from lathe.home import project_slug
@@ -28,6 +29,9 @@ from lathe.session.loader import Loaded, Tail, load_file
 from lathe.session.lock import SessionLock, is_locked
 from lathe.session.session import Session, write_durably
 from lathe.types import AssistantMessage, UserMessage
+
+if TYPE_CHECKING:
+    from lathe.session.index import SummaryIndex
 
 _ID_PREFIX = re.compile(r"[A-Za-z0-9-]+")
 _LIST_HINT = "`lathe sessions list --all` shows every session"
@@ -68,8 +72,10 @@ def _status(path: Path, entries: list[Entry]) -> str:
     """A held lock means a run is appending now. Otherwise a run's end describes the
     session only if no message came after it: a resumed run that then crashed must not
     show the earlier run's status."""
-    if is_locked(path):
-        return "running"
+    return "running" if is_locked(path) else _ended_status(entries)
+
+
+def _ended_status(entries: list[Entry]) -> str:
     for entry in reversed(entries):
         if isinstance(entry, RunEndEntry):
             return entry.status
@@ -78,10 +84,11 @@ def _status(path: Path, entries: list[Entry]) -> str:
     return "unfinished"
 
 
-def summarize(path: Path, loaded: Loaded) -> SessionSummary:
+def _counts(entries: list[Entry]) -> dict[str, Any]:
+    """The title (first line of the first user message), turns and tokens of a session."""
     title = ""
     turns = tokens = 0
-    for entry in loaded.entries:
+    for entry in entries:
         if not isinstance(entry, MessageEntry):
             continue
         message = entry.message
@@ -90,17 +97,57 @@ def summarize(path: Path, loaded: Loaded) -> SessionSummary:
         elif isinstance(message, AssistantMessage):
             turns += 1
             tokens += message.usage.total
+    return {"title": title, "turns": turns, "tokens": tokens}
+
+
+def summarize(path: Path, loaded: Loaded) -> SessionSummary:
+    counts = _counts(loaded.entries)
     return SessionSummary(
         id=loaded.header.id,
         path=path,
         created=loaded.header.created,
         updated=datetime.fromtimestamp(path.stat().st_mtime, UTC),
         cwd=loaded.header.cwd,
-        title=title,
-        turns=turns,
-        tokens=tokens,
+        title=counts["title"],
+        turns=counts["turns"],
+        tokens=counts["tokens"],
         status=_status(path, loaded.entries),
         parent_session=loaded.header.parent_session,
+    )
+
+
+def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
+    """`path`'s summary from the index when the file is unchanged, else parsed (and the
+    index updated); None for a file that cannot be read at all."""
+    from lathe.session.index import parse_time
+
+    try:
+        stat = path.stat()
+        cached = index.get(path, stat)
+        if cached is None:
+            loaded = load_file(path)
+            cached = {
+                "id": loaded.header.id,
+                "created": loaded.header.created.isoformat(),
+                "cwd": loaded.header.cwd,
+                "parent_session": loaded.header.parent_session,
+                **_counts(loaded.entries),
+                "ended": _ended_status(loaded.entries),
+            }
+            index.put(path, stat, cached)
+    except (UsageError, OSError):
+        return None
+    return SessionSummary(
+        id=cached["id"],
+        path=path,
+        created=parse_time(cached["created"]),
+        updated=datetime.fromtimestamp(stat.st_mtime, UTC),
+        cwd=cached["cwd"],
+        title=cached["title"],
+        turns=cached["turns"],
+        tokens=cached["tokens"],
+        status="running" if is_locked(path) else cached["ended"],
+        parent_session=cached["parent_session"],
     )
 
 
@@ -222,13 +269,21 @@ class SessionStore:
 
     def list(self, workspace: Path | None = None) -> list[SessionSummary]:
         """Summaries, newest first, of `workspace`'s sessions (every session if None).
-        Files that cannot be read at all (no header, newer format) are left out."""
+        Files that cannot be read at all (no header, newer format) are left out. Only
+        files changed since they were last listed are parsed (`session.index`)."""
+        from lathe.session.index import SummaryIndex
+
         summaries = []
+        by_folder: dict[Path, list[Path]] = {}
         for path in self._paths(workspace):
-            try:
-                summaries.append(summarize(path, load_file(path)))
-            except (UsageError, OSError):
-                continue
+            by_folder.setdefault(path.parent, []).append(path)
+        for folder, paths in by_folder.items():
+            index = SummaryIndex(folder)
+            for path in paths:
+                summary = _summary_from(index, path)
+                if summary is not None:
+                    summaries.append(summary)
+            index.save({path.name for path in paths})
         summaries.sort(key=lambda summary: summary.updated, reverse=True)
         return summaries
 

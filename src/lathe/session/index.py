@@ -1,0 +1,73 @@
+"""A cache of session summaries, so `lathe sessions list` reads only what changed.
+
+One `.index.json` per project folder maps a session file's name to its summary and the
+file's (size, mtime_ns, inode) when it was summarised. A summary whose file still has
+those is used as it is; any other file is parsed in full by the loader (with its crash
+rules: torn last line, corrupt middle line) and its entry replaced. The index is never
+the only copy of anything: a missing, stale, corrupt or unwritable one costs a parse,
+nothing else. Whether a run holds the session now ("running") is never cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+INDEX_NAME = ".index.json"
+_VERSION = 1
+
+
+def file_key(stat: os.stat_result) -> list[int]:
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+
+class SummaryIndex:
+    """The cached summaries of one project folder's sessions."""
+
+    def __init__(self, folder: Path) -> None:
+        self._path = folder / INDEX_NAME
+        self._entries: dict[str, dict[str, Any]] = self._read()
+        self._changed = False
+
+    def get(self, path: Path, stat: os.stat_result) -> dict[str, Any] | None:
+        """The cached summary fields of `path`, when the file is as it was then."""
+        entry = self._entries.get(path.name)
+        if entry is None or entry.get("key") != file_key(stat):
+            return None
+        return entry
+
+    def put(self, path: Path, stat: os.stat_result, fields: dict[str, Any]) -> None:
+        self._entries[path.name] = {**fields, "key": file_key(stat)}
+        self._changed = True
+
+    def save(self, present: set[str]) -> None:
+        """Write the index back if it changed, keeping only the files in `present`."""
+        stale = set(self._entries) - present
+        if not (self._changed or stale):
+            return
+        for name in stale:
+            del self._entries[name]
+        from lathe.tools.files import write_atomic
+
+        data = json.dumps({"version": _VERSION, "sessions": self._entries}, default=str)
+        # A cache lathe cannot write is a parse next time, nothing more.
+        with contextlib.suppress(OSError):
+            write_atomic(self._path, data.encode())
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self._path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != _VERSION:
+            return {}
+        sessions = data.get("sessions")
+        return sessions if isinstance(sessions, dict) else {}
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
