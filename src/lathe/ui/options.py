@@ -25,8 +25,6 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from lathe.errors import LatheError, UsageError
-
 _META_KEY = "lathe.top_level_options"
 # click 8.2+ shows a bare group's help through this error; 8.1 exits 0 after it instead.
 _HELP_INSTEAD: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -40,6 +38,8 @@ class _Workspace(click.ParamType):
     name = "directory"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from lathe.errors import UsageError
+
         path = Path(value)
         if not path.exists():
             raise UsageError(f"-C {value}: no such directory")
@@ -91,6 +91,8 @@ class LatheCommand(click.Command):
             ),
             None,
         )
+        from lathe.errors import UsageError
+
         if param is None or param.name is None:
             raise UsageError(
                 f"{given.flag} does not apply to `{ctx.command_path}`; it is an option of "
@@ -133,15 +135,17 @@ class LatheGroup(click.Group):
         except click.ClickException as exc:
             click.echo(f"lathe: {_click_message(exc)}", err=True)
             sys.exit(exc.exit_code)
-        except UsageError as exc:
-            click.echo(f"lathe: {exc}", err=True)
-            sys.exit(2)
-        except LatheError as exc:
-            click.echo(f"lathe: {exc}", err=True)
-            sys.exit(1)
         except click.Abort:
             click.echo("lathe: interrupted", err=True)
             sys.exit(130)
+        except Exception as exc:
+            # Imported here: `lathe --version` should not pay for the error tree.
+            from lathe.errors import LatheError, UsageError
+
+            if not isinstance(exc, LatheError):
+                raise
+            click.echo(f"lathe: {exc}", err=True)
+            sys.exit(2 if isinstance(exc, UsageError) else 1)
         # Without standalone mode click returns an `Exit`'s code (--help, --version) or
         # the command's return value, None for every lathe command.
         sys.exit(code if isinstance(code, int) else 0)
