@@ -107,7 +107,6 @@ class RunState:
     """What handlers may read about the run in progress, and how they report."""
 
     emit: Callable[[AgentEvent], None]
-    history: Sequence[Message]
     turn: int = 0
     new_conversation: bool = True
     """The task is the conversation's first message (not a follow-up of an earlier run)."""

@@ -130,9 +130,7 @@ class Agent:
         else:
             self.handlers = list(self.deps.finish)
         spend = RunSpending()
-        run = RunState(
-            emit=self.emit, history=self.messages, new_conversation=not self.messages, spent=spend
-        )
+        run = RunState(emit=self.emit, new_conversation=not self.messages, spent=spend)
         runner = ToolRunner(self.deps, self.emit)
         limits = [x for x in (h.time_limit(run) for h in self.handlers) if x is not None]
         if not limits:
@@ -157,14 +155,7 @@ class Agent:
         for call in unanswered_calls(self.messages):
             output = runner.finished.get(call.id)
             if output is not None:
-                self.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=output.content,
-                        is_error=output.is_error,
-                    )
-                )
+                self.append(result_message(call, output))
                 continue
             running = call.id in runner.running
             text = self.deps.words.say(
@@ -213,7 +204,7 @@ class Agent:
             elif reply.tool_calls:
                 records = await runner.run_calls(run.turn, reply.tool_calls)
                 for record in records:
-                    self.append(result_message(record))
+                    self.append(result_message(record.call, record.output))
                 decision = await self._after_calls(records, run, by_lathe=False)
             else:
                 decision = Finish(RunStatus.UNVERIFIED, answer=reply.text)

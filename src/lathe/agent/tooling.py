@@ -204,10 +204,8 @@ def refused_results(
     return results
 
 
-def result_message(record: CallRecord) -> ToolResultMessage:
+def result_message(call: ToolCall, output: ToolOutput) -> ToolResultMessage:
+    """The conversation's answer to `call`: what its tool (and the hooks) returned."""
     return ToolResultMessage(
-        tool_call_id=record.call.id,
-        name=record.call.name,
-        content=record.output.content,
-        is_error=record.output.is_error,
+        tool_call_id=call.id, name=call.name, content=output.content, is_error=output.is_error
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +67,3 @@ class SummaryIndex:
         sessions = data.get("sessions")
         return sessions if isinstance(sessions, dict) else {}
 
-
-def parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text)

@@ -68,14 +68,10 @@ def _lines(header: Header, entries: list[Entry]) -> bytes:
     return ("\n".join(parts) + "\n").encode()
 
 
-def _status(path: Path, entries: list[Entry]) -> str:
-    """A held lock means a run is appending now. Otherwise a run's end describes the
-    session only if no message came after it: a resumed run that then crashed must not
-    show the earlier run's status."""
-    return "running" if is_locked(path) else _ended_status(entries)
-
-
 def _ended_status(entries: list[Entry]) -> str:
+    """A run's end describes the session only if no message came after it: a resumed
+    run that then crashed must not show the earlier run's status. (A held lock, which
+    means a run is appending now, is "running": checked live, never cached.)"""
     for entry in reversed(entries):
         if isinstance(entry, RunEndEntry):
             return entry.status
@@ -100,27 +96,9 @@ def _counts(entries: list[Entry]) -> dict[str, Any]:
     return {"title": title, "turns": turns, "tokens": tokens}
 
 
-def summarize(path: Path, loaded: Loaded) -> SessionSummary:
-    counts = _counts(loaded.entries)
-    return SessionSummary(
-        id=loaded.header.id,
-        path=path,
-        created=loaded.header.created,
-        updated=datetime.fromtimestamp(path.stat().st_mtime, UTC),
-        cwd=loaded.header.cwd,
-        title=counts["title"],
-        turns=counts["turns"],
-        tokens=counts["tokens"],
-        status=_status(path, loaded.entries),
-        parent_session=loaded.header.parent_session,
-    )
-
-
 def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
     """`path`'s summary from the index when the file is unchanged, else parsed (and the
     index updated); None for a file that cannot be read at all."""
-    from lathe.session.index import parse_time
-
     try:
         stat = path.stat()
         cached = index.get(path, stat)
@@ -140,7 +118,7 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
     return SessionSummary(
         id=cached["id"],
         path=path,
-        created=parse_time(cached["created"]),
+        created=datetime.fromisoformat(cached["created"]),
         updated=datetime.fromtimestamp(stat.st_mtime, UTC),
         cwd=cached["cwd"],
         title=cached["title"],
