@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
+from tests.agent.test_loop import Touch
+
 from lathe.agent.budget import RunBudget
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget
@@ -20,20 +22,6 @@ from lathe.llm.retry import RetryPolicy
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 from lathe.types import AssistantMessage, StopReason, ToolResultMessage, UserMessage
-
-
-class PathParams(Params):
-    path: str
-
-
-class Touch(Tool):
-    name: ClassVar[str] = "touch"
-    description: ClassVar[str] = "create a file"
-    parameters: ClassVar[type[Params]] = PathParams
-
-    async def execute(self, args: PathParams, ctx: ToolContext) -> ToolOutput:
-        (ctx.workspace / args.path).write_text("x")
-        return ToolOutput(content=f"created {args.path}")
 
 
 class SlowParams(Params):
