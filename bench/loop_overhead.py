@@ -1,9 +1,11 @@
 """Harness time per turn: N turns on the scripted provider with a trivial tool.
 
 The model and the tool cost nothing here, so what is measured is lathe's own work per
-turn (building the request, parsing and validating calls, events, bookkeeping).
+turn (building the request with pruning and the context budget as a real run does,
+parsing and validating calls, events, bookkeeping). `--output-chars` makes each tool
+output that long, so that older outputs get pruned as the run grows.
 
-Usage: python bench/loop_overhead.py [--turns N]
+Usage: python bench/loop_overhead.py [--turns N ...] [--output-chars N]
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
+from lathe.agent.context import Budget
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
+from lathe.events import TurnStarted
 from lathe.exec.local import LocalExecutor
 from lathe.llm.scripted import ScriptedProvider, reply
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
@@ -31,42 +36,74 @@ class Noop(Tool):
     parameters: ClassVar[type[Params]] = _Args
     read_only: ClassVar[bool] = True
 
+    output_chars: ClassVar[int] = 0
+
     async def execute(self, args: _Args, ctx: ToolContext) -> ToolOutput:
-        return ToolOutput(content=f"ok {args.n}")
+        return ToolOutput(content=f"ok {args.n} " + "x" * self.output_chars)
 
     def summarize_call(self, args: _Args) -> str:
         return str(args.n)
 
 
-async def _measure(turns: int) -> tuple[float, int]:
+async def _measure(turns: int, output_chars: int) -> tuple[float, float, int]:
+    """Total seconds, seconds per turn over the last tenth of the turns, events."""
     script = [reply(f"step {i}", ("noop", {"n": i})) for i in range(turns - 1)]
     provider = ScriptedProvider([*script, reply("done")])
     events: list = []
+    turn_starts: list[float] = []
+
+    def emit(event) -> None:
+        events.append(event)
+        if isinstance(event, TurnStarted):
+            turn_starts.append(time.perf_counter())
+
+    tool = Noop()
+    tool.output_chars = output_chars
+    tools = ToolRegistry([tool])
     with tempfile.TemporaryDirectory() as tmp:
         context = ToolContext(
             workspace=Path(tmp), executor=LocalExecutor(), spill_dir=Path(tmp), file_state=None
         )
         deps = AgentDeps(
             provider=provider,
-            tools=ToolRegistry([Noop()]),
+            tools=tools,
             tool_context=context,
             system_prompt="bench",
             settings=AgentSettings(max_turns=turns + 1, stall_repeat_limit=10**9),
+            # As `lathe run` builds it: a window no run of this bench outgrows, the
+            # default budget for whole tool outputs.
+            context=ContextManager(
+                Budget(context_window=10**9, output_reserve=16_000),
+                provider,
+                emit,
+                fixed_tokens=fixed_prompt_tokens("bench", str(tools.specs())),
+            ),
         )
-        agent = Agent(deps, events.append)
+        agent = Agent(deps, emit)
         started = time.perf_counter()
         await agent.run("go")
         elapsed = time.perf_counter() - started
-    return elapsed, len(events)
+    tail = max(len(turn_starts) // 10, 1)
+    per_turn_at_end = (
+        (turn_starts[-1] - turn_starts[-1 - tail]) / tail
+        if tail < len(turn_starts)
+        else elapsed / turns
+    )
+    return elapsed, per_turn_at_end, len(events)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=500)
-    turns = parser.parse_args().turns
-    elapsed, events = asyncio.run(_measure(turns))
-    print(f"turns: {turns}  events: {events}  total: {elapsed * 1000:.0f} ms")
-    print(f"harness time per turn: {elapsed * 1000 / turns:.2f} ms")
+    parser.add_argument("--turns", type=int, nargs="+", default=[10, 100, 1000, 3000])
+    parser.add_argument("--output-chars", type=int, default=0)
+    options = parser.parse_args()
+    for turns in options.turns:
+        elapsed, at_end, events = asyncio.run(_measure(turns, options.output_chars))
+        print(
+            f"turns: {turns:>5}  events: {events:>6}  total: {elapsed * 1000:>7.0f} ms  "
+            f"per turn: {elapsed * 1000 / turns:.2f} ms on average, "
+            f"{at_end * 1000:.2f} ms over the last tenth"
+        )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from lathe.agent.context import (
     estimate_tokens,
     plan_compaction,
     prune_tool_outputs,
-    request_messages,
 )
+from lathe.agent.request_view import RequestView
 from lathe.errors import ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
@@ -46,6 +46,7 @@ class ContextManager:
     ) -> None:
         self.budget = budget
         self.meter = TokenMeter()
+        self._view = RequestView()
         self._provider = provider
         self._emit = emit
         self._fixed_tokens = fixed_tokens
@@ -64,15 +65,16 @@ class ContextManager:
         """The messages for the next request; compacts `history` in place if needed.
         Sent even when the estimate stays above the limit (it runs high on purpose):
         only the provider's refusal ends the run (`cannot_fit`)."""
-        sent = self._pruned(history)
-        if self.meter.estimate(sent, self._fixed_tokens) <= self.budget.prompt_limit:
-            return request_messages(sent)
+        sent = self._view.update(history, self._keep_tokens())
+        if self.meter.estimate(self._view, self._fixed_tokens) <= self.budget.prompt_limit:
+            return sent
         if await self.compact(history, reason="budget"):
-            sent = self._pruned(history)
-        if self._estimate(sent) > self.budget.prompt_limit and not self._squeezed:
+            sent = self._view.update(history, self._keep_tokens())
+        too_big = self._fixed_tokens + self._view.tokens(0) > self.budget.prompt_limit
+        if too_big and not self._squeezed:
             self._squeezed = True
-            sent = self._pruned(history)
-        return request_messages(sent)
+            sent = self._view.update(history, self._keep_tokens())
+        return sent
 
     def cannot_fit(self, history: list[Message]) -> str:
         """Why the run stops when the provider still refuses the smallest request."""
@@ -121,6 +123,7 @@ class ContextManager:
             )
             return False
         history[:] = compacted
+        self._view.reset()
         self.meter.reset()
         self._squeezed, self._retry_at_tokens = False, 0
         self._emit(Compacted(tokens_before=before, tokens_after=after, reason=reason))
@@ -128,9 +131,11 @@ class ContextManager:
             self._on_compaction(history[0].content, len(plan.recent), before, after)
         return True
 
+    def _keep_tokens(self) -> int:
+        return 0 if self._squeezed else self.budget.tool_output_keep_tokens
+
     def _pruned(self, history: list[Message]) -> list[Message]:
-        keep = 0 if self._squeezed else self.budget.tool_output_keep_tokens
-        return prune_tool_outputs(history, keep)
+        return prune_tool_outputs(history, self._keep_tokens())
 
     def _estimate(self, messages: Sequence[Message]) -> int:
         return self._fixed_tokens + conversation_tokens(messages)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from lathe.types import (
     AssistantMessage,
@@ -75,10 +76,21 @@ class TokenMeter:
     def reset(self) -> None:
         self._reported, self._reported_at = None, 0
 
-    def estimate(self, messages: Sequence[Message], fixed_tokens: int) -> int:
-        if self._reported is None or self._reported_at > len(messages):
-            return fixed_tokens + conversation_tokens(messages)
-        return self._reported + conversation_tokens(messages[self._reported_at :])
+    def estimate(self, sent: RequestSize, fixed_tokens: int) -> int:
+        if self._reported is None or self._reported_at > sent.count:
+            return fixed_tokens + sent.tokens(0)
+        return self._reported + sent.tokens(self._reported_at)
+
+
+class RequestSize(Protocol):
+    """The estimated size of a request, message by message of the history it came from."""
+
+    @property
+    def count(self) -> int:
+        """How many history messages the request was built from."""
+
+    def tokens(self, start: int) -> int:
+        """The estimate for history messages `start` onwards, as the request carries them."""
 
 
 def prune_tool_outputs(messages: Sequence[Message], keep_tokens: int) -> list[Message]:
@@ -98,9 +110,7 @@ def prune_tool_outputs(messages: Sequence[Message], keep_tokens: int) -> list[Me
         if index > last_assistant or kept + size <= keep_tokens:
             kept += size
             continue
-        pruned[index] = message.model_copy(
-            update={"content": _stub(message, calls.get(message.tool_call_id), size)}
-        )
+        pruned[index] = pruned_stub(message, calls.get(message.tool_call_id), size)
     return pruned
 
 
@@ -109,16 +119,22 @@ def _calls_by_id(messages: Sequence[Message]) -> dict[str, str]:
     for message in messages:
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
-                described[call.id] = f"{call.name}({_clip(call.arguments, 120)})"
+                described[call.id] = described_call(call)
     return described
 
 
-def _stub(result: ToolResultMessage, call: str | None, tokens: int) -> str:
+def described_call(call: ToolCall) -> str:
+    return f"{call.name}({_clip(call.arguments, 120)})"
+
+
+def pruned_stub(result: ToolResultMessage, call: str | None, tokens: int) -> ToolResultMessage:
+    """What a request carries instead of a pruned tool output (`call` describes the call)."""
     what = call or result.name
-    return (
+    text = (
         f"[pruned: the output of {what}, about {tokens} tokens, was removed to save "
         "context. Call the tool again if you still need it.]"
     )
+    return result.model_copy(update={"content": text})
 
 
 def _clip(text: str, limit: int) -> str:

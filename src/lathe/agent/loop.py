@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from lathe.agent.budget import RunBudget
 from lathe.agent.compaction import ContextManager
-from lathe.agent.context import request_messages, unanswered_calls
+from lathe.agent.context import unanswered_calls
 from lathe.agent.finish import (
     CallRecord,
     Combined,
@@ -29,6 +29,7 @@ from lathe.agent.finish import (
     RunState,
 )
 from lathe.agent.replies import is_empty
+from lathe.agent.request_view import RequestView
 from lathe.agent.tooling import ToolRunner, refused_results, result_message
 from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import (
@@ -111,6 +112,7 @@ class Agent:
         self.messages: list[Message] = list(messages or [])
         self.usage = Usage()
         self.handlers: list[FinishHandler] = []
+        self._request_view = RequestView()  # used when no context manager prunes
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -304,7 +306,7 @@ class Agent:
         if deps.context:
             messages = await deps.context.prepare(self.messages)
         else:
-            messages = request_messages(self.messages)
+            messages = self._request_view.update(self.messages, None)
         request = llm.ModelRequest(
             system=deps.system_prompt,
             messages=messages,

@@ -1,0 +1,157 @@
+"""The request-shaped view of a growing conversation, kept up to date turn by turn.
+
+Every request carries the whole history, pruned (`context.prune_tool_outputs`) and
+shaped (`context.request_messages`). Computed from scratch, that pass revisits every
+message each turn and a long run pays for its length on every turn; this view pays
+only for what was added since the last request, plus the few older tool outputs whose
+pruning the new ones change.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from lathe.agent.context import described_call, message_tokens, pruned_stub
+from lathe.types import AssistantMessage, Message, ToolResultMessage, UserMessage
+
+
+class RequestView:
+    """`update(history, keep_tokens)` returns a new list equal to
+    `request_messages(prune_tool_outputs(history, keep_tokens))` (no pruning when
+    `keep_tokens` is None).
+
+    Between calls the history may grow at its end. Any other change — a compaction
+    replacing it, a resumed session adopted in place — is noticed by the identity of the
+    first and last message seen, and the view is rebuilt; `reset()` forces that after a
+    rewrite it could not notice. Messages that did not change keep their identity from
+    one request to the next, so a provider can reuse what it converted.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._seen: list[Message] = []  # identity of the first and last message seen
+        self._count = 0
+        self._shaped: list[Message] = []
+        self._sent_tokens: list[int] = []  # per history message, as sent (stub if pruned)
+        self._sent_total = 0
+        self._calls: dict[str, str] = {}
+        self._last_assistant = -1
+        # One entry per tool result, oldest first.
+        self._results: list[ToolResultMessage] = []
+        self._result_at: list[int] = []  # index in the history
+        self._result_slot: list[int] = []  # index in the shaped list
+        self._result_tokens: list[int] = []
+        self._smallest_up_to: list[int] = []  # smallest result so far, for an early stop
+        self._stubs: list[ToolResultMessage | None] = []
+        self._pruned: list[bool] = []
+        self._pruned_count = 0
+        self._floor = 0  # every result before this index is pruned
+        self._result_total = 0
+
+    def update(self, history: Sequence[Message], keep_tokens: int | None) -> list[Message]:
+        if not self._extends(history):
+            self.reset()
+        for index in range(self._count, len(history)):
+            self._add(index, history[index])
+        self._count = len(history)
+        if history:
+            self._seen = [history[0], history[-1]]
+        self._prune(sys.maxsize if keep_tokens is None else keep_tokens)
+        return list(self._shaped)
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def tokens(self, start: int) -> int:
+        """The estimated size of what the last `update` sends, from history index `start`
+        (`context.RequestSize`)."""
+        if start <= 0:
+            return self._sent_total
+        return sum(self._sent_tokens[start:])  # the few messages since the last usage
+
+    def _extends(self, history: Sequence[Message]) -> bool:
+        if not self._seen:
+            return True
+        first, last = self._seen
+        return (
+            len(history) >= self._count and history[0] is first and history[self._count - 1] is last
+        )
+
+    def _add(self, index: int, message: Message) -> None:
+        tokens = message_tokens(message)
+        self._sent_tokens.append(tokens)
+        self._sent_total += tokens
+        if isinstance(message, UserMessage) and self._shaped:
+            previous = self._shaped[-1]
+            if isinstance(previous, UserMessage):
+                merged = f"{previous.content}\n\n{message.content}"
+                self._shaped[-1] = UserMessage(content=merged)
+                return
+        if isinstance(message, AssistantMessage):
+            self._last_assistant = index
+            for call in message.tool_calls:
+                self._calls[call.id] = described_call(call)
+        elif isinstance(message, ToolResultMessage):
+            smallest = min(tokens, self._smallest_up_to[-1]) if self._results else tokens
+            self._results.append(message)
+            self._result_at.append(index)
+            self._result_slot.append(len(self._shaped))
+            self._result_tokens.append(tokens)
+            self._smallest_up_to.append(smallest)
+            self._stubs.append(None)
+            self._pruned.append(False)
+            self._result_total += tokens
+        self._shaped.append(message)
+
+    def _prune(self, keep_tokens: int) -> None:
+        """The rule of `prune_tool_outputs`, newest first: a result is kept whole when it
+        belongs to the last reply or still fits the budget. The walk stops where no older
+        result could fit any more: every one from there back is pruned, and those before
+        `_floor` already were."""
+        if self._result_total <= keep_tokens and not self._pruned_count:
+            return  # everything fits, and nothing was pruned before
+        kept = 0
+        index = len(self._results) - 1
+        while index >= 0:
+            tokens = self._result_tokens[index]
+            if self._result_at[index] > self._last_assistant or kept + tokens <= keep_tokens:
+                kept += tokens
+                self._set_pruned(index, False)
+            else:
+                self._set_pruned(index, True)
+            index -= 1
+            if (
+                index >= 0
+                and self._result_at[index] < self._last_assistant
+                and keep_tokens - kept < self._smallest_up_to[index]
+            ):
+                break
+        for older in range(index, self._floor - 1, -1):
+            self._set_pruned(older, True)
+        self._floor = index + 1
+
+    def _set_pruned(self, index: int, pruned: bool) -> None:
+        if self._pruned[index] == pruned:
+            return
+        self._pruned[index] = pruned
+        self._pruned_count += 1 if pruned else -1
+        result = self._results[index]
+        if pruned:
+            stub = self._stubs[index]
+            if stub is None:
+                what = self._calls.get(result.tool_call_id)
+                stub = pruned_stub(result, what, self._result_tokens[index])
+                self._stubs[index] = stub
+            self._shaped[self._result_slot[index]] = stub
+            self._set_sent_tokens(self._result_at[index], message_tokens(stub))
+        else:
+            self._shaped[self._result_slot[index]] = result
+            self._set_sent_tokens(self._result_at[index], self._result_tokens[index])
+
+    def _set_sent_tokens(self, index: int, tokens: int) -> None:
+        self._sent_total += tokens - self._sent_tokens[index]
+        self._sent_tokens[index] = tokens
