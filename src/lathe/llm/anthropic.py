@@ -51,6 +51,7 @@ Decisions:
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -137,6 +138,7 @@ class AnthropicProvider:
         self._extra_headers = dict(extra_headers or {})
         self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
         self._client: Any = None
+        self._client_lock = threading.Lock()  # `warm_up` may build it on another thread
 
     @property
     def model(self) -> str:
@@ -172,19 +174,27 @@ class AnthropicProvider:
             await events.close()
         yield Completed(reply.finish(self._base_url))
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            import anthropic  # lazily: importing the SDK takes over a second
+    def warm_up(self) -> None:
+        """Import the SDK and build its client, with the parts the first request loads
+        lazily (the messages resource, the HTTP transport), so that request does not wait."""
+        self._sdk_client().messages  # noqa: B018 - loads the resource modules
 
-            self._client = anthropic.AsyncAnthropic(
-                # A placeholder when unset: the SDK would otherwise go looking in the
-                # environment and profile files; the server's 401 then says what to set.
-                api_key=self._api_key or _NO_KEY,
-                base_url=self._base_url,
-                timeout=self._timeouts.for_httpx(),
-                max_retries=0,
-                default_headers=self._extra_headers or None,
-            )
+    def _sdk_client(self) -> Any:
+        with self._client_lock:
+            return self._client or self._new_client()
+
+    def _new_client(self) -> Any:
+        import anthropic  # lazily: importing the SDK takes over a second
+
+        self._client = anthropic.AsyncAnthropic(
+            # A placeholder when unset: the SDK would otherwise go looking in the
+            # environment and profile files; the server's 401 then says what to set.
+            api_key=self._api_key or _NO_KEY,
+            base_url=self._base_url,
+            timeout=self._timeouts.for_httpx(),
+            max_retries=0,
+            default_headers=self._extra_headers or None,
+        )
         return self._client
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

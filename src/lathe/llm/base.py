@@ -50,7 +50,12 @@ StreamEvent = TextDelta | ThinkingDelta | Completed
 
 
 class Provider(Protocol):
-    """One configured model endpoint. `model` is the wire model id it sends."""
+    """One configured model endpoint. `model` is the wire model id it sends.
+
+    A provider may also define `warm_up()`: the slow one-time setup of its first request
+    (importing an SDK, building its client), safe to call from another thread while the
+    run does other work; `make_provider` calls it on a daemon thread.
+    """
 
     @property
     def model(self) -> str: ...

@@ -37,6 +37,7 @@ Decisions:
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class OpenAIChatProvider:
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text
         self._client: Any = None
+        self._client_lock = threading.Lock()  # `warm_up` may build it on another thread
         self._wired: dict[int, tuple[Message, dict[str, Any]]] = {}
 
     @property
@@ -159,17 +161,25 @@ class OpenAIChatProvider:
         self._send_stream_options = False
         return await create(**self._params(request))
 
-    def _sdk_client(self) -> Any:
-        if self._client is None:
-            import openai  # lazily: importing the SDK costs most of a second
+    def warm_up(self) -> None:
+        """Import the SDK and build its client, with the parts the first request loads
+        lazily (the chat resources, the HTTP transport), so that request does not wait."""
+        self._sdk_client().chat.completions  # noqa: B018 - loads the resource modules
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key or _NO_KEY,
-                base_url=self._base_url,
-                timeout=self._timeouts.for_httpx(),
-                max_retries=0,
-                default_headers=self._extra_headers or None,
-            )
+    def _sdk_client(self) -> Any:
+        with self._client_lock:
+            return self._client or self._new_client()
+
+    def _new_client(self) -> Any:
+        import openai  # lazily: importing the SDK costs most of a second
+
+        self._client = openai.AsyncOpenAI(
+            api_key=self._api_key or _NO_KEY,
+            base_url=self._base_url,
+            timeout=self._timeouts.for_httpx(),
+            max_retries=0,
+            default_headers=self._extra_headers or None,
+        )
         return self._client
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -1,18 +1,18 @@
 """Provider construction by kind. Concrete providers are imported only here, and only
 the one in use, because their SDKs take most of a second to import.
 
-`make_provider` also starts importing the provider's SDK on a background thread: a run
-has other work before its first model call (the sandbox probe, the system prompt, the
-session, the baseline check), and the import (0.5 s for openai, 1.5 s for anthropic on
-this machine) overlaps it instead of delaying the first request. Python's import lock
-makes the first real use wait for that import rather than start another; an import that
-fails is left for that use to report, through the one error-mapping boundary."""
+`make_provider` also starts the provider's warm-up on a background thread: a run has
+other work before its first model call (the sandbox probe, the system prompt, the
+session, the baseline check), and importing the SDK and building its client (0.5-0.8 s
+for openai, 1.5 s for anthropic on this machine) overlaps it instead of delaying the
+first request. The provider's lock makes the first real use wait for that warm-up rather
+than start another; a warm-up that fails is left for that use to report, through the one
+error-mapping boundary."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -73,22 +73,21 @@ def _sdk_provider(
     return build
 
 
-# The SDK each built-in kind's provider imports at its first request.
-_SDKS = {"openai-compatible": "openai", "anthropic": "anthropic"}
-
-
-def import_in_background(module: str) -> None:
-    """Start importing `module` on a daemon thread, unless it is imported already."""
-    if module in sys.modules:
+def warm_up_in_background(provider: Provider) -> None:
+    """Start the provider's one-time setup (`Provider.warm_up`) on a daemon thread, so
+    the SDK import overlaps the sandbox probe, the prompt and the baseline check instead
+    of delaying the first model call."""
+    warm_up = getattr(provider, "warm_up", None)
+    if warm_up is None:
         return
 
-    def load() -> None:
+    def run() -> None:
         try:
-            importlib.import_module(module)
-        except Exception:  # reported by the first real use, where it can be mapped
+            warm_up()
+        except Exception:  # reported by the first real request, where it can be mapped
             return
 
-    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
+    threading.Thread(target=run, name="provider warm-up", daemon=True).start()
 
 
 _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
@@ -97,9 +96,6 @@ _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
     ),
     "anthropic": _sdk_provider("lathe.llm.anthropic", "AnthropicProvider"),
 }
-
-
-_BUILT_IN = dict(_FACTORIES)
 
 
 def register_provider_kind(kind: str, factory: Callable[[Endpoint], Provider]) -> None:
@@ -112,9 +108,7 @@ def make_provider(endpoint: Endpoint) -> Provider:
         kinds = ", ".join(sorted(_FACTORIES))
         raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
     provider = factory(endpoint)
-    sdk = _SDKS.get(endpoint.kind)
-    if sdk is not None and factory is _BUILT_IN.get(endpoint.kind):
-        import_in_background(sdk)
+    warm_up_in_background(provider)
     if endpoint.tool_mode == "json_schema":
         from lathe.llm.json_actions import JsonActionProvider
 
