@@ -100,9 +100,6 @@ class ShadowRepo:
         if not self.exists():
             self.root.mkdir(parents=True, exist_ok=True)
             self._git("init", "--quiet", "--bare", "--template=", str(self.git_dir), bare=True)
-            for key, value in _CONFIG.items():
-                self._git("config", key, value)
-            self._git("config", "core.hooksPath", str(self.git_dir / "no-hooks"))
             info = self.git_dir / "info"
             info.mkdir(exist_ok=True)
             (info / "attributes").write_text(_ATTRIBUTES, encoding="utf-8")
@@ -210,7 +207,7 @@ class ShadowRepo:
             proc = subprocess.run(
                 argv,
                 cwd=self.workspace,
-                env=_environment(index),
+                env=_environment(index, self.git_dir),
                 input=feed,
                 stdin=None if feed is not None else subprocess.DEVNULL,
                 capture_output=True,
@@ -245,11 +242,18 @@ class ShadowRepo:
             exclude.write_text(text, encoding="utf-8")
 
 
-def _environment(index: Path | None) -> dict[str, str]:
+def _environment(index: Path | None, git_dir: Path) -> dict[str, str]:
     # Inherited GIT_* variables (GIT_DIR from a hook, GIT_INDEX_FILE, ...) would point
     # our commands at the user's repository, so none survive.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(_IDENTITY)
+    # The settings travel with every command (git 2.31+) rather than in the repository's
+    # config: writing them there took eleven `git config` runs on a workspace's first
+    # snapshot, and a setting passed this way outranks any the repository holds.
+    settings = {**_CONFIG, "core.hooksPath": str(git_dir / "no-hooks")}
+    env["GIT_CONFIG_COUNT"] = str(len(settings))
+    for n, (key, value) in enumerate(settings.items()):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     env["GIT_CONFIG_GLOBAL"] = os.devnull
     env["GIT_TERMINAL_PROMPT"] = "0"

@@ -67,6 +67,9 @@ class Checkpoints:
         self.workspace = workspace.resolve()
         self.home = home
         self._repo = ShadowRepo(self.workspace, store_root(self.workspace, home), home)
+        # Checkpoints read by this process, by commit: a commit never changes, so what
+        # was read of it stays true, and a snapshot between turns skips two git calls.
+        self._known: dict[str, Checkpoint] = {}
 
     # -- recording ------------------------------------------------------------------
 
@@ -148,7 +151,7 @@ class Checkpoints:
         tree = self._repo.stage_all()
         head = self._repo.head()
         if head is not None:
-            newest = checkpoint_from(self._repo.log(head, max_count=1)[0], self._repo.count(head))
+            newest = self._checkpoint(head)
             if newest.tree == tree:
                 return newest
         return self._commit(tree, head, encode_message(label, turn, kind))
@@ -161,7 +164,21 @@ class Checkpoints:
 
     def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
         commit = self._repo.commit(tree, parent, message)
-        return checkpoint_from(self._repo.log(commit, max_count=1)[0], self._repo.count(commit))
+        known_parent = self._known.get(parent or "")
+        # The chain is first-parent, so a new commit's number is its parent's plus one.
+        n = known_parent.n + 1 if known_parent else self._repo.count(commit)
+        return self._remember(checkpoint_from(self._repo.log(commit, max_count=1)[0], n))
+
+    def _checkpoint(self, commit: str) -> Checkpoint:
+        known = self._known.get(commit)
+        if known is not None:
+            return known
+        record = self._repo.log(commit, max_count=1)[0]
+        return self._remember(checkpoint_from(record, self._repo.count(commit)))
+
+    def _remember(self, checkpoint: Checkpoint) -> Checkpoint:
+        self._known[checkpoint.commit] = checkpoint
+        return checkpoint
 
     def _restore(
         self,
