@@ -3,10 +3,9 @@
 `lathe run --verify` as a subprocess against the fake OpenAI-compatible server
 (tests/fakes/openai_server.py): 5 model replies, 1 pytest run by the model and 2 by the
 gate (the baseline and the final check). What it prints per run is the wall time, the
-time of the commands it ran (the `duration_ms` of its bash calls from `--json`, and the
-verify command timed twice here, as the gate's runs carry no duration), and the
-difference: lathe's own time, start-up and the SDK import
-included. Medians of N runs.
+time of the commands it ran (the `duration_ms` of its bash calls and of its verify runs,
+from `--json`), and the difference: lathe's own time, start-up, the SDK import and the
+checkpoints included. Medians of N runs.
 
 Usage: python bench/task_overhead.py [--runs N]
 """
@@ -53,18 +52,10 @@ def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float]:
     commands = sum(
         e["duration_ms"] / 1000
         for e in events
-        if e["type"] == "tool_finished" and e["name"] == "bash"
+        if (e["type"] == "tool_finished" and e["name"] == "bash")
+        or e["type"] == "verify_finished"
     )
-    commands += _verify_seconds(ws)
     return wall, commands
-
-
-def _verify_seconds(ws: Path, times: int = 2) -> float:
-    """The gate's runs are not timed in the events: time the same command here."""
-    started = time.perf_counter()
-    for _ in range(times):
-        subprocess.run(VERIFY.split(), cwd=ws, capture_output=True, check=False)
-    return time.perf_counter() - started
 
 
 def main() -> None:

@@ -174,6 +174,7 @@ class VerifyFinished(_Event):
     passed: bool
     output_tail: str
     baseline: bool = False
+    duration_ms: float = 0.0
 
 
 class Evidence(BaseModel):

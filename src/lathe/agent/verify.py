@@ -234,6 +234,7 @@ class VerifyGate(FinishHandler):
                 passed=passed(result),
                 output_tail=result.output[-2000:],
                 baseline=baseline,
+                duration_ms=result.duration_s * 1000,
             )
         )
         return result
