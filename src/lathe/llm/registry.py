@@ -84,6 +84,8 @@ def warm_up_in_background(provider: Provider) -> None:
     def run() -> None:
         try:
             warm_up()
+            # The HTTP stack loads its event-loop backend at its first connection (20 ms).
+            importlib.import_module("anyio._backends._asyncio")
         except Exception:  # reported by the first real request, where it can be mapped
             return
 
