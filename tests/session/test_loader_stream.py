@@ -213,3 +213,20 @@ def test_warnings_keep_their_order_torn_tail_then_corrupt_lines_then_repairs(
     assert "torn last line skipped (14 bytes" in loaded.warnings[0]
     assert f"attached to {entries[0].id} instead" in loaded.warnings[3]
     assert f"attached to {entries[2].id} instead" in loaded.warnings[4]
+
+
+def test_loaded_models_share_field_sets_without_sharing_changes(
+    store: SessionStore, workspace: Path
+) -> None:
+    with store.create(workspace, "m") as session:
+        for n in range(3):
+            session.append_message(result(f"c{n}", "output"))
+    first, second, _ = store.open(session.id, readonly=True).entries
+    assert isinstance(first, MessageEntry) and isinstance(second, MessageEntry)
+    assert first.model_fields_set == set(MessageEntry.model_fields)
+
+    moved = first.model_copy(update={"parent": "elsewhere"})
+    shorter = first.message.model_copy(update={"content": "out"})
+    assert (moved.parent, shorter.content) == ("elsewhere", "out")
+    assert second.model_fields_set == set(MessageEntry.model_fields)
+    assert second.message.model_fields_set == set(type(second.message).model_fields)
