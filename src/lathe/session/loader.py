@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, MessageEntry
 from lathe.session.migrations import RawLines, migrate
+from lathe.session.tree import EntryTree
 from lathe.types import AssistantMessage
 
 
@@ -39,11 +40,15 @@ class Tail(StrEnum):
 @dataclass
 class Loaded:
     header: Header
-    entries: list[Entry]
+    tree: EntryTree
     warnings: list[str] = field(default_factory=list)
     version: int = FORMAT_VERSION  # the version on disk, before migration
     tail: Tail = Tail.CLEAN
     tail_offset: int = 0  # where the bytes after the last newline start
+
+    @property
+    def entries(self) -> list[Entry]:
+        return self.tree.entries
 
 
 def _short(error: ValidationError | ValueError) -> str:
@@ -178,10 +183,7 @@ def _share_fields_sets(entry: Entry) -> None:
         message = entry.message
         _share(message)
         if type(message) is AssistantMessage:
-            _share(message.usage)
-            for part in message.tool_calls:
-                _share(part)
-            for part in message.thinking:
+            for part in (message.usage, *message.tool_calls, *message.thinking):
                 _share(part)
 
 
@@ -219,30 +221,29 @@ def _parse_legacy(
     return header_raw, parsed
 
 
-class _Tree:
-    """Entries in file order, linked as they arrive: a duplicate or missing id is
+class _Linker:
+    """Builds the tree as entries arrive in file order: a duplicate or missing id is
     dropped, and an entry whose parent was lost to a corrupt line is re-attached to the
     entry before it in the file (appends are sequential, so that is the nearest
     surviving ancestor)."""
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self.tree = EntryTree()
         self.warnings: list[str] = []
-        self._seen: set[str] = set()
 
     def add(self, lineno: int, entry: Entry) -> None:
-        if not entry.id or entry.id in self._seen:
+        known = self.tree.by_id
+        if not entry.id or entry.id in known:
             self.warnings.append(f"line {lineno}: entry with a missing or repeated id skipped")
             return
-        if entry.parent is not None and entry.parent not in self._seen:
-            previous = self.entries[-1].id if self.entries else None
+        if entry.parent is not None and entry.parent not in known:
+            previous = self.tree.entries[-1].id if self.tree.entries else None
             self.warnings.append(
                 f"line {lineno}: parent {entry.parent} is missing; attached to "
                 f"{previous or 'the root'} instead"
             )
             entry = entry.model_copy(update={"parent": previous})
-        self._seen.add(entry.id)
-        self.entries.append(entry)
+        self.tree.add(entry)
 
 
 def load_file(path: Path) -> Loaded:
@@ -253,24 +254,24 @@ def load_file(path: Path) -> Loaded:
         header_raw = _read_header(path, first[1] if first else b"")
         version = header_raw["version"]
         unreadable: list[str] = []
-        tree = _Tree()
+        linker = _Linker()
         with _collector_paused():
             if version == FORMAT_VERSION:
                 header = _validate_header(path, header_raw)
                 for lineno, line in numbered:
                     entry = _parse_line(lineno, line, unreadable)
                     if entry is not None:
-                        tree.add(lineno, entry)
+                        linker.add(lineno, entry)
             else:
                 header_raw, parsed = _parse_legacy(header_raw, numbered, unreadable)
                 header = _validate_header(path, header_raw)
                 for lineno, entry in parsed:
-                    tree.add(lineno, entry)
-    warnings = unreadable + tree.warnings
+                    linker.add(lineno, entry)
+    warnings = unreadable + linker.warnings
     if lines.tail is Tail.TORN:
         warnings.insert(
             0,
             f"line {lines.count + 1}: torn last line skipped ({lines.torn} bytes "
             "of an interrupted write)",
         )
-    return Loaded(header, tree.entries, warnings, version, lines.tail, lines.tail_offset)
+    return Loaded(header, linker.tree, warnings, version, lines.tail, lines.tail_offset)
