@@ -4,11 +4,12 @@ Builds a realistic session (user turns, assistant replies with tool calls and us
 tool results of a few hundred bytes to a few KB) in a temporary LATHE_HOME for each
 size, then opens it the way `--resume` does, in a fresh process each time so that its
 peak RSS is the process's own and not what building the session cost here: open for
-appending (read, parse, lock), then rebuild the conversation to send, then time the
-full garbage collection that the run will meet later. Prints the median of `--runs`
-such processes, and the peak RSS with what the interpreter and the imports alone took.
-Then times listing, and a few hundred real appends (each waits for fsync). The file is
-written in one go with the same serialisation `append` uses.
+appending (read, parse, lock), rebuild the conversation to send, and time one full
+garbage collection: the work the loaded objects add to the collector unless the process
+freezes them (`gc.freeze`). Prints the median of `--runs` such processes, and the peak
+RSS with what the interpreter and the imports alone took. Then times listing, and a few
+hundred real appends (each waits for fsync). The file is written in one go with the
+same serialisation `append` uses.
 
     python bench/session_load.py [--entries 20000 50000] [--runs 3]
 """
@@ -93,7 +94,7 @@ def _open_once(home: str, session_id: str) -> None:
     messages = session.conversation()
     rebuilt, rebuilt_cpu = time.perf_counter(), time.process_time()
     assert len(messages) >= len(session.entries) and not session.warnings
-    gc.collect()  # the collector meets every loaded object once, whenever it next runs
+    gc.collect()  # a full collection walks every loaded object
     collected = time.perf_counter()
     print(
         json.dumps(
@@ -158,7 +159,7 @@ def _measure(count: int, runs: int, appends: int) -> None:
         print(f"{'  rebuild conversation (branch + repair)':<44} {median('conversation'):8.3f} s")
         print(f"{'  open + conversation':<44} {median('total'):8.3f} s", end="")
         print(f"   (cpu {median('total_cpu'):.3f} s)")
-        print(f"{'  a full collection, later in the run':<44} {median('collect'):8.3f} s")
+        print(f"{'  then one full garbage collection':<44} {median('collect'):8.3f} s")
         print(
             f"{'  peak RSS of that process':<44} {median('peak_mb'):8.0f} MB"
             f"   ({median('imports_mb'):.0f} MB of it the interpreter and imports)"
