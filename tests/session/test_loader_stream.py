@@ -9,11 +9,11 @@ offset as `whole_file_loader`, or fail with the same error.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -165,15 +165,20 @@ def _outcome(load: Any, path: Path) -> Any:
     )
 
 
-@settings(max_examples=400, deadline=None)
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("damaged") / "s.jsonl"
+
+
+@settings(max_examples=200, deadline=None)
 @given(data=session_files(), block=st.sampled_from([1, 2, 5, 16, 1 << 20]))
-def test_streaming_load_matches_the_whole_file_loader(data: bytes, block: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "s.jsonl"
-        path.write_bytes(data)
-        expected = _outcome(whole_file_loader.load_file, path)
-        with patch.object(loader, "_BLOCK", block):
-            assert _outcome(loader.load_file, path) == expected
+def test_streaming_load_matches_the_whole_file_loader(
+    scratch: Path, data: bytes, block: int
+) -> None:
+    scratch.write_bytes(data)
+    expected = _outcome(whole_file_loader.load_file, scratch)
+    with patch.object(loader, "_BLOCK", block):
+        assert _outcome(loader.load_file, scratch) == expected
 
 
 def test_a_repeated_id_is_skipped_and_its_children_join_the_first(
