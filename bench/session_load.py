@@ -1,20 +1,30 @@
-"""Time to load and resume a 20,000-entry session.
+"""Time and memory to open and resume a long session (20,000 and 50,000 entries).
 
 Builds a realistic session (user turns, assistant replies with tool calls and usage,
-tool results of a few hundred bytes to a few KB) in a temporary LATHE_HOME, then times:
-opening it for appending (read + parse + lock), rebuilding the conversation to send,
-and listing. The file is written in one go with the same serialisation `append` uses;
-a few hundred real appends are timed separately, since each one waits for fsync.
+tool results of a few hundred bytes to a few KB) in a temporary LATHE_HOME for each
+size, then opens it the way `--resume` does, in a fresh process each time so that its
+peak RSS is the process's own and not what building the session cost here: open for
+appending (read, parse, lock), rebuild the conversation to send, and time one full
+garbage collection: the work the loaded objects add to the collector unless the process
+freezes them (`gc.freeze`). Prints the median of `--runs` such processes, and the peak
+RSS with what the interpreter and the imports alone took. Then times listing, and a few
+hundred real appends (each waits for fsync). The file is written in one go with the
+same serialisation `append` uses.
 
-    python bench/session_load.py [--entries N]
+    python bench/session_load.py [--entries 20000 50000] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -62,6 +72,58 @@ def _conversation(count: int, rng: random.Random) -> list[MessageEntry]:
     return entries[:count]
 
 
+def _peak_mb() -> float:
+    """This process's peak RSS. VmHWM belongs to the process's own memory image;
+    ru_maxrss would also count the bench process this one was started from, which Linux
+    carries over through fork and exec."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def _open_once(home: str, session_id: str) -> None:
+    """In the fresh process: open the session for appending, rebuild the conversation,
+    and print the figures as one JSON line."""
+    before = _peak_mb()
+    started, cpu = time.perf_counter(), time.process_time()
+    session = SessionStore(Path(home)).open(session_id)
+    opened, opened_cpu = time.perf_counter(), time.process_time()
+    messages = session.conversation()
+    rebuilt, rebuilt_cpu = time.perf_counter(), time.process_time()
+    assert len(messages) >= len(session.entries) and not session.warnings
+    gc.collect()  # a full collection walks every loaded object
+    collected = time.perf_counter()
+    print(
+        json.dumps(
+            {
+                "open": opened - started,
+                "open_cpu": opened_cpu - cpu,
+                "conversation": rebuilt - opened,
+                "total": rebuilt - started,
+                "total_cpu": rebuilt_cpu - cpu,
+                "collect": collected - rebuilt,
+                "peak_mb": _peak_mb(),
+                "imports_mb": before,
+            }
+        )
+    )
+    session.close()
+
+
+def _fresh_open(home: Path, session_id: str) -> dict[str, float]:
+    child = subprocess.run(
+        [sys.executable, __file__, "--open-in", str(home), session_id],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
+    return json.loads(child.stdout)
+
+
 def _timed(label: str, action):  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     value = action()
@@ -69,40 +131,62 @@ def _timed(label: str, action):  # type: ignore[no-untyped-def]
     return value
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--entries", type=int, default=20_000)
-    parser.add_argument("--appends", type=int, default=200)
-    options = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as home:
-        os.environ["LATHE_HOME"] = home
-        workspace = Path(home) / "repo"
+def _measure(count: int, runs: int, appends: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        os.environ["LATHE_HOME"] = folder
+        workspace = home / "repo"
         workspace.mkdir()
-        store = SessionStore(Path(home))
-        entries = _conversation(options.entries, random.Random(7))
+        store = SessionStore(home)
+        entries = _conversation(count, random.Random(7))
         with store.create(workspace, "bench-model") as session:
             pass
         with session.path.open("ab") as handle:
             handle.write(b"".join(e.model_dump_json().encode() + b"\n" for e in entries))
+        del entries
         size = session.path.stat().st_size
-        load = os.getloadavg()[0]
-        print(f"session: {len(entries):,} entries, {size / 1e6:.1f} MB")
-        print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f}")
+        print(f"\nsession: {count:,} entries, {size / 1e6:.1f} MB")
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
 
-        resumed = _timed("open for append (read, parse, lock)", lambda: store.open(session.id))
-        assert len(resumed.entries) == len(entries) and not resumed.warnings
-        messages = _timed("rebuild conversation (branch + repair)", resumed.conversation)
-        assert len(messages) >= len(entries)
+        figures = [_fresh_open(home, session.id) for _ in range(runs)]
+
+        def median(key: str) -> float:
+            return statistics.median(figure[key] for figure in figures)
+
+        print(f"fresh process, median of {runs}:")
+        print(f"{'  open for append (read, parse, lock)':<44} {median('open'):8.3f} s", end="")
+        print(f"   (cpu {median('open_cpu'):.3f} s)")
+        print(f"{'  rebuild conversation (branch + repair)':<44} {median('conversation'):8.3f} s")
+        print(f"{'  open + conversation':<44} {median('total'):8.3f} s", end="")
+        print(f"   (cpu {median('total_cpu'):.3f} s)")
+        print(f"{'  then one full garbage collection':<44} {median('collect'):8.3f} s")
+        print(
+            f"{'  peak RSS of that process':<44} {median('peak_mb'):8.0f} MB"
+            f"   ({median('imports_mb'):.0f} MB of it the interpreter and imports)"
+        )
+
         _timed("list (summarise every session)", lambda: store.list(workspace))
         _timed("list again (unchanged files: the index)", lambda: store.list(workspace))
-
-        started = time.perf_counter()
-        for _ in range(options.appends):
-            resumed.append_message(UserMessage(content="one more line"))
-        per_append = (time.perf_counter() - started) / options.appends
+        with store.open(session.id) as resumed:
+            started = time.perf_counter()
+            for _ in range(appends):
+                resumed.append_message(UserMessage(content="one more line"))
+            per_append = (time.perf_counter() - started) / appends
         print(f"{'append (write + fsync), per entry':<44} {per_append * 1000:8.2f} ms")
-        resumed.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, nargs="+", default=[20_000, 50_000])
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes per size")
+    parser.add_argument("--appends", type=int, default=200)
+    parser.add_argument("--open-in", nargs=2, metavar=("HOME", "ID"), help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.open_in:
+        _open_once(*options.open_in)
+        return
+    for count in options.entries:
+        _measure(count, options.runs, options.appends)
 
 
 if __name__ == "__main__":

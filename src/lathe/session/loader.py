@@ -4,24 +4,31 @@ A torn last line (a write cut short by kill -9 or power loss) and a corrupt line
 middle are skipped and reported as warnings; neither is a reason to refuse the file.
 What does refuse it: no readable header (nothing tells us the format), or a format
 version newer than this lathe knows (reading it would guess).
+
+The file is read as a stream: each line is validated into its entry and linked into the
+tree as it is read, so what stays in memory is the entries, never the file's bytes or
+its lines beside them. Warnings keep one order whatever the damage: the torn tail
+first, then unreadable lines, then repairs to the tree, each in file order.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from lathe.errors import UsageError
-from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
+from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, MessageEntry
 from lathe.session.migrations import RawLines, migrate
+from lathe.session.tree import EntryTree
+from lathe.types import AssistantMessage
 
 
 class Tail(StrEnum):
@@ -33,11 +40,15 @@ class Tail(StrEnum):
 @dataclass
 class Loaded:
     header: Header
-    entries: list[Entry]
+    tree: EntryTree
     warnings: list[str] = field(default_factory=list)
     version: int = FORMAT_VERSION  # the version on disk, before migration
     tail: Tail = Tail.CLEAN
     tail_offset: int = 0  # where the bytes after the last newline start
+
+    @property
+    def entries(self) -> list[Entry]:
+        return self.tree.entries
 
 
 def _short(error: ValidationError | ValueError) -> str:
@@ -67,6 +78,13 @@ def _read_header(path: Path, first: bytes) -> dict[str, Any]:
     return raw
 
 
+def _validate_header(path: Path, raw: dict[str, Any]) -> Header:
+    try:
+        return Header.model_validate(raw)
+    except ValidationError as error:
+        raise UsageError(f"{path} has an invalid header: {_short(error)}") from error
+
+
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     # Parsing builds tens of thousands of acyclic objects; the cyclic collector would
@@ -80,18 +98,114 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse_current(lines: list[tuple[int, bytes]], warnings: list[str]) -> list[tuple[int, Entry]]:
-    parsed: list[tuple[int, Entry]] = []
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+_BLOCK = 1 << 20
+
+
+class _Lines:
+    """The non-blank lines of a session file as (line number, bytes without the
+    newline), read a block at a time.
+
+    The bytes after the last newline are yielded too when they are whole JSON (a write
+    that lost only its newline); otherwise they are a torn tail, which is never yielded.
+    Once iterated, `tail`, `tail_offset`, `torn` (the torn tail's size) and `count`
+    (newline-ended lines) describe how the file ends.
+    """
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self.tail = Tail.CLEAN
+        self.tail_offset = 0
+        self.torn = 0
+        self.count = 0
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        number = read = 0
+        pending: list[bytes] = []  # the start of a line that continues in the next block
+        while block := self._handle.read(_BLOCK):
+            read += len(block)
+            lines = block.split(b"\n")
+            if len(lines) == 1:
+                pending.append(block)
+                continue
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending = [lines.pop()]
+            for line in lines:
+                number += 1
+                if line.strip():
+                    yield number, line
+        tail = b"".join(pending)
+        self.count, self.tail_offset = number, read - len(tail)
+        if tail.strip() and self._ends_whole(tail):
+            yield number + 1, tail
+
+    def _ends_whole(self, tail: bytes) -> bool:
+        if _is_json(tail):
+            self.tail = Tail.UNTERMINATED
+            return True
+        self.tail = Tail.TORN
+        self.torn = len(tail)
+        return False
+
+
+# Every model that `_share_fields_sets` may touch, with the set of all its field names.
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
+_set_slot = object.__setattr__
+
+
+def _share(model: BaseModel) -> None:
+    full = _ALL_FIELDS.get(type(model))
+    if full is None:
+        full = _ALL_FIELDS[type(model)] = set(type(model).model_fields)
+    if len(model.__pydantic_fields_set__) == len(full):  # a subset of the fields: equal
+        _set_slot(model, "__pydantic_fields_set__", full)
+
+
+def _share_fields_sets(entry: Entry) -> None:
+    """Give `entry` and the models inside it one shared "fields set" per model type.
+
+    pydantic keeps, on every model, the set of field names its input had: a line written
+    by `model_dump_json` has them all, so each entry carried several identical sets of
+    five to seven names, about half the memory of a loaded session. The models are
+    frozen, so pydantic never adds to that set in place; `model_copy` copies it before
+    it records the updated fields. A line lacking a field (an older or hand-written
+    file) keeps its own set, so `model_fields_set` stays true for every model."""
+    _share(entry)
+    if type(entry) is MessageEntry:
+        message = entry.message
+        _share(message)
+        if type(message) is AssistantMessage:
+            for part in (message.usage, *message.tool_calls, *message.thinking):
+                _share(part)
+
+
+# The adapter's own `validate_json` wraps this in one more Python call per line.
+_validate_entry_json: Callable[[bytes], Entry] = ENTRY_ADAPTER.validator.validate_json
+
+
+def _parse_current(
+    lines: Iterable[tuple[int, bytes]], warnings: list[str], linker: _Linker
+) -> None:
     for lineno, line in lines:
         try:
-            parsed.append((lineno, ENTRY_ADAPTER.validate_json(line)))
+            entry = _validate_entry_json(line)
         except ValidationError as error:
             warnings.append(f"line {lineno}: corrupt entry skipped ({_short(error)})")
-    return parsed
+            continue
+        _share_fields_sets(entry)
+        linker.add(lineno, entry)
 
 
 def _parse_legacy(
-    header_raw: dict[str, Any], lines: list[tuple[int, bytes]], warnings: list[str]
+    header_raw: dict[str, Any], lines: Iterable[tuple[int, bytes]], warnings: list[str]
 ) -> tuple[dict[str, Any], list[tuple[int, Entry]]]:
     decoded: RawLines = []
     for lineno, line in lines:
@@ -114,67 +228,54 @@ def _parse_legacy(
     return header_raw, parsed
 
 
-def _link(parsed: list[tuple[int, Entry]], warnings: list[str]) -> list[Entry]:
-    """Drop duplicate ids, and re-attach an entry whose parent was lost to a corrupt line
-    to the entry before it in the file: appends are sequential, so that is the nearest
-    surviving ancestor."""
-    entries: list[Entry] = []
-    seen: set[str] = set()
-    for lineno, entry in parsed:
-        if not entry.id or entry.id in seen:
-            warnings.append(f"line {lineno}: entry with a missing or repeated id skipped")
-            continue
-        if entry.parent is not None and entry.parent not in seen:
-            previous = entries[-1].id if entries else None
-            warnings.append(
+class _Linker:
+    """Builds the tree as entries arrive in file order: a duplicate or missing id is
+    dropped, and an entry whose parent was lost to a corrupt line is re-attached to the
+    entry before it in the file (appends are sequential, so that is the nearest
+    surviving ancestor)."""
+
+    def __init__(self) -> None:
+        self.tree = EntryTree()
+        self.warnings: list[str] = []
+
+    def add(self, lineno: int, entry: Entry) -> None:
+        known = self.tree.by_id
+        if not entry.id or entry.id in known:
+            self.warnings.append(f"line {lineno}: entry with a missing or repeated id skipped")
+            return
+        if entry.parent is not None and entry.parent not in known:
+            previous = self.tree.entries[-1].id if self.tree.entries else None
+            self.warnings.append(
                 f"line {lineno}: parent {entry.parent} is missing; attached to "
                 f"{previous or 'the root'} instead"
             )
             entry = entry.model_copy(update={"parent": previous})
-        seen.add(entry.id)
-        entries.append(entry)
-    return entries
-
-
-def _is_json(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
+        self.tree.add(entry)
 
 
 def load_file(path: Path) -> Loaded:
-    data = path.read_bytes()
-    tail_offset = data.rfind(b"\n") + 1
-    numbered = list(enumerate(data[:tail_offset].split(b"\n")[:-1], start=1))
-    tail_bytes = data[tail_offset:]
-    tail = Tail.CLEAN
-    if tail_bytes.strip():
-        if _is_json(tail_bytes):
-            numbered.append((len(numbered) + 1, tail_bytes))
-            tail = Tail.UNTERMINATED
-        else:
-            tail = Tail.TORN
-    lines = [(number, line) for number, line in numbered if line.strip()]
-    header_raw = _read_header(path, lines[0][1] if lines else b"")
-    body = lines[1:]
-
-    warnings: list[str] = []
-    if tail is Tail.TORN:
-        warnings.append(
-            f"line {len(numbered) + 1}: torn last line skipped ({len(tail_bytes)} bytes "
-            "of an interrupted write)"
+    with path.open("rb") as handle:
+        lines = _Lines(handle)
+        numbered = iter(lines)
+        first = next(numbered, None)
+        header_raw = _read_header(path, first[1] if first else b"")
+        version = header_raw["version"]
+        unreadable: list[str] = []
+        linker = _Linker()
+        with _collector_paused():
+            if version == FORMAT_VERSION:
+                header = _validate_header(path, header_raw)
+                _parse_current(numbered, unreadable, linker)
+            else:
+                header_raw, parsed = _parse_legacy(header_raw, numbered, unreadable)
+                header = _validate_header(path, header_raw)
+                for lineno, entry in parsed:
+                    linker.add(lineno, entry)
+    warnings = unreadable + linker.warnings
+    if lines.tail is Tail.TORN:
+        warnings.insert(
+            0,
+            f"line {lines.count + 1}: torn last line skipped ({lines.torn} bytes "
+            "of an interrupted write)",
         )
-    version = header_raw["version"]
-    with _collector_paused():
-        if version == FORMAT_VERSION:
-            parsed = _parse_current(body, warnings)
-        else:
-            header_raw, parsed = _parse_legacy(header_raw, body, warnings)
-    try:
-        header = Header.model_validate(header_raw)
-    except ValidationError as error:
-        raise UsageError(f"{path} has an invalid header: {_short(error)}") from error
-    entries = _link(parsed, warnings)
-    return Loaded(header, entries, warnings, version, tail, tail_offset)
+    return Loaded(header, linker.tree, warnings, version, lines.tail, lines.tail_offset)

@@ -29,6 +29,7 @@ from lathe.session.conversation import (
 )
 from lathe.session.entries import BaseEntry, Entry, Header, MessageEntry, new_entry_id
 from lathe.session.lock import SessionLock
+from lathe.session.tree import EntryTree
 from lathe.types import Message, ToolResultMessage
 
 E = TypeVar("E", bound=BaseEntry)
@@ -54,16 +55,15 @@ class Session:
         self,
         path: Path,
         header: Header,
-        entries: list[Entry],
+        tree: EntryTree,
         warnings: list[str] | None = None,
         lock: SessionLock | None = None,
     ) -> None:
         self.path = path
         self.header = header
         self.warnings: list[str] = warnings or []
-        self._entries = entries
-        self._by_id: dict[str, Entry] = {entry.id: entry for entry in entries}
-        self._leaf: str | None = entries[-1].id if entries else None
+        self._tree = tree
+        self._leaf: str | None = tree.entries[-1].id if tree.entries else None
         self._lock = lock
         self._fd: int | None = None
         if lock is not None:
@@ -76,7 +76,7 @@ class Session:
     @property
     def entries(self) -> Sequence[Entry]:
         """Every entry in file order, all branches."""
-        return self._entries
+        return self._tree.entries
 
     @property
     def leaf(self) -> str | None:
@@ -87,13 +87,13 @@ class Session:
         return self._fd is not None
 
     def get(self, entry_id: str) -> Entry:
-        return self._by_id[entry_id]
+        return self._tree.by_id[entry_id]
 
     def resolve(self, prefix: str) -> str:
         """The id of the one entry whose id starts with `prefix`."""
-        if prefix in self._by_id:
+        if prefix in self._tree.by_id:
             return prefix
-        matches = [entry_id for entry_id in self._by_id if entry_id.startswith(prefix)]
+        matches = [entry_id for entry_id in self._tree.by_id if entry_id.startswith(prefix)]
         if len(matches) == 1:
             return matches[0]
         if not matches:
@@ -117,18 +117,17 @@ class Session:
         if self._fd is None:
             raise RuntimeError(f"session {self.id} was opened read-only")
         parent_id = self._leaf if parent is LEAF else parent
-        if parent_id is not None and parent_id not in self._by_id:
+        if parent_id is not None and parent_id not in self._tree.by_id:
             raise ValueError(f"parent {parent_id} is not an entry of session {self.id}")
         entry_id = entry.id
-        if entry_id in self._by_id:
+        if entry_id in self._tree.by_id:
             raise ValueError(f"entry id {entry_id} already exists in session {self.id}")
-        while not entry_id or entry_id in self._by_id:
+        while not entry_id or entry_id in self._tree.by_id:
             entry_id = new_entry_id()
         stored = entry.model_copy(update={"id": entry_id, "parent": parent_id})
         write_durably(self._fd, stored.model_dump_json().encode() + b"\n")
         # E is one of Entry's members; mypy cannot see through the Annotated union.
-        self._entries.append(cast("Entry", stored))
-        self._by_id[entry_id] = cast("Entry", stored)
+        self._tree.add(cast("Entry", stored))
         self._leaf = entry_id
         return stored
 
@@ -138,14 +137,7 @@ class Session:
     def branch(self, leaf: str | None = None) -> list[Entry]:
         """The entries from the root to `leaf` (an id or prefix; default the current
         leaf), in order."""
-        current = self._leaf if leaf is None else self.resolve(leaf)
-        path: list[Entry] = []
-        while current is not None:
-            entry = self._by_id[current]
-            path.append(entry)
-            current = entry.parent
-        path.reverse()
-        return path
+        return self._tree.branch(self._leaf if leaf is None else self.resolve(leaf))
 
     def messages(self, leaf: str | None = None) -> list[Message]:
         """The full message history of the branch ending at `leaf`, compactions ignored."""

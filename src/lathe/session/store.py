@@ -28,6 +28,7 @@ from lathe.session.entries import (
 from lathe.session.loader import Loaded, Tail, load_file
 from lathe.session.lock import SessionLock, is_locked
 from lathe.session.session import Session, write_durably
+from lathe.session.tree import EntryTree
 from lathe.types import AssistantMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class SessionStore:
             finally:
                 os.close(fd)
             _fsync_dir(directory)
-            return Session(path, header, list(entries), lock=lock)
+            return Session(path, header, EntryTree(entries), lock=lock)
         except BaseException:
             lock.release()
             raise
@@ -198,12 +199,12 @@ class SessionStore:
     def open_path(self, path: Path, *, readonly: bool = False) -> Session:
         if readonly:
             loaded = load_file(path)
-            return Session(path, loaded.header, loaded.entries, loaded.warnings)
+            return Session(path, loaded.header, loaded.tree, loaded.warnings)
         lock = SessionLock.acquire(path, _session_id(path))
         try:
             loaded = load_file(path)
             self._prepare_for_append(path, loaded)
-            return Session(path, loaded.header, loaded.entries, loaded.warnings, lock)
+            return Session(path, loaded.header, loaded.tree, loaded.warnings, lock)
         except BaseException:
             lock.release()
             raise
