@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import lathe.session.store as store_module
-from lathe.session import RunEndEntry, SessionStore
+from lathe.session import MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
 from lathe.types import Usage
 
@@ -50,7 +50,12 @@ def test_a_second_listing_parses_nothing_and_says_the_same(
     assert [s.title for s in second] and {s.status for s in second} == {"verified"}
 
 
-def test_a_session_that_grew_is_parsed_again(
+def _listed_from_scratch(store: SessionStore, workspace: Path) -> dict:
+    (store.project_dir(workspace) / INDEX_NAME).unlink()
+    return {s.id: s for s in store.list(workspace)}
+
+
+def test_a_session_that_grew_has_only_its_new_lines_read(
     store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kept = _session(store, workspace, "kept")
@@ -63,9 +68,73 @@ def test_a_session_that_grew_is_parsed_again(
 
     summaries = {s.id: s for s in store.list(workspace)}
 
-    assert [p.stem.rpartition("_")[2] for p in parsed] == [grown]
+    assert parsed == []  # neither file was parsed in full
     assert summaries[grown].turns == 2 and summaries[grown].status == "unfinished"
+    assert summaries[grown].tokens == summaries[kept].tokens + 7
     assert summaries[kept].turns == 1
+    assert summaries == _listed_from_scratch(store, workspace)
+
+
+def test_a_grown_session_reads_the_same_as_one_parsed_in_full_after_each_append(
+    store: SessionStore, workspace: Path
+) -> None:
+    with store.create(workspace, "m") as session:
+        pass
+    appends = [
+        lambda s: s.append_message(user("the task\nsecond line")),
+        lambda s: s.append_message(reply("one", tokens=5)),
+        lambda s: s.append(RunEndEntry(status="failed", turns=1, usage=Usage())),
+        lambda s: s.append_message(user("continue")),
+        lambda s: s.append_message(reply("two", tokens=3)),
+        lambda s: s.append(RunEndEntry(status="verified", turns=1, usage=Usage())),
+    ]
+    for append in appends:
+        with store.open(session.id) as reopened:
+            append(reopened)
+        grown = {s.id: s for s in store.list(workspace)}
+        assert grown == _listed_from_scratch(store, workspace)
+    assert grown[session.id].title == "the task"
+    assert grown[session.id].status == "verified" and grown[session.id].turns == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b'{"torn', b"{not json}\n", b"\n", b'{"type": "message"}\n'],
+    ids=["torn tail", "corrupt line", "blank line", "invalid entry"],
+)
+def test_damage_after_the_old_end_is_left_to_the_full_parse(
+    store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch, damage: bytes
+) -> None:
+    grown = _session(store, workspace, "task")
+    store.list(workspace)
+    path = next(store.project_dir(workspace).glob("*.jsonl"))
+    with path.open("ab") as handle:
+        handle.write(damage)
+    parsed = _count_parses(monkeypatch)
+
+    summary = store.list(workspace)
+
+    assert [p.stem.rpartition("_")[2] for p in parsed] == [grown]
+    assert summary[0].turns == 1
+
+
+def test_a_file_rewritten_before_its_old_end_is_parsed_in_full(
+    store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grown = _session(store, workspace, "task")
+    store.list(workspace)
+    path = next(store.project_dir(workspace).glob("*.jsonl"))
+    data = path.read_bytes()
+    # Same inode, longer, but a byte before the old end changed: not a pure append.
+    more = MessageEntry(id="later", parent=None, message=reply("more")).model_dump_json()
+    with path.open("r+b") as handle:
+        handle.write(data.replace(b'"task"', b'"TASK"', 1) + more.encode() + b"\n")
+    parsed = _count_parses(monkeypatch)
+
+    summary = store.list(workspace)
+
+    assert [p.stem.rpartition("_")[2] for p in parsed] == [grown]
+    assert summary[0].title == "TASK"
 
 
 @pytest.mark.parametrize("damage", [b"", b"{not json", b'{"version": 99}'])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lathe.errors import UsageError
 from lathe.home import project_slug
 from lathe.session.entries import (
+    ENTRY_ADAPTER,
     FORMAT_VERSION,
     Entry,
     Header,
@@ -97,12 +98,51 @@ def _counts(entries: list[Entry]) -> dict[str, Any]:
     return {"title": title, "turns": turns, "tokens": tokens}
 
 
+def _extended(
+    path: Path, fields: dict[str, Any], start: int, end: int
+) -> dict[str, Any] | None:
+    """`fields` (a summary of the file up to `start`) with the whole lines between
+    `start` and `end` counted in; None when any of them is not a clean entry line, which
+    leaves the damage to the full parse and its crash rules."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    if len(data) != end - start or not data.endswith(b"\n"):
+        return None
+    entries: list[Entry] = []
+    for line in data[:-1].split(b"\n"):
+        try:
+            entries.append(ENTRY_ADAPTER.validate_json(line))
+        except ValueError:  # pydantic's ValidationError included
+            return None
+    counts = _counts(entries)
+    ended = _ended_status(entries) if _has_ending(entries) else fields["ended"]
+    return {
+        **fields,
+        "title": fields["title"] or counts["title"],
+        "turns": fields["turns"] + counts["turns"],
+        "tokens": fields["tokens"] + counts["tokens"],
+        "ended": ended,
+    }
+
+
+def _has_ending(entries: list[Entry]) -> bool:
+    """Whether `entries` hold what decides `_ended_status` (a message or a run's end)."""
+    return any(isinstance(e, MessageEntry | RunEndEntry) for e in entries)
+
+
 def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
-    """`path`'s summary from the index when the file is unchanged, else parsed (and the
-    index updated); None for a file that cannot be read at all."""
+    """`path`'s summary from the index when the file is unchanged, brought up to date
+    from its new lines when it only grew, else parsed (and the index updated); None for
+    a file that cannot be read at all."""
     try:
         stat = path.stat()
         cached = index.get(path, stat)
+        if cached is None:
+            grown = index.grown(path, stat)
+            cached = _extended(path, *grown, stat.st_size) if grown else None
+            if cached is not None:
+                index.put(path, stat, cached, growable=True)
         if cached is None:
             loaded = load_file(path)
             cached = {
@@ -113,7 +153,8 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
                 **_counts(loaded.entries),
                 "ended": _ended_status(loaded.entries),
             }
-            index.put(path, stat, cached)
+            clean = loaded.version == FORMAT_VERSION and loaded.tail is Tail.CLEAN
+            index.put(path, stat, cached, growable=clean and not loaded.warnings)
     except (UsageError, OSError):
         return None
     return SessionSummary(
