@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import sys
 import time
@@ -151,6 +152,9 @@ class InteractiveApp:
             self.provider = make_provider(self.setup.endpoint)
             self.agent = self._build_agent(history)
             self.prompt = self._build_prompt()
+            # What start-up imported and loaded (a resumed session included) lives as
+            # long as the process: the collector need not walk it again at every pass.
+            gc.freeze()
             if history:
                 from lathe.ui.interactive.links import show_last_exchanges
 
