@@ -40,6 +40,9 @@ def test_repeats_score_by_verify_and_pass_lathe_args(tmp_path, fake_openai, monk
     tasks = make_task_set(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-eval")
     monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
+    # The task's tests need none of the pytest plugins installed here; not loading them
+    # saves each check ~0.4 s of CPU.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
     fake_openai.enqueue(
         # attempt 1 fixes the code

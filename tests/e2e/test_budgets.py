@@ -170,7 +170,7 @@ def test_the_time_budget_cuts_a_reply_still_streaming(tmp_path, fake_openai):
     )
 
     started = time.monotonic()
-    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--timeout", "8s", TASK)
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--timeout", "5s", TASK)
 
     assert time.monotonic() - started < 60
     assert result.returncode == 1, result.stderr
@@ -178,7 +178,7 @@ def test_the_time_budget_cuts_a_reply_still_streaming(tmp_path, fake_openai):
     assert any(e["type"] == "text_delta" for e in events)  # the reply had begun
     finished = events[-1]
     assert finished["status"] == "out_of_budget"
-    assert finished["reason"].startswith("the time budget (8s) was reached: ")
+    assert finished["reason"].startswith("the time budget (5s) was reached: ")
     # Nothing of the cut reply enters the conversation.
     assert [m["role"] for m in _session_messages(tmp_path)] == ["user"]
 
@@ -195,13 +195,13 @@ def test_the_time_budget_stops_a_running_command_and_answers_its_call(tmp_path, 
     fake_openai.enqueue(Reply(calls=[Call("bash", {"command": f"sleep 100 # {marker}"})]))
 
     started = time.monotonic()
-    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--timeout", "8s", TASK)
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--timeout", "5s", TASK)
 
     assert time.monotonic() - started < 60
     assert result.returncode == 1, result.stderr
     finished = _events(result)[-1]
     assert finished["status"] == "out_of_budget"
-    assert finished["reason"].startswith("the time budget (8s) was reached: ")
+    assert finished["reason"].startswith("the time budget (5s) was reached: ")
     assert not _pids(marker), "the command outlived the run"
     messages = _session_messages(tmp_path)
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
@@ -260,7 +260,7 @@ def test_the_time_budget_cuts_the_check_before_the_first_turn_too(tmp_path, fake
     ws = _workspace(tmp_path)
 
     result = lathe_run(
-        fake_openai, ws, tmp_path, "--json", "--verify", "sleep 100", "--timeout", "6s", TASK
+        fake_openai, ws, tmp_path, "--json", "--verify", "sleep 100", "--timeout", "3s", TASK
     )
 
     assert result.returncode == 1, result.stderr

@@ -13,11 +13,14 @@ from pathlib import Path
 from tests.fakes.openai_server import Call, Reply
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calculator"
+# The example's own tests need none of the pytest plugins installed for lathe's suite
+# (hypothesis, xdist, benchmark...): loading them took each check ~0.4 s more CPU.
+PLAIN_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def lathe(*args: str, cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update(env_extra)
+    env.update(PLAIN_PYTEST, **env_extra)
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args],
         cwd=cwd,
@@ -96,6 +99,7 @@ def test_lathe_run_fixes_the_calculator(tmp_path, fake_openai):
     check = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=ws,
+        env={**os.environ, **PLAIN_PYTEST},
         capture_output=True,
         text=True,
     )

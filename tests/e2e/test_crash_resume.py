@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_calculator import EXAMPLE, fixing_script, workspace
+from tests.e2e.test_calculator import EXAMPLE, PLAIN_PYTEST, fixing_script, workspace
 from tests.fakes.openai_server import Call, Hang, Reply
 
 VERIFY = "python -m pytest -q -p no:cacheprovider"
@@ -20,7 +20,10 @@ VERIFY = "python -m pytest -q -p no:cacheprovider"
 def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env.update(
-        OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"), LATHE_BASE_URL=base_url
+        PLAIN_PYTEST,
+        OPENAI_API_KEY="sk-test",
+        LATHE_HOME=str(tmp_path / "home"),
+        LATHE_BASE_URL=base_url,
     )
     return env
 
@@ -56,7 +59,7 @@ def _kill(process: subprocess.Popen) -> None:
 
 def _tests_pass(ws: Path) -> bool:
     check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ws,
-                           capture_output=True)  # fmt: skip
+                           env={**os.environ, **PLAIN_PYTEST}, capture_output=True)  # fmt: skip
     return check.returncode == 0
 
 

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e.test_calculator import EXAMPLE, PLAIN_PYTEST
 from tests.fakes.openai_server import Call, Reply
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "calculator"
 VERIFY = "python -m pytest -q -p no:cacheprovider"
 NEW_CALCULATOR = (
     "def tax(income: float, rate: float) -> float:\n"
@@ -44,6 +44,7 @@ def lathe_run(server, tmp_path: Path, config: str, *args: str) -> subprocess.Com
     user_file.write_text(config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env.update(
+        PLAIN_PYTEST,
         LATHE_HOME=str(tmp_path / "home"),
         LATHE_CONFIG=str(user_file),
         OPENAI_API_KEY="sk-test-profiles",

@@ -112,7 +112,7 @@ def test_without_a_terminal_a_long_call_shows_life_every_ten_seconds(tmp_path, f
     ws = _workspace(tmp_path)
     fake_openai.enqueue(
         Reply(calls=[Call("bash", {"command": "sleep 11.5"})]),
-        Reply(calls=[Call("bash", {"command": "sleep 3"})]),
+        Reply(calls=[Call("bash", {"command": "sleep 1"})]),
         Reply("Done."),
     )
 
@@ -121,6 +121,6 @@ def test_without_a_terminal_a_long_call_shows_life_every_ten_seconds(tmp_path, f
     assert [line for line in lines if "sleep" in line] == [
         "  bash sleep 11.5 ... still running (10s)",
         "  bash sleep 11.5 -> exit 0",
-        "  bash sleep 3 -> exit 0",
+        "  bash sleep 1 -> exit 0",
     ]
     assert not any("\r" in line or "\x1b" in line for line in lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -202,13 +203,27 @@ def test_a_second_run_in_the_workspace_is_refused_or_waits(tmp_path, fake_openai
             cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, text=True,
         )  # fmt: skip
-        time.sleep(2)
-        assert waiting.poll() is None  # still waiting for the first run
+        said = _stderr_until(waiting, "waiting for another lathe run")
+        time.sleep(0.5)  # it has reached the wait: it must stay there while the first runs
+        assert waiting.poll() is None, said
         assert fake_openai.chat_bodies() == []
     out, err = waiting.communicate(timeout=60)
-    assert waiting.returncode == 0, err
-    assert "waiting for another lathe run" in err
+    assert waiting.returncode == 0, said + err
     assert out.strip() == "Second run done."
+
+
+def _stderr_until(process: subprocess.Popen, text: str, timeout: float = 60.0) -> str:
+    """The process's stderr up to the first chunk holding `text`; fails if `text` has
+    not come within `timeout` seconds or the process closed stderr (exited) first."""
+    fd, seen = process.stderr.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while text.encode() not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 4096) if ready else b""
+        if not chunk:
+            raise AssertionError(f"{text!r} never came:\n{seen.decode(errors='replace')}")
+        seen += chunk
+    return seen.decode()
 
 
 def test_undo_is_refused_while_a_run_holds_the_workspace(tmp_path, fake_openai):

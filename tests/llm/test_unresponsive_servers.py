@@ -119,9 +119,9 @@ async def test_a_trickling_stream_hits_the_total_limit(wire):
 
 
 async def test_gaps_shorter_than_the_idle_limit_are_fine_however_many(wire):
-    # ~15 chunks 0.2 s apart: about twice the idle limit in all, never in one gap.
-    wire.server.enqueue(wire.reply("hello world", text_chunk=1, trickle_s=0.2))
-    provider = wire.build(wire.server.base_url, limits(total_s=60, idle_s=1.5))
+    # ~15 chunks 0.1 s apart: half again the idle limit in all, never in one gap.
+    wire.server.enqueue(wire.reply("hello world", text_chunk=1, trickle_s=0.1))
+    provider = wire.build(wire.server.base_url, limits(total_s=60, idle_s=1.0))
 
     events, error, _ = await outcome(provider)
 
