@@ -136,7 +136,7 @@ async def test_a_cancelled_hook_leaves_nothing_behind(tmp_path, pid_file):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10  # it dies at once; a busy machine may take seconds
     while process_alive(int(pid_file.read_text())):
         assert time.monotonic() < deadline, "the cancelled hook's grandchild survived"
         await asyncio.sleep(0.05)
