@@ -151,10 +151,11 @@ class LocalExecutor:
                 capture.close_write()
             ending.spawned()
 
-        ends = [await capture.connect(loop) for capture in captures]
-        eof: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*ends))
         exited = asyncio.ensure_future(proc.wait())
-        try:
+        eof: asyncio.Future[Any] | None = None
+        try:  # the command runs already: a cancellation while the pipes connect must stop it
+            ends = [await capture.connect(loop) for capture in captures]
+            eof = asyncio.ensure_future(asyncio.gather(*ends))
             end = await ending.wait(proc, exited, eof)
         except BaseException:  # cancellation above all: nothing may outlive the run
             ending.kill_now(proc)
@@ -165,7 +166,7 @@ class LocalExecutor:
                 capture.close()
             ending.close()
             for future in (exited, eof):
-                if not future.done():
+                if future is not None and not future.done():
                     future.cancel()
         if end.error is not None:
             raise ExecutorUnavailable(f"cannot start {argv[0]!r} in {cwd}: {end.error}")
