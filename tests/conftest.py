@@ -16,6 +16,20 @@ if _ROOT not in sys.path:
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "waits: spends its seconds waiting on a clock (a time budget, a heartbeat, a "
+        "command's sleep) rather than computing",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `waits` go first. Under xdist they then wait on one worker while
+    the others compute, instead of one of them ending the run alone on a clock."""
+    items.sort(key=lambda item: item.get_closest_marker("waits") is None)
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A started fake OpenAI-compatible server; see tests/fakes/openai_server.py."""

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import Call, Reply
 
 TASK = "Set value to 2 in app.py"
@@ -163,6 +164,7 @@ def test_bad_budget_values_are_one_line_errors_naming_the_option(tmp_path, fake_
     assert fake_openai.chat_bodies() == []
 
 
+@pytest.mark.waits
 def test_the_time_budget_cuts_a_reply_still_streaming(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     fake_openai.enqueue(
@@ -189,6 +191,7 @@ def test_the_time_budget_cuts_a_reply_still_streaming(tmp_path, fake_openai):
     assert [m["role"] for m in fake_openai.chat_bodies()[1]["messages"]] == ["system", "user"]
 
 
+@pytest.mark.waits
 def test_the_time_budget_stops_a_running_command_and_answers_its_call(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     marker = f"lathe-budget-test-{os.getpid()}"
@@ -256,6 +259,7 @@ def test_the_budget_counts_every_attempt_of_the_run(tmp_path, fake_openai):
     assert ends == ["max_turns", "max_turns"]
 
 
+@pytest.mark.waits
 def test_the_time_budget_cuts_the_check_before_the_first_turn_too(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import Call, Reply
 
 
@@ -88,6 +89,7 @@ def _run_on_a_pty(server, ws: Path, tmp_path: Path, *args: str) -> str:
     return b"".join(chunks).decode()
 
 
+@pytest.mark.waits
 def test_on_a_terminal_a_long_call_shows_its_elapsed_time_in_place(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     fake_openai.enqueue(
@@ -108,6 +110,7 @@ def test_on_a_terminal_a_long_call_shows_its_elapsed_time_in_place(tmp_path, fak
     assert "still running" not in raw
 
 
+@pytest.mark.waits
 def test_without_a_terminal_a_long_call_shows_life_every_ten_seconds(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     fake_openai.enqueue(

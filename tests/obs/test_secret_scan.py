@@ -35,7 +35,8 @@ def test_the_key_is_masked_everywhere_lathe_writes(tmp_path, workspace, home, fa
     # inherit it); the file is git-ignored so no checkpoint stores it.
     (workspace / ".gitignore").write_text("leaked.txt\n")
     (workspace / "leaked.txt").write_text(f"token: {key}\n")
-    long_listing = "for i in $(seq 1 2000); do cat leaked.txt; done"
+    # The file 2,000 times over, from one cat (2,000 of them cost ~3 s of CPU).
+    long_listing = "cat $(yes leaked.txt | head -n 2000)"
     fake_openai.enqueue(
         Reply(
             "Let me look at the environment.",

@@ -151,6 +151,7 @@ def test_esc_interrupts_a_model_that_hangs_and_a_second_ctrl_c_exits(
     term.wait_exit()
 
 
+@pytest.mark.waits
 def test_messages_typed_during_a_turn_are_queued_for_the_next(
     launch, fake_openai: FakeOpenAIServer
 ) -> None:

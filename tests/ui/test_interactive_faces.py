@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
 
 
+@pytest.mark.waits
 def test_the_status_line_shows_how_long_the_running_command_has_run(
     launch, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -26,6 +28,7 @@ def test_the_status_line_shows_how_long_the_running_command_has_run(
     term.wait_for(r"Both done\.", timeout=20)
 
 
+@pytest.mark.waits
 def test_an_approved_command_keeps_its_name_in_the_status_line(
     launch, fake_openai: FakeOpenAIServer
 ) -> None:
