@@ -218,8 +218,10 @@ def test_continue_reopens_the_last_session_with_its_history(
     first.wait_exit()
 
     second = launch("--continue")
-    screen = second.wait_for(r"earlier in this session")
-    assert "what is the answer" in screen
+    # The prompt is up, not only the replay begun: keys typed while the history is still
+    # being drawn reach the terminal before lathe reads them, and their Enter is lost.
+    screen = second.wait_for(r"ctx \d+% of")
+    assert "earlier in this session" in screen and "what is the answer" in screen
     second.send("and now?")
     second.wait_for(r"Still 42\.")
     assert _user_texts(fake_openai.chat_bodies()[-1]) == ["what is the answer", "and now?"]
