@@ -1,19 +1,16 @@
 """The session loader as it was before it streamed (commit 7716216): it read the whole
-file, split it into lines and parsed them in passes. Kept, unchanged but for this
-docstring, as the specification of the crash rules (torn last line, corrupt middle
-line, repeated ids, lost parents) that `lathe.session.loader` must follow exactly;
-`test_loader_stream.py` holds the two equal on damaged files. A change to a rule is
-made in both.
+file, split it into lines and parsed them in passes. Kept as the specification of the
+crash rules (torn last line, corrupt middle line, repeated ids, lost parents) that
+`lathe.session.loader` must follow exactly; `test_loader_stream.py` holds the two equal
+on damaged files. A change to a rule is made in both. What the streaming loader kept
+as it was (the header check, the error wording, `Tail`, the paused collector) is
+imported from it rather than copied.
 """
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +18,8 @@ from pydantic import ValidationError
 
 from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
+from lathe.session.loader import Tail, _collector_paused, _is_json, _read_header, _short
 from lathe.session.migrations import RawLines, migrate
-
-
-class Tail(StrEnum):
-    CLEAN = "clean"  # the file ends with a newline
-    TORN = "torn"  # bytes after the last newline that do not parse: an interrupted write
-    UNTERMINATED = "unterminated"  # a whole entry after the last newline, newline missing
 
 
 @dataclass
@@ -38,46 +30,6 @@ class Loaded:
     version: int = FORMAT_VERSION  # the version on disk, before migration
     tail: Tail = Tail.CLEAN
     tail_offset: int = 0  # where the bytes after the last newline start
-
-
-def _short(error: ValidationError | ValueError) -> str:
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{first['msg']} at {where}" if where else first["msg"]
-    return str(error)
-
-
-def _read_header(path: Path, first: bytes) -> dict[str, Any]:
-    try:
-        raw = json.loads(first)
-    except ValueError:
-        raw = None
-    if not isinstance(raw, dict) or not isinstance(raw.get("version"), int):
-        raise UsageError(
-            f"{path} has no readable header line, so its format is unknown; "
-            "it is not a lathe session or it was cut short while being created"
-        )
-    version = raw["version"]
-    if version > FORMAT_VERSION:
-        raise UsageError(
-            f"{path} uses session format version {version}, newer than this lathe "
-            f"understands (up to {FORMAT_VERSION}); upgrade lathe to open it"
-        )
-    return raw
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # Parsing builds tens of thousands of acyclic objects; the cyclic collector would
-    # rescan all of them many times over and triple the load time of a long session.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parse_current(lines: list[tuple[int, bytes]], warnings: list[str]) -> list[tuple[int, Entry]]:
@@ -134,14 +86,6 @@ def _link(parsed: list[tuple[int, Entry]], warnings: list[str]) -> list[Entry]:
         seen.add(entry.id)
         entries.append(entry)
     return entries
-
-
-def _is_json(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
 
 
 def load_file(path: Path) -> Loaded:
