@@ -51,7 +51,6 @@ Decisions:
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -71,6 +70,7 @@ from lathe.llm.errors_map import (
     stream_error,
     timed_out,
 )
+from lathe.llm.sdk_client import LazyClient
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
@@ -137,8 +137,7 @@ class AnthropicProvider:
         self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
         self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
-        self._client: Any = None
-        self._client_lock = threading.Lock()  # `warm_up` may build it on another thread
+        self._client = LazyClient(self._new_client)
 
     @property
     def model(self) -> str:
@@ -146,21 +145,19 @@ class AnthropicProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         attempt = within_total(
-            self._stream(request), self._timeouts.total_s, before=self._sdk_client
+            self._stream(request), self._timeouts.total_s, before=self._client.get
         )
         return guarded(attempt, _to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._client.close()
 
     # the wire
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         import anthropic
 
-        create = self._sdk_client().messages.with_raw_response.create
+        create = self._client.get().messages.with_raw_response.create
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # deprecation notices would print from core
             raw = await create(**self._params(request))
@@ -177,16 +174,12 @@ class AnthropicProvider:
     def warm_up(self) -> None:
         """Import the SDK and build its client, with the parts the first request loads
         lazily (the messages resource, the HTTP transport), so that request does not wait."""
-        self._sdk_client().messages  # noqa: B018 - loads the resource modules
-
-    def _sdk_client(self) -> Any:
-        with self._client_lock:
-            return self._client or self._new_client()
+        self._client.get().messages  # noqa: B018 - loads the resource modules
 
     def _new_client(self) -> Any:
         import anthropic  # lazily: importing the SDK takes over a second
 
-        self._client = anthropic.AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             # A placeholder when unset: the SDK would otherwise go looking in the
             # environment and profile files; the server's 401 then says what to set.
             api_key=self._api_key or _NO_KEY,
@@ -195,7 +188,6 @@ class AnthropicProvider:
             max_retries=0,
             default_headers=self._extra_headers or None,
         )
-        return self._client
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         extra = dict(request.extra)

@@ -37,7 +37,6 @@ Decisions:
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from lathe.llm.errors_map import (
     stream_error,
     to_provider_error,
 )
+from lathe.llm.sdk_client import LazyClient
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
     AssistantMessage,
@@ -108,8 +108,7 @@ class OpenAIChatProvider:
         self._send_stream_options = stream_options
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text
-        self._client: Any = None
-        self._client_lock = threading.Lock()  # `warm_up` may build it on another thread
+        self._client = LazyClient(self._new_client)
         self._wired: dict[int, tuple[Message, dict[str, Any]]] = {}
 
     @property
@@ -118,14 +117,12 @@ class OpenAIChatProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         attempt = within_total(
-            self._stream(request), self._timeouts.total_s, before=self._sdk_client
+            self._stream(request), self._timeouts.total_s, before=self._client.get
         )
         return guarded(attempt, to_provider_error, self._ctx)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._client.close()
 
     # the wire
 
@@ -152,7 +149,7 @@ class OpenAIChatProvider:
         yield Completed(reply.finish(self._base_url))
 
     async def _open(self, request: ModelRequest) -> Any:
-        create = self._sdk_client().chat.completions.with_raw_response.create
+        create = self._client.get().chat.completions.with_raw_response.create
         try:
             return await create(**self._params(request))
         except Exception as exc:
@@ -164,23 +161,18 @@ class OpenAIChatProvider:
     def warm_up(self) -> None:
         """Import the SDK and build its client, with the parts the first request loads
         lazily (the chat resources, the HTTP transport), so that request does not wait."""
-        self._sdk_client().chat.completions  # noqa: B018 - loads the resource modules
-
-    def _sdk_client(self) -> Any:
-        with self._client_lock:
-            return self._client or self._new_client()
+        self._client.get().chat.completions  # noqa: B018 - loads the resource modules
 
     def _new_client(self) -> Any:
         import openai  # lazily: importing the SDK costs most of a second
 
-        self._client = openai.AsyncOpenAI(
+        return openai.AsyncOpenAI(
             api_key=self._api_key or _NO_KEY,
             base_url=self._base_url,
             timeout=self._timeouts.for_httpx(),
             max_retries=0,
             default_headers=self._extra_headers or None,
         )
-        return self._client
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         # The conversation and the tools travel in `extra_body`, which the SDK sends as
