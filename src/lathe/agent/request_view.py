@@ -32,7 +32,7 @@ class RequestView:
         self.reset()
 
     def reset(self) -> None:
-        self._seen: list[Message] = []  # identity of the first and last message seen
+        self._seen: tuple[Message, Message] | None = None  # the first and last seen
         self._count = 0
         self._shaped: list[Message] = []
         self._sent_tokens: list[int] = []  # per history message, as sent (stub if pruned)
@@ -58,7 +58,7 @@ class RequestView:
             self._add(index, history[index])
         self._count = len(history)
         if history:
-            self._seen = [history[0], history[-1]]
+            self._seen = (history[0], history[-1])
         self._prune(sys.maxsize if keep_tokens is None else keep_tokens)
         return list(self._shaped)
 
@@ -74,7 +74,7 @@ class RequestView:
         return sum(self._sent_tokens[start:])  # the few messages since the last usage
 
     def _extends(self, history: Sequence[Message]) -> bool:
-        if not self._seen:
+        if self._seen is None:
             return True
         first, last = self._seen
         return (

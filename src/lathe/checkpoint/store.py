@@ -166,19 +166,16 @@ class Checkpoints:
         commit = self._repo.commit(tree, parent, message)
         known_parent = self._known.get(parent or "")
         # The chain is first-parent, so a new commit's number is its parent's plus one.
-        n = known_parent.n + 1 if known_parent else self._repo.count(commit)
-        return self._remember(checkpoint_from(self._repo.log(commit, max_count=1)[0], n))
+        return self._checkpoint(commit, known_parent.n + 1 if known_parent else None)
 
-    def _checkpoint(self, commit: str) -> Checkpoint:
+    def _checkpoint(self, commit: str, n: int | None = None) -> Checkpoint:
+        """The checkpoint of `commit` (its number `n`, when known, saves counting)."""
         known = self._known.get(commit)
-        if known is not None:
-            return known
-        record = self._repo.log(commit, max_count=1)[0]
-        return self._remember(checkpoint_from(record, self._repo.count(commit)))
-
-    def _remember(self, checkpoint: Checkpoint) -> Checkpoint:
-        self._known[checkpoint.commit] = checkpoint
-        return checkpoint
+        if known is None:
+            record = self._repo.log(commit, max_count=1)[0]
+            known = checkpoint_from(record, self._repo.count(commit) if n is None else n)
+            self._known[commit] = known
+        return known
 
     def _restore(
         self,
