@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lathe.config.keys import format_key, node_of
-from lathe.config.schema import Config
+from lathe.config.schema import Config, field_docs
 
 
 def toml_value(value: Any) -> str:
@@ -84,6 +84,7 @@ def starter_file(scope: str) -> str:
 def _section(cls: type[BaseModel], values: BaseModel, path: tuple[str, ...]) -> str:
     lines: list[str] = []
     tables: list[str] = []
+    docs = field_docs(cls)
     for name, field in cls.model_fields.items():
         kind, inner = node_of(field.annotation)
         value = getattr(values, name)
@@ -94,10 +95,10 @@ def _section(cls: type[BaseModel], values: BaseModel, path: tuple[str, ...]) -> 
             continue
         if value is None:
             # TOML has no null: show an example, since uncommenting must stay valid.
-            lines.extend(_comment(f"{field.description} (Unset by default.)"))
+            lines.extend(_comment(f"{docs.get(name, '')} (Unset by default.)"))
             lines.append(f"# {name} = {toml_value((field.examples or [''])[0])}")
         else:
-            lines.extend(_comment(field.description or ""))
+            lines.extend(_comment(docs.get(name, "")))
             lines.append(f"# {name} = {toml_value(value)}")
         lines.append("")
     head = [f"[{format_key(path)}]"] if path else []

@@ -1,14 +1,19 @@
 """The configuration schema: every key lathe reads, its type, default and meaning.
 
-Each field's docstring is its documentation: `use_attribute_docstrings` makes it the
-field's description, `lathe config init` writes it into the starter file, and a test
-checks that no field lacks one. Unknown keys are errors everywhere (`extra="forbid"`).
+Each field's docstring (the string literal under it) is its documentation: `field_docs`
+reads them, `lathe config init` writes them into the starter file, and a test checks
+that no field lacks one. Unknown keys are errors everywhere (`extra="forbid"`).
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
+import itertools
 import math
 import re
+import textwrap
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -77,7 +82,7 @@ def _number(value: object) -> float | None:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class ProviderConfig(Section):
@@ -527,6 +532,27 @@ class Config(Section):
 
     profiles: dict[str, ProfileConfig] = Field(default_factory=_builtin_profiles)
     """Model profiles by name; entries merge key by key over the built-in ones."""
+
+
+@functools.cache
+def field_docs(cls: type[BaseModel]) -> dict[str, str]:
+    """Each field of `cls` mapped to its docstring, read from the class's source.
+
+    Read when documentation is wanted, not at import: pydantic's own
+    `use_attribute_docstrings` parses every section's source on each start-up."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, following in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(following.value.value)
+    return docs
 
 
 def all_sections() -> list[type[BaseModel]]:
