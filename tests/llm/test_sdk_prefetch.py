@@ -1,6 +1,6 @@
-"""Building a provider starts its warm-up in the background: the SDK import, its client
-and the modules its first request would load, so that work overlaps what a run does
-before its first model call instead of delaying it."""
+"""Building a provider queues its warm-up on the background thread: the SDK import, its
+client and the modules its first request would load, so that work overlaps what a run
+waits on before its first model call instead of delaying it."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import subprocess
 import sys
 
 _PROBE = """
-import sys, threading, time
+import sys, time
+from lathe import warmup
 from lathe.llm.registry import Endpoint, make_provider
 assert "{sdk}" not in sys.modules
 make_provider(Endpoint(kind="{kind}", model_id="m", base_url="http://127.0.0.1:9",
                        api_key="k", api_key_env="K"))
+time.sleep(0.5)
+assert "{sdk}" not in sys.modules, "the warm-up ran before the face started it"
+warmup.start()
 deadline = time.monotonic() + 30
-while any(t.name == "provider warm-up" for t in threading.enumerate()):
-    assert time.monotonic() < deadline, "the warm-up never ended"
+while any(m not in sys.modules for m in {modules}) and time.monotonic() < deadline:
     time.sleep(0.01)
 print(" ".join(name for name in {modules} if name not in sys.modules) or "all loaded")
 """

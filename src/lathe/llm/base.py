@@ -54,7 +54,7 @@ class Provider(Protocol):
 
     A provider may also define `warm_up()`: the slow one-time setup of its first request
     (importing an SDK, building its client), safe to call from another thread while the
-    run does other work; `make_provider` calls it on a daemon thread.
+    run does other work; `make_provider` queues it on the warm-up thread (`lathe.warmup`).
     """
 
     @property

@@ -1,11 +1,12 @@
 """Provider construction by kind. Concrete providers are imported only here, and only
 the one in use, because their SDKs take most of a second to import.
 
-`make_provider` also starts the provider's warm-up on a background thread: a run has
-other work before its first model call (the sandbox probe, the system prompt, the
-session, the baseline check), and importing the SDK and building its client (0.5-0.8 s
-for openai, 1.5 s for anthropic on this machine) overlaps it instead of delaying the
-first request. The provider's lock makes the first real use wait for that warm-up rather
+`make_provider` also queues the provider's warm-up on lathe's warm-up thread
+(`lathe.warmup`, which runs it once the face calls `warmup.start()`): a run waits on
+other things before its first model call (the baseline check; in the interactive app
+the user typing), and importing the SDK and building its client (0.3-0.8 s for openai,
+1.5 s for anthropic on this machine) overlaps that wait instead of delaying the first
+request. The provider's lock makes the first real use wait for that warm-up rather
 than start another; a warm-up that fails is left for that use to report, through the one
 error-mapping boundary."""
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -74,22 +74,17 @@ def _sdk_provider(
 
 
 def warm_up_in_background(provider: Provider) -> None:
-    """Start the provider's one-time setup (`Provider.warm_up`) on a daemon thread, so
-    the SDK import overlaps the sandbox probe, the prompt and the baseline check instead
-    of delaying the first model call."""
+    """Queue the provider's one-time setup (`Provider.warm_up`) on lathe's warm-up
+    thread (`lathe.warmup`), so the SDK import overlaps the sandbox probe, the prompt
+    and the baseline check instead of delaying the first model call."""
     warm_up = getattr(provider, "warm_up", None)
     if warm_up is None:
         return
+    from lathe.warmup import ahead, import_ahead
 
-    def run() -> None:
-        try:
-            warm_up()
-            # The HTTP stack loads its event-loop backend at its first connection (20 ms).
-            importlib.import_module("anyio._backends._asyncio")
-        except Exception:  # reported by the first real request, where it can be mapped
-            return
-
-    threading.Thread(target=run, name="provider warm-up", daemon=True).start()
+    ahead(warm_up)
+    # The HTTP stack loads its event-loop backend at its first connection (20 ms).
+    import_ahead("anyio._backends._asyncio")
 
 
 _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {

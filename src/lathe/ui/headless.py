@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from lathe import warmup
 from lathe.errors import LatheError, UsageError
 from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
@@ -121,8 +122,9 @@ class _HeadlessRun:
             self.emit(Notice(level="info", message=notice))
         for warning in session.warnings:  # e.g. a torn last line skipped on resume
             self.emit(Notice(level="warning", message=warning))
-        safety = build_safety(setup, session, approver=None, emit=self.emit)
+        # The provider first: its warm-up (the SDK import) is needed first.
         provider = redactor.provider(make_provider(setup.endpoint))
+        safety = build_safety(setup, session, approver=None, emit=self.emit)
         checkpoints = self._checkpoints()
         attempts = self._attempts(resumed=bool(history))
         start = None
@@ -193,6 +195,7 @@ class _HeadlessRun:
         # What lathe imported and built so far lives as long as the process: collections
         # during the run need not walk it again (a full one cost ~50 ms here).
         gc.freeze()
+        warmup.start()
         finished = redactor.event(await agent.run(task))
         self.recorder.record_end(finished)
         return finished

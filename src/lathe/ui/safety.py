@@ -129,6 +129,11 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         words=load_words(setup.model.profile.settings.prompts, setup.workspace),
     )
     hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep)
+    if tools.get("bash") is not None:
+        from lathe.warmup import import_ahead
+
+        # The guard parses every command with tree-sitter: 30 ms of imports at the first.
+        import_ahead("lathe.policy.command")
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
 
 

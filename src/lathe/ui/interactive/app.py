@@ -155,6 +155,10 @@ class InteractiveApp:
             # What start-up imported and loaded (a resumed session included) lives as
             # long as the process: the collector need not walk it again at every pass.
             gc.freeze()
+            # The prompt is up: the user types while the warm-up imports the SDK.
+            from lathe import warmup
+
+            warmup.start()
             if history:
                 from lathe.ui.interactive.links import show_last_exchanges
 
