@@ -3,11 +3,13 @@ the index it keeps is a cache whose loss or damage costs a parse, nothing else."
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-import lathe.session.store as store_module
+import lathe.session.loader as loader_module
 from lathe.session import MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
 from lathe.types import Usage
@@ -25,13 +27,13 @@ def _session(store: SessionStore, workspace: Path, task: str) -> str:
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     parsed: list[Path] = []
-    real = store_module.load_file
+    real = loader_module.load_file
 
     def counting(path: Path):
         parsed.append(path)
         return real(path)
 
-    monkeypatch.setattr(store_module, "load_file", counting)
+    monkeypatch.setattr(loader_module, "load_file", counting)
     return parsed
 
 
@@ -149,3 +151,20 @@ def test_a_lost_or_damaged_index_is_rebuilt(
 
     assert store.list(workspace) == expected
     assert index.read_bytes() != damage
+
+
+def test_a_listing_the_index_answers_loads_no_entry_models(
+    store: SessionStore, workspace: Path
+) -> None:
+    # The models (pydantic and the message types) are most of `sessions list`'s time.
+    _session(store, workspace, "fix it")
+    store.list(workspace)  # builds the index
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "from lathe.session.listing import list_sessions\n"
+        f"found = list_sessions(Path({str(store.root)!r}), Path({str(workspace)!r}))\n"
+        "print(len(found), 'lathe.session.entries' in sys.modules, 'pydantic' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False", "False"]
