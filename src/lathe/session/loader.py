@@ -25,10 +25,9 @@ from typing import IO, Any
 from pydantic import BaseModel, ValidationError
 
 from lathe.errors import UsageError
-from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, MessageEntry
+from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
 from lathe.session.migrations import RawLines, migrate
 from lathe.session.tree import EntryTree
-from lathe.types import AssistantMessage
 
 
 class Tail(StrEnum):
@@ -156,7 +155,7 @@ class _Lines:
         return False
 
 
-# Every model that `_share_fields_sets` may touch, with the set of all its field names.
+# Every entry type `_share_fields_sets` may touch, with the set of all its field names.
 _ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 _set_slot = object.__setattr__
 
@@ -170,21 +169,15 @@ def _share(model: BaseModel) -> None:
 
 
 def _share_fields_sets(entry: Entry) -> None:
-    """Give `entry` and the models inside it one shared "fields set" per model type.
+    """Give `entry` the "fields set" shared by every entry of its type.
 
     pydantic keeps, on every model, the set of field names its input had: a line written
-    by `model_dump_json` has them all, so each entry carried several identical sets of
-    five to seven names, about half the memory of a loaded session. The models are
-    frozen, so pydantic never adds to that set in place; `model_copy` copies it before
-    it records the updated fields. A line lacking a field (an older or hand-written
-    file) keeps its own set, so `model_fields_set` stays true for every model."""
+    by `model_dump_json` has them all, so each entry carried an identical set of five to
+    seven names. (The messages inside are slotted dataclasses, which keep none.) The
+    models are frozen, so pydantic never adds to that set in place; `model_copy` copies
+    it before it records the updated fields. A line lacking a field (an older or
+    hand-written file) keeps its own set, so `model_fields_set` stays true."""
     _share(entry)
-    if type(entry) is MessageEntry:
-        message = entry.message
-        _share(message)
-        if type(message) is AssistantMessage:
-            for part in (message.usage, *message.tool_calls, *message.thinking):
-                _share(part)
 
 
 # The adapter's own `validate_json` wraps this in one more Python call per line.
