@@ -19,6 +19,7 @@ from lathe.session.conversation import (
     repair_dangling_tool_calls,
 )
 from lathe.session.entries import (
+    ENTRY_ADAPTER,
     FORMAT_VERSION,
     ApprovalEntry,
     BaseEntry,
@@ -35,6 +36,7 @@ from lathe.session.session import Session
 from lathe.session.store import SessionStore, SessionSummary
 
 __all__ = [
+    "ENTRY_ADAPTER",
     "FORMAT_VERSION",
     "INTERRUPTED_RESULT",
     "ApprovalEntry",

@@ -66,8 +66,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _lines(header: Header, entries: list[Entry]) -> bytes:
-    parts = [header.model_dump_json(), *(entry.model_dump_json() for entry in entries)]
-    return ("\n".join(parts) + "\n").encode()
+    parts = [header.model_dump_json().encode(), *map(ENTRY_ADAPTER.dump_json, entries)]
+    return b"\n".join(parts) + b"\n"
 
 
 def _ended_status(entries: list[Entry]) -> str:
