@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lathe.session import MessageEntry, SessionStore
+from lathe.session import ENTRY_ADAPTER, MessageEntry, SessionStore
 from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
 
@@ -45,7 +45,7 @@ def _write(store: SessionStore, workspace: Path, entries: list[MessageEntry]) ->
     with store.create(workspace, "bench-model") as session:
         pass
     with session.path.open("ab") as handle:
-        handle.write(b"".join(e.model_dump_json().encode() + b"\n" for e in entries))
+        handle.write(b"".join(ENTRY_ADAPTER.dump_json(e) + b"\n" for e in entries))
     return session.path
 
 
@@ -87,7 +87,7 @@ def main() -> None:
         grown = []
         for _ in range(options.runs):
             with paths[0].open("ab") as handle:
-                handle.write(_entries(2)[1].model_dump_json().encode() + b"\n")
+                handle.write(ENTRY_ADAPTER.dump_json(_entries(2)[1]) + b"\n")
             grown.append(_list_ms(lathe, workspace, env))
         print(f"lathe sessions list, first time (no index)   {first:8.0f} ms")
         print(f"lathe sessions list, again                   {again:8.0f} ms")

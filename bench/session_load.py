@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lathe.session import MessageEntry, SessionStore
+from lathe.session import ENTRY_ADAPTER, MessageEntry, SessionStore
 from lathe.types import (
     AssistantMessage,
     Message,
@@ -142,7 +142,7 @@ def _measure(count: int, runs: int, appends: int) -> None:
         with store.create(workspace, "bench-model") as session:
             pass
         with session.path.open("ab") as handle:
-            handle.write(b"".join(e.model_dump_json().encode() + b"\n" for e in entries))
+            handle.write(b"".join(ENTRY_ADAPTER.dump_json(e) + b"\n" for e in entries))
         del entries
         size = session.path.stat().st_size
         print(f"\nsession: {count:,} entries, {size / 1e6:.1f} MB")

@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from pydantic.dataclasses import is_pydantic_dataclass
+from pydantic.fields import FieldInfo
 
 from lathe import errors
 from lathe.events import TOOL_OUTPUT_CHARS, AgentEvent, RunError, RunStatus, cap_output
@@ -36,24 +39,35 @@ def _event_classes() -> list[type[BaseModel]]:
     return list(typing.get_args(union))
 
 
-def _models_inside(annotation: object) -> list[type[BaseModel]]:
-    """The pydantic models a field's type refers to (through unions, lists, tuples)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _fields(model: type[Any]) -> dict[str, FieldInfo]:
+    """The fields of a pydantic model or of a pydantic dataclass (the values in
+    `lathe.types` are dataclasses)."""
+    if issubclass(model, BaseModel):
+        return model.model_fields
+    return model.__pydantic_fields__
+
+
+def _models_inside(annotation: object) -> list[type[Any]]:
+    """The pydantic models and dataclasses a field's type refers to (through unions,
+    lists, tuples)."""
+    if isinstance(annotation, type) and (
+        issubclass(annotation, BaseModel) or is_pydantic_dataclass(annotation)
+    ):
         return [annotation]
     return [m for arg in typing.get_args(annotation) for m in _models_inside(arg)]
 
 
-def _documented_models() -> dict[str, type[BaseModel]]:
+def _documented_models() -> dict[str, type[Any]]:
     """Every model a line of --json can hold: the events (by `type`) and the values
     inside them (by class name), however deep."""
-    found: dict[str, type[BaseModel]] = {}
+    found: dict[str, type[Any]] = {}
     pending = [(cls.model_fields["type"].default, cls) for cls in _event_classes()]
     while pending:
         name, model = pending.pop()
         if name in found:
             continue
         found[name] = model
-        for field in model.model_fields.values():
+        for field in _fields(model).values():
             pending += [(inner.__name__, inner) for inner in _models_inside(field.annotation)]
     return found
 
@@ -73,7 +87,7 @@ def test_docs_events_md_describes_every_field(name):
     assert name in sections, f"docs/events.md has no section ## `{name}`"
     expected = {
         field: "required" if info.is_required() else "optional"
-        for field, info in model.model_fields.items()
+        for field, info in _fields(model).items()
         if not (field == "type" and name == info.default)  # an event's type is its heading
     }
     assert sections[name] == expected, f"## `{name}` in docs/events.md is out of date"

@@ -2,6 +2,13 @@
 
 Providers translate these to and from their wire protocols; the loop, the session
 store and the faces only ever see these. Nothing here does I/O.
+
+Each value is a frozen pydantic dataclass with slots: validated when built (unknown
+fields refused, arguments by keyword only), equal and hashed by its fields, and without
+a per-instance `__dict__`, because a long session holds hundreds of thousands of them.
+Copy one with a change through `dataclasses.replace` (which validates the copy), and
+read or write one as JSON through a `pydantic.TypeAdapter`: there are no `model_*`
+methods.
 """
 
 from __future__ import annotations
@@ -10,14 +17,14 @@ import json
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+_FORBID = ConfigDict(extra="forbid")
 
 
-class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Usage(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class Usage:
     """Tokens reported by the provider for one request (zeros when it reported none).
 
     Every provider normalises to one convention: `input_tokens` counts only uncached
@@ -49,7 +56,8 @@ class StopReason(StrEnum):
     CONTENT_FILTER = "content_filter"
 
 
-class ToolCall(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class ToolCall:
     """One call the model asked for. `arguments` is the JSON text as the model wrote it
     (or as lathe repaired it); the loop parses and validates it."""
 
@@ -66,7 +74,8 @@ class ToolCall(_Value):
         return value if isinstance(value, dict) else {}
 
 
-class Thinking(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class Thinking:
     """Reasoning the model emitted. `signature` is vendor-specific and only replayed to
     the vendor that produced it; other vendors get the text as plain text."""
 
@@ -75,7 +84,8 @@ class Thinking(_Value):
     provider: str | None = None
 
 
-class UserMessage(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class UserMessage:
     role: Literal["user"] = "user"
     content: str
     origin: Literal["user", "lathe"] = "user"
@@ -84,7 +94,8 @@ class UserMessage(_Value):
     something the person typed."""
 
 
-class AssistantMessage(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class AssistantMessage:
     role: Literal["assistant"] = "assistant"
     text: str = ""
     thinking: tuple[Thinking, ...] = ()
@@ -94,7 +105,8 @@ class AssistantMessage(_Value):
     model: str | None = None
 
 
-class ToolResultMessage(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class ToolResultMessage:
     role: Literal["tool"] = "tool"
     tool_call_id: str
     name: str
@@ -107,7 +119,8 @@ Message = Annotated[
 ]
 
 
-class ToolSpec(_Value):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class ToolSpec:
     """What the model is told about a tool: name, description, JSON schema."""
 
     name: str

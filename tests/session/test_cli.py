@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from lathe.session import RunEndEntry, SessionStore
+from lathe.session import ENTRY_ADAPTER, RunEndEntry, SessionStore
 from lathe.types import Usage
 from lathe.ui.sessions_cmd import sessions
 
@@ -87,7 +87,9 @@ def test_export_json_holds_every_entry(cli, recorded: str, store: SessionStore) 
     document = json.loads(outcome.stdout)
     session = store.open(recorded, readonly=True)
     assert document["header"] == session.header.model_dump(mode="json")
-    assert document["entries"] == [entry.model_dump(mode="json") for entry in session.entries]
+    assert document["entries"] == [
+        ENTRY_ADAPTER.dump_python(entry, mode="json") for entry in session.entries
+    ]
 
 
 def test_export_markdown_keeps_tool_output_whole(cli, recorded: str) -> None:  # type: ignore[no-untyped-def]

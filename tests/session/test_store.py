@@ -9,6 +9,7 @@ import pytest
 from lathe.errors import UsageError
 from lathe.home import project_slug
 from lathe.session import (
+    ENTRY_ADAPTER,
     FORMAT_VERSION,
     ApprovalEntry,
     CheckpointEntry,
@@ -101,7 +102,7 @@ def test_whole_last_line_without_newline_is_kept(store: SessionStore, workspace:
         first = session.append_message(user("one"))
     unterminated = MessageEntry(id="0badcafe", parent=first.id, message=reply("two"))
     with session.path.open("ab") as handle:
-        handle.write(unterminated.model_dump_json().encode())
+        handle.write(ENTRY_ADAPTER.dump_json(unterminated))
 
     assert list(store.open(session.id, readonly=True).entries) == [first, unterminated]
     with store.open(session.id) as resumed:

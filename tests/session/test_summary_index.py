@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lathe.session.loader as loader_module
-from lathe.session import MessageEntry, RunEndEntry, SessionStore
+from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
 from lathe.types import Usage
 
@@ -128,9 +128,9 @@ def test_a_file_rewritten_before_its_old_end_is_parsed_in_full(
     path = next(store.project_dir(workspace).glob("*.jsonl"))
     data = path.read_bytes()
     # Same inode, longer, but a byte before the old end changed: not a pure append.
-    more = MessageEntry(id="later", parent=None, message=reply("more")).model_dump_json()
+    more = ENTRY_ADAPTER.dump_json(MessageEntry(id="later", parent=None, message=reply("more")))
     with path.open("r+b") as handle:
-        handle.write(data.replace(b'"task"', b'"TASK"', 1) + more.encode() + b"\n")
+        handle.write(data.replace(b'"task"', b'"TASK"', 1) + more + b"\n")
     parsed = _count_parses(monkeypatch)
 
     summary = store.list(workspace)

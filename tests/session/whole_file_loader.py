@@ -10,7 +10,7 @@ imported from it rather than copied.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def _link(parsed: list[tuple[int, Entry]], warnings: list[str]) -> list[Entry]:
                 f"line {lineno}: parent {entry.parent} is missing; attached to "
                 f"{previous or 'the root'} instead"
             )
-            entry = entry.model_copy(update={"parent": previous})
+            entry = replace(entry, parent=previous)
         seen.add(entry.id)
         entries.append(entry)
     return entries

@@ -14,7 +14,7 @@ Two mechanisms, cheapest first:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from lathe.types import (
@@ -134,7 +134,7 @@ def pruned_stub(result: ToolResultMessage, call: str | None, tokens: int) -> Too
         f"[pruned: the output of {what}, about {tokens} tokens, was removed to save "
         "context. Call the tool again if you still need it.]"
     )
-    return result.model_copy(update={"content": text})
+    return replace(result, content=text)
 
 
 def _clip(text: str, limit: int) -> str:

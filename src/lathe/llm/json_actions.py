@@ -157,7 +157,7 @@ class JsonActionProvider:
         async for event in self._inner.stream(wrapped):
             if isinstance(event, Completed):
                 parsed = parse_action(event.message.text, event.message.model)
-                yield Completed(parsed.model_copy(update={"usage": event.message.usage}))
+                yield Completed(replace(parsed, usage=event.message.usage))
 
     async def aclose(self) -> None:
         await self._inner.aclose()

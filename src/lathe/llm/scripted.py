@@ -7,6 +7,7 @@ Each queued item is an `AssistantMessage` (streamed as text deltas, then complet
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections import deque
@@ -47,8 +48,8 @@ class ScriptedProvider:
         for start in range(0, len(item.text), 16):
             yield TextDelta(item.text[start : start + 16])
         if item.tool_calls and item.stop_reason is StopReason.END:
-            item = item.model_copy(update={"stop_reason": StopReason.TOOL_USE})
-        yield Completed(item.model_copy(update={"model": item.model or self._model}))
+            item = dataclasses.replace(item, stop_reason=StopReason.TOOL_USE)
+        yield Completed(dataclasses.replace(item, model=item.model or self._model))
 
     async def aclose(self) -> None:
         return None

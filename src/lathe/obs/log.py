@@ -21,6 +21,7 @@ this one is for accounting and diagnosis, and a lost last line costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -133,7 +134,7 @@ class SessionLog:
                     "run_end",
                     status=event.status.value,
                     turns=event.turns,
-                    usage=event.usage.model_dump(),
+                    usage=dataclasses.asdict(event.usage),
                     cost_usd=event.cost_usd,
                     reason=event.reason,
                     **self._totals(),

@@ -30,7 +30,7 @@ from pathlib import Path
 from secrets import token_hex
 from typing import Any, BinaryIO, TypeVar
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from lathe.config.secrets import mask_secret
 from lathe.exec.env import secret_values
@@ -41,7 +41,7 @@ from lathe.types import Message
 
 MIN_SECRET_CHARS = 8
 _SCRUB_CHUNK = 1024 * 1024
-_Model = TypeVar("_Model", bound=BaseModel)
+_Value = TypeVar("_Value")
 
 
 class Redactor(AgentHooks):
@@ -85,17 +85,18 @@ class Redactor(AgentHooks):
             return type(value)(self.mask_data(v) for v in value)
         return value
 
-    def model(self, value: _Model) -> _Model:
-        """A pydantic value (an event, a message) with every secret masked; the same object
-        when it holds none."""
+    def model(self, value: _Value) -> _Value:
+        """A pydantic value (an event model, a message dataclass) with every secret
+        masked; the same object when it holds none."""
         if not self._secrets:
             return value
+        adapter = _adapter(type(value))
         # JSON text shows a secret holding `"` or `\\` escaped: look for that form too, and
         # mask the values themselves, not their JSON spelling.
-        text = value.model_dump_json()
+        text = adapter.dump_json(value).decode()
         if not any(s in text or _json_escaped(s) in text for s in self._secrets):
             return value
-        return type(value).model_validate(self.mask_data(value.model_dump(mode="json")))
+        return adapter.validate_python(self.mask_data(adapter.dump_python(value, mode="json")))
 
     event = model
     message = model
@@ -196,6 +197,17 @@ def _masked_chunks(
         yield data[:cut], changed
         pending = data[cut:]
     yield pending, False
+
+
+# One adapter per type, built on first use: masking runs for every message a run sends.
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: type[Any]) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    return adapter
 
 
 def _json_escaped(secret: str) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         repair_dangling_tool_calls,
     )
     from lathe.session.entries import (
+        ENTRY_ADAPTER,
         FORMAT_VERSION,
         ApprovalEntry,
         BaseEntry,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from lathe.session.store import SessionStore
 
 __all__ = [
+    "ENTRY_ADAPTER",
     "FORMAT_VERSION",
     "INTERRUPTED_RESULT",
     "ApprovalEntry",

@@ -1,15 +1,18 @@
 """What a session file holds: one header line, then one entry per line.
 
-Every line is a pydantic model with a `type` literal, so a line is parsed by one
-discriminated-union adapter and written with `model_dump_json()`. Entries carry `id`
+Every line has a `type` literal. The header is a pydantic model; the entries are frozen
+pydantic dataclasses with slots (like the values in `lathe.types`: a long session holds
+tens of thousands of them, and a slotted instance has no `__dict__` to pay for), parsed
+and written by one discriminated-union adapter, `ENTRY_ADAPTER` (`validate_json`,
+`dump_json`); copy one with a change through `dataclasses.replace`. Entries carry `id`
 (short, unique within the file), `parent` (the id of the entry before it on its branch,
 or None for the first) and `ts`; the parent links make the file a tree, and the entry
 appended last is the current leaf.
 
-To add an entry type: define a model deriving from `BaseEntry` with a new `type` literal,
-add it to `Entry`, and handle it where `match` statements over entries fail the type
-check. Changing what an existing type means, or renaming a field, is a new format
-version with a step in `migrations.py`.
+To add an entry type: define a dataclass deriving from `BaseEntry`, with the same
+decorator and a new `type` literal, add it to `Entry`, and handle it where `match`
+statements over entries fail the type check. Changing what an existing type means, or
+renaming a field, is a new format version with a step in `migrations.py`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
 
 from lathe.types import Message, Usage
 
@@ -37,12 +41,13 @@ def new_entry_id() -> str:
     return secrets.token_hex(4)
 
 
-class _Line(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+_FORBID = ConfigDict(extra="forbid")
 
 
-class Header(_Line):
+class Header(BaseModel):
     """The first line of every session file. A fork names where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["header"] = "header"
     version: int = FORMAT_VERSION
@@ -54,13 +59,15 @@ class Header(_Line):
     parent_entry: str | None = None
 
 
-class BaseEntry(_Line):
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class BaseEntry:
     # `id` and `parent` are filled in by `Session.append`; callers leave them empty.
     id: str = ""
     parent: str | None = None
     ts: datetime = Field(default_factory=utc_now)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class MessageEntry(BaseEntry):
     """A user message, an assistant reply (text, tool calls, usage, model) or a tool result."""
 
@@ -68,6 +75,7 @@ class MessageEntry(BaseEntry):
     message: Message
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class CompactionEntry(BaseEntry):
     """The branch before `first_kept` is replaced by `summary` when building context.
 
@@ -82,6 +90,7 @@ class CompactionEntry(BaseEntry):
     tokens_after: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class CheckpointEntry(BaseEntry):
     """A workspace snapshot taken before `turn`; `ref` names it in the checkpoint store."""
 
@@ -90,12 +99,14 @@ class CheckpointEntry(BaseEntry):
     turn: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class ModelChangeEntry(BaseEntry):
     type: Literal["model_change"] = "model_change"
     provider: str
     model: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class LabelEntry(BaseEntry):
     """Free text attached to a point of the tree, e.g. a name for a fork point."""
 
@@ -103,6 +114,7 @@ class LabelEntry(BaseEntry):
     text: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class ApprovalEntry(BaseEntry):
     """A decision the user made about a policy rule, replayed when the session resumes.
     The latest entry for a rule wins: "revoke" withdraws an "allow" (`/approval revoke`),
@@ -113,6 +125,7 @@ class ApprovalEntry(BaseEntry):
     decision: Literal["allow", "deny", "revoke"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class RunEndEntry(BaseEntry):
     """How one run over this session ended; `status` is a `lathe.events.RunStatus` value.
 

@@ -13,6 +13,7 @@ first, then unreadable lines, then repairs to the tree, each in file order.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -22,13 +23,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from lathe.errors import UsageError
-from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, MessageEntry
+from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
 from lathe.session.migrations import RawLines, migrate
 from lathe.session.tree import EntryTree
-from lathe.types import AssistantMessage
 
 
 class Tail(StrEnum):
@@ -156,37 +156,6 @@ class _Lines:
         return False
 
 
-# Every model that `_share_fields_sets` may touch, with the set of all its field names.
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
-_set_slot = object.__setattr__
-
-
-def _share(model: BaseModel) -> None:
-    full = _ALL_FIELDS.get(type(model))
-    if full is None:
-        full = _ALL_FIELDS[type(model)] = set(type(model).model_fields)
-    if len(model.__pydantic_fields_set__) == len(full):  # a subset of the fields: equal
-        _set_slot(model, "__pydantic_fields_set__", full)
-
-
-def _share_fields_sets(entry: Entry) -> None:
-    """Give `entry` and the models inside it one shared "fields set" per model type.
-
-    pydantic keeps, on every model, the set of field names its input had: a line written
-    by `model_dump_json` has them all, so each entry carried several identical sets of
-    five to seven names, about half the memory of a loaded session. The models are
-    frozen, so pydantic never adds to that set in place; `model_copy` copies it before
-    it records the updated fields. A line lacking a field (an older or hand-written
-    file) keeps its own set, so `model_fields_set` stays true for every model."""
-    _share(entry)
-    if type(entry) is MessageEntry:
-        message = entry.message
-        _share(message)
-        if type(message) is AssistantMessage:
-            for part in (message.usage, *message.tool_calls, *message.thinking):
-                _share(part)
-
-
 # The adapter's own `validate_json` wraps this in one more Python call per line.
 _validate_entry_json: Callable[[bytes], Entry] = ENTRY_ADAPTER.validator.validate_json
 
@@ -200,7 +169,6 @@ def _parse_current(
         except ValidationError as error:
             warnings.append(f"line {lineno}: corrupt entry skipped ({_short(error)})")
             continue
-        _share_fields_sets(entry)
         linker.add(lineno, entry)
 
 
@@ -249,7 +217,7 @@ class _Linker:
                 f"line {lineno}: parent {entry.parent} is missing; attached to "
                 f"{previous or 'the root'} instead"
             )
-            entry = entry.model_copy(update={"parent": previous})
+            entry = dataclasses.replace(entry, parent=previous)
         self.tree.add(entry)
 
 

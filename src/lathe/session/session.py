@@ -13,6 +13,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from enum import Enum
@@ -27,7 +28,14 @@ from lathe.session.conversation import (
     repair_dangling_tool_calls,
     unanswered_tail_calls,
 )
-from lathe.session.entries import BaseEntry, Entry, Header, MessageEntry, new_entry_id
+from lathe.session.entries import (
+    ENTRY_ADAPTER,
+    BaseEntry,
+    Entry,
+    Header,
+    MessageEntry,
+    new_entry_id,
+)
 from lathe.session.lock import SessionLock
 from lathe.session.tree import EntryTree
 from lathe.types import Message, ToolResultMessage
@@ -124,10 +132,11 @@ class Session:
             raise ValueError(f"entry id {entry_id} already exists in session {self.id}")
         while not entry_id or entry_id in self._tree.by_id:
             entry_id = new_entry_id()
-        stored = entry.model_copy(update={"id": entry_id, "parent": parent_id})
-        write_durably(self._fd, stored.model_dump_json().encode() + b"\n")
+        stored = dataclasses.replace(entry, id=entry_id, parent=parent_id)
         # E is one of Entry's members; mypy cannot see through the Annotated union.
-        self._tree.add(cast("Entry", stored))
+        as_entry = cast("Entry", stored)
+        write_durably(self._fd, ENTRY_ADAPTER.dump_json(as_entry) + b"\n")
+        self._tree.add(as_entry)
         self._leaf = entry_id
         return stored
 

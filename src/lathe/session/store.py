@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lathe.errors import UsageError
 from lathe.home import project_slug
-from lathe.session.entries import FORMAT_VERSION, Entry, Header, new_session_id
+from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, new_session_id
 from lathe.session.listing import SessionSummary, list_sessions, session_paths, sessions_root
 from lathe.session.loader import Loaded, Tail, load_file
 from lathe.session.lock import SessionLock
@@ -38,8 +38,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _lines(header: Header, entries: list[Entry]) -> bytes:
-    parts = [header.model_dump_json(), *(entry.model_dump_json() for entry in entries)]
-    return ("\n".join(parts) + "\n").encode()
+    parts = [header.model_dump_json().encode(), *map(ENTRY_ADAPTER.dump_json, entries)]
+    return b"\n".join(parts) + b"\n"
 
 
 class SessionStore:

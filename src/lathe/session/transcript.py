@@ -17,6 +17,7 @@ from typing import assert_never
 
 from lathe.plural import plural
 from lathe.session.entries import (
+    ENTRY_ADAPTER,
     ApprovalEntry,
     CheckpointEntry,
     CompactionEntry,
@@ -192,6 +193,6 @@ def export_json(session: Session, entries: Sequence[Entry] | None = None) -> str
     chosen = session.entries if entries is None else entries
     document = {
         "header": session.header.model_dump(mode="json"),
-        "entries": [entry.model_dump(mode="json") for entry in chosen],
+        "entries": [ENTRY_ADAPTER.dump_python(entry, mode="json") for entry in chosen],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
