@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import lathe.session.loader as loader_module
+import lathe.session.summarise as summarise_module
 from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
 from lathe.types import Usage
@@ -27,13 +27,13 @@ def _session(store: SessionStore, workspace: Path, task: str) -> str:
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     parsed: list[Path] = []
-    real = loader_module.load_file
+    real = summarise_module.load_file
 
     def counting(path: Path):
         parsed.append(path)
         return real(path)
 
-    monkeypatch.setattr(loader_module, "load_file", counting)
+    monkeypatch.setattr(summarise_module, "load_file", counting)
     return parsed
 
 

@@ -13,9 +13,14 @@ import shutil
 from pathlib import Path
 
 from lathe.errors import UsageError
-from lathe.home import project_slug
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, new_session_id
-from lathe.session.listing import SessionSummary, list_sessions, session_paths, sessions_root
+from lathe.session.listing import (
+    SessionSummary,
+    list_sessions,
+    project_dir,
+    session_paths,
+    sessions_root,
+)
 from lathe.session.loader import Loaded, Tail, load_file
 from lathe.session.lock import SessionLock
 from lathe.session.session import Session, write_durably
@@ -47,7 +52,7 @@ class SessionStore:
         self.root = sessions_root(home)
 
     def project_dir(self, workspace: Path) -> Path:
-        return self.root / project_slug(workspace)
+        return project_dir(self.root, workspace)
 
     def create(
         self,

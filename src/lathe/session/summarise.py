@@ -1,0 +1,89 @@
+"""A session's summary (title, turns, tokens, how it ended) from its entries: what
+`session.listing` computes for a file the index cannot answer. Kept apart so that the
+listing imports the entry models only when a file must be read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, MessageEntry, RunEndEntry
+from lathe.session.loader import Tail, load_file
+from lathe.types import AssistantMessage, UserMessage
+
+
+def _ended_status(entries: list[Entry]) -> str:
+    """A run's end describes the session only if no message came after it: a resumed
+    run that then crashed must not show the earlier run's status. (A held lock, which
+    means a run is appending now, is "running": checked live, never cached.)"""
+    for entry in reversed(entries):
+        if isinstance(entry, RunEndEntry):
+            return entry.status
+        if isinstance(entry, MessageEntry):
+            break
+    return "unfinished"
+
+
+def _counts(entries: list[Entry]) -> dict[str, Any]:
+    """The title (first line of the first user message), turns and tokens of a session."""
+    title = ""
+    turns = tokens = 0
+    for entry in entries:
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if isinstance(message, UserMessage) and not title:
+            title = next(iter(message.content.strip().splitlines()), "")
+        elif isinstance(message, AssistantMessage):
+            turns += 1
+            tokens += message.usage.total
+    return {"title": title, "turns": turns, "tokens": tokens}
+
+
+def grown(
+    path: Path, fields: dict[str, Any], start: int, end: int
+) -> dict[str, Any] | None:
+    """`fields` (a summary of the file up to `start`) with the whole lines between
+    `start` and `end` counted in; None when any of them is not a clean entry line, which
+    leaves the damage to the full parse and its crash rules."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    if len(data) != end - start or not data.endswith(b"\n"):
+        return None
+    entries: list[Entry] = []
+    for line in data[:-1].split(b"\n"):
+        try:
+            entries.append(ENTRY_ADAPTER.validate_json(line))
+        except ValueError:  # pydantic's ValidationError included
+            return None
+    counts = _counts(entries)
+    ended = _ended_status(entries) if _has_ending(entries) else fields["ended"]
+    return {
+        **fields,
+        "title": fields["title"] or counts["title"],
+        "turns": fields["turns"] + counts["turns"],
+        "tokens": fields["tokens"] + counts["tokens"],
+        "ended": ended,
+    }
+
+
+def _has_ending(entries: list[Entry]) -> bool:
+    """Whether `entries` hold what decides `_ended_status` (a message or a run's end)."""
+    return any(isinstance(e, MessageEntry | RunEndEntry) for e in entries)
+
+
+def whole(path: Path) -> tuple[dict[str, Any], bool]:
+    """The summary of `path` from a full parse (its crash rules included), and whether a
+    later listing may extend it from appended lines alone: a clean file of this format."""
+    loaded = load_file(path)
+    fields = {
+        "id": loaded.header.id,
+        "created": loaded.header.created.isoformat(),
+        "cwd": loaded.header.cwd,
+        "parent_session": loaded.header.parent_session,
+        **_counts(loaded.entries),
+        "ended": _ended_status(loaded.entries),
+    }
+    clean = loaded.version == FORMAT_VERSION and loaded.tail is Tail.CLEAN
+    return fields, clean and not loaded.warnings
