@@ -3,23 +3,28 @@ file, split it into lines and parsed them in passes. Kept as the specification o
 crash rules (torn last line, corrupt middle line, repeated ids, lost parents) that
 `lathe.session.loader` must follow exactly; `test_loader_stream.py` holds the two equal
 on damaged files. A change to a rule is made in both. What the streaming loader kept
-as it was (the header check, the error wording, `Tail`, the paused collector) is
+as it was (the header check, the error wording, `Tail`, the paused collector, the
+legacy-format pass) is
 imported from it rather than copied.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
-from lathe.session.loader import Tail, _collector_paused, _is_json, _read_header, _short
-from lathe.session.migrations import RawLines, migrate
+from lathe.session.loader import (
+    Tail,
+    _collector_paused,
+    _is_json,
+    _parse_legacy,
+    _read_header,
+    _short,
+)
 
 
 @dataclass
@@ -40,30 +45,6 @@ def _parse_current(lines: list[tuple[int, bytes]], warnings: list[str]) -> list[
         except ValidationError as error:
             warnings.append(f"line {lineno}: corrupt entry skipped ({_short(error)})")
     return parsed
-
-
-def _parse_legacy(
-    header_raw: dict[str, Any], lines: list[tuple[int, bytes]], warnings: list[str]
-) -> tuple[dict[str, Any], list[tuple[int, Entry]]]:
-    decoded: RawLines = []
-    for lineno, line in lines:
-        try:
-            value = json.loads(line)
-        except ValueError as error:
-            warnings.append(f"line {lineno}: corrupt entry skipped ({error})")
-            continue
-        if isinstance(value, dict):
-            decoded.append((lineno, value))
-        else:
-            warnings.append(f"line {lineno}: corrupt entry skipped (not a JSON object)")
-    header_raw, migrated = migrate(header_raw, decoded)
-    parsed: list[tuple[int, Entry]] = []
-    for lineno, raw in migrated:
-        try:
-            parsed.append((lineno, ENTRY_ADAPTER.validate_python(raw)))
-        except ValidationError as error:
-            warnings.append(f"line {lineno}: entry skipped after migration ({_short(error)})")
-    return header_raw, parsed
 
 
 def _link(parsed: list[tuple[int, Entry]], warnings: list[str]) -> list[Entry]:
