@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from secrets import token_hex
 from typing import Any, BinaryIO, TypeVar
@@ -200,14 +201,7 @@ def _masked_chunks(
 
 
 # One adapter per type, built on first use: masking runs for every message a run sends.
-_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
-
-
-def _adapter(kind: type[Any]) -> TypeAdapter[Any]:
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
-    return adapter
+_adapter: Callable[[type[Any]], TypeAdapter[Any]] = functools.cache(TypeAdapter)
 
 
 def _json_escaped(secret: str) -> str:
