@@ -70,7 +70,7 @@ from lathe.llm.errors_map import (
     stream_error,
     timed_out,
 )
-from lathe.llm.sdk_client import LazyClient
+from lathe.llm.sdk_client import LazyClient, client_options
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
@@ -86,7 +86,6 @@ from lathe.types import (
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
-_NO_KEY = "no-key-set"
 THINKING_SOURCE = "anthropic"
 REDACTED_THINKING_SOURCE = "anthropic-redacted"
 _CACHE = {"type": "ephemeral"}
@@ -180,13 +179,7 @@ class AnthropicProvider:
         import anthropic  # lazily: importing the SDK takes over a second
 
         return anthropic.AsyncAnthropic(
-            # A placeholder when unset: the SDK would otherwise go looking in the
-            # environment and profile files; the server's 401 then says what to set.
-            api_key=self._api_key or _NO_KEY,
-            base_url=self._base_url,
-            timeout=self._timeouts.for_httpx(),
-            max_retries=0,
-            default_headers=self._extra_headers or None,
+            **client_options(self._api_key, self._base_url, self._timeouts, self._extra_headers)
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

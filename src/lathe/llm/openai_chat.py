@@ -51,7 +51,7 @@ from lathe.llm.errors_map import (
     stream_error,
     to_provider_error,
 )
-from lathe.llm.sdk_client import LazyClient
+from lathe.llm.sdk_client import LazyClient, client_options
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
     AssistantMessage,
@@ -66,7 +66,6 @@ from lathe.types import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_NO_KEY = "no-key-set"
 _THINKING_SOURCE = "openai_chat"
 _STOP_REASONS = {
     "stop": StopReason.END,
@@ -167,11 +166,7 @@ class OpenAIChatProvider:
         import openai  # lazily: importing the SDK costs most of a second
 
         return openai.AsyncOpenAI(
-            api_key=self._api_key or _NO_KEY,
-            base_url=self._base_url,
-            timeout=self._timeouts.for_httpx(),
-            max_retries=0,
-            default_headers=self._extra_headers or None,
+            **client_options(self._api_key, self._base_url, self._timeouts, self._extra_headers)
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
