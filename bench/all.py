@@ -38,6 +38,15 @@ def _load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
 
 
+def _bytecode() -> str:
+    # With bytecode caching off every process compiles each module it imports from
+    # source: on this project's 2-core machine that doubled start-up and the pytest
+    # runs, so figures taken that way are not comparable with ones taken without it.
+    if sys.dont_write_bytecode:
+        return "bytecode caching OFF (PYTHONDONTWRITEBYTECODE): start-up figures include compiling"
+    return "bytecode caching on"
+
+
 def _run(title: str, argv: list[str]) -> None:
     print(f"\n== {title} ({' '.join(argv)})", flush=True)
     started = time.perf_counter()
@@ -70,7 +79,7 @@ def main() -> None:
     import lathe
 
     print(f"lathe from {Path(lathe.__file__).parent}")
-    print(f"before: {_load()}")
+    print(f"before: {_load()}; {_bytecode()}")
     for title, argv in _benches(options.quick):
         _run(title, argv)
     if options.suite:
