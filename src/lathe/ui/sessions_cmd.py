@@ -88,11 +88,12 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
     to fit, never the id; piped, each session is one tab-separated line: id, updated,
     status, turns, tokens, (workspace,) task."""
     from lathe.home import lathe_home
-    from lathe.session.listing import list_sessions, sessions_root
+    from lathe.session import listing
     from lathe.ui.table import Column, print_list
 
     # Not through SessionStore: a listing the index answers needs no entry models.
-    summaries = list_sessions(sessions_root(lathe_home()), None if show_all else workspace)
+    root = listing.sessions_root(lathe_home())
+    summaries = listing.list_sessions(root, None if show_all else workspace)
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
         click.echo(f"no sessions{where}")
