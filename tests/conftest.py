@@ -17,11 +17,27 @@ from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once, in the controller, before workers start
+        _compile_lathe_once()
     config.addinivalue_line(
         "markers",
         "waits: spends its seconds waiting on a clock (a time budget, a heartbeat, a "
         "command's sleep) rather than computing",
     )
+
+
+def _compile_lathe_once() -> None:
+    """Write lathe's bytecode before the tests start hundreds of `python -m lathe`
+    processes. Where PYTHONDONTWRITEBYTECODE is set (some CI images set it) nothing
+    writes it, so each of those processes compiled every module it imports from source:
+    0.1-0.2 s each, minutes over the suite. An installed lathe has its bytecode, so the
+    tests run what users run; without the variable this finds nothing to do."""
+    import compileall
+
+    import lathe
+
+    for folder in (Path(lathe.__file__).parent, Path(_ROOT) / "tests" / "fakes"):
+        compileall.compile_dir(folder, quiet=2)  # a read-only tree: simply not cached
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
