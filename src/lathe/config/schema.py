@@ -408,6 +408,11 @@ class PermissionsConfig(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox settings."""
 
+    executor: str | None = Field(default=None, examples=["my-container"])
+    """Name of an executor from an installed plugin (the `lathe.executors` entry-point
+    group; `lathe plugins` lists them) that runs every command in place of lathe's own
+    (bubblewrap, or the local one); unset: lathe's own. A project file needs trust to set it."""
+
 
 class LocalConfig(Section):
     """The embedded local model (`--model local`)."""
@@ -482,6 +487,17 @@ def _builtin_profiles() -> dict[str, ProfileConfig]:
     return {name: ProfileConfig(**entry) for name, entry in catalog.PROFILES.items()}
 
 
+class SkillsConfig(Section):
+    """Skills: folders holding a SKILL.md, in .lathe/skills/, the user's skills/ folder
+    beside the user config file, and .claude/skills/."""
+
+    prompt_share: float = Field(default=0.02, ge=0, le=0.5)
+    """Share of the model's context window the list of skills (name and description)
+    in the system prompt may take, at about 3 bytes a token. Skills past it are left
+    out of the list with a line saying how many; the skill tool still lists and reads
+    them all. 0: no list."""
+
+
 class Config(Section):
     """Everything lathe reads from config files, the environment and flags."""
 
@@ -532,6 +548,9 @@ class Config(Section):
 
     profiles: dict[str, ProfileConfig] = Field(default_factory=_builtin_profiles)
     """Model profiles by name; entries merge key by key over the built-in ones."""
+
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    """Skills the model is told about and reads with the skill tool."""
 
 
 @functools.cache

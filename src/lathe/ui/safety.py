@@ -70,6 +70,10 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     from lathe.exec.local import LocalExecutor
     from lathe.session import ApprovalEntry
     from lathe.tools.builtin import builtin_tools
+    from lathe.tools.skill import skill_tools
+
+    def warn(message: str) -> None:
+        emit(Notice(level="warning", message=message))
 
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
@@ -103,7 +107,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    tools = ToolRegistry(builtin_tools())
+    tools = ToolRegistry([*builtin_tools(), *skill_tools(setup.workspace, warn)])
     policy = Policy(
         mode=mode,
         rules=rules,
