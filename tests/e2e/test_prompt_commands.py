@@ -36,9 +36,7 @@ def test_the_command_file_with_its_arguments_is_the_task(tmp_path, fake_openai):
     )
 
 
-def test_a_user_command_without_the_placeholder_gets_the_arguments_after_it(
-    tmp_path, fake_openai
-):
+def test_a_user_command_without_the_placeholder_gets_the_arguments_after_it(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     user_commands = tmp_path / "user" / "commands"
     user_commands.mkdir(parents=True)

@@ -88,9 +88,7 @@ def test_skills_from_the_three_folders_are_listed_and_one_is_read(tmp_path, fake
     assert bodies[2]["messages"][-1]["content"].strip() == "sign the tag"
 
 
-def test_over_the_budget_fewer_skills_are_listed_and_the_tool_lists_them_all(
-    tmp_path, fake_openai
-):
+def test_over_the_budget_fewer_skills_are_listed_and_the_tool_lists_them_all(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     for number in range(40):
         write_skill(
@@ -117,9 +115,7 @@ def test_over_the_budget_fewer_skills_are_listed_and_the_tool_lists_them_all(
     assert "- s39: does a thing" in listing
 
 
-def test_a_skill_with_bad_front_matter_is_skipped_with_a_notice_naming_it(
-    tmp_path, fake_openai
-):
+def test_a_skill_with_bad_front_matter_is_skipped_with_a_notice_naming_it(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     skills = ws / ".lathe" / "skills"
     bad = write_skill(skills, "folded", "name: folded\ndescription: >\n  two lines")

@@ -22,7 +22,9 @@ from lathe.config import catalog
 from lathe.config.secrets import ENV_NAME, looks_like_secret
 
 Approval = Literal["read-only", "ask", "auto", "full"]
-ProviderKind = Literal["openai-compatible", "anthropic"]
+# lathe's own kinds, or one a `lathe.providers` plugin adds: checked when the provider
+# is made (llm/registry.py), where the plugins are known.
+ProviderKind = str
 
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
@@ -89,7 +91,8 @@ class ProviderConfig(Section):
     """One model endpoint: `[providers.NAME]`."""
 
     kind: ProviderKind = "openai-compatible"
-    """Wire protocol: "openai-compatible" (chat completions) or "anthropic" (Messages API)."""
+    """Wire protocol: "openai-compatible" (chat completions), "anthropic" (Messages API),
+    or a kind an installed provider plugin adds (`lathe plugins` lists them)."""
 
     base_url: str | None = None
     """Endpoint URL, e.g. "http://127.0.0.1:8000/v1"."""

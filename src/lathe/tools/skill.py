@@ -68,8 +68,7 @@ class SkillTool(Tool):
             ) from exc
         others = _folder_files(skill.folder)
         files = (
-            "\n\nOther files in its folder (read one with skill(name, file)):\n"
-            + "\n".join(others)
+            "\n\nOther files in its folder (read one with skill(name, file)):\n" + "\n".join(others)
             if others
             else ""
         )

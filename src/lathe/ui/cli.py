@@ -24,6 +24,11 @@ _LAZY_COMMANDS = {
     "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
+    "plugins": (
+        "lathe.ui.plugins_cmd",
+        "plugins_command",
+        "List installed plugins: tools, providers, hooks, executors.",
+    ),
     "trust": (
         "lathe.ui.trust_cmd",
         "trust_command",
