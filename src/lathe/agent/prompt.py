@@ -37,13 +37,16 @@ def system_prompt(
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
     words: Words | None = None,
+    skills: Sequence[tuple[str, str]] = (),
+    skills_max_bytes: int = 0,
 ) -> SystemPrompt:
     """`words`: the template set the method and the verify line come from (the
     profile's; default: the built-in set). `snapshot_max_bytes`: when every file of the
     workspace fits in this many bytes together, their contents are included too (see
     `workspace_snapshot`), and the result says so. `no_edit`, `no_read`: path patterns
     the user's deny rules protect, said up front so the model does not spend turns
-    finding them out."""
+    finding them out. `skills`: (name, description) pairs listed within
+    `skills_max_bytes` (`skills_section`)."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     words = words or load_words()
@@ -60,6 +63,9 @@ def system_prompt(
     agents = _agents_file(workspace, no_read)
     if agents:
         parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
+    listed = skills_section(skills, skills_max_bytes)
+    if listed:
+        parts.append(listed)
     parts.append(f"Workspace root: {workspace}")
     files = list_files(workspace)
     snapshot = None
@@ -84,6 +90,42 @@ def _agents_file(workspace: Path, no_read: Sequence[str]) -> str | None:
     if len(text) > _AGENTS_FILE_MAX_CHARS:
         text = text[:_AGENTS_FILE_MAX_CHARS] + "\n[AGENTS.md cut here: it is longer]"
     return text.strip() or None
+
+
+_SKILL_DESCRIPTION_MAX_CHARS = 300
+
+
+def skills_section(skills: Sequence[tuple[str, str]], max_bytes: int) -> str | None:
+    """The skills the `skill` tool serves, one `- name: description` line each, in the
+    order given, within `max_bytes` (the line about those left out included). A skill
+    that does not fit ends the list: a line says how many were left out and that the
+    tool, called without a name, lists them all. None when there are none, or no room."""
+    if not skills or max_bytes <= 0:
+        return None
+    head = "Skills (instructions for a kind of task; call skill with the name to read one first):"
+    lines = [head]
+    size = len(head.encode())
+    for number, (name, description) in enumerate(skills):
+        if len(description) > _SKILL_DESCRIPTION_MAX_CHARS:
+            description = description[: _SKILL_DESCRIPTION_MAX_CHARS - 3].rstrip() + "..."
+        line = f"- {name}: {description}"
+        left = len(skills) - number - 1
+        # Room for this line, and for the "left out" line should the next not fit.
+        tail = len(_skills_left_out(left).encode()) + 1 if left else 0
+        if size + 1 + len(line.encode()) + tail > max_bytes:
+            if number == 0:
+                only_count = f"{head}\n{_skills_left_out(len(skills))}"
+                return only_count if len(only_count.encode()) <= max_bytes else None
+            lines.append(_skills_left_out(len(skills) - number))
+            break
+        lines.append(line)
+        size += 1 + len(line.encode())
+    return "\n".join(lines)
+
+
+def _skills_left_out(count: int) -> str:
+    noun = "skill is" if count == 1 else "skills are"
+    return f"({count} more {noun} not listed here: skill with no name lists them all.)"
 
 
 def list_files(workspace: Path) -> list[str]:

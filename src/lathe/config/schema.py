@@ -22,7 +22,9 @@ from lathe.config import catalog
 from lathe.config.secrets import ENV_NAME, looks_like_secret
 
 Approval = Literal["read-only", "ask", "auto", "full"]
-ProviderKind = Literal["openai-compatible", "anthropic"]
+# lathe's own kinds, or one a `lathe.providers` plugin adds: checked when the provider
+# is made (llm/registry.py), where the plugins are known.
+ProviderKind = str
 
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
@@ -89,7 +91,8 @@ class ProviderConfig(Section):
     """One model endpoint: `[providers.NAME]`."""
 
     kind: ProviderKind = "openai-compatible"
-    """Wire protocol: "openai-compatible" (chat completions) or "anthropic" (Messages API)."""
+    """Wire protocol: "openai-compatible" (chat completions), "anthropic" (Messages API),
+    or a kind an installed provider plugin adds (`lathe plugins` lists them)."""
 
     base_url: str | None = None
     """Endpoint URL, e.g. "http://127.0.0.1:8000/v1"."""
@@ -408,6 +411,11 @@ class PermissionsConfig(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox settings."""
 
+    executor: str | None = Field(default=None, examples=["my-container"])
+    """Name of an executor from an installed plugin (the `lathe.executors` entry-point
+    group; `lathe plugins` lists them) that runs every command in place of lathe's own
+    (bubblewrap, or the local one); unset: lathe's own. A project file needs trust to set it."""
+
 
 class LocalConfig(Section):
     """The embedded local model (`--model local`)."""
@@ -482,6 +490,17 @@ def _builtin_profiles() -> dict[str, ProfileConfig]:
     return {name: ProfileConfig(**entry) for name, entry in catalog.PROFILES.items()}
 
 
+class SkillsConfig(Section):
+    """Skills: folders holding a SKILL.md, in .lathe/skills/, the user's skills/ folder
+    beside the user config file, and .claude/skills/."""
+
+    prompt_share: float = Field(default=0.02, ge=0, le=0.5)
+    """Share of the model's context window the list of skills (name and description)
+    in the system prompt may take, at about 3 bytes a token. Skills past it are left
+    out of the list with a line saying how many; the skill tool still lists and reads
+    them all. 0: no list."""
+
+
 class Config(Section):
     """Everything lathe reads from config files, the environment and flags."""
 
@@ -532,6 +551,9 @@ class Config(Section):
 
     profiles: dict[str, ProfileConfig] = Field(default_factory=_builtin_profiles)
     """Model profiles by name; entries merge key by key over the built-in ones."""
+
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    """Skills the model is told about and reads with the skill tool."""
 
 
 @functools.cache

@@ -38,6 +38,7 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "protect"),
     ("permissions", "sandbox"),
     ("permissions", "env_passthrough"),
+    ("permissions", "executor"),
 )
 
 

@@ -7,22 +7,20 @@ reported, never fatal.
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from lathe.hooks.base import AgentHooks
-
-GROUP = "lathe.hooks"
+from lathe.plugins import HOOKS, describe_failure, entry_points_of, problem_line
 
 
 def load_plugin_hooks(workspace: Path) -> tuple[list[AgentHooks], list[str]]:
     hooks: list[AgentHooks] = []
     problems: list[str] = []
-    for entry in entry_points(group=GROUP):
+    for entry in entry_points_of(HOOKS):
         try:
             made = entry.load()(workspace)
         except Exception as exc:  # a broken plugin must not stop the agent
-            problems.append(f"the hook plugin {entry.name!r} failed to load: {exc}")
+            problems.append(problem_line(entry, describe_failure(exc)))
             continue
         if made is not None:
             hooks.append(made)

@@ -95,14 +95,24 @@ _FACTORIES: dict[str, Callable[[Endpoint], Provider]] = {
 }
 
 
+def _plugin_factory(kind: str) -> Callable[[Endpoint], Provider] | None:
+    """A `lathe.providers` plugin's factory for `kind`, read only for a kind lathe does
+    not have itself (the entry points are not read otherwise)."""
+    from lathe.plugins import PROVIDERS, named_factory
+
+    return named_factory(PROVIDERS, kind, f"provider kind {kind!r}")
+
+
 def register_provider_kind(kind: str, factory: Callable[[Endpoint], Provider]) -> None:
     _FACTORIES[kind] = factory
 
 
 def make_provider(endpoint: Endpoint) -> Provider:
-    factory = _FACTORIES.get(endpoint.kind)
+    factory = _FACTORIES.get(endpoint.kind) or _plugin_factory(endpoint.kind)
     if factory is None:
-        kinds = ", ".join(sorted(_FACTORIES))
+        from lathe.plugins import PROVIDERS, names_in
+
+        kinds = ", ".join(sorted({*_FACTORIES, *names_in(PROVIDERS)}))
         raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
     provider = factory(endpoint)
     warm_up_in_background(provider)

@@ -24,6 +24,11 @@ _LAZY_COMMANDS = {
     "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
+    "plugins": (
+        "lathe.ui.plugins_cmd",
+        "plugins_command",
+        "List installed plugins: tools, providers, hooks, executors.",
+    ),
     "trust": (
         "lathe.ui.trust_cmd",
         "trust_command",
@@ -147,8 +152,15 @@ def _full_mode_epilog() -> str:
 
 
 @cli.command(epilog=_full_mode_epilog())
-@click.argument("task", required=False)
+@click.argument("task", nargs=-1)
 @_agent_options
+@click.option(
+    "--command",
+    "prompt_command",
+    metavar="NAME",
+    help="Send the prompt command NAME (.lathe/commands/NAME.md, or commands/NAME.md "
+    "beside the user config) as the task, the arguments after it in place of $ARGUMENTS.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line on stdout.")
 @click.option(
     "--attempts",
@@ -162,15 +174,34 @@ def _full_mode_epilog() -> str:
     help="When another lathe run is working in the workspace, wait for it to finish "
     "instead of refusing to start.",
 )
-def run(task: str | None, as_json: bool, **values) -> None:
+def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **values) -> None:
     """Run TASK headless: progress on stderr, the final answer on stdout.
 
-    The task may also come on standard input."""
+    The task may also come on standard input, or from a prompt command
+    (`--command NAME [ARGS...]`)."""
+    from lathe.errors import UsageError
     from lathe.ui.headless import run_headless
 
-    if (not task or not task.strip()) and not sys.stdin.isatty():
-        task = sys.stdin.read()
-    sys.exit(run_headless(task, _run_options(True, **values), as_json=as_json))
+    if prompt_command is not None:
+        from lathe.prompt_commands import expand_command
+
+        workspace = values["workspace"].expanduser().resolve()
+        sys.exit(
+            run_headless(
+                expand_command(workspace, prompt_command, " ".join(task)),
+                _run_options(True, **values),
+                as_json=as_json,
+            )
+        )
+    if len(task) > 1:
+        raise UsageError(
+            f"run takes one TASK, got {len(task)} words; quote the task: "
+            f'lathe run "{" ".join(task)}"'
+        )
+    text = task[0] if task else None
+    if (not text or not text.strip()) and not sys.stdin.isatty():
+        text = sys.stdin.read()
+    sys.exit(run_headless(text, _run_options(True, **values), as_json=as_json))
 
 
 def main() -> None:

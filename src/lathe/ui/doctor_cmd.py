@@ -3,7 +3,8 @@
 Checks, in order: the config files parse and the model resolves; the provider's key
 variable is set (the key itself is never printed); the endpoint answers (GET /models,
 or a one-token chat request with --live); `rg`, `git` and `bwrap` are present and
-work; LATHE_HOME is writable. Exit 0 when no check failed, 1 otherwise.
+work; every installed plugin loads (one that does not is a warning: runs skip it);
+LATHE_HOME is writable. Exit 0 when no check failed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -85,7 +86,42 @@ def run_checks(
     checks.append(_bwrap_check())
     if loaded is not None:
         checks.extend(_sandbox_view_checks(workspace.expanduser().resolve(), loaded))
+    checks.extend(_plugin_checks(loaded.config.permissions.executor if loaded else None))
     checks.append(_home_check())
+    return checks
+
+
+def _plugin_checks(executor: str | None) -> list[Check]:
+    """One warning per plugin that fails to load (runs skip it), else one ok line; a
+    failure when permissions.executor names an executor no plugin provides."""
+    from lathe.plugins import EXECUTORS, survey
+
+    found = survey()
+    checks = [
+        Check(
+            "warn",
+            "plugins",
+            f"{p.name} ({p.group}, from {p.distribution}) does not load: {p.problem}; "
+            "runs skip it",
+            f"fix or uninstall {p.distribution.split(' ')[0]} (`lathe plugins` lists them)",
+        )
+        for p in found
+        if p.problem
+    ]
+    if executor is not None and not any(
+        p.group == EXECUTORS and p.name == executor and not p.problem for p in found
+    ):
+        checks.append(
+            Check(
+                "fail",
+                "executor",
+                f"permissions.executor = {executor!r}: no plugin executor of that name loads",
+                "install the plugin that provides it, or unset permissions.executor",
+            )
+        )
+    if not checks:
+        loaded = ", ".join(f"{p.name} ({p.group})" for p in found)
+        checks.append(Check("ok", "plugins", loaded or "none installed"))
     return checks
 
 

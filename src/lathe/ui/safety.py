@@ -68,8 +68,13 @@ def standing_approvals(session) -> set[str]:
 
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
+    from lathe.plugins import load_tool_plugins
     from lathe.session import ApprovalEntry
     from lathe.tools.builtin import builtin_tools
+    from lathe.tools.skill import skill_tools
+
+    def warn(message: str) -> None:
+        emit(Notice(level="warning", message=message))
 
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
@@ -80,7 +85,9 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     keep = config.env_passthrough
     executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
     sandboxed = False
-    if mode in (Mode.ASK, Mode.AUTO):
+    if config.executor is not None:
+        executor = _plugin_executor(config.executor, setup.workspace, hidden, keep)
+    elif mode in (Mode.ASK, Mode.AUTO):
         from lathe.exec.bwrap import BubblewrapExecutor, sandbox_status
 
         status = sandbox_status()
@@ -103,7 +110,9 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    tools = ToolRegistry(builtin_tools())
+    tools = ToolRegistry([*builtin_tools(), *skill_tools(setup.workspace, warn)])
+    for plugin_tool in load_tool_plugins(warn, set(tools.names())):
+        tools.register(plugin_tool)
     policy = Policy(
         mode=mode,
         rules=rules,
@@ -135,6 +144,26 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         # The guard parses every command with tree-sitter: 30 ms of imports at the first.
         import_ahead("lathe.policy.command")
     return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
+
+
+def _plugin_executor(name: str, workspace: Path, hide_env: list[str], keep_env) -> Executor:
+    """The executor `permissions.executor` names, from its plugin; a UsageError when no
+    plugin has it or it cannot load or start (commands must not run elsewhere)."""
+    from lathe.errors import UsageError
+    from lathe.plugins import EXECUTORS, named_factory, names_in
+
+    what = f"permissions.executor = {name!r}"
+    factory = named_factory(EXECUTORS, name, what)
+    if factory is None:
+        installed = ", ".join(names_in(EXECUTORS)) or "none is installed"
+        raise UsageError(
+            f"{what}: no plugin executor of that name ({installed}); `lathe plugins` "
+            "lists them, or unset the key for lathe's own"
+        )
+    try:
+        return factory(workspace=workspace, hide_env=list(hide_env), keep_env=list(keep_env))
+    except Exception as exc:  # the plugin's own failure, told as a setting that cannot work
+        raise UsageError(f"{what}: the plugin's executor did not start: {exc}") from exc
 
 
 def _tell_what_full_mode_leaves_open(emit) -> None:

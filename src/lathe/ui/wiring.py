@@ -93,6 +93,7 @@ def build_agent(
     from lathe.agent.context import Budget
     from lathe.tools.builtin import builtin_tools
     from lathe.tools.files import FileState
+    from lathe.tools.skill import skill_catalog
     from lathe.ui.safety import permission_rules
 
     config = setup.loaded.config
@@ -125,6 +126,7 @@ def build_agent(
     settings = agent_settings(setup)
     hooks = hooks or AgentHooks()
     words = load_words(profile.prompts, setup.workspace)
+    skills = skill_catalog(tools)
     prompt = system_prompt(
         setup.workspace,
         tools.names(),
@@ -134,6 +136,9 @@ def build_agent(
         no_edit=rules.denied_edit_patterns(),
         no_read=no_read,
         words=words,
+        skills=[(s.name, s.description) for s in skills.skills] if skills else (),
+        # A share of the window, at about 3 bytes a token.
+        skills_max_bytes=int(window * config.skills.prompt_share * 3),
     )
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None

@@ -82,6 +82,8 @@ class InteractiveApp:
         self._interrupt_requested = False
         self._exit_armed = False
         self._approved_diff: str | None = None  # the tool whose diff the person approved
+        self.carried: list[str] = []  # text sent ahead of the next message (/skill)
+        self.prompt_commands: dict[str, Any] = {}  # /NAME from .lathe/commands/NAME.md
 
     @property
     def window(self) -> int:
@@ -146,6 +148,9 @@ class InteractiveApp:
             self._banner()
             for notice in self.setup.notices:
                 self.renderer.note(notice)
+            from lathe.ui.interactive.commands import load_prompt_commands
+
+            self.prompt_commands = load_prompt_commands(self)
             history = self.links.open_at_start(self.options.resume, self.options.continue_last)
             if (self.options.resume or self.options.continue_last) and not history:
                 self.renderer.note("no earlier session in this workspace; this is a new one")
@@ -220,7 +225,10 @@ class InteractiveApp:
             self.workspace,
             message=self._prompt_message,
             toolbar=self._toolbar,
-            commands=command_table,
+            commands=lambda: [
+                *command_table(),
+                *((f"/{c.name}", c.description) for c in self.prompt_commands.values()),
+            ],
             actions=KeyActions(
                 ctrl_c=self._on_ctrl_c,
                 escape=lambda event: self.interrupt(),
@@ -339,6 +347,9 @@ class InteractiveApp:
         from lathe.ui.interactive.input import expand_references
 
         message, attached, problems = expand_references(text, self.workspace)
+        if self.carried:
+            message = "\n\n".join([*self.carried, message])
+            self.carried.clear()
         self.renderer.user_echo(text)
         for problem in problems:
             self.renderer.note(problem, "yellow")

@@ -3,6 +3,10 @@
 Each command is an async function `(app, argument) -> bool`; False ends the session.
 Commands that change the conversation or the workspace refuse while a turn runs (the
 user interrupts first, with Esc), because the running turn holds both.
+
+A name that is not built in may be a prompt command (`lathe.prompt_commands`): its text,
+with the arguments, is sent as a message. A built-in of the same name wins, and the
+session says so when it starts (`load_prompt_commands`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from typing import TYPE_CHECKING
 from lathe.errors import LatheError
 
 if TYPE_CHECKING:
+    from lathe.prompt_commands import PromptCommand
     from lathe.ui.interactive.app import InteractiveApp
+
+PromptCommands = dict[str, "PromptCommand"]
 
 Handler = Callable[["InteractiveApp", str], Awaitable[bool]]
 
@@ -43,11 +50,34 @@ def command_table() -> list[tuple[str, str]]:
     return [(c.name, c.help) for c in _COMMANDS.values()]
 
 
+def load_prompt_commands(app: InteractiveApp) -> PromptCommands:
+    """The workspace's prompt commands but those a built-in shadows, each of which (and
+    each file skipped) is told to the user once."""
+    from lathe.prompt_commands import discover_commands
+
+    catalog = discover_commands(app.workspace)
+    for problem in catalog.problems:
+        app.renderer.note(problem, "yellow")
+    for name in [n for n in catalog.commands if f"/{n.lower()}" in _COMMANDS]:
+        shadowed = catalog.commands.pop(name)
+        app.renderer.note(
+            f"the prompt command {shadowed.path} is not used: /{name.lower()} is built in "
+            "(rename the file to use it)",
+            "yellow",
+        )
+    return catalog.commands
+
+
 async def dispatch(app: InteractiveApp, line: str) -> bool:
     name, _, argument = line.partition(" ")
     command = _COMMANDS.get(name.lower())
+    prompt_command = app.prompt_commands.get(name[1:])
+    if command is None and prompt_command is not None:
+        app.submit(prompt_command.expand(argument))
+        return True
     if command is None:
-        close = [c for c in _COMMANDS if c.startswith(name.lower())]
+        names = [*_COMMANDS, *(f"/{n}" for n in app.prompt_commands)]
+        close = [c for c in names if c.startswith(name.lower())]
         hint = f"; did you mean {', '.join(close)}?" if close else "; /help lists them"
         app.renderer.error(f"unknown command {name}{hint}")
         return True
@@ -62,6 +92,11 @@ async def _help(app: InteractiveApp, argument: str) -> bool:
     width = max(len(c.usage) for c in _COMMANDS.values())
     for command in _COMMANDS.values():
         app.renderer.note(f"  {command.usage.ljust(width)}  {command.help}", "")
+    if app.prompt_commands:
+        app.renderer.note("  prompt commands (.lathe/commands/NAME.md; $ARGUMENTS = ARGS):", "")
+    for prompt_command in app.prompt_commands.values():
+        usage = f"/{prompt_command.name} [ARGS]"
+        app.renderer.note(f"  {usage.ljust(width)}  {prompt_command.description}".rstrip(), "")
     app.renderer.note(
         "  keys: Enter send · Alt-Enter/Ctrl-J newline · Ctrl-R history search · Tab complete"
         " · @path attach a file · Esc/Ctrl-C interrupt · Ctrl-C twice or Ctrl-D exit"
@@ -146,6 +181,36 @@ def _revoke(app: InteractiveApp, which: str) -> None:
     app.gate.remembered.discard(key)
     app.links.revoke_approval(key)
     app.renderer.note(f"revoked: {key}; it asks again", "green")
+
+
+@_command("/skill", "/skill [NAME [TEXT]]", "list the skills, or send one with your next message")
+async def _skill(app: InteractiveApp, argument: str) -> bool:
+    from lathe.tools.skill import skill_catalog
+
+    catalog = skill_catalog(app.safety.tools)
+    if catalog is None:
+        app.renderer.note("no skills here (folders with a SKILL.md in .lathe/skills/)")
+        return True
+    name, _, text = argument.partition(" ")
+    if not name:
+        for skill in catalog.skills:
+            app.renderer.note(f"  {skill.name}  {skill.description}", "")
+        return True
+    skill = catalog.get(name)
+    if skill is None:
+        app.renderer.error(f"no skill {name!r}; the skills are: {', '.join(catalog.names())}")
+        return True
+    try:
+        body = skill.body()
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        app.renderer.error(f"the skill {skill.path} cannot be read: {exc}")
+        return True
+    app.carried.append(f"Use the skill {skill.name} (folder: {skill.folder}):\n\n{body}")
+    if text.strip():
+        app.submit(text.strip())
+    else:
+        app.renderer.note(f"the skill {skill.name} goes with your next message", "green")
+    return True
 
 
 @_command("/compact", "/compact", "summarise the older conversation now", idle_only=True)

@@ -1,0 +1,169 @@
+"""Plugins: installed distributions extending lathe through entry-point groups.
+
+- `lathe.tools`: an object that is a `Tool`, or a callable taking no argument and
+  returning a Tool or a list of them. Their tools join every run's registry after the
+  built-ins; a name already taken is a problem, and that tool is skipped.
+- `lathe.providers`: the entry point's name is a provider `kind` (`[providers.NAME]
+  kind = "..."`), its object a factory `(Endpoint) -> Provider` (see llm/registry.py).
+  Read only when a config names a kind lathe does not have itself.
+- `lathe.hooks`: a callable `(workspace: Path) -> AgentHooks | None` (hooks/plugins.py).
+- `lathe.executors`: the entry point's name is what `permissions.executor` selects, its
+  object a factory called with the keyword arguments `workspace` (Path), `hide_env`
+  (variable names commands must not see) and `keep_env` (patterns that stay) and
+  returning an `Executor` (exec/base.py, whose contract it must keep). Commands it runs
+  count as unsandboxed for the approval rules: lathe cannot know what it isolates.
+
+Entry points are read with importlib.metadata only when one of these is needed, never
+at import or for `lathe --version`. A plugin that fails to import (or whose object is
+not what its group takes) is never fatal: it is skipped with a one-line problem, the
+run goes on, and `lathe plugins` and `lathe doctor` report it. An executor or provider
+kind the config *asks for* that cannot load stops the run before it starts instead:
+running commands, or sending the conversation, somewhere other than where the user
+chose is worse than not running.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint
+from typing import Any
+
+GROUPS = ("lathe.tools", "lathe.providers", "lathe.hooks", "lathe.executors")
+TOOLS, PROVIDERS, HOOKS, EXECUTORS = GROUPS
+
+
+@dataclass(frozen=True)
+class PluginStatus:
+    """One entry point as `lathe plugins` lists it."""
+
+    name: str
+    group: str
+    target: str  # "module:attribute", as the distribution declares it
+    distribution: str  # "name version", or "?" when importlib.metadata cannot say
+    problem: str | None = None  # why it did not load; None: it loaded
+    provides: str = ""  # what it brings, e.g. the tool names
+
+    @property
+    def status(self) -> str:
+        return f"failed: {self.problem}" if self.problem else "loaded"
+
+
+def entry_points_of(group: str) -> list[EntryPoint]:
+    return [entry for entry in _every_entry_point() if entry.group == group]
+
+
+@functools.cache
+def _every_entry_point() -> tuple[EntryPoint, ...]:
+    """Read once a process: each read walks every installed distribution."""
+    from importlib.metadata import entry_points
+
+    every = entry_points()  # one walk of the distributions; select() only filters it
+    found = [entry for group in GROUPS for entry in every.select(group=group)]
+    return tuple(sorted(found, key=lambda entry: (GROUPS.index(entry.group), entry.name)))
+
+
+def distribution_of(entry: EntryPoint) -> str:
+    dist = getattr(entry, "dist", None)
+    if dist is None:
+        return "?"
+    return f"{dist.metadata['Name'] or dist.name} {dist.version}"
+
+
+def describe_failure(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def problem_line(entry: EntryPoint, problem: str) -> str:
+    """The one line that tells the user a plugin was skipped."""
+    return (
+        f"plugin {entry.name!r} ({entry.group}, from {distribution_of(entry)}) skipped: {problem}"
+    )
+
+
+def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> list[Any]:
+    """The tools of every `lathe.tools` plugin, none named like one in `taken` (nor
+    like one another); each plugin that fails, or tool skipped, goes to `on_problem`."""
+    tools: list[Any] = []
+    for entry in entry_points_of(TOOLS):
+        try:
+            made = _tools_from(entry)
+        except Exception as exc:  # a broken plugin must not stop the agent
+            on_problem(problem_line(entry, describe_failure(exc)))
+            continue
+        for tool in made:
+            if tool.name in taken:
+                on_problem(problem_line(entry, f"a tool named {tool.name!r} exists already"))
+                continue
+            taken.add(tool.name)
+            tools.append(tool)
+    return tools
+
+
+def _tools_from(entry: EntryPoint) -> list[Any]:
+    from lathe.tools.base import Tool
+
+    made = entry.load()
+    if not isinstance(made, Tool):
+        if not callable(made):
+            raise TypeError("it is neither a Tool nor a callable returning tools")
+        made = made()
+    made = list(made) if isinstance(made, list | tuple) else [made]
+    wrong = [repr(m)[:60] for m in made if not isinstance(m, Tool)]
+    if wrong:
+        raise TypeError(f"it gave {', '.join(wrong)}, which is not a lathe Tool")
+    return made
+
+
+def named_factory(group: str, name: str, what: str) -> Callable[..., Any] | None:
+    """The object of the `group` entry point called `name`, None when no plugin has
+    one; a UsageError when it is there but cannot load (`what` names the setting)."""
+    from lathe.errors import UsageError
+
+    for entry in entry_points_of(group):
+        if entry.name != name:
+            continue
+        try:
+            factory = entry.load()
+        except Exception as exc:
+            raise UsageError(
+                f"{what}: {problem_line(entry, describe_failure(exc))}; fix or "
+                "uninstall the plugin (`lathe plugins` lists them)"
+            ) from exc
+        if not callable(factory):
+            raise UsageError(f"{what}: {problem_line(entry, 'it is not callable')}")
+        return factory
+    return None
+
+
+def names_in(group: str) -> list[str]:
+    return [entry.name for entry in entry_points_of(group)]
+
+
+def survey() -> list[PluginStatus]:
+    """Every plugin entry point, each loaded (imported; a tools plugin's tools made) to
+    say whether it works. For `lathe plugins` and `lathe doctor`."""
+    found: list[PluginStatus] = []
+    for group in GROUPS:
+        for entry in entry_points_of(group):
+            problem, provides = None, ""
+            try:
+                if group == TOOLS:
+                    provides = ", ".join(tool.name for tool in _tools_from(entry))
+                elif not callable(entry.load()):
+                    problem = "it is not callable"
+            except Exception as exc:  # reported, as a run would skip it
+                problem = describe_failure(exc)
+            found.append(
+                PluginStatus(
+                    name=entry.name,
+                    group=group,
+                    target=entry.value,
+                    distribution=distribution_of(entry),
+                    problem=problem,
+                    provides=provides,
+                )
+            )
+    return found

@@ -1,0 +1,146 @@
+"""The `skill` tool: a skill's instructions, read when the model decides to use it.
+
+The system prompt lists the skills' names and descriptions (within a budget); this tool
+returns a skill's SKILL.md body with its folder, and the other files of that folder by
+name so the model can open them: `file` reads one of them (a user's skills folder lies
+outside the workspace, where `read` does not go). Called with no name, it lists every
+skill, those the prompt had no room for included. Read-only: it never runs anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from lathe.errors import ToolError
+from lathe.plural import plural
+from lathe.skills import SkillCatalog
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
+
+_MAX_LISTED_FILES = 50
+
+
+class SkillParams(Params):
+    name: str | SkipJsonSchema[None] = Field(
+        default=None, description="The skill's name (omit it to list every skill)."
+    )
+    file: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="A file in the skill's folder to read instead of SKILL.md, by its "
+        "path relative to that folder.",
+    )
+
+
+class SkillTool(Tool):
+    name = "skill"
+    description = (
+        "Read a skill: the instructions for a kind of task, listed under Skills in the "
+        "system prompt. Call it before starting such a task. With no name, lists every "
+        "skill with its description."
+    )
+    parameters = SkillParams
+    read_only = True
+
+    def __init__(self, catalog: SkillCatalog) -> None:
+        self.catalog = catalog
+
+    def summarize_call(self, args: SkillParams) -> str:
+        return " ".join(part for part in (args.name, args.file) if part) or "(list)"
+
+    async def execute(self, args: SkillParams, ctx: ToolContext) -> ToolOutput:
+        if not args.name:
+            return self._listing()
+        skill = self.catalog.get(args.name)
+        if skill is None:
+            known = ", ".join(self.catalog.names()) or "none: there are no skills here"
+            raise ToolError(f"no skill named {args.name!r}; the skills are: {known}")
+        if args.file:
+            return _folder_file(skill.folder, args.file, ctx)
+        try:
+            body = skill.body()
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ToolError(
+                f"the skill {skill.name!r} ({skill.path}) cannot be read: {exc}"
+            ) from exc
+        others = _folder_files(skill.folder)
+        files = (
+            "\n\nOther files in its folder (read one with skill(name, file)):\n" + "\n".join(others)
+            if others
+            else ""
+        )
+        return ToolOutput(
+            content=f"Skill {skill.name} (folder: {skill.folder}):\n\n{body}{files}",
+            summary=plural(len(body.splitlines()), "line"),
+            details={"path": str(skill.path)},
+        )
+
+    def _listing(self) -> ToolOutput:
+        skills = self.catalog.skills
+        if not skills:
+            return ToolOutput(content="There are no skills in this workspace.", summary="none")
+        lines = [f"- {s.name}: {s.description}" for s in skills]
+        return ToolOutput(
+            content=f"Skills ({len(skills)}):\n" + "\n".join(lines),
+            summary=plural(len(skills), "skill"),
+        )
+
+
+def _folder_files(folder: Path) -> list[str]:
+    """The folder's files but SKILL.md, relative to it, sorted; at most a few dozen."""
+    found: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            relative = os.path.relpath(os.path.join(root, name), folder)
+            if relative != "SKILL.md":
+                found.append(relative)
+            if len(found) > _MAX_LISTED_FILES:
+                return [*found[:_MAX_LISTED_FILES], "..."]
+    return found
+
+
+def _folder_file(folder: Path, name: str, ctx: ToolContext) -> ToolOutput:
+    """One file of the skill's folder; never one outside it (links resolved), nor a
+    workspace file a read rule denies."""
+    from lathe.policy.rules import matches_any
+
+    root = Path(os.path.realpath(folder))
+    path = Path(os.path.realpath(root / name))
+    if not path.is_relative_to(root):
+        raise ToolError(f"{name} is outside the skill's folder {folder}")
+    workspace = Path(os.path.realpath(ctx.workspace))
+    if path.is_relative_to(workspace) and matches_any(
+        str(path.relative_to(workspace)), ctx.deny_read
+    ):
+        raise ToolError(f"{name}: a read rule denies {path.relative_to(workspace)}")
+    if not path.is_file():
+        others = ", ".join(_folder_files(folder)) or "none"
+        raise ToolError(f"the skill's folder has no file {name}; its files: {others}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{name} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ToolError(f"{name} cannot be read: {exc}") from exc
+    return ToolOutput(content=text, summary=plural(len(text.splitlines()), "line"))
+
+
+def skill_tools(workspace: Path, on_problem: Callable[[str], None]) -> list[Tool]:
+    """The `skill` tool over the workspace's skills, or [] when it has none; each skill
+    skipped (bad front matter, a name taken) goes to `on_problem` as one line."""
+    from lathe.skills import discover_skills
+
+    catalog = discover_skills(workspace)
+    for problem in catalog.problems:
+        on_problem(problem)
+    return [SkillTool(catalog)] if catalog.skills else []
+
+
+def skill_catalog(tools: ToolRegistry) -> SkillCatalog | None:
+    """The skills the run's `skill` tool serves; None when the run has none."""
+    found = tools.get(SkillTool.name)
+    return found.catalog if isinstance(found, SkillTool) else None

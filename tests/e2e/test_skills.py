@@ -1,0 +1,149 @@
+"""Skills end to end through `python -m lathe run` against the scripted fake server:
+found in the three folders, listed in the system prompt within the budget, read with
+the `skill` tool, and a SKILL.md whose front matter cannot be read skipped with a notice
+naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.openai_server import Call, Reply
+
+
+def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({
+        "OPENAI_API_KEY": "sk-test",
+        "LATHE_HOME": str(tmp_path / "home"),
+        "LATHE_CONFIG": str(tmp_path / "user" / "config.toml"),
+    })  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url", server.base_url,
+         "-C", str(ws), *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def write_skill(root: Path, folder: str, front: str, body: str = "") -> Path:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\n{front}\n---\n{body}")
+    return path
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("a project\n")
+    return ws
+
+
+def _system(server) -> str:
+    return server.chat_bodies()[0]["messages"][0]["content"]
+
+
+def _tool_names(server) -> list[str]:
+    return [t["function"]["name"] for t in server.chat_bodies()[0]["tools"]]
+
+
+def test_skills_from_the_three_folders_are_listed_and_one_is_read(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    write_skill(
+        ws / ".lathe" / "skills", "release", "name: release\ndescription: Cut a release",
+        "1. Bump the version.\n2. Tag it.\n",
+    )  # fmt: skip
+    (ws / ".lathe" / "skills" / "release" / "checklist.txt").write_text("sign the tag\n")
+    write_skill(
+        tmp_path / "user" / "skills", "review", "name: review\ndescription: 'Review a diff'"
+    )
+    write_skill(
+        ws / ".claude" / "skills", "pdf",
+        'name: pdf\ndescription: "Fill PDF forms"\nallowed-tools: Read, Bash\nmetadata:\n'
+        "  version: 2",
+    )  # fmt: skip
+    fake_openai.enqueue(
+        Reply(calls=[Call("skill", {"name": "release"})]),
+        Reply(calls=[Call("skill", {"name": "release", "file": "checklist.txt"})]),
+        Reply("Done."),
+    )
+
+    result = lathe_run(fake_openai, ws, tmp_path, "cut a release")
+
+    assert result.returncode == 0, result.stderr
+    system = _system(fake_openai)
+    assert "- release: Cut a release\n- review: Review a diff\n- pdf: Fill PDF forms" in system
+    assert "1. Bump the version." not in system  # the body waits for the tool
+    assert "skill" in _tool_names(fake_openai)
+    bodies = fake_openai.chat_bodies()
+    read = bodies[1]["messages"][-1]
+    assert read["role"] == "tool"
+    assert f"folder: {ws / '.lathe' / 'skills' / 'release'}" in read["content"]
+    assert "1. Bump the version.\n2. Tag it." in read["content"]
+    assert "checklist.txt" in read["content"]
+    assert bodies[2]["messages"][-1]["content"].strip() == "sign the tag"
+
+
+def test_over_the_budget_fewer_skills_are_listed_and_the_tool_lists_them_all(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    for number in range(40):
+        write_skill(
+            ws / ".lathe" / "skills", f"s{number:02}",
+            f"name: s{number:02}\ndescription: {'does a thing ' * 8}",
+        )  # fmt: skip
+    fake_openai.enqueue(Reply(calls=[Call("skill", {})]), Reply("Done."))
+
+    # 128k tokens * 0.002 * 3 bytes is about 770 bytes: a few of the 40 fit.
+    result = lathe_run(
+        fake_openai, ws, tmp_path, "-c", "skills.prompt_share=0.002", "-c",
+        "models.m.context_window=128000", "-c", "models.m.provider=openai", "look",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    system = _system(fake_openai)
+    listed = [line for line in system.splitlines() if line.startswith("- s")]
+    assert 0 < len(listed) < 40
+    section = system[system.index("Skills (") :].split("\n\n")[0]
+    assert len(section.encode()) <= 128000 * 0.002 * 3
+    assert f"({40 - len(listed)} more skills are not listed here" in section
+    listing = fake_openai.chat_bodies()[1]["messages"][-1]["content"]
+    assert listing.startswith("Skills (40):")
+    assert "- s39: does a thing" in listing
+
+
+def test_a_skill_with_bad_front_matter_is_skipped_with_a_notice_naming_it(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    skills = ws / ".lathe" / "skills"
+    bad = write_skill(skills, "folded", "name: folded\ndescription: >\n  two lines")
+    nameless = write_skill(skills, "nameless", "description: no name")
+    write_skill(skills, "good", "name: good\ndescription: fine")
+    fake_openai.enqueue(Reply("Done."))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "look")
+
+    assert result.returncode == 0, result.stderr
+    notices = [
+        e["message"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "notice"
+    ]
+    assert [n for n in notices if n.startswith("skill ")] == [
+        f"skill {bad} skipped: line 3: '>' values (YAML blocks, lists, maps) are not read; "
+        "write the value as plain text on one line",
+        f"skill {nameless} skipped: the front matter has no name",
+    ]
+    assert "- good: fine" in _system(fake_openai)
+    assert "folded" not in _system(fake_openai)
+
+
+def test_a_workspace_without_skills_has_no_skill_tool(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("Done."))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "look")
+
+    assert result.returncode == 0, result.stderr
+    assert "skill" not in _tool_names(fake_openai)
+    assert "Skills (" not in _system(fake_openai)
