@@ -43,7 +43,10 @@ class ContextManager:
         retry: RetryPolicy | None = None,
         on_compaction: Callable[[str, int, int, int], None] | None = None,
         words: Words | None = None,
+        kept_verbatim: Callable[[], list[str]] | None = None,
     ) -> None:
+        """`kept_verbatim`: the texts a compaction must carry over word for word
+        (`AgentHooks.kept_verbatim`)."""
         self.budget = budget
         self.meter = TokenMeter()
         self._view = RequestView()
@@ -53,6 +56,7 @@ class ContextManager:
         self._retry = retry or RetryPolicy()
         self._on_compaction = on_compaction
         self._words = words or load_words()
+        self._kept_verbatim = kept_verbatim or list
         # After a compaction that did not shrink the history: send no older tool output,
         # and try again only once what a summary would replace has this many tokens.
         self._squeezed = False
@@ -106,7 +110,9 @@ class ContextManager:
             return False
         before = self._fixed_tokens + conversation_tokens(history)
         summary = await self._summarise(plan.older)
-        compacted = compacted_history(plan, summary, self._words.say("summary_heading"))
+        compacted = compacted_history(
+            plan, summary, self._words.say("summary_heading"), self._kept_verbatim()
+        )
         after = self._fixed_tokens + conversation_tokens(compacted)
         # Judged by what a request carries (old tool outputs are pruned from it anyway).
         sent_before = self._estimate(self._pruned(history))

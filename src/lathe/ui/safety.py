@@ -68,6 +68,7 @@ def standing_approvals(session) -> set[str]:
 
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
+    from lathe.memory import memory_tools
     from lathe.session import ApprovalEntry
     from lathe.tools.builtin import builtin_tools
 
@@ -103,7 +104,10 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    tools = ToolRegistry(builtin_tools())
+    memory = memory_tools(
+        setup.workspace, setup.loaded.config.memory, setup.model.secrets(), session
+    )
+    tools = ToolRegistry([*builtin_tools(), *memory])
     policy = Policy(
         mode=mode,
         rules=rules,
