@@ -11,6 +11,7 @@ request the provider still refuses ends the run with a `ContextTooLong` saying s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from lathe.agent.context import (
     Budget,
@@ -71,14 +72,27 @@ class ContextManager:
         only the provider's refusal ends the run (`cannot_fit`)."""
         sent = self._view.update(history, self._keep_tokens())
         if self.meter.estimate(self._view, self._fixed_tokens) <= self.budget.prompt_limit:
-            return sent
+            return self._with_kept_verbatim(sent)
         if await self.compact(history, reason="budget"):
             sent = self._view.update(history, self._keep_tokens())
         too_big = self._fixed_tokens + self._view.tokens(0) > self.budget.prompt_limit
         if too_big and not self._squeezed:
             self._squeezed = True
             sent = self._view.update(history, self._keep_tokens())
-        return sent
+        return self._with_kept_verbatim(sent)
+
+    def _with_kept_verbatim(self, sent: list[Message]) -> list[Message]:
+        """`sent`, with each text that must survive (`kept_verbatim`) and that pruning
+        took out along with its tool output added to the opening message."""
+        kept = self._kept_verbatim()
+        if not kept or not sent or not isinstance(sent[0], UserMessage):
+            return sent
+        held = [m.content for m in sent if not isinstance(m, AssistantMessage)]
+        missing = [text for text in kept if not any(text in content for content in held)]
+        if not missing:
+            return sent
+        opening = replace(sent[0], content="\n\n".join([sent[0].content, *missing]))
+        return [opening, *sent[1:]]
 
     def cannot_fit(self, history: list[Message]) -> str:
         """Why the run stops when the provider still refuses the smallest request."""
