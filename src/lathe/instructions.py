@@ -210,6 +210,11 @@ class NestedInstructions(AgentHooks):
         self._on_cut = on_cut
         self._appended: list[str] = []
 
+    @property
+    def instructions(self) -> Instructions:
+        """The run's instruction files: `loaded` lists every one read so far, in order."""
+        return self._instructions
+
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
