@@ -81,6 +81,10 @@ def test_a_folder_below_the_workspace_is_read_once_when_first_reached(tree: Path
     ]
     assert again == []
     assert found.below("../../AGENTS.md") == []  # outside the workspace: never
+    assert found.below("new/dir/file.py") == []  # not made yet ...
+    (tree / "new" / "dir").mkdir(parents=True)
+    (tree / "new" / "AGENTS.md").write_text("new rule\n")
+    assert [f.label for f in found.below("new/dir/file.py")] == ["new/AGENTS.md"]  # ... then
 
 
 def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):

@@ -102,8 +102,8 @@ class Instructions:
             folder = folder.parent
         found: list[InstructionFile] = []
         for folder in reversed(chain):
-            if folder in self._seen:
-                continue
+            if folder in self._seen or not folder.is_dir():
+                continue  # a folder not made yet (`write a/b/new.py`) is looked at later
             self._seen.add(folder)
             found += self._first_in(folder, within=self.workspace)
         return found

@@ -7,8 +7,9 @@ What is searched, per session file (read once each with the streaming loader,
 final answers (assistant replies that called no tool), and the test commands that
 passed (a `bash` call that ran a test runner and exited 0). The score is BM25 over
 words (letters, digits and `_`, lowercased), which needs no index and no model:
-measured here, 300 sessions of 32 messages (5.6 MB) take 0.65 s, 0.55 s of it parsing. The session the call is made from is left
-out: its conversation is already in view.
+measured here, 300 sessions of 32 messages (5.6 MB) take 0.65 s, 0.55 s of it
+parsing. The session the call is made from is left out: its conversation is already
+in view.
 """
 
 from __future__ import annotations

@@ -15,8 +15,11 @@ from tests.fakes.openai_server import Call, Reply
 KEY = "sk-live-0123456789abcdef"
 
 
-def lathe(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+def lathe(
+    tmp_path: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    clean = ("LATHE_", "OPENAI_", "VISUAL", "EDITOR")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(clean)} | (env or {})
     env.update(
         OPENAI_API_KEY=KEY,
         LATHE_HOME=str(tmp_path / "home"),
@@ -174,3 +177,18 @@ def test_recall_finds_an_earlier_session_and_never_the_current_one(tmp_path, ws,
         sid for sid, p in zip(ids, sessions, strict=True) if "last week" in p.read_text()
     )
     assert f"session {current}" not in found
+
+
+def test_memory_edit_opens_the_editor_on_the_file(tmp_path, ws):
+    editor = """sh -c 'echo "- written in the editor" >> "$0"'"""
+
+    edited = lathe(
+        tmp_path, "memory", "edit", "--scope", "user", "-C", str(ws), env={"EDITOR": editor}
+    )
+    unset = lathe(tmp_path, "memory", "edit", "-C", str(ws))
+
+    assert edited.returncode == 0, edited.stderr
+    assert (tmp_path / "home" / "memory" / "user.md").read_text() == "- written in the editor\n"
+    assert unset.returncode == 2
+    assert unset.stderr.startswith("lathe: set $VISUAL or $EDITOR to edit ")
+    assert len(unset.stderr.splitlines()) == 1
