@@ -97,8 +97,7 @@ def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):
     assert [f.cut for f in earlier] == [False, False]  # root rule + app rule: 26 bytes
     assert workspace.cut
     assert workspace.text == (
-        "line 0\nline 1\n[AGENTS.md is cut here, 14 of 789 bytes: the budget for "
-        "instruction files is spent]"
+        "line 0\nline 1\n[AGENTS.md is cut here, 14 of 789 bytes: the budget is spent]"
     )
     assert found.cuts == [
         "AGENTS.md was cut after 14 of its 789 bytes: the instruction files of a run "
@@ -106,6 +105,10 @@ def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):
     ]
     (nested,) = found.below("sub")
     assert nested.text == "[sub/AGENTS.md is left out, 8 bytes: the budget is spent]"
+    assert found.cuts[1] == (
+        "sub/AGENTS.md was left out (8 bytes): the instruction files of a run share 40 bytes "
+        "(memory.instructions_max_bytes)"
+    )
 
 
 def test_a_read_rule_keeps_a_file_out(tree: Path):

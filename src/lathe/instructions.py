@@ -68,8 +68,8 @@ class Instructions:
     user_file: Path | None = None
     loaded: list[InstructionFile] = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)  # one line per file the budget cut
-    _seen: set[Path] = field(default_factory=set)
-    _spent: int = 0
+    _seen: set[Path] = field(default_factory=set, init=False, repr=False)  # folders looked at
+    _spent: int = field(default=0, init=False)  # bytes of the budget used
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -133,27 +133,32 @@ class Instructions:
             return []
         if not text:
             return []
-        left = self.max_bytes - self._spent
-        data = text.encode()
-        cut = len(data) > left
-        if cut:
-            kept = data[: max(left, 0)].decode("utf-8", errors="ignore")
-            kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else ""
-            shown = len(kept.encode())
-            self.cuts.append(
-                f"{label} was cut after {shown:,} of its {len(data):,} bytes: the instruction "
-                f"files of a run share {self.max_bytes:,} bytes (memory.instructions_max_bytes)"
-            )
-            text = (
-                f"{kept}[{label} is cut here, {shown:,} of {len(data):,} bytes: the budget "
-                "for instruction files is spent]"
-            )
-            if not kept:
-                text = f"[{label} is left out, {len(data):,} bytes: the budget is spent]"
-        self._spent += min(len(data), max(left, 0))
+        text, cut = self._fit(label, text)
         found = InstructionFile(label=label, path=path, size=info.st_size, text=text, cut=cut)
         self.loaded.append(found)
         return [found]
+
+    def _fit(self, label: str, text: str) -> tuple[str, bool]:
+        """`text` counted against the budget: whole, or cut at its last line that fits
+        (with a line saying so, and one in `cuts`); and whether it was cut."""
+        data = text.encode()
+        left = max(self.max_bytes - self._spent, 0)
+        self._spent += min(len(data), left)
+        if len(data) <= left:
+            return text, False
+        kept = data[:left].decode("utf-8", errors="ignore")
+        kept = kept[: kept.rfind("\n") + 1]
+        shown = len(kept.encode())
+        share = (
+            f"the instruction files of a run share {self.max_bytes:,} bytes "
+            "(memory.instructions_max_bytes)"
+        )
+        if not kept:
+            self.cuts.append(f"{label} was left out ({len(data):,} bytes): {share}")
+            return f"[{label} is left out, {len(data):,} bytes: the budget is spent]", True
+        self.cuts.append(f"{label} was cut after {shown:,} of its {len(data):,} bytes: {share}")
+        marker = f"[{label} is cut here, {shown:,} of {len(data):,} bytes: the budget is spent]"
+        return kept + marker, True
 
     def _denied(self, path: Path, real: Path) -> bool:
         """Whether a read rule or a secret-like name covers the file, by the name it was

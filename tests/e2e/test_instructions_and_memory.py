@@ -89,7 +89,9 @@ def test_a_budget_cut_is_a_visible_notice(tmp_path, ws, fake_openai):
     result = run(fake_openai, ws, tmp_path, "-c", "memory.instructions_max_bytes=40", "hi")
 
     assert result.returncode == 0, result.stderr
-    assert "CLAUDE.md was cut after 0 of its 22 bytes" in result.stderr
+    assert "CLAUDE.md was left out (22 bytes): the instruction files of a run share 40" in (
+        result.stderr
+    )
     system = fake_openai.chat_bodies()[0]["messages"][0]["content"]
     assert "[CLAUDE.md is left out, 22 bytes: the budget is spent]" in system
 
