@@ -87,6 +87,18 @@ async def test_an_overflow_writes_nothing_and_shows_what_to_consolidate(store, t
     assert not merged.is_error
 
 
+async def test_a_file_edited_past_the_limit_may_still_shrink(store, tmp_path):
+    store.files["user"].path.parent.mkdir(parents=True)
+    store.files["user"].path.write_text("".join(f"- note {n} " + "z" * 40 + "\n" for n in range(6)))
+
+    grown = await call(store, tmp_path, action="add", scope="user", text="one more")
+    shrunk = await call(store, tmp_path, action="remove", scope="user", old_text="note 0")
+
+    assert grown.is_error and "nothing was written" in grown.content
+    assert not shrunk.is_error
+    assert len(store.files["user"].entries()) == 5
+
+
 async def test_a_secret_is_masked_before_it_is_written(store, tmp_path):
     done = await call(
         store, tmp_path, action="add", scope="user", text=f"the token is {SECRET}, use it"

@@ -92,7 +92,9 @@ class MemoryFile:
 
 
 class MemoryStore:
-    """The two memory files of a workspace; `change` is the one way to write them."""
+    """The two memory files of a workspace, changed only through `add`, `replace`,
+    `remove` and `clear` (each under the file's lock). A change that would make a file
+    larger than `max_bytes` raises `MemoryRefused`; one that shrinks it never does."""
 
     def __init__(self, workspace: Path, max_bytes: int, home: Path | None = None) -> None:
         self.max_bytes = max_bytes
@@ -132,13 +134,15 @@ class MemoryStore:
             said = change(entries)
             text = render_entries(entries)
             size = len(text.encode())
-            if size > self.max_bytes:
+            # A file the user made too long in an editor may still shrink.
+            if size > self.max_bytes and size > file.size():
                 listed = "\n".join(f"{n}. {e}" for n, e in enumerate(entries, 1))
                 raise MemoryRefused(
                     f"the {scope} memory would hold {size:,} bytes, over its limit of "
                     f"{self.max_bytes:,}: nothing was written. Make room first: replace "
                     "entries that say related things with one shorter entry, or remove "
-                    f"what is no longer true, then try again. Its entries now:\n{listed}"
+                    "what is no longer true, then try again. With this change its entries "
+                    f"would be:\n{listed}"
                 )
             temporary = file.path.with_name(f".{file.path.name}.{os.getpid()}.tmp")
             temporary.write_text(text, encoding="utf-8")
