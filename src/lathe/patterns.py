@@ -23,6 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Never copied into a prompt unasked (the snapshot, instruction files), even when the
+# user set no read rule for them.
+SECRET_LIKE = (
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
+    ".pypirc", ".npmrc", "credentials*",
+)  # fmt: skip
 _RACY_NS = 2_000_000_000
 _MAX_LISTINGS = 200_000
 

@@ -67,10 +67,17 @@ def test_binary_and_non_utf8_files_are_listed_but_not_inlined(project: Path) -> 
     assert "----- app.py -----" in prompt
 
 
-def test_agents_file_is_included(project: Path) -> None:
+def test_instruction_files_come_in_their_own_section_and_never_in_the_snapshot(
+    project: Path,
+) -> None:
     (project / "AGENTS.md").write_text("Run tests with `make test`.\n")
-    prompt = system_prompt(project, TOOLS, verify_command=None).text
-    assert "Project instructions from AGENTS.md:\n\nRun tests with `make test`." in prompt
+    prompt = system_prompt(
+        project, TOOLS, verify_command=None, snapshot_max_bytes=8192,
+        instructions="INSTRUCTIONS", memory="MEMORY", instruction_names=["AGENTS.md"],
+    ).text  # fmt: skip
+    assert "\n\nINSTRUCTIONS\n\nMEMORY\n\nWorkspace root:" in prompt
+    assert "def add(a, b)" in prompt  # the snapshot is there...
+    assert "make test" not in prompt  # ... without the instruction file
 
 
 def test_protected_paths_are_said_up_front(project: Path) -> None:

@@ -11,6 +11,7 @@ request the provider still refuses ends the run with a `ContextTooLong` saying s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from lathe.agent.context import (
     Budget,
@@ -43,7 +44,10 @@ class ContextManager:
         retry: RetryPolicy | None = None,
         on_compaction: Callable[[str, int, int, int], None] | None = None,
         words: Words | None = None,
+        kept_verbatim: Callable[[], list[str]] | None = None,
     ) -> None:
+        """`kept_verbatim`: the texts a compaction must carry over word for word
+        (`AgentHooks.kept_verbatim`)."""
         self.budget = budget
         self.meter = TokenMeter()
         self._view = RequestView()
@@ -53,6 +57,7 @@ class ContextManager:
         self._retry = retry or RetryPolicy()
         self._on_compaction = on_compaction
         self._words = words or load_words()
+        self._kept_verbatim = kept_verbatim or list
         # After a compaction that did not shrink the history: send no older tool output,
         # and try again only once what a summary would replace has this many tokens.
         self._squeezed = False
@@ -67,14 +72,27 @@ class ContextManager:
         only the provider's refusal ends the run (`cannot_fit`)."""
         sent = self._view.update(history, self._keep_tokens())
         if self.meter.estimate(self._view, self._fixed_tokens) <= self.budget.prompt_limit:
-            return sent
+            return self._with_kept_verbatim(sent)
         if await self.compact(history, reason="budget"):
             sent = self._view.update(history, self._keep_tokens())
         too_big = self._fixed_tokens + self._view.tokens(0) > self.budget.prompt_limit
         if too_big and not self._squeezed:
             self._squeezed = True
             sent = self._view.update(history, self._keep_tokens())
-        return sent
+        return self._with_kept_verbatim(sent)
+
+    def _with_kept_verbatim(self, sent: list[Message]) -> list[Message]:
+        """`sent`, with each text that must survive (`kept_verbatim`) and that pruning
+        took out along with its tool output added to the opening message."""
+        kept = self._kept_verbatim()
+        if not kept or not sent or not isinstance(sent[0], UserMessage):
+            return sent
+        held = [m.content for m in sent if not isinstance(m, AssistantMessage)]
+        missing = [text for text in kept if not any(text in content for content in held)]
+        if not missing:
+            return sent
+        opening = replace(sent[0], content="\n\n".join([sent[0].content, *missing]))
+        return [opening, *sent[1:]]
 
     def cannot_fit(self, history: list[Message]) -> str:
         """Why the run stops when the provider still refuses the smallest request."""
@@ -106,7 +124,9 @@ class ContextManager:
             return False
         before = self._fixed_tokens + conversation_tokens(history)
         summary = await self._summarise(plan.older)
-        compacted = compacted_history(plan, summary, self._words.say("summary_heading"))
+        compacted = compacted_history(
+            plan, summary, self._words.say("summary_heading"), self._kept_verbatim()
+        )
         after = self._fixed_tokens + conversation_tokens(compacted)
         # Judged by what a request carries (old tool outputs are pruned from it anyway).
         sent_before = self._estimate(self._pruned(history))

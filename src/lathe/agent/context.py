@@ -172,10 +172,17 @@ def plan_compaction(messages: Sequence[Message], recent_keep_tokens: int) -> Com
 
 
 def compacted_history(
-    plan: CompactionPlan, summary: str, heading: str = "[Summary of the earlier part]"
+    plan: CompactionPlan,
+    summary: str,
+    heading: str = "[Summary of the earlier part]",
+    kept: Sequence[str] = (),
 ) -> list[Message]:
-    opening = UserMessage(content=f"{plan.task.content}\n\n{heading}\n{summary.strip()}")
-    return [opening, *plan.recent]
+    """The task, then `kept` (texts that must survive word for word: instructions read
+    mid-run) unless the recent part still holds them, then the summary."""
+    recent = [m.content for m in plan.recent if not isinstance(m, AssistantMessage)]
+    carried = [text for text in kept if not any(text in content for content in recent)]
+    parts = [plan.task.content, *carried, f"{heading}\n{summary.strip()}"]
+    return [UserMessage(content="\n\n".join(parts)), *plan.recent]
 
 
 def request_messages(messages: Sequence[Message]) -> list[Message]:

@@ -1,4 +1,5 @@
-"""The system prompt: short and specific, with the workspace and its AGENTS.md."""
+"""The system prompt: short and specific, with the workspace, its instruction files
+(`lathe.instructions`) and the memory of earlier sessions (`lathe.memory`)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lathe.patterns import SECRET_LIKE
 from lathe.words import Words, load_words
 
-_AGENTS_FILE_MAX_CHARS = 20_000
 _OVERVIEW_MAX_FILES = 150
 _SNAPSHOT_END = "----- end of files -----"
-# Never copied into a prompt unasked, even when the user set no read rule for them.
-SECRET_LIKE = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".netrc",
-    ".pypirc", ".npmrc", "credentials*",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,14 +35,20 @@ def system_prompt(
     words: Words | None = None,
     skills: Sequence[tuple[str, str]] = (),
     skills_max_bytes: int = 0,
+    instructions: str | None = None,
+    memory: str | None = None,
+    instruction_names: Sequence[str] = (),
 ) -> SystemPrompt:
     """`words`: the template set the method and the verify line come from (the
     profile's; default: the built-in set). `snapshot_max_bytes`: when every file of the
     workspace fits in this many bytes together, their contents are included too (see
     `workspace_snapshot`), and the result says so. `no_edit`, `no_read`: path patterns
     the user's deny rules protect, said up front so the model does not spend turns
-    finding them out. `skills`: (name, description) pairs listed within
-    `skills_max_bytes` (`skills_section`)."""
+    finding them out. `instructions` and `memory`: the instruction files and the memory,
+    as their modules render them; files named like one of `instruction_names` are never
+    part of the snapshot (instructions reach the model only as instructions).
+    `skills`: (name, description) pairs listed within `skills_max_bytes`
+    (`skills_section`)."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     words = words or load_words()
@@ -60,9 +62,7 @@ def system_prompt(
         if no_read:
             lines.append(f"- no reading of: {', '.join(no_read)}")
         parts.append("\n".join(lines))
-    agents = _agents_file(workspace, no_read)
-    if agents:
-        parts.append(f"Project instructions from AGENTS.md:\n\n{agents}")
+    parts += [section for section in (instructions, memory) if section]
     listed = skills_section(skills, skills_max_bytes)
     if listed:
         parts.append(listed)
@@ -72,24 +72,12 @@ def system_prompt(
     if files:
         parts.append(workspace_overview(files))
         snapshot = workspace_snapshot(
-            workspace, files, snapshot_max_bytes, no_edit=no_edit, no_read=no_read
-        )
+            workspace, files, snapshot_max_bytes, no_edit=no_edit, no_read=no_read,
+            leave_out=instruction_names,
+        )  # fmt: skip
         if snapshot:
             parts.append(snapshot)
     return SystemPrompt("\n\n".join(parts), has_snapshot=bool(snapshot))
-
-
-def _agents_file(workspace: Path, no_read: Sequence[str]) -> str | None:
-    path = _regular_file_inside(workspace, "AGENTS.md")
-    if path is None or _unreadable(workspace, path, no_read):
-        return None
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    if len(text) > _AGENTS_FILE_MAX_CHARS:
-        text = text[:_AGENTS_FILE_MAX_CHARS] + "\n[AGENTS.md cut here: it is longer]"
-    return text.strip() or None
 
 
 _SKILL_DESCRIPTION_MAX_CHARS = 300
@@ -155,6 +143,7 @@ def workspace_snapshot(
     *,
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
+    leave_out: Sequence[str] = (),
 ) -> str | None:
     """Every file's text when the whole workspace fits in `max_bytes`, else None.
 
@@ -164,10 +153,12 @@ def workspace_snapshot(
     steer the model towards whichever files happened to fit. Files a read rule denies,
     and files named like secrets, are never copied in; files an edit rule protects say
     so in their header (the 1.5B otherwise went straight for the test file it was
-    shown last).
+    shown last). Files whose name is one of `leave_out` (the instruction files) are
+    neither copied nor counted.
     """
     from lathe.policy.rules import matches_any
 
+    files = [name for name in files if os.path.basename(name) not in leave_out]
     if max_bytes <= 0 or not files:
         return None
     try:

@@ -501,6 +501,30 @@ class SkillsConfig(Section):
     them all. 0: no list."""
 
 
+class MemoryConfig(Section):
+    """Instruction files (AGENTS.md and the like) and the memory the agent keeps across
+    sessions."""
+
+    instruction_files: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", "CLAUDE.md"], min_length=1
+    )
+    """File names read as instructions in each folder from the repository root down to
+    the working directory (and below it, when a tool first works there): the first name
+    a folder has is read, the others not."""
+
+    instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
+    """Bytes of instruction files a run reads in all; what does not fit is cut, with a
+    notice that says where."""
+
+    memory_max_bytes: int = Field(default=8 * 1024, gt=0)
+    """Bytes one memory file (project or user) may hold; a write past it is refused and
+    the model is asked to consolidate its entries."""
+
+    tools: bool = True
+    """Give the model the `memory` and `recall` tools (false: memory is still read into
+    the prompt, but the model cannot write it or search earlier sessions)."""
+
+
 class Config(Section):
     """Everything lathe reads from config files, the environment and flags."""
 
@@ -554,6 +578,9 @@ class Config(Section):
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     """Skills the model is told about and reads with the skill tool."""
+
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    """Instruction files and the agent's memory across sessions."""
 
 
 @functools.cache

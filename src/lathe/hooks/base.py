@@ -55,6 +55,12 @@ class AgentHooks:
     async def after_changes(self, turn: int) -> None:
         """Called after the tools of a turn that may have changed files."""
 
+    def kept_verbatim(self) -> list[str]:
+        """Texts the hook put into the conversation that must reach the model word for
+        word however the conversation is shortened (instructions loaded mid-run): a
+        compaction carries them into the message that opens the shortened history."""
+        return []
+
 
 class HookChain(AgentHooks):
     """Runs several hook objects in order; a denial or a rewrite stops the chain."""
@@ -121,3 +127,6 @@ class HookChain(AgentHooks):
     async def after_changes(self, turn: int) -> None:
         for hook in self._hooks:
             await hook.after_changes(turn)
+
+    def kept_verbatim(self) -> list[str]:
+        return [text for hook in self._hooks for text in hook.kept_verbatim()]

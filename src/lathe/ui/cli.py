@@ -34,6 +34,11 @@ _LAZY_COMMANDS = {
         "trust_command",
         "Review and trust a project file's hooks and sandbox settings.",
     ),
+    "memory": (
+        "lathe.ui.memory_cmd",
+        "memory_group",
+        "Show the instruction files read and the memory kept; edit or clear it.",
+    ),
 }
 
 

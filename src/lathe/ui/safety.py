@@ -68,6 +68,7 @@ def standing_approvals(session) -> set[str]:
 
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
+    from lathe.memory import memory_tools
     from lathe.plugins import load_tool_plugins
     from lathe.session import ApprovalEntry
     from lathe.tools.builtin import builtin_tools
@@ -110,7 +111,10 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    tools = ToolRegistry([*builtin_tools(), *skill_tools(setup.workspace, warn)])
+    memory = memory_tools(
+        setup.workspace, setup.loaded.config.memory, setup.model.secrets(), session
+    )
+    tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
     policy = Policy(

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
 from lathe.agent.prompt import system_prompt
+from lathe.events import Notice
 from lathe.exec.base import Executor
-from lathe.hooks.base import AgentHooks
+from lathe.hooks.base import AgentHooks, HookChain
 from lathe.llm.base import Provider
 from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
@@ -74,6 +75,45 @@ def _request_extra(setup: RunSetup, code_in_view: bool) -> dict[str, object]:
     return {}
 
 
+def _instructions(
+    setup: RunSetup, tools: ToolRegistry, no_read: list[str], emit: Emit
+) -> tuple[str | None, AgentHooks]:
+    """The instruction files for the system prompt, and the hook that appends those of
+    folders below the workspace to the first tool result that reaches them. Both share
+    one budget; what it cuts is said in a notice."""
+    from lathe.instructions import (
+        Instructions,
+        NestedInstructions,
+        prompt_section,
+        user_instructions_path,
+    )
+
+    config = setup.loaded.config.memory
+    found = Instructions(
+        setup.workspace,
+        names=config.instruction_files,
+        max_bytes=config.instructions_max_bytes,
+        no_read=no_read,
+        user_file=user_instructions_path(),
+    )
+    standing = found.standing()
+
+    def tell(cut: str) -> None:
+        emit(Notice(level="warning", message=cut))
+
+    for cut in found.cuts:
+        tell(cut)
+    return prompt_section(standing), NestedInstructions(found, tools, tell)
+
+
+def _memory(setup: RunSetup) -> str | None:
+    """The memory files as they are now: read once, when the agent is built."""
+    from lathe.memory import MemoryStore, prompt_section
+
+    store = MemoryStore(setup.workspace, setup.loaded.config.memory.memory_max_bytes)
+    return prompt_section(store)
+
+
 def _cap(*limits: int | None) -> int:
     """The smallest of the limits that are set."""
     return min(limit for limit in limits if limit is not None)
@@ -124,7 +164,8 @@ def build_agent(
         deny_read=tuple(no_read),
     )
     settings = agent_settings(setup)
-    hooks = hooks or AgentHooks()
+    instructions, nested = _instructions(setup, tools, no_read, emit)
+    hooks = HookChain([nested, hooks or AgentHooks()])
     words = load_words(profile.prompts, setup.workspace)
     skills = skill_catalog(tools)
     prompt = system_prompt(
@@ -139,6 +180,9 @@ def build_agent(
         skills=[(s.name, s.description) for s in skills.skills] if skills else (),
         # A share of the window, at about 3 bytes a token.
         skills_max_bytes=int(window * config.skills.prompt_share * 3),
+        instructions=instructions,
+        memory=_memory(setup),
+        instruction_names=config.memory.instruction_files,
     )
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
@@ -159,6 +203,7 @@ def build_agent(
             retry=settings.retry,
             on_compaction=hooks.on_compaction,
             words=words,
+            kept_verbatim=hooks.kept_verbatim,
         )
     deps = AgentDeps(
         provider=provider,

@@ -297,6 +297,25 @@ async def _fork(app: InteractiveApp, argument: str) -> bool:
     return True
 
 
+@_command("/memory", "/memory", "list the instruction files read, then the memory files")
+async def _memory(app: InteractiveApp, argument: str) -> bool:
+    from lathe.hooks.base import HookChain
+    from lathe.instructions import NestedInstructions
+    from lathe.memory import MemoryStore
+    from lathe.ui.memory_cmd import report
+
+    settings = app.setup.loaded.config.memory
+    agent = getattr(app, "agent", None)
+    hooks = agent.deps.hooks if agent is not None else None
+    chain = hooks.hooks if isinstance(hooks, HookChain) else ()
+    nested = next((h for h in chain if isinstance(h, NestedInstructions)), None)
+    files = nested.instructions.loaded if nested is not None else []
+    store = MemoryStore(app.setup.workspace, settings.memory_max_bytes)
+    for line in report(files, store, settings):
+        app.renderer.note(line, "")
+    return True
+
+
 @_command("/exit", "/exit", "leave (Ctrl-D does the same)")
 async def _exit(app: InteractiveApp, argument: str) -> bool:
     return False

@@ -1,0 +1,273 @@
+"""What the agent remembers from one session to the next: two Markdown files of entries.
+
+- the project's: `$LATHE_HOME/memory/projects/<slug>.md`, one per repository (the slug
+  of the repository root, `instructions.repository_root`), so lathe writes nothing into
+  the user's repository;
+- the user's: `$LATHE_HOME/memory/user.md`, for every project.
+
+An entry is a Markdown bullet (`- text`, later lines indented by two spaces), so the
+file reads well in an editor (`lathe memory edit`); text outside a bullet is kept as an
+entry of its own. `MemoryStore` changes a file under its lock (`file_lock.FileLock` on
+`<file>.lock`) and replaces it whole (a temporary file renamed over it), so two runs
+writing at once both keep their entries and a reader never sees half a file. Each file
+holds at most `max_bytes`: a write past that is refused with the entries listed, so the
+model can consolidate. The caller masks secrets before a write (the `memory` tool runs
+the redactor over the text).
+
+The files are read once, at the start of a session, into the system prompt
+(`prompt_section`): a write during a run changes the file, not that run's prompt, so
+the prompt's prefix stays the same from one request to the next.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from lathe.errors import ToolError
+from lathe.file_lock import FileLock
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+
+Scope = Literal["project", "user"]
+SCOPES: tuple[Scope, ...] = ("project", "user")
+
+
+class MemoryRefused(Exception):
+    """A change the store refused; the message says why and what to do instead."""
+
+
+def memory_path(scope: Scope, workspace: Path, home: Path | None = None) -> Path:
+    from lathe.home import lathe_home, project_slug
+    from lathe.instructions import repository_root
+
+    base = (home or lathe_home()) / "memory"
+    if scope == "user":
+        return base / "user.md"
+    return base / "projects" / f"{project_slug(repository_root(workspace))}.md"
+
+
+def parse_entries(text: str) -> list[str]:
+    """Each `- ` line starts an entry; the lines up to the next one continue it (text
+    before the first bullet is an entry of its own)."""
+    entries: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("- "):
+            entries.append([line[2:]])
+        elif entries:
+            entries[-1].append(line.removeprefix("  "))
+        elif line.strip():
+            entries.append([line])
+    return [text for lines in entries if (text := "\n".join(lines).strip())]
+
+
+def render_entries(entries: Sequence[str]) -> str:
+    lines = []
+    for entry in entries:
+        first, *rest = entry.strip().splitlines()
+        lines += [f"- {first}", *(f"  {line}" if line.strip() else "" for line in rest)]
+    return "".join(f"{line}\n" for line in lines)
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    scope: Scope
+    path: Path
+
+    def entries(self) -> list[str]:
+        try:
+            return parse_entries(self.path.read_text(encoding="utf-8", errors="replace"))
+        except FileNotFoundError:
+            return []
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+
+class MemoryStore:
+    """The two memory files of a workspace, changed only through `add`, `replace`,
+    `remove` and `clear` (each under the file's lock). A change that would make a file
+    larger than `max_bytes` raises `MemoryRefused`; one that shrinks it never does."""
+
+    def __init__(self, workspace: Path, max_bytes: int, home: Path | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.files = {s: MemoryFile(s, memory_path(s, workspace, home)) for s in SCOPES}
+
+    def add(self, scope: Scope, text: str) -> str:
+        def change(entries: list[str]) -> str:
+            if text.strip() in entries:
+                return f"the {scope} memory already holds that entry"
+            entries.append(text.strip())
+            return f"added to the {scope} memory"
+
+        return self._change(scope, change)
+
+    def replace(self, scope: Scope, old_text: str, text: str) -> str:
+        def change(entries: list[str]) -> str:
+            entries[_one_match(entries, old_text, scope)] = text.strip()
+            return f"replaced the {scope} memory entry"
+
+        return self._change(scope, change)
+
+    def remove(self, scope: Scope, old_text: str) -> str:
+        def change(entries: list[str]) -> str:
+            del entries[_one_match(entries, old_text, scope)]
+            return f"removed the {scope} memory entry"
+
+        return self._change(scope, change)
+
+    def clear(self, scope: Scope) -> None:
+        self._change(scope, lambda entries: entries.clear() or "")
+
+    def _change(self, scope: Scope, change) -> str:
+        file = self.files[scope]
+        file.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(file.path.with_name(file.path.name + ".lock")):
+            entries = file.entries()
+            said = change(entries)
+            text = render_entries(entries)
+            size = len(text.encode())
+            # A file the user made too long in an editor may still shrink.
+            if size > self.max_bytes and size > file.size():
+                listed = "\n".join(f"{n}. {e}" for n, e in enumerate(entries, 1))
+                raise MemoryRefused(
+                    f"the {scope} memory would hold {size:,} bytes, over its limit of "
+                    f"{self.max_bytes:,}: nothing was written. Make room first: replace "
+                    "entries that say related things with one shorter entry, or remove "
+                    "what is no longer true, then try again. With this change its entries "
+                    f"would be:\n{listed}"
+                )
+            temporary = file.path.with_name(f".{file.path.name}.{os.getpid()}.tmp")
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, file.path)
+        return said
+
+
+def _one_match(entries: Sequence[str], old_text: str, scope: Scope) -> int:
+    needle = old_text.strip()
+    if not needle:
+        raise MemoryRefused("old_text is empty: give a part of the entry to change")
+    found = [n for n, entry in enumerate(entries) if needle in entry]
+    if not found:
+        raise MemoryRefused(f"no {scope} memory entry contains {needle!r}")
+    if len(found) > 1:
+        which = "\n".join(f"- {entries[n]}" for n in found)
+        raise MemoryRefused(
+            f"{needle!r} is in {len(found)} {scope} memory entries; give a longer part "
+            f"of the one you mean. They are:\n{which}"
+        )
+    return found[0]
+
+
+def prompt_section(store: MemoryStore) -> str | None:
+    """The memory as it is now, for the system prompt; None when both files are empty."""
+    parts = []
+    for scope in SCOPES:
+        entries = store.files[scope].entries()
+        if entries:
+            parts.append(f"{scope.capitalize()} memory:\n{render_entries(entries).rstrip()}")
+    if not parts:
+        return None
+    return (
+        "What you noted in earlier sessions (the memory tool changes it; it is read "
+        "here once, at the start of the session):\n\n" + "\n\n".join(parts)
+    )
+
+
+class MemoryParams(Params):
+    action: Literal["add", "replace", "remove"] = Field(
+        description="add a new entry; replace or remove the one entry containing old_text."
+    )
+    scope: Scope = Field(
+        description="project: about this repository (how to run its tests, its "
+        "conventions, traps); user: about the user, true in every project."
+    )
+    text: str = Field(
+        default="",
+        description="The entry to add, or what replaces the old one: one fact, short and "
+        "specific. Empty for remove.",
+    )
+    old_text: str = Field(
+        default="",
+        description="For replace and remove: a part of the entry to change, found in "
+        "exactly one entry.",
+    )
+
+
+class MemoryTool(Tool):
+    """Writes the memory files (`MemoryStore`), each text masked by `mask` first so no
+    secret is ever stored. Read-only for the gate: it changes no file of the workspace,
+    only lathe's own data (deny it with `--deny memory`)."""
+
+    name = "memory"
+    description = (
+        "Record what you learned that will matter in a later session: how to build and "
+        "test this project, a convention the user asked for, a trap you fell into. The "
+        "memory is shown to you at the start of every session; keep it short and true."
+    )
+    parameters = MemoryParams
+    read_only = True
+
+    def __init__(self, store: MemoryStore, mask) -> None:
+        self._store = store
+        self._mask = mask
+
+    def summarize_call(self, args: MemoryParams) -> str:
+        what = (args.text or args.old_text).strip().splitlines()
+        first = what[0] if what else ""
+        return f"{args.action} {args.scope}: {first if len(first) <= 60 else first[:57] + '...'}"
+
+    async def execute(self, args: MemoryParams, ctx: ToolContext) -> ToolOutput:
+        import asyncio
+
+        text = self._mask(args.text)
+        if args.action != "remove" and not text.strip():
+            raise ToolError(f"{args.action} needs text: the entry to write")
+        if args.action != "add" and not args.old_text.strip():
+            raise ToolError(f"{args.action} needs old_text: a part of the entry to change")
+        try:
+            if args.action == "add":
+                said = await asyncio.to_thread(self._store.add, args.scope, text)
+            elif args.action == "replace":
+                said = await asyncio.to_thread(
+                    self._store.replace, args.scope, self._mask(args.old_text), text
+                )
+            else:
+                said = await asyncio.to_thread(
+                    self._store.remove, args.scope, self._mask(args.old_text)
+                )
+        except MemoryRefused as exc:
+            raise ToolError(str(exc)) from None
+        masked = (
+            " (a secret in the text was masked: memory never holds one)"
+            if text != args.text
+            else ""
+        )
+        return ToolOutput(content=f"Done: {said}{masked}.", summary=said)
+
+
+def memory_tools(workspace: Path, settings, secrets: Sequence[str], session) -> list[Tool]:
+    """The `memory` and `recall` tools of a run (none when `settings.tools` is off):
+    `settings` is the config's `[memory]` section, `secrets` the values a write must
+    never store (the model's key and secret headers; the environment's secret-looking
+    variables are added), `session` the run's (recall leaves it out; may be None)."""
+    if not settings.tools:
+        return []
+    from lathe.home import lathe_home
+    from lathe.obs import Redactor
+    from lathe.recall import RecallTool
+    from lathe.session.listing import sessions_root
+
+    redactor = Redactor.for_run(secrets, os.environ)
+    store = MemoryStore(workspace, settings.memory_max_bytes)
+    return [
+        MemoryTool(store, redactor.mask),
+        RecallTool(sessions_root(lathe_home()), workspace, session.id if session else None),
+    ]
