@@ -100,6 +100,17 @@ def _agent_options(func):
             "they change).",
         ),
         click.option(
+            "--trust-project-mcp",
+            is_flag=True,
+            help="Start the MCP servers the project's .mcp.json or .lathe/config.toml "
+            "declares (remembered until they change).",
+        ),
+        click.option(
+            "--mcp-eager",
+            is_flag=True,
+            help="Start every MCP server when the session starts, not at its first use.",
+        ),
+        click.option(
             "-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
         ),
     ]
