@@ -275,11 +275,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def http_server(tmp_path):
+@pytest.fixture(params=["streamable-http", "sse"])
+def http_server(tmp_path, request):
+    """A server on 127.0.0.1 over streamable HTTP, or the legacy SSE transport (which
+    lathe reaches by falling back from streamable HTTP: the config says "auto")."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, FAKE_SERVER, "--transport", "streamable-http", "--port", str(port),
+        [sys.executable, FAKE_SERVER, "--transport", request.param, "--port", str(port),
          "--calls", str(tmp_path / "calls.jsonl")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -290,7 +292,7 @@ def http_server(tmp_path):
             break
         except OSError:
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
+    yield f"http://127.0.0.1:{port}/{'mcp' if request.param == 'streamable-http' else 'sse'}"
     process.terminate()
     process.wait(10)
 

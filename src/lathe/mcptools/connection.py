@@ -168,31 +168,42 @@ class McpConnection:
             return self._client
 
     async def _serve(self, ready: asyncio.Future[Any]) -> None:
-        """Own the SDK client: enter it, publish it, wait for the stop, leave it."""
+        """Own the SDK client: enter it, publish it, wait for the stop, leave it. A URL
+        with transport "auto" that streamable HTTP cannot reach is tried over SSE."""
         from mcp import Client
 
         assert self._stop is not None
+        config = self.entry.config
+        kinds = ["sse"] if config.transport == "sse" else ["streamable-http"]
+        if config.url is not None and config.transport == "auto":
+            kinds.append("sse")
+        failure: Exception | None = None
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                transport = self._transport(stack)
-                client = await stack.enter_async_context(
-                    Client(transport, read_timeout_seconds=self.entry.config.tool_timeout_s)
-                )
-                self.protocol = client.protocol_version
-                if not ready.done():
-                    ready.set_result(client)
-                await self._stop.wait()
-        except Exception as exc:  # the transport or the handshake failed
-            if not ready.done():
+            for kind in kinds:
+                try:
+                    async with contextlib.AsyncExitStack() as stack:
+                        transport = self._transport(stack, kind)
+                        client = await stack.enter_async_context(
+                            Client(transport, read_timeout_seconds=config.tool_timeout_s)
+                        )
+                        self.protocol = client.protocol_version
+                        ready.set_result(client)
+                        await self._stop.wait()
+                        return
+                except Exception as exc:  # the transport or the handshake failed
+                    if ready.done():
+                        return  # it ran, then broke: the request that saw it reports it
+                    failure = exc
+            if failure is not None:
                 ready.set_exception(
-                    McpFailure(f"MCP server {self.name} failed to start: {_describe(exc)}")
+                    McpFailure(f"MCP server {self.name} failed to start: {_describe(failure)}")
                 )
         finally:
             self._client = None
             if not ready.done():
                 ready.cancel()
 
-    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+    def _transport(self, stack: contextlib.AsyncExitStack, kind: str) -> Any:
         config, name = self.entry.config, self.name
         if config.command is not None:
             from mcp import StdioServerParameters
@@ -209,14 +220,16 @@ class McpConnection:
             return stdio_client(params, errlog=stack.enter_context(self._errlog()))
         url = expanded(config.url or "", server=name)
         headers = {key: expanded(value, server=name) for key, value in config.headers.items()}
-        if config.transport == "sse":
+        if kind == "sse":
             from mcp.client.sse import sse_client
 
             return sse_client(url, headers=headers)
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+        http_client = create_mcp_http_client(headers=headers)
+        stack.push_async_callback(http_client.aclose)
+        return streamable_http_client(url, http_client=http_client)
 
     def _errlog(self) -> Any:
         """Where the server's stderr goes: a log per server (never lathe's terminal)."""
