@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from lathe.config.trust import ProjectSettings
 
 MCP_JSON = ".mcp.json"
+# Keys of the mcpServers shape that mean what lathe's own do (lathe's names included).
+_PASSED_THROUGH = (
+    "command", "args", "env", "cwd", "headers", "enabled", "startup_timeout_s",
+    "tool_timeout_s", "include_tools", "exclude_tools",
+)  # fmt: skip
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -224,9 +229,7 @@ def server_config(raw: Any) -> McpServerConfig:
         raise ValueError("expected an object with command or url")
     kind = raw.get("type") or raw.get("transport")
     url = raw.get("url") or raw.get("httpUrl") or raw.get("serverUrl")
-    fields: dict[str, Any] = {
-        key: raw[key] for key in ("command", "args", "env", "cwd", "headers") if key in raw
-    }
+    fields: dict[str, Any] = {key: raw[key] for key in _PASSED_THROUGH if key in raw}
     if url is not None:
         fields["url"] = url
         if kind == "sse":

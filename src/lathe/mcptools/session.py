@@ -102,7 +102,7 @@ class McpSession(AgentHooks):
                 Notice(level="warning", message=f"{exc}; its tools are not offered in this run")
             )
             return []
-        remote = [_remote(tool) for tool in listed]
+        remote = [remote_tool(tool) for tool in listed]
         self._store(connection.entry, remote)
         return self._wrap(connection, remote)
 
@@ -129,7 +129,7 @@ class McpSession(AgentHooks):
 
         async def refresh() -> None:
             try:
-                remote = [_remote(tool) for tool in await connection.list_tools()]
+                remote = [remote_tool(tool) for tool in await connection.list_tools()]
             except Exception:
                 return  # the call that started it reports what is wrong
             self._store(connection.entry, remote)
@@ -169,7 +169,7 @@ class McpSession(AgentHooks):
         )
 
 
-def _remote(tool: Any) -> dict[str, Any]:
+def remote_tool(tool: Any) -> dict[str, Any]:
     """What lathe keeps of a server's tool (JSON, for the cache)."""
     annotations = tool.annotations
     return {
