@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from tests.fakes.openai_server import Call, Reply
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -72,7 +72,9 @@ def user_config(tmp_path: Path, servers: dict[str, dict]) -> None:
 
 def toml_value(value) -> str:
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        )
     return json.dumps(value)
 
 
@@ -128,9 +130,7 @@ def test_a_stdio_server_tool_is_called_end_to_end(tmp_path, fake_openai):
     assert_server_gone(tmp_path)
 
 
-def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_it(
-    tmp_path, fake_openai
-):
+def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_it(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"srv": stdio_server(tmp_path)})
     fake_openai.enqueue(
@@ -155,7 +155,9 @@ def test_a_tool_error_and_bad_arguments_reach_the_model(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"srv": stdio_server(tmp_path)})
     fake_openai.enqueue(
-        Reply(calls=[Call("mcp__srv__fail", {"why": "testing"}), Call("mcp__srv__add", {"a": "x"})]),
+        Reply(
+            calls=[Call("mcp__srv__fail", {"why": "testing"}), Call("mcp__srv__add", {"a": "x"})]
+        ),
         Reply("Both failed."),
     )
 
@@ -169,9 +171,7 @@ def test_a_tool_error_and_bad_arguments_reach_the_model(tmp_path, fake_openai):
     assert [c["name"] for c in received(tmp_path)] == ["fail"]  # add never reached it
 
 
-def test_a_server_that_never_answers_the_handshake_gives_an_error_result(
-    tmp_path, fake_openai
-):
+def test_a_server_that_never_answers_the_handshake_gives_an_error_result(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     hang = tmp_path / "hang"
     user_config(tmp_path, {"srv": stdio_server(tmp_path, "--hang-if", str(hang))})
@@ -316,3 +316,29 @@ def test_a_streamable_http_server_tool_is_called_end_to_end(tmp_path, fake_opena
     assert tool_results(bodies[1]) == ["42"]
     assert tool_results(bodies[2])[1] == "hello from the note resource"
     assert received(tmp_path) == [{"name": "add", "arguments": {"a": 40, "b": 2}}]
+
+
+def test_ctrl_c_during_a_call_leaves_no_server_behind(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__slow", {"seconds": 60})]), Reply("."))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env |= {
+        "OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"),
+        "LATHE_CONFIG": str(tmp_path / "config.toml"),
+    }  # fmt: skip
+    lathe_run = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "wait for it"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not received(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert received(tmp_path) == [{"name": "slow", "arguments": {"seconds": 60}}]
+
+    lathe_run.send_signal(signal.SIGINT)
+    _, stderr = lathe_run.communicate(timeout=30)
+
+    assert lathe_run.returncode == 130, stderr
+    assert_server_gone(tmp_path)

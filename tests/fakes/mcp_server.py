@@ -24,7 +24,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import ToolAnnotations
+from mcp.types import ToolAnnotations
 
 # One red pixel.
 PNG = base64.b64decode(

@@ -45,7 +45,9 @@ def test_list_starts_trusted_servers_only_and_stops_them(tmp_path):
     result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    rows = {line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines() if "\t" in line}
+    rows = {
+        line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines() if "\t" in line
+    }
     assert rows["mine"][1:3] == ["stdio", "user"] and rows["mine"][3].startswith("ok")
     assert rows["mine"][4] == "6" and int(rows["mine"][5].replace(",", "")) > 100
     assert rows["proj"][2] == "untrusted" and "not started" in rows["proj"][3]
@@ -82,10 +84,12 @@ def test_test_reports_a_server_that_cannot_start(tmp_path):
 def test_import_a_codex_config_without_copying_its_secrets(tmp_path):
     codex = tmp_path / "codex.toml"
     codex.write_text(
-        '[mcp_servers.github]\ncommand = "npx"\nargs = ["-y", "@modelcontextprotocol/server-github"]\n'
+        '[mcp_servers.github]\ncommand = "npx"\n'
+        'args = ["-y", "@modelcontextprotocol/server-github"]\n'
         'env = { GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789" }\n'
         "startup_timeout_sec = 45\n\n"
-        '[mcp_servers.docs]\nurl = "https://mcp.example.com/mcp"\nbearer_token_env_var = "DOCS_TOKEN"\n'
+        '[mcp_servers.docs]\nurl = "https://mcp.example.com/mcp"\n'
+        'bearer_token_env_var = "DOCS_TOKEN"\n'
         'enabled_tools = ["search_*"]\n'
     )
     (tmp_path / "config.toml").write_text('# mine\nmodel = "gpt-4o"\n')

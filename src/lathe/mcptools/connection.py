@@ -109,7 +109,7 @@ class McpConnection:
         self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
     ) -> Any:
         from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         client = await self._ensure_started()
         try:
