@@ -342,3 +342,22 @@ def test_ctrl_c_during_a_call_leaves_no_server_behind(tmp_path, fake_openai):
 
     assert lathe_run.returncode == 130, stderr
     assert_server_gone(tmp_path)
+
+
+@pytest.mark.waits
+def test_a_call_past_its_timeout_is_an_error_result_and_the_server_restarts(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, tool_timeout_s=2)})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__slow", {"seconds": 30})]),
+        Reply(calls=[Call("mcp__srv__echo", {"text": "after"})]),
+        Reply("Went on."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    timed_out = tool_results(bodies[1])[0]
+    assert "MCP server srv did not answer within 2 s while running slow" in timed_out
+    assert tool_results(bodies[2])[1] == "echo: after"
