@@ -4,7 +4,8 @@ deferral, and the time from `lathe run` starting to the first MCP result.
 The server is the SDK-built fake (tests/fakes/mcp_server.py --many 200, 206 tools), run
 over stdio. The time to the first MCP result is measured through a real `lathe run`
 against the scripted fake model, from starting the process to the fake model receiving
-the request that holds the tool's result, twice: cold (no cached tool list: the server
+the request that holds the tool's result (and, to tell lathe's own start from the
+server's, to its first request), twice: cold (no cached tool list: the server
 starts at session start to list its tools) and warm (the list comes from the cache
 under LATHE_HOME and the server starts at the first call).
 
@@ -49,7 +50,9 @@ async def _schema_tokens() -> tuple[int, int, int]:
     return len(tools), schema_tokens(tools), deferred
 
 
-def _time_to_first_result(home: Path, workspace: Path, config: Path) -> float:
+def _time_to_first_result(home: Path, workspace: Path, config: Path) -> tuple[float, float]:
+    """Seconds from starting `lathe run` to the fake model receiving its first request,
+    and to it receiving the request that holds the first MCP result."""
     with FakeOpenAIServer() as model:
         model.enqueue(Reply(calls=[Call("mcp__many__add", {"a": 1, "b": 2})]), Reply("3."))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
@@ -60,14 +63,16 @@ def _time_to_first_result(home: Path, workspace: Path, config: Path) -> float:
              model.base_url, "-C", str(workspace), "add"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        while len(model.chat_bodies()) < 2 and process.poll() is None:
+        marks: list[float] = []
+        while len(marks) < 2 and process.poll() is None:
+            if len(model.chat_bodies()) > len(marks):
+                marks.append(time.monotonic() - started)
             time.sleep(0.005)
-        elapsed = time.monotonic() - started
         _, stderr = process.communicate(timeout=60)
         result = [m for m in model.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
         if process.returncode != 0 or not result or result[0]["content"] != "3":
             raise SystemExit(f"the run failed: {stderr}")
-        return elapsed
+        return marks[0], marks[1]
 
 
 def main() -> None:
@@ -92,12 +97,19 @@ def main() -> None:
             home = root / f"home{run}"
             cold.append(_time_to_first_result(home, workspace, config))
             warm.append(_time_to_first_result(home, workspace, config))
-    print(f"time from `lathe run` starting to the first MCP result (median of {args.runs}):")
-    print(f"  cold, no cached tool list: {statistics.median(cold):.2f} s")
-    print(f"  warm, tool list cached:    {statistics.median(warm):.2f} s")
+    print(f"time from `lathe run` starting (median of {args.runs}; {_load()}):")
+    for label, runs in (("cold, no cached tool list", cold), ("warm, tool list cached", warm)):
+        first = statistics.median(r[0] for r in runs)
+        result = statistics.median(r[1] for r in runs)
+        print(f"  {label}: first model request {first:.2f} s, first MCP result {result:.2f} s")
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver"], check=True)
-    print(f"  (of which the fake server's own imports: {time.monotonic() - started:.2f} s)")
+    subprocess.run([sys.executable, FAKE_SERVER, "--many", "200"], input="", text=True, check=True)
+    print(f"  (the fake server alone, to start and stop: {time.monotonic() - started:.2f} s)")
+
+
+def _load() -> str:
+    one, _, _ = os.getloadavg()
+    return f"load average {one:.2f} on {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":

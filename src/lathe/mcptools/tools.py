@@ -156,12 +156,17 @@ class ToolSearchTool(Tool):
         )
 
     async def execute(self, args: SearchParams, ctx: ToolContext) -> ToolOutput:
-        words = [w for w in re.split(r"[^a-z0-9]+", args.query.lower()) if w]
+        words = _words(args.query)
         scored = []
         for index, tool in enumerate(self.deferred):
             name, text = tool.name.lower(), tool.description.lower()
-            score = sum(3 * (word in name) + (word in text) for word in words)
-            if args.query.strip().lower() in (tool.name.lower(), tool.remote_name.lower()):
+            in_name, in_text = set(_words(name)), set(_words(text))
+            # A whole word of the name counts most, then one of the description, then a
+            # part of the name ("issue" in create_issues).
+            score = sum(
+                4 * (word in in_name) + 2 * (word in in_text) + (word in name) for word in words
+            )
+            if args.query.strip().lower() in (name, tool.remote_name.lower()):
                 score += 100
             if score:
                 scored.append((-score, index, tool))
@@ -180,6 +185,10 @@ class ToolSearchTool(Tool):
             json.dumps(specs, ensure_ascii=False, indent=1), ctx,
             summary=f"{len(found)} tool{'s' if len(found) > 1 else ''}",
         )  # fmt: skip
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in re.split(r"[^a-z0-9]+", text.lower()) if word]
 
 
 def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str = "") -> ToolOutput:
