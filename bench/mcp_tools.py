@@ -7,7 +7,8 @@ against the scripted fake model, from starting the process to the fake model rec
 the request that holds the tool's result (and, to tell lathe's own start from the
 server's, to its first request), twice: cold (no cached tool list: the server
 starts at session start to list its tools) and warm (the list comes from the cache
-under LATHE_HOME and the server starts at the first call).
+under LATHE_HOME and the server starts at the first call), and warm with --mcp-eager
+(listed from the cache, the server started in the background at session start).
 
 Usage: python bench/mcp_tools.py [--runs N]
 """
@@ -50,7 +51,9 @@ async def _schema_tokens() -> tuple[int, int, int]:
     return len(tools), schema_tokens(tools), deferred
 
 
-def _time_to_first_result(home: Path, workspace: Path, config: Path) -> tuple[float, float]:
+def _time_to_first_result(
+    home: Path, workspace: Path, config: Path, *flags: str
+) -> tuple[float, float]:
     """Seconds from starting `lathe run` to the fake model receiving its first request,
     and to it receiving the request that holds the first MCP result."""
     with FakeOpenAIServer() as model:
@@ -60,7 +63,7 @@ def _time_to_first_result(home: Path, workspace: Path, config: Path) -> tuple[fl
         started = time.monotonic()
         process = subprocess.Popen(
             [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
-             model.base_url, "-C", str(workspace), "add"],
+             model.base_url, "-C", str(workspace), *flags, "add"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         marks: list[float] = []
@@ -83,7 +86,7 @@ def main() -> None:
     print(f"tool schemas of a {count}-tool MCP server, at 3 bytes a token:")
     print(f"  without deferral: {full:,} tokens ({full / WINDOW:.0%} of a 128k window)")
     print(f"  with deferral (tool_search + mcp_resource): {deferred:,} tokens")
-    cold, warm = [], []
+    cold, warm, eager = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         workspace = root / "ws"
@@ -97,8 +100,13 @@ def main() -> None:
             home = root / f"home{run}"
             cold.append(_time_to_first_result(home, workspace, config))
             warm.append(_time_to_first_result(home, workspace, config))
+            eager.append(_time_to_first_result(home, workspace, config, "--mcp-eager"))
     print(f"time from `lathe run` starting (median of {args.runs}; {_load()}):")
-    for label, runs in (("cold, no cached tool list", cold), ("warm, tool list cached", warm)):
+    for label, runs in (
+        ("cold, no cached tool list", cold),
+        ("warm, tool list cached", warm),
+        ("warm with --mcp-eager", eager),
+    ):
         first = statistics.median(r[0] for r in runs)
         result = statistics.median(r[1] for r in runs)
         print(f"  {label}: first model request {first:.2f} s, first MCP result {result:.2f} s")

@@ -4,8 +4,9 @@ The model needs the tools' names in its first request, and a server starts on fi
 use, so lathe keeps each server's tool list in `LATHE_HOME/mcp-tools/`, keyed by a
 fingerprint of the server's settings. `McpSession.on_run_start` (a hook, awaited before
 the first request) registers the tools: from that cache without starting anything, or,
-for a server never listed before (or with `--mcp-eager`, every server), by starting it
-and listing them, all servers at once, each bounded by its startup_timeout_s. A server
+for a server never listed before, by starting it and listing them, all servers at once,
+each bounded by its startup_timeout_s. With `--mcp-eager` a cached server is started
+too, in the background, so the first request does not wait for it. A server
 that starts later for a call lists its tools again in the background and refreshes the
 cache (a tool that appeared is registered too). A server that cannot be listed is a
 notice, and its tools are missing from that run.
@@ -72,6 +73,7 @@ class McpSession(AgentHooks):
         self.deferred = False
         self._prepared = self._listed = False
         self._refreshes: set[asyncio.Task[None]] = set()
+        self._relisting: set[str] = set()
 
     async def on_run_start(self, task: str) -> None:
         if self._prepared:
@@ -92,8 +94,10 @@ class McpSession(AgentHooks):
         self._listed = True
 
     async def _tools_of(self, connection: McpConnection) -> list[McpTool]:
-        cached = None if self._eager else self._cached(connection.entry)
+        cached = self._cached(connection.entry)
         if cached is not None:
+            if self._eager:  # start it now, without holding up the first request
+                self._relist(connection)
             return self._wrap(connection, cached)
         try:
             listed = await connection.list_tools()
@@ -124,19 +128,28 @@ class McpSession(AgentHooks):
 
     async def _refresh(self, connection: McpConnection) -> None:
         """A server started for a call: list its tools again, off the call's path."""
-        if not self._listed:
-            return  # started by the listing itself
+        if self._listed:  # (else the session's own listing started it)
+            self._relist(connection)
 
-        async def refresh() -> None:
+    def _relist(self, connection: McpConnection) -> None:
+        """List the server's tools in the background (starting it if need be), refresh
+        the cache and register any tool that is new."""
+        if connection.name in self._relisting:
+            return
+        self._relisting.add(connection.name)
+
+        async def relist() -> None:
             try:
                 remote = [remote_tool(tool) for tool in await connection.list_tools()]
             except Exception:
                 return  # the call that started it reports what is wrong
+            finally:
+                self._relisting.discard(connection.name)
             self._store(connection.entry, remote)
             for tool in self._wrap(connection, remote):
                 self._add(tool)
 
-        task = asyncio.create_task(refresh())
+        task = asyncio.create_task(relist())
         self._refreshes.add(task)
         task.add_done_callback(self._refreshes.discard)
 
