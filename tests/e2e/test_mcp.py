@@ -361,3 +361,22 @@ def test_a_call_past_its_timeout_is_an_error_result_and_the_server_restarts(tmp_
     timed_out = tool_results(bodies[1])[0]
     assert "MCP server srv did not answer within 2 s while running slow" in timed_out
     assert tool_results(bodies[2])[1] == "echo: after"
+
+
+def test_only_tools_the_server_marks_read_only_run_in_read_only_mode(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(
+            calls=[Call("mcp__srv__add", {"a": 1, "b": 1}), Call("mcp__srv__echo", {"text": "x"})]
+        ),
+        Reply("One ran."),
+    )
+
+    result = run(fake_openai, tmp_path, ws, "--approval", "read-only")
+
+    assert result.returncode == 0, result.stderr
+    added, echoed = tool_results(fake_openai.chat_bodies()[1])
+    assert added == "2"
+    assert "read-only" in echoed and "echo:" not in echoed
+    assert [c["name"] for c in received(tmp_path)] == ["add"]
