@@ -30,6 +30,7 @@ def _benches(quick: bool) -> list[tuple[str, list[str]]]:
         ("one model request as the conversation grows", ["request_build.py"]),
         ("sessions: list and open", ["session_load.py", "--entries", "20000", "50000"]),
         ("sessions list with many sessions", ["session_list.py"]),
+        ("MCP: schema tokens, time to the first result", ["mcp_tools.py", "--runs", runs]),
     ]
 
 

@@ -40,7 +40,7 @@ class ContextManager:
         provider: llm.Provider,
         emit: Callable[[AgentEvent], None],
         *,
-        fixed_tokens: int,
+        fixed_tokens: int | Callable[[], int],
         retry: RetryPolicy | None = None,
         on_compaction: Callable[[str, int, int, int], None] | None = None,
         words: Words | None = None,
@@ -53,7 +53,9 @@ class ContextManager:
         self._view = RequestView()
         self._provider = provider
         self._emit = emit
-        self._fixed_tokens = fixed_tokens
+        # What every request carries besides the conversation: the system prompt and the
+        # tool specs. A callable when tools can join after the start (MCP servers' tools).
+        self._fixed = fixed_tokens if callable(fixed_tokens) else lambda: fixed_tokens
         self._retry = retry or RetryPolicy()
         self._on_compaction = on_compaction
         self._words = words or load_words()
@@ -71,11 +73,11 @@ class ContextManager:
         Sent even when the estimate stays above the limit (it runs high on purpose):
         only the provider's refusal ends the run (`cannot_fit`)."""
         sent = self._view.update(history, self._keep_tokens())
-        if self.meter.estimate(self._view, self._fixed_tokens) <= self.budget.prompt_limit:
+        if self.meter.estimate(self._view, self._fixed()) <= self.budget.prompt_limit:
             return self._with_kept_verbatim(sent)
         if await self.compact(history, reason="budget"):
             sent = self._view.update(history, self._keep_tokens())
-        too_big = self._fixed_tokens + self._view.tokens(0) > self.budget.prompt_limit
+        too_big = self._fixed() + self._view.tokens(0) > self.budget.prompt_limit
         if too_big and not self._squeezed:
             self._squeezed = True
             sent = self._view.update(history, self._keep_tokens())
@@ -122,12 +124,12 @@ class ContextManager:
         older_tokens = conversation_tokens(plan.older)
         if older_tokens < self._retry_at_tokens:
             return False
-        before = self._fixed_tokens + conversation_tokens(history)
+        before = self._fixed() + conversation_tokens(history)
         summary = await self._summarise(plan.older)
         compacted = compacted_history(
             plan, summary, self._words.say("summary_heading"), self._kept_verbatim()
         )
-        after = self._fixed_tokens + conversation_tokens(compacted)
+        after = self._fixed() + conversation_tokens(compacted)
         # Judged by what a request carries (old tool outputs are pruned from it anyway).
         sent_before = self._estimate(self._pruned(history))
         sent_after = self._estimate(self._pruned(compacted))
@@ -158,7 +160,7 @@ class ContextManager:
         return prune_tool_outputs(history, self._keep_tokens())
 
     def _estimate(self, messages: Sequence[Message]) -> int:
-        return self._fixed_tokens + conversation_tokens(messages)
+        return self._fixed() + conversation_tokens(messages)
 
     async def _summarise(self, older: Sequence[Message]) -> str:
         limit_chars = self.budget.prompt_limit * 2  # about half the window, in tokens

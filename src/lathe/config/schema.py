@@ -27,6 +27,7 @@ Approval = Literal["read-only", "ask", "auto", "full"]
 ProviderKind = str
 
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 _DURATION = re.compile(rf"(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s)?")
 _TOKENS = re.compile(rf"{_NUMBER}([km]?)")
@@ -525,6 +526,102 @@ class MemoryConfig(Section):
     the prompt, but the model cannot write it or search earlier sessions)."""
 
 
+class McpServerConfig(Section):
+    """One MCP server: `[mcp.servers.NAME]`, its tools offered as `mcp__NAME__TOOL`.
+    Give `command` (a local server over stdio) or `url` (a remote one), not both."""
+
+    command: str | None = Field(default=None, examples=["npx"])
+    """Program that runs the server over stdio, e.g. "npx" or "uvx"."""
+
+    args: list[str] = Field(default_factory=list)
+    """Its arguments, e.g. ["-y", "@modelcontextprotocol/server-github"]."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the server, beside HOME, PATH, SHELL, TERM, USER and
+    LOGNAME (nothing else of lathe's environment reaches it). Write ${VAR} to take a
+    secret from lathe's environment when the server starts; it is never stored."""
+
+    cwd: str | None = None
+    """Directory the server runs in (a relative path starts at the workspace); unset:
+    the workspace."""
+
+    url: str | None = Field(default=None, examples=["https://mcp.example.com/mcp"])
+    """Endpoint of a remote server (streamable HTTP, with the legacy SSE transport as a
+    fallback)."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent to `url`; write "Bearer ${TOKEN}" to take a secret from the
+    environment at use time."""
+
+    transport: Literal["auto", "streamable-http", "sse"] = "auto"
+    """For `url`: "streamable-http", "sse" (the legacy transport), or "auto": streamable
+    HTTP, then SSE when the server refuses it."""
+
+    enabled: bool = True
+    """false: the server is never started and its tools are not offered."""
+
+    startup_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds the server may take to start and answer the handshake (npx servers that
+    download themselves need more than 10)."""
+
+    tool_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one tool call may take before it fails (an error result the model sees)."""
+
+    include_tools: list[str] = Field(default_factory=list)
+    """Glob patterns (`list_*`) of the server's tool names to offer; empty: all."""
+
+    exclude_tools: list[str] = Field(default_factory=list)
+    """Glob patterns of the server's tool names never to offer (after include_tools)."""
+
+    @field_validator("headers", "env")
+    @classmethod
+    def _no_literal_secrets(cls, values: dict[str, str]) -> dict[str, str]:
+        for name, value in values.items():
+            if looks_like_secret(_ENV_REF.sub("", value)):
+                raise ValueError(
+                    f"{name!r} looks like it holds a secret; secrets are never stored in "
+                    'config files. Write "${VAR}" (e.g. "Bearer ${MY_TOKEN}") and export VAR'
+                )
+        return values
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give either command (a server run over stdio) or url (a remote server)"
+            )
+        return self
+
+
+class McpConfig(Section):
+    """Model Context Protocol servers whose tools the agent may use."""
+
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """Servers by NAME (letters, digits, _ and -). A project's `.mcp.json` adds its
+    `mcpServers`; servers a project file declares start only once trusted."""
+
+    schema_share: float = Field(default=0.10, gt=0, le=1)
+    """Share of the model's window the MCP tools' schemas may take; past it, only their
+    names and one-line descriptions are sent, with a tool_search tool for the schemas."""
+
+    trust_project_servers: bool = False
+    """true (in the user file): start the MCP servers any project declares without
+    asking. Off: each project's servers need trust once (--trust-project-mcp)."""
+
+    @field_validator("servers")
+    @classmethod
+    def _names_fit_tool_names(
+        cls, servers: dict[str, McpServerConfig]
+    ) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if not _SERVER_NAME.fullmatch(name) or "__" in name:
+                raise ValueError(
+                    f"server name {name!r} must be letters, digits, _ and - (no double _): "
+                    "it becomes part of each tool's name, mcp__NAME__TOOL"
+                )
+        return servers
+
+
 class Config(Section):
     """Everything lathe reads from config files, the environment and flags."""
 
@@ -581,6 +678,9 @@ class Config(Section):
 
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     """Instruction files and the agent's memory across sessions."""
+
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    """MCP servers and how much of the window their tool schemas may take."""
 
 
 @functools.cache

@@ -377,6 +377,16 @@ class _PipeReader(asyncio.Protocol):
             self._eof.set_result(None)
 
 
+def cap_output(data: bytes, limit: int, spill_dir: Path | None) -> tuple[str, Path | None]:
+    """Output a tool already holds, capped as command output is: all of it when it fits
+    in `limit` bytes, else head and tail around a marker, the whole in a spill file
+    (its path returned; None when nothing was cut or it could not be written)."""
+    sink = _OutputSink(limit, spill_dir)
+    sink.feed(data)
+    sink.close()
+    return sink.text(), sink.spill_path
+
+
 class _OutputSink:
     """Keeps all output while it fits in `limit`; past that, a head and a tail in memory
     and everything in a spill file."""

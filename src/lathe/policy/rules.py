@@ -1,5 +1,7 @@
 """Permission rules: `bash(git diff:*)`, `bash(npm test)`, `edit(src/**)`, `read(.env)`,
-`mcp__server__tool`. Precedence between lists is deny > ask > allow.
+`mcp__server__tool`, `mcp__server__*` (a `*` in a bare tool name matches any run of
+characters, so one rule covers every tool of a server). Precedence between lists is
+deny > ask > allow.
 
 Path patterns are .gitignore's, in the one dialect of `lathe.patterns`: a pattern without
 a slash matches that name at any depth (`.env`, `*.pem`, `secrets/`); one with a slash
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from lathe.policy.shell_parse import SimpleCommand
 
 Action = Literal["allow", "ask", "deny"]
-_RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-]+)(?:\((?P<pattern>.*)\))?$")
+_RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-*]+)(?:\((?P<pattern>.*)\))?$")
 # Changing these makes the host run code later, outside the sandbox: git's config and
 # hooks (fsmonitor, pre-commit), lathe's project config (hooks) and MCP server lists.
 ALWAYS_PROTECTED = (".git", ".lathe/", ".mcp.json")
@@ -122,6 +124,15 @@ class RuleSet:
     def for_tool(self, tool: str) -> tuple[Action, Rule] | None:
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                if rule.tool == tool and rule.pattern is None:
+                if rule.pattern is None and _names(rule.tool, tool):
                     return action, rule  # type: ignore[return-value]
         return None
+
+
+def _names(rule_tool: str, tool: str) -> bool:
+    """Whether a rule's tool part names `tool`: exactly, or as a `*` glob."""
+    if "*" not in rule_tool:
+        return rule_tool == tool
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(tool, rule_tool.replace("[", "[[]"))

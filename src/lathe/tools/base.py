@@ -24,6 +24,9 @@ A tool subclasses `Tool` (or is one async function under `@tool`) and says what 
   would make, shown to the person asked to approve it (`edit`, `write`).
 - `summarize_call(args) -> str`: the key argument, for one-line progress displays
   (default: the first parameter's value).
+- `own_spec() -> ToolSpec | None` (default None): the spec the model sees, for a tool
+  whose schema is not built from a pydantic model (an MCP server's tool brings its own
+  JSON schema); None: `tool_spec` builds it from `parameters`.
 
 Contract for `Tool.execute(args, ctx)`:
 - `args` is an instance of `Tool.parameters`, already validated by the loop.
@@ -122,6 +125,10 @@ class Tool(ABC):
         when the tool changes no file or the change cannot be predicted."""
         return None
 
+    def own_spec(self) -> ToolSpec | None:
+        """The spec the model sees when it is not built from `parameters`; None: built."""
+        return None
+
 
 def tool(
     function: Callable[..., Awaitable[Any]] | None = None,
@@ -217,6 +224,9 @@ def _function_tool(
 
 
 def tool_spec(tool: Tool) -> ToolSpec:
+    own = tool.own_spec()
+    if own is not None:
+        return own
     schema = tool.parameters.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
@@ -225,19 +235,31 @@ def tool_spec(tool: Tool) -> ToolSpec:
 
 
 class ToolRegistry:
-    """Tools by name. Concrete tools register here; the loop never names one."""
+    """Tools by name. Concrete tools register here; the loop never names one.
+
+    Every registered tool is callable (`get`, `names`); only the advertised ones send
+    their spec with each request (`specs`). A deferred tool (`advertised=False`: MCP
+    tools whose schemas would flood the window) is found through a search tool, and a
+    call to it by name works like any other."""
 
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self._deferred: set[str] = set()
         self._specs: list[ToolSpec] | None = None
         for tool in tools or []:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: Tool, *, advertised: bool = True) -> None:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if not advertised:
+            self._deferred.add(tool.name)
         self._specs = None
+
+    def deferred(self) -> list[Tool]:
+        """The callable tools whose specs are not sent."""
+        return [tool for name, tool in self._tools.items() if name in self._deferred]
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -248,5 +270,7 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """Built once (every request sends them; a JSON schema is not free to make)."""
         if self._specs is None:
-            self._specs = [tool_spec(t) for t in self._tools.values()]
+            self._specs = [
+                tool_spec(t) for name, t in self._tools.items() if name not in self._deferred
+            ]
         return self._specs

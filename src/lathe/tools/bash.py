@@ -9,13 +9,13 @@ timeout is an error result, since it never finished what was asked.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
-from lathe.exec.base import ExecResult
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
 _OMITTED = re.compile(r"\n\[\.\.\. [\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
@@ -63,7 +63,7 @@ class BashTool(Tool):
         if args.timeout and args.timeout > limits.bash_max_timeout_s:
             notes.append(f"[timeout capped at {limits.bash_max_timeout_s:g} s]")
         if result.truncated:
-            notes.append(_paging_notice(result))
+            notes.append(paging_notice(result.output, result.full_output_path))
         if result.timed_out:
             notes.append(
                 f"[killed after {timeout:g} s: the command timed out and everything it "
@@ -93,13 +93,14 @@ class BashTool(Tool):
         )
 
 
-def _paging_notice(result: ExecResult) -> str:
-    if result.full_output_path is None:
+def paging_notice(output: str, full_output_path: Path | None) -> str:
+    """What the model reads under a cut output: where the whole is and how to page it."""
+    if full_output_path is None:
         return "[output truncated: the middle part is lost; rerun with less output]"
-    marker = _OMITTED.search(result.output)
-    head_lines = result.output.count("\n", 0, marker.start()) if marker else 0
+    marker = _OMITTED.search(output)
+    head_lines = output.count("\n", 0, marker.start()) if marker else 0
     return (
-        f"[output truncated: the full output is in {result.full_output_path}. Read the "
-        f"omitted part with read(path=\"{result.full_output_path}\", "
+        f"[output truncated: the full output is in {full_output_path}. Read the "
+        f"omitted part with read(path=\"{full_output_path}\", "
         f"offset={head_lines + 1}), or search it with grep]"
     )

@@ -24,6 +24,7 @@ _LAZY_COMMANDS = {
     "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
+    "mcp": ("lathe.ui.mcp_cmd", "mcp_group", "List, check and import MCP servers."),
     "plugins": (
         "lathe.ui.plugins_cmd",
         "plugins_command",
@@ -108,6 +109,17 @@ def _agent_options(func):
             is_flag=True,
             help="Trust the project file's hooks and sandbox settings (remembered until "
             "they change).",
+        ),
+        click.option(
+            "--trust-project-mcp",
+            is_flag=True,
+            help="Start the MCP servers the project's .mcp.json or .lathe/config.toml "
+            "declares (remembered until they change).",
+        ),
+        click.option(
+            "--mcp-eager",
+            is_flag=True,
+            help="Start every MCP server when the session starts, not at its first use.",
         ),
         click.option(
             "-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."

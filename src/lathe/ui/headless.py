@@ -161,6 +161,7 @@ class _HeadlessRun:
                 ends.append(finished)
             return finished
         finally:
+            await safety.aclose()
             await provider.aclose()
 
     async def _attempt(

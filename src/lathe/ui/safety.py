@@ -4,7 +4,7 @@ the one hook chain both faces run with."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +28,12 @@ class Safety:
     sandboxed: bool
     tools: ToolRegistry  # the run's tools: the gate asks them, the agent runs them
     hooks: list[AgentHooks] = field(default_factory=list)  # config and plugin hooks
+    # What ends with the face's session (MCP servers); `aclose` runs them.
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for close in self.closers:
+            await close()
 
 
 def hook_chain(
@@ -68,6 +74,7 @@ def standing_approvals(session) -> set[str]:
 
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
+    from lathe.mcptools.session import mcp_session
     from lathe.memory import memory_tools
     from lathe.plugins import load_tool_plugins
     from lathe.session import ApprovalEntry
@@ -117,6 +124,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
+    mcp = mcp_session(setup, tools, emit)
     policy = Policy(
         mode=mode,
         rules=rules,
@@ -141,13 +149,16 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         on_remember=remember,
         words=load_words(setup.model.profile.settings.prompts, setup.workspace),
     )
-    hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep)
+    hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep) + ([mcp] if mcp else [])
     if tools.get("bash") is not None:
         from lathe.warmup import import_ahead
 
         # The guard parses every command with tree-sitter: 30 ms of imports at the first.
         import_ahead("lathe.policy.command")
-    return Safety(executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks)
+    return Safety(
+        executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks,
+        closers=[mcp.aclose] if mcp else [],
+    )  # fmt: skip
 
 
 def _plugin_executor(name: str, workspace: Path, hide_env: list[str], keep_env) -> Executor:
@@ -231,6 +242,10 @@ def _key_variables(setup: RunSetup) -> list[str]:
     names |= {m for p in providers for v in p.headers.values() for m in _ENV_REF.findall(v)}
     if setup.model.api_key_env:
         names.add(setup.model.api_key_env)
+    if setup.mcp_servers is not None:  # the secrets MCP servers take from the environment
+        from lathe.mcptools.servers import references
+
+        names |= {n for entry in setup.mcp_servers.entries for n in references(entry.config)}
     return sorted({KEY_OVERRIDE_ENV, *names})
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lathe.config import LoadedConfig, ResolvedModel
     from lathe.config.trust import ProjectSettings
     from lathe.llm.registry import Endpoint
+    from lathe.mcptools.servers import DeclaredServers
 
 
 @dataclass
@@ -38,6 +39,8 @@ class RunOptions:
     resume: str | None = None
     continue_last: bool = False
     trust_project: bool = False  # trust (and remember) the project file's settings
+    trust_project_mcp: bool = False  # trust (and remember) the project's MCP servers
+    mcp_eager: bool = False  # start every MCP server when the session starts
     wait: bool = False  # another run holds the workspace: wait for it instead of refusing
     headless: bool = True
     # Asks the user whether to trust a project file's settings (interactive faces only).
@@ -52,6 +55,8 @@ class RunSetup:
     model: ResolvedModel
     endpoint: Endpoint
     notices: list[str] = field(default_factory=list)  # told to the user once the run starts
+    # The MCP servers declared for the workspace, their trust decided (lathe.mcptools).
+    mcp_servers: DeclaredServers | None = None
 
     @property
     def approval(self) -> str:
@@ -99,7 +104,19 @@ def prepare(options: RunOptions) -> RunSetup:
         endpoint = dataclasses.replace(endpoint, tool_mode="json_schema")
     setup = RunSetup(options, workspace, loaded, model, endpoint)
     setup.notices = notices
+    setup.mcp_servers = _mcp_servers(loaded, workspace, options)
     return setup
+
+
+def _mcp_servers(loaded: LoadedConfig, workspace: Path, options: RunOptions) -> DeclaredServers:
+    """The workspace's MCP servers; a project's servers run once trusted:
+    --trust-project-mcp trusts them now, an interactive session asks, and otherwise they
+    are not started (a notice says how to trust them)."""
+    from lathe.mcptools.servers import declared_servers
+
+    return declared_servers(
+        loaded, workspace, trust_now=options.trust_project_mcp, ask=options.ask_trust
+    )
 
 
 def _check_project_trust(loaded: LoadedConfig, options: RunOptions) -> None:

@@ -129,7 +129,7 @@ def build_agent(
     messages: list[Message] | None = None,
     tools: ToolRegistry | None = None,
 ) -> Agent:
-    from lathe.agent.compaction import ContextManager, fixed_prompt_tokens
+    from lathe.agent.compaction import ContextManager
     from lathe.agent.context import Budget
     from lathe.tools.builtin import builtin_tools
     from lathe.tools.files import FileState
@@ -197,9 +197,7 @@ def build_agent(
             ),
             provider,
             emit,
-            fixed_tokens=fixed_prompt_tokens(
-                prompt.text, str([s.parameters for s in tools.specs()])
-            ),
+            fixed_tokens=_fixed_tokens(prompt.text, tools),
             retry=settings.retry,
             on_compaction=hooks.on_compaction,
             words=words,
@@ -216,3 +214,19 @@ def build_agent(
         words=words,
     )
     return Agent(deps, emit, messages)
+
+
+def _fixed_tokens(system: str, tools: ToolRegistry):
+    """The tokens of the system prompt and the advertised tool specs, counted again only
+    when the specs change (MCP tools are registered when the first run starts)."""
+    from lathe.agent.compaction import fixed_prompt_tokens
+
+    counted: list = [None, 0]
+
+    def tokens() -> int:
+        specs = tools.specs()  # the same list until a tool is registered
+        if counted[0] is not specs:
+            counted[:] = [specs, fixed_prompt_tokens(system, str([s.parameters for s in specs]))]
+        return counted[1]
+
+    return tokens

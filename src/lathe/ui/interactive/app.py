@@ -300,6 +300,9 @@ class InteractiveApp:
         await self.links.close()
         if self._log is not None:
             self._log.close()
+        safety = getattr(self, "safety", None)  # unset when the agent was never built
+        if safety is not None:
+            await safety.aclose()
         await self.provider.aclose()
 
     def _resume_hint(self, session_id: str) -> str:

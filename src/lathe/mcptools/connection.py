@@ -1,0 +1,280 @@
+"""One MCP server's lifecycle in a session: started on first use, once, kept until
+the session closes, restarted after a failure (at most `MAX_RESTARTS` times).
+
+Contract of `McpConnection`:
+- `list_tools`, `call_tool` and `read_resource` start the server when it is not
+  running. Any failure of lathe's side of the exchange — the server did not start or
+  answer the handshake within `startup_timeout_s`, a call took longer than
+  `tool_timeout_s`, the process died or the connection broke — raises `McpFailure`
+  with one sentence naming the server and what happened, and drops the connection so
+  the next call starts the server again. An error the *tool* reports (`isError`) is a
+  normal result, not a failure.
+- The SDK's client is entered and left inside one task this object owns (anyio's
+  cancel scopes must be left in the task that entered them); callers in other tasks
+  only send requests over it. `aclose` ends that task, and with it the server: the
+  SDK's stdio transport closes the server's stdin, then terminates its process tree.
+- A cancelled caller (Ctrl-C) cancels its request only; the server keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lathe.errors import ToolError
+from lathe.mcptools.servers import ServerEntry, expanded
+
+MAX_RESTARTS = 3
+
+
+class McpFailure(ToolError):
+    """The server could not do what was asked; the message names it and says why."""
+
+
+class McpConnection:
+    def __init__(self, entry: ServerEntry, workspace: Path, log_dir: Path | None) -> None:
+        self.entry = entry
+        self._workspace = workspace
+        self._log_dir = log_dir
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self.starts = 0
+        self.last_error: str | None = None
+        self.protocol: str | None = None  # the protocol version the handshake agreed on
+        # Awaited each time the server has started (the session refreshes its tool list).
+        self.on_started: Callable[[McpConnection], Awaitable[None]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None and self._task is not None and not self._task.done()
+
+    @property
+    def _startup_s(self) -> float:
+        return self.entry.config.startup_timeout_s
+
+    async def list_tools(self) -> list[Any]:
+        """Every tool the server offers (all pages), fetched fresh."""
+
+        async def fetch(client: Any) -> list[Any]:
+            tools, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+
+        return await self._request("listing its tools", fetch, self._startup_s)
+
+    async def list_resources(self) -> list[Any]:
+        async def fetch(client: Any) -> list[Any]:
+            if client.server_capabilities.resources is None:
+                return []
+            return list((await client.list_resources(cache_mode="refresh")).resources)
+
+        return await self._request("listing its resources", fetch, self._startup_s)
+
+    async def list_prompts(self) -> list[Any]:
+        async def fetch(client: Any) -> list[Any]:
+            if client.server_capabilities.prompts is None:
+                return []
+            return list((await client.list_prompts(cache_mode="refresh")).prompts)
+
+        return await self._request("listing its prompts", fetch, self._startup_s)
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+        timeout = self.entry.config.tool_timeout_s
+
+        async def call(client: Any) -> Any:
+            return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+
+        return await self._request(f"running {tool}", call, timeout)
+
+    async def read_resource(self, uri: str) -> Any:
+        async def read(client: Any) -> Any:
+            return await client.read_resource(uri)
+
+        return await self._request(f"reading {uri}", read, self.entry.config.tool_timeout_s)
+
+    async def _request(
+        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
+    ) -> Any:
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        client = await self._ensure_started()
+        try:
+            # The SDK's own read timeout answers first; this one catches a transport
+            # that stops without failing the request.
+            return await asyncio.wait_for(request(client), timeout + 5)
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                await self._drop(f"did not answer within {timeout:g} s while {doing}")
+            elif exc.code == CONNECTION_CLOSED:
+                await self._drop(f"closed the connection while {doing} (it may have crashed)")
+            message = exc.error.message
+            raise McpFailure(f"MCP server {self.name} refused {doing}: {message}") from None
+        except TimeoutError:
+            await self._drop(f"did not answer within {timeout:g} s while {doing}")
+        except Exception as exc:  # the transport broke: the process died, the socket closed
+            if not self.running:
+                await self._drop(f"stopped while {doing} (it may have crashed)")
+            await self._drop(f"failed while {doing}: {_describe(exc)}")
+        raise AssertionError("unreachable")  # _drop always raises
+
+    async def _ensure_started(self) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.running:
+                return self._client
+            if self._task is not None:  # it ran and failed: a restart
+                await self._end_task()
+            if self.starts > MAX_RESTARTS:
+                raise McpFailure(
+                    f"MCP server {self.name} is not available: it failed "
+                    f"{MAX_RESTARTS + 1} times in this session ({self.last_error}); "
+                    "lathe no longer restarts it"
+                )
+            self.starts += 1
+            ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._task = asyncio.create_task(self._serve(ready), name=f"mcp:{self.name}")
+            timeout = self.entry.config.startup_timeout_s
+            try:
+                self._client = await asyncio.wait_for(asyncio.shield(ready), timeout)
+            except TimeoutError:
+                await self._end_task()
+                self.last_error = f"did not start within {timeout:g} s"
+                raise McpFailure(
+                    f"MCP server {self.name} did not start and answer the handshake within "
+                    f"{timeout:g} s (mcp.servers.{self.name}.startup_timeout_s)"
+                ) from None
+            except McpFailure as exc:
+                await self._end_task()
+                self.last_error = str(exc)
+                raise
+            if self.on_started is not None:
+                await self.on_started(self)
+            return self._client
+
+    async def _serve(self, ready: asyncio.Future[Any]) -> None:
+        """Own the SDK client: enter it, publish it, wait for the stop, leave it. A URL
+        with transport "auto" that streamable HTTP cannot reach is tried over SSE."""
+        from mcp import Client
+
+        assert self._stop is not None
+        config = self.entry.config
+        kinds = ["sse"] if config.transport == "sse" else ["streamable-http"]
+        if config.url is not None and config.transport == "auto":
+            kinds.append("sse")
+        failure: Exception | None = None
+        try:
+            for kind in kinds:
+                try:
+                    async with contextlib.AsyncExitStack() as stack:
+                        transport = self._transport(stack, kind)
+                        client = await stack.enter_async_context(
+                            Client(transport, read_timeout_seconds=config.tool_timeout_s)
+                        )
+                        self.protocol = client.protocol_version
+                        ready.set_result(client)
+                        await self._stop.wait()
+                        return
+                except Exception as exc:  # the transport or the handshake failed
+                    if ready.done():
+                        return  # it ran, then broke: the request that saw it reports it
+                    failure = exc
+            if failure is not None:
+                ready.set_exception(
+                    McpFailure(f"MCP server {self.name} failed to start: {_describe(failure)}")
+                )
+        finally:
+            self._client = None
+            if not ready.done():
+                ready.cancel()
+
+    def _transport(self, stack: contextlib.AsyncExitStack, kind: str) -> Any:
+        config, name = self.entry.config, self.name
+        if config.command is not None:
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            cwd = Path(expanded(config.cwd, server=name)) if config.cwd else self._workspace
+            params = StdioServerParameters(
+                command=expanded(config.command, server=name),
+                args=[expanded(arg, server=name) for arg in config.args],
+                env={key: expanded(value, server=name) for key, value in config.env.items()},
+                cwd=self._workspace / cwd,
+                encoding_error_handler="replace",
+            )
+            return stdio_client(params, errlog=stack.enter_context(self._errlog()))
+        url = expanded(config.url or "", server=name)
+        headers = {key: expanded(value, server=name) for key, value in config.headers.items()}
+        if kind == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(url, headers=headers)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http_client = create_mcp_http_client(headers=headers)
+        stack.push_async_callback(http_client.aclose)
+        return streamable_http_client(url, http_client=http_client)
+
+    def _errlog(self) -> Any:
+        """Where the server's stderr goes: a log per server (never lathe's terminal)."""
+        import os
+
+        if self._log_dir is None:
+            return open(os.devnull, "w")  # closed by the exit stack
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        return open(self._log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8")
+
+    async def _drop(self, what: str) -> None:
+        """Forget the broken connection (the next request starts the server again) and
+        raise the failure the model reads."""
+        self.last_error = what
+        await self._end_task()
+        left = MAX_RESTARTS + 1 - self.starts
+        again = (
+            "the next call starts it again"
+            if left > 0
+            else "it will not be restarted in this session"
+        )
+        raise McpFailure(f"MCP server {self.name} {what}; {again}")
+
+    async def _end_task(self) -> None:
+        task, self._task = self._task, None
+        self._client = None
+        if task is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        # The SDK bounds its own shutdown (stdin closed, then SIGTERM, then SIGKILL).
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), 8)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
+
+    async def aclose(self) -> None:
+        await self._end_task()
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception, looking inside exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

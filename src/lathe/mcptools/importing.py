@@ -1,0 +1,135 @@
+"""Reading another agent's MCP servers (Codex `config.toml` `[mcp_servers]`, Gemini
+`settings.json` `mcpServers`) and appending them to a lathe config file as
+`[mcp.servers.NAME]` tables.
+
+A value that looks like a secret (`looks_like_secret`) is never written: an `env` entry
+becomes `${ITS_NAME}`, a header `${SERVERNAME_HEADER}`, and the caller tells the user
+which variables to export. Existing text and comments of the target file are kept; a
+server the file already declares is skipped, not overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from lathe.config.secrets import looks_like_secret
+from lathe.errors import UsageError
+from lathe.mcptools.servers import server_config
+
+_DOLLAR_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\b")
+_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
+    """The servers in `path` as lathe settings (only the keys that differ from the
+    defaults), and the (where, VARIABLE) of each secret replaced by a reference."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".toml":
+            raw = tomllib.loads(text).get("mcp_servers", {})
+            converted = {name: _from_codex(server) for name, server in raw.items()}
+        else:
+            data = json.loads(text)
+            raw = data.get("mcpServers", {}) if isinstance(data, dict) else {}
+            converted = {name: _from_gemini(server) for name, server in raw.items()}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise UsageError(f"cannot read MCP servers from {path}: {exc}") from None
+    replaced: list[tuple[str, str]] = []
+    servers: dict[str, dict[str, Any]] = {}
+    for name, fields in converted.items():
+        safe = re.sub(r"[^A-Za-z0-9_-]", "-", name).replace("__", "_")
+        for key in ("env", "headers"):
+            for item, value in list(fields.get(key, {}).items()):
+                value = _DOLLAR_NAME.sub(r"${\1}", str(value))
+                if looks_like_secret(_ENV_REF.sub("", value)):
+                    variable = item if key == "env" else _variable(f"{safe}_{item}")
+                    value = f"${{{variable}}}"
+                    replaced.append((f"mcp.servers.{safe}.{key}.{item}", variable))
+                fields[key][item] = value
+        try:
+            checked = server_config(fields)
+        except ValueError as exc:
+            raise UsageError(f"{path}: server {name}: {str(exc).splitlines()[-2]}") from None
+        servers[safe] = checked.model_dump(exclude_defaults=True)
+    return servers, replaced
+
+
+def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Append each server to `target` (created when missing); (written, skipped)."""
+    existing = target.read_text(encoding="utf-8") if target.is_file() else ""
+    try:
+        declared = tomllib.loads(existing).get("mcp", {}).get("servers", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{target}: invalid TOML ({exc}); fix it first") from None
+    written, skipped, blocks = [], [], []
+    for name, fields in servers.items():
+        if name in declared:
+            skipped.append(name)
+            continue
+        lines = [f"[mcp.servers.{name}]"]
+        lines += [f"{key} = {_toml(value)}" for key, value in fields.items()]
+        blocks.append("\n".join(lines))
+        written.append(name)
+    if blocks:
+        from lathe.tools.files import write_atomic
+
+        joined = existing.rstrip("\n") + ("\n\n" if existing.strip() else "")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, (joined + "\n\n".join(blocks) + "\n").encode())
+    return written, skipped
+
+
+def _from_codex(server: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: server[k] for k in ("command", "args", "env", "cwd", "url") if k in server}
+    headers = dict(server.get("http_headers", {}))
+    headers |= {h: f"${{{var}}}" for h, var in server.get("env_http_headers", {}).items()}
+    if server.get("bearer_token_env_var"):
+        headers["Authorization"] = f"Bearer ${{{server['bearer_token_env_var']}}}"
+    if headers:
+        fields["headers"] = headers
+    if fields.get("url"):
+        fields["type"] = "http"  # Codex speaks streamable HTTP to a url
+    renames = {
+        "startup_timeout_sec": "startup_timeout_s",
+        "tool_timeout_sec": "tool_timeout_s",
+        "enabled_tools": "include_tools",
+        "disabled_tools": "exclude_tools",
+    }
+    fields |= {ours: server[theirs] for theirs, ours in renames.items() if theirs in server}
+    if server.get("startup_timeout_ms"):
+        fields["startup_timeout_s"] = server["startup_timeout_ms"] / 1000
+    if server.get("enabled") is False:
+        fields["disabled"] = True
+    return fields
+
+
+def _from_gemini(server: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(server)
+    for theirs, ours in (("includeTools", "include_tools"), ("excludeTools", "exclude_tools")):
+        if theirs in fields:
+            fields[ours] = fields.pop(theirs)
+    for ignored in ("trust", "description", "oauth", "authProviderType"):
+        fields.pop(ignored, None)
+    return fields
+
+
+def _variable(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text).upper()
+
+
+def _toml(value: Any) -> str:
+    """A TOML value for what a server's settings hold (strings, numbers, booleans, lists
+    and tables of them). A JSON string is a valid TOML basic string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(str(value), ensure_ascii=False)

@@ -1,0 +1,243 @@
+"""Which MCP servers a workspace declares, where each came from, and whether it may run.
+
+Servers come from lathe's config layers (`[mcp.servers.NAME]` in the user or the
+project `.lathe/config.toml`) and from the project's `.mcp.json` (`mcpServers`, the
+format other agents read); a name in lathe's config wins over the same name in
+`.mcp.json`. A server a *project* file declares (or changes) runs a command on this
+machine, or sends data to a URL, chosen by whoever last changed the repository, so it
+starts only once trusted — config/trust.py's approach: a fingerprint of exactly what
+that file sets for its servers, recorded per file in LATHE_HOME; a change asks again.
+Trust comes from `--trust-project-mcp` (recorded), an interactive yes (recorded), or
+`mcp.trust_project_servers = true` in the user file.
+
+`${VAR}` in `env`, `headers`, `args` and `url` is expanded from the environment only
+when the server starts (`expanded`); the config keeps the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lathe.config.schema import McpServerConfig
+from lathe.errors import UsageError
+
+if TYPE_CHECKING:
+    from lathe.config.loader import LoadedConfig
+    from lathe.config.trust import ProjectSettings
+
+MCP_JSON = ".mcp.json"
+# Keys of the mcpServers shape that mean what lathe's own do (lathe's names included).
+_PASSED_THROUGH = (
+    "command", "args", "env", "cwd", "headers", "enabled", "startup_timeout_s",
+    "tool_timeout_s", "include_tools", "exclude_tools",
+)  # fmt: skip
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """One declared server: its settings, the file that declared it, and whether it may
+    start in this run (`trusted`; always True for the user's own config)."""
+
+    name: str
+    config: McpServerConfig
+    origin: str  # "user file PATH", "project file PATH", ".mcp.json PATH"
+    from_project: bool
+    trusted: bool = True
+
+    @property
+    def transport(self) -> str:
+        if self.config.command is not None:
+            return "stdio"
+        return "streamable-http" if self.config.transport == "auto" else self.config.transport
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies which server this is (its tool list is cached under it): what
+        starts or reaches it, not its timeouts or tool filters."""
+        import hashlib
+
+        which = self.config.model_dump(
+            include={"command", "args", "env", "cwd", "url", "headers", "transport"}
+        )
+        text = json.dumps([self.name, which], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class DeclaredServers:
+    """Every declared server, and the one-line notices about those that may not start."""
+
+    entries: list[ServerEntry] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def runnable(self) -> list[ServerEntry]:
+        return [e for e in self.entries if e.trusted and e.config.enabled]
+
+
+def declared_servers(
+    loaded: LoadedConfig,
+    workspace: Path,
+    *,
+    trust_now: bool = False,
+    ask: Callable[[ProjectSettings], bool] | None = None,
+    home: Path | None = None,
+) -> DeclaredServers:
+    """The workspace's servers with their trust decided: `trust_now` trusts (and
+    records) every project file's servers, `ask` is asked once per untrusted file (an
+    interactive face), otherwise an untrusted project server gets a notice saying how
+    to trust it. Raises UsageError for a `.mcp.json` that cannot be read."""
+    from lathe.config import trust
+    from lathe.home import lathe_home
+
+    home = home or lathe_home()
+    config = loaded.config.mcp
+    groups: dict[str, tuple[Path, list[tuple[str, Any]]]] = {}
+    entries: dict[str, ServerEntry] = {}
+    project_set = _project_set_servers(loaded)
+    for name, server in config.servers.items():
+        raw = project_set.get(name)
+        if raw is None:
+            origin = loaded.origins.get(("mcp", "servers", name, _first_key(server)))
+            where = str(origin) if origin else "config"
+            entries[name] = ServerEntry(name, server, where, from_project=False)
+            continue
+        file = Path(str(loaded.project_file)).resolve()
+        groups.setdefault("config", (Path(f"{file}#mcp"), []))[1].append((name, raw))
+        entries[name] = ServerEntry(name, server, f"project file {file}", from_project=True)
+    mcp_json = _find_mcp_json(workspace)
+    if mcp_json is not None:
+        for name, raw in _read_mcp_json(mcp_json).items():
+            if name in entries:
+                continue  # lathe's own config names it: that one wins
+            server = _from_mcp_json(mcp_json, name, raw)
+            groups.setdefault("json", (mcp_json, []))[1].append((name, raw))
+            entries[name] = ServerEntry(name, server, f".mcp.json {mcp_json}", from_project=True)
+    notices: list[str] = []
+    blanket = config.trust_project_servers and _set_outside_project(loaded)
+    for file, servers in groups.values():
+        settings = trust.ProjectSettings(
+            file, tuple((f"mcp.servers.{name}", raw) for name, raw in servers)
+        )
+        allowed = blanket or trust.is_trusted(home, settings)
+        if not allowed and (trust_now or (ask is not None and ask(settings))):
+            trust.trust(home, settings)
+            allowed = True
+        if allowed:
+            continue
+        names = [name for name, _ in servers]
+        for name in names:
+            entries[name] = _untrusted(entries[name])
+        shown = str(file).removesuffix("#mcp")
+        notices.append(
+            f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)} from {shown} "
+            "not started: not trusted yet; review the file, then pass --trust-project-mcp "
+            "(remembered until it changes)"
+        )
+    return DeclaredServers(list(entries.values()), notices)
+
+
+def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
+    """`value` with each `${VAR}` replaced from the environment; a variable that is not
+    set is an error naming the server and the variable."""
+    environ = os.environ if environ is None else environ
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise UsageError(
+                f"MCP server {server}: ${{{name}}} is not set in the environment; export it"
+            )
+        return environ[name]
+
+    return _ENV_REF.sub(one, value)
+
+
+def references(server: McpServerConfig) -> set[str]:
+    """The environment variables a server's settings take values from (secrets: never
+    shown to commands, masked in output)."""
+    texts = [*server.env.values(), *server.headers.values(), *server.args, server.url or ""]
+    return {name for text in texts for name in _ENV_REF.findall(text)}
+
+
+def _untrusted(entry: ServerEntry) -> ServerEntry:
+    from dataclasses import replace
+
+    return replace(entry, trusted=False)
+
+
+def _first_key(server: McpServerConfig) -> str:
+    return "command" if server.command is not None else "url"
+
+
+def _project_set_servers(loaded: LoadedConfig) -> dict[str, dict[str, Any]]:
+    """What the project file sets under each `[mcp.servers.NAME]`, as it sets it."""
+    found: dict[str, dict[str, Any]] = {}
+    for path, value in loaded.project_values:
+        if len(path) >= 3 and path[:2] == ("mcp", "servers"):
+            found.setdefault(path[2], {})[".".join(path[3:])] = value
+    return found
+
+
+def _set_outside_project(loaded: LoadedConfig) -> bool:
+    """Whether mcp.trust_project_servers was set by the user, not by a project file."""
+    origin = loaded.origins.get(("mcp", "trust_project_servers"))
+    return origin is not None and origin.layer != "project"
+
+
+def _find_mcp_json(workspace: Path) -> Path | None:
+    from lathe.config.loader import project_root
+
+    for folder in dict.fromkeys([workspace.resolve(), project_root(workspace)]):
+        candidate = folder / MCP_JSON
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_mcp_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc}); fix or remove it") from None
+    servers = data.get("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError(f"{path}: mcpServers must be an object of servers by name")
+    return servers
+
+
+def _from_mcp_json(path: Path, name: str, raw: Any) -> McpServerConfig:
+    from pydantic import ValidationError
+
+    try:
+        return server_config(raw)
+    except (ValidationError, ValueError, TypeError) as exc:
+        problem = str(exc).splitlines()[-2 if isinstance(exc, ValidationError) else 0]
+        raise UsageError(f"{path}: mcpServers.{name}: {problem.strip()}") from None
+
+
+def server_config(raw: Any) -> McpServerConfig:
+    """A server in the `mcpServers` shape other agents write (`type` "stdio", "http",
+    "streamable-http" or "sse"; Gemini's `httpUrl`) as lathe's settings."""
+    if not isinstance(raw, dict):
+        raise ValueError("expected an object with command or url")
+    kind = raw.get("type") or raw.get("transport")
+    url = raw.get("url") or raw.get("httpUrl") or raw.get("serverUrl")
+    fields: dict[str, Any] = {key: raw[key] for key in _PASSED_THROUGH if key in raw}
+    if url is not None:
+        fields["url"] = url
+        if kind == "sse":
+            fields["transport"] = "sse"
+        elif kind in ("http", "streamable-http", "streamableHttp") or "httpUrl" in raw:
+            fields["transport"] = "streamable-http"
+    if "timeout" in raw and isinstance(raw["timeout"], int | float) and raw["timeout"] > 0:
+        fields["tool_timeout_s"] = raw["timeout"] / 1000  # Gemini's, in milliseconds
+    if raw.get("disabled") is True:
+        fields["enabled"] = False
+    return McpServerConfig.model_validate(fields)

@@ -1,0 +1,219 @@
+"""A session's MCP servers: their tools in the run's registry, and their end.
+
+The model needs the tools' names in its first request, and a server starts on first
+use, so lathe keeps each server's tool list in `LATHE_HOME/mcp-tools/`, keyed by a
+fingerprint of the server's settings. `McpSession.on_run_start` (a hook, awaited before
+the first request) registers the tools: from that cache without starting anything, or,
+for a server never listed before, by starting it and listing them, all servers at once,
+each bounded by its startup_timeout_s. With `--mcp-eager` a cached server is started
+too, in the background, so the first request does not wait for it. A server
+that starts later for a call lists its tools again in the background and refreshes the
+cache (a tool that appeared is registered too). A server that cannot be listed is a
+notice, and its tools are missing from that run.
+
+When the MCP tools' specs would cost more than `mcp.schema_share` of the model's window
+(3 bytes a token, as `agent/context.py` estimates), they are registered deferred: only
+`tool_search` is advertised, its description listing each tool's name and first
+sentence; every tool stays callable by name (see `tools/base.py` `ToolRegistry`).
+`aclose` stops every server; `Safety.aclose` calls it when the face ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from lathe.events import Notice
+from lathe.hooks.base import AgentHooks
+from lathe.mcptools.connection import McpConnection
+from lathe.mcptools.servers import DeclaredServers, ServerEntry
+from lathe.mcptools.tools import McpResourceTool, McpTool, ToolSearchTool
+from lathe.tools.base import ToolRegistry, tool_spec
+
+
+def schema_tokens(tools: list[McpTool]) -> int:
+    """What the tools' specs cost in a request, at 3 bytes a token."""
+    specs = (tool_spec(t) for t in tools)
+    text = "".join(
+        json.dumps([s.name, s.description, s.parameters], ensure_ascii=False) for s in specs
+    )
+    return len(text.encode()) // 3 + 1
+
+
+class McpSession(AgentHooks):
+    def __init__(
+        self,
+        declared: DeclaredServers,
+        registry: ToolRegistry,
+        *,
+        workspace: Path,
+        home: Path,
+        window_tokens: int,
+        schema_share: float,
+        eager: bool,
+        emit: Callable[[Any], None],
+    ) -> None:
+        self._registry = registry
+        self._home = home
+        self._budget = int(window_tokens * schema_share)
+        self._eager = eager
+        self._emit = emit
+        self._notices = list(declared.notices)
+        self.connections = {
+            entry.name: McpConnection(entry, workspace, home / "logs")
+            for entry in declared.runnable()
+        }
+        for connection in self.connections.values():
+            connection.on_started = self._refresh
+        self.tools: dict[str, McpTool] = {}
+        self.deferred = False
+        self._prepared = self._listed = False
+        self._refreshes: set[asyncio.Task[None]] = set()
+        self._relisting: set[str] = set()
+
+    async def on_run_start(self, task: str) -> None:
+        if self._prepared:
+            return
+        self._prepared = True
+        for notice in self._notices:
+            self._emit(Notice(level="warning", message=notice))
+        if not self.connections:
+            return
+        listed = await asyncio.gather(*(self._tools_of(c) for c in self.connections.values()))
+        tools = [tool for found in listed for tool in found]
+        self.deferred = schema_tokens(tools) > self._budget
+        for tool in tools:
+            self._add(tool)
+        if self.deferred:
+            self._registry.register(ToolSearchTool(tools))
+        self._registry.register(McpResourceTool(self.connections))
+        self._listed = True
+
+    async def _tools_of(self, connection: McpConnection) -> list[McpTool]:
+        cached = self._cached(connection.entry)
+        if cached is not None:
+            if self._eager:  # start it now, without holding up the first request
+                self._relist(connection)
+            return self._wrap(connection, cached)
+        try:
+            listed = await connection.list_tools()
+        except Exception as exc:  # McpFailure, or a server's malformed listing
+            self._emit(
+                Notice(level="warning", message=f"{exc}; its tools are not offered in this run")
+            )
+            return []
+        remote = [remote_tool(tool) for tool in listed]
+        self._store(connection.entry, remote)
+        return self._wrap(connection, remote)
+
+    def _wrap(self, connection: McpConnection, remote: list[dict[str, Any]]) -> list[McpTool]:
+        config = connection.entry.config
+        include, exclude = config.include_tools, config.exclude_tools
+        return [
+            McpTool(connection, r)
+            for r in remote
+            if (not include or any(fnmatchcase(r["name"], p) for p in include))
+            and not any(fnmatchcase(r["name"], p) for p in exclude)
+        ]
+
+    def _add(self, tool: McpTool) -> None:
+        if tool.name in self.tools or self._registry.get(tool.name) is not None:
+            return  # two remote names that map to one lathe name: the first wins
+        self.tools[tool.name] = tool
+        self._registry.register(tool, advertised=not self.deferred)
+
+    async def _refresh(self, connection: McpConnection) -> None:
+        """A server started for a call: list its tools again, off the call's path."""
+        if self._listed:  # (else the session's own listing started it)
+            self._relist(connection)
+
+    def _relist(self, connection: McpConnection) -> None:
+        """List the server's tools in the background (starting it if need be), refresh
+        the cache and register any tool that is new."""
+        if connection.name in self._relisting:
+            return
+        self._relisting.add(connection.name)
+
+        async def relist() -> None:
+            try:
+                remote = [remote_tool(tool) for tool in await connection.list_tools()]
+            except Exception:
+                return  # the call that started it reports what is wrong
+            finally:
+                self._relisting.discard(connection.name)
+            self._store(connection.entry, remote)
+            for tool in self._wrap(connection, remote):
+                self._add(tool)
+
+        task = asyncio.create_task(relist())
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshes.discard)
+
+    def _cache_file(self, entry: ServerEntry) -> Path:
+        return self._home / "mcp-tools" / f"{entry.name}-{entry.fingerprint}.json"
+
+    def _cached(self, entry: ServerEntry) -> list[dict[str, Any]] | None:
+        try:
+            data = json.loads(self._cache_file(entry).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        tools = data.get("tools") if isinstance(data, dict) else None
+        return tools if isinstance(tools, list) else None
+
+    def _store(self, entry: ServerEntry, remote: list[dict[str, Any]]) -> None:
+        from lathe.tools.files import write_atomic
+
+        path = self._cache_file(entry)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps({"server": entry.name, "tools": remote}).encode())
+        except OSError:
+            pass  # no cache: the next session lists the tools again
+
+    async def aclose(self) -> None:
+        for task in list(self._refreshes):
+            task.cancel()
+        await asyncio.gather(
+            *(c.aclose() for c in self.connections.values()), return_exceptions=True
+        )
+
+
+def remote_tool(tool: Any) -> dict[str, Any]:
+    """What lathe keeps of a server's tool (JSON, for the cache)."""
+    annotations = tool.annotations
+    return {
+        "name": tool.name,
+        "description": tool.description or "",
+        "input_schema": tool.input_schema,
+        "read_only": bool(annotations and annotations.read_only_hint),
+    }
+
+
+def mcp_session(
+    setup: Any, registry: ToolRegistry, emit: Callable[[Any], None]
+) -> McpSession | None:
+    """The run's MCP session (None when no server is declared), its tools added to
+    `registry` when the first run starts. `setup` is the face's `RunSetup`."""
+    from lathe.home import lathe_home
+    from lathe.mcptools.servers import declared_servers
+
+    config = setup.loaded.config.mcp
+    declared = setup.mcp_servers
+    if declared is None:
+        declared = declared_servers(setup.loaded, setup.workspace)
+    if not declared.entries:
+        return None
+    return McpSession(
+        declared,
+        registry,
+        workspace=setup.workspace,
+        home=lathe_home(),
+        window_tokens=setup.model.context_window,
+        schema_share=config.schema_share,
+        eager=setup.options.mcp_eager,
+        emit=emit,
+    )

@@ -1,0 +1,287 @@
+"""MCP servers' tools as lathe tools, the `mcp_resource` tool, and `tool_search`.
+
+A server's tool is `mcp__SERVER__TOOL` (characters a model API refuses become `_`; a
+name past 64 characters is cut and given a short hash) whose spec is the server's own
+JSON schema. Its arguments are checked against that schema with `jsonschema` before any
+hook runs; a mismatch is an error result holding the schema, so a model that called a
+deferred tool blind learns its parameters from the answer. It is read-only only when the
+server's annotations say `readOnlyHint`. Its result goes through the same cap as a
+command's output (head and tail kept, the whole in the spill folder); images, audio and
+binary resources are written to the spill folder and named in the result.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field, model_validator
+
+from lathe.mcptools.connection import McpConnection
+from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, tool_spec
+from lathe.types import ToolSpec
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+_EXTENSIONS = {
+    "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
+    "image/svg+xml": ".svg", "audio/wav": ".wav", "audio/mpeg": ".mp3",
+    "application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt",
+}  # fmt: skip
+
+
+def tool_name(server: str, tool: str) -> str:
+    name = f"mcp__{server}__{_UNSAFE.sub('_', tool)}"
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+class McpTool(Tool):
+    """One tool of one MCP server."""
+
+    repeatable: ClassVar[bool] = True  # a remote call's result may change between calls
+
+    def __init__(self, connection: McpConnection, remote: dict[str, Any]) -> None:
+        self.connection = connection
+        self.remote_name: str = remote["name"]
+        self.name = tool_name(connection.name, self.remote_name)  # type: ignore[misc]
+        self.description = (  # type: ignore[misc]
+            remote.get("description")
+            or f"The {self.remote_name} tool of the MCP server {connection.name}."
+        )
+        schema = remote.get("input_schema") or {"type": "object"}
+        self.schema: dict[str, Any] = schema if isinstance(schema, dict) else {"type": "object"}
+        self.read_only = bool(remote.get("read_only"))  # type: ignore[misc]
+        self._parameters: type[Params] | None = None
+
+    @property  # type: ignore[override]
+    def parameters(self) -> type[Params]:
+        """Built at the first call: most of a large server's tools are never called."""
+        if self._parameters is None:
+            self._parameters = _arguments_model(self.schema)
+        return self._parameters
+
+    def own_spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.schema)
+
+    def one_line(self) -> str:
+        """Name and the first sentence of the description, for a deferred listing."""
+        first = self.description.strip().splitlines()[0] if self.description.strip() else ""
+        first = first.split(". ")[0].rstrip(".")
+        return f"{self.name}: {first[:117] + '...' if len(first) > 120 else first}"
+
+    def summarize_call(self, args: Any) -> str:
+        values = [v for v in args.model_dump().values() if v not in (None, "", [], {})]
+        text = json.dumps(values[0], ensure_ascii=False) if values else ""
+        text = text.strip('"')
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    async def execute(self, args: Params, ctx: ToolContext) -> ToolOutput:
+        arguments = args.model_dump(exclude_unset=True)
+        result = await self.connection.call_tool(self.remote_name, arguments)
+        parts = [_content_text(block, ctx) for block in result.content or []]
+        if result.structured_content is not None and not any(p.strip() for p in parts):
+            parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=1))
+        text = "\n".join(part for part in parts if part) or "(the tool returned nothing)"
+        if result.is_error:
+            text = f"Error from MCP server {self.connection.name}: {text}"
+        return capped(text, ctx, is_error=bool(result.is_error), summary=_first_line(text))
+
+
+class ResourceParams(Params):
+    server: str = Field(description="The MCP server's name, as in mcp__NAME__TOOL.")
+    uri: str = Field(description="The resource's URI, e.g. file:///notes.txt.")
+
+
+class McpResourceTool(Tool):
+    name: ClassVar[str] = "mcp_resource"
+    parameters: ClassVar[type[Params]] = ResourceParams
+    read_only: ClassVar[bool] = True
+    repeatable: ClassVar[bool] = True
+
+    def __init__(self, connections: dict[str, McpConnection]) -> None:
+        self.connections = connections
+        self.description = (  # type: ignore[misc]
+            "Read a resource (a document, a record) an MCP server offers, by its URI. "
+            f"Servers: {', '.join(connections)}."
+        )
+
+    def summarize_call(self, args: ResourceParams) -> str:
+        return f"{args.server} {args.uri}"
+
+    async def execute(self, args: ResourceParams, ctx: ToolContext) -> ToolOutput:
+        from lathe.errors import ToolError
+
+        connection = self.connections.get(args.server)
+        if connection is None:
+            raise ToolError(
+                f"there is no MCP server named {args.server!r}; servers: "
+                f"{', '.join(self.connections)}"
+            )
+        result = await connection.read_resource(args.uri)
+        parts = [_resource_text(item, ctx) for item in result.contents]
+        text = "\n".join(parts) or "(the resource is empty)"
+        return capped(text, ctx, summary=_first_line(text))
+
+
+class SearchParams(Params):
+    query: str = Field(description="Words for what the tool should do, or part of its name.")
+
+
+class ToolSearchTool(Tool):
+    """Full schemas of deferred tools, found by words of their names and descriptions."""
+
+    name: ClassVar[str] = "tool_search"
+    parameters: ClassVar[type[Params]] = SearchParams
+    read_only: ClassVar[bool] = True
+    repeatable: ClassVar[bool] = True
+    most: ClassVar[int] = 8
+
+    def __init__(self, deferred: list[McpTool]) -> None:
+        self.deferred = deferred
+        listing = "\n".join(tool.one_line() for tool in deferred)
+        self.description = (  # type: ignore[misc]
+            "Find MCP tools by what they do and get their full parameter schemas. These "
+            "tools are callable by name, but their schemas are not listed to save context: "
+            "search before calling one (a call with wrong arguments returns its schema). "
+            f"The tools:\n{listing}"
+        )
+
+    async def execute(self, args: SearchParams, ctx: ToolContext) -> ToolOutput:
+        words = _words(args.query)
+        scored = []
+        for index, tool in enumerate(self.deferred):
+            name, text = tool.name.lower(), tool.description.lower()
+            in_name, in_text = set(_words(name)), set(_words(text))
+            # A whole word of the name counts most, then one of the description, then a
+            # part of the name ("issue" in create_issues).
+            score = sum(
+                4 * (word in in_name) + 2 * (word in in_text) + (word in name) for word in words
+            )
+            if args.query.strip().lower() in (name, tool.remote_name.lower()):
+                score += 100
+            if score:
+                scored.append((-score, index, tool))
+        found = [tool for _, _, tool in sorted(scored)[: self.most]]
+        if not found:
+            return ToolOutput(
+                content=f"No tool matches {args.query!r}. Try other words; the tools are "
+                "listed in this tool's description.",
+                summary="no match",
+            )
+        specs = [
+            {"name": s.name, "description": s.description, "parameters": s.parameters}
+            for s in (tool_spec(tool) for tool in found)
+        ]
+        return capped(
+            json.dumps(specs, ensure_ascii=False, indent=1), ctx,
+            summary=f"{len(found)} tool{'s' if len(found) > 1 else ''}",
+        )  # fmt: skip
+
+
+def _words(text: str) -> list[str]:
+    return [word for word in re.split(r"[^a-z0-9]+", text.lower()) if word]
+
+
+def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str = "") -> ToolOutput:
+    """`text` within the tool output cap, the whole in the spill folder when cut."""
+    from lathe.exec.local import cap_output
+    from lathe.tools.bash import paging_notice
+
+    data = text.encode("utf-8")
+    limit = ctx.limits.output_max_bytes
+    if len(data) <= limit:
+        return ToolOutput(content=text, is_error=is_error, summary=summary)
+    kept, spill = cap_output(data, limit, ctx.spill_dir)
+    return ToolOutput(
+        content=f"{kept}\n{paging_notice(kept, spill)}",
+        is_error=is_error,
+        summary=summary,
+        details={"truncated": True, "full_output_path": str(spill) if spill else None},
+    )
+
+
+def _arguments_model(schema: dict[str, Any]) -> type[Params]:
+    """A `Params` that takes any object and checks it against the server's schema."""
+    import jsonschema
+
+    validator_class = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(schema)
+        validator = validator_class(schema)
+    except jsonschema.SchemaError:
+        validator = None  # the server's schema is broken: let the server judge
+    shown = json.dumps(schema, ensure_ascii=False)
+
+    class Arguments(Params):
+        model_config = ConfigDict(extra="allow")
+
+        @model_validator(mode="before")
+        @classmethod
+        def _matches_schema(cls, value: Any) -> Any:
+            if validator is None:
+                return value
+            problems = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+            if problems:
+                said = "; ".join(_problem(p) for p in problems[:5])
+                raise ValueError(f"{said}. The tool's parameters (JSON schema): {shown}")
+            return value
+
+    return Arguments
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _content_text(block: Any, ctx: ToolContext) -> str:
+    match getattr(block, "type", None):
+        case "text":
+            return block.text
+        case "image" | "audio":
+            return _saved(block.data, block.mime_type, block.type, ctx)
+        case "resource":
+            return _resource_text(block.resource, ctx)
+        case "resource_link":
+            return f"[resource {block.uri}{f' ({block.name})' if block.name else ''}]"
+        case _:
+            return json.dumps(block.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+
+
+def _resource_text(item: Any, ctx: ToolContext) -> str:
+    text = getattr(item, "text", None)
+    if text is not None:
+        return text
+    return _saved(item.blob, item.mime_type or "application/octet-stream", "resource", ctx)
+
+
+def _saved(data: str, mime_type: str, kind: str, ctx: ToolContext) -> str:
+    """Decode base64 `data` into a file in the spill folder; the line naming it."""
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except ValueError:
+        return f"[{kind} {mime_type}: the server sent data that is not base64]"
+    path = Path(ctx.spill_dir) / (
+        f"mcp-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        f"{_EXTENSIONS.get(mime_type, '.bin')}"
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(raw)
+    except OSError as exc:
+        return f"[{kind} {mime_type}, {len(raw)} bytes: could not be saved: {exc}]"
+    return f"[{kind} {mime_type}, {len(raw):,} bytes, saved to {path}]"
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:120]

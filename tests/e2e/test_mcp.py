@@ -1,0 +1,382 @@
+"""End to end: MCP servers written with the SDK (tests/fakes/mcp_server.py), run by
+`python -m lathe run` over stdio and streamable HTTP, their tools called by the scripted
+fake model; the assertions read what the fake model and the MCP server received."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from tests.fakes.openai_server import Call, Reply
+
+FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+
+
+def lathe(*args: str, tmp_path: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(
+        OPENAI_API_KEY="sk-test",
+        LATHE_HOME=str(tmp_path / "home"),
+        LATHE_CONFIG=str(tmp_path / "config.toml"),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run(server, tmp_path: Path, ws: Path, *args: str) -> subprocess.CompletedProcess:
+    return lathe(
+        "run", "--model", "m", "--base-url", server.base_url, "-C", str(ws), *args,
+        "use the tools", tmp_path=tmp_path,
+    )  # fmt: skip
+
+
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    return ws
+
+
+def stdio_server(tmp_path: Path, *extra: str, **settings) -> dict:
+    return {
+        "command": sys.executable,
+        "args": [
+            FAKE_SERVER, "--pid-file", str(tmp_path / "server.pid"),
+            "--calls", str(tmp_path / "calls.jsonl"), *extra,
+        ],
+        **settings,
+    }  # fmt: skip
+
+
+def user_config(tmp_path: Path, servers: dict[str, dict]) -> None:
+    lines = []
+    for name, server in servers.items():
+        lines.append(f"[mcp.servers.{name}]")
+        lines += [f"{key} = {toml_value(value)}" for key, value in server.items()]
+    (tmp_path / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def toml_value(value) -> str:
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    return json.dumps(value)
+
+
+def received(tmp_path: Path) -> list[dict]:
+    calls = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+
+def tool_results(body: dict) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def tool_names(body: dict) -> list[str]:
+    return [t["function"]["name"] for t in body.get("tools", [])]
+
+
+def assert_server_gone(tmp_path: Path) -> None:
+    pid = int((tmp_path / "server.pid").read_text())
+    deadline = time.monotonic() + 1
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    assert not alive, f"the MCP server (pid {pid}) outlived lathe"
+
+
+def test_a_stdio_server_tool_is_called_end_to_end(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__echo", {"text": "hello"})]),
+        Reply(calls=[Call("mcp__srv__picture", {})]),
+        Reply("The server said hello."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    first = {t["function"]["name"]: t["function"] for t in bodies[0]["tools"]}
+    assert first["mcp__srv__echo"]["parameters"]["properties"]["text"]["type"] == "string"
+    assert "mcp_resource" in first and "tool_search" not in first
+    assert tool_results(bodies[1]) == ["echo: hello"]
+    image_line = tool_results(bodies[2])[1]
+    assert "image/png" in image_line and "saved to" in image_line
+    saved = Path(image_line.split("saved to ")[1].rstrip("]"))
+    assert saved.read_bytes().startswith(b"\x89PNG")
+    assert received(tmp_path)[0] == {"name": "echo", "arguments": {"text": "hello"}}
+    assert_server_gone(tmp_path)
+
+
+def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_it(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__crash", {})]),
+        Reply(calls=[Call("mcp__srv__echo", {"text": "again"})]),
+        Reply("Recovered."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    crashed = tool_results(bodies[1])[0]
+    assert "MCP server srv" in crashed and "crash" in crashed
+    assert "next call starts it again" in crashed
+    assert tool_results(bodies[2])[1] == "echo: again"
+    assert [c["name"] for c in received(tmp_path)] == ["crash", "echo"]
+    assert_server_gone(tmp_path)
+
+
+def test_a_tool_error_and_bad_arguments_reach_the_model(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(
+            calls=[Call("mcp__srv__fail", {"why": "testing"}), Call("mcp__srv__add", {"a": "x"})]
+        ),
+        Reply("Both failed."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    failed, invalid = tool_results(fake_openai.chat_bodies()[1])
+    assert "Error from MCP server srv" in failed and "failed on purpose: testing" in failed
+    assert "invalid arguments for mcp__srv__add" in invalid
+    assert '"required": ["a", "b"]' in invalid  # the schema comes with the error
+    assert [c["name"] for c in received(tmp_path)] == ["fail"]  # add never reached it
+
+
+def test_a_server_that_never_answers_the_handshake_gives_an_error_result(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    hang = tmp_path / "hang"
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, "--hang-if", str(hang))})
+    fake_openai.enqueue(Reply("Listed."))
+    assert run(fake_openai, tmp_path, ws).returncode == 0  # lists and caches its tools
+    hang.touch()
+    user_config(
+        tmp_path, {"srv": stdio_server(tmp_path, "--hang-if", str(hang), startup_timeout_s=2)}
+    )
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__echo", {"text": "hi"})]),
+        Reply("The server is down; carrying on."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    answer = tool_results(fake_openai.chat_bodies()[-1])[0]
+    assert "MCP server srv did not start and answer the handshake within 2 s" in answer
+    assert "carrying on" in result.stdout
+    assert_server_gone(tmp_path)
+
+
+def test_garbage_on_stdout_does_not_break_the_server(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, "--garbage")})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__add", {"a": 2, "b": 3})]), Reply("5."))
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    assert tool_results(fake_openai.chat_bodies()[1]) == ["5"]
+
+
+def test_deny_rules_hold_for_mcp_tools(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__echo", {"text": "no"})]), Reply("Denied."))
+
+    result = run(fake_openai, tmp_path, ws, "--deny", "mcp__srv__*")
+
+    assert result.returncode == 0, result.stderr
+    refused = tool_results(fake_openai.chat_bodies()[1])[0]
+    assert "mcp__srv__*" in refused
+    assert received(tmp_path) == []
+
+
+def test_two_hundred_tools_are_deferred_and_still_callable(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"many": stdio_server(tmp_path, "--many", "200")})
+    fake_openai.enqueue(
+        Reply(calls=[Call("tool_search", {"query": "records of kind 7"})]),
+        Reply(calls=[Call("mcp__many__tool_7", {"query": "owners", "limit": 2})]),
+        Reply(calls=[Call("mcp__many__tool_9", {"limit": "many"})]),
+        Reply("Found them."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    names = tool_names(bodies[0])
+    assert "tool_search" in names and not [n for n in names if n.startswith("mcp__many__")]
+    search = next(t for t in bodies[0]["tools"] if t["function"]["name"] == "tool_search")
+    assert "mcp__many__tool_199: Look up records of kind 199" in search["function"]["description"]
+    found = json.loads(tool_results(bodies[1])[0])
+    assert found[0]["name"] == "mcp__many__tool_7"
+    assert found[0]["parameters"]["properties"]["query"]["type"] == "string"
+    assert tool_results(bodies[2])[1] == "tool_7 answered 'owners' (limit 2)"
+    mismatch = tool_results(bodies[3])[2]
+    assert "invalid arguments for mcp__many__tool_9" in mismatch and '"query"' in mismatch
+    assert [c["name"] for c in received(tmp_path)] == ["tool_7"]
+
+
+def test_an_untrusted_mcp_json_is_not_started_until_trusted(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": stdio_server(tmp_path)}}))
+    fake_openai.enqueue(Reply("No MCP tools here."))
+
+    untrusted = run(fake_openai, tmp_path, ws)
+
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "MCP server proj from" in untrusted.stderr and "--trust-project-mcp" in untrusted.stderr
+    assert not [n for n in tool_names(fake_openai.chat_bodies()[0]) if n.startswith("mcp")]
+    assert not (tmp_path / "server.pid").exists()
+
+    fake_openai.enqueue(Reply(calls=[Call("mcp__proj__echo", {"text": "ok"})]), Reply("Done."))
+    trusted = run(fake_openai, tmp_path, ws, "--trust-project-mcp")
+    assert trusted.returncode == 0, trusted.stderr
+    assert tool_results(fake_openai.chat_bodies()[-1]) == ["echo: ok"]
+
+    fake_openai.enqueue(Reply(calls=[Call("mcp__proj__echo", {"text": "again"})]), Reply("."))
+    remembered = run(fake_openai, tmp_path, ws)
+    assert tool_results(fake_openai.chat_bodies()[-1]) == ["echo: again"], remembered.stderr
+    assert_server_gone(tmp_path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(params=["streamable-http", "sse"])
+def http_server(tmp_path, request):
+    """A server on 127.0.0.1 over streamable HTTP, or the legacy SSE transport (which
+    lathe reaches by falling back from streamable HTTP: the config says "auto")."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, FAKE_SERVER, "--transport", request.param, "--port", str(port),
+         "--calls", str(tmp_path / "calls.jsonl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/{'mcp' if request.param == 'streamable-http' else 'sse'}"
+    process.terminate()
+    process.wait(10)
+
+
+def test_a_streamable_http_server_tool_is_called_end_to_end(tmp_path, fake_openai, http_server):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"web": {"url": http_server, "headers": {"X-Team": "${TEAM}"}}})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__web__add", {"a": 40, "b": 2})]),
+        Reply(calls=[Call("mcp_resource", {"server": "web", "uri": "note://hello"})]),
+        Reply("42."),
+    )
+    os.environ["TEAM"] = "core"
+    try:
+        result = run(fake_openai, tmp_path, ws)
+    finally:
+        del os.environ["TEAM"]
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    assert tool_results(bodies[1]) == ["42"]
+    assert tool_results(bodies[2])[1] == "hello from the note resource"
+    assert received(tmp_path) == [{"name": "add", "arguments": {"a": 40, "b": 2}}]
+
+
+def test_ctrl_c_during_a_call_leaves_no_server_behind(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__slow", {"seconds": 60})]), Reply("."))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env |= {
+        "OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"),
+        "LATHE_CONFIG": str(tmp_path / "config.toml"),
+    }  # fmt: skip
+    lathe_run = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "wait for it"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not received(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert received(tmp_path) == [{"name": "slow", "arguments": {"seconds": 60}}]
+
+    lathe_run.send_signal(signal.SIGINT)
+    _, stderr = lathe_run.communicate(timeout=30)
+
+    assert lathe_run.returncode == 130, stderr
+    assert_server_gone(tmp_path)
+
+
+@pytest.mark.waits
+def test_a_call_past_its_timeout_is_an_error_result_and_the_server_restarts(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, tool_timeout_s=2)})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__slow", {"seconds": 30})]),
+        Reply(calls=[Call("mcp__srv__echo", {"text": "after"})]),
+        Reply("Went on."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    timed_out = tool_results(bodies[1])[0]
+    assert "MCP server srv did not answer within 2 s while running slow" in timed_out
+    assert tool_results(bodies[2])[1] == "echo: after"
+
+
+def test_only_tools_the_server_marks_read_only_run_in_read_only_mode(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(
+            calls=[Call("mcp__srv__add", {"a": 1, "b": 1}), Call("mcp__srv__echo", {"text": "x"})]
+        ),
+        Reply("One ran."),
+    )
+
+    result = run(fake_openai, tmp_path, ws, "--approval", "read-only")
+
+    assert result.returncode == 0, result.stderr
+    added, echoed = tool_results(fake_openai.chat_bodies()[1])
+    assert added == "2"
+    assert "read-only" in echoed and "echo:" not in echoed
+    assert [c["name"] for c in received(tmp_path)] == ["add"]

@@ -1,0 +1,134 @@
+"""A real MCP server built with the SDK, run as a subprocess by the tests.
+
+    python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port N]
+        [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage]
+
+Tools: `echo(text)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
+`crash()` (the process exits mid-call), `picture()` (a PNG), `shout(text)` (structured
+content only), `slow(seconds)`; `--many N` adds N more (`tool_0`...), each with a
+schema of a few properties. A resource `note://hello` and a prompt `greet`.
+`--pid-file` gets the process id at start; `--calls` gets one JSON line per tool call
+(name and arguments), so a test asserts what the server received. `--hang-if F`: when
+F exists at start, the server reads its input and never answers (not even the
+handshake). `--garbage`: lines that are not JSON-RPC are printed on stdout first.
+"""
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ToolAnnotations
+
+# One red pixel.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", default="stdio")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--pid-file")
+    parser.add_argument("--calls")
+    parser.add_argument("--many", type=int, default=0)
+    parser.add_argument("--hang-if")
+    parser.add_argument("--garbage", action="store_true")
+    args = parser.parse_args()
+    if args.pid_file:
+        Path(args.pid_file).write_text(str(os.getpid()))
+    if args.hang_if and Path(args.hang_if).exists():
+        for _ in sys.stdin:  # swallow the handshake, answer nothing
+            pass
+        time.sleep(3600)
+    if args.garbage:
+        print("starting the fake server...", flush=True)
+        print("{not json at all", flush=True)
+    server = build(args.calls, args.many)
+    if args.transport == "stdio":
+        server.run()
+    else:
+        server.run(args.transport, host="127.0.0.1", port=args.port)
+
+
+def build(calls_file: str | None, many: int):
+    server = MCPServer("fake")
+
+    def record(name: str, arguments: dict) -> None:
+        if calls_file:
+            with open(calls_file, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"name": name, "arguments": arguments}) + "\n")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text back, prefixed with 'echo: '."""
+        record("echo", {"text": text})
+        return f"echo: {text}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        record("add", {"a": a, "b": b})
+        return a + b
+
+    @server.tool()
+    def fail(why: str) -> str:
+        """Always fails with the reason given."""
+        record("fail", {"why": why})
+        raise ToolError(f"failed on purpose: {why}")
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process in the middle of the call."""
+        record("crash", {})
+        os._exit(3)
+
+    @server.tool()
+    def picture() -> Image:
+        """Return a one-pixel PNG image."""
+        record("picture", {})
+        return Image(data=PNG, format="png")
+
+    @server.tool()
+    def slow(seconds: float) -> str:
+        """Sleep, then answer."""
+        record("slow", {"seconds": seconds})
+        time.sleep(seconds)
+        return "woke up"
+
+    @server.resource("note://hello")
+    def hello_note() -> str:
+        """A short note."""
+        return "hello from the note resource"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Say hello to {name}."
+
+    def numbered(index: int):
+        def lookup(query: str, limit: int = 10, verbose: bool = False, tag: str = "") -> str:
+            record(f"tool_{index}", {"query": query, "limit": limit})
+            return f"tool_{index} answered {query!r} (limit {limit})"
+
+        return lookup
+
+    for index in range(many):
+        server.add_tool(
+            numbered(index),
+            name=f"tool_{index}",
+            description=f"Look up records of kind {index} in the fake catalogue. Returns "
+            f"matching rows, one a line, with their ids, titles and owners.",
+        )
+    return server
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""`lathe mcp list|test|import` through the real command line, with the SDK-built fake
+server (tests/fakes/mcp_server.py) as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import psutil
+
+FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+
+
+def lathe(*args: str, tmp_path: Path, env: dict[str, str] | None = None):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    environ |= {"LATHE_HOME": str(tmp_path / "home"), "LATHE_CONFIG": str(tmp_path / "config.toml")}
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=environ | (env or {}),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_list_starts_trusted_servers_only_and_stops_them(tmp_path):
+    pid_file = tmp_path / "user.pid"
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.mine]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}, '--pid-file', {json.dumps(str(pid_file))}]\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    project_pid = tmp_path / "project.pid"
+    (ws / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"proj": {"command": sys.executable,
+                                     "args": [FAKE_SERVER, "--pid-file", str(project_pid)]}}}
+        )
+    )  # fmt: skip
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    rows = {
+        line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines() if "\t" in line
+    }
+    assert rows["mine"][1:3] == ["stdio", "user"] and rows["mine"][3].startswith("ok")
+    assert rows["mine"][4] == "6" and int(rows["mine"][5].replace(",", "")) > 100
+    assert rows["proj"][2] == "untrusted" and "not started" in rows["proj"][3]
+    assert rows["proj"][6].startswith(".mcp.json ")
+    assert "mcp__mine__echo" in result.stdout and "mine resources: note://hello" in result.stdout
+    assert "--trust-project-mcp" in result.stderr
+    assert not project_pid.exists()
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 1
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+    trusted = lathe("mcp", "list", "-C", str(ws), "--trust-project-mcp", tmp_path=tmp_path)
+    proj = next(line for line in trusted.stdout.splitlines() if line.startswith("proj\t"))
+    assert "\ttrusted\tok" in proj
+    assert project_pid.exists()
+
+
+def test_test_reports_a_server_that_cannot_start(tmp_path):
+    (tmp_path / "config.toml").write_text(
+        '[mcp.servers.broken]\ncommand = "/nonexistent/server"\nstartup_timeout_s = 5\n'
+    )
+
+    result = lathe("mcp", "test", "broken", tmp_path=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout.startswith("broken: failed: MCP server broken failed to start")
+    missing = lathe("mcp", "test", "nope", tmp_path=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("lathe: there is no MCP server named 'nope'")
+
+
+def test_import_a_codex_config_without_copying_its_secrets(tmp_path):
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        '[mcp_servers.github]\ncommand = "npx"\n'
+        'args = ["-y", "@modelcontextprotocol/server-github"]\n'
+        'env = { GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789" }\n'
+        "startup_timeout_sec = 45\n\n"
+        '[mcp_servers.docs]\nurl = "https://mcp.example.com/mcp"\n'
+        'bearer_token_env_var = "DOCS_TOKEN"\n'
+        'enabled_tools = ["search_*"]\n'
+    )
+    (tmp_path / "config.toml").write_text('# mine\nmodel = "gpt-4o"\n')
+
+    result = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "config.toml").read_text()
+    assert f"to {tmp_path / 'config.toml'}" in result.stdout
+    assert "ghp_" not in written and written.startswith("# mine\n")
+    assert "export GITHUB_TOKEN" in result.stdout
+    servers = tomllib.loads(written)["mcp"]["servers"]
+    assert servers["github"] == {
+        "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}, "startup_timeout_s": 45.0,
+    }  # fmt: skip
+    assert servers["docs"]["headers"] == {"Authorization": "Bearer ${DOCS_TOKEN}"}
+    assert servers["docs"]["include_tools"] == ["search_*"]
+    assert servers["docs"]["transport"] == "streamable-http"
+    shown = lathe("config", "show", tmp_path=tmp_path, env={"DOCS_TOKEN": "s3cr3t-value"})
+    assert shown.returncode == 0, shown.stderr
+    assert "Bearer ${DOCS_TOKEN}" in shown.stdout and "s3cr3t-value" not in shown.stdout
+
+    again = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+    assert "skipped github" in again.stderr
+
+
+def test_import_a_gemini_settings_file_into_the_project(tmp_path):
+    gemini = tmp_path / "settings.json"
+    gemini.write_text(
+        json.dumps(
+            {"mcpServers": {
+                "local": {"command": "uvx", "args": ["tool-server"], "env": {"KEY": "$API_KEY"},
+                          "timeout": 30000, "trust": True, "excludeTools": ["drop_*"]},
+                "remote": {"httpUrl": "https://example.com/mcp", "headers": {"X-Org": "acme"}},
+            }}
+        )
+    )  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "import", str(gemini), "--project", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    target = ws / ".lathe" / "config.toml"
+    assert str(target) in result.stdout
+    servers = tomllib.loads(target.read_text())["mcp"]["servers"]
+    assert servers["local"] == {
+        "command": "uvx", "args": ["tool-server"], "env": {"KEY": "${API_KEY}"},
+        "tool_timeout_s": 30.0, "exclude_tools": ["drop_*"],
+    }  # fmt: skip
+    assert servers["remote"]["transport"] == "streamable-http"
