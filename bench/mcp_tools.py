@@ -1,7 +1,7 @@
 """MCP figures: what a 200-tool server's schemas cost in a request with and without
 deferral, and the time from `lathe run` starting to the first MCP result.
 
-The server is the SDK-built fake (tests/fakes/mcp_server.py --many 200, 206 tools), run
+The server is the SDK-built fake (tests/fakes/mcp_server.py --many 200, 207 tools), run
 over stdio. The time to the first MCP result is measured through a real `lathe run`
 against the scripted fake model, from starting the process to the fake model receiving
 the request that holds the tool's result (and, to tell lathe's own start from the

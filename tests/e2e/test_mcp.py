@@ -195,6 +195,30 @@ def test_a_server_that_never_answers_the_handshake_gives_an_error_result(tmp_pat
     assert_server_gone(tmp_path)
 
 
+def test_a_secret_a_server_takes_from_the_environment_is_masked_in_what_it_echoes(
+    tmp_path, fake_openai, monkeypatch
+):
+    """The variable's name does not look like a secret; the config's ${VAR} says it is."""
+    secret = "zq7f3k9x2m4w8v1p6r5t"
+    monkeypatch.setenv("DOCS_SERVICE_CODE", secret)
+    ws = workspace(tmp_path)
+    server = stdio_server(tmp_path, env={"SERVICE_AUTH": "${DOCS_SERVICE_CODE}"})
+    user_config(tmp_path, {"srv": server})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__getenv", {"name": "SERVICE_AUTH"})]), Reply("Seen.")
+    )
+
+    result = run(fake_openai, tmp_path, ws, "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert received(tmp_path) == [{"name": "getenv", "arguments": {"name": "SERVICE_AUTH"}}]
+    [answer] = tool_results(fake_openai.chat_bodies()[-1])
+    assert secret not in answer and "zq7…" in answer  # masked, not dropped
+    assert secret not in result.stdout + result.stderr
+    home = tmp_path / "home"
+    assert not [p for p in home.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
+
+
 def test_garbage_on_stdout_does_not_break_the_server(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"srv": stdio_server(tmp_path, "--garbage")})

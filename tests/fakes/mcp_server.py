@@ -3,7 +3,7 @@
     python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port N]
         [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage]
 
-Tools: `echo(text)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
+Tools: `echo(text)`, `getenv(name)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
 `crash()` (the process exits mid-call), `picture()` (a PNG), `shout(text)` (structured
 content only), `slow(seconds)`; `--many N` adds N more (`tool_0`...), each with a
 schema of a few properties. A resource `note://hello` and a prompt `greet`.
@@ -71,6 +71,12 @@ def build(calls_file: str | None, many: int):
         """Echo the text back, prefixed with 'echo: '."""
         record("echo", {"text": text})
         return f"echo: {text}"
+
+    @server.tool()
+    def getenv(name: str) -> str:
+        """The value of one of the server's environment variables."""
+        record("getenv", {"name": name})
+        return os.environ.get(name, "(not set)")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def add(a: int, b: int) -> int:

@@ -49,7 +49,7 @@ def test_list_starts_trusted_servers_only_and_stops_them(tmp_path):
         line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines() if "\t" in line
     }
     assert rows["mine"][1:3] == ["stdio", "user"] and rows["mine"][3].startswith("ok")
-    assert rows["mine"][4] == "6" and int(rows["mine"][5].replace(",", "")) > 100
+    assert rows["mine"][4] == "7" and int(rows["mine"][5].replace(",", "")) > 100
     assert rows["proj"][2] == "untrusted" and "not started" in rows["proj"][3]
     assert rows["proj"][6].startswith(".mcp.json ")
     assert "mcp__mine__echo" in result.stdout and "mine resources: note://hello" in result.stdout

@@ -80,6 +80,19 @@ class DeclaredServers:
     def runnable(self) -> list[ServerEntry]:
         return [e for e in self.entries if e.trusted and e.config.enabled]
 
+    def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """The values the servers' `env` and `headers` take from the environment
+        (`${VAR}`): masked wherever lathe writes, like the model's key, should a server
+        echo one. Arguments and URLs are left out: they name paths and hosts."""
+        environ = os.environ if environ is None else environ
+        texts = [
+            text
+            for entry in self.entries
+            for text in (*entry.config.env.values(), *entry.config.headers.values())
+        ]
+        names = {name for text in texts for name in _ENV_REF.findall(text)}
+        return [environ[name] for name in sorted(names) if environ.get(name)]
+
 
 def declared_servers(
     loaded: LoadedConfig,

@@ -207,6 +207,12 @@ def mcp_session(
         declared = declared_servers(setup.loaded, setup.workspace)
     if not declared.entries:
         return None
+    if declared.runnable():
+        from lathe.warmup import import_ahead
+
+        # The SDK's type tree takes about 2 s to import here; the first call (or the
+        # listing) must not wait for it when the first model reply could hide it.
+        import_ahead("mcp", "jsonschema")
     return McpSession(
         declared,
         registry,

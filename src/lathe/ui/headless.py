@@ -111,7 +111,7 @@ class _HeadlessRun:
         setup = self.setup
         session, history = self._open_session()
         self.recorder = SessionRecorder(session)
-        redactor = Redactor.for_run(setup.model.secrets(), os.environ)
+        redactor = Redactor.for_run(setup.secrets(), os.environ)
         self.observer = self.emit = Observer(session.path, session.id, redactor, self.emit)
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):

@@ -119,7 +119,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
     memory = memory_tools(
-        setup.workspace, setup.loaded.config.memory, setup.model.secrets(), session
+        setup.workspace, setup.loaded.config.memory, setup.secrets(), session
     )
     tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):

@@ -58,6 +58,12 @@ class RunSetup:
     # The MCP servers declared for the workspace, their trust decided (lathe.mcptools).
     mcp_servers: DeclaredServers | None = None
 
+    def secrets(self) -> list[str]:
+        """Every secret value the run's requests carry: the model's key and secret
+        headers, and what the MCP servers' settings take from the environment."""
+        servers = self.mcp_servers.secrets() if self.mcp_servers is not None else []
+        return [*self.model.secrets(), *servers]
+
     @property
     def approval(self) -> str:
         """The approval mode: the configured one, or the face's default when the user

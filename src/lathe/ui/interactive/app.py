@@ -184,7 +184,8 @@ class InteractiveApp:
         self.sandboxed = safety.sandboxed
         from lathe.obs import Redactor
 
-        self.redactor = Redactor.for_run(self.resolved.secrets(), os.environ)
+        secrets = [*self.resolved.secrets(), *self.setup.secrets()]
+        self.redactor = Redactor.for_run(secrets, os.environ)
         self.provider = self.redactor.provider(self.provider)
         self.safety, self.chain = safety, self._hooks(safety, self.redactor)
         return self._agent_for(history)
