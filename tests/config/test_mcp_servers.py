@@ -4,6 +4,7 @@ trusted, the trust tied to what the project file sets for them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -67,10 +68,46 @@ def test_an_mcp_json_server_and_the_user_wide_trust(workspace, user_file, tmp_pa
     assert not _declared(workspace, home).entries[0].trusted
 
 
-def test_a_broken_mcp_json_is_one_usage_error(workspace, tmp_path):
-    (workspace / ".mcp.json").write_text('{"mcpServers": {"x": {"args": []}}}')
-    with pytest.raises(UsageError, match=r"\.mcp\.json: mcpServers\.x: .*command .* url"):
-        _declared(workspace, tmp_path / "home")
+def test_a_bad_mcp_json_entry_is_a_notice_and_the_other_servers_still_load(workspace, tmp_path):
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    servers = {
+        "x": {"args": []},
+        "gh": {"command": "gh-server", "env": {"K": token}},  # Claude Code's usual layout
+        "my server": {"command": "s"},
+        "../../tmp/escape": {"command": "s"},
+        "ok": {"command": "s"},
+    }
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+    declared = _declared(workspace, tmp_path / "home")
+
+    assert [entry.name for entry in declared.entries] == ["ok"]
+    said = "\n".join(declared.notices)
+    assert re.search(r"\.mcp\.json: mcpServers\.x: .*command .* url", said)
+    assert re.search(r"mcpServers\.gh\.env: 'K' looks like it holds a secret", said)
+    assert "'my server': a server name must be" in said and "'../../tmp/escape'" in said
+    assert token not in said and token[4:20] not in said
+
+    (workspace / ".mcp.json").write_text("{not json")
+    declared = _declared(workspace, tmp_path / "home")
+    assert declared.entries == [] and "not valid JSON" in declared.notices[0]
+
+
+def test_an_mcp_json_server_runs_from_the_folder_of_the_file(tmp_path):
+    """Relative arguments (`./tools/server.py`) mean the same from any subfolder."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    (root / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    servers = {"a": {"command": "python", "args": ["./tools/srv.py"]},
+               "b": {"command": "python", "cwd": "tools"}}  # fmt: skip
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+    declared = {e.name: e.config for e in _declared(root / "sub", tmp_path / "home").entries}
+
+    assert declared["a"].cwd == str(root.resolve())
+    assert declared["b"].cwd == str(root.resolve() / "tools")
 
 
 def test_secrets_in_server_settings_are_references_expanded_at_start(user_file, workspace):
@@ -91,3 +128,18 @@ def test_a_tool_name_glob_in_a_rule_covers_a_servers_tools():
     assert rules.for_tool("mcp__docs__search")[0] == "allow"
     assert rules.for_tool("mcp__githubx__a") is None
     assert rules.for_tool("bash") is None
+
+
+def test_imported_names_become_names_lathe_takes_and_a_clash_is_refused(tmp_path):
+    from lathe.mcptools.importing import read_foreign
+
+    codex = tmp_path / "config.toml"
+    codex.write_text(
+        '[mcp_servers.a___b]\ncommand = "x"\n[mcp_servers._priv]\ncommand = "y"\n'
+        '[mcp_servers."docs.site"]\ncommand = "z"\n'
+    )
+    assert list(read_foreign(codex)[0]) == ["a_b", "priv", "docs-site"]
+
+    codex.write_text('[mcp_servers."a.b"]\ncommand = "z"\n[mcp_servers.a-b]\ncommand = "z"\n')
+    with pytest.raises(UsageError, match=r"two servers become 'a-b'"):
+        read_foreign(codex)

@@ -216,7 +216,8 @@ def test_a_secret_a_server_takes_from_the_environment_is_masked_in_what_it_echoe
     assert secret not in answer and "zq7…" in answer  # masked, not dropped
     assert secret not in result.stdout + result.stderr
     home = tmp_path / "home"
-    assert not [p for p in home.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
+    written = [p for p in home.rglob("*") if p.is_file()]
+    assert not [p for p in written if secret in p.read_text(errors="replace")]
 
 
 def test_garbage_on_stdout_does_not_break_the_server(tmp_path, fake_openai):
@@ -233,13 +234,20 @@ def test_garbage_on_stdout_does_not_break_the_server(tmp_path, fake_openai):
 def test_deny_rules_hold_for_mcp_tools(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"srv": stdio_server(tmp_path)})
-    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__echo", {"text": "no"})]), Reply("Denied."))
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__echo", {"text": "no"})]),
+        # A rule over the server's tools covers its resources too, in read-only mode too.
+        Reply(calls=[Call("mcp_resource", {"server": "srv", "uri": "note://hello"})]),
+        Reply("Denied."),
+    )
 
-    result = run(fake_openai, tmp_path, ws, "--deny", "mcp__srv__*")
+    result = run(fake_openai, tmp_path, ws, "--deny", "mcp__srv__*", "--approval", "read-only")
 
     assert result.returncode == 0, result.stderr
-    refused = tool_results(fake_openai.chat_bodies()[1])[0]
-    assert "mcp__srv__*" in refused
+    bodies = fake_openai.chat_bodies()
+    for refused in (tool_results(bodies[1])[0], tool_results(bodies[2])[-1]):
+        assert "mcp__srv__*" in refused
+    assert "hello" not in tool_results(bodies[2])[-1]
     assert received(tmp_path) == []
 
 

@@ -33,6 +33,12 @@ _DURATION = re.compile(rf"(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s)?")
 _TOKENS = re.compile(rf"{_NUMBER}([km]?)")
 
 
+def valid_server_name(name: str) -> bool:
+    """Whether `name` may name an MCP server: it becomes part of each tool's name
+    (`mcp__NAME__TOOL`, which model APIs limit) and of file names under LATHE_HOME."""
+    return bool(_SERVER_NAME.fullmatch(name)) and "__" not in name
+
+
 def parse_duration(value: object) -> float:
     """Seconds in a duration: "90s", "10m", "1h30m" (parts in that order, spaces
     allowed), or plain seconds (90, "90", 2.5). More than 0. Raises ValueError naming
@@ -614,7 +620,7 @@ class McpConfig(Section):
         cls, servers: dict[str, McpServerConfig]
     ) -> dict[str, McpServerConfig]:
         for name in servers:
-            if not _SERVER_NAME.fullmatch(name) or "__" in name:
+            if not valid_server_name(name):
                 raise ValueError(
                     f"server name {name!r} must be letters, digits, _ and - (no double _): "
                     "it becomes part of each tool's name, mcp__NAME__TOOL"

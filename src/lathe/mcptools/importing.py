@@ -16,6 +16,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from lathe.config.secrets import looks_like_secret
 from lathe.errors import UsageError
 from lathe.mcptools.servers import server_config
@@ -41,7 +43,12 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
     replaced: list[tuple[str, str]] = []
     servers: dict[str, dict[str, Any]] = {}
     for name, fields in converted.items():
-        safe = re.sub(r"[^A-Za-z0-9_-]", "-", name).replace("__", "_")
+        safe = _lathe_name(path, name)
+        if safe in servers:
+            raise UsageError(
+                f"{path}: two servers become {safe!r} in lathe's names ({name!r} is one); "
+                "rename one of them first"
+            )
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
@@ -52,10 +59,28 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
                 fields[key][item] = value
         try:
             checked = server_config(fields)
+        except ValidationError as exc:
+            first = exc.errors(include_input=False, include_url=False)[0]
+            problem = first["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{path}: server {name}: {problem}") from None
         except ValueError as exc:
-            raise UsageError(f"{path}: server {name}: {str(exc).splitlines()[-2]}") from None
+            raise UsageError(f"{path}: server {name}: {exc}") from None
         servers[safe] = checked.model_dump(exclude_defaults=True)
     return servers, replaced
+
+
+def _lathe_name(path: Path, name: str) -> str:
+    """`name` as lathe's config takes it: letters, digits, `_` and `-`, at most 32,
+    never `__` (it becomes part of each tool's name)."""
+    from lathe.config.schema import valid_server_name
+
+    safe = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]", "-", name)).strip("_-")[:32]
+    if not valid_server_name(safe):
+        raise UsageError(
+            f"{path}: server {name!r} has no name lathe can use (letters, digits, _ and -); "
+            "rename it first"
+        )
+    return safe
 
 
 def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:

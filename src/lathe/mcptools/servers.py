@@ -81,14 +81,19 @@ class DeclaredServers:
         return [e for e in self.entries if e.trusted and e.config.enabled]
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
-        """The values the servers' `env` and `headers` take from the environment
+        """The values the servers' `env`, `headers` and `url` take from the environment
         (`${VAR}`): masked wherever lathe writes, like the model's key, should a server
-        echo one. Arguments and URLs are left out: they name paths and hosts."""
+        echo one or an error quote the URL. Arguments are left out: a `${HOME}` there
+        would mask every path."""
         environ = os.environ if environ is None else environ
         texts = [
             text
             for entry in self.entries
-            for text in (*entry.config.env.values(), *entry.config.headers.values())
+            for text in (
+                *entry.config.env.values(),
+                *entry.config.headers.values(),
+                entry.config.url or "",
+            )
         ]
         names = {name for text in texts for name in _ENV_REF.findall(text)}
         return [environ[name] for name in sorted(names) if environ.get(name)]
@@ -124,15 +129,28 @@ def declared_servers(
         file = Path(str(loaded.project_file)).resolve()
         groups.setdefault("config", (Path(f"{file}#mcp"), []))[1].append((name, raw))
         entries[name] = ServerEntry(name, server, f"project file {file}", from_project=True)
+    notices: list[str] = []
     mcp_json = _find_mcp_json(workspace)
+    try:
+        from_json = _read_mcp_json(mcp_json) if mcp_json is not None else {}
+    except UsageError as exc:  # a broken project file must not stop every run here
+        notices.append(f"{exc}; its servers are not started")
+        from_json = {}
     if mcp_json is not None:
-        for name, raw in _read_mcp_json(mcp_json).items():
+        for name, raw in from_json.items():
             if name in entries:
                 continue  # lathe's own config names it: that one wins
-            server = _from_mcp_json(mcp_json, name, raw)
+            try:
+                server = _from_mcp_json(mcp_json, name, raw)
+                # As other agents run them: from the folder of the file, wherever lathe runs.
+                if not (server.cwd or "").startswith("${"):
+                    where = mcp_json.parent / (server.cwd or ".")
+                    server = server.model_copy(update={"cwd": str(where)})
+            except UsageError as exc:  # one bad entry must not stop every run here
+                notices.append(f"{exc}; that server is not started")
+                continue
             groups.setdefault("json", (mcp_json, []))[1].append((name, raw))
             entries[name] = ServerEntry(name, server, f".mcp.json {mcp_json}", from_project=True)
-    notices: list[str] = []
     blanket = config.trust_project_servers and _set_outside_project(loaded)
     for file, servers in groups.values():
         settings = trust.ProjectSettings(
@@ -226,13 +244,28 @@ def _read_mcp_json(path: Path) -> dict[str, Any]:
 
 
 def _from_mcp_json(path: Path, name: str, raw: Any) -> McpServerConfig:
+    """The server `name` of a `.mcp.json`; a UsageError naming the entry and the problem,
+    never the value (the file may hold a literal token)."""
     from pydantic import ValidationError
 
+    from lathe.config.schema import valid_server_name
+
+    if not valid_server_name(name):
+        raise UsageError(
+            f"{path}: mcpServers.{name!r}: a server name must be letters, digits, _ and - "
+            "(at most 32, no double _), since it becomes part of each tool's name"
+        )
     try:
         return server_config(raw)
-    except (ValidationError, ValueError, TypeError) as exc:
-        problem = str(exc).splitlines()[-2 if isinstance(exc, ValidationError) else 0]
-        raise UsageError(f"{path}: mcpServers.{name}: {problem.strip()}") from None
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        problem = first["msg"].removeprefix("Value error, ")
+        raise UsageError(
+            f"{path}: mcpServers.{name}{'.' + where if where else ''}: {problem}"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: mcpServers.{name}: {exc}") from None
 
 
 def server_config(raw: Any) -> McpServerConfig:

@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from lathe.mcptools.connection import McpConnection
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, tool_spec
+from lathe.tools.capping import capped
 from lathe.types import ToolSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -117,6 +118,11 @@ class McpResourceTool(Tool):
     def summarize_call(self, args: ResourceParams) -> str:
         return f"{args.server} {args.uri}"
 
+    def also_governed_by(self, arguments: dict[str, Any]) -> tuple[str, ...]:
+        """A rule over the server's tools (`mcp__github__*`) covers its resources."""
+        server = arguments.get("server")
+        return (f"mcp__{server}__{self.name}",) if isinstance(server, str) else ()
+
     async def execute(self, args: ResourceParams, ctx: ToolContext) -> ToolOutput:
         from lathe.errors import ToolError
 
@@ -191,24 +197,6 @@ def _words(text: str) -> list[str]:
     return [word for word in re.split(r"[^a-z0-9]+", text.lower()) if word]
 
 
-def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str = "") -> ToolOutput:
-    """`text` within the tool output cap, the whole in the spill folder when cut."""
-    from lathe.exec.local import cap_output
-    from lathe.tools.bash import paging_notice
-
-    data = text.encode("utf-8")
-    limit = ctx.limits.output_max_bytes
-    if len(data) <= limit:
-        return ToolOutput(content=text, is_error=is_error, summary=summary)
-    kept, spill = cap_output(data, limit, ctx.spill_dir)
-    return ToolOutput(
-        content=f"{kept}\n{paging_notice(kept, spill)}",
-        is_error=is_error,
-        summary=summary,
-        details={"truncated": True, "full_output_path": str(spill) if spill else None},
-    )
-
-
 def _arguments_model(schema: dict[str, Any]) -> type[Params]:
     """A `Params` that takes any object and checks it against the server's schema."""
     import jsonschema
@@ -229,7 +217,10 @@ def _arguments_model(schema: dict[str, Any]) -> type[Params]:
         def _matches_schema(cls, value: Any) -> Any:
             if validator is None:
                 return value
-            problems = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+            try:
+                problems = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+            except Exception:  # a $ref it cannot resolve, a pattern that is no regex
+                return value  # a schema lathe cannot apply: let the server judge
             if problems:
                 said = "; ".join(_problem(p) for p in problems[:5])
                 raise ValueError(f"{said}. The tool's parameters (JSON schema): {shown}")

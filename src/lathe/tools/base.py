@@ -24,6 +24,9 @@ A tool subclasses `Tool` (or is one async function under `@tool`) and says what 
   would make, shown to the person asked to approve it (`edit`, `write`).
 - `summarize_call(args) -> str`: the key argument, for one-line progress displays
   (default: the first parameter's value).
+- `also_governed_by(arguments) -> tuple[str, ...]` (default ()): other tool names whose
+  rules apply to this call too, the strictest winning: `mcp_resource(server="github")`
+  answers `mcp__github__mcp_resource`, so `--deny 'mcp__github__*'` covers it.
 - `own_spec() -> ToolSpec | None` (default None): the spec the model sees, for a tool
   whose schema is not built from a pydantic model (an MCP server's tool brings its own
   JSON schema); None: `tool_spec` builds it from `parameters`.
@@ -124,6 +127,11 @@ class Tool(ABC):
         """The unified diff this call would make, for a person asked to approve it; None
         when the tool changes no file or the change cannot be predicted."""
         return None
+
+    def also_governed_by(self, arguments: dict[str, Any]) -> tuple[str, ...]:
+        """Tool names whose permission rules also apply to this call (from its raw
+        arguments); () for none."""
+        return ()
 
     def own_spec(self) -> ToolSpec | None:
         """The spec the model sees when it is not built from `parameters`; None: built."""

@@ -126,7 +126,9 @@ def _folder_file(folder: Path, name: str, ctx: ToolContext) -> ToolOutput:
         raise ToolError(f"{name} is not UTF-8 text") from None
     except OSError as exc:
         raise ToolError(f"{name} cannot be read: {exc}") from exc
-    return ToolOutput(content=text, summary=plural(len(text.splitlines()), "line"))
+    from lathe.tools.capping import capped
+
+    return capped(text, ctx, summary=plural(len(text.splitlines()), "line"))
 
 
 def skill_tools(workspace: Path, on_problem: Callable[[str], None]) -> list[Tool]:
