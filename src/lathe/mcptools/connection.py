@@ -112,23 +112,26 @@ class McpConnection:
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         client = await self._ensure_started()
+        served_by = self._task  # a late failure must not end a server started since
         try:
             # The SDK's own read timeout answers first; this one catches a transport
             # that stops without failing the request.
             return await asyncio.wait_for(request(client), timeout + 5)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                await self._drop(f"did not answer within {timeout:g} s while {doing}")
+                await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
             elif exc.code == CONNECTION_CLOSED:
-                await self._drop(f"closed the connection while {doing} (it may have crashed)")
+                await self._drop(
+                    f"closed the connection while {doing} (it may have crashed)", served_by
+                )
             message = exc.error.message
             raise McpFailure(f"MCP server {self.name} refused {doing}: {message}") from None
         except TimeoutError:
-            await self._drop(f"did not answer within {timeout:g} s while {doing}")
+            await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
         except Exception as exc:  # the transport broke: the process died, the socket closed
             if not self.running:
-                await self._drop(f"stopped while {doing} (it may have crashed)")
-            await self._drop(f"failed while {doing}: {_describe(exc)}")
+                await self._drop(f"stopped while {doing} (it may have crashed)", served_by)
+            await self._drop(f"failed while {doing}: {_describe(exc)}", served_by)
         raise AssertionError("unreachable")  # _drop always raises
 
     async def _ensure_started(self) -> Any:
@@ -240,11 +243,14 @@ class McpConnection:
         self._log_dir.mkdir(parents=True, exist_ok=True)
         return open(self._log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8")
 
-    async def _drop(self, what: str) -> None:
+    async def _drop(self, what: str, served_by: asyncio.Task[None] | None) -> None:
         """Forget the broken connection (the next request starts the server again) and
-        raise the failure the model reads."""
+        raise the failure the model reads. `served_by`: the connection's task when the
+        request began; when another has replaced it (a parallel call failed first and a
+        third restarted the server), that new one is left running."""
         self.last_error = what
-        await self._end_task()
+        if self._task is served_by:
+            await self._end_task()
         left = MAX_RESTARTS + 1 - self.starts
         again = (
             "the next call starts it again"
