@@ -143,3 +143,28 @@ def test_imported_names_become_names_lathe_takes_and_a_clash_is_refused(tmp_path
     codex.write_text('[mcp_servers."a.b"]\ncommand = "z"\n[mcp_servers.a-b]\ncommand = "z"\n')
     with pytest.raises(UsageError, match=r"two servers become 'a-b'"):
         read_foreign(codex)
+
+
+def test_a_no_to_trusting_a_projects_servers_is_remembered_until_they_change(workspace, tmp_path):
+    home = tmp_path / "home"
+    asked = []
+
+    def answer(no_or_yes: bool):
+        def ask(settings) -> bool:
+            asked.append(settings.file)
+            return no_or_yes
+
+        return ask
+
+    servers = {"mcpServers": {"docs": {"command": "docs-server"}}}
+    (workspace / ".mcp.json").write_text(json.dumps(servers))
+    assert not _declared(workspace, home, ask=answer(False)).entries[0].trusted
+    assert not _declared(workspace, home, ask=answer(True)).entries[0].trusted
+    assert len(asked) == 1  # the "no" stood: not asked again
+
+    assert _declared(workspace, home, trust_now=True).entries[0].trusted  # the flag overrides
+    servers["mcpServers"]["docs"]["args"] = ["--all"]  # changed: asked again
+    (workspace / ".mcp.json").write_text(json.dumps(servers))
+    assert _declared(workspace, home, ask=answer(True)).entries[0].trusted
+    assert len(asked) == 2
+    assert _declared(workspace, home).entries[0].trusted

@@ -97,9 +97,25 @@ def _needs_trust(path: KeyPath, value: Any) -> bool:
     return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)
 
 
+_DECLINED = "declined:"
+
+
 def trusted_fingerprint(home: Path, file: Path) -> str | None:
-    """The fingerprint recorded for `file`, if any."""
-    return _load(home).get(str(file))
+    """The fingerprint recorded as trusted for `file`, if any."""
+    recorded = _load(home).get(str(file))
+    return None if recorded is None or recorded.startswith(_DECLINED) else recorded
+
+
+def decline(home: Path, settings: ProjectSettings) -> None:
+    """Record that the person said no to exactly these settings, so they are not asked
+    again until the settings change (trusting them later replaces the record)."""
+    store = _load(home)
+    store[str(settings.file)] = _DECLINED + settings.fingerprint
+    _save(home, store)
+
+
+def is_declined(home: Path, settings: ProjectSettings) -> bool:
+    return _load(home).get(str(settings.file)) == _DECLINED + settings.fingerprint
 
 
 def is_trusted(home: Path, settings: ProjectSettings) -> bool:

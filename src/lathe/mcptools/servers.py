@@ -157,9 +157,10 @@ def declared_servers(
             file, tuple((f"mcp.servers.{name}", raw) for name, raw in servers)
         )
         allowed = blanket or trust.is_trusted(home, settings)
-        if not allowed and (trust_now or (ask is not None and ask(settings))):
-            trust.trust(home, settings)
-            allowed = True
+        if not allowed:
+            allowed = trust_now or _asked(ask, home, settings)
+            if allowed:
+                trust.trust(home, settings)
         if allowed:
             continue
         names = [name for name, _ in servers]
@@ -172,6 +173,19 @@ def declared_servers(
             "(remembered until it changes)"
         )
     return DeclaredServers(list(entries.values()), notices)
+
+
+def _asked(ask: Callable[[Any], bool] | None, home: Path, settings: Any) -> bool:
+    """The person's answer, asked once per content of the settings: a "no" is
+    remembered like a "yes", and asked again only when the file changes them."""
+    from lathe.config import trust
+
+    if ask is None or trust.is_declined(home, settings):
+        return False
+    if ask(settings):
+        return True
+    trust.decline(home, settings)
+    return False
 
 
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
