@@ -156,7 +156,7 @@ class McpConnection:
             try:
                 self._client = await asyncio.wait_for(asyncio.shield(ready), timeout)
             except TimeoutError:
-                await self._end_task()
+                await self._end_task(at_once=True)
                 self.last_error = f"did not start within {timeout:g} s"
                 raise McpFailure(
                     f"MCP server {self.name} did not start and answer the handshake within "
@@ -259,16 +259,20 @@ class McpConnection:
         )
         raise McpFailure(f"MCP server {self.name} {what}; {again}")
 
-    async def _end_task(self) -> None:
+    async def _end_task(self, *, at_once: bool = False) -> None:
+        """Stop the server. A running client is left the way the SDK leaves it (stdin
+        closed, then SIGTERM, then SIGKILL, each step bounded); `at_once`: the task is
+        still in the handshake, which the stop cannot reach, so it is cancelled now
+        (waiting first cost a hung server's caller 8 s more than its startup timeout)."""
         task, self._task = self._task, None
         self._client = None
         if task is None:
             return
         if self._stop is not None:
             self._stop.set()
-        # The SDK bounds its own shutdown (stdin closed, then SIGTERM, then SIGKILL).
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), 8)
+        if not at_once:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(task), 8)
         if not task.done():
             task.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
