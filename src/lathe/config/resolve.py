@@ -27,10 +27,10 @@ from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
 from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
+from lathe.config.secrets import ENV_REF
 from lathe.errors import UsageError
 from lathe.types import Usage
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Takes precedence over every provider's own key variable: one place to put the key for
 # a proxy or a one-off run.
 KEY_OVERRIDE_ENV = "LATHE_API_KEY"
@@ -210,7 +210,7 @@ def _expand(
         secrets.append(environ[var])
         return environ[var]
 
-    return _ENV_REF.sub(lookup, value)
+    return ENV_REF.sub(lookup, value)
 
 
 def _unknown_provider(config: Config, provider: str) -> str:

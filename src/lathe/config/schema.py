@@ -19,14 +19,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lathe.config import catalog
-from lathe.config.secrets import ENV_NAME, looks_like_secret
+from lathe.config.secrets import ENV_NAME, looks_like_secret, refuse_literal_secrets
 
 Approval = Literal["read-only", "ask", "auto", "full"]
 # lathe's own kinds, or one a `lathe.providers` plugin adds: checked when the provider
 # is made (llm/registry.py), where the plugins are known.
 ProviderKind = str
 
-_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 _DURATION = re.compile(rf"(?:{_NUMBER}h)?(?:{_NUMBER}m)?(?:{_NUMBER}s)?")
@@ -148,13 +147,7 @@ class ProviderConfig(Section):
     @field_validator("headers")
     @classmethod
     def _no_literal_secrets(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name, value in headers.items():
-            if looks_like_secret(_ENV_REF.sub("", value)):
-                raise ValueError(
-                    f"header {name!r} looks like it holds a secret; secrets are never stored "
-                    'in config files. Write "${VAR}" (e.g. "Bearer ${MY_TOKEN}") and export VAR'
-                )
-        return headers
+        return refuse_literal_secrets(headers, "header")
 
 
 class ModelConfig(Section):
@@ -582,13 +575,7 @@ class McpServerConfig(Section):
     @field_validator("headers", "env")
     @classmethod
     def _no_literal_secrets(cls, values: dict[str, str]) -> dict[str, str]:
-        for name, value in values.items():
-            if looks_like_secret(_ENV_REF.sub("", value)):
-                raise ValueError(
-                    f"{name!r} looks like it holds a secret; secrets are never stored in "
-                    'config files. Write "${VAR}" (e.g. "Bearer ${MY_TOKEN}") and export VAR'
-                )
-        return values
+        return refuse_literal_secrets(values)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

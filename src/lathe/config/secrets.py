@@ -8,6 +8,31 @@ import re
 _KEY_PREFIX = re.compile(r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_)")
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-.+/=]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# `${VAR}` in a setting: the value is taken from the environment when used, never stored.
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def env_references(text: str) -> list[str]:
+    """The variables `text` takes values from (`${VAR}`)."""
+    return ENV_REF.findall(text)
+
+
+def holds_literal_secret(value: str) -> bool:
+    """Whether `value`, its `${VAR}` references left out, still looks like a credential."""
+    return looks_like_secret(ENV_REF.sub("", value))
+
+
+def refuse_literal_secrets(values: dict[str, str], what: str = "") -> dict[str, str]:
+    """`values` (a config table of headers or variables) unchanged, or a ValueError for the
+    first entry holding a literal secret; `what` goes before its name ("header")."""
+    for name, value in values.items():
+        if holds_literal_secret(value):
+            raise ValueError(
+                f"{what + ' ' if what else ''}{name!r} looks like it holds a secret; secrets "
+                'are never stored in config files. Write "${VAR}" (e.g. "Bearer ${MY_TOKEN}") '
+                "and export VAR"
+            )
+    return values
 
 
 def looks_like_secret(value: str) -> bool:

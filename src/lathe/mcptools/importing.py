@@ -18,12 +18,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lathe.config.secrets import looks_like_secret
+from lathe.config.secrets import holds_literal_secret
 from lathe.errors import UsageError
 from lathe.mcptools.servers import server_config
 
 _DOLLAR_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\b")
-_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
@@ -52,7 +51,7 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
-                if looks_like_secret(_ENV_REF.sub("", value)):
+                if holds_literal_secret(value):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
                     value = f"${{{variable}}}"
                     replaced.append((f"mcp.servers.{safe}.{key}.{item}", variable))

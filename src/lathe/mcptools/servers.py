@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.config.schema import McpServerConfig
+from lathe.config.secrets import ENV_REF, env_references
 from lathe.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ _PASSED_THROUGH = (
     "command", "args", "env", "cwd", "headers", "enabled", "startup_timeout_s",
     "tool_timeout_s", "include_tools", "exclude_tools",
 )  # fmt: skip
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class DeclaredServers:
                 entry.config.url or "",
             )
         ]
-        names = {name for text in texts for name in _ENV_REF.findall(text)}
+        names = {name for text in texts for name in env_references(text)}
         return [environ[name] for name in sorted(names) if environ.get(name)]
 
 
@@ -201,14 +201,14 @@ def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: st
             )
         return environ[name]
 
-    return _ENV_REF.sub(one, value)
+    return ENV_REF.sub(one, value)
 
 
 def references(server: McpServerConfig) -> set[str]:
     """The environment variables a server's settings take values from (secrets: never
     shown to commands, masked in output)."""
     texts = [*server.env.values(), *server.headers.values(), *server.args, server.url or ""]
-    return {name for text in texts for name in _ENV_REF.findall(text)}
+    return {name for text in texts for name in env_references(text)}
 
 
 def _untrusted(entry: ServerEntry) -> ServerEntry:

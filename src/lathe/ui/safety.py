@@ -3,12 +3,12 @@ the one hook chain both faces run with."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lathe.config.secrets import env_references
 from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks, HookChain
@@ -229,7 +229,6 @@ def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
     return True
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _key_variables(setup: RunSetup) -> list[str]:
@@ -239,7 +238,7 @@ def _key_variables(setup: RunSetup) -> list[str]:
     providers = setup.loaded.config.providers.values()
     names = {p.api_key_env for p in providers if p.api_key_env}
     # Variables a provider's headers take their values from (`Bearer ${PROXY_AUTH}`).
-    names |= {m for p in providers for v in p.headers.values() for m in _ENV_REF.findall(v)}
+    names |= {m for p in providers for v in p.headers.values() for m in env_references(v)}
     if setup.model.api_key_env:
         names.add(setup.model.api_key_env)
     if setup.mcp_servers is not None:  # the secrets MCP servers take from the environment
