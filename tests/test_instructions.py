@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
+from tests.fakes.tools import Dump
 
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget
@@ -17,7 +17,7 @@ from lathe.events import Compacted, RunStatus
 from lathe.exec.local import LocalExecutor
 from lathe.instructions import Instructions, NestedInstructions, prompt_section
 from lathe.llm.base import Completed, ModelRequest
-from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import ToolContext, ToolRegistry
 from lathe.tools.ls import ls
 from lathe.types import AssistantMessage, ToolCall
 
@@ -115,20 +115,6 @@ def test_a_read_rule_keeps_a_file_out(tree: Path):
     found = Instructions(tree, no_read=["sub/AGENTS.md"])
     found.standing()
     assert [f.label for f in found.below("sub/deep/x.py")] == ["sub/deep/CLAUDE.md"]
-
-
-class _Args(Params):
-    n: int
-
-
-class Dump(Tool):
-    name: ClassVar[str] = "dump"
-    description: ClassVar[str] = "prints a large log"
-    parameters: ClassVar[type[Params]] = _Args
-    read_only: ClassVar[bool] = True
-
-    async def execute(self, args: _Args, ctx: ToolContext) -> ToolOutput:
-        return ToolOutput(content=f"log {args.n}: " + "x" * 6000)
 
 
 class LooksThenDumps:

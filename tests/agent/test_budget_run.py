@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar
+
+from tests.fakes.tools import Dump
 
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget, conversation_tokens, request_problems
@@ -13,27 +14,10 @@ from lathe.errors import ContextTooLong
 from lathe.events import Compacted, Notice, RunStatus
 from lathe.exec.local import LocalExecutor
 from lathe.llm.base import Completed, ModelRequest
-from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
+from lathe.tools.base import ToolContext, ToolRegistry
 from lathe.types import AssistantMessage, ToolCall, UserMessage
 
 TASK = "Collect all 60 logs, then say done."
-
-
-class _Args(Params):
-    n: int
-
-
-class Dump(Tool):
-    name: ClassVar[str] = "dump"
-    description: ClassVar[str] = "prints a large log"
-    parameters: ClassVar[type[Params]] = _Args
-    read_only: ClassVar[bool] = True
-
-    async def execute(self, args: _Args, ctx: ToolContext) -> ToolOutput:
-        return ToolOutput(content=f"log {args.n}: " + "x" * 6000)
-
-    def summarize_call(self, args: _Args) -> str:
-        return str(args.n)
 
 
 class WindowedModel:
