@@ -144,9 +144,9 @@ class MemoryStore:
                     "what is no longer true, then try again. With this change its entries "
                     f"would be:\n{listed}"
                 )
-            temporary = file.path.with_name(f".{file.path.name}.{os.getpid()}.tmp")
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, file.path)
+            from lathe.tools.files import write_atomic
+
+            write_atomic(file.path, text.encode("utf-8"))
         return said
 
 
