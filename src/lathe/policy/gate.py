@@ -100,11 +100,9 @@ class Policy:
             return self._decide_command(command)
         if found is not None and found.path_argument is not None:
             return self._decide_path(found, arguments.get(found.path_argument))
-        names = (tool, *(found.also_governed_by(arguments) if found else ()))
-        verdicts = [verdict for name in names if (verdict := self.rules.for_tool(name))]
-        if verdicts:
-            action, rule = min(verdicts, key=lambda v: ("deny", "ask", "allow").index(v[0]))
-            return Decision(action, f"rule {rule.key}", tool, brief=rule.key)
+        verdict = self.rules.for_tool(tool, *(found.also_governed_by(arguments) if found else ()))
+        if verdict:
+            return Decision(verdict[0], f"rule {verdict[1].key}", tool, brief=verdict[1].key)
         return self._mode_default(tool, found is not None and found.read_only, tool, "")
 
     def _decide_path(self, found: Tool, path: Any) -> Decision:

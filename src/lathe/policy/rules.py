@@ -121,10 +121,12 @@ class RuleSet:
                 return "allow", matched[0]  # type: ignore[return-value]
         return None
 
-    def for_tool(self, tool: str) -> tuple[Action, Rule] | None:
+    def for_tool(self, *tools: str) -> tuple[Action, Rule] | None:
+        """The first rule without a pattern naming any of `tools`, deny before ask
+        before allow (a call some other tool's rules also govern passes all names)."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                if rule.pattern is None and _names(rule.tool, tool):
+                if rule.pattern is None and any(_names(rule.tool, tool) for tool in tools):
                     return action, rule  # type: ignore[return-value]
         return None
 

@@ -265,10 +265,6 @@ class ToolRegistry:
             self._deferred.add(tool.name)
         self._specs = None
 
-    def deferred(self) -> list[Tool]:
-        """The callable tools whose specs are not sent."""
-        return [tool for name, tool in self._tools.items() if name in self._deferred]
-
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
