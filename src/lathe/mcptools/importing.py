@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lathe.config.render import toml_value
 from lathe.config.secrets import holds_literal_secret
 from lathe.errors import UsageError
 from lathe.mcptools.servers import server_config
@@ -95,7 +96,7 @@ def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[li
             skipped.append(name)
             continue
         lines = [f"[mcp.servers.{name}]"]
-        lines += [f"{key} = {_toml(value)}" for key, value in fields.items()]
+        lines += [f"{key} = {toml_value(value)}" for key, value in fields.items()]
         blocks.append("\n".join(lines))
         written.append(name)
     if blocks:
@@ -143,17 +144,3 @@ def _from_gemini(server: dict[str, Any]) -> dict[str, Any]:
 
 def _variable(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text).upper()
-
-
-def _toml(value: Any) -> str:
-    """A TOML value for what a server's settings hold (strings, numbers, booleans, lists
-    and tables of them). A JSON string is a valid TOML basic string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
-    return json.dumps(str(value), ensure_ascii=False)
