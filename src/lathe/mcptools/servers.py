@@ -130,7 +130,7 @@ def declared_servers(
         groups.setdefault("config", (Path(f"{file}#mcp"), []))[1].append((name, raw))
         entries[name] = ServerEntry(name, server, f"project file {file}", from_project=True)
     notices: list[str] = []
-    mcp_json = _find_mcp_json(workspace)
+    mcp_json = _find_mcp_json(workspace, loaded.project_root)
     try:
         from_json = _read_mcp_json(mcp_json) if mcp_json is not None else {}
     except UsageError as exc:  # a broken project file must not stop every run here
@@ -236,10 +236,9 @@ def _set_outside_project(loaded: LoadedConfig) -> bool:
     return origin is not None and origin.layer != "project"
 
 
-def _find_mcp_json(workspace: Path) -> Path | None:
-    from lathe.config.loader import project_root
-
-    for folder in dict.fromkeys([workspace.resolve(), project_root(workspace)]):
+def _find_mcp_json(workspace: Path, project_root: Path) -> Path | None:
+    """The workspace's `.mcp.json`, else the project root's (the config found it)."""
+    for folder in dict.fromkeys([workspace.resolve(), project_root]):
         candidate = folder / MCP_JSON
         if candidate.is_file():
             return candidate

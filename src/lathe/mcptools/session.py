@@ -199,13 +199,10 @@ def mcp_session(
     """The run's MCP session (None when no server is declared), its tools added to
     `registry` when the first run starts. `setup` is the face's `RunSetup`."""
     from lathe.home import lathe_home
-    from lathe.mcptools.servers import declared_servers
 
     config = setup.loaded.config.mcp
-    declared = setup.mcp_servers
-    if declared is None:
-        declared = declared_servers(setup.loaded, setup.workspace)
-    if not declared.entries:
+    declared = setup.mcp_servers  # decided by setup.prepare
+    if declared is None or not declared.entries:
         return None
     if declared.runnable():
         from lathe.warmup import import_ahead

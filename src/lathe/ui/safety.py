@@ -74,7 +74,6 @@ def standing_approvals(session) -> set[str]:
 
 def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
     from lathe.exec.local import LocalExecutor
-    from lathe.mcptools.session import mcp_session
     from lathe.memory import memory_tools
     from lathe.plugins import load_tool_plugins
     from lathe.session import ApprovalEntry
@@ -124,7 +123,11 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
-    mcp = mcp_session(setup, tools, emit)
+    mcp = None
+    if setup.mcp_servers is not None and setup.mcp_servers.entries:
+        from lathe.mcptools.session import mcp_session
+
+        mcp = mcp_session(setup, tools, emit)
     policy = Policy(
         mode=mode,
         rules=rules,
