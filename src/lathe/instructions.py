@@ -50,13 +50,6 @@ def user_instructions_path(environ: dict[str, str] | None = None) -> Path:
     return user_config_path(environ).parent / "AGENTS.md"
 
 
-def repository_root(workspace: Path) -> Path:
-    """The nearest folder from the workspace up holding `.git`, else the workspace."""
-    from lathe.config.loader import project_root
-
-    return project_root(workspace)
-
-
 @dataclass
 class Instructions:
     """The instruction files of one run and the budget they share (see the module)."""
@@ -73,7 +66,9 @@ class Instructions:
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
-        self._root = Path(os.path.realpath(repository_root(self.workspace)))
+        from lathe.config.loader import project_root
+
+        self._root = Path(os.path.realpath(project_root(self.workspace)))
 
     def standing(self) -> list[InstructionFile]:
         """The user file, then one file per folder from the repository root down to the

@@ -1,7 +1,7 @@
 """What the agent remembers from one session to the next: two Markdown files of entries.
 
 - the project's: `$LATHE_HOME/memory/projects/<slug>.md`, one per repository (the slug
-  of the repository root, `instructions.repository_root`), so lathe writes nothing into
+  of the repository root, `config.loader.project_root`), so lathe writes nothing into
   the user's repository;
 - the user's: `$LATHE_HOME/memory/user.md`, for every project.
 
@@ -42,13 +42,13 @@ class MemoryRefused(Exception):
 
 
 def memory_path(scope: Scope, workspace: Path, home: Path | None = None) -> Path:
+    from lathe.config.loader import project_root
     from lathe.home import lathe_home, project_slug
-    from lathe.instructions import repository_root
 
     base = (home or lathe_home()) / "memory"
     if scope == "user":
         return base / "user.md"
-    return base / "projects" / f"{project_slug(repository_root(workspace))}.md"
+    return base / "projects" / f"{project_slug(project_root(workspace))}.md"
 
 
 def parse_entries(text: str) -> list[str]:
