@@ -94,7 +94,7 @@ class McpTool(Tool):
         text = "\n".join(part for part in parts if part) or "(the tool returned nothing)"
         if result.is_error:
             text = f"Error from MCP server {self.connection.name}: {text}"
-        return capped(text, ctx, is_error=bool(result.is_error), summary=_first_line(text))
+        return capped(text, ctx, is_error=bool(result.is_error))
 
 
 class ResourceParams(Params):
@@ -135,7 +135,7 @@ class McpResourceTool(Tool):
         result = await connection.read_resource(args.uri)
         parts = [_resource_text(item, ctx) for item in result.contents]
         text = "\n".join(parts) or "(the resource is empty)"
-        return capped(text, ctx, summary=_first_line(text))
+        return capped(text, ctx)
 
 
 class SearchParams(Params):
@@ -271,8 +271,3 @@ def _saved(data: str, mime_type: str, kind: str, ctx: ToolContext) -> str:
     except OSError as exc:
         return f"[{kind} {mime_type}, {len(raw)} bytes: could not be saved: {exc}]"
     return f"[{kind} {mime_type}, {len(raw):,} bytes, saved to {path}]"
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line[:120]
