@@ -15,6 +15,7 @@ process or in a `lathe` subprocess pointed at `server.base_url`.
             context_too_long(),
             Hang(10),                                               # outlive the timeout
             Reply("partial answer", cut_after=3),                   # cut mid-stream
+            Reply("partial", error_after=2, error="overloaded"),     # error mid-stream
             Reply("slow", stall_after=2, stall_s=30),               # stall mid-stream
             Reply("a b c d", trickle_s=0.5),                        # a chunk every 0.5 s
         )
@@ -30,8 +31,11 @@ Script items, served one per POST /v1/chat/completions in order:
   interleave, whether `index` is omitted, SSE or a plain JSON body, whether usage is sent
   (only when the request asks with stream_options, always, or never), whether [DONE] is
   sent, and `cut_after=n` to close the connection after n chunks without a
-  finish_reason or [DONE]. Pacing: `stall_after=n, stall_s=s` sends the headers and n
-  chunks, then nothing for s seconds (or until the server stops), then the rest;
+  finish_reason or [DONE]; `error_after=n, error=message` sends n chunks, then the error
+  as the next event (`data: {"error": {"message": ...}}`, as vLLM and OpenRouter report
+  a failure once the stream has begun) and ends the stream. Pacing:
+  `stall_after=n, stall_s=s` sends the headers and n chunks, then nothing for s seconds
+  (or until the server stops), then the rest;
   `trickle_s=s` waits s seconds before every chunk after the first, so each gap is short
   but the whole reply is slow.
 - `ErrorReply` — an HTTP error status with headers and an OpenAI-style error body (or a
@@ -48,7 +52,8 @@ the script ran out, so a test fails loudly instead of hanging.
 Server-wide behaviour: `reject_stream_options = True` makes every request carrying
 `stream_options` fail with 400 (as some servers do) without consuming a script item.
 `GET /v1/models` lists `server.models`. Every request is recorded in `server.requests`
-(method, path, lower-cased headers, parsed JSON body); `server.chat_bodies()` gives the
+(method, path, lower-cased headers, parsed JSON body, the client's port: one port
+for several requests means they shared a kept-alive connection); `server.chat_bodies()` gives the
 bodies of the chat requests and `server.remaining` the number of unserved items.
 """
 
@@ -97,6 +102,8 @@ class Reply:
     omit_index: bool = False
     stream: bool | None = None  # None: as the request asks; False: one JSON body
     cut_after: int | None = None
+    error_after: int | None = None
+    error: str = "scripted mid-stream error"
     done: bool = True
     model: str | None = None  # None: echo the requested model
     stall_after: int | None = None
@@ -170,6 +177,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int = 0
 
 
 class ScriptedServer:
@@ -328,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _recorded(self, body: Any) -> RecordedRequest:
         headers = {k.lower(): v for k, v in self.headers.items()}
-        return RecordedRequest(self.command, self.path, headers, body)
+        return RecordedRequest(self.command, self.path, headers, body, self.client_address[1])
 
     def _serve(self, item: Item, request: dict[str, Any]) -> None:
         match item:
@@ -376,7 +384,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_chunk(f"data: {data}\n\n")
             self._drop_connection()  # no terminating chunk: the body is incomplete
             return
-        if reply.done:
+        if reply.error_after is not None:
+            error = {"message": reply.error, "type": "server_error", "code": None}
+            events = [*events[: reply.error_after], json.dumps({"error": error})]
+        elif reply.done:
             events.append("[DONE]")
         for position, data in enumerate(events):
             self._pace(position, reply.stall_after, reply.stall_s, reply.trickle_s)

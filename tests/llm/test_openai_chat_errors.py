@@ -189,10 +189,30 @@ async def test_an_exhausted_script_fails_loudly(fake_openai, provider):
     assert "the script ran out" in str(error)
 
 
-def test_importing_the_provider_does_not_import_the_sdk():
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("the engine is overloaded, try again", Overloaded),
+        ("Rate limit reached for requests", RateLimited),
+        ("This model's maximum context length is 8192 tokens", ContextTooLong),
+    ],
+)
+async def test_an_error_reported_inside_the_stream_is_mapped_by_what_it_says(
+    fake_openai, provider, message, expected
+):
+    fake_openai.enqueue(Reply("a partial answer", error_after=2, error=f"{message} {SECRET}"))
+
+    error = await failure(provider)
+
+    assert type(error) is expected
+    assert message in str(error)
+    assert SECRET not in str(error)
+
+
+def test_importing_the_provider_imports_neither_the_sdk_nor_the_http_stack():
     code = (
         "import sys, lathe.llm.openai_chat, lathe.llm.retry, lathe.llm.errors_map; "
-        "sys.exit(1 if 'openai' in sys.modules else 0)"
+        "sys.exit(1 if {'openai', 'httpx2'} & set(sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

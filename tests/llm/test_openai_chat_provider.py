@@ -172,6 +172,27 @@ async def test_a_plain_json_body_is_read_as_one_reply(fake_openai, provider):
 # the request the server received
 
 
+async def test_requests_one_after_another_reuse_one_connection(fake_openai, provider):
+    fake_openai.enqueue(Reply("one"), Reply("two"), Reply("three", stream=False))
+
+    replies = [(await run(provider))[1].text for _ in range(3)]
+
+    assert replies == ["one", "two", "three"]
+    assert len({request.client_port for request in fake_openai.requests}) == 1
+
+
+async def test_without_a_key_no_authorization_header_is_sent(fake_openai):
+    fake_openai.enqueue(Reply("ok"))
+    provider = OpenAIChatProvider("m", fake_openai.base_url, "")
+
+    await run(provider)
+    await provider.aclose()
+
+    [received] = fake_openai.requests
+    assert "authorization" not in received.headers
+    assert received.headers["user-agent"].startswith("lathe/")
+
+
 async def test_the_request_maps_the_conversation_tools_and_options(fake_openai):
     fake_openai.enqueue(Reply("done"))
     provider = OpenAIChatProvider(

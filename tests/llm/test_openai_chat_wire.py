@@ -36,7 +36,7 @@ async def test_the_output_limit_goes_in_the_field_the_profile_names(fake_openai,
 async def test_the_default_field_is_max_tokens_even_for_api_openai_com():
     # No URL decides it any more: a provider built for api.openai.com is told by its profile.
     provider = OpenAIChatProvider("gpt-4o", None, SECRET)
-    body = provider._params(LIMITED)["extra_body"]
+    body = provider._body(LIMITED)
     assert "max_tokens" in body
     assert "max_completion_tokens" not in body
 

@@ -1,6 +1,6 @@
-"""Building a provider queues its warm-up on the background thread: the SDK import, its
-client and the modules its first request would load, so that work overlaps what a run
-waits on before its first model call instead of delaying it."""
+"""Building a provider queues its warm-up on the background thread: the import of its
+HTTP stack (and SDK), its client and the modules its first request would load, so that
+work overlaps what a run waits on before its first model call instead of delaying it."""
 
 from __future__ import annotations
 
@@ -31,9 +31,18 @@ def _probe(kind: str, sdk: str, modules: list[str]) -> str:
     return done.stdout.strip()
 
 
-def test_the_openai_client_is_ready_before_the_first_request():
-    modules = ["openai", "openai.resources.chat.completions", "httpcore2"]
-    assert _probe("openai-compatible", "openai", modules) == "all loaded"
+def test_the_openai_compatible_client_is_ready_before_the_first_request():
+    modules = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
+    assert _probe("openai-compatible", "httpx2", modules) == "all loaded"
+
+
+def test_an_openai_compatible_run_never_imports_the_openai_sdk():
+    code = (
+        _PROBE.format(kind="openai-compatible", sdk="httpx2", modules=["httpx2", "httpcore2"])
+        + "assert 'openai' not in sys.modules, 'the openai SDK was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_anthropic_client_is_ready_before_the_first_request():

@@ -70,7 +70,7 @@ from lathe.llm.errors_map import (
     stream_error,
     timed_out,
 )
-from lathe.llm.sdk_client import LazyClient, client_options
+from lathe.llm.http_stream import LazyClient
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
@@ -136,7 +136,7 @@ class AnthropicProvider:
         self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
         self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
-        self._client = LazyClient(self._new_client)
+        self._client = LazyClient(self._new_client, close=lambda client: client.close())
 
     @property
     def model(self) -> str:
@@ -178,8 +178,15 @@ class AnthropicProvider:
     def _new_client(self) -> Any:
         import anthropic  # lazily: importing the SDK takes over a second
 
+        # The SDK's own retries are off (lathe's retry policy is the one), and an unset
+        # key is a placeholder: the SDK would otherwise go looking in the environment,
+        # and the server's 401 then says what to set.
         return anthropic.AsyncAnthropic(
-            **client_options(self._api_key, self._base_url, self._timeouts, self._extra_headers)
+            api_key=self._api_key or "no-key-set",
+            base_url=self._base_url,
+            timeout=self._timeouts.for_httpx(),
+            max_retries=0,
+            default_headers=self._extra_headers or None,
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

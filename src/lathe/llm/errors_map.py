@@ -1,12 +1,13 @@
-"""Where the SDKs' and httpx's exceptions become lathe's errors.
+"""Where the exceptions of a model call become lathe's errors.
 
-`to_provider_error` (the OpenAI SDK's; `lathe.llm.anthropic` has its own, built on the
-shared helpers here) knows every exception the SDK raises on the way in and while a
-stream is read; anything it does not know is a bug in lathe and is left alone (it
-returns None) so it surfaces as one. Messages are written for the user: they say what
-failed, where, and what to change, and never contain the API key.
+`to_provider_error` (the OpenAI-compatible provider's; `lathe.llm.anthropic` has its own
+for its SDK, built on the shared helpers here) knows every exception raised on the way
+in and while a stream is read: `lathe.llm.http_stream`'s `StatusError` and
+`ReportedError`, httpx2's, the OS's; anything it does not know is a bug in lathe and is
+left alone (it returns None) so it surfaces as one. Messages are written for the user:
+they say what failed, where, and what to change, and never contain the API key.
 
-The SDK is imported lazily (inside the function), because importing this module must
+httpx2 is imported lazily (inside the function), because importing this module must
 stay cheap for `lathe --help`.
 """
 
@@ -30,6 +31,7 @@ from lathe.errors import (
     Transport,
 )
 from lathe.llm.base import StreamEvent
+from lathe.llm.http_stream import ReportedError, StatusError
 from lathe.llm.timeouts import Timeouts, TotalTimeExceeded
 from lathe.net import is_loopback
 
@@ -55,26 +57,23 @@ class ErrorContext:
 
 
 def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | None:
-    """The lathe error for an SDK/httpx/OS exception, or None when it is not one of those."""
+    """The lathe error for an HTTP/httpx2/OS exception, or None when it is not one of those."""
     import httpx2
-    import openai
 
     if isinstance(exc, ProviderError):
         return exc
-    if isinstance(exc, openai.APIStatusError):
-        return from_status(exc.response.status_code, exc.response.headers, server_message(exc), ctx)
-    if isinstance(
-        exc, TotalTimeExceeded | openai.APITimeoutError | httpx2.TimeoutException | TimeoutError
-    ):
+    if isinstance(exc, StatusError):
+        return from_status(exc.status, exc.headers, server_words(exc.body), ctx)
+    if isinstance(exc, ReportedError):
+        return stream_error(server_words(exc.body), ctx)
+    if isinstance(exc, TotalTimeExceeded | httpx2.TimeoutException | TimeoutError):
         return timed_out(exc, ctx)
-    if isinstance(exc, openai.APIConnectionError | httpx2.TransportError | OSError):
+    if isinstance(exc, httpx2.TransportError | OSError):
         return connection_error(exc, ctx)
-    if isinstance(exc, openai.APIError):
-        return stream_error(server_message(exc), ctx)
     if isinstance(exc, json.JSONDecodeError):
         return Transport(f"{ctx.base_url} sent a stream chunk that is not valid JSON")
-    if isinstance(exc, openai.OpenAIError | httpx2.HTTPError):
-        return BadRequest(scrub(f"the OpenAI client refused the request: {exc}", ctx))
+    if isinstance(exc, httpx2.HTTPError | httpx2.InvalidURL):
+        return BadRequest(scrub(f"the request to {ctx.base_url} could not be made: {exc}", ctx))
     return None
 
 
@@ -178,11 +177,9 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 def mentions_stream_options(exc: BaseException) -> bool:
     """True for a 400/422 whose message blames `stream_options` (some servers reject it)."""
-    import openai
-
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+    if not isinstance(exc, StatusError) or exc.status not in (400, 422):
         return False
-    text = f"{exc.message} {server_message(exc)}".lower()
+    text = f"{exc.body} {server_words(exc.body)}".lower()
     return "stream_options" in text or "include_usage" in text
 
 
@@ -197,8 +194,14 @@ def _number(raw: str | None) -> float | None:
 
 
 def server_message(exc: BaseException) -> str:
-    """The server's own words: error.message from a JSON body, else the raw body."""
-    body = getattr(exc, "body", None)
+    """The server's own words in an SDK exception: from its parsed body, else its message."""
+    fallback = getattr(exc, "message", None) or str(exc)
+    return server_words(getattr(exc, "body", None), fallback=fallback)
+
+
+def server_words(body: object, *, fallback: str = "") -> str:
+    """The server's own words in an error body (parsed JSON, or text): `error.message`
+    (or `message`) of a JSON body, else the body itself, on one line and capped."""
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
@@ -206,11 +209,11 @@ def server_message(exc: BaseException) -> str:
         elif isinstance(inner, str):
             text = inner
         else:
-            text = json.dumps(body)[:_MAX_SERVER_MESSAGE]
+            text = json.dumps(inner)[:_MAX_SERVER_MESSAGE]
     elif isinstance(body, str) and body.strip():
         text = body
     else:
-        text = getattr(exc, "message", None) or str(exc)
+        text = fallback
     text = " ".join(text.split())
     if len(text) > _MAX_SERVER_MESSAGE:
         text = text[:_MAX_SERVER_MESSAGE] + "..."

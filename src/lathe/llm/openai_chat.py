@@ -1,5 +1,7 @@
 """The OpenAI-compatible chat completions provider (OpenAI, vLLM, llama.cpp, Ollama,
-DeepSeek, OpenRouter, LM Studio, ...), built on the official `openai` SDK.
+DeepSeek, OpenRouter, LM Studio, ...), speaking the protocol over httpx2 itself
+(`lathe.llm.http_stream`): importing the `openai` SDK cost every process about a second
+of CPU for one POST and an SSE reader.
 
 What it sends: the system prompt as the first message, then the conversation; tools as
 `{"type": "function", "function": {...}}`; `stream=True` with
@@ -25,13 +27,13 @@ Decisions:
   `max_tokens` (what compatible servers understand, the default) or
   `max_completion_tokens` (api.openai.com's newer models reject `max_tokens`). No URL
   decides it. `ModelRequest.extra` is merged into the request body as is.
-- The body is built here and handed to the SDK whole, through `extra_body` (see
-  `_params`); the SDK still owns the HTTP, the stream and the errors.
-- An empty API key sends a placeholder, because local servers need none and the SDK
-  insists on one; a server that wants a key then answers 401, reported as AuthError.
-- The SDK's own retries are off (`max_retries=0`): `lathe.llm.retry` owns retrying.
+- The body is built here, each message's wire form reused while the message is unchanged
+  (`_wire_conversation`).
+- An empty API key sends no `Authorization` header: local servers need none, and one
+  that wants a key answers 401, reported as AuthError naming the variable to set.
+- Nothing here retries: `lathe.llm.retry` owns retrying.
 - Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
-  SDK's httpx timeout, the total a deadline around the whole attempt.
+  httpx2 timeout, the total a deadline around the whole attempt.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from lathe.llm.errors_map import (
     stream_error,
     to_provider_error,
 )
-from lathe.llm.sdk_client import LazyClient, client_options
+from lathe.llm.http_stream import LazyClient, is_json, json_events, new_client, post_streaming
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
     AssistantMessage,
@@ -66,6 +68,7 @@ from lathe.types import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_PATH = "chat/completions"
 _THINKING_SOURCE = "openai_chat"
 _STOP_REASONS = {
     "stop": StopReason.END,
@@ -107,7 +110,7 @@ class OpenAIChatProvider:
         self._send_stream_options = stream_options
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text
-        self._client = LazyClient(self._new_client)
+        self._client = LazyClient(self._new_client, close=lambda client: client.aclose())
         self._wired: dict[int, tuple[Message, dict[str, Any]]] = {}
 
     @property
@@ -126,56 +129,49 @@ class OpenAIChatProvider:
     # the wire
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        import openai
-
-        raw = await self._open(request)
+        response = await self._open(request)
         reply = _Reply(self._model, thinking_in_text=self._thinking_in_text)
-        content_type = raw.headers.get("content-type", "")
-        if "json" in content_type and "event-stream" not in content_type:
-            body = json.loads(await raw.http_response.aread())
-            for event in reply.feed(_completion_as_chunk(body, self._ctx)):
-                yield event
-        else:
-            chunks = raw.parse(to=openai.AsyncStream[object])
-            try:
-                async for chunk in chunks:
+        try:
+            if is_json(response):
+                body = json.loads(await response.aread())
+                for event in reply.feed(_completion_as_chunk(body, self._ctx)):
+                    yield event
+            else:
+                async for chunk in json_events(response):
                     for event in reply.feed(chunk):
                         yield event
-            finally:
-                await chunks.close()
+        finally:
+            await response.aclose()
         for event in reply.flush():
             yield event
         yield Completed(reply.finish(self._base_url))
 
     async def _open(self, request: ModelRequest) -> Any:
-        create = self._client.get().chat.completions.with_raw_response.create
+        client = self._client.get()
         try:
-            return await create(**self._params(request))
+            return await post_streaming(client, _PATH, self._body(request))
         except Exception as exc:
             if not (self._send_stream_options and mentions_stream_options(exc)):
                 raise
         self._send_stream_options = False
-        return await create(**self._params(request))
+        return await post_streaming(client, _PATH, self._body(request))
 
     def warm_up(self) -> None:
-        """Import the SDK and build its client, with the parts the first request loads
-        lazily (the chat resources, the HTTP transport), so that request does not wait."""
-        self._client.get().chat.completions  # noqa: B018 - loads the resource modules
+        """Import httpx2 and build the client, so that the first request does not wait."""
+        self._client.get()
 
     def _new_client(self) -> Any:
-        import openai  # lazily: importing the SDK costs most of a second
+        headers = dict(self._extra_headers)
+        if self._api_key:
+            headers.setdefault("Authorization", f"Bearer {self._api_key}")
+        return new_client(self._base_url, headers, self._timeouts.idle_s)
 
-        return openai.AsyncOpenAI(
-            **client_options(self._api_key, self._base_url, self._timeouts, self._extra_headers)
-        )
-
-    def _params(self, request: ModelRequest) -> dict[str, Any]:
-        # The conversation and the tools travel in `extra_body`, which the SDK sends as
-        # is and which takes precedence over its typed fields: the SDK's type-driven
-        # transform walks every message of every request in Python (1.4 s for a
-        # 6,000-message history, against 14 ms this way), and what it would produce is
-        # what `wire_messages` already built.
-        body: dict[str, Any] = {"messages": self._wire_conversation(request)}
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": self._wire_conversation(request),
+            "stream": True,
+        }
         if self._send_stream_options:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
@@ -185,7 +181,7 @@ class OpenAIChatProvider:
         if request.temperature is not None:
             body["temperature"] = request.temperature
         body.update(request.extra)
-        return {"model": self._model, "messages": [], "stream": True, "extra_body": body}
+        return body
 
     def _wire_conversation(self, request: ModelRequest) -> list[dict[str, Any]]:
         """`wire_messages`, reusing what earlier requests converted: a message that did

@@ -1,14 +1,14 @@
 """Provider construction by kind. Concrete providers are imported only here, and only
-the one in use, because their SDKs take most of a second to import.
+the one in use, because their HTTP stacks (and Anthropic's SDK) are slow to import.
 
 `make_provider` also queues the provider's warm-up on lathe's warm-up thread
 (`lathe.warmup`, which runs it once the face calls `warmup.start()`): a run waits on
 other things before its first model call (the baseline check; in the interactive app
-the user typing), and importing the SDK and building its client (0.3-0.8 s for openai,
-1.5 s for anthropic on this machine) overlaps that wait instead of delaying the first
-request. The provider's lock makes the first real use wait for that warm-up rather
-than start another; a warm-up that fails is left for that use to report, through the one
-error-mapping boundary."""
+the user typing), and importing the HTTP stack and building its client (about 0.5 s
+for httpx2, 2 s for the anthropic SDK on this machine) overlaps that wait instead of
+delaying the first request. The provider's lock makes the first real use wait for that
+warm-up rather than start another; a warm-up that fails is left for that use to report,
+through the one error-mapping boundary."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _sdk_provider(
 
 def warm_up_in_background(provider: Provider) -> None:
     """Queue the provider's one-time setup (`Provider.warm_up`) on lathe's warm-up
-    thread (`lathe.warmup`), so the SDK import overlaps the sandbox probe, the prompt
+    thread (`lathe.warmup`), so the client's imports overlap the sandbox probe, the prompt
     and the baseline check instead of delaying the first model call."""
     warm_up = getattr(provider, "warm_up", None)
     if warm_up is None:

@@ -35,7 +35,7 @@ class Timeouts:
     idle_key: str = "idle_timeout_s"
 
     def for_httpx(self) -> Any:
-        """The idle limit as the httpx timeout the SDK clients take."""
+        """The idle limit as the httpx2 timeout the anthropic SDK client takes."""
         import httpx2  # lazily, with the SDK that needs it
 
         return httpx2.Timeout(self.idle_s)

@@ -122,7 +122,7 @@ class _HeadlessRun:
             self.emit(Notice(level="info", message=notice))
         for warning in session.warnings:  # e.g. a torn last line skipped on resume
             self.emit(Notice(level="warning", message=warning))
-        # The provider first: its warm-up (the SDK import) is needed first.
+        # The provider first: its warm-up (its HTTP client's imports) is needed first.
         provider = redactor.provider(make_provider(setup.endpoint))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         checkpoints = self._checkpoints()

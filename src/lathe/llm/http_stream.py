@@ -1,0 +1,140 @@
+"""The HTTP under a provider that speaks its wire protocol itself: an httpx2 client
+built at its first use, one streamed POST whose error status is raised as `StatusError`,
+and the JSON payloads of the reply's server-sent events.
+
+The OpenAI-compatible provider talks to its endpoint through this module rather than
+the `openai` SDK: importing the SDK builds its whole type tree, about a second of CPU
+in every process that makes a model call, while all lathe used of it was one POST, an
+SSE reader and its exception classes. The exceptions raised here are raw material for
+`lathe.llm.errors_map`, the one place where they become lathe's errors.
+
+httpx2 is imported only when a client is built (on the warm-up thread, see
+`lathe.llm.registry`), so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from lathe import __version__
+
+USER_AGENT = f"lathe/{__version__}"
+
+
+class StatusError(Exception):
+    """The server answered an HTTP error status. `body` is the reply's body parsed as
+    JSON where it is JSON, else its text."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: object) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = dict(headers)
+        self.body = body
+
+
+class ReportedError(Exception):
+    """The server reported an error inside a 200 reply, in place of the next chunk:
+    `body` is the error's payload (usually `{"message": ..., "type": ...}`)."""
+
+    def __init__(self, body: object) -> None:
+        super().__init__("the server reported an error mid-stream")
+        self.body = body
+
+
+class LazyClient:
+    """`get()` builds the client once with `build` (a caller arriving meanwhile waits for
+    that build instead of starting another: the warm-up thread and the first request may
+    ask at once); `close()` closes the one built, if any, with `close`, and the next
+    `get()` builds a new one."""
+
+    def __init__(self, build: Callable[[], Any], close: Callable[[Any], Awaitable[object]]) -> None:
+        self._build = build
+        self._close = close
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._build()
+            return self._client
+
+    async def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            await self._close(client)
+
+
+def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
+    """An httpx2 AsyncClient for `base_url`: every request carries `headers` (with
+    lathe's User-Agent unless they set one), each operation (connect, write, read, pool)
+    times out after `idle_s` seconds without progress, and redirects are followed, as
+    the vendors' SDKs follow them."""
+    import httpx2
+
+    return httpx2.AsyncClient(
+        base_url=base_url.rstrip("/") + "/",
+        headers={"User-Agent": USER_AGENT, **headers},
+        timeout=httpx2.Timeout(idle_s),
+        follow_redirects=True,
+    )
+
+
+async def post_streaming(client: Any, path: str, body: Mapping[str, Any]) -> Any:
+    """POST `body` as JSON to `path` (relative to the client's base URL) and return the
+    response with its body not yet read: the caller reads it and must `aclose()` it. An
+    error status raises `StatusError` instead, the response read and closed."""
+    request = client.build_request(
+        "POST", path, content=_json_bytes(body), headers={"Content-Type": "application/json"}
+    )
+    response = await client.send(request, stream=True)
+    if response.status_code < 400:
+        return response
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()
+    raise StatusError(response.status_code, response.headers, _parsed(response.text))
+
+
+async def json_events(response: Any) -> AsyncIterator[object]:
+    """Each server-sent event's data, parsed as JSON, until `data: [DONE]` or the end of
+    the body. A payload with an `error` member raises `ReportedError`; data that is not
+    JSON raises `json.JSONDecodeError`. After `[DONE]` the rest of the body is read and
+    dropped, so that HTTP/1.1 can reuse the connection for the next request."""
+    import httpx2
+
+    done = False
+    # No size limit on one event: a server may send a long tool call in one chunk.
+    async for event in httpx2.EventSource(response, max_event_size=None):
+        if done:
+            continue
+        if event.data.startswith("[DONE]"):
+            done = True
+            continue
+        payload = json.loads(event.data)
+        if isinstance(payload, Mapping) and payload.get("error"):
+            raise ReportedError(payload["error"])
+        yield payload
+
+
+def is_json(response: Any) -> bool:
+    """True when the reply is one JSON document rather than a stream of events (a server
+    that ignored `stream: true`)."""
+    content_type = response.headers.get("content-type", "")
+    return "json" in content_type and "event-stream" not in content_type
+
+
+def _json_bytes(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _parsed(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
