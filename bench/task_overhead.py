@@ -32,9 +32,21 @@ from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 VERIFY = "python -m pytest -q -p no:cacheprovider"
 
 
-def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float, float]:
+def own_cpu_seconds(pid: int) -> float:
+    """CPU seconds the process itself used, all its threads, not its children: read from
+    /proc once it has exited and before it is reaped. Unlike wall time this figure holds
+    on a loaded machine."""
+    while True:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        time.sleep(0.002)
+
+
+def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float, float, float]:
     """(wall seconds, seconds spent in the commands lathe ran, seconds the first model
-    request took: where an SDK import not hidden would show) for one task."""
+    request took: where an SDK import not hidden would show, lathe's own CPU seconds)
+    for one task."""
     ws = scratch / "calc"
     shutil.rmtree(ws, ignore_errors=True)
     shutil.copytree(EXAMPLE, ws)
@@ -54,6 +66,7 @@ def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float, floa
             events.append(json.loads(line))
             arrived.append(time.perf_counter())
         errors = process.stderr.read()
+        own_cpu = own_cpu_seconds(process.pid)
     wall = time.perf_counter() - started
     if process.returncode != 0:
         raise SystemExit(f"lathe run failed ({process.returncode}): {errors[-2000:]}")
@@ -72,23 +85,25 @@ def one_run(server: FakeOpenAIServer, scratch: Path) -> tuple[float, float, floa
                 began = max(i for i in range(index) if events[i]["type"] == "verify_started")
                 commands += arrived[index] - arrived[began]
     first_request = next(e["latency_ms"] for e in events if e["type"] == "model_request")
-    return wall, commands, first_request / 1000
+    return wall, commands, first_request / 1000, own_cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    walls, own, first = [], [], []
+    walls, own, first, cpu = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
         for _ in range(args.runs):
-            wall, commands, first_request = one_run(server, Path(tmp))
+            wall, commands, first_request, own_cpu = one_run(server, Path(tmp))
             walls.append(wall)
             own.append(wall - commands)
             first.append(first_request)
+            cpu.append(own_cpu)
     print(f"calculator task, scripted model: median of {args.runs}")
     print(f"  wall               {statistics.median(walls):.2f} s")
     print(f"  lathe's own time   {statistics.median(own):.2f} s (wall minus the commands it ran)")
+    print(f"  lathe's own CPU    {statistics.median(cpu):.2f} s (its process, not the commands)")
     print(f"  first model call   {statistics.median(first) * 1000:.0f} ms (SDK import included)")
 
 

@@ -126,6 +126,14 @@ class ShadowRepo:
         return self._git("write-tree").decode().strip()
 
     def head(self) -> str | None:
+        # The ref is a loose file (nothing here packs refs): reading it saves a git
+        # process on every snapshot. git answers when the file is not there or odd.
+        try:
+            loose = (self.git_dir / REF).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            loose = ""
+        if len(loose) == 40 and all(c in "0123456789abcdef" for c in loose):
+            return loose
         out = self._git("rev-parse", "--verify", "--quiet", f"{REF}^{{commit}}", ok_codes=(0, 1))
         return out.decode().strip() or None
 
