@@ -1,9 +1,10 @@
-"""Per-command cost of `LocalExecutor`: N runs of `true`, median and mean wall time.
+"""Per-command cost of each executor: N runs of `true`, median and mean wall time.
 
 `true` does nothing, so what is measured is starting the process, collecting its output
-and its exit, and whatever lathe wraps around the command: the supervisor (the default,
-used in the `full` and `read-only` modes) against `supervise=False` (the bare process
-group, as used inside the sandbox, whose PID namespace holds the tree instead).
+and its exit, and whatever lathe wraps around the command: no sandbox under the
+supervisor (the default in the `full` and `read-only` modes) and without it (the bare
+process group), the bubblewrap sandbox, and gVisor (`--sandbox gvisor`). A sandbox that
+cannot run here is reported, not measured.
 
 Usage: python bench/command_overhead.py [--runs N]
 """
@@ -12,18 +13,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from lathe.exec.base import Executor
 from lathe.exec.local import LocalExecutor
+from lathe.exec.sandboxes import ENGINES, sandbox_status, sandboxed_executor
 
 
-async def _samples_ms(executor: LocalExecutor, runs: int) -> list[float]:
+async def _samples_ms(make: Callable[[Path], Executor], runs: int) -> list[float]:
     samples = []
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
+        executor = make(workspace)
         for _ in range(runs + 1):  # the first run warms caches and is dropped
             started = time.perf_counter()
             result = await executor.run(
@@ -46,9 +52,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     runs = parser.parse_args().runs
     print(f"{runs} runs of `true` per executor")
-    _report("supervised (default)", asyncio.run(_samples_ms(LocalExecutor(), runs)))
+    _report("none, supervised (default)", asyncio.run(_samples_ms(lambda _: LocalExecutor(), runs)))
     bare = LocalExecutor(supervise=False)
-    _report("supervise=False", asyncio.run(_samples_ms(bare, runs)))
+    _report("none, supervise=False", asyncio.run(_samples_ms(lambda _: bare, runs)))
+    for engine in ENGINES:
+        status = sandbox_status(engine)
+        if not status.available:
+            print(f"{engine:<28} not measured: {status.message}")
+            continue
+        make = functools.partial(sandboxed_executor, engine)
+        samples = asyncio.run(_samples_ms(make, runs))
+        _report(engine, samples)
 
 
 if __name__ == "__main__":

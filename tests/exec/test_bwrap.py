@@ -1,4 +1,6 @@
-"""The bubblewrap sandbox, with the real bwrap and real processes (issue 5, section 3)."""
+"""The sandboxes, with the real bwrap and the real runsc, and real processes (issue 5,
+section 3; issue 17, item 7): one matrix of what a sandboxed command may and may not do,
+run against each sandbox lathe offers."""
 
 from __future__ import annotations
 
@@ -7,18 +9,36 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from lathe.exec.base import ExecResult, ExecutorUnavailable
+from lathe.exec.base import ExecResult, Executor, ExecutorUnavailable
 from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
+from lathe.exec.gvisor import GvisorExecutor, check_gvisor
 
 _STATUS = check_bubblewrap()
 needs_bwrap = pytest.mark.skipif(
     not _STATUS.available, reason=f"bubblewrap cannot run here: {_STATUS.message}"
 )
+_GVISOR = check_gvisor()
+needs_gvisor = pytest.mark.skipif(
+    not _GVISOR.available, reason=f"gVisor cannot run here: {_GVISOR.message}"
+)
+
+Sandbox = Callable[..., Executor]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(BubblewrapExecutor, marks=needs_bwrap, id="bubblewrap"),
+        pytest.param(GvisorExecutor, marks=needs_gvisor, id="gvisor"),
+    ]
+)
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    """The executor class of one sandbox; each takes the same arguments."""
+    return request.param
 
 
 @pytest.fixture
@@ -33,7 +53,7 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-async def _run(executor: BubblewrapExecutor, command: str, cwd: Path, **kw: float) -> ExecResult:
+async def _run(executor: Executor, command: str, cwd: Path, **kw: float) -> ExecResult:
     return await executor.run(
         command,
         cwd=cwd,
@@ -43,22 +63,18 @@ async def _run(executor: BubblewrapExecutor, command: str, cwd: Path, **kw: floa
     )
 
 
-@needs_bwrap
-async def test_the_workspace_is_writable(workspace: Path) -> None:
-    result = await _run(
-        BubblewrapExecutor(workspace), "mkdir -p out && echo built > out/a", workspace
-    )
+async def test_the_workspace_is_writable(sandbox: Sandbox, workspace: Path) -> None:
+    result = await _run(sandbox(workspace), "mkdir -p out && echo built > out/a", workspace)
     assert result.exit_code == 0, result.output
     assert (workspace / "out" / "a").read_text() == "built\n"
 
 
-@needs_bwrap
-async def test_writes_outside_the_workspace_fail(workspace: Path) -> None:
+async def test_writes_outside_the_workspace_fail(sandbox: Sandbox, workspace: Path) -> None:
     in_home = Path.home() / f"lathe-sandbox-{uuid.uuid4().hex}"
     in_etc = Path("/etc") / f"lathe-sandbox-{uuid.uuid4().hex}"
     try:
         for target in (in_home, in_etc):
-            result = await _run(BubblewrapExecutor(workspace), f"echo x > {target}", workspace)
+            result = await _run(sandbox(workspace), f"echo x > {target}", workspace)
             assert result.exit_code != 0
             assert "Read-only file system" in result.output
             assert not target.exists()
@@ -67,19 +83,19 @@ async def test_writes_outside_the_workspace_fail(workspace: Path) -> None:
             target.unlink(missing_ok=True)
 
 
-@needs_bwrap
-async def test_a_write_beside_the_workspace_never_reaches_the_host(workspace: Path) -> None:
+async def test_a_write_beside_the_workspace_never_reaches_the_host(
+    sandbox: Sandbox, workspace: Path
+) -> None:
     # The workspace here lives under /tmp, which is the sandbox's private tmpfs.
     beside = workspace.parent / "beside.txt"
-    result = await _run(BubblewrapExecutor(workspace), f"echo x > {beside}", workspace)
+    result = await _run(sandbox(workspace), f"echo x > {beside}", workspace)
     assert result.exit_code in (0, 1)
     assert not beside.exists()
 
 
-@needs_bwrap
-async def test_tmp_is_private(workspace: Path) -> None:
+async def test_tmp_is_private(sandbox: Sandbox, workspace: Path) -> None:
     name = f"/tmp/lathe-sandbox-{uuid.uuid4().hex}"
-    result = await _run(BubblewrapExecutor(workspace), f"echo x > {name} && cat {name}", workspace)
+    result = await _run(sandbox(workspace), f"echo x > {name} && cat {name}", workspace)
     assert (result.exit_code, result.output) == (0, "x\n")
     assert not Path(name).exists()
 
@@ -102,24 +118,27 @@ def _connect(port: int) -> str:
     )
 
 
-@needs_bwrap
-async def test_the_network_is_unreachable(workspace: Path, listening_port: int) -> None:
-    result = await _run(BubblewrapExecutor(workspace), _connect(listening_port), workspace)
+async def test_the_network_is_unreachable(
+    sandbox: Sandbox, workspace: Path, listening_port: int
+) -> None:
+    result = await _run(sandbox(workspace), _connect(listening_port), workspace)
     assert result.exit_code != 0
     assert "connected" not in result.output
     assert "Connection refused" in result.output or "unreachable" in result.output
 
 
-@needs_bwrap
-async def test_network_true_shares_the_hosts_network(workspace: Path, listening_port: int) -> None:
-    executor = BubblewrapExecutor(workspace, network=True)
+async def test_network_true_shares_the_hosts_network(
+    sandbox: Sandbox, workspace: Path, listening_port: int
+) -> None:
+    executor = sandbox(workspace, network=True)
     result = await _run(executor, _connect(listening_port), workspace)
     assert (result.exit_code, result.output) == (0, "connected\n")
 
 
-@needs_bwrap
-async def test_denied_paths_are_masked_and_neighbours_readable(workspace: Path) -> None:
-    executor = BubblewrapExecutor(workspace, deny_read=[".env", "secrets/**"])
+async def test_denied_paths_are_masked_and_neighbours_readable(
+    sandbox: Sandbox, workspace: Path
+) -> None:
+    executor = sandbox(workspace, deny_read=[".env", "secrets/**"])
     masked = await _run(executor, "cat .env", workspace)
     assert masked.exit_code != 0
     assert "hunter2" not in masked.output
@@ -136,9 +155,10 @@ async def test_denied_paths_are_masked_and_neighbours_readable(workspace: Path) 
     assert (workspace / ".env").read_text() == "API_KEY=hunter2\n"
 
 
-@needs_bwrap
-async def test_paths_denied_for_editing_are_read_only_and_readable(workspace: Path) -> None:
-    executor = BubblewrapExecutor(workspace, deny_write=["secrets/**", "notes.txt"])
+async def test_paths_denied_for_editing_are_read_only_and_readable(
+    sandbox: Sandbox, workspace: Path
+) -> None:
+    executor = sandbox(workspace, deny_write=["secrets/**", "notes.txt"])
     readable = await _run(executor, "cat notes.txt secrets/token", workspace)
     assert (readable.exit_code, readable.output) == (0, "public\ns3cret\n")
     changes = [
@@ -158,45 +178,38 @@ async def test_paths_denied_for_editing_are_read_only_and_readable(workspace: Pa
     assert (other.exit_code, other.output) == (0, "ok\n")
 
 
-@needs_bwrap
-async def test_dot_git_is_read_only_unless_allowed(workspace: Path) -> None:
-    result = await _run(BubblewrapExecutor(workspace), "echo x > .git/config", workspace)
+async def test_dot_git_is_read_only_unless_allowed(sandbox: Sandbox, workspace: Path) -> None:
+    result = await _run(sandbox(workspace), "echo x > .git/config", workspace)
     assert result.exit_code != 0
     assert "Read-only file system" in result.output
     assert not (workspace / ".git" / "config").exists()
-    allowed = await _run(
-        BubblewrapExecutor(workspace, read_only=()), "echo x > .git/config", workspace
-    )
+    allowed = await _run(sandbox(workspace, read_only=()), "echo x > .git/config", workspace)
     assert allowed.exit_code == 0
     assert (workspace / ".git" / "config").read_text() == "x\n"
 
 
-@needs_bwrap
-async def test_python_and_git_work_inside(workspace: Path) -> None:
+async def test_python_and_git_work_inside(sandbox: Sandbox, workspace: Path) -> None:
     command = "python3 -c 'print(6 * 7)' && git --version >/dev/null && echo ok"
-    result = await _run(BubblewrapExecutor(workspace), command, workspace / "secrets")
+    result = await _run(sandbox(workspace), command, workspace / "secrets")
     assert (result.exit_code, result.output) == (0, "42\nok\n")
 
 
-@needs_bwrap
-async def test_runs_in_a_new_pid_namespace(workspace: Path) -> None:
-    result = await _run(BubblewrapExecutor(workspace), "echo $$", workspace)
+async def test_runs_in_a_new_pid_namespace(sandbox: Sandbox, workspace: Path) -> None:
+    result = await _run(sandbox(workspace), "echo $$", workspace)
     assert result.exit_code == 0
     assert int(result.output) < 10  # bwrap is pid 1 inside; the host's pids are not visible
 
 
-@needs_bwrap
-async def test_a_timeout_kills_the_whole_process_tree(workspace: Path) -> None:
+async def test_a_timeout_kills_the_whole_process_tree(sandbox: Sandbox, workspace: Path) -> None:
     marker = f"lathe-sbx-{uuid.uuid4().hex}"
     command = f"bash -c 'exec -a {marker} sleep 300' & (exec -a {marker} sleep 300)"
-    result = await _run(BubblewrapExecutor(workspace), command, workspace, timeout=1.5)
+    result = await _run(sandbox(workspace), command, workspace, timeout=1.5)
     assert result.timed_out and result.exit_code is None
     assert result.duration_s < 15
     assert _processes_named(marker) == []
 
 
-@needs_bwrap
-async def test_background_jobs_end_with_the_command(workspace: Path) -> None:
+async def test_background_jobs_end_with_the_command(sandbox: Sandbox, workspace: Path) -> None:
     # What the unsandboxed executor's supervisor does too: nothing outlives the command.
     marker = f"lathe-sbx-{uuid.uuid4().hex}"
     command = (
@@ -204,7 +217,7 @@ async def test_background_jobs_end_with_the_command(workspace: Path) -> None:
         f"setsid bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 & "
         f"nohup bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 & echo started"
     )
-    result = await _run(BubblewrapExecutor(workspace), command, workspace)
+    result = await _run(sandbox(workspace), command, workspace)
     assert (result.exit_code, result.output) == (0, "started\n")
     # The kernel SIGKILLs the namespace as its init exits; the last may take a moment
     # (seconds on a busy machine).
@@ -215,13 +228,21 @@ async def test_background_jobs_end_with_the_command(workspace: Path) -> None:
 
 
 def _processes_named(marker: str) -> list[int]:
+    """Host processes whose command line holds `marker`, and runsc processes whose
+    bundle is gone: under gVisor the command's processes live inside the sandbox, which
+    is itself a runsc process, and its bundle folder goes once the command has ended."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
+            if not entry.name.isdigit():
+                continue
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
+        bundles = [a.split(b"=", 1)[1] for a in arguments if a.startswith(b"--bundle=")]
+        orphaned = any(not Path(os.fsdecode(b)).exists() for b in bundles)
+        if orphaned or any(marker.encode() in a for a in arguments):
+            found.append(int(entry.name))
     return found
 
 
@@ -254,9 +275,8 @@ def test_probe_explains_a_bwrap_that_cannot_create_namespaces(tmp_path: Path) ->
     assert "apparmor_restrict_unprivileged_userns=0" in status.message
 
 
-@needs_bwrap
 async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(
-    tmp_path: Path, monkeypatch
+    sandbox: Sandbox, tmp_path: Path, monkeypatch
 ) -> None:
     # CI may keep its Python anywhere, /tmp included; the private /tmp must not hide it.
     import subprocess
@@ -272,7 +292,7 @@ async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(
     workspace.mkdir()
 
     result = await _run(
-        BubblewrapExecutor(workspace),
+        sandbox(workspace),
         "python -c 'import sys; print(sys.prefix)' && python -m pytest --version",
         workspace,
     )
@@ -281,8 +301,8 @@ async def test_a_virtualenv_under_tmp_stays_visible_in_the_sandbox(
     assert str(venv) in result.output
 
 
-@needs_bwrap
 async def test_symlinks_under_denied_or_read_only_names_neither_leak_nor_break_the_sandbox(
+    sandbox: Sandbox,
     tmp_path: Path,
 ) -> None:
     ws = tmp_path / "ws"
@@ -292,7 +312,7 @@ async def test_symlinks_under_denied_or_read_only_names_neither_leak_nor_break_t
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (ws / ".lathe").symlink_to(outside)  # as a repository could ship it
-    executor = BubblewrapExecutor(ws, deny_read=[".env"], deny_write=[".lathe/"])
+    executor = sandbox(ws, deny_read=[".env"], deny_write=[".lathe/"])
 
     result = await executor.run(
         "cat .env; echo; echo ran", cwd=ws, timeout=30, max_output_bytes=10_000,
@@ -301,3 +321,44 @@ async def test_symlinks_under_denied_or_read_only_names_neither_leak_nor_break_t
 
     assert "ran" in result.output, result.output
     assert "TOP SECRET" not in result.output
+
+
+def test_probe_explains_a_missing_runsc() -> None:
+    status = check_gvisor("/nonexistent/lathe/runsc")
+    assert status.available is False
+    assert "not installed" in status.message
+    assert "apt-get install runsc" in status.message
+    assert "--sandbox bubblewrap" in status.message
+
+
+async def test_gvisor_refuses_instead_of_running_unsandboxed(workspace: Path) -> None:
+    executor = GvisorExecutor(workspace, runsc="/nonexistent/lathe/runsc")
+    with pytest.raises(ExecutorUnavailable, match="apt-get install runsc"):
+        await _run(executor, "echo ran > ran.txt", workspace)
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_probe_explains_a_runsc_that_cannot_start_a_sandbox(tmp_path: Path) -> None:
+    # A stand-in for a runsc refused by the machine, with a message of runsc's own kind.
+    fake = tmp_path / "runsc"
+    fake.write_text(
+        "#!/bin/sh\necho 'running container: creating container: cannot create sandbox: "
+        "operation not permitted' >&2\nexit 128\n"
+    )
+    fake.chmod(0o755)
+    status = check_gvisor(str(fake))
+    assert status.available is False
+    assert "operation not permitted" in status.message
+    assert "runsc needs root" in status.message
+
+
+async def test_what_a_command_creates_under_an_edit_denied_name_is_moved_aside(
+    sandbox: Sandbox, workspace: Path
+) -> None:
+    executor = sandbox(workspace, deny_write=["generated.cfg"])
+    result = await _run(executor, "echo made > generated.cfg && echo ok", workspace)
+    assert result.output.startswith("ok\n")
+    assert "generated.cfg" in result.output and "moved it to" in result.output
+    assert not (workspace / "generated.cfg").exists()
+    moved = list((workspace.parent / "spill" / "set-aside").rglob("generated.cfg"))
+    assert [p.read_text() for p in moved] == ["made\n"]

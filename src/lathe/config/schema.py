@@ -367,7 +367,12 @@ class ContextConfig(Section):
 
 
 class SandboxConfig(Section):
-    """The sandbox commands run in (bubblewrap on Linux)."""
+    """The sandbox commands run in."""
+
+    engine: Literal["bubblewrap", "gvisor"] = "bubblewrap"
+    """bubblewrap: Linux namespaces (fast, the default); gvisor: gVisor's runsc, a kernel
+    in user space between commands and the host's (a stronger boundary, slower start).
+    Both show commands the same files; `lathe doctor` says whether each works here."""
 
     network: bool = False
     """Whether sandboxed commands may use the network."""

@@ -30,6 +30,15 @@ class ExecutorUnavailable(LatheError):
 
 
 @dataclass(frozen=True)
+class SandboxStatus:
+    """Whether a sandbox can start commands on this machine, from a probe that starts one."""
+
+    available: bool
+    message: str  # what is wrong and how to fix it; a short confirmation when available
+    binary: str | None = None  # the sandbox's program found (bwrap, runsc)
+
+
+@dataclass(frozen=True)
 class ExecResult:
     exit_code: int | None  # None when the process was killed (timeout, interrupt)
     output: str

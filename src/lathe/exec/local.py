@@ -94,7 +94,8 @@ class LocalExecutor:
         self._linger_s = linger_s
         self._supervise = supervise
 
-    def _environment(self) -> dict[str, str]:
+    def environment(self) -> dict[str, str]:
+        """The environment every command starts with."""
         inherited = command_environment(os.environ, hide=self._hide, passthrough=self._keep)
         return {**inherited, **NONINTERACTIVE_ENV, **self._env}
 
@@ -117,7 +118,7 @@ class LocalExecutor:
         of a cut output instead of spilling it."""
         started = time.monotonic()
         argv = self._argv_builder(command, cwd)
-        env = self._environment()
+        env = self.environment()
         ending: _Ending = (
             _Supervised(argv, env, timeout, self._kill_grace_s)
             if self._supervise

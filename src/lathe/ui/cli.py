@@ -97,6 +97,12 @@ def _agent_options(func):
             "full turns the sandbox off: see the end of `lathe run --help`.",
         ),
         click.option(
+            "--sandbox",
+            type=click.Choice(["bubblewrap", "gvisor"]),
+            help="The sandbox commands run in (default: bubblewrap); gvisor runs them under "
+            "gVisor's runsc, a stronger boundary with a slower start.",
+        ),
+        click.option(
             "--allow", multiple=True, metavar="RULE", help="Allow rule, e.g. 'bash(npm test)'."
         ),
         click.option("--deny", multiple=True, metavar="RULE", help="Deny rule, e.g. 'read(.env)'."),

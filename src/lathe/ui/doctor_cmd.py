@@ -84,6 +84,8 @@ def run_checks(
     checks.append(_rg_check())
     checks.append(_command_check("git", ["git", "--version"], "install git (apt-get install git)"))
     checks.append(_bwrap_check())
+    engine = loaded.config.permissions.sandbox.engine if loaded is not None else "bubblewrap"
+    checks.append(_gvisor_check(chosen=engine == "gvisor"))
     if loaded is not None:
         checks.extend(_sandbox_view_checks(workspace.expanduser().resolve(), loaded))
     checks.extend(_plugin_checks(loaded.config.permissions.executor if loaded else None))
@@ -101,8 +103,7 @@ def _plugin_checks(executor: str | None) -> list[Check]:
         Check(
             "warn",
             "plugins",
-            f"{p.name} ({p.group}, from {p.distribution}) does not load: {p.problem}; "
-            "runs skip it",
+            f"{p.name} ({p.group}, from {p.distribution}) does not load: {p.problem}; runs skip it",
             f"fix or uninstall {p.distribution.split(' ')[0]} (`lathe plugins` lists them)",
         )
         for p in found
@@ -361,10 +362,29 @@ def _bwrap_check() -> Check:
     )
 
 
+def _gvisor_check(*, chosen: bool) -> Check:
+    """Whether gVisor can start a sandbox here, and why not; only a failure when the
+    configuration chooses it."""
+    from lathe.exec.gvisor import check_gvisor
+
+    status = check_gvisor()
+    if status.available:
+        return Check("ok", "gvisor", status.message)
+    if chosen:
+        return Check(
+            "fail",
+            "gvisor",
+            "sandbox = gvisor, but gVisor cannot run here: headless runs refuse commands, "
+            "interactive ones ask before each",
+            status.message,
+        )
+    return Check("ok", "gvisor", f"not usable here (optional, --sandbox gvisor): {status.message}")
+
+
 def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     """What a sandboxed command sees, and what the read rules cannot hide."""
     from lathe.errors import UsageError
-    from lathe.exec.bwrap import tool_paths
+    from lathe.exec.view import tool_paths
     from lathe.patterns import PathPatterns
     from lathe.policy.history import denied_in_history
     from lathe.policy.rules import RuleSet

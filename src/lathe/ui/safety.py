@@ -95,11 +95,13 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     if config.executor is not None:
         executor = _plugin_executor(config.executor, setup.workspace, hidden, keep)
     elif mode in (Mode.ASK, Mode.AUTO):
-        from lathe.exec.bwrap import BubblewrapExecutor, sandbox_status
+        from lathe.exec.sandboxes import sandbox_status, sandboxed_executor
 
-        status = sandbox_status()
+        engine = config.sandbox.engine
+        status = sandbox_status(engine)
         if status.available:
-            executor = BubblewrapExecutor(
+            executor = sandboxed_executor(
+                engine,
                 setup.workspace,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
@@ -117,9 +119,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    memory = memory_tools(
-        setup.workspace, setup.loaded.config.memory, setup.secrets(), session
-    )
+    memory = memory_tools(setup.workspace, setup.loaded.config.memory, setup.secrets(), session)
     tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
@@ -230,8 +230,6 @@ def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
         )
     )
     return True
-
-
 
 
 def _key_variables(setup: RunSetup) -> list[str]:

@@ -33,6 +33,7 @@ class RunOptions:
     max_tokens: str | None = None
     timeout: str | None = None
     approval: str | None = None
+    sandbox: str | None = None  # permissions.sandbox.engine
     overrides: Sequence[str] = ()
     allow: Sequence[str] = ()
     deny: Sequence[str] = ()
@@ -93,6 +94,7 @@ def prepare(options: RunOptions) -> RunSetup:
             "agent.verify": options.verify,
             "agent.attempts": options.attempts,
             "permissions.approval": options.approval,
+            "permissions.sandbox.engine": options.sandbox,
             **budget_flags(options),
         },
         overrides=options.overrides,
@@ -145,9 +147,9 @@ def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
     """Whether commands (the verify command among them) will run in the sandbox."""
     if effective_approval(loaded, headless=options.headless) not in ("ask", "auto"):
         return False
-    from lathe.exec.bwrap import sandbox_status
+    from lathe.exec.sandboxes import sandbox_status
 
-    return sandbox_status().available
+    return sandbox_status(loaded.config.permissions.sandbox.engine).available
 
 
 def _is_local(name: str) -> bool:

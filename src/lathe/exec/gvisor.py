@@ -1,0 +1,245 @@
+"""Run the `bash` tool's commands inside gVisor (`runsc`): a kernel of its own in user
+space between the command and the host's, for users who want a stronger boundary than
+bubblewrap's namespaces.
+
+The command sees the same file system as in the bubblewrap sandbox (`lathe.exec.view`):
+the system and the toolchains read-only, the workspace writable except `.git` and
+`.lathe`, denied paths masked, edit-denied ones read-only, a private /tmp; no network
+unless asked for (then the host's), no capabilities. Each command is one OCI bundle run
+by `runsc run`: a root of our own (empty but for the system directories' symlinks,
+read-only) with every directory bound at its own path, so the workspace is really the
+host's folder and what the command writes there stays.
+
+Process handling is `LocalExecutor`'s under its supervisor: runsc starts its sandbox and
+file proxy in sessions of their own, which a process group cannot reach but the
+supervisor, a subreaper, does. Inside, every process belongs to the sandbox and ends
+with it. When runsc is missing or cannot start a sandbox, `run` raises
+`ExecutorUnavailable` with the probe's message; nothing ever runs unsandboxed instead.
+
+Known limit of older runsc releases (Debian's 20221219 among them): `statx` with
+`AT_NO_AUTOMOUNT` fails with EINVAL, so `ls -l` and `stat` report "Invalid argument";
+plain `ls`, Python, git and test runners work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
+from lathe.exec.local import LocalExecutor
+from lathe.exec.view import SandboxView, run_setting_aside, sandbox_view, unreadable_file
+
+_PROBE_TIMEOUT_S = 30.0
+_INSTALL_HINT = (
+    "Install it with `sudo apt-get install runsc` (Debian/Ubuntu) or from "
+    "https://gvisor.dev/docs/user_guide/install/, or choose the bubblewrap sandbox "
+    "(`--sandbox bubblewrap`)."
+)
+_NAMESPACES = ("pid", "network", "ipc", "uts", "mount")
+
+
+def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
+    """Start `true` in the same kind of sandbox `GvisorExecutor` builds."""
+    found = shutil.which(runsc)
+    if found is None:
+        return SandboxStatus(
+            False,
+            f"Commands cannot run under gVisor: runsc ({runsc!r}) is not installed or not "
+            f"on PATH. {_INSTALL_HINT}",
+        )
+    with tempfile.TemporaryDirectory(prefix="lathe-probe-") as folder:
+        workspace = Path(folder) / "workspace"
+        workspace.mkdir()
+        bundle = _write_bundle(
+            Path(folder) / "bundle",
+            sandbox_view(workspace, workspace, network=False),
+            "true",
+            {"PATH": os.defpath},
+        )
+        try:
+            probe = subprocess.run(
+                _runsc_argv(found, bundle, network=False),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return SandboxStatus(False, f"Commands cannot run under gVisor: {found} failed: {exc}")
+    if probe.returncode == 0:
+        return SandboxStatus(True, f"sandboxed with gVisor ({found})", found)
+    lines = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+    error = lines[-1] if lines else f"exit code {probe.returncode}"
+    return SandboxStatus(
+        False,
+        f"Commands cannot run under gVisor: {found} is installed but could not start a "
+        f"sandbox here ({error}). runsc needs root, or a release that supports --rootless; "
+        "or choose the bubblewrap sandbox (`--sandbox bubblewrap`).",
+        found,
+    )
+
+
+class GvisorExecutor:
+    """An `Executor` (see `lathe.exec.base`) that runs every command under gVisor.
+
+    The arguments mean what they mean for `BubblewrapExecutor`: `deny_read` patterns are
+    hidden, `deny_write` ones read-only (and moved aside when a command creates one),
+    `read_only` workspace entries read-only, `hide_git` hides the repository. The
+    sandbox is probed on first use; when it cannot start, `run` raises
+    `ExecutorUnavailable` with the reason and the fix.
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        network: bool = False,
+        deny_read: Sequence[str] = (),
+        deny_write: Sequence[str] = (),
+        read_only: Sequence[str] = (".git", ".lathe"),
+        extra_read_only: Sequence[Path] = (),
+        runsc: str = "runsc",
+        env: Mapping[str, str] | None = None,
+        status: SandboxStatus | None = None,
+        hide_env: Sequence[str] = (),
+        keep_env: Sequence[str] = (),
+        hide_git: bool = False,
+    ) -> None:
+        self.workspace = Path(os.path.abspath(workspace))
+        self.network = network
+        self.deny_read = tuple(deny_read)
+        self.deny_write = tuple(deny_write)
+        self.read_only = tuple(read_only)
+        self.extra_read_only = tuple(extra_read_only)
+        self.hide_git = hide_git
+        self._runsc = runsc
+        self._status = status
+        # What the supervised executor runs is runsc; the "command" it is handed is the
+        # bundle folder, which holds the real command (see `_argv`).
+        self._local = LocalExecutor(
+            self._argv, env=env, hide_env=hide_env, keep_env=keep_env, supervise=True
+        )
+
+    @property
+    def status(self) -> SandboxStatus:
+        if self._status is None:
+            self._status = check_gvisor(self._runsc)
+        return self._status
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        max_output_bytes: int,
+        spill_dir: Path,
+    ) -> ExecResult:
+        if self._status is None:  # the probe starts a sandbox: keep it off the event loop
+            self._status = await asyncio.to_thread(check_gvisor, self._runsc)
+        if not self._status.available:
+            raise ExecutorUnavailable(self._status.message)
+        scratch = Path(tempfile.mkdtemp(prefix="lathe-gvisor-"))
+        try:
+            view = sandbox_view(
+                self.workspace, cwd, network=self.network, read_only=self.read_only,
+                deny_read=self.deny_read, deny_write=self.deny_write,
+                extra_read_only=self.extra_read_only, hide_git=self.hide_git,
+            )  # fmt: skip
+            bundle = _write_bundle(scratch, view, command, self._local.environment())
+            return await run_setting_aside(
+                self.workspace,
+                self.deny_write,
+                spill_dir,
+                lambda: self._local.run(
+                    str(bundle), cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+                    spill_dir=spill_dir,
+                ),
+            )  # fmt: skip
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _argv(self, bundle: str, cwd: Path) -> list[str]:
+        runsc = self.status.binary or self._runsc
+        return _runsc_argv(runsc, Path(bundle), network=self.network)
+
+
+def _runsc_argv(runsc: str, bundle: Path, *, network: bool) -> list[str]:
+    """runsc running the bundle as a container of its own; its state lives in the
+    bundle's folder, which is removed after the command."""
+    return [
+        runsc,
+        f"--root={bundle / 'state'}",
+        f"--network={'host' if network else 'none'}",
+        "--ignore-cgroups",
+        "run",
+        f"--bundle={bundle}",
+        f"lathe-{uuid.uuid4().hex[:16]}",
+    ]
+
+
+def _write_bundle(folder: Path, view: SandboxView, command: str, env: Mapping[str, str]) -> Path:
+    """An OCI bundle in `folder` that runs `command` with `bash -c` in `view`."""
+    root = folder / "root"
+    root.mkdir(parents=True)
+    for directory, link in view.system:
+        if link is not None:
+            (root / directory.lstrip("/")).symlink_to(link)
+    spec = {
+        "ociVersion": "1.0.0",
+        "process": {
+            "terminal": False,
+            "user": {"uid": os.getuid(), "gid": os.getgid()},
+            "args": ["bash", "-c", command],
+            "env": [f"{k}={v}" for k, v in {**env, "TMPDIR": "/tmp"}.items()],
+            "cwd": str(view.cwd),
+            "capabilities": {
+                k: [] for k in ("bounding", "effective", "permitted", "inheritable", "ambient")
+            },
+            "noNewPrivileges": True,
+        },
+        "root": {"path": str(root), "readonly": True},
+        "hostname": "lathe",
+        "mounts": _mounts(view),
+        # The host's network is runsc's --network=host; a namespace of its own would
+        # leave the command without one.
+        "linux": {
+            "namespaces": [
+                {"type": kind} for kind in _NAMESPACES if kind != "network" or not view.network
+            ]
+        },
+    }
+    (folder / "config.json").write_text(json.dumps(spec), encoding="utf-8")
+    return folder
+
+
+def _mounts(view: SandboxView) -> list[dict[str, Any]]:
+    def bind(path: Path | str, *, writable: bool = False, source: Path | None = None):
+        options = ["rbind", "rw" if writable else "ro"]
+        return {"destination": str(path), "type": "bind", "source": str(source or path),
+                "options": options}  # fmt: skip
+
+    mounts: list[dict[str, Any]] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"},
+    ]
+    mounts += [bind(directory) for directory, link in view.system if link is None]
+    mounts += [bind(path) for path in view.tools]
+    mounts.append(bind(view.workspace, writable=True))
+    mounts += [bind(path) for path in view.read_only]
+    for path in view.hidden:
+        if path.is_dir():
+            mounts.append({"destination": str(path), "type": "tmpfs", "source": "tmpfs",
+                           "options": ["ro", "mode=000"]})  # fmt: skip
+        else:
+            mounts.append(bind(path, source=unreadable_file()))
+    return mounts

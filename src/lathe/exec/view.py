@@ -1,0 +1,191 @@
+"""What a sandboxed command sees, decided once for every sandbox lathe can use.
+
+`sandbox_view` turns the workspace, the rules and this machine's toolchains into a
+`SandboxView`: the system directories and toolchains read-only, the workspace writable
+except the entries kept read-only, the paths denied for reading masked, a private /tmp,
+no network unless asked for. Each sandbox renders the same view its own way (bubblewrap
+as command-line mounts, gVisor as an OCI bundle), so the two cannot drift apart on what
+a command may read or write.
+
+Deny patterns are matched against the workspace when the view is built, that is when a
+command starts: a file created later escapes them (the executors move aside what a
+command creates under an edit-denied name; see `set_aside`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.exec.base import ExecResult
+from lathe.patterns import compiled
+
+# Read-only from the home directory, so the usual toolchains work: interpreters and
+# their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
+HOME_TOOLS = (
+    ".pyenv", ".local", ".cargo", ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig",
+    ".config/git",
+)  # fmt: skip
+SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
+# Binding these read-only would undo the sandbox's own root or its private /tmp.
+_NEVER_BOUND = frozenset({Path("/"), Path("/tmp")})
+
+
+@dataclass(frozen=True)
+class SandboxView:
+    """The file system a sandboxed command gets, in mount order (later mounts land on
+    top of earlier ones).
+
+    `system`: (directory, symlink target or None) for each system directory present
+    here; a symlinked one (Debian's /bin -> usr/bin) is recreated as the same link.
+    `tools`: directories outside the system ones shown read-only. `workspace`: shown
+    writable, at its own path. `read_only`: paths inside the workspace shown read-only.
+    `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
+    empty file nobody may open). A private, empty /tmp lies under all of them."""
+
+    workspace: Path
+    cwd: Path
+    network: bool
+    system: tuple[tuple[str, str | None], ...]
+    tools: tuple[Path, ...]
+    read_only: tuple[Path, ...]
+    hidden: tuple[Path, ...]
+
+
+def sandbox_view(
+    workspace: Path,
+    cwd: Path,
+    *,
+    network: bool,
+    read_only: Sequence[str] = (".git", ".lathe"),
+    deny_read: Sequence[str] = (),
+    deny_write: Sequence[str] = (),
+    home: Path | None = None,
+    extra_read_only: Sequence[Path] = (),
+    hide_git: bool = False,
+) -> SandboxView:
+    """The view for a command in `cwd`. `read_only` names workspace entries; `deny_read`
+    and `deny_write` are patterns in the dialect of `lathe.patterns`, matched against
+    every file and folder in the workspace now; `hide_git` hides the repository itself."""
+    workspace = Path(os.path.abspath(workspace))
+    system = []
+    for directory in SYSTEM_DIRS:
+        path = Path(directory)
+        if path.is_symlink():
+            system.append((directory, os.readlink(path)))
+        elif path.exists():
+            system.append((directory, None))
+    kept = [workspace / name for name in read_only]
+    kept += compiled(tuple(deny_write)).existing(workspace)
+    shown_read_only = [_mounted(p, workspace, inside_only=True) for p in kept]
+    hidden = compiled(tuple(deny_read)).existing(workspace)
+    if hide_git:
+        hidden.append(workspace / ".git")
+    return SandboxView(
+        workspace=workspace,
+        cwd=cwd,
+        network=network,
+        system=tuple(system),
+        tools=tuple(tool_paths(home or Path.home(), extra_read_only)),
+        read_only=tuple(p for p in dict.fromkeys(shown_read_only) if p is not None),
+        hidden=tuple(p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p),
+    )
+
+
+def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
+    """The directories outside the system ones that commands see read-only: this
+    Python's prefixes, the home directory's toolchains, every PATH entry."""
+    candidates = [Path(sys.base_prefix), Path(sys.prefix), *extra]
+    candidates += [home / name for name in HOME_TOOLS]
+    candidates += [Path(os.environ[v]) for v in _ENV_PREFIXES if os.environ.get(v)]
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if entry:
+            # A virtualenv's bin/ needs the rest of the virtualenv (pyvenv.cfg, lib/).
+            path = Path(entry)
+            candidates.append(path.parent if (path.parent / "pyvenv.cfg").is_file() else path)
+    system = tuple(Path(d) for d in SYSTEM_DIRS)
+    chosen: list[Path] = []
+    for path in sorted({Path(os.path.abspath(p)) for p in candidates}, key=lambda p: len(p.parts)):
+        if not path.exists() or any(path.is_relative_to(s) for s in system):
+            continue
+        if any(path.is_relative_to(c) for c in chosen) or path in _NEVER_BOUND:
+            continue
+        chosen.append(path)
+    return chosen
+
+
+def _mounted(path: Path, workspace: Path, *, inside_only: bool = False) -> Path | None:
+    """What a mount over `path` must cover: the path itself, or for a symlink the file
+    it leads to (a mount onto a link lands on its target, and a masked link must hide
+    what it shows). None when there is nothing there, or, with `inside_only`, when the
+    target lies outside the workspace: a read-only bind of it would show it."""
+    if not path.is_symlink():
+        return path if path.exists() else None
+    target = path.resolve()
+    if not target.exists() or (inside_only and not target.is_relative_to(workspace)):
+        return None
+    return target
+
+
+@functools.lru_cache(maxsize=1)
+def unreadable_file() -> Path:
+    """An empty file nobody may open; without capabilities not even root inside."""
+    path = Path(tempfile.mkdtemp(prefix="lathe-mask-")) / "denied"
+    path.touch(mode=0)
+    path.chmod(0)
+    return path
+
+
+def set_aside(workspace: Path, created: Sequence[Path], spill_dir: Path) -> str:
+    """Move what a command created under a protected or edit-denied name out of the way
+    (a sandbox can mount only what exists, so such a path can be created but not kept),
+    and say so in the output. Moved, not deleted: nothing the command wrote is lost."""
+    folder = spill_dir / "set-aside" / time.strftime("%Y%m%d-%H%M%S")
+    moved, failed = [], []
+    for path in created:
+        relative = path.relative_to(workspace)
+        target = folder / relative
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), str(target))
+        except OSError as exc:
+            failed.append(f"{relative} ({exc.strerror or exc})")
+        else:
+            moved.append(str(relative))
+    lines = []
+    if moved:
+        lines.append(
+            f"[lathe: this command created {', '.join(moved)}, which may change only with "
+            f"the user's approval (a protected path, or one an edit rule denies), so lathe "
+            f"moved it to {folder}]"
+        )
+    if failed:
+        lines.append(f"[lathe: could not move away {', '.join(failed)}]")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+async def run_setting_aside(
+    workspace: Path,
+    deny_write: Sequence[str],
+    spill_dir: Path,
+    run: Callable[[], Awaitable[ExecResult]],
+) -> ExecResult:
+    """`run()`, then move aside what it created under an edit-denied name (`set_aside`),
+    with a note appended to its output."""
+    guarded = compiled(tuple(deny_write))
+    before = set(guarded.existing(workspace))
+    result = await run()
+    created = [path for path in guarded.existing(workspace) if path not in before]
+    if not created:
+        return result
+    note = set_aside(workspace, created, spill_dir)
+    return dataclasses.replace(result, output=result.output + note)

@@ -1,0 +1,58 @@
+"""`lathe run --sandbox gvisor` and `permissions.sandbox.engine`: the model's commands and
+the verify command run under gVisor's kernel, with the same rules as in bubblewrap
+(issue 17, item 7)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.e2e.test_calculator import run_against, workspace
+from tests.fakes.openai_server import Call, Reply
+
+from lathe.exec.gvisor import check_gvisor
+
+_GVISOR = check_gvisor()
+pytestmark = pytest.mark.skipif(
+    not _GVISOR.available, reason=f"gVisor cannot run here: {_GVISOR.message}"
+)
+
+
+def _tool_outputs(server) -> list[str]:
+    return [m["content"] for m in server.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_the_flag_runs_commands_and_the_verify_command_under_gvisor(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "dmesg | head -1; echo made > made.txt"})]),
+        Reply("done"),
+    )
+
+    result = run_against(
+        fake_openai, ws, tmp_path, "--sandbox", "gvisor",
+        "--verify", "dmesg | grep -q gVisor", "look around",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    (output,) = _tool_outputs(fake_openai)
+    assert "Starting gVisor" in output
+    assert (ws / "made.txt").read_text() == "made\n"  # the workspace is the host's folder
+    assert "verified" in result.stderr  # the verify command found gVisor's kernel too
+
+
+def test_the_config_key_chooses_gvisor_and_bubblewrap_stays_the_default(tmp_path, fake_openai):
+    ws = workspace(tmp_path)
+    probe = Call("bash", {"command": "dmesg 2>&1 | head -1"})
+    fake_openai.enqueue(Reply(calls=[probe]), Reply("done"), Reply(calls=[probe]), Reply("done"))
+
+    by_default = run_against(fake_openai, ws, tmp_path, "look")
+    (ws / ".lathe").mkdir(exist_ok=True)
+    (ws / ".lathe" / "config.toml").write_text('[permissions.sandbox]\nengine = "gvisor"\n')
+    configured = run_against(fake_openai, ws, tmp_path, "--trust-project", "look")
+
+    assert by_default.returncode == 0 and configured.returncode == 0, configured.stderr[-2000:]
+    first, second = (
+        [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        for body in (fake_openai.chat_bodies()[1], fake_openai.chat_bodies()[3])
+    )
+    assert "gVisor" not in first[0]
+    assert "Starting gVisor" in second[0]
