@@ -215,7 +215,7 @@ class ShadowRepo:
             proc = subprocess.run(
                 argv,
                 cwd=self.workspace,
-                env=_environment(index, self.git_dir),
+                env=isolated_git_environment(index, self.git_dir),
                 input=feed,
                 stdin=None if feed is not None else subprocess.DEVNULL,
                 capture_output=True,
@@ -250,7 +250,10 @@ class ShadowRepo:
             exclude.write_text(text, encoding="utf-8")
 
 
-def _environment(index: Path | None, git_dir: Path) -> dict[str, str]:
+def isolated_git_environment(index: Path | None, git_dir: Path) -> dict[str, str]:
+    """The environment of a git command lathe runs for itself: no inherited GIT_*
+    variables, no system or global config, no hooks, lathe's identity, bytes kept as
+    they are (no eol conversion); `index` replaces the index file when given."""
     # Inherited GIT_* variables (GIT_DIR from a hook, GIT_INDEX_FILE, ...) would point
     # our commands at the user's repository, so none survive.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}

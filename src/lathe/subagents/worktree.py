@@ -1,0 +1,219 @@
+"""A child agent's own copy of the parent's workspace, and its changes coming back.
+
+`create_worktree` gives a child a folder under lathe's data dir (never inside the user's
+repository) holding what the parent sees at that moment: for a workspace that is a git
+repository's top level, a local clone checked out at the parent's HEAD with the parent's
+uncommitted changes and untracked files laid over it (ignored files stay behind); for
+any other workspace, a copy. Either way the child's folder is a repository of its own
+whose first commit, `base`, is that state, so the child's changes are exactly the
+difference from `base`. Nothing is written into the user's `.git`: no worktree metadata,
+no refs, no config. Creations for one workspace are serialised by a lock.
+
+`child_patch` is that difference as a binary git patch; `apply_patch` lands it in the
+parent's workspace only when it applies cleanly as a whole (`git apply --check` first),
+and otherwise leaves the workspace as it was and keeps the patch file for the user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.checkpoint.shadow import isolated_git_environment
+from lathe.errors import LatheError, UsageError
+from lathe.file_lock import FileLock
+from lathe.home import project_slug
+
+_BASE_MESSAGE = "lathe: the parent's workspace when the child started"
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A child's workspace: `path`, a repository whose commit `base` holds the parent's
+    state at creation; `source` is the parent's workspace."""
+
+    path: Path
+    base: str
+    source: Path
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """One file a child changed: lines added and deleted (None for a binary file)."""
+
+    path: str
+    added: int | None
+    deleted: int | None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The outcome of `apply_patch`: `applied` False means the workspace is untouched and
+    `reason` says why (git's own words)."""
+
+    applied: bool
+    patch_file: Path
+    reason: str = ""
+
+
+def worktrees_root(workspace: Path, home: Path) -> Path:
+    return home / "worktrees" / project_slug(workspace)
+
+
+def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
+    """A new worktree named `name` (unique per workspace) holding the parent's state now."""
+    workspace = workspace.resolve()
+    root = worktrees_root(workspace, home)
+    root.mkdir(parents=True, exist_ok=True)
+    destination = root / name
+    lock = FileLock(root / ".create.lock")
+    lock.acquire(record=f"creating {name}\n")
+    try:
+        if destination.exists():
+            raise LatheError(f"worktree {destination} already exists; choose another name")
+        head = _repository_head(workspace)
+        if head is None:
+            _copy_tree(workspace, destination)
+        else:
+            _clone_with_changes(workspace, destination, head)
+        base = _commit_everything(destination, _BASE_MESSAGE, force=head is None)
+    except BaseException:
+        shutil.rmtree(destination, ignore_errors=True)
+        raise
+    finally:
+        lock.release()
+    return Worktree(path=destination, base=base, source=workspace)
+
+
+def child_patch(tree: Worktree) -> bytes:
+    """What the child changed since `base`, as a binary patch (b"" when nothing)."""
+    _stage_everything(tree)
+    return _git(tree.path, "diff", "--cached", "--binary", "--no-renames", tree.base)
+
+
+def changed_files(tree: Worktree) -> list[FileStat]:
+    """The files the child changed since `base`, with line counts."""
+    _stage_everything(tree)
+    out = _git(tree.path, "diff", "--cached", "--numstat", "--no-renames", "-z", tree.base)
+    stats = []
+    for record in out.decode("utf-8", "surrogateescape").split("\0"):
+        if not record:
+            continue
+        added, deleted, path = record.split("\t", 2)
+        stats.append(
+            FileStat(
+                path=path,
+                added=None if added == "-" else int(added),
+                deleted=None if deleted == "-" else int(deleted),
+            )
+        )
+    return stats
+
+
+def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:
+    """Write `patch` to `patch_file`, then apply it to `workspace` if, and only if, all
+    of it applies cleanly."""
+    patch_file.parent.mkdir(parents=True, exist_ok=True)
+    patch_file.write_bytes(patch)
+    if not patch:
+        return Applied(True, patch_file)
+    check = _apply(workspace, patch_file, "--check")
+    if check.returncode != 0:
+        reason = check.stderr.decode("utf-8", "replace").strip() or "git apply --check failed"
+        return Applied(False, patch_file, reason)
+    done = _apply(workspace, patch_file)
+    if done.returncode != 0:  # checked a moment ago: only a concurrent change gets here
+        return Applied(False, patch_file, done.stderr.decode("utf-8", "replace").strip())
+    return Applied(True, patch_file)
+
+
+def remove_worktree(tree: Worktree) -> None:
+    shutil.rmtree(tree.path, ignore_errors=True)
+
+
+def _repository_head(workspace: Path) -> str | None:
+    """The HEAD commit when `workspace` is the top level of a git repository with at
+    least one commit; None otherwise (a copy is made instead)."""
+    try:
+        top = _git(workspace, "rev-parse", "--show-toplevel", git_dir=None).decode().strip()
+        head = _git(workspace, "rev-parse", "--verify", "HEAD", git_dir=None).decode().strip()
+    except LatheError:
+        return None
+    return head if Path(top).resolve() == workspace else None
+
+
+def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
+    _git(workspace, "clone", "--quiet", "--local", "--no-checkout", ".", str(destination),
+         git_dir=None)  # fmt: skip
+    _git(destination, "checkout", "--quiet", "--detach", head)
+    uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", git_dir=None)
+    if uncommitted:
+        _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
+    listing = _git(workspace, "ls-files", "--others", "--exclude-standard", "-z", git_dir=None)
+    for relative in listing.decode("utf-8", "surrogateescape").split("\0"):
+        if relative:
+            target = destination / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(workspace / relative, target, follow_symlinks=False)
+
+
+def _copy_tree(workspace: Path, destination: Path) -> None:
+    shutil.copytree(workspace, destination, symlinks=True)
+    _git(destination, "init", "--quiet")
+
+
+def _commit_everything(path: Path, message: str, *, force: bool) -> str:
+    _git(path, "add", "--all", *(["--force"] if force else []))
+    _git(path, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", message)
+    return _git(path, "rev-parse", "HEAD").decode().strip()
+
+
+def _stage_everything(tree: Worktree) -> None:
+    # A copy has no ignore rules of the parent's to honour; a clone has its own.
+    force = not (tree.source / ".git").exists()
+    _git(tree.path, "add", "--all", *(["--force"] if force else []))
+
+
+def _apply(workspace: Path, patch_file: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    # Outside any repository's discovery, so paths are the workspace's own even where the
+    # workspace is a folder inside a repository.
+    env = isolated_git_environment(None, Path(os.devnull))
+    env["GIT_CEILING_DIRECTORIES"] = str(workspace.parent)
+    return subprocess.run(
+        ["git", "apply", "--binary", "--whitespace=nowarn", *extra, str(patch_file)],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+
+
+def _git(
+    cwd: Path, *args: str, feed: bytes | None = None, git_dir: Path | str | None = "own"
+) -> bytes:
+    """Run git in `cwd`; `git_dir` "own" (the default) pins it to `cwd`'s `.git`, None
+    lets git find the repository as usual (the parent's)."""
+    own = cwd / ".git" if git_dir == "own" else None
+    # Hooks are looked for under a folder that cannot exist: none ever runs.
+    env = isolated_git_environment(None, Path(os.devnull))
+    if own is not None:
+        env["GIT_DIR"], env["GIT_WORK_TREE"] = str(own), str(cwd)
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            input=feed,
+            stdin=None if feed is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise UsageError("git was not found on PATH; subagents need git: install it") from exc
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip()
+        raise LatheError(f"git {args[0]} in {cwd} failed (exit {proc.returncode}): {detail}")
+    return proc.stdout
