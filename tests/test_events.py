@@ -60,15 +60,19 @@ def _models_inside(annotation: object) -> list[type[Any]]:
 def _documented_models() -> dict[str, type[Any]]:
     """Every model a line of --json can hold: the events (by `type`) and the values
     inside them (by class name), however deep."""
+    events = {cls: cls.model_fields["type"].default for cls in _event_classes()}
     found: dict[str, type[Any]] = {}
-    pending = [(cls.model_fields["type"].default, cls) for cls in _event_classes()]
+    pending = [(name, cls) for cls, name in events.items()]
     while pending:
         name, model = pending.pop()
         if name in found:
             continue
         found[name] = model
         for field in _fields(model).values():
-            pending += [(inner.__name__, inner) for inner in _models_inside(field.annotation)]
+            pending += [
+                (events.get(inner, inner.__name__), inner)  # an event inside (a child's)
+                for inner in _models_inside(field.annotation)
+            ]
     return found
 
 

@@ -234,6 +234,18 @@ class AttemptStarted(_Event):
     """Files changed by someone else during the last attempt: left as they are."""
 
 
+class ChildEvent(_Event):
+    """An event of a child agent (the `task` tool's), in the parent's stream: which
+    child (`child_id`, its session id), the parent's call that started it
+    (`parent_call_id`), the child's `description`, and the child's own event."""
+
+    type: Literal["child_event"] = "child_event"
+    child_id: str
+    parent_call_id: str
+    description: str = ""
+    event: AgentEvent
+
+
 AgentEvent = Annotated[
     RunStarted
     | Notice
@@ -250,6 +262,8 @@ AgentEvent = Annotated[
     | Compacted
     | VerifyStarted
     | VerifyFinished
-    | RunFinished,
+    | RunFinished
+    | ChildEvent,
     Field(discriminator="type"),
 ]
+ChildEvent.model_rebuild()

@@ -1,7 +1,8 @@
 """Running one reply's tool calls: parse, validate, gate, execute, report.
 
-Consecutive read-only calls run concurrently; anything that may change the workspace
-runs alone, in order. Records always come back in call order, one per call, so the
+Consecutive read-only calls run concurrently, and so do consecutive calls of a
+`concurrent` tool (`task`); anything else that may change the workspace runs alone, in
+order. Records always come back in call order, one per call, so the
 conversation never holds an unanswered call. What the calls mean for the run (a stall,
 evidence) is for the finish handlers to judge (`agent/finish.py`).
 """
@@ -18,7 +19,7 @@ from lathe.agent.finish import CallRecord
 from lathe.agent.toolcalls import parse_arguments, validate
 from lathe.errors import ToolError
 from lathe.events import AgentEvent, ToolFinished, ToolStarted
-from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+from lathe.tools.base import CURRENT_CALL, Params, Tool, ToolContext, ToolOutput
 from lathe.types import ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ class ToolRunner:
                 return bad, False
             arguments = verdict
         self.running.add(item.call.id)
+        CURRENT_CALL.set(item.call.id)  # each call runs in a task of its own: no reset
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
         except ToolError as exc:
@@ -161,15 +163,25 @@ def _with_refusal_hint(
 
 
 def _groups(prepared: list[_Prepared]) -> list[list[_Prepared]]:
-    """Consecutive read-only calls form one concurrent group; others run alone."""
+    """Consecutive read-only calls form one concurrent group, and so do consecutive
+    calls of `concurrent` tools; others run alone."""
     groups: list[list[_Prepared]] = []
     for item in prepared:
-        read_only = item.tool is not None and item.tool.read_only
-        if read_only and groups and groups[-1][-1].tool and groups[-1][-1].tool.read_only:
+        kind = _concurrency(item)
+        if kind is not None and groups and _concurrency(groups[-1][-1]) == kind:
             groups[-1].append(item)
         else:
             groups.append([item])
     return groups
+
+
+def _concurrency(item: _Prepared) -> str | None:
+    """Which concurrent group a call may join: "read", "concurrent", or None (alone)."""
+    if item.tool is None:
+        return None
+    if item.tool.read_only:
+        return "read"
+    return "concurrent" if item.tool.concurrent else None
 
 
 def _first_line(text: str) -> str:

@@ -21,11 +21,16 @@ PROFILES: dict[str, dict[str, Any]] = {
     # Models of a few billion parameters. Measured with the local 1.5B (docs/architecture.md,
     # "Small-model care"): they show a fix in prose instead of calling edit, and rewrite
     # whole files from memory with write, losing code.
-    "small": {"apply_reply_code": True, "write_may_replace": False},
+    "small": {"apply_reply_code": True, "write_may_replace": False, "subagents": False},
     # The embedded models behind lathe's own chat template, which can ask for a sentence
     # of reasoning before each call: with the code in view, the 1.5B's first reply led
     # to a passing fix in 16 of 24 samples with it, 0 of 8 without.
-    "local": {"apply_reply_code": True, "write_may_replace": False, "reason_first": True},
+    "local": {
+        "apply_reply_code": True,
+        "write_may_replace": False,
+        "reason_first": True,
+        "subagents": False,
+    },
     # api.openai.com: its newer models reject max_tokens.
     "openai": {"max_tokens_field": "max_completion_tokens"},
 }

@@ -302,7 +302,9 @@ def _unknown_key(path: KeyPath, section: type[BaseModel], origin: Origin) -> str
         message += f" (did you mean {format_key((*path[:-1], close[0]))!r}?)"
     else:
         # The key may be right but in the wrong table, e.g. max_turns at the top level.
-        anywhere = {p[-1]: p for p in schema_paths(Config)}
+        anywhere: dict[str, KeyPath] = {}
+        for key in schema_paths(Config):  # a name in two tables: the first one's
+            anywhere.setdefault(key[-1], key)
         close = get_close_matches(name, list(anywhere), n=1, cutoff=0.8)
         if close:
             message += f" (did you mean {format_key(anywhere[close[0]])!r}?)"

@@ -233,11 +233,31 @@ class ProfileConfig(Section):
     DeepSeek-R1 on a server without a reasoning parser): lathe takes it out as thinking,
     so it is neither shown as the answer nor sent back to the model."""
 
+    subagents: bool = True
+    """Offer the task tool, which hands a subtask to a child agent. Off for small models:
+    writing a child a whole brief is beyond them, and the tool's description is prompt
+    they read slowly."""
+
     prompts: str = "default"
     """The words lathe says to the model (system prompt, nudges, verify feedback,
     compaction instructions): a built-in template set ("default"), or the path of a
     folder of NAME.md templates that replace the default ones they name (a relative
     path starts at the workspace)."""
+
+
+class AgentsConfig(Section):
+    """Subagents: children a run starts with the task tool, each on its own copy of the
+    workspace, reporting back a status, an answer and the files it changed."""
+
+    max_parallel: int = Field(default=4, gt=0)
+    """Children running at once; task calls beyond this wait for a free place."""
+
+    max_depth: int = Field(default=2, gt=0)
+    """How deep children may nest: 1 lets the run start children but children none; 2
+    lets each child start children of its own, which may start none."""
+
+    max_turns: int = Field(default=30, gt=0)
+    """Most model turns of one child before it stops with status out_of_budget."""
 
 
 class AgentConfig(Section):
@@ -643,6 +663,9 @@ class Config(Section):
 
     agent: AgentConfig = Field(default_factory=AgentConfig)
     """Run behaviour."""
+
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    """Subagents: the task tool's children."""
 
     retry: RetryConfig = Field(default_factory=RetryConfig)
     """Retry policy for provider requests."""

@@ -57,6 +57,9 @@ class Header(BaseModel):
     model: str
     parent_session: str | None = None
     parent_entry: str | None = None
+    # A child's: the parent's task call that started it. Written only when set, so the
+    # header of every other session keeps the bytes of format version 2.
+    parent_call: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)

@@ -61,14 +61,17 @@ class SessionStore:
         *,
         parent_session: str | None = None,
         parent_entry: str | None = None,
+        parent_call: str | None = None,
     ) -> Session:
-        """A new, empty, locked session for `workspace`."""
+        """A new, empty, locked session for `workspace`; a child agent's names its
+        parent's session and the call that started it."""
         header = Header(
             id=new_session_id(),
             cwd=str(workspace.resolve()),
             model=model,
             parent_session=parent_session,
             parent_entry=parent_entry,
+            parent_call=parent_call,
         )
         return self._write_new(header, [])
 

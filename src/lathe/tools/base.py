@@ -27,6 +27,9 @@ A tool subclasses `Tool` (or is one async function under `@tool`) and says what 
 - `also_governed_by(arguments) -> tuple[str, ...]` (default ()): other tool names whose
   rules apply to this call too, the strictest winning: `mcp_resource(server="github")`
   answers `mcp__github__mcp_resource`, so `--deny 'mcp__github__*'` covers it.
+- `concurrent` (default False): a tool that changes files but whose calls may run at
+  the same time as each other (`task`: each child works in its own folder, its
+  changes land one at a time); consecutive calls of such tools form one group.
 - `own_spec() -> ToolSpec | None` (default None): the spec the model sees, for a tool
   whose schema is not built from a pydantic model (an MCP server's tool brings its own
   JSON schema); None: `tool_spec` builds it from `parameters`.
@@ -37,6 +40,8 @@ Contract for `Tool.execute(args, ctx)`:
   found, 0 matches, a path outside the workspace) is `ToolOutput(is_error=True)` or a
   raised `ToolError`; the loop turns both into an error result. Any other exception is
   a bug: the loop reports it to the model as an internal error of that tool.
+- `CURRENT_CALL` holds the id of the model's call being executed, for a tool that
+  names it onwards (a child agent records its parent's call).
 - File tools resolve every path through `lathe.tools.paths.resolve_path` and never touch
   anything outside the workspace. Commands run only through `ctx.executor`.
 """
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -53,6 +59,9 @@ from pydantic import BaseModel, ConfigDict
 
 from lathe.exec.base import Executor
 from lathe.types import ToolSpec
+
+CURRENT_CALL: ContextVar[str] = ContextVar("lathe_current_call", default="")
+"""The id of the model's call a tool is executing; the loop sets it around `execute`."""
 
 
 class Params(BaseModel):
@@ -102,6 +111,7 @@ class Tool(ABC):
     description: ClassVar[str]
     parameters: ClassVar[type[Params]]
     read_only: ClassVar[bool] = False
+    concurrent: ClassVar[bool] = False
     repeatable: ClassVar[bool] = False
     path_argument: ClassVar[str | None] = None
 

@@ -126,6 +126,7 @@ class _HeadlessRun:
         provider = redactor.provider(make_provider(setup.endpoint))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         checkpoints = self._checkpoints()
+        self._offer_children(provider, redactor, session, checkpoints, safety.tools)
         attempts = self._attempts(resumed=bool(history))
         start = None
         started = time.monotonic()
@@ -200,6 +201,16 @@ class _HeadlessRun:
         finished = redactor.event(await agent.run(task))
         self.recorder.record_end(finished)
         return finished
+
+    def _offer_children(self, provider, redactor, session, checkpoints, tools) -> None:
+        """The task tool, when the model's profile and the config allow children."""
+        from lathe.home import lathe_home
+        from lathe.ui.children import LocalChildren
+
+        LocalChildren(
+            self.setup, provider, redactor, self.emit, parent_session_id=session.id,
+            checkpoints=checkpoints, home=lathe_home(),
+        ).register(tools)  # fmt: skip
 
     def _hooks(self, safety, redactor, checkpoints):
         """The shared chain (`safety.hook_chain`); headless has no taps of its own. Its

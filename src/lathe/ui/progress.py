@@ -10,6 +10,7 @@ from lathe.events import (
     AgentEvent,
     AssistantReply,
     AttemptStarted,
+    ChildEvent,
     Compacted,
     Notice,
     Retrying,
@@ -91,8 +92,24 @@ class ProgressPrinter:
             case RunFinished():
                 self._elapsed.clear()
                 self._finish(event)
+            case ChildEvent(description=description, event=inner):
+                self._child_line(description, inner)
             case TurnStarted() | TextDelta() | ThinkingDelta() | AssistantReply():
                 pass
+
+    def _child_line(self, description: str, event: AgentEvent) -> None:
+        """A child's progress, indented under the task call that started it: its tool
+        calls and its end."""
+        name = _clip(description, 30)
+        match event:
+            case ToolFinished(name=tool, is_error=is_error, summary=summary):
+                mark = "!!" if is_error else "->"
+                self._line(f"    [{name}] {tool} {mark} {_clip(summary, 90)}")
+            case RunFinished(status=status, turns=turns, reason=reason):
+                why = f": {_clip(reason, 80)}" if reason else ""
+                self._line(f"    [{name}] {status.value} after {plural(turns, 'turn')}{why}")
+            case ChildEvent(description=inner_name, event=inner):
+                self._child_line(f"{name} > {inner_name}", inner)
 
     def _finish(self, event: RunFinished) -> None:
         usage = event.usage

@@ -187,6 +187,14 @@ class InteractiveApp:
         secrets = [*self.resolved.secrets(), *self.setup.secrets()]
         self.redactor = Redactor.for_run(secrets, os.environ)
         self.provider = self.redactor.provider(self.provider)
+        from lathe.home import lathe_home
+        from lathe.ui.children import LocalChildren
+
+        LocalChildren(
+            self.setup, self.provider, self.redactor, self.emit,
+            parent_session_id=self.links.session.id, checkpoints=self.links.checkpoints,
+            home=lathe_home(),
+        ).register(safety.tools)  # fmt: skip
         self.safety, self.chain = safety, self._hooks(safety, self.redactor)
         return self._agent_for(history)
 

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from lathe.events import (
     AgentEvent,
     AssistantReply,
+    ChildEvent,
     Compacted,
     Retrying,
     RunFinished,
@@ -232,9 +233,22 @@ class Renderer:
             case RunFinished():
                 self._markdown(self.stream.flush())
                 self._finish_line(event)
+            case ChildEvent(description=description, event=inner):
+                self._child_line(description, inner)
             case _ if getattr(event, "type", "") == "notice":
                 warning = getattr(event, "level", "") == "warning"
                 self.note(str(getattr(event, "message", "")), "yellow" if warning else "dim")
+
+    def _child_line(self, description: str, event: AgentEvent) -> None:
+        """A subagent's live status in the status line, and its end as a line."""
+        name = _clip(description, 30)
+        match event:
+            case ToolStarted():
+                self.status.set_phase(f"[{name}] {_clip(event.label, 40)}")
+            case RunFinished(status=status, turns=turns):
+                self.note(f"  [{name}] {status.value} after {turns} turns", "cyan")
+            case ChildEvent(description=inner_name, event=inner):
+                self._child_line(f"{name} > {inner_name}", inner)
 
     # printing helpers used by the app and the commands
 

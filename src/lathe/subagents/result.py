@@ -1,0 +1,142 @@
+"""What a parent receives from a child: the result contract of the `task` tool.
+
+A child's end is never softened on the way up. Its status says how it ended; its
+answer is what it said (capped, with the file that holds all of it); `files` are what it
+changed, as line counts; `evidence` is the check that backs its claim, if any; and
+`merge` says whether its changes reached the parent's workspace. `for_model` is the
+text the parent's model reads, and says plainly when a claim was not verified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from lathe.events import Evidence, RunStatus
+from lathe.subagents.worktree import FileStat
+from lathe.types import Usage
+
+ANSWER_MAX_CHARS = 4_000
+
+
+class ChildStatus(StrEnum):
+    COMPLETED = "completed"  # said it was done; nothing lathe ran checked it
+    VERIFIED = "verified"  # the verify command passed after its last change
+    FAILED = "failed"  # the verify command still failed when its turns ran out
+    STUCK = "stuck"  # it repeated itself or claimed done without acting
+    OUT_OF_BUDGET = "out_of_budget"  # its turns, tokens, money or time ran out
+    INTERRUPTED = "interrupted"  # Ctrl-C, or the parent stopped
+    ERROR = "error"  # the model endpoint or lathe itself failed
+
+
+_FROM_RUN = {
+    RunStatus.VERIFIED: ChildStatus.VERIFIED,
+    RunStatus.UNVERIFIED: ChildStatus.COMPLETED,
+    RunStatus.FAILED: ChildStatus.FAILED,
+    RunStatus.STUCK: ChildStatus.STUCK,
+    RunStatus.MAX_TURNS: ChildStatus.OUT_OF_BUDGET,
+    RunStatus.OUT_OF_BUDGET: ChildStatus.OUT_OF_BUDGET,
+    RunStatus.PROVIDER_ERROR: ChildStatus.ERROR,
+    RunStatus.INTERRUPTED: ChildStatus.INTERRUPTED,
+}
+
+
+def child_status(run: RunStatus) -> ChildStatus:
+    return _FROM_RUN[run]
+
+
+@dataclass(frozen=True)
+class Merge:
+    """What became of the child's changes: `applied` to the parent's workspace (as one
+    checkpoint, `checkpoint`), or not, with `reason`; `patch_file` holds them either way."""
+
+    applied: bool
+    patch_file: Path | None = None
+    checkpoint: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    child_id: str
+    description: str
+    status: ChildStatus
+    answer: str
+    answer_file: Path | None = None  # the whole answer, when `answer` was cut
+    reason: str = ""  # why it ended, in words
+    files: tuple[FileStat, ...] = ()
+    evidence: Evidence | None = None
+    merge: Merge | None = None  # None: nothing changed, or a read-only child
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    turns: int = 0
+    session_path: Path | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the parent's model should read this as a failed call."""
+        return self.status not in (ChildStatus.COMPLETED, ChildStatus.VERIFIED) or (
+            self.merge is not None and not self.merge.applied
+        )
+
+    def for_model(self) -> str:
+        lines = [f"Subagent {self.child_id} ({self.description}): {self.status.value}"]
+        if self.reason:
+            lines.append(f"Why it ended: {self.reason}")
+        lines.append(_claim(self))
+        lines += _changes(self)
+        lines.append(
+            f"Usage: {self.turns} turns, {self.usage.input_tokens + self.usage.cache_read_tokens}"
+            f" tokens in, {self.usage.output_tokens} out"
+        )
+        answer = self.answer.strip() or "(no answer)"
+        more = f"\n[cut; the whole answer is in {self.answer_file}]" if self.answer_file else ""
+        lines.append(f"Its answer:\n{answer}{more}")
+        return "\n".join(lines)
+
+
+def _claim(result: ChildResult) -> str:
+    if result.status is ChildStatus.VERIFIED:
+        return "Checked: lathe ran the verify command after its last change and it passed."
+    evidence = result.evidence
+    if evidence is not None:
+        return (
+            f"Not verified by lathe: after its last change it ran `{evidence.command}`, "
+            f"which exited {evidence.exit_code}. Check its work before relying on it."
+        )
+    return "Not verified: no check ran after its last change. Check its work before relying on it."
+
+
+def _changes(result: ChildResult) -> list[str]:
+    if not result.files:
+        return ["Files changed: none."]
+    stats = ", ".join(_stat(f) for f in result.files)
+    lines = [f"Files changed: {stats}"]
+    merge = result.merge
+    if merge is None:
+        return lines
+    if merge.applied:
+        where = f" as checkpoint #{merge.checkpoint}" if merge.checkpoint is not None else ""
+        lines.append(f"Its changes are applied to your workspace{where} (`lathe undo` reverts).")
+    else:
+        lines.append(
+            f"Its changes were NOT applied: {merge.reason}. The patch is in {merge.patch_file}; "
+            "read it and make the changes yourself where they still fit."
+        )
+    return lines
+
+
+def _stat(stat: FileStat) -> str:
+    if stat.added is None:
+        return f"{stat.path} (binary)"
+    return f"{stat.path} (+{stat.added} -{stat.deleted})"
+
+
+def capped_answer(answer: str, spill: Path) -> tuple[str, Path | None]:
+    """`answer`, cut to `ANSWER_MAX_CHARS` with the whole written to `spill` when longer."""
+    if len(answer) <= ANSWER_MAX_CHARS:
+        return answer, None
+    spill.parent.mkdir(parents=True, exist_ok=True)
+    spill.write_text(answer, encoding="utf-8")
+    return answer[:ANSWER_MAX_CHARS], spill

@@ -1,0 +1,309 @@
+"""Running the task tool's children for a face: `LocalChildren` is the `ChildRunner`
+(`subagents/task_tool.py`) every face builds for its run.
+
+A child gets the parent's provider, configuration and rules, never a looser approval
+(it has no one to ask, so what would ask is refused), a turn limit of its own
+(`agents.max_turns`), no verify command, and its own session, linked to the parent's
+session and call. A child that may change files works in its own worktree
+(`subagents/worktree.py`) behind its own sandbox bound to that folder; when it ends,
+its changes come back as one patch, applied to the parent's workspace as one checkpoint
+when it applies whole, kept as a file and reported when it does not. The `explore`
+profile runs in the parent's workspace with the read-only tools and no worktree.
+Children run at once up to `agents.max_parallel`; nesting stops at `agents.max_depth`.
+Its events reach the parent's stream wrapped in `ChildEvent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from lathe.config.loader import Origin
+from lathe.errors import ToolError
+from lathe.events import AgentEvent, ChildEvent, RunFinished, RunStatus
+from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
+from lathe.subagents.task_tool import ChildRequest, TaskTool
+from lathe.subagents.worktree import (
+    Worktree,
+    apply_patch,
+    changed_files,
+    child_patch,
+    create_worktree,
+    remove_worktree,
+)
+from lathe.tools.base import ToolRegistry
+from lathe.types import Usage
+from lathe.ui.setup import RunSetup
+
+PROFILES = {
+    "general": "works on its own copy of the workspace with every tool; its changes come back",
+    "explore": "reads the workspace as it is, with the read-only tools; changes nothing",
+}
+
+
+class LocalChildren:
+    """A `ChildRunner` for one run at nesting depth `depth` (0: the user's run)."""
+
+    def __init__(
+        self,
+        setup: RunSetup,
+        provider,
+        redactor,
+        emit,
+        *,
+        parent_session_id: str,
+        checkpoints,
+        home: Path,
+        depth: int = 0,
+    ) -> None:
+        self._setup = setup
+        self._provider = provider
+        self._redactor = redactor
+        self._emit = emit
+        self._parent_session_id = parent_session_id
+        self._checkpoints = checkpoints
+        self._home = home
+        self._depth = depth
+        self._config = setup.loaded.config.agents
+        self._slots = asyncio.Semaphore(self._config.max_parallel)
+        self._merging = asyncio.Lock()
+
+    def offered(self) -> bool:
+        """Whether this run may start children at all (its profile and the depth limit)."""
+        return self._setup.model.profile.settings.subagents and self._depth < self._config.max_depth
+
+    def register(self, tools: ToolRegistry) -> None:
+        """Offer the task tool in `tools` when this run may start children."""
+        if self.offered():
+            tools.register(TaskTool(self))
+
+    async def run_child(self, request: ChildRequest) -> ChildResult:
+        profile = request.agent or "general"
+        if profile not in PROFILES:
+            names = ", ".join(f"{name} ({what})" for name, what in PROFILES.items())
+            raise ToolError(f"there is no subagent profile named {profile!r}; profiles: {names}")
+        if not self.offered():
+            raise ToolError(
+                f"subagents may nest {self._config.max_depth} deep (agents.max_depth); "
+                "do this part yourself"
+            )
+        async with self._slots:
+            return await _Child(self, request, read_only=profile == "explore").run()
+
+
+class _Child:
+    """One child, from its start to its merged result."""
+
+    def __init__(self, parent: LocalChildren, request: ChildRequest, *, read_only: bool):
+        self.parent = parent
+        self.request = request
+        self.read_only = read_only
+        self.tree: Worktree | None = None
+        self.session = None
+        self.finished: RunFinished | None = None
+
+    async def run(self) -> ChildResult:
+        from lathe.session import SessionStore
+
+        parent, setup = self.parent, self.parent._setup
+        model = setup.model.name or setup.model.model_id
+        self.session = SessionStore(parent._home).create(
+            setup.workspace,
+            model,
+            parent_session=parent._parent_session_id,
+            parent_call=self.request.call_id,
+        )
+        try:
+            if not self.read_only:
+                self.tree = await asyncio.to_thread(
+                    create_worktree, setup.workspace, parent._home, self.session.id
+                )
+            try:
+                self.finished = await self._work()
+            except asyncio.CancelledError:
+                await asyncio.shield(self._end_interrupted())
+                raise
+            except Exception as exc:  # lathe's own failure: the parent hears it as an end
+                return self._failed(exc)
+            return await self._result()
+        finally:
+            if self.tree is not None:
+                await asyncio.to_thread(remove_worktree, self.tree)
+            self.session.close()
+
+    async def _work(self) -> RunFinished:
+        from lathe.obs import Observer
+        from lathe.ui.recorder import SessionRecorder
+        from lathe.ui.safety import build_safety, hook_chain
+        from lathe.ui.wiring import build_agent
+
+        parent, session = self.parent, self.session
+        assert session is not None
+        child_setup = self._setup()
+        observer = Observer(session.path, session.id, parent._redactor, self._forward)
+        try:
+            safety = build_safety(child_setup, session, approver=None, emit=observer)
+            tools = safety.tools
+            if self.read_only:
+                kept = [tools.get(name) for name in tools.names()]
+                tools = ToolRegistry([t for t in kept if t is not None and t.read_only])
+            else:
+                LocalChildren(
+                    child_setup, parent._provider, parent._redactor, observer,
+                    parent_session_id=session.id, checkpoints=None, home=parent._home,
+                    depth=parent._depth + 1,
+                ).register(tools)  # fmt: skip
+            recorder = SessionRecorder(session)
+            agent = build_agent(
+                child_setup,
+                parent._provider,
+                observer,
+                executor=safety.executor,
+                hooks=hook_chain(safety, parent._redactor, recorders=[recorder]),
+                tools=tools,
+            )
+            try:
+                finished = parent._redactor.event(await agent.run(self._brief()))
+            finally:
+                await safety.aclose()
+            recorder.record_end(finished)
+            return finished
+        finally:
+            observer.close()
+
+    def _setup(self) -> RunSetup:
+        """The parent's setup for the child: its folder, its turns, no verify command,
+        the parent's approval (or read-only), no MCP servers of its own."""
+        setup = self.parent._setup
+        loaded = setup.loaded
+        config = loaded.config
+        approval = "read-only" if self.read_only else setup.approval
+        child_config = config.model_copy(
+            update={
+                "agent": config.agent.model_copy(
+                    update={
+                        "max_turns": config.agents.max_turns,
+                        "verify": None,
+                        "attempts": 1,
+                    }
+                ),
+                "permissions": config.permissions.model_copy(update={"approval": approval}),
+            }
+        )
+        origins = {**loaded.origins, ("permissions", "approval"): Origin("flag")}
+        child_loaded = dataclasses.replace(loaded, config=child_config, origins=origins)
+        workspace = self.tree.path if self.tree is not None else setup.workspace
+        options = dataclasses.replace(
+            setup.options, verify=None, max_turns=None, resume=None, continue_last=False,
+            headless=True, ask_trust=None,
+        )  # fmt: skip
+        return dataclasses.replace(
+            setup, options=options, workspace=workspace, loaded=child_loaded, notices=[],
+            mcp_servers=None,
+        )  # fmt: skip
+
+    def _brief(self) -> str:
+        request = self.request
+        if not request.files:
+            return request.prompt
+        listed = "\n".join(f"- {path}" for path in request.files)
+        return f"{request.prompt}\n\nStart from these files:\n{listed}"
+
+    def _forward(self, event: AgentEvent) -> None:
+        assert self.session is not None
+        self.parent._emit(
+            ChildEvent(
+                child_id=self.session.id,
+                parent_call_id=self.request.call_id,
+                description=self.request.description,
+                event=event,
+            )
+        )
+
+    async def _end_interrupted(self) -> None:
+        """Stopped from outside: the session says so, and what the child changed is kept
+        as a patch file (not applied: the parent is stopping too)."""
+        from lathe.session import RunEndEntry
+
+        assert self.session is not None
+        self.session.append(
+            RunEndEntry(status=RunStatus.INTERRUPTED.value, turns=0, reason="the parent stopped")
+        )
+        if self.tree is not None:
+            patch = await asyncio.to_thread(child_patch, self.tree)
+            if patch:
+                await asyncio.to_thread(self._patch_file().write_bytes, patch)
+
+    def _failed(self, exc: Exception) -> ChildResult:
+        assert self.session is not None
+        return ChildResult(
+            child_id=self.session.id,
+            description=self.request.description,
+            status=ChildStatus.ERROR,
+            answer="",
+            reason=f"the subagent could not run: {exc}",
+            session_path=self.session.path,
+        )
+
+    async def _result(self) -> ChildResult:
+        finished = self.finished
+        assert finished is not None and self.session is not None
+        files, merge = (), None
+        if self.tree is not None:
+            files = tuple(await asyncio.to_thread(changed_files, self.tree))
+            if files:
+                merge = await self._merge()
+        answer, answer_file = capped_answer(
+            finished.answer, self.session.path.with_suffix(".answer.md")
+        )
+        return ChildResult(
+            child_id=self.session.id,
+            description=self.request.description,
+            status=child_status(finished.status),
+            answer=answer,
+            answer_file=answer_file,
+            reason=finished.reason,
+            files=files,
+            evidence=finished.evidence,
+            merge=merge,
+            usage=finished.usage or Usage(),
+            cost_usd=finished.cost_usd,
+            turns=finished.turns,
+            session_path=self.session.path,
+        )
+
+    async def _merge(self) -> Merge:
+        """The child's changes into the parent's workspace, one child at a time: a
+        checkpoint before, the patch whole or not at all, a checkpoint of the result."""
+        assert self.tree is not None
+        parent = self.parent
+        async with parent._merging:
+            patch = await asyncio.to_thread(child_patch, self.tree)
+            checkpoints = parent._checkpoints
+            label = f"subagent {self.session.id}: {self.request.description}"
+            if checkpoints is not None:
+                await asyncio.to_thread(checkpoints.snapshot, f"before {label}", kind="before")
+            applied = await asyncio.to_thread(
+                apply_patch, parent._setup.workspace, patch, self._patch_file()
+            )
+            if not applied.applied:
+                return Merge(False, applied.patch_file, reason=_conflict(applied.reason))
+            number = None
+            if checkpoints is not None:
+                after = await asyncio.to_thread(checkpoints.snapshot, label, kind="after")
+                number = after.n
+            return Merge(True, applied.patch_file, checkpoint=number)
+
+    def _patch_file(self) -> Path:
+        from lathe.home import project_slug
+
+        assert self.session is not None
+        folder = self.parent._home / "patches" / project_slug(self.parent._setup.workspace)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{self.session.id}.patch"
+
+
+def _conflict(reason: str) -> str:
+    first = next((line for line in reason.splitlines() if line.strip()), reason)
+    return f"it no longer applies to your workspace (git: {first.strip()})"
