@@ -153,12 +153,17 @@ def test_a_lost_or_damaged_index_is_rebuilt(
     assert index.read_bytes() != damage
 
 
+@pytest.mark.parametrize("deleted", [False, True])
 def test_a_listing_the_index_answers_loads_no_entry_models(
-    store: SessionStore, workspace: Path
+    store: SessionStore, workspace: Path, deleted: bool
 ) -> None:
     # The models (pydantic and the message types) are most of `sessions list`'s time.
+    # A deleted session makes the listing write the index back, which must stay light.
     _session(store, workspace, "fix it")
+    gone = _session(store, workspace, "to delete") if deleted else None
     store.list(workspace)  # builds the index
+    if gone is not None:
+        store.find(gone).unlink()
     probe = (
         "import sys\nfrom pathlib import Path\n"
         "from lathe.session.listing import list_sessions\n"

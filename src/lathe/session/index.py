@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lathe.atomic_write import write_atomic
+
 INDEX_NAME = ".index.json"
 _VERSION = 2
 _DIGEST_BYTES = 4096
@@ -86,8 +88,6 @@ class SummaryIndex:
             return
         for name in stale:
             del self._entries[name]
-        from lathe.tools.files import write_atomic
-
         data = json.dumps({"version": _VERSION, "sessions": self._entries}, default=str)
         # A cache lathe cannot write is a parse next time, nothing more.
         with contextlib.suppress(OSError):
