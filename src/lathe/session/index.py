@@ -81,9 +81,10 @@ class SummaryIndex:
         self._entries[path.name] = {**fields, "key": file_key(stat), "end": end}
         self._changed = True
 
-    def save(self, present: set[str]) -> None:
-        """Write the index back if it changed, keeping only the files in `present`."""
-        stale = set(self._entries) - present
+    def save(self, present: set[str] | None = None) -> None:
+        """Write the index back if it changed, keeping only the files in `present` (all
+        of them when None)."""
+        stale = set(self._entries) - present if present is not None else set()
         if not (self._changed or stale):
             return
         for name in stale:
@@ -102,4 +103,3 @@ class SummaryIndex:
             return {}
         sessions = data.get("sessions")
         return sessions if isinstance(sessions, dict) else {}
-
