@@ -17,9 +17,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.fakes.openai_server import Call, Reply
 
 from lathe.session import SessionStore
+from lathe.ui import table
 
 LONG_TASK = "Rename the variable in app.py " + "and keep going " * 12 + "END"
 WIDE_TASK = "修复测试 in app.py, then explain what changed"
@@ -184,3 +187,11 @@ def test_stats_piped_is_whole_and_plain(recorded):
     slowest = piped.stdout.splitlines()[-2:]
     assert slowest[0].split()[2:4] == ["bash", ids[2]]
     assert slowest[0].endswith("x" * 150)
+
+
+@given(st.text())
+def test_the_ascii_and_printable_shortcuts_change_no_width_and_no_cleaning(text: str) -> None:
+    # `cell_width` and `_clean` skip their per-character work for text that needs none.
+    assert table.cell_width(text) == sum(table._char_width(char) for char in text)
+    cleaned = "".join(c if c.isprintable() else " " for c in text)
+    assert table._clean(text) == " ".join(cleaned.split())

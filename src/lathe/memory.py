@@ -144,7 +144,7 @@ class MemoryStore:
                     "what is no longer true, then try again. With this change its entries "
                     f"would be:\n{listed}"
                 )
-            from lathe.tools.files import write_atomic
+            from lathe.atomic_write import write_atomic
 
             write_atomic(file.path, text.encode("utf-8"))
         return said

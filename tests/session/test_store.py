@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -51,6 +52,23 @@ def test_append_and_load_round_trip(store: SessionStore, workspace: Path) -> Non
     assert loaded.leaf == written[-1].id
     assert [entry.parent for entry in written] == [None, *(entry.id for entry in written[:-1])]
     assert len({entry.id for entry in written}) == len(written)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_an_opened_session_is_left_out_of_the_collectors_passes(
+    store: SessionStore, workspace: Path, readonly: bool
+) -> None:
+    # Otherwise the next collections would each walk every loaded entry again.
+    with store.create(workspace, "m") as session:
+        session.append_message(user("go"))
+        session.append_message(reply("done"))
+    try:
+        with store.open(session.id, readonly=readonly) as opened:
+            walked = {id(value) for value in gc.get_objects()}
+            entries = [*opened.entries, *(entry.message for entry in opened.entries)]
+            assert not [value for value in entries if id(value) in walked]
+    finally:
+        gc.unfreeze()
 
 
 def test_file_layout_and_header_line(store: SessionStore, workspace: Path, home: Path) -> None:

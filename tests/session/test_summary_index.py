@@ -3,12 +3,14 @@ the index it keeps is a cache whose loss or damage costs a parse, nothing else."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import lathe.session.session as session_module
 import lathe.session.summarise as summarise_module
 from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
@@ -63,9 +65,13 @@ def test_a_session_that_grew_has_only_its_new_lines_read(
     kept = _session(store, workspace, "kept")
     grown = _session(store, workspace, "grown")
     store.list(workspace)
-    with store.open(grown) as session:
-        session.append_message(user("more"))
-        session.append_message(reply("again", tokens=7))
+    # Appended by a writer that has not closed the session (still running, or killed).
+    more = [
+        MessageEntry(id="m1", message=user("more")),
+        MessageEntry(id="m2", parent="m1", message=reply("again", tokens=7)),
+    ]
+    with store.find(grown).open("ab") as handle:
+        handle.write(b"".join(ENTRY_ADAPTER.dump_json(entry) + b"\n" for entry in more))
     parsed = _count_parses(monkeypatch)
 
     summaries = {s.id: s for s in store.list(workspace)}
@@ -75,6 +81,80 @@ def test_a_session_that_grew_has_only_its_new_lines_read(
     assert summaries[grown].tokens == summaries[kept].tokens + 7
     assert summaries[kept].turns == 1
     assert summaries == _listed_from_scratch(store, workspace)
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file the listing reads, in full or only its new lines."""
+    read = _count_parses(monkeypatch)
+    real = summarise_module.grown
+
+    def counting(path: Path, *rest):  # type: ignore[no-untyped-def]
+        read.append(path)
+        return real(path, *rest)
+
+    monkeypatch.setattr(summarise_module, "grown", counting)
+    return read
+
+
+def test_a_session_closed_after_a_run_is_listed_without_reading_it(
+    store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _session(store, workspace, "kept")
+    grown = _session(store, workspace, "grown")
+    store.list(workspace)
+    with store.open(grown) as session:
+        session.append_message(user("more"))
+        session.append_message(reply("again", tokens=7))
+        session.append(RunEndEntry(status="failed", turns=1, usage=Usage()))
+    read = _count_reads(monkeypatch)
+
+    summaries = {s.id: s for s in store.list(workspace)}
+
+    assert read == []
+    assert (summaries[grown].turns, summaries[grown].status) == (2, "failed")
+    assert summaries == _listed_from_scratch(store, workspace)
+
+
+def test_a_session_loaded_with_a_corrupt_line_is_closed_into_the_index_as_it_reloads(
+    store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    damaged = _session(store, workspace, "task")
+    path = store.find(damaged)
+    with path.open("ab") as handle:
+        handle.write(b"{not json}\n")
+    with store.open(damaged) as session:
+        session.append_message(reply("after the damage", tokens=3))
+    read = _count_reads(monkeypatch)
+
+    listed = store.list(workspace)
+
+    assert read == []
+    assert listed[0].turns == 2
+    assert {s.id: s for s in listed} == _listed_from_scratch(store, workspace)
+
+
+def test_a_session_whose_write_failed_is_left_to_the_full_parse(
+    store: SessionStore, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = _session(store, workspace, "task")
+    store.list(workspace)
+
+    def half_then_full_disk(fd: int, data: bytes) -> None:
+        os.write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    with store.open(failing) as session:
+        session.append_message(reply("written", tokens=3))
+        monkeypatch.setattr(session_module, "write_durably", half_then_full_disk)
+        with pytest.raises(OSError):
+            session.append_message(reply("cut short"))
+    monkeypatch.undo()
+    read = _count_reads(monkeypatch)
+
+    listed = store.list(workspace)
+
+    assert {p.stem.rpartition("_")[2] for p in read} == {failing}
+    assert listed[0].turns == 2
 
 
 def test_a_grown_session_reads_the_same_as_one_parsed_in_full_after_each_append(
@@ -153,12 +233,17 @@ def test_a_lost_or_damaged_index_is_rebuilt(
     assert index.read_bytes() != damage
 
 
+@pytest.mark.parametrize("deleted", [False, True])
 def test_a_listing_the_index_answers_loads_no_entry_models(
-    store: SessionStore, workspace: Path
+    store: SessionStore, workspace: Path, deleted: bool
 ) -> None:
     # The models (pydantic and the message types) are most of `sessions list`'s time.
+    # A deleted session makes the listing write the index back, which must stay light.
     _session(store, workspace, "fix it")
+    gone = _session(store, workspace, "to delete") if deleted else None
     store.list(workspace)  # builds the index
+    if gone is not None:
+        store.find(gone).unlink()
     probe = (
         "import sys\nfrom pathlib import Path\n"
         "from lathe.session.listing import list_sessions\n"

@@ -19,11 +19,11 @@ from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
 from lathe.session.loader import (
     Tail,
-    _collector_paused,
     _is_json,
     _parse_legacy,
     _read_header,
     _short,
+    collector_paused,
 )
 
 
@@ -92,7 +92,7 @@ def load_file(path: Path) -> Loaded:
             "of an interrupted write)"
         )
     version = header_raw["version"]
-    with _collector_paused():
+    with collector_paused():
         if version == FORMAT_VERSION:
             parsed = _parse_current(body, warnings)
         else:

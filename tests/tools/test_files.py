@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
-from lathe.tools.files import FileState, decode_text, write_atomic
+from lathe.tools.files import FileState, decode_text
 
 
 def test_utf8_text_decodes_with_lf_endings() -> None:

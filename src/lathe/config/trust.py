@@ -163,7 +163,7 @@ def _load(home: Path) -> dict[str, str]:
 
 
 def _save(home: Path, store: dict[str, str]) -> None:
-    from lathe.tools.files import write_atomic
+    from lathe.atomic_write import write_atomic
 
     path = _store_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -100,7 +100,7 @@ def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[li
         blocks.append("\n".join(lines))
         written.append(name)
     if blocks:
-        from lathe.tools.files import write_atomic
+        from lathe.atomic_write import write_atomic
 
         joined = existing.rstrip("\n") + ("\n\n" if existing.strip() else "")
         target.parent.mkdir(parents=True, exist_ok=True)

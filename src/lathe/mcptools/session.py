@@ -165,7 +165,7 @@ class McpSession(AgentHooks):
         return tools if isinstance(tools, list) else None
 
     def _store(self, entry: ServerEntry, remote: list[dict[str, Any]]) -> None:
-        from lathe.tools.files import write_atomic
+        from lathe.atomic_write import write_atomic
 
         path = self._cache_file(entry)
         try:

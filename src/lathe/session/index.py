@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lathe.atomic_write import write_atomic
+
 INDEX_NAME = ".index.json"
 _VERSION = 2
 _DIGEST_BYTES = 4096
@@ -79,15 +81,14 @@ class SummaryIndex:
         self._entries[path.name] = {**fields, "key": file_key(stat), "end": end}
         self._changed = True
 
-    def save(self, present: set[str]) -> None:
-        """Write the index back if it changed, keeping only the files in `present`."""
-        stale = set(self._entries) - present
+    def save(self, present: set[str] | None = None) -> None:
+        """Write the index back if it changed, keeping only the files in `present` (all
+        of them when None)."""
+        stale = set(self._entries) - present if present is not None else set()
         if not (self._changed or stale):
             return
         for name in stale:
             del self._entries[name]
-        from lathe.tools.files import write_atomic
-
         data = json.dumps({"version": _VERSION, "sessions": self._entries}, default=str)
         # A cache lathe cannot write is a parse next time, nothing more.
         with contextlib.suppress(OSError):
@@ -102,4 +103,3 @@ class SummaryIndex:
             return {}
         sessions = data.get("sessions")
         return sessions if isinstance(sessions, dict) else {}
-

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lathe.errors import UsageError
 from lathe.home import project_slug
@@ -64,6 +65,20 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
         status="running" if is_locked(path) else cached["ended"],
         parent_session=cached["parent_session"],
     )
+
+
+def remember(path: Path, fields: dict[str, Any], *, growable: bool) -> None:
+    """Put `fields`, the summary of the session file `path` as it is now, into the index
+    of its folder, so that the next listing need not read the file (the summary of a
+    session its writer closes: `Session.close`). `growable` as for `SummaryIndex.put`.
+    The index is a cache: a file lathe cannot stat or an index it cannot write is left
+    to the next listing's parse."""
+    index = SummaryIndex(path.parent)
+    try:
+        index.put(path, path.stat(), fields, growable=growable)
+    except OSError:
+        return
+    index.save()
 
 
 def sessions_root(home: Path) -> Path:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -86,9 +87,14 @@ def _validate_header(path: Path, raw: dict[str, Any]) -> Header:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    # Parsing builds tens of thousands of acyclic objects; the cyclic collector would
-    # rescan all of them many times over and triple the load time of a long session.
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (and back as it was after).
+
+    Parsing builds tens of thousands of acyclic objects; the collector would rescan all
+    of them many times over and triple the load time of a long session. A caller that
+    keeps what it loads can `gc.freeze()` inside the block so that not even the first
+    collection after it walks them.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -110,13 +116,13 @@ _BLOCK = 1 << 20
 
 
 class _Lines:
-    """The non-blank lines of a session file as (line number, bytes without the
-    newline), read a block at a time.
+    """The lines of a session file, read a block at a time, as (number of the block's
+    first line, the block's lines without their newlines); blank lines included.
 
-    The bytes after the last newline are yielded too when they are whole JSON (a write
-    that lost only its newline); otherwise they are a torn tail, which is never yielded.
-    Once iterated, `tail`, `tail_offset`, `torn` (the torn tail's size) and `count`
-    (newline-ended lines) describe how the file ends.
+    The bytes after the last newline come last, as a block of their own, when they are
+    whole JSON (a write that lost only its newline); otherwise they are a torn tail,
+    which is never yielded. Once iterated, `tail`, `tail_offset`, `torn` (the torn
+    tail's size) and `count` (newline-ended lines) describe how the file ends.
     """
 
     def __init__(self, handle: IO[bytes]) -> None:
@@ -126,7 +132,7 @@ class _Lines:
         self.torn = 0
         self.count = 0
 
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+    def __iter__(self) -> Iterator[tuple[int, list[bytes]]]:
         number = read = 0
         pending: list[bytes] = []  # the start of a line that continues in the next block
         while block := self._handle.read(_BLOCK):
@@ -138,14 +144,12 @@ class _Lines:
             pending.append(lines[0])
             lines[0] = b"".join(pending)
             pending = [lines.pop()]
-            for line in lines:
-                number += 1
-                if line.strip():
-                    yield number, line
+            yield number + 1, lines
+            number += len(lines)
         tail = b"".join(pending)
         self.count, self.tail_offset = number, read - len(tail)
         if tail.strip() and self._ends_whole(tail):
-            yield number + 1, tail
+            yield number + 1, [tail]
 
     def _ends_whole(self, tail: bytes) -> bool:
         if _is_json(tail):
@@ -156,20 +160,43 @@ class _Lines:
         return False
 
 
+_Blocks = Iterator[tuple[int, list[bytes]]]
+
+
+def _numbered(blocks: _Blocks) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of `blocks`, one at a time, with their line numbers."""
+    for number, lines in blocks:
+        for lineno, line in enumerate(lines, number):
+            if line.strip():
+                yield lineno, line
+
+
+def _split_header(blocks: _Blocks) -> tuple[bytes, _Blocks]:
+    """The first non-blank line (b"" when there is none) and the blocks after it."""
+    for number, lines in blocks:
+        for index, line in enumerate(lines):
+            if line.strip():
+                rest = (number + index + 1, lines[index + 1 :])
+                return line, itertools.chain([rest], blocks)
+    return b"", blocks
+
+
 # The adapter's own `validate_json` wraps this in one more Python call per line.
 _validate_entry_json: Callable[[bytes], Entry] = ENTRY_ADAPTER.validator.validate_json
 
 
-def _parse_current(
-    lines: Iterable[tuple[int, bytes]], warnings: list[str], linker: _Linker
-) -> None:
-    for lineno, line in lines:
-        try:
-            entry = _validate_entry_json(line)
-        except ValidationError as error:
-            warnings.append(f"line {lineno}: corrupt entry skipped ({_short(error)})")
-            continue
-        linker.add(lineno, entry)
+def _parse_current(blocks: _Blocks, warnings: list[str], linker: _Linker) -> None:
+    # The hot loop of a load: a blank line fails validation like a corrupt one, and is
+    # told apart only then, so the lines that parse pay for no test of their own.
+    for number, lines in blocks:
+        for lineno, line in enumerate(lines, number):
+            try:
+                entry = _validate_entry_json(line)
+            except ValidationError as error:
+                if line.strip():
+                    warnings.append(f"line {lineno}: corrupt entry skipped ({_short(error)})")
+                continue
+            linker.add(lineno, entry)
 
 
 def _parse_legacy(
@@ -224,18 +251,17 @@ class _Linker:
 def load_file(path: Path) -> Loaded:
     with path.open("rb") as handle:
         lines = _Lines(handle)
-        numbered = iter(lines)
-        first = next(numbered, None)
-        header_raw = _read_header(path, first[1] if first else b"")
+        first, blocks = _split_header(iter(lines))
+        header_raw = _read_header(path, first)
         version = header_raw["version"]
         unreadable: list[str] = []
         linker = _Linker()
-        with _collector_paused():
+        with collector_paused():
             if version == FORMAT_VERSION:
                 header = _validate_header(path, header_raw)
-                _parse_current(numbered, unreadable, linker)
+                _parse_current(blocks, unreadable, linker)
             else:
-                header_raw, parsed = _parse_legacy(header_raw, numbered, unreadable)
+                header_raw, parsed = _parse_legacy(header_raw, _numbered(blocks), unreadable)
                 header = _validate_header(path, header_raw)
                 for lineno, entry in parsed:
                     linker.add(lineno, entry)

@@ -9,6 +9,9 @@ Contract:
 - The current leaf is the entry appended last, or the one `set_leaf` chose; `append`
   attaches new entries to it, so moving the leaf back starts a new branch in the same
   file.
+- `close` on a writable session that appended puts the file's summary into the listing
+  index (`listing.remember`), so `sessions list` after a run need not read the file
+  again; unless a write failed, when the file may hold a part line the entries lack.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from types import TracebackType
 from typing import TypeVar, cast
 
 from lathe.errors import UsageError
+from lathe.session import listing, summarise
 from lathe.session.conversation import (
     apply_compaction,
     branch_messages,
@@ -74,6 +78,8 @@ class Session:
         self._leaf: str | None = tree.entries[-1].id if tree.entries else None
         self._lock = lock
         self._fd: int | None = None
+        self._appended = False
+        self._write_failed = False
         if lock is not None:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 
@@ -135,7 +141,12 @@ class Session:
         stored = dataclasses.replace(entry, id=entry_id, parent=parent_id)
         # E is one of Entry's members; mypy cannot see through the Annotated union.
         as_entry = cast("Entry", stored)
-        write_durably(self._fd, ENTRY_ADAPTER.dump_json(as_entry) + b"\n")
+        try:
+            write_durably(self._fd, ENTRY_ADAPTER.dump_json(as_entry) + b"\n")
+        except BaseException:
+            self._write_failed = True
+            raise
+        self._appended = True
         self._tree.add(as_entry)
         self._leaf = entry_id
         return stored
@@ -171,9 +182,19 @@ class Session:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            # Still under the lock: nobody else can have appended since the last entry.
+            self._remember_summary()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def _remember_summary(self) -> None:
+        if not self._appended or self._write_failed:
+            return
+        fields = summarise.of_entries(self.header, self._tree.entries)
+        # A load that warned (a corrupt middle line, a converted format) reloads with
+        # warnings too; such a file is reparsed whole when it grows, as the listing does.
+        listing.remember(self.path, fields, growable=not self.warnings)
 
     def __enter__(self) -> Session:
         return self

@@ -4,15 +4,23 @@ listing imports the entry models only when a file must be read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, MessageEntry, RunEndEntry
+from lathe.session.entries import (
+    ENTRY_ADAPTER,
+    FORMAT_VERSION,
+    Entry,
+    Header,
+    MessageEntry,
+    RunEndEntry,
+)
 from lathe.session.loader import Tail, load_file
 from lathe.types import AssistantMessage, UserMessage
 
 
-def _ended_status(entries: list[Entry]) -> str:
+def _ended_status(entries: Sequence[Entry]) -> str:
     """A run's end describes the session only if no message came after it: a resumed
     run that then crashed must not show the earlier run's status. (A held lock, which
     means a run is appending now, is "running": checked live, never cached.)"""
@@ -24,7 +32,7 @@ def _ended_status(entries: list[Entry]) -> str:
     return "unfinished"
 
 
-def _counts(entries: list[Entry]) -> dict[str, Any]:
+def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
     """The title (first line of the first user message), turns and tokens of a session."""
     title = ""
     turns = tokens = 0
@@ -73,17 +81,21 @@ def _has_ending(entries: list[Entry]) -> bool:
     return any(isinstance(e, MessageEntry | RunEndEntry) for e in entries)
 
 
+def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:
+    """The summary of a session file that loads to `header` and `entries`."""
+    return {
+        "id": header.id,
+        "created": header.created.isoformat(),
+        "cwd": header.cwd,
+        "parent_session": header.parent_session,
+        **_counts(entries),
+        "ended": _ended_status(entries),
+    }
+
+
 def whole(path: Path) -> tuple[dict[str, Any], bool]:
     """The summary of `path` from a full parse (its crash rules included), and whether a
     later listing may extend it from appended lines alone: a clean file of this format."""
     loaded = load_file(path)
-    fields = {
-        "id": loaded.header.id,
-        "created": loaded.header.created.isoformat(),
-        "cwd": loaded.header.cwd,
-        "parent_session": loaded.header.parent_session,
-        **_counts(loaded.entries),
-        "ended": _ended_status(loaded.entries),
-    }
     clean = loaded.version == FORMAT_VERSION and loaded.tail is Tail.CLEAN
-    return fields, clean and not loaded.warnings
+    return of_entries(loaded.header, loaded.entries), clean and not loaded.warnings

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
@@ -24,7 +25,6 @@ from lathe.tools.files import (
     os_errors,
     state_of,
     unified_diff,
-    write_atomic,
 )
 from lathe.tools.locate import elsewhere_note
 from lathe.tools.paths import display_path, resolve_path

@@ -1,4 +1,5 @@
-"""What file tools share: what the agent has seen, text decoding, atomic writes, diffs.
+"""What file tools share: what the agent has seen, text decoding, diffs (atomic writes
+are `lathe.atomic_write`).
 
 Decoding is lossless so that an edit rewrites only what it was asked to: UTF-8 (with
 its BOM kept), UTF-16 with a BOM, and any other bytes as latin-1, which maps every byte
@@ -12,9 +13,6 @@ import codecs
 import contextlib
 import difflib
 import hashlib
-import os
-import secrets
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,29 +164,6 @@ def os_errors(shown: str, action: str) -> Iterator[None]:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ToolError(f"cannot {action} {shown}: {reason}") from exc
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, keeping an existing file's mode."""
-    try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.lathe-tmp")
-    # 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def count_lines(text: str) -> int:

@@ -49,11 +49,11 @@ def print_list(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None
     """A list of records: fitted with a header on a terminal, tab-separated when piped."""
     width = terminal_width()
     if width is None:
-        for row in rows:
-            click.echo("\t".join(_clean(cell) for cell in row))
-        return
-    for line in aligned(columns, rows, width):
-        click.echo(line)
+        lines = ["\t".join(_clean(cell) for cell in row) for row in rows]
+    else:
+        lines = aligned(columns, rows, width)
+    if lines:  # one write: `sessions list` prints a line per session, a thousand or more
+        click.echo("\n".join(lines))
 
 
 def print_report_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
@@ -98,6 +98,8 @@ def aligned(
 def cell_width(text: str) -> int:
     """Terminal cells `text` takes: wide East Asian characters two, combining marks
     none."""
+    if text.isascii():  # no ASCII character is wide or combining
+        return len(text)
     return sum(_char_width(char) for char in text)
 
 
@@ -154,7 +156,10 @@ def _line(values: Sequence[str], columns: Sequence[Column], widths: Sequence[int
 
 def _clean(text: str) -> str:
     # Newlines, tabs and other control characters would split a row or a field.
-    return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+    text = str(text)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(text.split())
 
 
 def _take(text: str, width: int) -> str:
