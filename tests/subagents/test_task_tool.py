@@ -250,3 +250,114 @@ def test_the_depth_limit_and_the_read_only_explorer(tmp_path, fake_openai) -> No
     explorer = [e for e in _child_events(result.stdout) if e["parent_call_id"] == "call_look"]
     finished = [e["event"] for e in explorer if e["event"]["type"] == "tool_finished"]
     assert finished and finished[0]["is_error"] is True  # edit is no tool of the explorer
+
+
+def test_a_child_cannot_reach_the_parents_folder_even_past_the_path_checks(
+    tmp_path, fake_openai
+) -> None:
+    ws = _project(tmp_path)
+    target = ws / "escaped.txt"
+    sneak = f"python3 -c \"open('{target}', 'w').write('x')\"; cat {ws / 'a.py'}; echo end"
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("sneak", "[child N] write outside")]), Reply("ok")],
+        children={"[child N]": [Reply(calls=[Call("bash", {"command": sneak})]), Reply("done")]},
+    )
+
+    result = _run(fake_openai, ws, tmp_path, "go")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not target.exists()
+    bash = [
+        e["event"] for e in _child_events(result.stdout)
+        if e["event"]["type"] == "tool_finished" and e["event"]["name"] == "bash"
+    ]  # fmt: skip
+    assert "end" in bash[0]["output"]  # it ran, in a sandbox without the parent's folder
+    assert "No such file or directory" in bash[0]["output"]
+
+
+def test_ctrl_c_stops_every_child_and_each_keeps_what_it_changed(tmp_path, fake_openai) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    ws = _project(tmp_path)
+    marker = f"lathe-child-{os.getpid()}-{time.monotonic_ns()}"
+    sleeper = Call("bash", {"command": f"exec -a {marker} sleep 120", "timeout": 300})
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("one", "[child 1] edit a"), _task("two", "[child 2] edit b")])],
+        children={
+            "[child 1]": [Reply(calls=[_edit("a.py", "A = 1", "A = 5")]), Reply(calls=[sleeper])],
+            "[child 2]": [Reply(calls=[_edit("b.py", "B = 1", "B = 5")]), Reply(calls=[sleeper])],
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "go"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(_processes_named(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_processes_named(marker)) == 2, "both children should be in their command"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+
+    assert process.returncode == 130, stderr[-3000:]
+    deadline = time.monotonic() + 10
+    while _processes_named(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_named(marker) == []
+    assert (ws / "a.py").read_text() == "A = 1\n" and (ws / "b.py").read_text() == "B = 1\n"
+    sessions = [
+        [json.loads(line) for line in path.read_text().splitlines()]
+        for path in (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    ]
+    children = [lines for lines in sessions if lines[0].get("parent_call")]
+    assert len(children) == 2
+    for lines in children:
+        ends = [e for e in lines if e.get("type") == "run_end"]
+        assert ends and ends[-1]["status"] == "interrupted"
+        patch = next((tmp_path / "home" / "patches").rglob(f"{lines[0]['id']}.patch"))
+        assert "+A = 5" in patch.read_text() or "+B = 5" in patch.read_text()
+
+
+def _processes_named(marker: str) -> list[int]:
+    """Processes whose program name (argv[0], as `exec -a` sets it) is `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            name = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            if entry.name.isdigit() and name == marker.encode():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_once_the_childrens_token_budget_is_spent_no_new_child_starts(
+    tmp_path, fake_openai
+) -> None:
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[
+            Reply(calls=[_task("first", "[child F] look")]),
+            Reply(calls=[_task("second", "[child G] look again")]),
+            Reply("done"),
+        ],
+        children={"[child F]": [Reply("seen")], "[child G]": [Reply("seen too")]},
+    )
+
+    result = _run(fake_openai, ws, tmp_path, "-c", "agents.max_total_tokens=10", "go")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = _results(result.stdout)
+    assert ": completed" in outputs["call_first"]["output"]
+    assert outputs["call_second"]["is_error"] is True
+    assert "agents.max_total_tokens" in outputs["call_second"]["output"]
+    assert not any("[child G]" in _first_user_text(b) for b in fake_openai.chat_bodies())

@@ -259,6 +259,27 @@ class AgentsConfig(Section):
     max_turns: int = Field(default=30, gt=0)
     """Most model turns of one child before it stops with status out_of_budget."""
 
+    max_tokens: int | None = Field(default=None, examples=["200k"])
+    """Most tokens one child may use, like agent.max_tokens for a run; unset: no limit
+    of its own."""
+
+    timeout: float | None = Field(default=None, examples=["10m"])
+    """Most wall time one child may take, like agent.timeout; unset: no limit of its own."""
+
+    max_total_tokens: int | None = Field(default=None, examples=["1M"])
+    """Tokens all the children of a run may use together; once spent, a task call
+    starts no child and the model is told to do the rest itself. Unset: no limit."""
+
+    @field_validator("max_tokens", "max_total_tokens", mode="before")
+    @classmethod
+    def _tokens(cls, value: object) -> int | None:
+        return None if value is None else parse_tokens(value)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
+
 
 class AgentConfig(Section):
     """How a run proceeds and when it stops."""

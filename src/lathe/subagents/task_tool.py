@@ -70,8 +70,10 @@ class TaskTool(Tool):
     parameters = TaskParams
     concurrent: ClassVar[bool] = True
 
-    def __init__(self, runner: ChildRunner) -> None:
+    def __init__(self, runner: ChildRunner, profiles: str = "") -> None:
         self._runner = runner
+        if profiles:  # what `agent` may name here
+            self.description = f"{TaskTool.description} Profiles (agent): {profiles}."
 
     def summarize_call(self, args: TaskParams) -> str:
         return args.description

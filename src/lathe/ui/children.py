@@ -8,7 +8,8 @@ session and call. A child that may change files works in its own worktree
 (`subagents/worktree.py`) behind its own sandbox bound to that folder; when it ends,
 its changes come back as one patch, applied to the parent's workspace as one checkpoint
 when it applies whole, kept as a file and reported when it does not. The `explore`
-profile runs in the parent's workspace with the read-only tools and no worktree.
+profile (and any profile that changes nothing, `subagents/profiles.py`) runs in the
+parent's workspace with the read-only tools and no worktree.
 Children run at once up to `agents.max_parallel`; nesting stops at `agents.max_depth`.
 Its events reach the parent's stream wrapped in `ChildEvent`.
 """
@@ -19,9 +20,11 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+from lathe.agent.budget import tokens_of
 from lathe.config.loader import Origin
 from lathe.errors import ToolError
-from lathe.events import AgentEvent, ChildEvent, RunFinished, RunStatus
+from lathe.events import AgentEvent, ChildEvent, Notice, RunFinished, RunStatus
+from lathe.subagents.profiles import AgentProfile, find_profiles, stricter_approval
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
@@ -35,11 +38,6 @@ from lathe.subagents.worktree import (
 from lathe.tools.base import ToolRegistry
 from lathe.types import Usage
 from lathe.ui.setup import RunSetup
-
-PROFILES = {
-    "general": "works on its own copy of the workspace with every tool; its changes come back",
-    "explore": "reads the workspace as it is, with the read-only tools; changes nothing",
-}
 
 
 class LocalChildren:
@@ -66,39 +64,63 @@ class LocalChildren:
         self._home = home
         self._depth = depth
         self._config = setup.loaded.config.agents
+        self._profiles = find_profiles(setup.workspace)
         self._slots = asyncio.Semaphore(self._config.max_parallel)
         self._merging = asyncio.Lock()
+        self._spent = Usage()  # by the children that ended
 
     def offered(self) -> bool:
         """Whether this run may start children at all (its profile and the depth limit)."""
         return self._setup.model.profile.settings.subagents and self._depth < self._config.max_depth
 
     def register(self, tools: ToolRegistry) -> None:
-        """Offer the task tool in `tools` when this run may start children."""
-        if self.offered():
-            tools.register(TaskTool(self))
+        """Offer the task tool in `tools` when this run may start children, and say which
+        profile files cannot be read."""
+        if not self.offered():
+            return
+        tools.register(TaskTool(self, self._profile_list()))
+        for problem in self._profiles.problems:
+            self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
+
+    def _profile_list(self) -> str:
+        return "; ".join(f"{p.name}: {p.description}" for p in self._profiles.by_name.values())
 
     async def run_child(self, request: ChildRequest) -> ChildResult:
-        profile = request.agent or "general"
-        if profile not in PROFILES:
-            names = ", ".join(f"{name} ({what})" for name, what in PROFILES.items())
-            raise ToolError(f"there is no subagent profile named {profile!r}; profiles: {names}")
+        profile = self._profiles.get(request.agent or "general")
+        if profile is None:
+            raise ToolError(
+                f"there is no subagent profile named {request.agent!r}; profiles: "
+                f"{self._profile_list()}"
+            )
         if not self.offered():
             raise ToolError(
                 f"subagents may nest {self._config.max_depth} deep (agents.max_depth); "
                 "do this part yourself"
             )
         async with self._slots:
-            return await _Child(self, request, read_only=profile == "explore").run()
+            self._check_total()
+            result = await _Child(self, request, profile).run()
+        self._spent += result.usage
+        return result
+
+    def _check_total(self) -> None:
+        limit = self._config.max_total_tokens
+        if limit is not None and tokens_of(self._spent) >= limit:
+            raise ToolError(
+                f"the children of this run have used {tokens_of(self._spent):,} tokens, "
+                f"their budget (agents.max_total_tokens = {limit:,}); start no more "
+                "subagents and do the rest yourself"
+            )
 
 
 class _Child:
     """One child, from its start to its merged result."""
 
-    def __init__(self, parent: LocalChildren, request: ChildRequest, *, read_only: bool):
+    def __init__(self, parent: LocalChildren, request: ChildRequest, profile: AgentProfile):
         self.parent = parent
         self.request = request
-        self.read_only = read_only
+        self.profile = profile
+        self.read_only = profile.read_only
         self.tree: Worktree | None = None
         self.session = None
         self.finished: RunFinished | None = None
@@ -144,20 +166,18 @@ class _Child:
         observer = Observer(session.path, session.id, parent._redactor, self._forward)
         try:
             safety = build_safety(child_setup, session, approver=None, emit=observer)
-            tools = safety.tools
-            if self.read_only:
-                kept = [tools.get(name) for name in tools.names()]
-                tools = ToolRegistry([t for t in kept if t is not None and t.read_only])
-            else:
+            tools = self._tools(safety.tools)
+            if not self.read_only:
                 LocalChildren(
                     child_setup, parent._provider, parent._redactor, observer,
                     parent_session_id=session.id, checkpoints=None, home=parent._home,
                     depth=parent._depth + 1,
                 ).register(tools)  # fmt: skip
             recorder = SessionRecorder(session)
+            provider = self._provider(child_setup)
             agent = build_agent(
                 child_setup,
-                parent._provider,
+                provider,
                 observer,
                 executor=safety.executor,
                 hooks=hook_chain(safety, parent._redactor, recorders=[recorder]),
@@ -167,23 +187,51 @@ class _Child:
                 finished = parent._redactor.event(await agent.run(self._brief()))
             finally:
                 await safety.aclose()
+                if provider is not parent._provider:
+                    await provider.aclose()
             recorder.record_end(finished)
             return finished
         finally:
             observer.close()
 
+    def _tools(self, tools: ToolRegistry) -> ToolRegistry:
+        """The parent's tools the profile allows: its allow list, read-only ones only
+        for a child that changes nothing."""
+        allowed = self.profile.tools
+        kept = [tools.get(name) for name in tools.names() if allowed is None or name in allowed]
+        return ToolRegistry(
+            [t for t in kept if t is not None and (t.read_only or not self.read_only)]
+        )
+
+    def _provider(self, child_setup: RunSetup):
+        """The parent's provider, or one for the profile's own model."""
+        parent = self.parent
+        if self.profile.model is None:
+            return parent._provider
+        from lathe.llm.registry import make_provider
+
+        return parent._redactor.provider(make_provider(child_setup.endpoint))
+
     def _setup(self) -> RunSetup:
         """The parent's setup for the child: its folder, its turns, no verify command,
-        the parent's approval (or read-only), no MCP servers of its own."""
+        the stricter of the parent's and the profile's approval, the profile's model, no
+        MCP servers of its own."""
         setup = self.parent._setup
         loaded = setup.loaded
         config = loaded.config
-        approval = "read-only" if self.read_only else setup.approval
+        profile = self.profile
+        approval = stricter_approval(setup.approval, profile.approval)
+        if self.read_only:
+            approval = "read-only"
         child_config = config.model_copy(
             update={
+                "model": profile.model or config.model,
                 "agent": config.agent.model_copy(
                     update={
-                        "max_turns": config.agents.max_turns,
+                        "max_turns": profile.max_turns or config.agents.max_turns,
+                        "max_tokens": config.agents.max_tokens,
+                        "timeout": config.agents.timeout,
+                        "max_cost_usd": None,
                         "verify": None,
                         "attempts": 1,
                     }
@@ -198,17 +246,27 @@ class _Child:
             setup.options, verify=None, max_turns=None, resume=None, continue_last=False,
             headless=True, ask_trust=None,
         )  # fmt: skip
-        return dataclasses.replace(
+        child = dataclasses.replace(
             setup, options=options, workspace=workspace, loaded=child_loaded, notices=[],
             mcp_servers=None,
         )  # fmt: skip
+        if profile.model is None:
+            return child
+        from lathe.config import resolve_model
+        from lathe.ui.setup import endpoint_for
+
+        model = resolve_model(child_config)
+        return dataclasses.replace(child, model=model, endpoint=endpoint_for(model))
 
     def _brief(self) -> str:
+        """The profile's instructions, the parent's brief, the files to start from."""
         request = self.request
-        if not request.files:
-            return request.prompt
-        listed = "\n".join(f"- {path}" for path in request.files)
-        return f"{request.prompt}\n\nStart from these files:\n{listed}"
+        parts = [self.profile.instructions] if self.profile.instructions else []
+        parts.append(request.prompt)
+        if request.files:
+            listed = "\n".join(f"- {path}" for path in request.files)
+            parts.append(f"Start from these files:\n{listed}")
+        return "\n\n".join(parts)
 
     def _forward(self, event: AgentEvent) -> None:
         assert self.session is not None

@@ -35,6 +35,7 @@ _LAZY_COMMANDS = {
         "trust_command",
         "Review and trust a project file's hooks and sandbox settings.",
     ),
+    "agents": ("lathe.ui.agents_cmd", "agents_group", "List the subagent profiles."),
     "memory": (
         "lathe.ui.memory_cmd",
         "memory_group",
