@@ -157,6 +157,14 @@ def test_two_children_edit_different_files_in_parallel_and_both_changes_land(
     assert linked == children
     assert all(h["parent_session"] == parent["id"] for h in headers if h.get("parent_call"))
     assert not list((tmp_path / "home" / "worktrees").rglob("a.py"))  # cleaned up
+    home = {"LATHE_HOME": str(tmp_path / "home")}
+    tree = lathe("sessions", "show", parent["id"], cwd=tmp_path, env_extra=home)
+    assert tree.returncode == 0, tree.stderr
+    for child, call in children.items():
+        assert f"{child}  subagent for call {call}  unverified" in tree.stdout
+    child_id = next(iter(children))
+    shown = lathe("sessions", "show", child_id, cwd=tmp_path, env_extra=home)
+    assert f"Subagent of session {parent['id']} (its call {children[child_id]})" in shown.stdout
 
 
 def test_two_children_changing_the_same_line_one_lands_one_is_a_conflict(

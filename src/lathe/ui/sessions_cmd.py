@@ -134,6 +134,42 @@ def show(session_id: str) -> None:
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
     click.echo(render_text(session, checkpoints=_checkpoint_numbers(session)), nl=False)
+    click.echo(_family(session), nl=False)
+
+
+def _family(session: Session) -> str:
+    """Where a subagent's session comes from, and the subagents and forks a session
+    started: the tree `show` ends with ("" when there is none)."""
+    import json
+
+    from lathe.home import lathe_home
+    from lathe.session import listing
+
+    lines = []
+    header = session.header
+    if header.parent_call:
+        lines.append(
+            f"Subagent of session {header.parent_session} (its call {header.parent_call})."
+        )
+    root = listing.sessions_root(lathe_home())
+    started = [
+        s for s in listing.list_sessions(root, Path(header.cwd)) if s.parent_session == header.id
+    ]
+    for summary in sorted(started, key=lambda s: s.created):
+        try:
+            with summary.path.open(encoding="utf-8") as file:
+                first = json.loads(file.readline())
+        except (OSError, ValueError):
+            first = {}
+        call = first.get("parent_call")
+        what = f"subagent for call {call}" if call else "fork"
+        lines.append(
+            f"  {summary.id}  {what}  {summary.status}, {summary.turns} turns  "
+            f"{summary.title or '-'}"
+        )
+    if len(lines) > (1 if header.parent_call else 0):
+        lines.insert(1 if header.parent_call else 0, "Started from this session:")
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 @sessions.command("export")
