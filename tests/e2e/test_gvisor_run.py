@@ -56,3 +56,23 @@ def test_the_config_key_chooses_gvisor_and_bubblewrap_stays_the_default(tmp_path
     )
     assert "gVisor" not in first[0]
     assert "Starting gVisor" in second[0]
+
+
+def test_a_child_gets_a_gvisor_sandbox_of_its_own_bound_to_its_worktree(tmp_path, fake_openai):
+    from tests.subagents.test_task_tool import Script, _project, _run, _task
+
+    ws = _project(tmp_path)
+    probe = "dmesg | head -1; pwd; echo changed > c.txt"
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("g", "[child G] probe")]), Reply("done")],
+        children={"[child G]": [Reply(calls=[Call("bash", {"command": probe})]), Reply("ok")]},
+    )
+
+    result = _run(fake_openai, ws, tmp_path, "--sandbox", "gvisor", "go")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    child = [b for b in fake_openai.chat_bodies() if "[child G]" in str(b["messages"][1:2])]
+    output = next(m["content"] for m in child[-1]["messages"] if m["role"] == "tool")
+    assert "Starting gVisor" in output
+    assert str(tmp_path / "home" / "worktrees") in output  # its cwd: its own worktree
+    assert (ws / "c.txt").read_text() == "changed\n"  # and its change came back

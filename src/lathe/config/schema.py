@@ -410,13 +410,35 @@ class ContextConfig(Section):
 class SandboxConfig(Section):
     """The sandbox commands run in."""
 
-    engine: Literal["bubblewrap", "gvisor"] = "bubblewrap"
+    engine: Literal["bubblewrap", "gvisor", "container"] = "bubblewrap"
     """bubblewrap: Linux namespaces (fast, the default); gvisor: gVisor's runsc, a kernel
-    in user space between commands and the host's (a stronger boundary, slower start).
-    Both show commands the same files; `lathe doctor` says whether each works here."""
+    in user space between commands and the host's (a stronger boundary, slower start);
+    container: a docker or podman container of the [container] table, with a toolchain
+    of its own. All show commands the workspace the same way; `lathe doctor` says
+    whether each works here."""
 
     network: bool = False
     """Whether sandboxed commands may use the network."""
+
+
+class ContainerConfig(Section):
+    """The container commands run in with `permissions.sandbox.engine = "container"`
+    (`--sandbox container`): one per run, started at its first command, removed at its
+    end, the workspace bound at its own path."""
+
+    engine: Literal["docker", "podman"] = "docker"
+    """The container engine's command."""
+
+    image: str | None = Field(default=None, examples=["python:3.12"])
+    """The image the container runs; it needs bash. Give this or rootfs."""
+
+    rootfs: str | None = Field(default=None, examples=["/srv/rootfs"])
+    """podman only: a folder used as the container's root through an overlay (the
+    container's writes never reach it), instead of an image."""
+
+    engine_args: list[str] = Field(default_factory=list, examples=[["--runtime", "runsc"]])
+    """Options given to the engine before each of its commands, e.g. podman's
+    ["--runtime", "runsc"] to run the container under gVisor."""
 
 
 class PermissionsConfig(Section):
@@ -687,6 +709,9 @@ class Config(Section):
 
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     """Subagents: the task tool's children."""
+
+    container: ContainerConfig = Field(default_factory=ContainerConfig)
+    """The container of the container sandbox."""
 
     retry: RetryConfig = Field(default_factory=RetryConfig)
     """Retry policy for provider requests."""

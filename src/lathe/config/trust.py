@@ -39,6 +39,7 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "sandbox"),
     ("permissions", "env_passthrough"),
     ("permissions", "executor"),
+    ("container",),
 )
 
 

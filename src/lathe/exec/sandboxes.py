@@ -1,5 +1,6 @@
 """The sandboxes lathe can run commands in, by the name `permissions.sandbox.engine`
-gives them. Each module is imported only when its sandbox is chosen."""
+gives them. Each module is imported only when its sandbox is chosen; the container
+sandbox also needs its `ContainerSpec` (the [container] table)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from lathe.exec.base import Executor, SandboxStatus
+from lathe.exec.container import ContainerSpec
 
-ENGINES = ("bubblewrap", "gvisor")
+ENGINES = ("bubblewrap", "gvisor", "container")
 
 
-@functools.lru_cache(maxsize=len(ENGINES))
-def sandbox_status(engine: str) -> SandboxStatus:
+@functools.lru_cache(maxsize=8)
+def sandbox_status(engine: str, container: ContainerSpec | None = None) -> SandboxStatus:
     """Whether `engine` can start commands here, probed once per process."""
+    if engine == "container":
+        from lathe.exec.container import check_container
+
+        return check_container(container or ContainerSpec())
     if engine == "gvisor":
         from lathe.exec.gvisor import check_gvisor
 
@@ -24,9 +30,15 @@ def sandbox_status(engine: str) -> SandboxStatus:
     return check_bubblewrap()
 
 
-def sandboxed_executor(engine: str, workspace: Path, **options: Any) -> Executor:
+def sandboxed_executor(
+    engine: str, workspace: Path, container: ContainerSpec | None = None, **options: Any
+) -> Executor:
     """The executor of `engine` for `workspace`; `options` are the keyword arguments
-    both executors take (network, deny_read, deny_write, status, hide_env, ...)."""
+    every sandbox takes (network, deny_read, deny_write, status, hide_env, ...)."""
+    if engine == "container":
+        from lathe.exec.container import ContainerExecutor
+
+        return ContainerExecutor(workspace, container or ContainerSpec(), **options)
     if engine == "gvisor":
         from lathe.exec.gvisor import GvisorExecutor
 

@@ -99,9 +99,10 @@ def _agent_options(func):
         ),
         click.option(
             "--sandbox",
-            type=click.Choice(["bubblewrap", "gvisor"]),
+            type=click.Choice(["bubblewrap", "gvisor", "container"]),
             help="The sandbox commands run in (default: bubblewrap); gvisor runs them under "
-            "gVisor's runsc, a stronger boundary with a slower start.",
+            "gVisor's runsc, a stronger boundary with a slower start; container, in the "
+            "docker or podman container of the [container] config table.",
         ),
         click.option(
             "--allow", multiple=True, metavar="RULE", help="Allow rule, e.g. 'bash(npm test)'."

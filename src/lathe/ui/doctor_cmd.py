@@ -86,6 +86,8 @@ def run_checks(
     checks.append(_bwrap_check())
     engine = loaded.config.permissions.sandbox.engine if loaded is not None else "bubblewrap"
     checks.append(_gvisor_check(chosen=engine == "gvisor"))
+    if engine == "container" and loaded is not None:
+        checks.append(_container_check(loaded))
     if loaded is not None:
         checks.extend(_sandbox_view_checks(workspace.expanduser().resolve(), loaded))
     checks.extend(_plugin_checks(loaded.config.permissions.executor if loaded else None))
@@ -379,6 +381,24 @@ def _gvisor_check(*, chosen: bool) -> Check:
             status.message,
         )
     return Check("ok", "gvisor", f"not usable here (optional, --sandbox gvisor): {status.message}")
+
+
+def _container_check(loaded) -> Check:
+    """Whether the [container] table's engine starts its container here."""
+    from lathe.exec.container import ContainerSpec, check_container
+
+    table = loaded.config.container
+    spec = ContainerSpec(
+        engine=table.engine, image=table.image, rootfs=table.rootfs,
+        engine_args=tuple(table.engine_args),
+    )  # fmt: skip
+    status = check_container(spec)
+    if status.available:
+        return Check("ok", "container", status.message)
+    return Check(
+        "fail", "container", "sandbox = container, but no container starts here",
+        status.message,
+    )  # fmt: skip
 
 
 def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:

@@ -98,11 +98,13 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
         from lathe.exec.sandboxes import sandbox_status, sandboxed_executor
 
         engine = config.sandbox.engine
-        status = sandbox_status(engine)
+        container = container_spec(setup) if engine == "container" else None
+        status = sandbox_status(engine, container)
         if status.available:
             executor = sandboxed_executor(
                 engine,
                 setup.workspace,
+                container,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
                 deny_write=[*rules.denied_edit_patterns(), *protected_patterns(config.protect)],
@@ -158,9 +160,23 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
 
         # The guard parses every command with tree-sitter: 30 ms of imports at the first.
         import_ahead("lathe.policy.command")
+    closers = [mcp.aclose] if mcp else []
+    if hasattr(executor, "aclose"):  # a container ends with the run
+        closers.append(executor.aclose)
     return Safety(
         executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks,
-        closers=[mcp.aclose] if mcp else [],
+        closers=closers,
+    )  # fmt: skip
+
+
+def container_spec(setup: RunSetup):
+    """The [container] table as the container sandbox's `ContainerSpec`."""
+    from lathe.exec.container import ContainerSpec
+
+    table = setup.loaded.config.container
+    return ContainerSpec(
+        engine=table.engine, image=table.image, rootfs=table.rootfs,
+        engine_args=tuple(table.engine_args),
     )  # fmt: skip
 
 

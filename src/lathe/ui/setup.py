@@ -147,9 +147,18 @@ def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
     """Whether commands (the verify command among them) will run in the sandbox."""
     if effective_approval(loaded, headless=options.headless) not in ("ask", "auto"):
         return False
+    from lathe.exec.container import ContainerSpec
     from lathe.exec.sandboxes import sandbox_status
 
-    return sandbox_status(loaded.config.permissions.sandbox.engine).available
+    engine = loaded.config.permissions.sandbox.engine
+    if engine != "container":
+        return sandbox_status(engine).available
+    table = loaded.config.container
+    spec = ContainerSpec(
+        engine=table.engine, image=table.image, rootfs=table.rootfs,
+        engine_args=tuple(table.engine_args),
+    )  # fmt: skip
+    return sandbox_status(engine, spec).available
 
 
 def _is_local(name: str) -> bool:

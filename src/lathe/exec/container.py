@@ -1,0 +1,252 @@
+"""Run the `bash` tool's commands in a container (`--sandbox container`): docker or
+podman, so the toolchain can differ from the host's.
+
+One long-lived container per executor (a run, or a child of one), started at the first
+command and removed by `aclose` at the end: `ENGINE run -d` of the configured image (or,
+with podman, a root folder mounted with an overlay, so the container's writes never
+reach it) holding a keeper process, then `ENGINE exec` for each command. The workspace
+is bound at its own path and writable, except what `lathe.exec.view` keeps read-only;
+paths denied for reading are masked (a folder as an empty tmpfs with mode 000, a file by
+an unreadable empty file); /tmp is a tmpfs; no network unless asked for (then the
+host's); no capabilities, no new privileges; the command runs as lathe's uid and gid,
+with only lathe's non-interactive settings in its environment (never the host's
+variables, which name host paths and may hold secrets). Deny patterns are matched when
+the container starts: mounts cannot change under a running container.
+
+Commands run one at a time. When one ends, times out or is cancelled, every process in
+the container but its keeper is killed (`kill -KILL -1` as the same user), so nothing a
+command starts outlives it; the engine's own client is stopped as a process group by
+`LocalExecutor`. When the engine is missing or cannot start the container, `run` raises
+`ExecutorUnavailable` with the engine's own words; nothing runs elsewhere instead.
+
+`container_argv` and `exec_argv` build the command lines; tests hold them to a contract
+where no engine works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
+from lathe.exec.local import NONINTERACTIVE_ENV, LocalExecutor
+from lathe.exec.view import SandboxView, run_setting_aside, sandbox_view, unreadable_file
+
+_START_TIMEOUT_S = 120.0
+# The container's first process: it outlives every command, and reaps what they leave
+# (orphans become its children; the shell's wait takes any child that ends).
+_KEEPER = ("sh", "-c", "while :; do sleep 3600 & wait $!; done")
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What the container runs: `engine` ("docker" or "podman"), `image`, or `rootfs`
+    (podman only: a folder used as the root through an overlay), and `engine_args`,
+    global options given before every engine command (e.g. podman's `--runtime runsc`)."""
+
+    engine: str = "docker"
+    image: str | None = None
+    rootfs: str | None = None
+    engine_args: tuple[str, ...] = ()
+
+    def problem(self) -> str | None:
+        """What makes this spec unusable, in words; None when it can be tried."""
+        if self.engine not in ("docker", "podman"):
+            return f"container.engine {self.engine!r} is neither docker nor podman"
+        if (self.image is None) == (self.rootfs is None):
+            return (
+                'give the container\'s image (container.image, e.g. "python:3.12") or, '
+                "with podman, a root folder (container.rootfs); exactly one of them"
+            )
+        if self.rootfs is not None and self.engine != "podman":
+            return "container.rootfs needs podman (docker runs images only)"
+        return None
+
+
+def container_argv(spec: ContainerSpec, name: str, view: SandboxView) -> list[str]:
+    """The engine command that starts the container `name` showing `view`."""
+    argv = [spec.engine, *spec.engine_args, "run", "--detach", "--rm", "--name", name]
+    argv += ["--network", "host" if view.network else "none"]
+    argv += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--tmpfs", "/tmp"]
+    argv += ["--volume", f"{view.workspace}:{view.workspace}:rw"]
+    for path in view.read_only:
+        argv += ["--volume", f"{path}:{path}:ro"]
+    for path in view.hidden:
+        if path.is_dir():
+            argv += ["--tmpfs", f"{path}:ro,mode=000"]
+        else:
+            argv += ["--volume", f"{unreadable_file()}:{path}:ro"]
+    argv += ["--workdir", str(view.workspace)]
+    root = ["--rootfs", f"{spec.rootfs}:O"] if spec.rootfs is not None else [str(spec.image)]
+    return [*argv, *root, *_KEEPER]
+
+
+def exec_argv(
+    spec: ContainerSpec, name: str, command: str, cwd: Path, env: Mapping[str, str]
+) -> list[str]:
+    """The engine command that runs `command` with `bash -c` in `cwd` inside `name`."""
+    argv = [spec.engine, *spec.engine_args, "exec", "--workdir", str(cwd)]
+    for key, value in env.items():
+        argv += ["--env", f"{key}={value}"]
+    return [*argv, name, "bash", "-c", command]
+
+
+def check_container(spec: ContainerSpec) -> SandboxStatus:
+    """Whether `spec`'s engine can start its container here: a run of `true` in it."""
+    problem = spec.problem()
+    if problem is not None:
+        return SandboxStatus(False, f"Commands cannot run in a container: {problem}.")
+    found = shutil.which(spec.engine)
+    if found is None:
+        return SandboxStatus(
+            False,
+            f"Commands cannot run in a container: {spec.engine} is not installed or not on "
+            f"PATH. Install it (e.g. `sudo apt-get install {_package(spec.engine)}`) or "
+            "choose another sandbox (`--sandbox bubblewrap`).",
+        )
+    root = ["--rootfs", f"{spec.rootfs}:O"] if spec.rootfs is not None else [str(spec.image)]
+    argv = [found, *spec.engine_args, "run", "--rm", "--network", "none", *root, "true"]
+    try:
+        probe = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_START_TIMEOUT_S,
+            check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(False, f"Commands cannot run in a container: {found} failed: {exc}")
+    if probe.returncode == 0:
+        return SandboxStatus(True, f"in a container ({spec.engine})", found)
+    return SandboxStatus(
+        False,
+        f"Commands cannot run in a container: {spec.engine} could not start one here "
+        f"({_last_line(probe.stderr)}). Check that its daemon or runtime works "
+        f"(`{spec.engine} run --rm {root[-1]} true`), or choose another sandbox.",
+        found,
+    )
+
+
+class ContainerExecutor:
+    """An `Executor` (see `lathe.exec.base`) running every command in one container.
+
+    `deny_read`, `deny_write`, `read_only` and `hide_git` mean what they mean for
+    `BubblewrapExecutor`; `env` is added to each command's environment. Call `aclose`
+    at the end of the run to remove the container."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        spec: ContainerSpec,
+        *,
+        network: bool = False,
+        deny_read: Sequence[str] = (),
+        deny_write: Sequence[str] = (),
+        read_only: Sequence[str] = (".git", ".lathe"),
+        env: Mapping[str, str] | None = None,
+        status: SandboxStatus | None = None,
+        hide_git: bool = False,
+        **_ignored: object,  # the host-side options other sandboxes take (hide_env, ...)
+    ) -> None:
+        self.workspace = Path(os.path.abspath(workspace))
+        self.spec = spec
+        self.network = network
+        self.deny_read = tuple(deny_read)
+        self.deny_write = tuple(deny_write)
+        self.read_only = tuple(read_only)
+        self.hide_git = hide_git
+        self.name = f"lathe-{uuid.uuid4().hex[:12]}"
+        self._env = {**NONINTERACTIVE_ENV, "TMPDIR": "/tmp", **(env or {})}
+        self._status = status
+        self._started = False
+        self._one_at_a_time = asyncio.Lock()
+        # The engine's client only: the command lives in the container, which
+        # `_stop_strays` clears.
+        self._local = LocalExecutor(self._exec_argv, env={}, supervise=False)
+
+    @property
+    def status(self) -> SandboxStatus:
+        if self._status is None:
+            self._status = check_container(self.spec)
+        return self._status
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        max_output_bytes: int,
+        spill_dir: Path,
+    ) -> ExecResult:
+        async with self._one_at_a_time:
+            if not self._started:
+                await asyncio.to_thread(self._start)
+            try:
+                return await run_setting_aside(
+                    self.workspace,
+                    self.deny_write,
+                    spill_dir,
+                    lambda: self._local.run(
+                        command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+                        spill_dir=spill_dir,
+                    ),
+                )  # fmt: skip
+            finally:
+                await asyncio.shield(asyncio.to_thread(self._stop_strays))
+
+    async def aclose(self) -> None:
+        """Remove the container (and with it anything still running in it)."""
+        if self._started:
+            self._started = False
+            await asyncio.to_thread(self._engine, "rm", "--force", "--time", "0", self.name)
+
+    def _start(self) -> None:
+        if not self.status.available:
+            raise ExecutorUnavailable(self.status.message)
+        view = sandbox_view(
+            self.workspace, self.workspace, network=self.network, read_only=self.read_only,
+            deny_read=self.deny_read, deny_write=self.deny_write, hide_git=self.hide_git,
+        )  # fmt: skip
+        started = subprocess.run(
+            container_argv(self.spec, self.name, view), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=_START_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if started.returncode != 0:
+            raise ExecutorUnavailable(
+                f"the container could not start ({_last_line(started.stderr)}); "
+                f"check `{self.spec.engine} run` with this image, or choose another sandbox"
+            )
+        self._started = True
+
+    def _exec_argv(self, command: str, cwd: Path) -> list[str]:
+        return exec_argv(self.spec, self.name, command, cwd, self._env)
+
+    def _stop_strays(self) -> None:
+        """Kill every process of the command's user in the container but its keeper."""
+        if self._started:
+            self._engine("exec", self.name, "sh", "-c", "kill -KILL -1 2>/dev/null; true")
+
+    def _engine(self, *args: str) -> None:
+        subprocess.run(
+            [self.spec.engine, *self.spec.engine_args, *args], stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=_START_TIMEOUT_S, check=False,
+        )  # fmt: skip
+
+
+def _last_line(stderr: bytes) -> str:
+    """The engine's own message: its last line that is not a pointer to --help."""
+    lines = [
+        line.strip()
+        for line in stderr.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.strip().startswith("Run '")
+    ]
+    return lines[-1] if lines else "no message"
+
+
+def _package(engine: str) -> str:
+    return "docker.io" if engine == "docker" else engine

@@ -1,0 +1,184 @@
+"""The container sandbox (issue 17, item 8): the command lines lathe builds, held to a
+contract everywhere, and a real container where an engine works here.
+
+On these machines docker has no daemon, and podman's default runtime (crun) may not set
+the rlimits it wants inside an unprivileged container; podman with gVisor's runsc as its
+runtime works. The real-engine tests use that and say exactly why when it does not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_calculator import run_against
+from tests.e2e.test_calculator import workspace as calculator
+from tests.fakes.openai_server import Call, Reply
+
+from lathe.exec.base import ExecutorUnavailable
+from lathe.exec.container import (
+    ContainerExecutor,
+    ContainerSpec,
+    check_container,
+    container_argv,
+    exec_argv,
+)
+from lathe.exec.view import sandbox_view, unreadable_file
+
+RUNSC = ("--runtime", "runsc", "--runtime-flag", "ignore-cgroups")
+PODMAN = ContainerSpec(
+    engine="podman", rootfs="/", engine_args=(*RUNSC, "--runtime-flag", "network=none")
+)
+_STATUS = check_container(PODMAN)
+needs_podman = pytest.mark.skipif(not _STATUS.available, reason=_STATUS.message)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".env").write_text("API_KEY=hunter2\n")
+    (root / "secrets").mkdir()
+    (root / "secrets" / "token").write_text("s3cret\n")
+    (root / "notes.txt").write_text("public\n")
+    return root
+
+
+def test_the_container_shows_the_view_the_other_sandboxes_show(ws: Path) -> None:
+    view = sandbox_view(ws, ws, network=False, deny_read=[".env", "secrets/"])
+    argv = container_argv(ContainerSpec(image="python:3.12"), "lathe-x", view)
+
+    assert argv[:6] == ["docker", "run", "--detach", "--rm", "--name", "lathe-x"]
+    assert argv[argv.index("--network") + 1] == "none"
+    assert {"--cap-drop", "ALL", "no-new-privileges"} <= set(argv)
+    assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
+    volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
+    assert f"{ws}:{ws}:rw" in volumes
+    assert f"{ws / '.git'}:{ws / '.git'}:ro" in volumes  # kept read-only, as in bwrap
+    assert f"{unreadable_file()}:{ws / '.env'}:ro" in volumes  # a masked file
+    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
+    assert f"{ws / 'secrets'}:ro,mode=000" in tmpfs and "/tmp" in tmpfs  # a masked folder
+    assert argv[-4] == "python:3.12"  # the image, then the keeper
+    with_network = container_argv(
+        ContainerSpec(engine="podman", rootfs="/srv/root"), "n", sandbox_view(ws, ws, network=True)
+    )
+    assert with_network[with_network.index("--network") + 1] == "host"
+    assert with_network[-5:-3] == ["--rootfs", "/srv/root:O"]  # an overlay: root untouched
+
+
+def test_a_command_runs_by_exec_with_only_the_given_environment(ws: Path) -> None:
+    spec = ContainerSpec(engine="podman", image="img", engine_args=("--runtime", "runsc"))
+    argv = exec_argv(spec, "lathe-x", "pytest -q", ws / "src", {"NO_COLOR": "1"})
+    assert argv == [
+        "podman", "--runtime", "runsc", "exec", "--workdir", str(ws / "src"),
+        "--env", "NO_COLOR=1", "lathe-x", "bash", "-c", "pytest -q",
+    ]  # fmt: skip
+
+
+def test_a_spec_that_cannot_work_is_refused_with_the_fix(monkeypatch) -> None:
+    assert "exactly one" in (ContainerSpec().problem() or "")
+    assert "needs podman" in (ContainerSpec(rootfs="/").problem() or "")
+    assert "neither docker nor podman" in (ContainerSpec(engine="lxc", image="i").problem() or "")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    missing = check_container(ContainerSpec(engine="podman", image="img"))
+    assert not missing.available
+    assert "podman is not installed" in missing.message
+    assert "apt-get install podman" in missing.message
+
+
+async def test_run_refuses_instead_of_running_elsewhere(ws: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    executor = ContainerExecutor(ws, ContainerSpec(engine="docker", image="img"))
+    with pytest.raises(ExecutorUnavailable, match="docker is not installed"):
+        await executor.run("touch ran", cwd=ws, timeout=10, max_output_bytes=1000,
+                           spill_dir=ws.parent / "spill")  # fmt: skip
+    assert not (ws / "ran").exists()
+
+
+async def _run(executor: ContainerExecutor, command: str, cwd: Path, timeout: float = 60):
+    return await executor.run(
+        command, cwd=cwd, timeout=timeout, max_output_bytes=64_000, spill_dir=cwd.parent / "sp"
+    )
+
+
+def _containers(name: str) -> str:
+    listed = subprocess.run(
+        ["podman", "ps", "--all", "--filter", f"name={name}", "--format", "{{.Names}}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return listed.stdout.strip()
+
+
+@needs_podman
+async def test_a_real_container_holds_the_sandbox_rules(ws: Path) -> None:
+    executor = ContainerExecutor(ws, PODMAN, deny_read=[".env", "secrets/"])
+    outside = Path("/etc") / f"lathe-container-{uuid.uuid4().hex}"
+    try:
+        wrote = await _run(executor, "echo built > out.txt && cat notes.txt", ws)
+        masked = await _run(executor, "cat .env; cat secrets/token; echo done", ws)
+        git = await _run(executor, "echo x > .git/config", ws)
+        await _run(executor, f"echo x > {outside}", ws)
+        offline = await _run(
+            executor,
+            "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), timeout=3)'",
+            ws,
+        )
+        assert _containers(executor.name) == executor.name  # one container, kept between
+    finally:
+        await executor.aclose()
+
+    assert (wrote.exit_code, wrote.output) == (0, "public\n")
+    assert (ws / "out.txt").read_text() == "built\n"  # the workspace is the host's folder
+    assert "hunter2" not in masked.output and "s3cret" not in masked.output
+    assert masked.output.count("Permission denied") == 2
+    assert git.exit_code != 0 and not (ws / ".git" / "config").exists()
+    assert not outside.exists()  # the container's root is its own
+    assert offline.exit_code != 0
+    deadline = time.monotonic() + 10
+    while _containers(executor.name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _containers(executor.name) == ""  # removed at the end
+
+
+@needs_podman
+async def test_nothing_a_command_starts_outlives_it_in_the_container(ws: Path) -> None:
+    executor = ContainerExecutor(ws, PODMAN)
+    try:
+        background = await _run(executor, "sleep 300 & (sleep 300 &); echo started", ws)
+        timed_out = await _run(executor, "sleep 300", ws, timeout=1.5)
+        left = await _run(executor, "ps -eo args | grep -c '^sleep 300' || true", ws)
+    finally:
+        await executor.aclose()
+
+    assert (background.exit_code, background.output) == (0, "started\n")
+    assert timed_out.timed_out and timed_out.exit_code is None
+    assert left.output.strip() == "0"
+
+
+@needs_podman
+def test_lathe_run_with_the_container_sandbox(tmp_path, fake_openai) -> None:
+    ws = calculator(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "cat /proc/1/cmdline"})]),
+        Reply("done"),
+    )
+    engine_args = ", ".join(f'"{a}"' for a in PODMAN.engine_args)
+
+    result = run_against(
+        fake_openai, ws, tmp_path, "--sandbox", "container",
+        "-c", "container.engine=podman", "-c", "container.rootfs=/",
+        "-c", f"container.engine_args=[{engine_args}]", "look",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    tool = next(m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool")
+    assert "while :; do sleep 3600" in tool["content"]  # pid 1 is the container's keeper
+    assert (
+        subprocess.run(
+            ["podman", "ps", "--all", "--format", "{{.Names}}"], capture_output=True, text=True
+        ).stdout.count("lathe-")
+        == 0
+    )
