@@ -4,7 +4,10 @@ Every request carries the whole history, pruned (`context.prune_tool_outputs`) a
 shaped (`context.request_messages`). Computed from scratch, that pass revisits every
 message each turn and a long run pays for its length on every turn; this view pays
 only for what was added since the last request, plus the few older tool outputs whose
-pruning the new ones change.
+pruning the new ones change. The request comes as `Chunks` (`lathe.chunked`) of up to
+`CHUNK` messages, each chunk the same object from one request to the next while none of
+its messages changes, so the stages after this one (masking, the provider's wire form)
+redo only the chunks that changed.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ import sys
 from collections.abc import Sequence
 
 from lathe.agent.context import described_call, message_tokens, pruned_stub
+from lathe.chunked import Chunks
 from lathe.types import AssistantMessage, Message, ToolResultMessage, UserMessage
+
+# Messages in a chunk of the request: a changed chunk costs each later stage this many
+# lookups (its unchanged messages are not converted again), the request one per chunk.
+CHUNK = 64
 
 
 class RequestView:
-    """`update(history, keep_tokens)` returns a new list equal to
+    """`update(history, keep_tokens)` returns `Chunks` equal to
     `request_messages(prune_tool_outputs(history, keep_tokens))` (no pruning when
     `keep_tokens` is None).
 
@@ -25,16 +33,20 @@ class RequestView:
     replacing it, a resumed session adopted in place — is noticed by the identity of the
     first and last message seen, and the view is rebuilt; `reset()` forces that after a
     rewrite it could not notice. Messages that did not change keep their identity from
-    one request to the next, so a provider can reuse what it converted.
+    one request to the next, and so do chunks none of whose messages changed, so a
+    provider can reuse what it converted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, chunk: int = CHUNK) -> None:
+        self._chunk = chunk
         self.reset()
 
     def reset(self) -> None:
         self._seen: tuple[Message, Message] | None = None  # the first and last seen
         self._count = 0
         self._shaped: list[Message] = []
+        self._chunks: list[tuple[Message, ...]] = []  # of `_shaped`, `_chunk` slots each
+        self._dirty: set[int] = set()  # chunks whose slots changed since the last update
         self._sent_tokens: list[int] = []  # per history message, as sent (stub if pruned)
         self._sent_total = 0
         self._calls: dict[str, str] = {}
@@ -51,7 +63,7 @@ class RequestView:
         self._floor = 0  # every result before this index is pruned
         self._result_total = 0
 
-    def update(self, history: Sequence[Message], keep_tokens: int | None) -> list[Message]:
+    def update(self, history: Sequence[Message], keep_tokens: int | None) -> Chunks[Message]:
         if not self._extends(history):
             self.reset()
         for index in range(self._count, len(history)):
@@ -60,7 +72,15 @@ class RequestView:
         if history:
             self._seen = (history[0], history[-1])
         self._prune(sys.maxsize if keep_tokens is None else keep_tokens)
-        return list(self._shaped)
+        for index in sorted(self._dirty):  # in order: a new chunk is appended
+            size = self._chunk
+            chunk = tuple(self._shaped[index * size : (index + 1) * size])
+            if index < len(self._chunks):
+                self._chunks[index] = chunk
+            else:
+                self._chunks.append(chunk)
+        self._dirty.clear()
+        return Chunks(self._chunks)
 
     @property
     def count(self) -> int:
@@ -90,6 +110,7 @@ class RequestView:
             if isinstance(previous, UserMessage):
                 merged = f"{previous.content}\n\n{message.content}"
                 self._shaped[-1] = UserMessage(content=merged)
+                self._dirty.add((len(self._shaped) - 1) // self._chunk)
                 return
         if isinstance(message, AssistantMessage):
             self._last_assistant = index
@@ -105,6 +126,7 @@ class RequestView:
             self._stubs.append(None)
             self._pruned.append(False)
             self._result_total += tokens
+        self._dirty.add(len(self._shaped) // self._chunk)
         self._shaped.append(message)
 
     def _prune(self, keep_tokens: int) -> None:
@@ -140,6 +162,7 @@ class RequestView:
         self._pruned[index] = pruned
         self._pruned_count += 1 if pruned else -1
         result = self._results[index]
+        self._dirty.add(self._result_slot[index] // self._chunk)
         if pruned:
             stub = self._stubs[index]
             if stub is None:
