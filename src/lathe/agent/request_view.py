@@ -13,6 +13,7 @@ redo only the chunks that changed.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from lathe.agent.context import described_call, message_tokens, pruned_stub
@@ -59,9 +60,9 @@ class RequestView:
         self._smallest_up_to: list[int] = []  # smallest result so far, for an early stop
         self._stubs: list[ToolResultMessage | None] = []
         self._pruned: list[bool] = []
-        self._pruned_count = 0
-        self._floor = 0  # every result before this index is pruned
-        self._result_total = 0
+        self._prefix = [0]  # _prefix[i]: the tokens of the results before the i-th
+        self._run_start = 0  # from this result on, all were kept at the last update
+        self._kept_below: list[int] = []  # the results kept before `_run_start`
 
     def update(self, history: Sequence[Message], keep_tokens: int | None) -> Chunks[Message]:
         if not self._extends(history):
@@ -125,42 +126,50 @@ class RequestView:
             self._smallest_up_to.append(smallest)
             self._stubs.append(None)
             self._pruned.append(False)
-            self._result_total += tokens
+            self._prefix.append(self._prefix[-1] + tokens)
         self._dirty.add(len(self._shaped) // self._chunk)
         self._shaped.append(message)
 
     def _prune(self, keep_tokens: int) -> None:
-        """The rule of `prune_tool_outputs`, newest first: a result is kept whole when it
-        belongs to the last reply or still fits the budget. The walk stops where no older
-        result could fit any more: every one from there back is pruned, and those before
-        `_floor` already were."""
-        if self._result_total <= keep_tokens and not self._pruned_count:
-            return  # everything fits, and nothing was pruned before
-        kept = 0
-        index = len(self._results) - 1
-        while index >= 0:
-            tokens = self._result_tokens[index]
-            if self._result_at[index] > self._last_assistant or kept + tokens <= keep_tokens:
-                kept += tokens
-                self._set_pruned(index, False)
-            else:
+        """The rule of `prune_tool_outputs`, newest first (a result is kept whole when it
+        belongs to the last reply or still fits the budget), worked out from what changed.
+
+        Newest first, the results fit one after the other up to the first that does not,
+        the boundary: found by bisecting the running totals. Older than it, a result is
+        kept only if it fits the room left, and the walk stops where no older result could
+        (`_smallest_up_to`). Only the results whose state can have changed are set: those
+        the boundary moved over, the walked ones, and those kept below it last time."""
+        count = len(self._results)
+        last_reply = bisect_right(self._result_at, self._last_assistant)
+        over = self._prefix[count] - keep_tokens  # how far the whole exceeds the budget
+        boundary = min(bisect_left(self._prefix, over), last_reply) - 1 if over > 0 else -1
+        kept_below: list[int] = []
+        stop = 0  # every result before it is pruned
+        if boundary >= 0:
+            room = keep_tokens - (self._prefix[count] - self._prefix[boundary + 1])
+            index = boundary - 1
+            while index >= 0 and room >= self._smallest_up_to[index]:
+                if self._result_tokens[index] <= room:
+                    room -= self._result_tokens[index]
+                    kept_below.append(index)
+                index -= 1
+            stop = index + 1
+        for index in range(boundary + 1, self._run_start):
+            self._set_pruned(index, False)
+        walked_kept = set(kept_below)
+        for index in range(stop, boundary + 1):
+            self._set_pruned(index, index not in walked_kept)
+        for index in range(self._run_start, stop):
+            self._set_pruned(index, True)
+        for index in self._kept_below:
+            if index < stop:
                 self._set_pruned(index, True)
-            index -= 1
-            if (
-                index >= 0
-                and self._result_at[index] < self._last_assistant
-                and keep_tokens - kept < self._smallest_up_to[index]
-            ):
-                break
-        for older in range(index, self._floor - 1, -1):
-            self._set_pruned(older, True)
-        self._floor = index + 1
+        self._run_start, self._kept_below = boundary + 1, kept_below
 
     def _set_pruned(self, index: int, pruned: bool) -> None:
         if self._pruned[index] == pruned:
             return
         self._pruned[index] = pruned
-        self._pruned_count += 1 if pruned else -1
         result = self._results[index]
         self._dirty.add(self._result_slot[index] // self._chunk)
         if pruned:
