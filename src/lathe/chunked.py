@@ -12,7 +12,8 @@ rewrote) plus one lookup per chunk, however long the conversation.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, compress
+from operator import is_not
 from typing import Generic, TypeVar, overload
 
 T = TypeVar("T")
@@ -28,7 +29,7 @@ class Chunks(Sequence[T]):
     __slots__ = ("_length", "chunks")
 
     def __init__(self, chunks: Iterable[tuple[T, ...]] = ()) -> None:
-        self.chunks: tuple[tuple[T, ...], ...] = tuple(chunk for chunk in chunks if chunk)
+        self.chunks: tuple[tuple[T, ...], ...] = tuple(filter(None, chunks))
         self._length = sum(map(len, self.chunks))
 
     def __len__(self) -> int:
@@ -82,9 +83,9 @@ class ChunkCache(Generic[T, R, J]):
     `items` (`chunks_of`), in order. A chunk the previous call saw is not converted again,
     and neither is an item of a chunk that this call's sequence no longer holds (the
     newest chunk grows by a few items a turn; pruning rewrites one item of an old chunk):
-    a call costs what changed since the previous one, plus a lookup per chunk. Only the
-    previous call's chunks are remembered, each kept alive with its entry so that its id
-    is never another object's while the entry lives. `convert` and `join` must be pure.
+    a call costs what changed since the previous one, plus comparing each chunk with the
+    one at its place in the previous call. Only the previous call's chunks are
+    remembered. `convert` and `join` must be pure.
     """
 
     def __init__(
@@ -94,34 +95,41 @@ class ChunkCache(Generic[T, R, J]):
     ) -> None:
         self._convert = convert
         self._join = join
-        self._known: dict[int, tuple[tuple[T, ...], tuple[R, ...], J]] = {}
+        self.clear()
 
     def clear(self) -> None:
         """Forget everything: what `convert` gives has changed."""
-        self._known = {}
+        # The previous call's chunks (alive here, so their ids are their own), their
+        # converted items and results, position by position.
+        self._chunks: tuple[tuple[T, ...], ...] = ()
+        self._converted: list[tuple[R, ...]] = []
+        self._joined: list[J] = []
 
     def map(self, items: Sequence[T]) -> list[J]:
         chunks = chunks_of(items)
-        known = self._known
-        fresh = [chunk for chunk in chunks if id(chunk) not in known]
-        # The items of the chunks this sequence dropped, converted: still alive (their
-        # chunks are in `known`), so their ids are their own.
-        replaced: dict[int, R] = {}
-        if fresh:
-            still = {id(chunk) for chunk in chunks}
-            for key, (chunk, converted, _) in known.items():
-                if key not in still:
-                    replaced.update(zip(map(id, chunk), converted, strict=True))
-        remembered: dict[int, tuple[tuple[T, ...], tuple[R, ...], J]] = {}
-        joined: list[J] = []
-        for chunk in chunks:
-            entry = known.get(id(chunk)) or remembered.get(id(chunk))
-            if entry is None:
-                converted = tuple(
-                    replaced[id(x)] if id(x) in replaced else self._convert(x) for x in chunk
-                )
-                entry = (chunk, converted, self._join(converted))
-            remembered[id(chunk)] = entry
-            joined.append(entry[2])
-        self._known = remembered
-        return joined
+        old, size = self._chunks, len(chunks)
+        # Compared position by position in C: a turn's Python work is the changed chunks.
+        changed = [
+            *compress(range(size), map(is_not, chunks, old)),
+            *range(min(len(old), size), size),
+        ]
+        gone = [*compress(range(len(old)), map(is_not, old, chunks)), *range(size, len(old))]
+        moved = {id(old[index]): index for index in gone}
+        replaced: dict[int, R] = {}  # the items of the chunks no longer where they were
+        for index in gone:
+            replaced.update(zip(map(id, old[index]), self._converted[index], strict=True))
+        converted, joined = self._converted[:size], self._joined[:size]
+        converted += [()] * (size - len(converted))
+        joined += [None] * (size - len(joined))  # type: ignore[list-item]
+        for index in changed:
+            chunk = chunks[index]
+            if id(chunk) in moved:
+                was = moved[id(chunk)]
+                converted[index], joined[index] = self._converted[was], self._joined[was]
+                continue
+            converted[index] = tuple(
+                replaced[id(x)] if id(x) in replaced else self._convert(x) for x in chunk
+            )
+            joined[index] = self._join(converted[index])
+        self._chunks, self._converted, self._joined = chunks, converted, joined
+        return list(joined)
