@@ -23,6 +23,7 @@ from lathe.agent.context import (
     prune_tool_outputs,
 )
 from lathe.agent.request_view import RequestView
+from lathe.chunked import ChunkCache, Chunks
 from lathe.errors import ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
@@ -60,6 +61,11 @@ class ContextManager:
         self._on_compaction = on_compaction
         self._words = words or load_words()
         self._kept_verbatim = kept_verbatim or list
+        # Which of the texts to keep (`_kept`) each chunk of the request holds, and the
+        # last opening message that had to carry some of them.
+        self._kept: tuple[str, ...] = ()
+        self._holding = ChunkCache(self._kept_in, _union)
+        self._opened: tuple[object, tuple[str, ...], tuple[Message, ...]] | None = None
         # After a compaction that did not shrink the history: send no older tool output,
         # and try again only once what a summary would replace has this many tokens.
         self._squeezed = False
@@ -68,7 +74,7 @@ class ContextManager:
     def record_usage(self, usage: Usage, message_count: int) -> None:
         self.meter.report(usage, message_count)
 
-    async def prepare(self, history: list[Message]) -> list[Message]:
+    async def prepare(self, history: list[Message]) -> Sequence[Message]:
         """The messages for the next request; compacts `history` in place if needed.
         Sent even when the estimate stays above the limit (it runs high on purpose):
         only the provider's refusal ends the run (`cannot_fit`)."""
@@ -83,18 +89,30 @@ class ContextManager:
             sent = self._view.update(history, self._keep_tokens())
         return self._with_kept_verbatim(sent)
 
-    def _with_kept_verbatim(self, sent: list[Message]) -> list[Message]:
+    def _with_kept_verbatim(self, sent: Chunks[Message]) -> Chunks[Message]:
         """`sent`, with each text that must survive (`kept_verbatim`) and that pruning
-        took out along with its tool output added to the opening message."""
-        kept = self._kept_verbatim()
+        took out along with its tool output added to the opening message. Searched for
+        chunk by chunk, so only the chunks that changed since the last request are."""
+        kept = tuple(self._kept_verbatim())
         if not kept or not sent or not isinstance(sent[0], UserMessage):
             return sent
-        held = [m.content for m in sent if not isinstance(m, AssistantMessage)]
-        missing = [text for text in kept if not any(text in content for content in held)]
+        if kept != self._kept:
+            self._kept = kept
+            self._holding.clear()
+        held = _union(self._holding.map(sent))
+        missing = tuple(text for text in kept if text not in held)
         if not missing:
             return sent
-        opening = replace(sent[0], content="\n\n".join([sent[0].content, *missing]))
-        return [opening, *sent[1:]]
+        first, *rest = sent.chunks
+        if self._opened is None or self._opened[0] is not first or self._opened[1] != missing:
+            opening = replace(first[0], content="\n\n".join([first[0].content, *missing]))
+            self._opened = (first, missing, (opening, *first[1:]))
+        return Chunks((self._opened[2], *rest))
+
+    def _kept_in(self, message: Message) -> frozenset[str]:
+        if isinstance(message, AssistantMessage):
+            return frozenset()
+        return frozenset(text for text in self._kept if text in message.content)
 
     def cannot_fit(self, history: list[Message]) -> str:
         """Why the run stops when the provider still refuses the smallest request."""
@@ -182,6 +200,10 @@ class ContextManager:
         except ProviderError:
             pass  # fall through: a mechanical summary beats losing the session
         return _mechanical_summary(older)
+
+
+def _union(sets: Sequence[frozenset[str]]) -> frozenset[str]:
+    return frozenset().union(*sets)
 
 
 def _transcript(messages: Sequence[Message]) -> str:

@@ -57,6 +57,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from lathe.chunked import ChunkCache
 from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, Transport
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
@@ -91,6 +92,12 @@ REDACTED_THINKING_SOURCE = "anthropic-redacted"
 _CACHE = {"type": "ephemeral"}
 _EMPTY_USER = "(empty message)"
 _EMPTY_ASSISTANT = "(empty reply)"
+# What an empty turn holds; shared, never changed (`_finished` marks a copy), and told
+# apart from a message that says the same by identity.
+_PLACEHOLDERS = {
+    "user": {"type": "text", "text": _EMPTY_USER},
+    "assistant": {"type": "text", "text": _EMPTY_ASSISTANT},
+}
 _STOP_REASONS = {
     "end_turn": StopReason.END,
     "stop_sequence": StopReason.END,
@@ -137,6 +144,9 @@ class AnthropicProvider:
         self._extra_headers = dict(extra_headers or {})
         self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
         self._client = LazyClient(self._new_client, close=lambda client: client.close())
+        self._turns: ChunkCache[Message, _Blocks, tuple[dict[str, Any], ...]] = ChunkCache(
+            _blocks, _chunk_turns
+        )
 
     @property
     def model(self) -> str:
@@ -196,7 +206,7 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": self._model,
             "max_tokens": max_tokens,
-            "messages": wire_messages(request.messages),
+            "messages": self._wire_conversation(request.messages),
             "stream": True,
         }
         if request.system:
@@ -214,6 +224,20 @@ class AnthropicProvider:
         if extra:
             params["extra_body"] = extra
         return params
+
+    def _wire_conversation(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """`wire_messages(messages)`, from each chunk's turns (`lathe.chunked`), converted
+        and grouped once while the chunk stays the same object; only the turns where two
+        chunks meet are merged again. The cached turns are never changed: what this
+        request alters (a merge, a placeholder, the cache mark) is a new dict."""
+        wire: list[dict[str, Any]] = []
+        for turns in self._turns.map(messages):
+            if wire and wire[-1]["role"] == turns[0]["role"]:
+                wire[-1] = _merged(wire[-1], turns[0])
+                wire.extend(turns[1:])
+            else:
+                wire.extend(turns)
+        return _finished(wire)
 
 
 def _thinking_config(budget: object, config: object) -> dict[str, Any] | None:
@@ -239,30 +263,59 @@ def wire_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The `messages` list: roles alternating from a user turn, tool results grouped."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role, blocks = _blocks(message)
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
+    return _finished(list(_chunk_turns(tuple(_blocks(message) for message in messages))))
+
+
+_Blocks = tuple[str, list[dict[str, Any]]]
+
+
+def _chunk_turns(converted: tuple[_Blocks, ...]) -> tuple[dict[str, Any], ...]:
+    """Messages' blocks as turns: consecutive messages of one role in one turn, a user
+    turn's tool results first (the API wants them ahead of any text in it), a turn with
+    no block holding a placeholder (the API refuses an empty one)."""
+    turns: list[dict[str, Any]] = []
+    for role, blocks in converted:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
         else:
-            wire.append({"role": role, "content": blocks})
+            turns.append({"role": role, "content": list(blocks)})
+    for turn in turns:
+        if turn["role"] == "user":
+            turn["content"].sort(key=_results_first)
+        if not turn["content"]:
+            turn["content"].append(_PLACEHOLDERS[turn["role"]])
+    return tuple(turns)
+
+
+def _merged(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """Two turns of one role as one, as `_chunk_turns` would have made it: placeholders
+    dropped unless nothing else is left, tool results first (both turns are ordered
+    already, and a stable sort keeps the order each had)."""
+    placeholder = _PLACEHOLDERS[earlier["role"]]
+    content = [b for b in (*earlier["content"], *later["content"]) if b is not placeholder]
+    if earlier["role"] == "user":
+        content.sort(key=_results_first)
+    return {"role": earlier["role"], "content": content or [placeholder]}
+
+
+def _results_first(block: dict[str, Any]) -> bool:
+    return block["type"] != "tool_result"
+
+
+def _finished(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`wire` as the API takes it: from a user turn, the last block marked for the cache.
+    Changes `wire` itself, never a turn or block in it."""
     if wire and wire[0]["role"] != "user":
         wire.insert(0, {"role": "user", "content": [_text(_EMPTY_USER)]})
-    for turn in wire:
-        if turn["role"] == "user":
-            # The API wants a turn's tool results ahead of any text in it.
-            turn["content"].sort(key=lambda block: block["type"] != "tool_result")
-        if not turn["content"]:
-            placeholder = _EMPTY_USER if turn["role"] == "user" else _EMPTY_ASSISTANT
-            turn["content"].append(_text(placeholder))
     if wire:
-        last = wire[-1]["content"][-1]
+        *content, last = wire[-1]["content"]
         if last["type"] in ("text", "tool_result", "tool_use"):
-            last["cache_control"] = _CACHE
+            marked = {**last, "cache_control": _CACHE}
+            wire[-1] = {"role": wire[-1]["role"], "content": [*content, marked]}
     return wire
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(message: Message) -> _Blocks:
     match message:
         case UserMessage():
             return "user", [_text(message.content)] if message.content else []

@@ -84,12 +84,14 @@ def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     )
 
 
-async def post_streaming(client: Any, path: str, body: Mapping[str, Any]) -> Any:
-    """POST `body` as JSON to `path` (relative to the client's base URL) and return the
-    response with its body not yet read: the caller reads it and must `aclose()` it. An
-    error status raises `StatusError` instead, the response read and closed."""
+async def post_streaming(client: Any, path: str, body: Mapping[str, Any] | bytes) -> Any:
+    """POST `body` as JSON (`json_bytes`, unless it is encoded already) to `path` (relative
+    to the client's base URL) and return the response with its body not yet read: the
+    caller reads it and must `aclose()` it. An error status raises `StatusError` instead,
+    the response read and closed."""
+    content = body if isinstance(body, bytes) else json_bytes(body)
     request = client.build_request(
-        "POST", path, content=_json_bytes(body), headers={"Content-Type": "application/json"}
+        "POST", path, content=content, headers={"Content-Type": "application/json"}
     )
     response = await client.send(request, stream=True)
     if response.status_code < 400:
@@ -129,8 +131,9 @@ def is_json(response: Any) -> bool:
     return "json" in content_type and "event-stream" not in content_type
 
 
-def _json_bytes(body: Mapping[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+def json_bytes(value: object) -> bytes:
+    """`value` as the compact UTF-8 JSON a request body is sent as."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _parsed(text: str) -> object:

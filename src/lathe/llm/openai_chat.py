@@ -27,8 +27,9 @@ Decisions:
   `max_tokens` (what compatible servers understand, the default) or
   `max_completion_tokens` (api.openai.com's newer models reject `max_tokens`). No URL
   decides it. `ModelRequest.extra` is merged into the request body as is.
-- The body is built here, each message's wire form reused while the message is unchanged
-  (`_wire_conversation`).
+- The body is built here and encoded as JSON with each chunk of the conversation's
+  (`lathe.chunked`) encoding reused while the chunk is unchanged, byte for byte what
+  encoding the whole body gives (`_encoded_body`).
 - An empty API key sends no `Authorization` header: local servers need none, and one
   that wants a key answers 401, reported as AuthError naming the variable to set.
 - Nothing here retries: `lathe.llm.retry` owns retrying.
@@ -44,6 +45,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from lathe.chunked import ChunkCache
 from lathe.errors import Transport
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
@@ -53,7 +55,14 @@ from lathe.llm.errors_map import (
     stream_error,
     to_provider_error,
 )
-from lathe.llm.http_stream import LazyClient, is_json, json_events, new_client, post_streaming
+from lathe.llm.http_stream import (
+    LazyClient,
+    is_json,
+    json_bytes,
+    json_events,
+    new_client,
+    post_streaming,
+)
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
     AssistantMessage,
@@ -80,6 +89,8 @@ _STOP_REASONS = {
     "max_tokens": StopReason.MAX_TOKENS,
     "content_filter": StopReason.CONTENT_FILTER,
 }
+# In `_body`, where `_encoded_body` puts the conversation's JSON, encoded chunk by chunk.
+_CONVERSATION = object()
 
 
 class OpenAIChatProvider:
@@ -111,7 +122,9 @@ class OpenAIChatProvider:
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text
         self._client = LazyClient(self._new_client, close=lambda client: client.aclose())
-        self._wired: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._encoded: ChunkCache[Message, bytes, bytes] = ChunkCache(
+            lambda message: json_bytes(_wire_message(message)), b",".join
+        )
 
     @property
     def model(self) -> str:
@@ -149,12 +162,12 @@ class OpenAIChatProvider:
     async def _open(self, request: ModelRequest) -> Any:
         client = self._client.get()
         try:
-            return await post_streaming(client, _PATH, self._body(request))
+            return await post_streaming(client, _PATH, self._encoded_body(request))
         except Exception as exc:
             if not (self._send_stream_options and mentions_stream_options(exc)):
                 raise
         self._send_stream_options = False
-        return await post_streaming(client, _PATH, self._body(request))
+        return await post_streaming(client, _PATH, self._encoded_body(request))
 
     def warm_up(self) -> None:
         """Import httpx2 and build the client, so that the first request does not wait."""
@@ -167,11 +180,8 @@ class OpenAIChatProvider:
         return new_client(self._base_url, headers, self._timeouts.idle_s)
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": self._wire_conversation(request),
-            "stream": True,
-        }
+        """The request body, its `messages` left to `_encoded_body` (`_CONVERSATION`)."""
+        body: dict[str, Any] = {"model": self._model, "messages": _CONVERSATION, "stream": True}
         if self._send_stream_options:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
@@ -183,22 +193,23 @@ class OpenAIChatProvider:
         body.update(request.extra)
         return body
 
-    def _wire_conversation(self, request: ModelRequest) -> list[dict[str, Any]]:
-        """`wire_messages`, reusing what earlier requests converted: a message that did
-        not change keeps its identity from one request to the next (`RequestView`).
-        Only this request's messages are remembered, with the message itself, so an id
-        is never reused while its entry lives."""
-        wired: dict[int, tuple[Message, dict[str, Any]]] = {}
-        wire: list[dict[str, Any]] = (
-            [{"role": "system", "content": request.system}] if request.system else []
-        )
-        for message in request.messages:
-            known = self._wired.get(id(message))
-            converted = known[1] if known and known[0] is message else _wire_message(message)
-            wired[id(message)] = (message, converted)
-            wire.append(converted)
-        self._wired = wired
-        return wire
+    def _encoded_body(self, request: ModelRequest) -> bytes:
+        """`json_bytes` of the body with `wire_messages` as its `messages`, byte for byte,
+        the conversation joined from its chunks' encodings (cached while a chunk stays
+        the same object, `lathe.chunked`) instead of converted and encoded whole."""
+        body = self._body(request)
+        if body["messages"] is not _CONVERSATION:  # `extra` brought messages of its own
+            return json_bytes(body)
+        system = [json_bytes(wire_messages(request.system, ())[0])] if request.system else []
+        conversation = b",".join([*system, *self._encoded.map(request.messages)])
+        # json.dumps writes a dict as its members joined by commas inside braces.
+        members = [
+            b'"messages":[' + conversation + b"]"
+            if value is _CONVERSATION
+            else json_bytes({key: value})[1:-1]
+            for key, value in body.items()
+        ]
+        return b"{" + b",".join(members) + b"}"
 
 
 # the internal message model -> chat completions

@@ -33,6 +33,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import TypeAdapter
 
+from lathe.chunked import ChunkCache, Chunks
 from lathe.config.secrets import mask_secret
 from lathe.exec.env import secret_values
 from lathe.hooks.base import AgentHooks
@@ -212,17 +213,19 @@ class _MaskedProvider:
     """A Provider (see lathe.llm.base) whose requests pass through a Redactor first.
 
     A request repeats the whole conversation, so each message is masked once, when it
-    is first sent, and its masked copy reused while the conversation holds it: the cost
-    of a turn stays that of its new messages, not of the whole history."""
+    is first sent, and its masked copy reused while the conversation holds it; the
+    masked request keeps the chunks of the one given (`lathe.chunked`), each masked once
+    and the same object while its source chunk is: the cost of a turn stays that of the
+    chunks that changed, not of the whole history."""
 
     def __init__(self, inner: Provider, redactor: Redactor) -> None:
         self._inner = inner
         self._redactor = redactor
         self._generation = -1
         self._system = ("", "")  # the last system prompt, and its masked form
-        # id of a message sent last time -> (that message, kept alive so the id stays
-        # its own, and its masked copy)
-        self._masked: dict[int, tuple[Message, Message]] = {}
+        self._masked: ChunkCache[Message, Message, tuple[Message, ...]] = ChunkCache(
+            redactor.message
+        )
 
     @property
     def model(self) -> str:
@@ -234,17 +237,11 @@ class _MaskedProvider:
     def _request(self, request: ModelRequest) -> ModelRequest:
         redactor = self._redactor
         if self._generation != redactor.generation:  # new secrets: mask everything again
-            self._generation, self._system, self._masked = redactor.generation, ("", ""), {}
+            self._generation, self._system = redactor.generation, ("", "")
+            self._masked.clear()
         if self._system[0] != request.system:
             self._system = (request.system, redactor.mask(request.system))
-        masked: dict[int, tuple[Message, Message]] = {}
-        messages = []
-        for message in request.messages:
-            known = self._masked.get(id(message))
-            copy = known[1] if known and known[0] is message else redactor.message(message)
-            masked[id(message)] = (message, copy)
-            messages.append(copy)
-        self._masked = masked
+        messages = Chunks(self._masked.map(request.messages))
         return dataclasses.replace(request, system=self._system[1], messages=messages)
 
     async def aclose(self) -> None:
