@@ -369,3 +369,24 @@ def test_once_the_childrens_token_budget_is_spent_no_new_child_starts(
     assert outputs["call_second"]["is_error"] is True
     assert "agents.max_total_tokens" in outputs["call_second"]["output"]
     assert not any("[child G]" in _first_user_text(b) for b in fake_openai.chat_bodies())
+
+
+def test_progress_indents_a_child_and_undo_reverts_its_change(tmp_path, fake_openai) -> None:
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("bump", "[child U] bump A")]), Reply("done")],
+        children={"[child U]": [Reply(calls=[_edit("a.py", "A = 1", "A = 7")]), Reply("ok")]},
+    )
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")}
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "go",
+        cwd=tmp_path, env_extra=env,
+    )  # fmt: skip
+    undone = lathe("undo", "-C", str(ws), cwd=tmp_path, env_extra=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "    [bump] edit -> " in result.stderr
+    assert "    [bump] unverified after 2 turns" in result.stderr
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.py").read_text() == "A = 1\n"

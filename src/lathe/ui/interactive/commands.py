@@ -283,6 +283,12 @@ async def _sessions(app: InteractiveApp, argument: str) -> bool:
     return True
 
 
+@_command("/agents", "/agents [ID]", "list this session's subagents, or show one's transcript")
+async def _agents(app: InteractiveApp, argument: str) -> bool:
+    await app.links.show_subagents(app, argument.strip() or None)
+    return True
+
+
 @_command(
     "/resume", "/resume [ID]", "continue another session (default: the latest)", idle_only=True
 )

@@ -175,6 +175,36 @@ class Links(AgentHooks):
             )
         app.renderer.note("/resume ID continues one; a unique prefix of the id is enough")
 
+    async def show_subagents(self, app: InteractiveApp, child_id: str | None) -> None:
+        """The subagents this session started, or the transcript of one of them."""
+        current = self.session.id if self.session is not None else None
+        children = [
+            s for s in self.store.list(self.workspace) if current and s.parent_session == current
+        ]
+        if child_id is None:
+            if not children:
+                app.renderer.note("no subagent has run in this session")
+                return
+            for summary in children:
+                app.renderer.note(
+                    f"  {summary.id}  {summary.status:<10}  {summary.turns:>3} turns  "
+                    f"{(summary.title or '')[:60]}",
+                    "",
+                )
+            app.renderer.note("/agents ID shows one's transcript; a unique prefix is enough")
+            return
+        chosen = [s for s in children if s.id.startswith(child_id)]
+        if len(chosen) != 1:
+            app.renderer.note(
+                f"no single subagent of this session starts with {child_id!r}; /agents lists them",
+                "yellow",
+            )
+            return
+        from lathe.session.transcript import render_text
+
+        child = await asyncio.to_thread(self.store.open, chosen[0].id, readonly=True)
+        app.renderer.note(render_text(child), "")
+
     async def resume(self, app: InteractiveApp, session_id: str | None) -> None:
         if session_id is None:
             current = self.session.id if self.session is not None else None

@@ -1,0 +1,39 @@
+"""Subagents in the interactive terminal: a child's live status, its end, the list of
+this session's children and one child's transcript (issue 17, item 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
+
+
+def test_a_childs_end_shows_and_agents_opens_its_transcript(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        opening = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if "[child K]" in opening:
+            return (
+                Reply(calls=[Call("read", {"path": "app.py"})])
+                if turns == 0
+                else Reply("the child read app.py")
+            )
+        if turns == 0:
+            brief = {"description": "look", "prompt": "[child K] read app.py"}
+            return Reply(calls=[Call("task", brief, id="call_K")])
+        return Reply("Parent done.")
+
+    fake_openai.responder = answer
+    term = launch("--approval", "auto")
+    term.send("hand it to a subagent")
+    term.wait_for(r"\[look\] unverified after 2 turns")
+    term.wait_for(r"Parent done\.")
+    term.send("/agents")
+    screen = term.wait_for(r"/agents ID shows")
+    child_id = next(
+        line.split()[0] for line in screen.splitlines() if "[child K] read app.py" in line
+    )
+    term.send(f"/agents {child_id[:6]}")
+    term.wait_for(r"the child read app\.py")
