@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import lathe.session.appended as appended_module
 import lathe.session.session as session_module
 import lathe.session.summarise as summarise_module
 from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
@@ -86,13 +87,13 @@ def test_a_session_that_grew_has_only_its_new_lines_read(
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every file the listing reads, in full or only its new lines."""
     read = _count_parses(monkeypatch)
-    real = summarise_module.grown
+    real = appended_module.grown
 
     def counting(path: Path, *rest):  # type: ignore[no-untyped-def]
         read.append(path)
         return real(path, *rest)
 
-    monkeypatch.setattr(summarise_module, "grown", counting)
+    monkeypatch.setattr(appended_module, "grown", counting)
     return read
 
 

@@ -1,10 +1,11 @@
 """`lathe sessions list`: a summary of every session, kept cheap at any number and size.
 
 The summaries come from the index beside the sessions (`session.index`) for files
-unchanged since they were last listed, from only the new lines of a file that grew,
-and from a full parse otherwise. Only those last two need the entry models
-(`session.summarise`), imported when a file must be read: a listing the index answers
-does not pay for pydantic and the message types (100 ms of a 200 ms `sessions list`).
+unchanged since they were last listed, from only the new lines of a file that grew
+(read as plain JSON, `session.appended`), and from a full parse otherwise. Only the
+full parse needs the entry models (`session.summarise`), imported when a file must be
+parsed: the other listings do not pay for pydantic and the message types (100 ms of a
+200 ms `sessions list`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from lathe.errors import UsageError
 from lathe.home import project_slug
+from lathe.session import appended
 from lathe.session.index import SummaryIndex
 from lathe.session.lock import is_locked
 
@@ -42,13 +44,13 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
         stat = path.stat()
         cached = index.get(path, stat)
         if cached is None:
-            from lathe.session import summarise  # the entry models: only to read a file
-
             grown = index.grown(path, stat)
-            cached = summarise.grown(path, *grown, stat.st_size) if grown else None
+            cached = appended.grown(path, *grown, stat.st_size) if grown else None
             if cached is not None:
                 index.put(path, stat, cached, growable=True)
             else:
+                from lathe.session import summarise  # the entry models: only to parse a file
+
                 cached, growable = summarise.whole(path)
                 index.put(path, stat, cached, growable=growable)
     except (UsageError, OSError):

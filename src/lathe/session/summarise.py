@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from lathe.session.entries import (
-    ENTRY_ADAPTER,
     FORMAT_VERSION,
     Entry,
     Header,
@@ -46,39 +45,6 @@ def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
             turns += 1
             tokens += message.usage.total
     return {"title": title, "turns": turns, "tokens": tokens}
-
-
-def grown(
-    path: Path, fields: dict[str, Any], start: int, end: int
-) -> dict[str, Any] | None:
-    """`fields` (a summary of the file up to `start`) with the whole lines between
-    `start` and `end` counted in; None when any of them is not a clean entry line, which
-    leaves the damage to the full parse and its crash rules."""
-    with path.open("rb") as handle:
-        handle.seek(start)
-        data = handle.read(end - start)
-    if len(data) != end - start or not data.endswith(b"\n"):
-        return None
-    entries: list[Entry] = []
-    for line in data[:-1].split(b"\n"):
-        try:
-            entries.append(ENTRY_ADAPTER.validate_json(line))
-        except ValueError:  # pydantic's ValidationError included
-            return None
-    counts = _counts(entries)
-    ended = _ended_status(entries) if _has_ending(entries) else fields["ended"]
-    return {
-        **fields,
-        "title": fields["title"] or counts["title"],
-        "turns": fields["turns"] + counts["turns"],
-        "tokens": fields["tokens"] + counts["tokens"],
-        "ended": ended,
-    }
-
-
-def _has_ending(entries: list[Entry]) -> bool:
-    """Whether `entries` hold what decides `_ended_status` (a message or a run's end)."""
-    return any(isinstance(e, MessageEntry | RunEndEntry) for e in entries)
 
 
 def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:

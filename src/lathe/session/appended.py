@@ -1,0 +1,84 @@
+"""Bringing a listed session's summary up to date from the lines appended since, read as
+plain JSON: `lathe sessions list` after a run that is still going (or was killed) then
+loads no entry models. Only the listing reads this way; loading a session still
+validates every line under the crash rules (`session.loader`).
+
+The counts mirror `session.summarise`: the title is the first line of the first user
+message, a turn is an assistant message, its tokens are its usage's input plus output,
+and the session's end is a run's end that no message followed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str, Any] | None:
+    """`fields` (a summary of the file up to `start`) with the whole lines between
+    `start` and `end` counted in; None when any of them is not a whole JSON entry line,
+    which leaves the file to the full parse and its crash rules."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    if len(data) != end - start or not data.endswith(b"\n"):
+        return None
+    title, turns, tokens, ended = fields["title"], fields["turns"], fields["tokens"], None
+    for line in data[:-1].split(b"\n"):
+        entry = _entry(line)
+        if entry is None:
+            return None
+        if entry["type"] == "run_end":
+            ended = entry["status"]
+        elif entry["type"] == "message":
+            message = entry["message"]
+            ended = "unfinished"
+            if message["role"] == "user" and not title:
+                title = next(iter(message["content"].strip().splitlines()), "")
+            elif message["role"] == "assistant":
+                usage = message.get("usage", {})
+                turns += 1
+                tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    return {
+        **fields,
+        "title": title,
+        "turns": turns,
+        "tokens": tokens,
+        "ended": fields["ended"] if ended is None else ended,
+    }
+
+
+_KINDS = frozenset(
+    {"message", "compaction", "checkpoint", "model_change", "label", "approval", "run_end"}
+)
+_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+def _entry(line: bytes) -> dict[str, Any] | None:
+    """The line as an entry with what the counts read in place; None for anything else
+    (not JSON, an unknown type, a message without its role or text, token counts that
+    are not numbers), which the full parse then judges."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict) or entry.get("type") not in _KINDS:
+        return None
+    if not isinstance(entry.get("id"), str):
+        return None
+    if entry["type"] == "run_end":
+        return entry if isinstance(entry.get("status"), str) else None
+    if entry["type"] != "message":
+        return entry
+    message = entry.get("message")
+    if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        return None
+    if message["role"] == "user" and not isinstance(message.get("content"), str):
+        return None
+    usage = message.get("usage", {})
+    counts = (
+        [usage.get(k, 0) for k in ("input_tokens", "output_tokens")]
+        if isinstance(usage, dict)
+        else [None]
+    )
+    return entry if all(type(n) is int for n in counts) else None
