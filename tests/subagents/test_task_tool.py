@@ -167,18 +167,25 @@ def test_two_children_edit_different_files_in_parallel_and_both_changes_land(
     assert f"Subagent of session {parent['id']} (its call {children[child_id]})" in shown.stdout
 
 
-def test_two_children_changing_the_same_line_one_lands_one_is_a_conflict(
+def test_three_children_at_once_two_land_as_checkpoints_and_a_conflict_is_reported(
     tmp_path, fake_openai
 ) -> None:
     ws = _project(tmp_path)
     fake_openai.responder = Script(
         parent=[
-            Reply(calls=[_task("X", "[child X] set A to 10"), _task("Y", "[child Y] set A to 20")]),
+            Reply(
+                calls=[
+                    _task("X", "[child X] set A to 10"),
+                    _task("Y", "[child Y] set A to 20"),
+                    _task("Z", "[child Z] set B to 5"),
+                ]
+            ),
             Reply("done"),
         ],
         children={
             "[child X]": [Reply(calls=[_edit("a.py", "A = 1", "A = 10")]), Reply("x done")],
             "[child Y]": [Reply(calls=[_edit("a.py", "A = 1", "A = 20")]), Reply("y done")],
+            "[child Z]": [Reply(calls=[_edit("b.py", "B = 1", "B = 5")]), Reply("z done")],
         },
     )
 
@@ -188,10 +195,17 @@ def test_two_children_changing_the_same_line_one_lands_one_is_a_conflict(
     outputs = _results(result.stdout)
     landed = [c for c, e in outputs.items() if "are applied to your workspace" in e["output"]]
     refused = [c for c, e in outputs.items() if "were NOT applied" in e["output"]]
-    assert len(landed) == 1 and len(refused) == 1
+    assert sorted(landed + refused) == ["call_X", "call_Y", "call_Z"]
+    assert "call_Z" in landed and len(refused) == 1 and refused[0] in ("call_X", "call_Y")
     assert outputs[refused[0]]["is_error"] is True
-    value = "10" if landed == ["call_X"] else "20"
+    assert all(": completed" in outputs[c]["output"] for c in outputs)  # honest either way
+    value = "20" if refused == ["call_X"] else "10"
     assert (ws / "a.py").read_text() == f"A = {value}\n"
+    assert (ws / "b.py").read_text() == "B = 5\n"
+    labels = _checkpoint_labels(ws, tmp_path)
+    for call in landed:
+        mine = [x for x in labels if x.startswith("subagent ") and x.endswith(f": {call[5:]}")]
+        assert len(mine) == 1, labels
     patch_line = next(
         line for line in outputs[refused[0]]["output"].splitlines() if ".patch" in line
     )
