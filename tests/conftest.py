@@ -19,6 +19,7 @@ from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # once, in the controller, before workers start
         _compile_lathe_once()
+        _rewrite_tests_once(config)
     config.addinivalue_line(
         "markers",
         "waits: spends its seconds waiting on a clock (a time budget, a heartbeat, a "
@@ -38,6 +39,48 @@ def _compile_lathe_once() -> None:
 
     for folder in (Path(lathe.__file__).parent, Path(_ROOT) / "tests" / "fakes"):
         compileall.compile_dir(folder, quiet=2)  # a read-only tree: simply not cached
+
+
+def _rewrite_tests_once(config: pytest.Config) -> None:
+    """Write pytest's assertion-rewritten bytecode of the test modules before the workers
+    start. Each worker imports every test module to collect it, and where
+    PYTHONDONTWRITEBYTECODE is set pytest reads a rewritten module's cached bytecode but
+    never writes it: each of the four workers rewrote all of them, about 2.5 CPU-s each
+    here. This writes what pytest itself would have written, through its own functions,
+    and does nothing if they move or assertions are not rewritten (`--assert=plain`)."""
+    import fnmatch
+
+    try:
+        from _pytest.assertion.rewrite import (
+            PYC_TAIL,
+            _read_pyc,
+            _rewrite_test,
+            _write_pyc,
+            assertstate_key,
+            get_cache_dir,
+        )
+    except ImportError:
+        return
+    state = config.stash.get(assertstate_key, None)
+    if state is None or state.mode != "rewrite":
+        return
+    patterns = ["conftest.py", *config.getini("python_files")]
+    for source in sorted(Path(_ROOT, "tests").rglob("*.py")):
+        if not any(fnmatch.fnmatch(source.name, pattern) for pattern in patterns):
+            continue
+        cache = get_cache_dir(source)
+        pyc = cache / (source.name[:-3] + PYC_TAIL)
+        if _read_pyc(source, pyc) is not None:
+            continue
+        try:
+            source_stat, code = _rewrite_test(source, config)
+        except SyntaxError:
+            continue  # collecting it reports the error
+        try:
+            cache.mkdir(exist_ok=True)
+        except OSError:
+            return  # a read-only tree: each worker rewrites, as before
+        _write_pyc(state, code, source_stat, pyc)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

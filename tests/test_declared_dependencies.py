@@ -4,6 +4,7 @@ every declared runtime dependency is one the code uses."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
@@ -28,6 +29,7 @@ def _project() -> dict:
     return tomllib.loads((_ROOT / "pyproject.toml").read_text())["project"]
 
 
+@functools.cache  # both tests read it: parse the tree once (~0.5 CPU-s)
 def _imported_top_level() -> dict[str, list[str]]:
     """Top-level module name -> the files importing it (function bodies included)."""
     found: dict[str, list[str]] = {}
@@ -44,12 +46,17 @@ def _imported_top_level() -> dict[str, list[str]]:
     return found
 
 
+@functools.cache  # scans every installed distribution's file list (~0.2 CPU-s)
+def _distributions() -> dict[str, list[str]]:
+    return packages_distributions()
+
+
 def test_every_imported_package_is_declared() -> None:
     project = _project()
     declared = _requirement_names(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
         declared |= _requirement_names(extra)
-    distributions = packages_distributions()
+    distributions = _distributions()
     undeclared = {
         module: sorted(set(files))
         for module, files in _imported_top_level().items()
@@ -61,7 +68,7 @@ def test_every_imported_package_is_declared() -> None:
 
 
 def test_every_runtime_dependency_is_imported() -> None:
-    distributions = packages_distributions()
+    distributions = _distributions()
     provided = {
         _normal(d) for module in _imported_top_level() for d in distributions.get(module, [])
     }

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from tests.e2e.test_calculator import PLAIN_PYTEST
 from tests.fakes.openai_server import Call, Reply
 
 EVAL_PATH = Path(__file__).resolve().parents[2] / "bench" / "eval.py"
@@ -41,8 +42,9 @@ def test_repeats_score_by_verify_and_pass_lathe_args(tmp_path, fake_openai, monk
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-eval")
     monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
     # The task's tests need none of the pytest plugins installed here; not loading them
-    # saves each check ~0.4 s of CPU.
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # saves each check ~0.4 s of CPU (see PLAIN_PYTEST in tests/e2e/test_calculator.py).
+    for name, value in PLAIN_PYTEST.items():
+        monkeypatch.setenv(name, value)
 
     fake_openai.enqueue(
         # attempt 1 fixes the code

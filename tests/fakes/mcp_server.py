@@ -21,11 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.types import Image
-from mcp.types import ToolAnnotations
-
 # One red pixel.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -59,6 +54,12 @@ def main() -> None:
 
 
 def build(calls_file: str | None, many: int):
+    # The SDK costs ~1.3 CPU-s to import; a server told to hang never needs it.
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.utilities.types import Image
+    from mcp.types import ToolAnnotations
+
     server = MCPServer("fake")
 
     def record(name: str, arguments: dict) -> None:
