@@ -108,6 +108,20 @@ class McpConnection:
     async def _request(
         self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
     ) -> Any:
+        """`request` over the running client. A caller cancelled meanwhile (Ctrl-C) is
+        cancelled however the SDK ended the request: its anyio side may answer the
+        cancellation with a result or another error, which would otherwise swallow it
+        and leave the run going."""
+        caller = asyncio.current_task()
+        try:
+            return await self._request_once(doing, request, timeout)
+        finally:
+            if caller is not None and caller.cancelling():
+                raise asyncio.CancelledError
+
+    async def _request_once(
+        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
+    ) -> Any:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -116,7 +130,8 @@ class McpConnection:
         try:
             # The SDK's own read timeout answers first; this one catches a transport
             # that stops without failing the request.
-            return await asyncio.wait_for(request(client), timeout + 5)
+            async with asyncio.timeout(timeout + 5):
+                return await request(client)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
