@@ -4,16 +4,13 @@ the verify command run under gVisor's kernel, with the same rules as in bubblewr
 
 from __future__ import annotations
 
-import pytest
 from tests.e2e.test_calculator import run_against, workspace
 from tests.fakes.openai_server import Call, Reply
+from tests.sandboxes import needs
 
 from lathe.exec.gvisor import check_gvisor
 
-_GVISOR = check_gvisor()
-pytestmark = pytest.mark.skipif(
-    not _GVISOR.available, reason=f"gVisor cannot run here: {_GVISOR.message}"
-)
+pytestmark = needs(check_gvisor(), "gVisor")
 
 
 def _tool_outputs(server) -> list[str]:

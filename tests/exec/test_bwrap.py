@@ -13,19 +13,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.sandboxes import needs
 
 from lathe.exec.base import ExecResult, Executor, ExecutorUnavailable
 from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap
 from lathe.exec.gvisor import GvisorExecutor, check_gvisor
 
 _STATUS = check_bubblewrap()
-needs_bwrap = pytest.mark.skipif(
-    not _STATUS.available, reason=f"bubblewrap cannot run here: {_STATUS.message}"
-)
+needs_bwrap = needs(_STATUS, "bubblewrap")
 _GVISOR = check_gvisor()
-needs_gvisor = pytest.mark.skipif(
-    not _GVISOR.available, reason=f"gVisor cannot run here: {_GVISOR.message}"
-)
+needs_gvisor = needs(_GVISOR, "gVisor")
 
 Sandbox = Callable[..., Executor]
 
@@ -362,3 +359,26 @@ async def test_what_a_command_creates_under_an_edit_denied_name_is_moved_aside(
     assert not (workspace / "generated.cfg").exists()
     moved = list((workspace.parent / "spill" / "set-aside").rglob("generated.cfg"))
     assert [p.read_text() for p in moved] == ["made\n"]
+
+
+async def test_lathes_data_dir_under_a_tool_folder_is_covered_but_the_workspace_shows(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch
+) -> None:
+    # The default data dir is ~/.local/share/lathe, under a tool folder every command
+    # sees: other sessions and subagents' worktrees must not show through it.
+    tools = tmp_path / "tools"
+    data = tools / "share" / "lathe"
+    secret = data / "worktrees" / "other-child" / ".env"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("API_KEY=hunter2\n")
+    ws = data / "worktrees" / "this-child"
+    ws.mkdir()
+    (ws / "mine.txt").write_text("mine\n")
+    monkeypatch.setenv("LATHE_HOME", str(data))
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+
+    result = await _run(sandbox(ws), f"cat mine.txt; cat {secret}; ls {data}", ws)
+
+    assert "mine" in result.output
+    assert "hunter2" not in result.output
+    assert "No such file or directory" in result.output

@@ -182,3 +182,17 @@ def test_lathe_run_with_the_container_sandbox(tmp_path, fake_openai) -> None:
         ).stdout.count("lathe-")
         == 0
     )
+
+
+@needs_podman
+async def test_a_path_denied_after_the_container_started_is_masked_all_the_same(ws: Path) -> None:
+    executor = ContainerExecutor(ws, PODMAN, deny_read=["late.env"])
+    try:
+        first = await _run(executor, "echo ok", ws)
+        (ws / "late.env").write_text("TOKEN=late-secret\n")  # created by the user meanwhile
+        later = await _run(executor, "cat late.env; echo end", ws)
+    finally:
+        await executor.aclose()
+
+    assert first.output == "ok\n"
+    assert "late-secret" not in later.output and "end" in later.output

@@ -152,3 +152,22 @@ def test_a_name_in_use_is_refused(repo: Path, tmp_path: Path) -> None:
     create_worktree(repo, tmp_path / "home", "same")
     with pytest.raises(Exception, match="already exists"):
         create_worktree(repo, tmp_path / "home", "same")
+
+
+def test_a_nested_repository_and_the_users_global_ignores(
+    repo: Path, tmp_path: Path, monkeypatch
+) -> None:
+    nested = repo / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "lib.py").write_text("LIB = 1\n")
+    (repo / ".envrc_local").write_text("export TOKEN=x\n")
+    config = tmp_path / "xdg" / "git"
+    config.mkdir(parents=True)
+    (config / "ignore").write_text(".envrc_local\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+    tree = create_worktree(repo, tmp_path / "home", "child")
+
+    assert (tree.path / "vendor" / "lib" / "lib.py").read_text() == "LIB = 1\n"
+    assert not (tree.path / ".envrc_local").exists()  # ignored by the user everywhere

@@ -236,7 +236,7 @@ class ShadowRepo:
 
     def _refresh_excludes(self) -> None:
         lines = ["# written by lathe on every snapshot; edits here are lost", "/.git"]
-        for source in (_global_excludes(), _workspace_excludes(self.workspace)):
+        for source in (global_excludes_file(), _workspace_excludes(self.workspace)):
             if source is not None and source.is_file():
                 lines.append(source.read_text(encoding="utf-8", errors="replace"))
         # A LATHE_HOME inside the workspace would otherwise record its own sessions.
@@ -290,7 +290,7 @@ def _parse_record(chunk: str) -> LogRecord:
     )
 
 
-def _global_excludes() -> Path | None:
+def global_excludes_file() -> Path | None:
     """The user's global ignore file, found the way git finds it, without running git."""
     xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     configured = _read_excludes_setting(Path.home() / ".gitconfig") or _read_excludes_setting(

@@ -135,6 +135,8 @@ def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in view.tools:
         argv += ["--ro-bind", str(path), str(path)]
+    for path in view.covered:  # before the workspace, which may lie inside
+        argv += ["--tmpfs", str(path)]
     argv += ["--bind", str(view.workspace), str(view.workspace)]
     for path in view.read_only:
         argv += ["--ro-bind", str(path), str(path)]

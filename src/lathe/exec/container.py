@@ -10,8 +10,9 @@ paths denied for reading are masked (a folder as an empty tmpfs with mode 000, a
 an unreadable empty file); /tmp is a tmpfs; no network unless asked for (then the
 host's); no capabilities, no new privileges; the command runs as lathe's uid and gid,
 with only lathe's non-interactive settings in its environment (never the host's
-variables, which name host paths and may hold secrets). Deny patterns are matched when
-the container starts: mounts cannot change under a running container.
+variables, which name host paths and may hold secrets). Deny patterns are matched before
+each command; when what they match changed, the container is started again with the
+new mounts (they cannot change under a running container).
 
 Commands run one at a time. When one ends, times out or is cancelled, every process in
 the container but its keeper is killed (`kill -KILL -1` as the same user), so nothing a
@@ -26,6 +27,7 @@ where no engine works.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -72,6 +74,9 @@ class ContainerSpec:
 def container_argv(spec: ContainerSpec, name: str, view: SandboxView) -> list[str]:
     """The engine command that starts the container `name` showing `view`."""
     argv = [spec.engine, *spec.engine_args, "run", "--detach", "--rm", "--name", name]
+    argv += ["--label", "lathe=1"]  # what `ENGINE ps --filter label=lathe` finds if one leaks
+    if spec.engine == "podman" and os.geteuid() != 0:
+        argv.append("--userns=keep-id")  # rootless: the workspace's owner inside, too
     argv += ["--network", "host" if view.network else "none"]
     argv += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--tmpfs", "/tmp"]
@@ -162,7 +167,9 @@ class ContainerExecutor:
         self.name = f"lathe-{uuid.uuid4().hex[:12]}"
         self._env = {**NONINTERACTIVE_ENV, "TMPDIR": "/tmp", **(env or {})}
         self._status = status
+        self._launched = False  # a start was begun: the container may exist
         self._started = False
+        self._mounted: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
         self._one_at_a_time = asyncio.Lock()
         # The engine's client only: the command lives in the container, which
         # `_stop_strays` clears.
@@ -184,8 +191,11 @@ class ContainerExecutor:
         spill_dir: Path,
     ) -> ExecResult:
         async with self._one_at_a_time:
+            view = await asyncio.to_thread(self._view)
+            if self._started and self._mounted != (view.read_only, view.hidden):
+                await self.aclose()  # a path to protect or hide came or went: new mounts
             if not self._started:
-                await asyncio.to_thread(self._start)
+                await asyncio.to_thread(self._start, view)
             try:
                 return await run_setting_aside(
                     self.workspace,
@@ -200,28 +210,40 @@ class ContainerExecutor:
                 await asyncio.shield(asyncio.to_thread(self._stop_strays))
 
     async def aclose(self) -> None:
-        """Remove the container (and with it anything still running in it)."""
-        if self._started:
-            self._started = False
+        """Remove the container (and with it anything still running in it), also one
+        whose start was cut short (its `run` may still have created it)."""
+        if self._launched:
+            self._launched = self._started = False
             await asyncio.to_thread(self._engine, "rm", "--force", "--time", "0", self.name)
 
-    def _start(self) -> None:
-        if not self.status.available:
-            raise ExecutorUnavailable(self.status.message)
-        view = sandbox_view(
+    def _view(self) -> SandboxView:
+        return sandbox_view(
             self.workspace, self.workspace, network=self.network, read_only=self.read_only,
             deny_read=self.deny_read, deny_write=self.deny_write, hide_git=self.hide_git,
         )  # fmt: skip
-        started = subprocess.run(
-            container_argv(self.spec, self.name, view), stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=_START_TIMEOUT_S, check=False,
-        )  # fmt: skip
+
+    def _start(self, view: SandboxView) -> None:
+        if not self.status.available:
+            raise ExecutorUnavailable(self.status.message)
+        self._launched = True
+        try:
+            started = subprocess.run(
+                container_argv(self.spec, self.name, view), stdin=subprocess.DEVNULL,
+                capture_output=True, timeout=_START_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise ExecutorUnavailable(
+                f"the container did not start within {_START_TIMEOUT_S:.0f} s (a slow image "
+                f"pull?); start it once by hand (`{self.spec.engine} run`), or choose another "
+                "sandbox"
+            ) from None
         if started.returncode != 0:
             raise ExecutorUnavailable(
                 f"the container could not start ({_last_line(started.stderr)}); "
                 f"check `{self.spec.engine} run` with this image, or choose another sandbox"
             )
         self._started = True
+        self._mounted = (view.read_only, view.hidden)
 
     def _exec_argv(self, command: str, cwd: Path) -> list[str]:
         return exec_argv(self.spec, self.name, command, cwd, self._env)
@@ -232,10 +254,11 @@ class ContainerExecutor:
             self._engine("exec", self.name, "sh", "-c", "kill -KILL -1 2>/dev/null; true")
 
     def _engine(self, *args: str) -> None:
-        subprocess.run(
-            [self.spec.engine, *self.spec.engine_args, *args], stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=_START_TIMEOUT_S, check=False,
-        )  # fmt: skip
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                [self.spec.engine, *self.spec.engine_args, *args], stdin=subprocess.DEVNULL,
+                capture_output=True, timeout=_START_TIMEOUT_S, check=False,
+            )  # fmt: skip
 
 
 def _last_line(stderr: bytes) -> str:

@@ -234,6 +234,7 @@ def _mounts(view: SandboxView) -> list[dict[str, Any]]:
     ]
     mounts += [bind(directory) for directory, link in view.system if link is None]
     mounts += [bind(path) for path in view.tools]
+    mounts += [{"destination": str(p), "type": "tmpfs", "source": "tmpfs"} for p in view.covered]
     mounts.append(bind(view.workspace, writable=True))
     mounts += [bind(path) for path in view.read_only]
     for path in view.hidden:

@@ -50,7 +50,9 @@ class SandboxView:
     `tools`: directories outside the system ones shown read-only. `workspace`: shown
     writable, at its own path. `read_only`: paths inside the workspace shown read-only.
     `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
-    empty file nobody may open). A private, empty /tmp lies under all of them."""
+    empty file nobody may open). `covered`: folders inside the tools shown as empty
+    ones, the workspace still bound on top (lathe's data dir under ~/.local holds every
+    session, patch and subagent worktree). A private, empty /tmp lies under all of them."""
 
     workspace: Path
     cwd: Path
@@ -59,6 +61,7 @@ class SandboxView:
     tools: tuple[Path, ...]
     read_only: tuple[Path, ...]
     hidden: tuple[Path, ...]
+    covered: tuple[Path, ...] = ()
 
 
 def sandbox_view(
@@ -90,15 +93,26 @@ def sandbox_view(
     hidden = compiled(tuple(deny_read)).existing(workspace)
     if hide_git:
         hidden.append(workspace / ".git")
+    tools = tuple(tool_paths(home or Path.home(), extra_read_only))
     return SandboxView(
         workspace=workspace,
         cwd=cwd,
         network=network,
         system=tuple(system),
-        tools=tuple(tool_paths(home or Path.home(), extra_read_only)),
+        tools=tools,
+        covered=_covered(tools),
         read_only=tuple(p for p in dict.fromkeys(shown_read_only) if p is not None),
         hidden=tuple(p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p),
     )
+
+
+def _covered(tools: Sequence[Path]) -> tuple[Path, ...]:
+    """lathe's data dir when a tool folder would show it (the default one lies under
+    ~/.local): other sessions, patches and subagents' worktrees are no command's."""
+    from lathe.home import lathe_home
+
+    data = Path(os.path.abspath(lathe_home()))
+    return (data,) if any(data.is_relative_to(t) and data != t for t in tools) else ()
 
 
 def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:

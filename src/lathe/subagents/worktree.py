@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.checkpoint.shadow import isolated_git_environment
+from lathe.checkpoint.shadow import global_excludes_file, isolated_git_environment
 from lathe.errors import LatheError, UsageError
 from lathe.file_lock import FileLock
 from lathe.home import project_slug
@@ -152,12 +152,31 @@ def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
     uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", git_dir=None)
     if uncommitted:
         _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
-    listing = _git(workspace, "ls-files", "--others", "--exclude-standard", "-z", git_dir=None)
+    listing = _git(workspace, *_user_ignores(), "ls-files", "--others", "--exclude-standard",
+                   "-z", git_dir=None)  # fmt: skip
     for relative in listing.decode("utf-8", "surrogateescape").split("\0"):
-        if relative:
-            target = destination / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(workspace / relative, target, follow_symlinks=False)
+        if not relative:
+            continue
+        source, target = workspace / relative, destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if relative.endswith("/"):  # a repository of its own inside: listed as a folder
+            # Its files, as the parent sees them; its history stays with it.
+            outer_git = _ignore_in(source, ".git")
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=outer_git)
+        else:
+            shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _ignore_in(folder: Path, name: str):
+    """A copytree filter leaving out `name` directly inside `folder` only."""
+    return lambda where, names: [name] if Path(where) == folder and name in names else []
+
+
+def _user_ignores() -> list[str]:
+    """The user's global ignore file for git commands run without their config (what
+    the user ignores everywhere stays behind too)."""
+    found = global_excludes_file()
+    return ["-c", f"core.excludesFile={found}"] if found is not None and found.is_file() else []
 
 
 def _copy_tree(workspace: Path, destination: Path) -> None:

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lathe.agent.budget import tokens_of
 from lathe.config.loader import Origin
+from lathe.config.schema import AgentsConfig
 from lathe.errors import ToolError
 from lathe.events import AgentEvent, ChildEvent, Notice, RunFinished, RunStatus
-from lathe.subagents.profiles import AgentProfile, find_profiles, stricter_approval
+from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
@@ -40,8 +43,29 @@ from lathe.types import Usage
 from lathe.ui.setup import RunSetup
 
 
+@dataclass
+class _Family:
+    """What every child of one user's run shares, at any depth: the places and the
+    merging lock (merges and worktree creations one at a time), the slots
+    (`agents.max_parallel` children at once in the whole tree), the tokens spent
+    (`agents.max_total_tokens` over the whole tree), the workspace the sessions and
+    patches are filed under, and the profiles found there."""
+
+    config: AgentsConfig
+    home: Path
+    root: Path
+    profiles: Profiles
+    slots: asyncio.Semaphore
+    merging: asyncio.Lock = field(default_factory=asyncio.Lock)
+    spent: Usage = field(default_factory=Usage)
+
+
 class LocalChildren:
-    """A `ChildRunner` for one run at nesting depth `depth` (0: the user's run)."""
+    """A `ChildRunner` for one run at nesting depth `depth` (0: the user's run).
+
+    `parent_session_id` is called when a child starts (the interactive face's session
+    changes with /clear and /resume); `allowed_tools`, when set, bounds the tools of
+    every child below (a profile's allow list holds for its descendants too)."""
 
     def __init__(
         self,
@@ -50,43 +74,62 @@ class LocalChildren:
         redactor,
         emit,
         *,
-        parent_session_id: str,
+        parent_session_id: Callable[[], str] | str,
         checkpoints,
         home: Path,
         depth: int = 0,
+        family: _Family | None = None,
+        allowed_tools: frozenset[str] | None = None,
     ) -> None:
         self._setup = setup
         self._provider = provider
         self._redactor = redactor
         self._emit = emit
-        self._parent_session_id = parent_session_id
+        self._session_id = (
+            parent_session_id if callable(parent_session_id) else lambda: parent_session_id
+        )
         self._checkpoints = checkpoints
-        self._home = home
         self._depth = depth
-        self._config = setup.loaded.config.agents
-        self._profiles = find_profiles(setup.workspace)
-        self._slots = asyncio.Semaphore(self._config.max_parallel)
-        self._merging = asyncio.Lock()
-        self._spent = Usage()  # by the children that ended
+        self._allowed = allowed_tools
+        config = setup.loaded.config.agents
+        self._family = family or _Family(
+            config=config,
+            home=home,
+            root=setup.workspace,
+            profiles=find_profiles(setup.workspace),
+            slots=asyncio.Semaphore(config.max_parallel),
+        )
 
     def offered(self) -> bool:
-        """Whether this run may start children at all (its profile and the depth limit)."""
-        return self._setup.model.profile.settings.subagents and self._depth < self._config.max_depth
+        """Whether this run may start children at all: its model's profile, the depth
+        limit, and an allow list above it that names the task tool."""
+        return (
+            self._setup.model.profile.settings.subagents
+            and self._depth < self._family.config.max_depth
+            and (self._allowed is None or TaskTool.name in self._allowed)
+        )
 
     def register(self, tools: ToolRegistry) -> None:
         """Offer the task tool in `tools` when this run may start children, and say which
         profile files cannot be read."""
         if not self.offered():
             return
-        tools.register(TaskTool(self, self._profile_list()))
-        for problem in self._profiles.problems:
+        note = ""
+        if self._setup.approval == "ask":
+            note = (
+                " In this session subagents cannot change files (approval ask: they have "
+                "no one to ask): use them to read and explore."
+            )
+        tools.register(TaskTool(self, self._profile_list() + note))
+        for problem in self._family.profiles.problems:
             self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
 
     def _profile_list(self) -> str:
-        return "; ".join(f"{p.name}: {p.description}" for p in self._profiles.by_name.values())
+        profiles = self._family.profiles.by_name.values()
+        return "; ".join(f"{p.name}: {p.description}" for p in profiles)
 
     async def run_child(self, request: ChildRequest) -> ChildResult:
-        profile = self._profiles.get(request.agent or "general")
+        profile = self._family.profiles.get(request.agent or "general")
         if profile is None:
             raise ToolError(
                 f"there is no subagent profile named {request.agent!r}; profiles: "
@@ -94,22 +137,24 @@ class LocalChildren:
             )
         if not self.offered():
             raise ToolError(
-                f"subagents may nest {self._config.max_depth} deep (agents.max_depth); "
+                f"subagents may nest {self._family.config.max_depth} deep (agents.max_depth); "
                 "do this part yourself"
             )
-        async with self._slots:
+        family = self._family
+        async with family.slots:
             self._check_total()
             result = await _Child(self, request, profile).run()
-        self._spent += result.usage
+        family.spent += result.usage
         return result
 
     def _check_total(self) -> None:
-        limit = self._config.max_total_tokens
-        if limit is not None and tokens_of(self._spent) >= limit:
+        limit = self._family.config.max_total_tokens
+        spent = tokens_of(self._family.spent)
+        if limit is not None and spent >= limit:
             raise ToolError(
-                f"the children of this run have used {tokens_of(self._spent):,} tokens, "
-                f"their budget (agents.max_total_tokens = {limit:,}); start no more "
-                "subagents and do the rest yourself"
+                f"the subagents of this run have used {spent:,} tokens, their budget "
+                f"(agents.max_total_tokens = {limit:,}); start no more subagents and do the "
+                "rest yourself"
             )
 
 
@@ -124,34 +169,38 @@ class _Child:
         self.tree: Worktree | None = None
         self.session = None
         self.finished: RunFinished | None = None
+        self.merged: Merge | None = None  # set once its changes went through a merge
 
     async def run(self) -> ChildResult:
         from lathe.session import SessionStore
 
-        parent, setup = self.parent, self.parent._setup
+        parent, family = self.parent, self.parent._family
+        setup = parent._setup
         model = setup.model.name or setup.model.model_id
-        self.session = SessionStore(parent._home).create(
-            setup.workspace,
+        # Filed under the user's workspace at any depth, so `sessions` finds them.
+        self.session = SessionStore(family.home).create(
+            family.root,
             model,
-            parent_session=parent._parent_session_id,
+            parent_session=parent._session_id(),
             parent_call=self.request.call_id,
         )
         try:
-            if not self.read_only:
-                self.tree = await asyncio.to_thread(
-                    create_worktree, setup.workspace, parent._home, self.session.id
-                )
             try:
+                if not self.read_only:
+                    async with family.merging:  # never from a half-applied sibling patch
+                        self.tree = await asyncio.to_thread(
+                            create_worktree, setup.workspace, family.home, self.session.id
+                        )
                 self.finished = await self._work()
+                return await self._result()
             except asyncio.CancelledError:
                 await asyncio.shield(self._end_interrupted())
                 raise
             except Exception as exc:  # lathe's own failure: the parent hears it as an end
-                return self._failed(exc)
-            return await self._result()
+                return await asyncio.shield(self._failed(exc))
         finally:
             if self.tree is not None:
-                await asyncio.to_thread(remove_worktree, self.tree)
+                await asyncio.shield(asyncio.to_thread(remove_worktree, self.tree))
             self.session.close()
 
     async def _work(self) -> RunFinished:
@@ -165,13 +214,16 @@ class _Child:
         child_setup = self._setup()
         observer = Observer(session.path, session.id, parent._redactor, self._forward)
         try:
-            safety = build_safety(child_setup, session, approver=None, emit=observer)
+            safety = build_safety(
+                child_setup, session, approver=None, emit=observer, start_mcp=False
+            )
             tools = self._tools(safety.tools)
             if not self.read_only:
                 LocalChildren(
                     child_setup, parent._provider, parent._redactor, observer,
-                    parent_session_id=session.id, checkpoints=None, home=parent._home,
-                    depth=parent._depth + 1,
+                    parent_session_id=session.id, checkpoints=None, home=parent._family.home,
+                    depth=parent._depth + 1, family=parent._family,
+                    allowed_tools=self._allowed_below(),
                 ).register(tools)  # fmt: skip
             recorder = SessionRecorder(session)
             provider = self._provider(child_setup)
@@ -194,10 +246,18 @@ class _Child:
         finally:
             observer.close()
 
+    def _allowed_below(self) -> frozenset[str] | None:
+        """The tools this child and its descendants may have: its profile's allow list
+        within the one from above."""
+        above, own = self.parent._allowed, self.profile.tools
+        if own is None:
+            return above
+        return frozenset(own) if above is None else above & frozenset(own)
+
     def _tools(self, tools: ToolRegistry) -> ToolRegistry:
-        """The parent's tools the profile allows: its allow list, read-only ones only
-        for a child that changes nothing."""
-        allowed = self.profile.tools
+        """The parent's tools the profile allows: its allow list (within any from
+        above), read-only ones only for a child that changes nothing."""
+        allowed = self._allowed_below()
         kept = [tools.get(name) for name in tools.names() if allowed is None or name in allowed]
         return ToolRegistry(
             [t for t in kept if t is not None and (t.read_only or not self.read_only)]
@@ -231,7 +291,9 @@ class _Child:
                         "max_turns": profile.max_turns or config.agents.max_turns,
                         "max_tokens": config.agents.max_tokens,
                         "timeout": config.agents.timeout,
-                        "max_cost_usd": None,
+                        # A child's replies count against no run's cost: its own
+                        # cap is the user's, never none.
+                        "max_cost_usd": config.agent.max_cost_usd,
                         "verify": None,
                         "attempts": 1,
                     }
@@ -247,9 +309,8 @@ class _Child:
             headless=True, ask_trust=None,
         )  # fmt: skip
         child = dataclasses.replace(
-            setup, options=options, workspace=workspace, loaded=child_loaded, notices=[],
-            mcp_servers=None,
-        )  # fmt: skip
+            setup, options=options, workspace=workspace, loaded=child_loaded, notices=[]
+        )
         if profile.model is None:
             return child
         from lathe.config import resolve_model
@@ -280,29 +341,51 @@ class _Child:
         )
 
     async def _end_interrupted(self) -> None:
-        """Stopped from outside: the session says so, and what the child changed is kept
-        as a patch file (not applied: the parent is stopping too)."""
+        """Stopped from outside: the session says so, and what the child changed and
+        did not land is kept as a patch file (not applied: the parent is stopping too)."""
         from lathe.session import RunEndEntry
 
         assert self.session is not None
         self.session.append(
             RunEndEntry(status=RunStatus.INTERRUPTED.value, turns=0, reason="the parent stopped")
         )
-        if self.tree is not None:
-            patch = await asyncio.to_thread(child_patch, self.tree)
-            if patch:
-                await asyncio.to_thread(self._patch_file().write_bytes, patch)
+        if self.merged is None:
+            await asyncio.to_thread(self._keep_patch)
 
-    def _failed(self, exc: Exception) -> ChildResult:
+    async def _failed(self, exc: Exception) -> ChildResult:
+        """lathe failed around the child: an error, with what it changed kept as a
+        patch file and named, never applied half-way nor lost."""
         assert self.session is not None
+        files, merge = (), None
+        if self.tree is not None and self.merged is None:
+            try:
+                files = tuple(await asyncio.to_thread(changed_files, self.tree))
+                kept = await asyncio.to_thread(self._keep_patch)
+            except Exception:  # the worktree itself is broken: nothing more to save
+                kept = None
+            if kept is not None:
+                merge = Merge(False, kept, reason="the subagent failed before its changes landed")
         return ChildResult(
             child_id=self.session.id,
             description=self.request.description,
             status=ChildStatus.ERROR,
             answer="",
             reason=f"the subagent could not run: {exc}",
+            files=files,
+            merge=merge,
             session_path=self.session.path,
         )
+
+    def _keep_patch(self) -> Path | None:
+        """The child's changes written to its patch file; None when it changed nothing."""
+        if self.tree is None:
+            return None
+        patch = child_patch(self.tree)
+        if not patch:
+            return None
+        target = self._patch_file()
+        target.write_bytes(patch)
+        return target
 
     async def _result(self) -> ChildResult:
         finished = self.finished
@@ -332,32 +415,43 @@ class _Child:
         )
 
     async def _merge(self) -> Merge:
-        """The child's changes into the parent's workspace, one child at a time: a
-        checkpoint before, the patch whole or not at all, a checkpoint of the result."""
-        assert self.tree is not None
+        """The child's changes into the parent's workspace, one merge at a time. Once
+        begun, a merge runs to its end even if the run is stopped meanwhile (a
+        checkpoint before, the patch whole or not at all, a checkpoint of the result),
+        so a stop never leaves the workspace changed without its checkpoint."""
+        family = self.parent._family
+        async with family.merging:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise asyncio.CancelledError
+            job = asyncio.ensure_future(asyncio.to_thread(self._merge_now))
+            try:
+                self.merged = await asyncio.shield(job)
+            except asyncio.CancelledError:
+                self.merged = await job
+                raise
+            return self.merged
+
+    def _merge_now(self) -> Merge:
+        assert self.tree is not None and self.session is not None
         parent = self.parent
-        async with parent._merging:
-            patch = await asyncio.to_thread(child_patch, self.tree)
-            checkpoints = parent._checkpoints
-            label = f"subagent {self.session.id}: {self.request.description}"
-            if checkpoints is not None:
-                await asyncio.to_thread(checkpoints.snapshot, f"before {label}", kind="before")
-            applied = await asyncio.to_thread(
-                apply_patch, parent._setup.workspace, patch, self._patch_file()
-            )
-            if not applied.applied:
-                return Merge(False, applied.patch_file, reason=_conflict(applied.reason))
-            number = None
-            if checkpoints is not None:
-                after = await asyncio.to_thread(checkpoints.snapshot, label, kind="after")
-                number = after.n
-            return Merge(True, applied.patch_file, checkpoint=number)
+        patch = child_patch(self.tree)
+        checkpoints = parent._checkpoints
+        label = f"subagent {self.session.id}: {self.request.description}"
+        if checkpoints is not None:
+            checkpoints.snapshot(f"before {label}", kind="before")
+        applied = apply_patch(parent._setup.workspace, patch, self._patch_file())
+        if not applied.applied:
+            return Merge(False, applied.patch_file, reason=_conflict(applied.reason))
+        number = checkpoints.snapshot(label, kind="after").n if checkpoints is not None else None
+        return Merge(True, applied.patch_file, checkpoint=number)
 
     def _patch_file(self) -> Path:
         from lathe.home import project_slug
 
         assert self.session is not None
-        folder = self.parent._home / "patches" / project_slug(self.parent._setup.workspace)
+        family = self.parent._family
+        folder = family.home / "patches" / project_slug(family.root)
         folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{self.session.id}.patch"
 

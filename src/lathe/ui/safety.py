@@ -72,7 +72,11 @@ def standing_approvals(session) -> set[str]:
     return standing
 
 
-def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -> Safety:
+def build_safety(
+    setup: RunSetup, session, *, approver: Approver | None, emit, start_mcp: bool = True
+) -> Safety:
+    """The run's executor, gate, tools and hooks. `start_mcp` False (a subagent) keeps
+    the declared MCP servers' variables out of commands but starts none of them."""
     from lathe.exec.local import LocalExecutor
     from lathe.memory import memory_tools
     from lathe.plugins import load_tool_plugins
@@ -126,7 +130,7 @@ def build_safety(setup: RunSetup, session, *, approver: Approver | None, emit) -
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
     mcp = None
-    if setup.mcp_servers is not None and setup.mcp_servers.entries:
+    if start_mcp and setup.mcp_servers is not None and setup.mcp_servers.entries:
         from lathe.mcptools.session import mcp_session
 
         mcp = mcp_session(setup, tools, emit)

@@ -192,7 +192,8 @@ class InteractiveApp:
 
         LocalChildren(
             self.setup, self.provider, self.redactor, self.emit,
-            parent_session_id=self.links.session.id, checkpoints=self.links.checkpoints,
+            parent_session_id=lambda: self.links.session.id,
+            checkpoints=self.links.checkpoints,
             home=lathe_home(),
         ).register(safety.tools)  # fmt: skip
         self.safety, self.chain = safety, self._hooks(safety, self.redactor)
