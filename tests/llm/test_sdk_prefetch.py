@@ -39,3 +39,17 @@ def test_the_openai_compatible_client_is_ready_before_the_first_request():
 def test_the_anthropic_client_is_ready_before_the_first_request():
     modules = ["anthropic", "anthropic.resources.messages", "httpcore2"]
     assert _probe("anthropic", "anthropic", modules) == "all loaded"
+
+
+def test_the_http_stack_loads_without_trio_which_lathes_asyncio_loop_never_uses():
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("trio") is None:
+        pytest.skip("trio is not installed here: nothing could load it")
+    code = _PROBE.format(kind="openai-compatible", sdk="httpx2", modules=["httpcore2"])
+    code += "\nprint('trio loaded' if 'trio' in sys.modules else 'no trio')\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["all", "loaded", "no", "trio"]

@@ -15,6 +15,7 @@ httpx2 is imported only when a client is built (on the warm-up thread, see
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -76,12 +77,28 @@ def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     the vendors' SDKs follow them."""
     import httpx2
 
+    _import_transport()
     return httpx2.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
         headers={"User-Agent": USER_AGENT, **headers},
         timeout=httpx2.Timeout(idle_s),
         follow_redirects=True,
     )
+
+
+def _import_transport() -> None:
+    """Import httpcore2 (the client's transport) without trio. httpcore2 imports trio
+    when it is installed, to serve callers running under trio: 0.1 s of CPU in every
+    lathe process, whose event loop is asyncio's. Hidden only while httpcore2 loads, and
+    only when nothing has loaded trio already; httpcore2 under asyncio never uses it."""
+    if "httpcore2" in sys.modules or "trio" in sys.modules:
+        return
+    sys.modules["trio"] = None  # type: ignore[assignment]  # its import now fails
+    try:
+        import httpcore2  # noqa: F401
+    finally:
+        if sys.modules.get("trio", 0) is None:
+            del sys.modules["trio"]
 
 
 async def post_streaming(client: Any, path: str, body: Mapping[str, Any] | bytes) -> Any:
