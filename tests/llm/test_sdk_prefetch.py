@@ -49,7 +49,8 @@ def test_the_http_stack_loads_without_trio_which_lathes_asyncio_loop_never_uses(
     if importlib.util.find_spec("trio") is None:
         pytest.skip("trio is not installed here: nothing could load it")
     code = _PROBE.format(kind="openai-compatible", sdk="httpx2", modules=["httpcore2"])
-    code += "\nprint('trio loaded' if 'trio' in sys.modules else 'no trio')\n"
+    # httpcore2 enters sys.modules when its import begins: give the warm-up time to end.
+    code += "\ntime.sleep(1)\nprint('trio loaded' if sys.modules.get('trio') else 'no trio')\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["all", "loaded", "no", "trio"]
