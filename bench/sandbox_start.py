@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from lathe.config.schema import PermissionsConfig
-from lathe.exec.bwrap import BubblewrapExecutor, check_bubblewrap, sandbox_argv
+from lathe.exec.bwrap import BubblewrapExecutor, bwrap_argv, check_bubblewrap
+from lathe.exec.view import sandbox_view
 from lathe.policy.rules import protected_patterns
 
 PROTECTED = protected_patterns(PermissionsConfig().protect)
@@ -48,7 +49,9 @@ def _argv_ms(
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
-        sandbox_argv("bwrap", root, root, network=False, deny_read=read, deny_write=write)
+        bwrap_argv(
+            "bwrap", sandbox_view(root, root, network=False, deny_read=read, deny_write=write)
+        )
         samples.append((time.perf_counter() - started) * 1000)
     return samples[0], statistics.median(samples[1:])
 

@@ -22,22 +22,16 @@ refuses, it never falls back to running the command unsandboxed.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
+from lathe.exec.base import ExecResult, SandboxStatus
 from lathe.exec.local import LocalExecutor
-from lathe.exec.view import (
-    SandboxView,
-    run_setting_aside,
-    sandbox_view,
-    unreadable_file,
-)
+from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
 _PROBE_TIMEOUT_S = 15.0
 _INSTALL_HINT = (
@@ -63,7 +57,7 @@ def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
             f"on PATH. {_INSTALL_HINT}",
         )
     with tempfile.TemporaryDirectory(prefix="lathe-probe-") as workspace:
-        argv = sandbox_argv(found, Path(workspace), Path(workspace), network=False)
+        argv = bwrap_argv(found, sandbox_view(Path(workspace), Path(workspace), network=False))
         try:
             probe = subprocess.run(
                 [*argv, "true"],
@@ -97,28 +91,6 @@ def _diagnosis(error: str) -> str:
     return _USERNS_HINT
 
 
-def sandbox_argv(
-    bwrap: str,
-    workspace: Path,
-    cwd: Path,
-    *,
-    network: bool,
-    read_only: Sequence[str] = (".git", ".lathe"),
-    deny_read: Sequence[str] = (),
-    deny_write: Sequence[str] = (),
-    home: Path | None = None,
-    extra_read_only: Sequence[Path] = (),
-    hide_git: bool = False,
-) -> list[str]:
-    """The bwrap argv up to (not including) the command to run, for the view
-    `lathe.exec.view.sandbox_view` gives with the same arguments."""
-    view = sandbox_view(
-        workspace, cwd, network=network, read_only=read_only, deny_read=deny_read,
-        deny_write=deny_write, home=home, extra_read_only=extra_read_only, hide_git=hide_git,
-    )  # fmt: skip
-    return bwrap_argv(bwrap, view)
-
-
 def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
     """`view` as bwrap mounts: the argv up to (not including) the command to run."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
@@ -150,82 +122,31 @@ def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
     return [*argv, "--"]
 
 
-class BubblewrapExecutor:
-    """An `Executor` (see `lathe.exec.base`) that runs every command in a bwrap sandbox.
+class BubblewrapExecutor(SandboxedExecutor):
+    """A `SandboxedExecutor` that runs every command in a bwrap sandbox; `bwrap` is the
+    program to run."""
 
-    `deny_read`: patterns (the dialect of `lathe.patterns`: ".env", "secrets/") whose
-    matches anywhere in the workspace are hidden inside the sandbox; `deny_write`: the
-    same, mounted read-only. `read_only`: workspace entries mounted read-only (pass () to
-    let commands commit). `hide_git`: hide the repository itself (when a denied file is
-    in its history, `git show` would reveal it).
-    The sandbox is probed on first use; when it cannot start, `run` raises
-    `ExecutorUnavailable` with the reason and the fix.
-    """
-
-    def __init__(
-        self,
-        workspace: Path,
-        *,
-        network: bool = False,
-        deny_read: Sequence[str] = (),
-        deny_write: Sequence[str] = (),
-        read_only: Sequence[str] = (".git", ".lathe"),
-        extra_read_only: Sequence[Path] = (),
-        bwrap: str = "bwrap",
-        env: Mapping[str, str] | None = None,
-        status: SandboxStatus | None = None,
-        hide_env: Sequence[str] = (),
-        keep_env: Sequence[str] = (),
-        hide_git: bool = False,
-    ) -> None:
-        self.workspace = Path(os.path.abspath(workspace))
-        self.network = network
-        self.deny_read = tuple(deny_read)
-        self.deny_write = tuple(deny_write)
-        self.read_only = tuple(read_only)
-        self.extra_read_only = tuple(extra_read_only)
-        self.hide_git = hide_git
+    def __init__(self, workspace: Path, *, bwrap: str = "bwrap", **rules: Any) -> None:
+        super().__init__(workspace, **rules)
         self._bwrap = bwrap
-        self._status = status
         # No supervisor: the PID namespace already holds the whole tree, ends with the
         # command, and --die-with-parent ends it with lathe.
         self._local = LocalExecutor(
-            self._argv, env=env, hide_env=hide_env, keep_env=keep_env, supervise=False
-        )
+            self._argv, env=self.env, hide_env=self.hide_env, keep_env=self.keep_env,
+            supervise=False,
+        )  # fmt: skip
 
-    @property
-    def status(self) -> SandboxStatus:
-        if self._status is None:
-            self._status = check_bubblewrap(self._bwrap)
-        return self._status
+    def _check(self) -> SandboxStatus:
+        return check_bubblewrap(self._bwrap)
 
     def _argv(self, command: str, cwd: Path) -> list[str]:
-        prefix = sandbox_argv(
-            self.status.binary or self._bwrap, self.workspace, cwd, network=self.network,
-            read_only=self.read_only, deny_read=self.deny_read, deny_write=self.deny_write,
-            extra_read_only=self.extra_read_only, hide_git=self.hide_git,
-        )  # fmt: skip
+        prefix = bwrap_argv(self.status.binary or self._bwrap, self.view(cwd))
         return [*prefix, "bash", "-c", command]
 
-    async def run(
-        self,
-        command: str,
-        *,
-        cwd: Path,
-        timeout: float,
-        max_output_bytes: int,
-        spill_dir: Path,
+    async def _run(
+        self, command: str, cwd: Path, timeout: float, max_output_bytes: int, spill_dir: Path
     ) -> ExecResult:
-        if self._status is None:  # the probe starts a process: keep it off the event loop
-            self._status = await asyncio.to_thread(check_bubblewrap, self._bwrap)
-        if not self._status.available:
-            raise ExecutorUnavailable(self._status.message)
-        return await run_setting_aside(
-            self.workspace,
-            self.deny_write,
-            spill_dir,
-            lambda: self._local.run(
-                command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
-                spill_dir=spill_dir,
-            ),
+        return await self._local.run(
+            command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+            spill_dir=spill_dir,
         )  # fmt: skip

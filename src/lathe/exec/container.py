@@ -32,13 +32,15 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
 from lathe.exec.local import NONINTERACTIVE_ENV, LocalExecutor
-from lathe.exec.view import SandboxView, run_setting_aside, sandbox_view, unreadable_file
+from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.view import SandboxView, unreadable_file
 
 _START_TIMEOUT_S = 120.0
 # The container's first process: it outlives every command, and reaps what they leave
@@ -136,37 +138,17 @@ def check_container(spec: ContainerSpec) -> SandboxStatus:
     )
 
 
-class ContainerExecutor:
-    """An `Executor` (see `lathe.exec.base`) running every command in one container.
+class ContainerExecutor(SandboxedExecutor):
+    """A `SandboxedExecutor` running every command in one container of `spec`. Of the
+    host-side options, `env` is added to each command's environment; `hide_env`,
+    `keep_env` and `extra_read_only` do not apply (the host's environment and folders
+    stay out). Call `aclose` at the end of the run to remove the container."""
 
-    `deny_read`, `deny_write`, `read_only` and `hide_git` mean what they mean for
-    `BubblewrapExecutor`; `env` is added to each command's environment. Call `aclose`
-    at the end of the run to remove the container."""
-
-    def __init__(
-        self,
-        workspace: Path,
-        spec: ContainerSpec,
-        *,
-        network: bool = False,
-        deny_read: Sequence[str] = (),
-        deny_write: Sequence[str] = (),
-        read_only: Sequence[str] = (".git", ".lathe"),
-        env: Mapping[str, str] | None = None,
-        status: SandboxStatus | None = None,
-        hide_git: bool = False,
-        **_ignored: object,  # the host-side options other sandboxes take (hide_env, ...)
-    ) -> None:
-        self.workspace = Path(os.path.abspath(workspace))
+    def __init__(self, workspace: Path, spec: ContainerSpec, **rules: Any) -> None:
+        super().__init__(workspace, **rules)
         self.spec = spec
-        self.network = network
-        self.deny_read = tuple(deny_read)
-        self.deny_write = tuple(deny_write)
-        self.read_only = tuple(read_only)
-        self.hide_git = hide_git
         self.name = f"lathe-{uuid.uuid4().hex[:12]}"
-        self._env = {**NONINTERACTIVE_ENV, "TMPDIR": "/tmp", **(env or {})}
-        self._status = status
+        self._command_env = {**NONINTERACTIVE_ENV, "TMPDIR": "/tmp", **self.env}
         self._launched = False  # a start was begun: the container may exist
         self._started = False
         self._mounted: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
@@ -175,11 +157,8 @@ class ContainerExecutor:
         # `_stop_strays` clears.
         self._local = LocalExecutor(self._exec_argv, env={}, supervise=False)
 
-    @property
-    def status(self) -> SandboxStatus:
-        if self._status is None:
-            self._status = check_container(self.spec)
-        return self._status
+    def _check(self) -> SandboxStatus:
+        return check_container(self.spec)
 
     async def run(
         self,
@@ -191,23 +170,26 @@ class ContainerExecutor:
         spill_dir: Path,
     ) -> ExecResult:
         async with self._one_at_a_time:
-            view = await asyncio.to_thread(self._view)
-            if self._started and self._mounted != (view.read_only, view.hidden):
-                await self.aclose()  # a path to protect or hide came or went: new mounts
-            if not self._started:
-                await asyncio.to_thread(self._start, view)
-            try:
-                return await run_setting_aside(
-                    self.workspace,
-                    self.deny_write,
-                    spill_dir,
-                    lambda: self._local.run(
-                        command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
-                        spill_dir=spill_dir,
-                    ),
-                )  # fmt: skip
-            finally:
-                await asyncio.shield(asyncio.to_thread(self._stop_strays))
+            return await super().run(
+                command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+                spill_dir=spill_dir,
+            )  # fmt: skip
+
+    async def _run(
+        self, command: str, cwd: Path, timeout: float, max_output_bytes: int, spill_dir: Path
+    ) -> ExecResult:
+        view = await asyncio.to_thread(self.view, self.workspace)
+        if self._started and self._mounted != (view.read_only, view.hidden):
+            await self.aclose()  # a path to protect or hide came or went: new mounts
+        if not self._started:
+            await asyncio.to_thread(self._start, view)
+        try:
+            return await self._local.run(
+                command, cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+                spill_dir=spill_dir,
+            )  # fmt: skip
+        finally:
+            await asyncio.shield(asyncio.to_thread(self._stop_strays))
 
     async def aclose(self) -> None:
         """Remove the container (and with it anything still running in it), also one
@@ -216,15 +198,7 @@ class ContainerExecutor:
             self._launched = self._started = False
             await asyncio.to_thread(self._engine, "rm", "--force", "--time", "0", self.name)
 
-    def _view(self) -> SandboxView:
-        return sandbox_view(
-            self.workspace, self.workspace, network=self.network, read_only=self.read_only,
-            deny_read=self.deny_read, deny_write=self.deny_write, hide_git=self.hide_git,
-        )  # fmt: skip
-
     def _start(self, view: SandboxView) -> None:
-        if not self.status.available:
-            raise ExecutorUnavailable(self.status.message)
         self._launched = True
         try:
             started = subprocess.run(
@@ -246,7 +220,7 @@ class ContainerExecutor:
         self._mounted = (view.read_only, view.hidden)
 
     def _exec_argv(self, command: str, cwd: Path) -> list[str]:
-        return exec_argv(self.spec, self.name, command, cwd, self._env)
+        return exec_argv(self.spec, self.name, command, cwd, self._command_env)
 
     def _stop_strays(self) -> None:
         """Kill every process of the command's user in the container but its keeper."""

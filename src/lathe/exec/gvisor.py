@@ -23,20 +23,20 @@ plain `ls`, Python, git and test runners work.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
+from lathe.exec.base import ExecResult, SandboxStatus
 from lathe.exec.local import LocalExecutor
-from lathe.exec.view import SandboxView, run_setting_aside, sandbox_view, unreadable_file
+from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
 _PROBE_TIMEOUT_S = 30.0
 _INSTALL_HINT = (
@@ -88,82 +88,32 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
     )
 
 
-class GvisorExecutor:
-    """An `Executor` (see `lathe.exec.base`) that runs every command under gVisor.
+class GvisorExecutor(SandboxedExecutor):
+    """A `SandboxedExecutor` that runs every command under gVisor; `runsc` is the
+    program to run."""
 
-    The arguments mean what they mean for `BubblewrapExecutor`: `deny_read` patterns are
-    hidden, `deny_write` ones read-only (and moved aside when a command creates one),
-    `read_only` workspace entries read-only, `hide_git` hides the repository. The
-    sandbox is probed on first use; when it cannot start, `run` raises
-    `ExecutorUnavailable` with the reason and the fix.
-    """
-
-    def __init__(
-        self,
-        workspace: Path,
-        *,
-        network: bool = False,
-        deny_read: Sequence[str] = (),
-        deny_write: Sequence[str] = (),
-        read_only: Sequence[str] = (".git", ".lathe"),
-        extra_read_only: Sequence[Path] = (),
-        runsc: str = "runsc",
-        env: Mapping[str, str] | None = None,
-        status: SandboxStatus | None = None,
-        hide_env: Sequence[str] = (),
-        keep_env: Sequence[str] = (),
-        hide_git: bool = False,
-    ) -> None:
-        self.workspace = Path(os.path.abspath(workspace))
-        self.network = network
-        self.deny_read = tuple(deny_read)
-        self.deny_write = tuple(deny_write)
-        self.read_only = tuple(read_only)
-        self.extra_read_only = tuple(extra_read_only)
-        self.hide_git = hide_git
+    def __init__(self, workspace: Path, *, runsc: str = "runsc", **rules: Any) -> None:
+        super().__init__(workspace, **rules)
         self._runsc = runsc
-        self._status = status
         # What the supervised executor runs is runsc; the "command" it is handed is the
         # bundle folder, which holds the real command (see `_argv`).
         self._local = LocalExecutor(
-            self._argv, env=env, hide_env=hide_env, keep_env=keep_env, supervise=True
-        )
+            self._argv, env=self.env, hide_env=self.hide_env, keep_env=self.keep_env,
+            supervise=True,
+        )  # fmt: skip
 
-    @property
-    def status(self) -> SandboxStatus:
-        if self._status is None:
-            self._status = check_gvisor(self._runsc)
-        return self._status
+    def _check(self) -> SandboxStatus:
+        return check_gvisor(self._runsc)
 
-    async def run(
-        self,
-        command: str,
-        *,
-        cwd: Path,
-        timeout: float,
-        max_output_bytes: int,
-        spill_dir: Path,
+    async def _run(
+        self, command: str, cwd: Path, timeout: float, max_output_bytes: int, spill_dir: Path
     ) -> ExecResult:
-        if self._status is None:  # the probe starts a sandbox: keep it off the event loop
-            self._status = await asyncio.to_thread(check_gvisor, self._runsc)
-        if not self._status.available:
-            raise ExecutorUnavailable(self._status.message)
         scratch = Path(tempfile.mkdtemp(prefix="lathe-gvisor-"))
         try:
-            view = sandbox_view(
-                self.workspace, cwd, network=self.network, read_only=self.read_only,
-                deny_read=self.deny_read, deny_write=self.deny_write,
-                extra_read_only=self.extra_read_only, hide_git=self.hide_git,
-            )  # fmt: skip
-            bundle = _write_bundle(scratch, view, command, self._local.environment())
-            return await run_setting_aside(
-                self.workspace,
-                self.deny_write,
-                spill_dir,
-                lambda: self._local.run(
-                    str(bundle), cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
-                    spill_dir=spill_dir,
-                ),
+            bundle = _write_bundle(scratch, self.view(cwd), command, self._local.environment())
+            return await self._local.run(
+                str(bundle), cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
+                spill_dir=spill_dir,
             )  # fmt: skip
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

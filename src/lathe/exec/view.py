@@ -9,23 +9,19 @@ a command may read or write.
 
 Deny patterns are matched against the workspace when the view is built, that is when a
 command starts: a file created later escapes them (the executors move aside what a
-command creates under an edit-denied name; see `set_aside`).
+command creates under an edit-denied name; see `lathe.exec.sandboxed`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
-import shutil
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.exec.base import ExecResult
 from lathe.patterns import compiled
 
 # Read-only from the home directory, so the usual toolchains work: interpreters and
@@ -157,49 +153,3 @@ def unreadable_file() -> Path:
     path.touch(mode=0)
     path.chmod(0)
     return path
-
-
-def set_aside(workspace: Path, created: Sequence[Path], spill_dir: Path) -> str:
-    """Move what a command created under a protected or edit-denied name out of the way
-    (a sandbox can mount only what exists, so such a path can be created but not kept),
-    and say so in the output. Moved, not deleted: nothing the command wrote is lost."""
-    folder = spill_dir / "set-aside" / time.strftime("%Y%m%d-%H%M%S")
-    moved, failed = [], []
-    for path in created:
-        relative = path.relative_to(workspace)
-        target = folder / relative
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(path), str(target))
-        except OSError as exc:
-            failed.append(f"{relative} ({exc.strerror or exc})")
-        else:
-            moved.append(str(relative))
-    lines = []
-    if moved:
-        lines.append(
-            f"[lathe: this command created {', '.join(moved)}, which may change only with "
-            f"the user's approval (a protected path, or one an edit rule denies), so lathe "
-            f"moved it to {folder}]"
-        )
-    if failed:
-        lines.append(f"[lathe: could not move away {', '.join(failed)}]")
-    return "\n" + "\n".join(lines) + "\n"
-
-
-async def run_setting_aside(
-    workspace: Path,
-    deny_write: Sequence[str],
-    spill_dir: Path,
-    run: Callable[[], Awaitable[ExecResult]],
-) -> ExecResult:
-    """`run()`, then move aside what it created under an edit-denied name (`set_aside`),
-    with a note appended to its output."""
-    guarded = compiled(tuple(deny_write))
-    before = set(guarded.existing(workspace))
-    result = await run()
-    created = [path for path in guarded.existing(workspace) if path not in before]
-    if not created:
-        return result
-    note = set_aside(workspace, created, spill_dir)
-    return dataclasses.replace(result, output=result.output + note)
