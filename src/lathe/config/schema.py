@@ -14,9 +14,9 @@ import itertools
 import math
 import re
 import textwrap
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from lathe.config import catalog
 from lathe.config.secrets import ENV_NAME, looks_like_secret, refuse_literal_secrets
@@ -76,6 +76,17 @@ def parse_dollars(value: object) -> float:
     if amount is None or not 0 < amount < math.inf:
         raise ValueError(problem)
     return amount
+
+
+def _unless_unset(parse):  # type: ignore[no-untyped-def]
+    """A validator applying `parse` to a value that is set (None stays None)."""
+    return BeforeValidator(lambda value: None if value is None else parse(value))
+
+
+# Budget values, as the config and the flags take them ("50k", "10m", "$2").
+Tokens = Annotated[int | None, _unless_unset(parse_tokens)]
+Duration = Annotated[float | None, _unless_unset(parse_duration)]
+Dollars = Annotated[float | None, _unless_unset(parse_dollars)]
 
 
 def _number(value: object) -> float | None:
@@ -259,26 +270,16 @@ class AgentsConfig(Section):
     max_turns: int = Field(default=30, gt=0)
     """Most model turns of one child before it stops with status out_of_budget."""
 
-    max_tokens: int | None = Field(default=None, examples=["200k"])
+    max_tokens: Tokens = Field(default=None, examples=["200k"])
     """Most tokens one child may use, like agent.max_tokens for a run; unset: no limit
     of its own."""
 
-    timeout: float | None = Field(default=None, examples=["10m"])
+    timeout: Duration = Field(default=None, examples=["10m"])
     """Most wall time one child may take, like agent.timeout; unset: no limit of its own."""
 
-    max_total_tokens: int | None = Field(default=None, examples=["1M"])
+    max_total_tokens: Tokens = Field(default=None, examples=["1M"])
     """Tokens all the children of a run may use together; once spent, a task call
     starts no child and the model is told to do the rest itself. Unset: no limit."""
-
-    @field_validator("max_tokens", "max_total_tokens", mode="before")
-    @classmethod
-    def _tokens(cls, value: object) -> int | None:
-        return None if value is None else parse_tokens(value)
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _duration(cls, value: object) -> float | None:
-        return None if value is None else parse_duration(value)
 
 
 class AgentConfig(Section):
@@ -315,37 +316,22 @@ class AgentConfig(Section):
     """The same tool call with the same arguments this many times in a row is a stall:
     the model is nudged once, then the run stops with status stuck."""
 
-    max_cost_usd: float | None = Field(default=None, examples=[1.0])
+    max_cost_usd: Dollars = Field(default=None, examples=[1.0])
     """Most US dollars one run may spend on model replies, at the catalog prices; once
     reached, the run stops with status out_of_budget before its next request (resume it
     with `lathe run --continue` and a larger budget). Needs a model with prices. Unset:
     no limit."""
 
-    max_tokens: int | None = Field(default=None, examples=[200_000])
+    max_tokens: Tokens = Field(default=None, examples=[200_000])
     """Most tokens one run may use (input, output and cache, over all its replies), as
     a number or like "50k"; once reached, the run stops with status out_of_budget before
     its next request. Unset: no limit."""
 
-    timeout: float | None = Field(default=None, examples=["30m"])
+    timeout: Duration = Field(default=None, examples=["30m"])
     """Most wall time one run may take, like "90s", "10m", "1h30m" or plain seconds; it
     cuts a reply still streaming or a command still running, and the run stops with
     status out_of_budget. The attempts of one `lathe run --attempts N` share these
     three budgets. Unset: no limit."""
-
-    @field_validator("max_cost_usd", mode="before")
-    @classmethod
-    def _dollars(cls, value: object) -> float | None:
-        return None if value is None else parse_dollars(value)
-
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _tokens(cls, value: object) -> int | None:
-        return None if value is None else parse_tokens(value)
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _duration(cls, value: object) -> float | None:
-        return None if value is None else parse_duration(value)
 
 
 class RetryConfig(Section):
