@@ -14,6 +14,20 @@ from lathe.exec.container import ContainerSpec
 ENGINES = ("bubblewrap", "gvisor", "container")
 
 
+def configured_sandbox(config: Any) -> tuple[str, ContainerSpec | None]:
+    """The sandbox a `lathe.config.schema.Config` chooses (`permissions.sandbox.engine`),
+    and for the container sandbox the spec its [container] table gives."""
+    engine = config.permissions.sandbox.engine
+    if engine != "container":
+        return engine, None
+    table = config.container
+    spec = ContainerSpec(
+        engine=table.engine, image=table.image, rootfs=table.rootfs,
+        engine_args=tuple(table.engine_args),
+    )  # fmt: skip
+    return engine, spec
+
+
 @functools.lru_cache(maxsize=8)
 def sandbox_status(engine: str, container: ContainerSpec | None = None) -> SandboxStatus:
     """Whether `engine` can start commands here, probed once per process."""

@@ -386,13 +386,10 @@ def _gvisor_check(*, chosen: bool) -> Check:
 def _container_check(loaded) -> Check:
     """Whether the [container] table's engine starts its container here."""
     from lathe.exec.container import ContainerSpec, check_container
+    from lathe.exec.sandboxes import configured_sandbox
 
-    table = loaded.config.container
-    spec = ContainerSpec(
-        engine=table.engine, image=table.image, rootfs=table.rootfs,
-        engine_args=tuple(table.engine_args),
-    )  # fmt: skip
-    status = check_container(spec)
+    _, spec = configured_sandbox(loaded.config)
+    status = check_container(spec or ContainerSpec())
     if status.available:
         return Check("ok", "container", status.message)
     return Check(

@@ -99,10 +99,9 @@ def build_safety(
     if config.executor is not None:
         executor = _plugin_executor(config.executor, setup.workspace, hidden, keep)
     elif mode in (Mode.ASK, Mode.AUTO):
-        from lathe.exec.sandboxes import sandbox_status, sandboxed_executor
+        from lathe.exec.sandboxes import configured_sandbox, sandbox_status, sandboxed_executor
 
-        engine = config.sandbox.engine
-        container = container_spec(setup) if engine == "container" else None
+        engine, container = configured_sandbox(setup.loaded.config)
         status = sandbox_status(engine, container)
         if status.available:
             executor = sandboxed_executor(
@@ -170,17 +169,6 @@ def build_safety(
     return Safety(
         executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks,
         closers=closers,
-    )  # fmt: skip
-
-
-def container_spec(setup: RunSetup):
-    """The [container] table as the container sandbox's `ContainerSpec`."""
-    from lathe.exec.container import ContainerSpec
-
-    table = setup.loaded.config.container
-    return ContainerSpec(
-        engine=table.engine, image=table.image, rootfs=table.rootfs,
-        engine_args=tuple(table.engine_args),
     )  # fmt: skip
 
 

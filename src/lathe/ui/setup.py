@@ -147,18 +147,9 @@ def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
     """Whether commands (the verify command among them) will run in the sandbox."""
     if effective_approval(loaded, headless=options.headless) not in ("ask", "auto"):
         return False
-    from lathe.exec.container import ContainerSpec
-    from lathe.exec.sandboxes import sandbox_status
+    from lathe.exec.sandboxes import configured_sandbox, sandbox_status
 
-    engine = loaded.config.permissions.sandbox.engine
-    if engine != "container":
-        return sandbox_status(engine).available
-    table = loaded.config.container
-    spec = ContainerSpec(
-        engine=table.engine, image=table.image, rootfs=table.rootfs,
-        engine_args=tuple(table.engine_args),
-    )  # fmt: skip
-    return sandbox_status(engine, spec).available
+    return sandbox_status(*configured_sandbox(loaded.config)).available
 
 
 def _is_local(name: str) -> bool:
