@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,15 +50,21 @@ class _Family:
     merging lock (merges and worktree creations one at a time), the slots
     (`agents.max_parallel` children at once in the whole tree), the tokens spent
     (`agents.max_total_tokens` over the whole tree), the workspace the sessions and
-    patches are filed under, and the profiles found there."""
+    patches are filed under, and the profiles found there (looked for once the task
+    tool is offered, not at the start of every run)."""
 
     config: AgentsConfig
     home: Path
     root: Path
-    profiles: Profiles
-    slots: asyncio.Semaphore
     merging: asyncio.Lock = field(default_factory=asyncio.Lock)
     spent: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self.slots = asyncio.Semaphore(self.config.max_parallel)
+
+    @functools.cached_property
+    def profiles(self) -> Profiles:
+        return find_profiles(self.root)
 
 
 class LocalChildren:
@@ -76,11 +83,13 @@ class LocalChildren:
         *,
         parent_session_id: Callable[[], str] | str,
         checkpoints,
-        home: Path,
+        home: Path | None = None,
         depth: int = 0,
         family: _Family | None = None,
         allowed_tools: frozenset[str] | None = None,
     ) -> None:
+        """`home`: lathe's data dir, for a user's run; a child's run shares its
+        parent's `family` instead."""
         self._setup = setup
         self._provider = provider
         self._redactor = redactor
@@ -91,14 +100,10 @@ class LocalChildren:
         self._checkpoints = checkpoints
         self._depth = depth
         self._allowed = allowed_tools
-        config = setup.loaded.config.agents
-        self._family = family or _Family(
-            config=config,
-            home=home,
-            root=setup.workspace,
-            profiles=find_profiles(setup.workspace),
-            slots=asyncio.Semaphore(config.max_parallel),
-        )
+        if family is None:
+            assert home is not None, "a user's run names lathe's data dir"
+            family = _Family(config=setup.loaded.config.agents, home=home, root=setup.workspace)
+        self._family = family
 
     def offered(self) -> bool:
         """Whether this run may start children at all: its model's profile, the depth
@@ -165,7 +170,6 @@ class _Child:
         self.parent = parent
         self.request = request
         self.profile = profile
-        self.read_only = profile.read_only
         self.tree: Worktree | None = None
         self.session = None
         self.finished: RunFinished | None = None
@@ -186,7 +190,7 @@ class _Child:
         )
         try:
             try:
-                if not self.read_only:
+                if not self.profile.read_only:
                     async with family.merging:  # never from a half-applied sibling patch
                         self.tree = await asyncio.to_thread(
                             create_worktree, setup.workspace, family.home, self.session.id
@@ -218,11 +222,11 @@ class _Child:
                 child_setup, session, approver=None, emit=observer, start_mcp=False
             )
             tools = self._tools(safety.tools)
-            if not self.read_only:
+            if not self.profile.read_only:
                 LocalChildren(
                     child_setup, parent._provider, parent._redactor, observer,
-                    parent_session_id=session.id, checkpoints=None, home=parent._family.home,
-                    depth=parent._depth + 1, family=parent._family,
+                    parent_session_id=session.id, checkpoints=None, depth=parent._depth + 1,
+                    family=parent._family,
                     allowed_tools=self._allowed_below(),
                 ).register(tools)  # fmt: skip
             recorder = SessionRecorder(session)
@@ -260,7 +264,7 @@ class _Child:
         allowed = self._allowed_below()
         kept = [tools.get(name) for name in tools.names() if allowed is None or name in allowed]
         return ToolRegistry(
-            [t for t in kept if t is not None and (t.read_only or not self.read_only)]
+            [t for t in kept if t is not None and (t.read_only or not self.profile.read_only)]
         )
 
     def _provider(self, child_setup: RunSetup):
@@ -281,7 +285,7 @@ class _Child:
         config = loaded.config
         profile = self.profile
         approval = stricter_approval(setup.approval, profile.approval)
-        if self.read_only:
+        if self.profile.read_only:
             approval = "read-only"
         child_config = config.model_copy(
             update={
@@ -290,10 +294,7 @@ class _Child:
                     update={
                         "max_turns": profile.max_turns or config.agents.max_turns,
                         "max_tokens": config.agents.max_tokens,
-                        "timeout": config.agents.timeout,
-                        # A child's replies count against no run's cost: its own
-                        # cap is the user's, never none.
-                        "max_cost_usd": config.agent.max_cost_usd,
+                        "timeout": config.agents.timeout,  # its cost cap: the user's
                         "verify": None,
                         "attempts": 1,
                     }
