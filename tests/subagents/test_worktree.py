@@ -11,8 +11,7 @@ import pytest
 
 from lathe.subagents.worktree import (
     apply_patch,
-    changed_files,
-    child_patch,
+    child_changes,
     create_worktree,
     remove_worktree,
 )
@@ -61,7 +60,7 @@ def test_the_child_sees_head_plus_the_parents_uncommitted_and_untracked_files(
     assert (tree.path / "new.py").read_text() == "NEW = 1\n"
     assert not (tree.path / "gone.txt").exists()
     assert not (tree.path / "build").exists()
-    assert child_patch(tree) == b""  # the parent's state is the base, not a change
+    assert child_changes(tree).patch == b""  # the parent's state is the base, not a change
     assert _repository_state(repo) == before  # nothing written into the user's .git
 
 
@@ -72,8 +71,8 @@ def test_the_childs_changes_come_back_as_one_patch(repo: Path, tmp_path: Path) -
     (tree.path / "gone.txt").unlink()
     (tree.path / "logo.bin").write_bytes(bytes(range(256)))
 
-    stats = {s.path: (s.added, s.deleted) for s in changed_files(tree)}
-    outcome = apply_patch(repo, child_patch(tree), tmp_path / "patches" / "child-1.patch")
+    stats = {s.path: (s.added, s.deleted) for s in child_changes(tree).files}
+    outcome = apply_patch(repo, child_changes(tree).patch, tmp_path / "patches" / "child-1.patch")
 
     assert stats == {
         "app.py": (1, 1), "added.txt": (2, 0), "gone.txt": (0, 1), "logo.bin": (None, None),
@@ -98,8 +97,8 @@ def test_a_patch_that_no_longer_applies_is_kept_and_changes_nothing(
     (second.path / "app.py").write_text("def f():\n    return 20\n")
     (second.path / "side.txt").write_text("from the second\n")
 
-    landed = apply_patch(repo, child_patch(first), tmp_path / "p" / "first.patch")
-    conflict = apply_patch(repo, child_patch(second), tmp_path / "p" / "second.patch")
+    landed = apply_patch(repo, child_changes(first).patch, tmp_path / "p" / "first.patch")
+    conflict = apply_patch(repo, child_changes(second).patch, tmp_path / "p" / "second.patch")
 
     assert landed.applied and not conflict.applied
     assert "app.py" in conflict.reason
@@ -128,7 +127,7 @@ def test_worktrees_created_at_once_are_each_whole_and_apart(repo: Path, tmp_path
     assert len({t.path for t in trees}) == 4
     for tree in trees:
         assert (tree.path / "app.py").read_text() == "def f():\n    return 5\n"
-        assert child_patch(tree) == b""
+        assert child_changes(tree).patch == b""
 
 
 def test_a_folder_without_git_gets_a_copy_and_its_changes_back(tmp_path: Path) -> None:
@@ -140,7 +139,7 @@ def test_a_folder_without_git_gets_a_copy_and_its_changes_back(tmp_path: Path) -
     tree = create_worktree(plain, tmp_path / "home", "child")
     (tree.path / "src" / "m.py").write_text("X = 2\n")
     (tree.path / "run.log").write_text("kept\n")
-    outcome = apply_patch(plain, child_patch(tree), tmp_path / "child.patch")
+    outcome = apply_patch(plain, child_changes(tree).patch, tmp_path / "child.patch")
 
     assert outcome.applied, outcome.reason
     assert (plain / "src" / "m.py").read_text() == "X = 2\n"

@@ -9,7 +9,8 @@ whose first commit, `base`, is that state, so the child's changes are exactly th
 difference from `base`. Nothing is written into the user's `.git`: no worktree metadata,
 no refs, no config. Creations for one workspace are serialised by a lock.
 
-`child_patch` is that difference as a binary git patch; `apply_patch` lands it in the
+`child_changes` is that difference, as files with line counts and as a binary git
+patch; `apply_patch` lands it in the
 parent's workspace only when it applies cleanly as a whole (`git apply --check` first),
 and otherwise leaves the workspace as it was and keeps the patch file for the user.
 """
@@ -88,29 +89,33 @@ def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
     return Worktree(path=destination, base=base, source=workspace)
 
 
-def child_patch(tree: Worktree) -> bytes:
-    """What the child changed since `base`, as a binary patch (b"" when nothing)."""
-    _stage_everything(tree)
-    return _git(tree.path, "diff", "--cached", "--binary", "--no-renames", tree.base)
+@dataclass(frozen=True)
+class Changes:
+    """What a child changed since `base`: the files with line counts, and all of it as a
+    binary patch (b"" when nothing)."""
+
+    files: tuple[FileStat, ...]
+    patch: bytes
 
 
-def changed_files(tree: Worktree) -> list[FileStat]:
-    """The files the child changed since `base`, with line counts."""
+def child_changes(tree: Worktree) -> Changes:
+    """The child's changes, everything in its folder staged once."""
     _stage_everything(tree)
-    out = _git(tree.path, "diff", "--cached", "--numstat", "--no-renames", "-z", tree.base)
-    stats = []
-    for record in out.decode("utf-8", "surrogateescape").split("\0"):
+    counts = _git(tree.path, "diff", "--cached", "--numstat", "--no-renames", "-z", tree.base)
+    files = []
+    for record in counts.decode("utf-8", "surrogateescape").split("\0"):
         if not record:
             continue
         added, deleted, path = record.split("\t", 2)
-        stats.append(
+        files.append(
             FileStat(
                 path=path,
                 added=None if added == "-" else int(added),
                 deleted=None if deleted == "-" else int(deleted),
             )
         )
-    return stats
+    patch = _git(tree.path, "diff", "--cached", "--binary", "--no-renames", tree.base)
+    return Changes(tuple(files), patch)
 
 
 def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:
@@ -138,8 +143,8 @@ def _repository_head(workspace: Path) -> str | None:
     """The HEAD commit when `workspace` is the top level of a git repository with at
     least one commit; None otherwise (a copy is made instead)."""
     try:
-        top = _git(workspace, "rev-parse", "--show-toplevel", git_dir=None).decode().strip()
-        head = _git(workspace, "rev-parse", "--verify", "HEAD", git_dir=None).decode().strip()
+        top = _git(workspace, "rev-parse", "--show-toplevel", own=False).decode().strip()
+        head = _git(workspace, "rev-parse", "--verify", "HEAD", own=False).decode().strip()
     except LatheError:
         return None
     return head if Path(top).resolve() == workspace else None
@@ -147,13 +152,13 @@ def _repository_head(workspace: Path) -> str | None:
 
 def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
     _git(workspace, "clone", "--quiet", "--local", "--no-checkout", ".", str(destination),
-         git_dir=None)  # fmt: skip
+         own=False)  # fmt: skip
     _git(destination, "checkout", "--quiet", "--detach", head)
-    uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", git_dir=None)
+    uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", own=False)
     if uncommitted:
         _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
     listing = _git(workspace, *_user_ignores(), "ls-files", "--others", "--exclude-standard",
-                   "-z", git_dir=None)  # fmt: skip
+                   "-z", own=False)  # fmt: skip
     for relative in listing.decode("utf-8", "surrogateescape").split("\0"):
         if not relative:
             continue
@@ -210,16 +215,13 @@ def _apply(workspace: Path, patch_file: Path, *extra: str) -> subprocess.Complet
     )
 
 
-def _git(
-    cwd: Path, *args: str, feed: bytes | None = None, git_dir: Path | str | None = "own"
-) -> bytes:
-    """Run git in `cwd`; `git_dir` "own" (the default) pins it to `cwd`'s `.git`, None
-    lets git find the repository as usual (the parent's)."""
-    own = cwd / ".git" if git_dir == "own" else None
+def _git(cwd: Path, *args: str, feed: bytes | None = None, own: bool = True) -> bytes:
+    """Run git in `cwd`: pinned to `cwd`'s own `.git` (a child's folder), or with `own`
+    False found as git finds it (the parent's repository)."""
     # Hooks are looked for under a folder that cannot exist: none ever runs.
     env = isolated_git_environment(None, Path(os.devnull))
-    if own is not None:
-        env["GIT_DIR"], env["GIT_WORK_TREE"] = str(own), str(cwd)
+    if own:
+        env["GIT_DIR"], env["GIT_WORK_TREE"] = str(cwd / ".git"), str(cwd)
     try:
         proc = subprocess.run(
             ["git", *args],

@@ -34,8 +34,7 @@ from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
     Worktree,
     apply_patch,
-    changed_files,
-    child_patch,
+    child_changes,
     create_worktree,
     remove_worktree,
 )
@@ -350,8 +349,8 @@ class _Child:
         self.session.append(
             RunEndEntry(status=RunStatus.INTERRUPTED.value, turns=0, reason="the parent stopped")
         )
-        if self.merged is None:
-            await asyncio.to_thread(self._keep_patch)
+        if self.tree is not None and self.merged is None:
+            await asyncio.to_thread(lambda: self._keep(child_changes(self.tree).patch))
 
     async def _failed(self, exc: Exception) -> ChildResult:
         """lathe failed around the child: an error, with what it changed kept as a
@@ -360,8 +359,8 @@ class _Child:
         files, merge = (), None
         if self.tree is not None and self.merged is None:
             try:
-                files = tuple(await asyncio.to_thread(changed_files, self.tree))
-                kept = await asyncio.to_thread(self._keep_patch)
+                changes = await asyncio.to_thread(child_changes, self.tree)
+                files, kept = changes.files, await asyncio.to_thread(self._keep, changes.patch)
             except Exception:  # the worktree itself is broken: nothing more to save
                 kept = None
             if kept is not None:
@@ -377,11 +376,8 @@ class _Child:
             session_path=self.session.path,
         )
 
-    def _keep_patch(self) -> Path | None:
-        """The child's changes written to its patch file; None when it changed nothing."""
-        if self.tree is None:
-            return None
-        patch = child_patch(self.tree)
+    def _keep(self, patch: bytes) -> Path | None:
+        """`patch` written to the child's patch file; None when it changed nothing."""
         if not patch:
             return None
         target = self._patch_file()
@@ -393,9 +389,10 @@ class _Child:
         assert finished is not None and self.session is not None
         files, merge = (), None
         if self.tree is not None:
-            files = tuple(await asyncio.to_thread(changed_files, self.tree))
+            changes = await asyncio.to_thread(child_changes, self.tree)
+            files = changes.files
             if files:
-                merge = await self._merge()
+                merge = await self._merge(changes.patch)
         answer, answer_file = capped_answer(
             finished.answer, self.session.path.with_suffix(".answer.md")
         )
@@ -415,7 +412,7 @@ class _Child:
             session_path=self.session.path,
         )
 
-    async def _merge(self) -> Merge:
+    async def _merge(self, patch: bytes) -> Merge:
         """The child's changes into the parent's workspace, one merge at a time. Once
         begun, a merge runs to its end even if the run is stopped meanwhile (a
         checkpoint before, the patch whole or not at all, a checkpoint of the result),
@@ -425,7 +422,7 @@ class _Child:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise asyncio.CancelledError
-            job = asyncio.ensure_future(asyncio.to_thread(self._merge_now))
+            job = asyncio.ensure_future(asyncio.to_thread(self._merge_now, patch))
             try:
                 self.merged = await asyncio.shield(job)
             except asyncio.CancelledError:
@@ -433,10 +430,9 @@ class _Child:
                 raise
             return self.merged
 
-    def _merge_now(self) -> Merge:
-        assert self.tree is not None and self.session is not None
+    def _merge_now(self, patch: bytes) -> Merge:
+        assert self.session is not None
         parent = self.parent
-        patch = child_patch(self.tree)
         checkpoints = parent._checkpoints
         label = f"subagent {self.session.id}: {self.request.description}"
         if checkpoints is not None:
