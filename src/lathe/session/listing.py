@@ -34,6 +34,7 @@ class SessionSummary:
     tokens: int  # input + output tokens over every assistant message in the file
     status: str  # "running" (locked), the last run's status, or "unfinished" (crashed)
     parent_session: str | None = None
+    parent_call: str | None = None  # a subagent's: the parent's task call (else a fork)
 
 
 def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
@@ -66,6 +67,7 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
         tokens=cached["tokens"],
         status="running" if is_locked(path) else cached["ended"],
         parent_session=cached["parent_session"],
+        parent_call=cached.get("parent_call"),  # not in an index written before it
     )
 
 

@@ -54,6 +54,7 @@ def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:
         "created": header.created.isoformat(),
         "cwd": header.cwd,
         "parent_session": header.parent_session,
+        "parent_call": header.parent_call,
         **_counts(entries),
         "ended": _ended_status(entries),
     }

@@ -140,8 +140,6 @@ def show(session_id: str) -> None:
 def _family(session: Session) -> str:
     """Where a subagent's session comes from, and the subagents and forks a session
     started: the tree `show` ends with ("" when there is none)."""
-    import json
-
     from lathe.home import lathe_home
     from lathe.session import listing
 
@@ -156,12 +154,7 @@ def _family(session: Session) -> str:
         s for s in listing.list_sessions(root, Path(header.cwd)) if s.parent_session == header.id
     ]
     for summary in sorted(started, key=lambda s: s.created):
-        try:
-            with summary.path.open(encoding="utf-8") as file:
-                first = json.loads(file.readline())
-        except (OSError, ValueError):
-            first = {}
-        call = first.get("parent_call")
+        call = summary.parent_call
         what = f"subagent for call {call}" if call else "fork"
         lines.append(
             f"  {summary.id}  {what}  {summary.status}, {summary.turns} turns  "

@@ -179,7 +179,9 @@ class Links(AgentHooks):
         """The subagents this session started, or the transcript of one of them."""
         current = self.session.id if self.session is not None else None
         children = [
-            s for s in self.store.list(self.workspace) if current and s.parent_session == current
+            s
+            for s in self.store.list(self.workspace)
+            if current and s.parent_session == current and s.parent_call
         ]
         if child_id is None:
             if not children:
