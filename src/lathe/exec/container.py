@@ -59,6 +59,11 @@ class ContainerSpec:
     rootfs: str | None = None
     engine_args: tuple[str, ...] = ()
 
+    def root(self) -> list[str]:
+        """What `ENGINE run` takes as the container's root: the image, or the root
+        folder through an overlay."""
+        return ["--rootfs", f"{self.rootfs}:O"] if self.rootfs is not None else [str(self.image)]
+
     def problem(self) -> str | None:
         """What makes this spec unusable, in words; None when it can be tried."""
         if self.engine not in ("docker", "podman"):
@@ -91,7 +96,7 @@ def container_argv(spec: ContainerSpec, name: str, view: SandboxView) -> list[st
         else:
             argv += ["--volume", f"{unreadable_file()}:{path}:ro"]
     argv += ["--workdir", str(view.workspace)]
-    root = ["--rootfs", f"{spec.rootfs}:O"] if spec.rootfs is not None else [str(spec.image)]
+    root = spec.root()
     return [*argv, *root, *_KEEPER]
 
 
@@ -118,7 +123,7 @@ def check_container(spec: ContainerSpec) -> SandboxStatus:
             f"PATH. Install it (e.g. `sudo apt-get install {_package(spec.engine)}`) or "
             "choose another sandbox (`--sandbox bubblewrap`).",
         )
-    root = ["--rootfs", f"{spec.rootfs}:O"] if spec.rootfs is not None else [str(spec.image)]
+    root = spec.root()
     argv = [found, *spec.engine_args, "run", "--rm", "--network", "none", *root, "true"]
     try:
         probe = subprocess.run(
