@@ -234,6 +234,44 @@ class AttemptStarted(_Event):
     """Files changed by someone else during the last attempt: left as they are."""
 
 
+class Queued(_Event):
+    """A command or a model call waits for a slot: the service bounds how many run at once
+    across its sessions (`serve.max_commands`, `serve.max_model_calls`). It starts once
+    one frees; nothing fails for the wait."""
+
+    type: Literal["queued"] = "queued"
+    what: Literal["command", "model_call"]
+    waiting: int  # how many wait for a slot of this kind, this one included
+    limit: int  # how many may run at once
+
+
+class ApprovalRequested(_Event):
+    """A call waits for a person's answer (the service, where the answer comes over HTTP
+    or from the web page). The pending approval is also an entry of the session file, so it
+    outlives a restart of the server."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str  # why it needs a person
+    key: str  # what "always" would remember, e.g. "bash(npm test)"
+    preview: str = ""  # the exact command, or the diff the call would make
+    timeout_s: float | None = None  # denied after this long (an unattended session)
+
+
+class ApprovalResolved(_Event):
+    """A pending approval was answered: by a person (`once`, `always`, `deny`), or denied
+    because nobody answered in time (`by` = "timeout")."""
+
+    type: Literal["approval_resolved"] = "approval_resolved"
+    approval_id: str
+    choice: Literal["once", "always", "deny"]
+    reason: str = ""
+    by: Literal["user", "timeout"] = "user"
+
+
 class ChildEvent(_Event):
     """An event of a child agent (the `task` tool's), in the parent's stream: which
     child (`child_id`, its session id), the parent's call that started it
@@ -263,6 +301,9 @@ AgentEvent = Annotated[
     | VerifyStarted
     | VerifyFinished
     | RunFinished
+    | Queued
+    | ApprovalRequested
+    | ApprovalResolved
     | ChildEvent,
     Field(discriminator="type"),
 ]
