@@ -119,6 +119,9 @@ class ToolRunner:
             )
             return error, False
         hooks = self._deps.hooks
+        # Each call runs in a task of its own: set, never reset. Set before the hooks so
+        # an approver can tell which call it is asked about.
+        CURRENT_CALL.set(item.call.id)
         verdict = await hooks.before_tool(item.tool.name, arguments)
         params = item.params
         if isinstance(verdict, ToolOutput):
@@ -133,7 +136,6 @@ class ToolRunner:
                 return bad, False
             arguments = verdict
         self.running.add(item.call.id)
-        CURRENT_CALL.set(item.call.id)  # each call runs in a task of its own: no reset
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
         except ToolError as exc:

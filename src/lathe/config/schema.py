@@ -282,6 +282,18 @@ class AgentsConfig(Section):
     starts no child and the model is told to do the rest itself. Unset: no limit."""
 
 
+class ServeConfig(Section):
+    """`lathe serve`: the limits shared by all the sessions one server runs."""
+
+    max_commands: int | None = Field(default=None, gt=0)
+    """Commands running at once across every session (unset: the machine's core count);
+    a command beyond it waits, with a `queued` event, for one to end."""
+
+    max_model_calls: int = Field(default=8, gt=0)
+    """Model requests in flight at once to one endpoint (a provider and base URL)
+    across every session; a request beyond it waits, with a `queued` event."""
+
+
 class AgentConfig(Section):
     """How a run proceeds and when it stops."""
 
@@ -695,6 +707,8 @@ class Config(Section):
 
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     """Subagents: the task tool's children."""
+    serve: ServeConfig = Field(default_factory=ServeConfig)
+    """`lathe serve`: limits shared by all of a server's sessions."""
 
     container: ContainerConfig = Field(default_factory=ContainerConfig)
     """The container of the container sandbox."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
@@ -129,6 +129,34 @@ class ApprovalEntry(BaseEntry):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class ApprovalRequestEntry(BaseEntry):
+    """A call waiting for a person's answer (a session the service runs). It stays
+    pending until an `approval_answer` entry with the same `approval_id` follows: a
+    server that restarts lists it again, and answering it then runs the paused call."""
+
+    type: Literal["approval_request"] = "approval_request"
+    approval_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    key: str
+    preview: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class ApprovalAnswerEntry(BaseEntry):
+    """The answer to an `approval_request`: by a person, or a denial because an
+    unattended session's wait ran out (`by` = "timeout")."""
+
+    type: Literal["approval_answer"] = "approval_answer"
+    approval_id: str
+    choice: Literal["once", "always", "deny"]
+    reason: str = ""
+    by: Literal["user", "timeout"] = "user"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class RunEndEntry(BaseEntry):
     """How one run over this session ended; `status` is a `lathe.events.RunStatus` value.
 
@@ -150,6 +178,8 @@ Entry = Annotated[
     | ModelChangeEntry
     | LabelEntry
     | ApprovalEntry
+    | ApprovalRequestEntry
+    | ApprovalAnswerEntry
     | RunEndEntry,
     Field(discriminator="type"),
 ]

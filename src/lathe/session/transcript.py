@@ -18,7 +18,9 @@ from typing import assert_never
 from lathe.plural import plural
 from lathe.session.entries import (
     ENTRY_ADAPTER,
+    ApprovalAnswerEntry,
     ApprovalEntry,
+    ApprovalRequestEntry,
     CheckpointEntry,
     CompactionEntry,
     Entry,
@@ -83,6 +85,11 @@ def _event_line(entry: Entry, checkpoints: Mapping[str, int]) -> str | None:
         case ApprovalEntry():
             decision = "revoked" if entry.decision == "revoke" else entry.decision
             return f"[approval: {entry.rule} → {decision}]"
+        case ApprovalRequestEntry():
+            return f"[approval asked {entry.approval_id}: {entry.key} ({entry.reason})]"
+        case ApprovalAnswerEntry():
+            by = " (nobody answered in time)" if entry.by == "timeout" else ""
+            return f"[approval {entry.approval_id} → {entry.choice}{by}]"
         case RunEndEntry():
             reason = f": {entry.reason}" if entry.reason else ""
             return (

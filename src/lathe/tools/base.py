@@ -41,7 +41,8 @@ Contract for `Tool.execute(args, ctx)`:
   raised `ToolError`; the loop turns both into an error result. Any other exception is
   a bug: the loop reports it to the model as an internal error of that tool.
 - `CURRENT_CALL` holds the id of the model's call being executed, for a tool that
-  names it onwards (a child agent records its parent's call).
+  names it onwards (a child agent records its parent's call) and for the hooks judging
+  it (the service's approver records which call waits).
 - File tools resolve every path through `lathe.tools.paths.resolve_path` and never touch
   anything outside the workspace. Commands run only through `ctx.executor`.
 """
@@ -61,7 +62,7 @@ from lathe.exec.base import Executor
 from lathe.types import ToolSpec
 
 CURRENT_CALL: ContextVar[str] = ContextVar("lathe_current_call", default="")
-"""The id of the model's call a tool is executing; the loop sets it around `execute`."""
+"""The id of the model's call being run; the loop sets it before the call's hooks."""
 
 
 class Params(BaseModel):

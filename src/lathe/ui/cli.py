@@ -36,10 +36,16 @@ _LAZY_COMMANDS = {
         "Review and trust a project file's hooks and sandbox settings.",
     ),
     "agents": ("lathe.ui.agents_cmd", "agents_group", "List the subagent profiles."),
+    "serve": ("lathe.ui.serve_cmd", "serve_command", "Serve sessions over HTTP, with a web page."),
     "memory": (
         "lathe.ui.memory_cmd",
         "memory_group",
         "Show the instruction files read and the memory kept; edit or clear it.",
+    ),
+    "schema": (
+        "lathe.ui.schema_cmd",
+        "schema_group",
+        "Print the JSON Schema of lathe's event stream.",
     ),
 }
 

@@ -1,0 +1,236 @@
+"""The HTTP face: the service's routes, over one `SessionManager`.
+
+Everything under `/v1` needs `Authorization: Bearer <token>`; a wrong or missing one is
+a 401 that says nothing else. The web page (`/`, `/static/...`) holds no data: it asks
+for the token and sends it like any client. Errors are JSON `{"error": "..."}`: 400 for
+options lathe cannot honour, 404 for an unknown session or approval, 409 for a conflict
+with a live session, 422 for a body of the wrong shape. The only streaming route is
+`GET /v1/sessions/{id}/events` (`text/event-stream`; the OpenAPI schema says so).
+"""
+
+from __future__ import annotations
+
+import secrets
+from importlib import resources
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from lathe.errors import LatheError
+from lathe.service.approvals import UnknownApproval
+from lathe.service.live import SessionOptions
+from lathe.service.manager import SessionConflict, SessionManager, UnknownSession
+
+API_VERSION = "v1"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, description="The user's message: a task or a follow-up.")
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    choice: Literal["once", "always", "deny"]
+    reason: str = Field(default="", description="A denial's reason, given to the model.")
+
+
+class ResumeOptions(BaseModel):
+    """Changes to a stored session's options when it is served again."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None
+    base_url: str | None = None
+    approval: Literal["read-only", "ask", "auto", "full"] | None = None
+    verify: str | None = None
+    max_turns: int | None = Field(default=None, gt=0)
+    approval_timeout_s: float | None = Field(default=None, gt=0)
+
+
+def create_app(manager: SessionManager, token: str) -> FastAPI:
+    from lathe import __version__
+
+    app = FastAPI(
+        title="lathe",
+        version=__version__,
+        openapi_url=None,  # served below, behind the token like every route under /v1
+        docs_url=None,
+        redoc_url=None,
+    )
+
+    def authorized(authorization: str = Header(default="")) -> None:
+        scheme, _, given = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token):
+            raise HTTPException(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
+
+    def served(session_id: str) -> Any:
+        try:
+            return manager.get(session_id)
+        except UnknownSession:
+            raise HTTPException(
+                404, f"no session {session_id} is served here; list them with GET /v1/sessions"
+            ) from None
+
+    guard = [Depends(authorized)]
+    v1 = f"/{API_VERSION}"
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": exc.detail}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_body(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc'][1:]) or 'body'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        return JSONResponse({"error": f"bad request: {problems}"}, 422)
+
+    @app.exception_handler(LatheError)
+    async def _lathe_error(request: Request, exc: LatheError) -> JSONResponse:
+        status = 409 if isinstance(exc, SessionConflict) else 400
+        return JSONResponse({"error": str(exc)}, status)
+
+    @app.get(f"{v1}/openapi.json", dependencies=guard, include_in_schema=False)
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get(f"{v1}/health", dependencies=guard)
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, "sessions": len(manager.sessions)}
+
+    @app.get(f"{v1}/metrics", dependencies=guard)
+    async def metrics() -> dict[str, Any]:
+        return manager.metrics()
+
+    @app.get(f"{v1}/schema/events", dependencies=guard)
+    async def event_schema() -> dict[str, Any]:
+        from lathe.ui.schema_cmd import event_schema
+
+        return event_schema()
+
+    @app.post(f"{v1}/sessions", status_code=201, dependencies=guard)
+    async def create_session(options: SessionOptions) -> dict[str, Any]:
+        return (await manager.create(options)).summary()
+
+    @app.get(f"{v1}/sessions", dependencies=guard)
+    async def list_sessions() -> dict[str, Any]:
+        return {"sessions": [s.summary() for s in manager.sessions.values()],
+                "problems": manager.problems}  # fmt: skip
+
+    @app.get(f"{v1}/sessions/{{session_id}}", dependencies=guard)
+    async def get_session(session_id: str) -> dict[str, Any]:
+        return served(session_id).summary()
+
+    @app.delete(f"{v1}/sessions/{{session_id}}", dependencies=guard)
+    async def delete_session(session_id: str) -> dict[str, Any]:
+        served(session_id)
+        stopped = await manager.delete(session_id)
+        return {"id": stopped.id, "status": "stopped", "session_file": str(stopped.session.path)}
+
+    @app.post(f"{v1}/sessions/{{session_id}}/messages", status_code=202, dependencies=guard)
+    async def post_message(session_id: str, message: Message) -> dict[str, Any]:
+        queued = served(session_id).post(message.text)
+        return {"id": session_id, "queued": queued}
+
+    @app.post(f"{v1}/sessions/{{session_id}}/abort", dependencies=guard)
+    async def abort(session_id: str) -> dict[str, Any]:
+        return {"id": session_id, "aborted": await served(session_id).abort()}
+
+    @app.post(f"{v1}/sessions/{{session_id}}/fork", status_code=201, dependencies=guard)
+    async def fork(session_id: str) -> dict[str, Any]:
+        served(session_id)
+        return (await manager.fork(session_id)).summary()
+
+    @app.post(f"{v1}/sessions/{{session_id}}/resume", status_code=201, dependencies=guard)
+    async def resume(session_id: str, options: ResumeOptions | None = None) -> dict[str, Any]:
+        changes = options.model_dump(exclude_none=True) if options else {}
+        try:
+            return (await manager.resume(session_id, changes)).summary()
+        except UnknownSession:
+            raise HTTPException(
+                404, f"no stored session {session_id}; see `lathe sessions list`"
+            ) from None
+
+    @app.get(f"{v1}/sessions/{{session_id}}/approvals", dependencies=guard)
+    async def approvals(session_id: str) -> dict[str, Any]:
+        pending = served(session_id).approver.pending.values()
+        return {"approvals": [p.as_json() for p in pending]}
+
+    @app.post(f"{v1}/sessions/{{session_id}}/approvals/{{approval_id}}", dependencies=guard)
+    async def answer(session_id: str, approval_id: str, answer: Answer) -> dict[str, Any]:
+        try:
+            served(session_id).answer(approval_id, answer.choice, answer.reason)
+        except UnknownApproval:
+            raise HTTPException(
+                404, f"no pending approval {approval_id} in session {session_id}"
+            ) from None
+        return {"id": approval_id, "choice": answer.choice}
+
+    @app.get(f"{v1}/sessions/{{session_id}}/transcript", dependencies=guard)
+    async def transcript(session_id: str) -> dict[str, Any]:
+        from lathe.session.transcript import render_text
+
+        session = served(session_id).session
+        return {"id": session_id, "text": render_text(session)}
+
+    @app.get(
+        f"{v1}/sessions/{{session_id}}/events",
+        dependencies=guard,
+        response_class=_EventStream,
+        responses={200: {"content": {"text/event-stream": {}}, "description": _STREAM}},
+    )
+    async def events(
+        session_id: str,
+        request: Request,
+        after: int | None = None,
+        follow: bool = True,
+        last_event_id: str | None = Header(default=None),
+    ) -> Any:
+        from sse_starlette.sse import EventSourceResponse
+
+        session = served(session_id)
+        start = after if after is not None else _event_number(last_event_id)
+
+        async def stream():
+            async for number, wire in session.events(start, follow=follow):
+                if await request.is_disconnected():
+                    return
+                yield {"id": str(number), "data": wire}
+
+        return EventSourceResponse(stream(), ping=15)
+
+    static = resources.files("lathe.service") / "static"
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(str(static / "index.html"), media_type="text/html")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def asset(name: str) -> FileResponse:
+        if name not in _ASSETS:
+            raise HTTPException(404, "not found")
+        return FileResponse(str(static / name), media_type=_ASSETS[name])
+
+    return app
+
+
+_STREAM = (
+    "Server-sent events: `id:` then `data:` with one event object (as `lathe run --json` "
+    "prints it); reconnect with Last-Event-ID to miss nothing."
+)
+_ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+class _EventStream(JSONResponse):
+    media_type = "text/event-stream"
+
+
+def _event_number(header: str | None) -> int:
+    try:
+        return max(0, int(header)) if header else 0
+    except ValueError:
+        return 0

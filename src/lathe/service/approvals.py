@@ -1,0 +1,180 @@
+"""Approvals answered over HTTP, durable across restarts of the server.
+
+`RemoteApprover` is a served session's `lathe.policy.gate.Approver`. When the gate asks,
+it writes an `approval_request` entry to the session file, emits `approval_requested`
+and waits for `answer` (a person through the API or the page). The answer is an
+`approval_answer` entry. A server that restarts finds the requests without answers
+(`restore`): they are listed as pending, and an answer given then is kept for the call
+(by its id) until the session runs the paused call again and the gate asks about it.
+A session with an unattended policy (`timeout_s`) denies a request nobody answered in
+time, instead of waiting for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lathe.events import AgentEvent, ApprovalRequested, ApprovalResolved
+from lathe.policy.gate import ApprovalAnswer, ApprovalRequest
+from lathe.tools.base import CURRENT_CALL
+
+Choice = Literal["once", "always", "deny"]
+
+
+class UnknownApproval(LookupError):
+    """No pending approval has that id in this session."""
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    approval_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    key: str
+    preview: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.approval_id,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "reason": self.reason,
+            "key": self.key,
+            "preview": self.preview,
+        }
+
+
+class RemoteApprover:
+    def __init__(
+        self,
+        session: Any,
+        emit: Callable[[AgentEvent], None],
+        mask: Callable[[AgentEvent], Any],
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """`emit` publishes an event; `mask` is the run's redactor (`Redactor.event`),
+        applied before a request is written to the session file."""
+        self.session = session
+        self.timeout_s = timeout_s
+        self.pending: dict[str, PendingApproval] = {}
+        self._emit = emit
+        self._mask = mask
+        self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
+        self._kept: dict[str, ApprovalAnswer] = {}  # by call id: answered after a restart
+
+    def restore(self) -> list[PendingApproval]:
+        """The session's requests that no answer follows (a restart found them)."""
+        from lathe.session import ApprovalAnswerEntry, ApprovalRequestEntry
+
+        for entry in self.session.entries:
+            if isinstance(entry, ApprovalRequestEntry):
+                self.pending[entry.approval_id] = PendingApproval(
+                    entry.approval_id, entry.call_id, entry.tool, dict(entry.arguments),
+                    entry.reason, entry.key, entry.preview,
+                )  # fmt: skip
+            elif isinstance(entry, ApprovalAnswerEntry):
+                self.pending.pop(entry.approval_id, None)
+        return list(self.pending.values())
+
+    @property
+    def paused(self) -> bool:
+        """Whether a restored request waits with no run to resume it yet."""
+        return any(a not in self._waiting for a in self.pending)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        call_id = CURRENT_CALL.get()
+        kept = self._kept.pop(call_id, None)
+        if kept is not None:
+            return kept
+        approval_id = secrets.token_hex(4)
+        event = self._mask(
+            ApprovalRequested(
+                approval_id=approval_id,
+                call_id=call_id,
+                tool=request.tool,
+                arguments=request.arguments,
+                reason=request.reason,
+                key=request.key,
+                preview=request.preview,
+                timeout_s=self.timeout_s,
+            )
+        )
+        pending = PendingApproval(
+            approval_id, call_id, event.tool, event.arguments, event.reason, event.key,
+            event.preview,
+        )  # fmt: skip
+        self._record_request(pending)
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+        self.pending[approval_id] = pending
+        self._waiting[approval_id] = future
+        self._emit(event)
+        try:
+            if self.timeout_s is None:
+                return await future
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
+        except TimeoutError:
+            why = f"nobody answered within {self.timeout_s:g} s (an unattended session)"
+            return self._resolve(approval_id, ApprovalAnswer("deny", why), by="timeout")
+        except asyncio.CancelledError:
+            if approval_id in self.pending:  # the run was stopped while it waited
+                self._resolve(approval_id, ApprovalAnswer("deny", "the run was stopped"))
+            raise
+        finally:
+            self._waiting.pop(approval_id, None)
+
+    def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
+        """Answer a pending approval. True when a run was waiting for it; False when it
+        was restored after a restart, so the session must run the paused call again.
+        Raises UnknownApproval for an id that is not pending."""
+        if approval_id not in self.pending:
+            raise UnknownApproval(approval_id)
+        waiting = approval_id in self._waiting
+        pending = self.pending[approval_id]
+        answer = self._resolve(approval_id, ApprovalAnswer(choice, reason))
+        if not waiting:
+            self._kept[pending.call_id] = answer
+        return waiting
+
+    def _resolve(
+        self, approval_id: str, answer: ApprovalAnswer, *, by: Literal["user", "timeout"] = "user"
+    ) -> ApprovalAnswer:
+        from lathe.session import ApprovalAnswerEntry
+
+        self.pending.pop(approval_id, None)
+        self.session.append(
+            ApprovalAnswerEntry(
+                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=by
+            )
+        )
+        self._emit(
+            ApprovalResolved(
+                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=by
+            )
+        )
+        future = self._waiting.get(approval_id)
+        if future is not None and not future.done():
+            future.set_result(answer)
+        return answer
+
+    def _record_request(self, pending: PendingApproval) -> None:
+        from lathe.session import ApprovalRequestEntry
+
+        self.session.append(
+            ApprovalRequestEntry(
+                approval_id=pending.approval_id,
+                call_id=pending.call_id,
+                tool=pending.tool,
+                arguments=pending.arguments,
+                reason=pending.reason,
+                key=pending.key,
+                preview=pending.preview,
+            )
+        )

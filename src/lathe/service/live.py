@@ -1,0 +1,370 @@
+"""One session the service runs: its own setup, agent, policy, sandbox, approver and
+event journal; messages in, events out to whoever subscribes.
+
+Everything here runs on the server's event loop. An event goes through the run's
+`Observer` (masked, logged), is numbered in the session's `EventJournal`, then handed to
+each subscriber's queue. A subscriber that falls too far behind is dropped (its stream
+ends); it reconnects with `Last-Event-ID` and reads what it missed from the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lathe.events import AgentEvent, AssistantReply, RunFinished, RunStarted, RunStatus
+from lathe.service.approvals import RemoteApprover
+from lathe.service.journal import EventJournal, journal_path
+from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
+from lathe.types import Usage
+
+CONTINUE_TASK = "Continue the task from where you stopped."
+_SUBSCRIBER_BACKLOG = 10_000
+
+Status = Literal["idle", "running", "waiting_approval", "stopped"]
+
+
+class SessionOptions(BaseModel):
+    """What a client may choose for a session (`POST /v1/sessions`); unset ones come
+    from the workspace's config layers, as for `lathe run`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str = Field(description="The directory the session works in.")
+    model: str | None = Field(default=None, description="A model name or id (like --model).")
+    base_url: str | None = Field(default=None, description="An OpenAI-compatible endpoint.")
+    approval: Literal["read-only", "ask", "auto", "full"] | None = Field(
+        default=None, description="The approval mode (default: the config's, else auto)."
+    )
+    verify: str | None = Field(default=None, description="The command that proves the work.")
+    max_turns: int | None = Field(default=None, gt=0, description="Model turns per message.")
+    approval_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="An unattended session: deny an approval nobody answers in this time.",
+    )
+
+
+class SessionRecord(SessionOptions):
+    """What the service keeps of a session it runs (its registry file): the options it
+    was created with, the session file, and when."""
+
+    id: str
+    session_path: str
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+
+@dataclass(eq=False)  # each one is itself, in a set
+class _Subscriber:
+    queue: asyncio.Queue[tuple[int, str] | None] = field(
+        default_factory=lambda: asyncio.Queue(_SUBSCRIBER_BACKLOG)
+    )
+
+
+class ServedSession:
+    def __init__(self, record: SessionRecord, session: Any, limits: ServerLimits) -> None:
+        self.record = record
+        self.session = session
+        self.limits = limits
+        self.id: str = session.id
+        self.stopped = False
+        self.last_run: dict[str, Any] | None = None
+        self.usage = Usage()
+        self.cost_usd: float | None = 0.0
+        self.journal = EventJournal(journal_path(Path(session.path)))
+        self._subscribers: set[_Subscriber] = set()
+        self._messages: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+        self._closers: list[Any] = []
+
+    # building
+
+    async def start(self) -> None:
+        """Build the session's run: config layers of its workspace, provider, sandbox,
+        gate with the remote approver, hooks and agent. Raises UsageError for options
+        the config cannot honour (no such model, a workspace that does not exist)."""
+        from lathe.home import lathe_home
+        from lathe.llm.registry import make_provider
+        from lathe.obs import Observer, Redactor
+        from lathe.ui.setup import RunOptions, prepare
+
+        record = self.record
+        options = RunOptions(
+            workspace=Path(record.workspace),
+            model=record.model,
+            base_url=record.base_url,
+            approval=record.approval,
+            verify=record.verify,
+            max_turns=record.max_turns,
+        )
+        self.setup = setup = await asyncio.to_thread(prepare, options)
+        self.redactor = redactor = Redactor.for_run(setup.secrets(), os.environ)
+        self.observer = Observer(Path(self.session.path), self.id, redactor, self._publish)
+        self._closers.append(self.observer.close)
+        endpoint = setup.endpoint
+        slots = self.limits.model_calls(endpoint.kind, endpoint.base_url or "")
+        provider = LimitedProvider(make_provider(endpoint), slots, self.emit)
+        self.provider = redactor.provider(provider)
+        self.approver = RemoteApprover(
+            self.session, self.emit, redactor.event, timeout_s=record.approval_timeout_s
+        )
+        self.approver.restore()
+        self.safety = await self._safety(lathe_home())
+        self.agent = self._agent(self._history())
+
+    async def _safety(self, home: Path) -> Any:
+        from lathe.checkpoint import Checkpoints
+        from lathe.ui.children import LocalChildren
+        from lathe.ui.recorder import CheckpointRecorder, SessionRecorder
+        from lathe.ui.safety import build_safety, hook_chain
+
+        safety = build_safety(self.setup, self.session, approver=self.approver, emit=self.emit)
+        safety.executor = LimitedExecutor(safety.executor, self.limits.commands, self.emit)
+        checkpoints = Checkpoints(self.setup.workspace, home)
+        self.recorder = SessionRecorder(self.session)
+        changes = CheckpointRecorder(checkpoints, self.session)
+        self.chain = hook_chain(safety, self.redactor, recorders=[self.recorder, changes])
+        LocalChildren(
+            self.setup, self.provider, self.redactor, self.emit,
+            parent_session_id=self.id, checkpoints=checkpoints, home=home,
+        ).register(safety.tools)  # fmt: skip
+        return safety
+
+    def _history(self) -> list[Any]:
+        """The conversation to go on from. A call paused on an approval keeps no result
+        (answering the approval runs it); any other call a crash left open gets an
+        "interrupted" one."""
+        from lathe.session import apply_compaction
+
+        if self.approver.pending:
+            return apply_compaction(self.session.branch())
+        self.session.close_dangling_tool_calls()
+        return self.session.conversation()
+
+    def _agent(self, history: list[Any]) -> Any:
+        from lathe.ui.wiring import build_agent
+
+        return build_agent(
+            self.setup,
+            self.provider,
+            self.emit,
+            executor=self.safety.executor,
+            hooks=self.chain,
+            messages=history,
+            tools=self.safety.tools,
+        )
+
+    # events
+
+    def emit(self, event: AgentEvent) -> None:
+        self.observer(event)
+
+    def _publish(self, event: AgentEvent) -> None:
+        """The observer's face: number the (masked) event, keep it, hand it out."""
+        if isinstance(event, AssistantReply):
+            self.usage = self.usage + event.message.usage
+            if self.cost_usd is not None:
+                prices = self.setup.model
+                self.cost_usd = (
+                    self.cost_usd + prices.cost(event.message.usage)
+                    if prices.prices.known
+                    else None
+                )
+        elif isinstance(event, RunFinished):
+            self.last_run = {"status": event.status.value, "reason": event.reason,
+                             "turns": event.turns}  # fmt: skip
+        wire = event.model_dump_json()
+        number = self.journal.append(wire)
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber.queue.put_nowait((number, wire))
+            except asyncio.QueueFull:  # it reads the rest from the journal when it is back
+                self._subscribers.discard(subscriber)
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    subscriber.queue.get_nowait()
+                subscriber.queue.put_nowait(None)
+
+    async def events(self, after: int, *, follow: bool = True):
+        """(id, event JSON) after `after`: those in the journal, then, with `follow`, the
+        live ones until the session stops or the reader lags too far behind."""
+        subscriber = _Subscriber()
+        if follow and not self.stopped:
+            self._subscribers.add(subscriber)  # before reading the file: nothing falls between
+        try:
+            sent = after
+            for number, wire in self.journal.after(after):
+                sent = number
+                yield number, wire
+            if not follow:
+                return
+            while True:
+                item = await subscriber.queue.get()
+                if item is None:
+                    return
+                number, wire = item
+                if number > sent:
+                    sent = number
+                    yield number, wire
+        finally:
+            self._subscribers.discard(subscriber)
+
+    # state
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def status(self) -> Status:
+        if self.stopped:
+            return "stopped"
+        if self.approver.pending:
+            return "waiting_approval"
+        return "running" if self.running else "idle"
+
+    def summary(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "id": self.id,
+            "status": self.status,
+            "workspace": str(self.setup.workspace),
+            "model": self.setup.model.model_id,
+            "approval": self.setup.approval,
+            "verify": record.verify,
+            "created": record.created,
+            "last_run": self.last_run,
+            "queued_messages": len(self._messages),
+            "pending_approvals": len(self.approver.pending),
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "total_tokens": self.usage.total,
+            },
+            "cost_usd": self.cost_usd,
+            "last_event_id": self.journal.last_id,
+        }
+
+    # work
+
+    def post(self, text: str) -> bool:
+        """Send a message: it starts a run now, or after the current one (True: queued)."""
+        if self.running or self.approver.paused:
+            self._messages.append(text)
+            return True
+        self._task = asyncio.create_task(self._drive(text))
+        return False
+
+    def answer(self, approval_id: str, choice: Any, reason: str = "") -> None:
+        """Answer a pending approval (UnknownApproval for an id not pending). One a
+        restart left paused runs the paused call, then the run goes on."""
+        waited = self.approver.answer(approval_id, choice, reason)
+        if not waited and not self.approver.paused and not self.running:
+            self._task = asyncio.create_task(self._drive(None))
+
+    async def abort(self) -> bool:
+        """Stop the current run (and drop queued messages); whether one was running."""
+        self._messages.clear()
+        task = self._task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return True
+
+    async def _drive(self, text: str | None) -> None:
+        """Runs until no message waits. `text` None: go on with the calls a restart
+        left paused (their approvals are answered now)."""
+        while True:
+            await self._run(text)
+            if not self._messages or self.stopped:
+                return
+            text = "\n\n".join(self._messages)
+            self._messages.clear()
+
+    async def _run(self, text: str | None) -> None:
+        from lathe.workspace_lock import hold_workspace
+
+        setup = self.setup
+        task = text if text is not None else CONTINUE_TASK
+        self.emit(RunStarted(task=task, model=setup.model.model_id,
+                             workspace=str(setup.workspace), session_id=self.id))  # fmt: skip
+        try:
+            with contextlib.ExitStack() as held:
+                if setup.approval != "read-only":
+                    held.enter_context(hold_workspace(setup.workspace, doing="lathe serve"))
+                if text is None:
+                    await self._run_paused_calls()
+                finished = self.redactor.event(await self.agent.run(task))
+        except asyncio.CancelledError:
+            self._record_interruption()
+            raise
+        except Exception as exc:  # the session outlives a failing run; say what failed
+            finished = RunFinished(
+                status=RunStatus.PROVIDER_ERROR if _is_provider(exc) else RunStatus.FAILED,
+                turns=0, usage=Usage(), answer="",
+                reason=f"the run failed: {exc}",
+            )  # fmt: skip
+            self.emit(finished)
+        self.recorder.record_end(finished)
+
+    async def _run_paused_calls(self) -> None:
+        """Run the calls of the last reply that have no result (one of them waited for
+        the approval just answered; the gate finds that answer kept for it)."""
+        from lathe.agent.context import unanswered_calls
+        from lathe.agent.tooling import ToolRunner, result_message
+
+        calls = unanswered_calls(self.agent.messages)
+        if not calls:
+            return
+        runner = ToolRunner(self.agent.deps, self.emit)
+        for record in await runner.run_calls(0, calls):
+            self.agent.append(result_message(record.call, record.output))
+
+    def _record_interruption(self) -> None:
+        """A stopped run leaves a whole conversation: each open call an "interrupted"
+        result, and the run's end in the session and the stream."""
+        from lathe.agent.context import unanswered_calls
+        from lathe.agent.tooling import result_message
+        from lathe.session import INTERRUPTED_RESULT
+        from lathe.tools.base import ToolOutput
+
+        for call in unanswered_calls(self.agent.messages):
+            output = ToolOutput(content=INTERRUPTED_RESULT, is_error=True, summary="interrupted")
+            self.agent.append(result_message(call, output))
+        finished = RunFinished(
+            status=RunStatus.INTERRUPTED, turns=0, usage=Usage(), answer="",
+            reason="stopped through the service",
+        )  # fmt: skip
+        self.emit(finished)
+        self.recorder.record_end(finished)
+
+    async def close(self) -> None:
+        """Stop the run and release the session (its file stays)."""
+        await self.abort()
+        self.stopped = True
+        for subscriber in list(self._subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                subscriber.queue.put_nowait(None)
+        self._subscribers.clear()
+        with contextlib.suppress(Exception):
+            await self.safety.aclose()
+        with contextlib.suppress(Exception):
+            await self.provider.aclose()
+        for close in self._closers:
+            close()
+        self.journal.close()
+        self.session.close()
+
+
+def _is_provider(exc: Exception) -> bool:
+    from lathe.errors import ProviderError
+
+    return isinstance(exc, ProviderError)

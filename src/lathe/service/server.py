@@ -1,0 +1,123 @@
+"""`lathe serve`: the token, the address, and uvicorn running the app.
+
+The token: `--token-file PATH` holds it; when PATH does not exist a new one is written
+there (mode 0600) and printed once. The default PATH is `LATHE_HOME/serve/token`.
+Only a loopback address is bound unless `--allow-remote` says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from lathe.errors import UsageError
+from lathe.net import is_loopback
+
+
+def default_token_file(home: Path) -> Path:
+    return home / "serve" / "token"
+
+
+def read_or_create_token(path: Path) -> tuple[str, bool]:
+    """The token in `path`, or a new one written there (0600); whether it is new."""
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"cannot read the token file {path}: {exc.strerror}") from None
+    else:
+        if not token:
+            raise UsageError(f"the token file {path} is empty; put a token in it or remove it")
+        return token, False
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(token + "\n")
+    return token, True
+
+
+def check_host(host: str, allow_remote: bool) -> None:
+    as_url = f"http://[{host}]/" if ":" in host else f"http://{host}/"
+    if not allow_remote and not is_loopback(as_url):
+        raise UsageError(
+            f"--host {host} is reachable from other machines, and anyone who gets the token "
+            "could run commands here; bind 127.0.0.1, or pass --allow-remote if you mean it "
+            "(behind TLS)"
+        )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    *,
+    host: str,
+    port: int,
+    token_file: Path | None,
+    allow_remote: bool,
+    max_commands: int | None,
+    say: Callable[[str], None],
+    announce: Callable[[str], None],
+) -> int:
+    """Run the server until it is stopped (SIGINT, SIGTERM); the exit code. `say` tells
+    the person (stderr); `announce` gets the URL alone, once listening (stdout), for a
+    program that started the server."""
+    import uvicorn
+
+    from lathe.config import load_config
+    from lathe.home import lathe_home
+    from lathe.service.app import create_app
+    from lathe.service.limits import ServerLimits
+    from lathe.service.manager import SessionManager
+
+    check_host(host, allow_remote)
+    home = lathe_home()
+    token_path = token_file or default_token_file(home)
+    token, new = read_or_create_token(token_path)
+    config = load_config(Path.cwd()).config.serve
+    limits = ServerLimits(
+        max_commands or config.max_commands or os.cpu_count() or 1, config.max_model_calls
+    )
+    manager = SessionManager(home, limits)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        await manager.restore()
+        for problem in manager.problems:
+            say(f"lathe: warning: a session could not be restored: {problem}")
+        yield
+        await manager.close()
+
+    app = create_app(manager, token)
+    app.router.lifespan_context = lifespan
+    sock = bind(host, port)
+    address = sock.getsockname()
+    shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+    url = f"http://{shown}:{address[1]}"
+    say(f"lathe: serving on {url}/ (token in {token_path})")
+    if new:
+        say(f"lathe: the new token (shown once): {token}")
+    announce(url)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    )
+    asyncio.run(server.serve(sockets=[sock]))
+    return 0

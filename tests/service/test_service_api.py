@@ -1,0 +1,212 @@
+"""`lathe serve` through its HTTP API, as a client sees it: the token, sessions,
+messages, the SSE stream and its replay, approvals, fork, resume, delete, abort."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import httpx
+import pytest
+from tests.fakes.openai_server import Call, Reply
+from tests.service.server import ServeProcess
+
+from lathe.client import ServiceError
+
+
+def _workspace(tmp_path, name="ws", failing=True):
+    ws = tmp_path / name
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (ws / "check.py").write_text(
+        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
+    )
+    return ws
+
+
+def _fix_script(server):
+    server.enqueue(
+        Reply(
+            calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
+        ),
+        Reply("Fixed add."),
+    )
+
+
+def test_every_route_needs_the_token_and_a_bad_one_learns_nothing(served):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": served.token}):
+        for method, path in [("GET", "/v1/sessions"), ("GET", "/v1/openapi.json"),
+                             ("POST", "/v1/sessions"), ("GET", "/v1/health")]:  # fmt: skip
+            response = httpx.request(method, served.url + path, headers=headers)
+            assert response.status_code == 401
+            assert response.json() == {"error": "unauthorized"}
+    assert served.client().health()["status"] == "ok"
+
+
+def test_the_openapi_schema_names_the_stable_routes_and_which_one_streams(served):
+    schema = httpx.get(
+        served.url + "/v1/openapi.json", headers={"Authorization": f"Bearer {served.token}"}
+    ).json()
+    paths = schema["paths"]
+    assert {"post", "get"} <= set(paths["/v1/sessions"])
+    assert "post" in paths["/v1/sessions/{session_id}/messages"]
+    events = paths["/v1/sessions/{session_id}/events"]["get"]
+    assert "text/event-stream" in events["responses"]["200"]["content"]
+    streaming = [
+        p for p, ops in paths.items() for op in ops.values()
+        if "text/event-stream" in op.get("responses", {}).get("200", {}).get("content", {})
+    ]  # fmt: skip
+    assert streaming == ["/v1/sessions/{session_id}/events"]
+
+
+def test_a_task_runs_to_verified_and_streams_the_same_objects_as_run_json(
+    served, fake_openai, tmp_path
+):
+    ws = _workspace(tmp_path)
+    _fix_script(fake_openai)
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, verify=f"{sys.executable} check.py"
+        )
+        raw = httpx.post(
+            f"{served.url}/v1/sessions/{session.id}/messages",
+            headers={"Authorization": f"Bearer {served.token}"},
+            json={"text": "fix add"},
+        )
+        assert raw.status_code == 202
+        events = list(client.events(session.id, until="run_finished"))
+        assert [e.id for e in events] == list(range(1, len(events) + 1))
+        types = [e.type for e in events]
+        assert types[0] == "run_started" and types[-1] == "run_finished"
+        assert {"tool_started", "tool_finished", "verify_finished"} <= set(types)
+        assert events[-1].data["status"] == "verified"
+        assert client.session(session.id).status == "idle"
+        assert client.session(session.id).raw["last_run"]["status"] == "verified"
+    assert "a + b" in (ws / "calc.py").read_text()
+
+
+def test_a_client_that_reconnects_with_last_event_id_misses_nothing(served, fake_openai, tmp_path):
+    ws = _workspace(tmp_path)
+    _fix_script(fake_openai)
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "fix add")
+        whole = list(client.events(session.id, until="run_finished"))
+        cut = len(whole) // 2
+        response = httpx.get(
+            f"{served.url}/v1/sessions/{session.id}/events",
+            headers={"Authorization": f"Bearer {served.token}",
+                     "Last-Event-ID": str(whole[cut - 1].id)},
+            params={"follow": "false"},
+        )  # fmt: skip
+        ids = [int(line[3:]) for line in response.text.splitlines() if line.startswith("id:")]
+        data = [json.loads(line[5:]) for line in response.text.splitlines()
+                if line.startswith("data:")]  # fmt: skip
+    assert ids == [e.id for e in whole[cut:]]
+    assert data == [e.data for e in whole[cut:]]
+
+
+def test_unknown_sessions_and_approvals_are_404_and_bad_bodies_say_what_is_wrong(
+    served, fake_openai, tmp_path
+):
+    ws = _workspace(tmp_path)
+    with served.client() as client:
+        with pytest.raises(ServiceError) as missing:
+            client.session("0123456789ab")
+        assert missing.value.status == 404
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        with pytest.raises(ServiceError) as unknown:
+            client.answer(session.id, "deadbeef", "once")
+        assert unknown.value.status == 404
+        assert "no pending approval deadbeef" in str(unknown.value)
+        with pytest.raises(ServiceError) as bad:
+            client.create_session(str(tmp_path / "nowhere"), model="m")
+        assert bad.value.status == 400 and "not a directory" in str(bad.value)
+        with pytest.raises(ServiceError) as shape:
+            client.create_session(str(ws), approval="sometimes")
+        assert shape.value.status == 422 and "approval" in str(shape.value)
+
+
+def test_an_edit_waits_for_approval_and_runs_once_approved(served, fake_openai, tmp_path):
+    ws = _workspace(tmp_path)
+    _fix_script(fake_openai)
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+        client.send(session.id, "fix add")
+        *_, event = client.events(session.id, until="approval_requested")
+        assert event.data["tool"] == "edit"
+        assert client.session(session.id).status == "waiting_approval"
+        [pending] = client.approvals(session.id)
+        assert pending["id"] == event.data["approval_id"]
+        assert "a - b" in (ws / "calc.py").read_text()
+        client.answer(session.id, pending["id"], "once")
+        rest = list(client.events(session.id, after=event.id, until="run_finished"))
+        assert client.approvals(session.id) == []
+    assert rest[0].type == "approval_resolved"
+    assert rest[-1].data["status"] == "unverified"
+    assert "a + b" in (ws / "calc.py").read_text()
+
+
+def test_a_denied_approval_tells_the_model_why(served, fake_openai, tmp_path):
+    ws = _workspace(tmp_path)
+    _fix_script(fake_openai)
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+        client.send(session.id, "fix add")
+        *_, event = client.events(session.id, until="approval_requested")
+        client.answer(session.id, event.data["approval_id"], "deny", "not that file")
+        finished = list(client.events(session.id, after=event.id, until="run_finished"))
+    [result] = [e for e in finished if e.type == "tool_finished"]
+    assert result.data["is_error"] and "not that file" in result.data["output"]
+    assert "a - b" in (ws / "calc.py").read_text()
+
+
+def test_an_unattended_session_denies_an_approval_nobody_answers(served, fake_openai, tmp_path):
+    ws = _workspace(tmp_path)
+    _fix_script(fake_openai)
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask",
+            approval_timeout_s=0.5,
+        )  # fmt: skip
+        client.send(session.id, "fix add")
+        events = list(client.events(session.id, until="run_finished"))
+    [resolved] = [e for e in events if e.type == "approval_resolved"]
+    assert resolved.data["choice"] == "deny" and resolved.data["by"] == "timeout"
+    assert "a - b" in (ws / "calc.py").read_text()
+
+
+def test_a_token_file_is_used_when_present_and_created_private_when_not(tmp_path):
+    given = tmp_path / "given-token"
+    given.write_text("my-own-token\n")
+    with ServeProcess(tmp_path / "home", "--token-file", str(given)) as server:
+        response = httpx.get(server.url + "/v1/health",
+                             headers={"Authorization": "Bearer my-own-token"})  # fmt: skip
+        assert response.status_code == 200
+    created = tmp_path / "new-token"
+    with ServeProcess(tmp_path / "home2", "--token-file", str(created)) as server:
+        assert stat.S_IMODE(os.stat(created).st_mode) == 0o600
+        token = created.read_text().strip()
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(server.url + "/v1/health", headers=headers).status_code == 200
+        err = server.stop()
+    assert token in err  # printed once, when it was made
+
+
+def test_a_non_loopback_address_needs_allow_remote(tmp_path):
+    env = {**os.environ, "LATHE_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-m", "lathe", "serve", "--host", "0.0.0.0", "--port", "0"],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("lathe: --host 0.0.0.0 is reachable") and "--allow-remote" in line
+    assert not (tmp_path / "home" / "serve" / "token").exists()
