@@ -1,0 +1,161 @@
+"""`lathe attach URL SESSION`: this terminal on a session a `lathe serve` runs.
+
+What the session did so far is replayed, then its live events are drawn as the
+interactive session draws its own (`interactive.render.Renderer`). A typed line is sent
+as a message; while an approval is pending, `y` / `a` / `n [reason]` answer it;
+`/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running.
+Everything goes through `lathe.client`, the same client any program would use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lathe.ui.options import LatheCommand
+
+
+@click.command("attach", cls=LatheCommand)
+@click.argument("url")
+@click.argument("session_id")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File holding the server's token (default: serve/token in lathe's data dir).",
+)
+def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
+    """Attach this terminal to session SESSION_ID of the lathe server at URL: its
+    transcript and live events, messages, and approvals (y once, a always, n deny)."""
+    from lathe.client import LatheClient, ServiceError
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise click.UsageError("lathe attach needs a terminal")
+    token = _token(token_file)
+    client = LatheClient(url, token)
+    try:
+        info = client.session(session_id)
+    except ServiceError as exc:
+        raise SystemExit(_fail(str(exc))) from None
+    except Exception as exc:  # httpx's transport errors: nothing listens there
+        raise SystemExit(_fail(f"cannot reach {url}: {exc}")) from None
+    try:
+        asyncio.run(_Attached(client, info).main())
+    finally:
+        client.close()
+
+
+def _fail(message: str) -> int:
+    click.echo(f"lathe: {message}", err=True)
+    return 1
+
+
+def _token(token_file: Path | None) -> str:
+    from lathe.home import lathe_home
+    from lathe.service.server import default_token_file
+
+    path = token_file or default_token_file(lathe_home())
+    try:
+        return path.read_text().strip()
+    except OSError:
+        raise click.UsageError(
+            f"no token in {path}; give the server's --token-file with --token-file"
+        ) from None
+
+
+class _Attached:
+    def __init__(self, client: Any, info: Any) -> None:
+        self.client = client
+        self.info = info
+        self.pending: dict[str, Any] | None = None  # the approval waiting for an answer
+
+    async def main(self) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        from lathe.ui.interactive.render import Glyphs, Renderer, Status, make_console, unicode_ok
+
+        with patch_stdout(raw=True):
+            status = Status(model=self.info.model, glyphs=Glyphs.pick(unicode_ok()))
+            self.renderer = Renderer(make_console(sys.stdout), status)
+            self.renderer.note(
+                f"attached to {self.info.id} · {self.info.model} · {self.info.workspace}", "bold"
+            )
+            self.renderer.note("Enter sends · y/a/n answer an approval · /abort · Ctrl-D detaches")
+            loop = asyncio.get_running_loop()
+            stop = threading.Event()
+            reader = threading.Thread(target=self._follow, args=(loop, stop), daemon=True)
+            reader.start()
+            prompt: PromptSession[str] = PromptSession()
+            try:
+                while True:
+                    try:
+                        text = await prompt.prompt_async("> ")
+                    except (EOFError, KeyboardInterrupt):
+                        break
+                    if not await asyncio.to_thread(self._handle, text.strip()):
+                        break
+            finally:
+                stop.set()
+        click.echo(f"detached; the session goes on: lathe attach {self.client.url} {self.info.id}")
+
+    def _follow(self, loop: asyncio.AbstractEventLoop, stop: threading.Event) -> None:
+        """Reads the stream in this thread; draws each event on the loop's."""
+        try:
+            for event in self.client.events(self.info.id):
+                if stop.is_set():
+                    return
+                loop.call_soon_threadsafe(self._draw, event.data)
+        except Exception as exc:  # the server went away: say so, keep the prompt
+            if not stop.is_set():
+                loop.call_soon_threadsafe(self.renderer.error, f"the stream stopped: {exc}")
+
+    def _draw(self, data: dict[str, Any]) -> None:
+        from pydantic import TypeAdapter
+
+        from lathe.events import AgentEvent
+
+        kind = data.get("type")
+        if kind == "run_started":
+            self.renderer.user_echo(str(data.get("task", "")))
+            self.renderer.status.begin()
+        elif kind == "approval_requested":
+            self.pending = data
+            preview = data.get("preview") or ""
+            self.renderer.note(f"approve: {data['tool']} {preview}  ({data['reason']})", "yellow")
+            self.renderer.note("allow? y once · a always · n [reason] deny", "bold")
+        elif kind == "approval_resolved":
+            if self.pending and self.pending["approval_id"] == data.get("approval_id"):
+                self.pending = None
+            self.renderer.note(f"  approval: {data['choice']} ({data.get('by', 'user')})")
+        else:
+            try:
+                event = TypeAdapter(AgentEvent).validate_python(data)
+            except ValueError:  # a newer server's event: nothing to draw
+                return
+            self.renderer(event)
+            if kind == "run_finished":
+                self.renderer.status.end()
+
+    def _handle(self, text: str) -> bool:
+        """Act on one typed line; False to detach."""
+        from lathe.client import ServiceError
+        from lathe.ui.interactive.approval import parse_answer
+
+        if text in ("/quit", "/exit"):
+            return False
+        try:
+            if self.pending is not None and (answer := parse_answer(text)) is not None:
+                choice, reason = answer
+                self.client.answer(self.info.id, self.pending["approval_id"], choice, reason)
+            elif text == "/abort":
+                self.client.abort(self.info.id)
+            elif text:
+                self.client.send(self.info.id, text)
+        except ServiceError as exc:
+            self.renderer.error(str(exc))
+        return True

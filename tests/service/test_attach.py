@@ -1,0 +1,48 @@
+"""`lathe attach`: a real terminal (tmux) on a session a real `lathe serve` runs —
+the task sent from the terminal, the approval answered there, the end drawn."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tests.service.scripts import fix_add, workspace_for
+from tests.ui.tmux import Terminal
+
+
+def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake_openai, tmp_path):
+    fake_openai.enqueue(*fix_add("attached"))
+    ws = workspace_for(tmp_path, "ws")
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
+    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=30)
+    try:
+        terminal.wait_for(rf"attached to {session.id}", timeout=20)
+        terminal.send("fix add")
+        terminal.wait_for(r"approve: edit calc\.py", timeout=30)
+        assert "a - b" in (ws / "calc.py").read_text()
+        terminal.send("y")
+        terminal.wait_for(r"attached: fixed add", timeout=30)
+        terminal.wait_for(r"unverified", timeout=30)
+        assert "a + b" in (ws / "calc.py").read_text()
+        terminal.keys("C-d")
+        terminal.wait_for(r"detached; the session goes on", timeout=20)
+    finally:
+        terminal.close()
+
+
+def test_attach_to_an_unknown_session_says_so_in_one_line(served, tmp_path):
+    import subprocess
+
+    env = {**os.environ, "LATHE_HOME": str(served.home)}
+    result = subprocess.run(
+        [sys.executable, "-m", "lathe", "attach", served.url, "0123456789ab"],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert result.stderr.startswith("lathe: ") and len(result.stderr.splitlines()) == 1

@@ -1,0 +1,171 @@
+"""Sessions behind one server: isolation, the shared command limit, fork, resume,
+delete and abort, and a server killed with -9 that comes back with every session and
+pending approval."""
+
+from __future__ import annotations
+
+import pytest
+from tests.fakes.openai_server import Call, Hang, Reply
+from tests.service.scripts import by_marker, fix_add, workspace_for
+from tests.service.server import ServeProcess
+
+from lathe.client import ServiceError
+from lathe.session import SessionStore
+
+
+def _wait_for(client, session_id, kind, after=0):
+    *_, event = client.events(session_id, after=after, until=kind)
+    assert event.type == kind
+    return event
+
+
+def test_sessions_never_see_each_others_events_files_or_approvals(served, fake_openai, tmp_path):
+    markers = ["alpha", "beta"]
+    fake_openai.responder = by_marker({m: fix_add(m) for m in markers})
+    with served.client() as client:
+        ids = {}
+        for marker in markers:
+            ws = workspace_for(tmp_path, marker)
+            ids[marker] = client.create_session(
+                str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+            ).id
+            client.send(ids[marker], f"task {marker}: fix add")
+        asked = {m: _wait_for(client, ids[m], "approval_requested") for m in markers}
+        # An approval of one session cannot be answered through another.
+        with pytest.raises(ServiceError) as crossed:
+            client.answer(ids["beta"], asked["alpha"].data["approval_id"], "once")
+        assert crossed.value.status == 404
+        for marker in markers:
+            client.answer(ids[marker], asked[marker].data["approval_id"], "once")
+            _wait_for(client, ids[marker], "run_finished", after=asked[marker].id)
+        for marker, other in [("alpha", "beta"), ("beta", "alpha")]:
+            events = list(client.events(ids[marker], follow=False))
+            text = "\n".join(str(e.data) for e in events)
+            assert marker in text and other not in text
+            assert str(tmp_path / other) not in text
+    # The edit reached only its own workspace.
+    for marker in markers:
+        assert "a + b" in (tmp_path / marker / "calc.py").read_text()
+
+
+def test_a_workspace_inside_a_live_sessions_workspace_is_refused(served, fake_openai, tmp_path):
+    outer = workspace_for(tmp_path, "outer")
+    inner = outer / "pkg"
+    inner.mkdir()
+    with served.client() as client:
+        first = client.create_session(str(outer), model="m", base_url=fake_openai.base_url)
+        for nested in (inner, outer, tmp_path):
+            with pytest.raises(ServiceError) as conflict:
+                client.create_session(str(nested), model="m", base_url=fake_openai.base_url)
+            assert conflict.value.status == 409
+            assert first.id in str(conflict.value)
+        client.delete(first.id)
+        assert client.create_session(str(inner), model="m", base_url=fake_openai.base_url).id
+
+
+def test_commands_beyond_the_limit_queue_visibly_and_all_run(tmp_path, fake_openai):
+    markers = ["one", "two", "three"]
+    fake_openai.responder = by_marker({
+        m: [Reply(calls=[Call("bash", {"command": f"sleep 1; echo {m}-ran"})]), Reply(f"{m} ok")]
+        for m in markers
+    })  # fmt: skip
+    with (
+        ServeProcess(tmp_path / "home", "--max-commands", "1") as server,
+        server.client() as client,
+    ):
+        ids = []
+        for marker in markers:
+            ws = workspace_for(tmp_path, marker)
+            ids.append(client.create_session(str(ws), model="m", base_url=fake_openai.base_url).id)
+        for marker, session_id in zip(markers, ids, strict=True):
+            client.send(session_id, f"task {marker}")
+        runs = [list(client.events(i, until="run_finished")) for i in ids]
+    queued = [e for run in runs for e in run if e.type == "queued"]
+    assert queued and all(e.data["what"] == "command" and e.data["limit"] == 1 for e in queued)
+    for marker, run in zip(markers, runs, strict=True):
+        [result] = [e for e in run if e.type == "tool_finished"]
+        assert f"{marker}-ran" in result.data["output"]
+        assert run[-1].data["status"] == "unverified"
+
+
+def test_fork_resume_delete_and_abort(served, fake_openai, tmp_path):
+    ws = workspace_for(tmp_path, "ws1")
+    fake_openai.enqueue(Reply("first answer"), Hang(30))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "task one")
+        first = _wait_for(client, session.id, "run_finished")
+        # abort: a run waiting on the model stops, interrupted.
+        client.send(session.id, "task two")
+        started = _wait_for(client, session.id, "turn_started", after=first.id)
+        assert client.abort(session.id) is True
+        end = _wait_for(client, session.id, "run_finished", after=started.id)
+        assert end.data["status"] == "interrupted"
+        # fork: a new session with the conversation; the original stops being served.
+        forked = client.fork(session.id)
+        assert forked.id != session.id
+        assert [s.id for s in client.sessions()] == [forked.id]
+        assert "task one" in client.transcript(forked.id)
+        # delete keeps the file; resume serves the stored session again.
+        deleted = client.delete(forked.id)
+        assert deleted["status"] == "stopped"
+        assert client.sessions() == []
+        resumed = client.resume(session.id)
+        assert resumed.id == session.id and resumed.status == "idle"
+        assert "task two" in client.transcript(session.id)
+        with pytest.raises(ServiceError) as unknown:
+            client.resume("ffffffffffff")
+        assert unknown.value.status == 404
+
+
+def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approval(
+    tmp_path, fake_openai
+):
+    markers = [f"s{n}" for n in range(4)]
+    fake_openai.responder = by_marker({m: fix_add(m) for m in markers})
+    home = tmp_path / "home"
+    server = ServeProcess(home).start()
+    ids, pending = {}, {}
+    with server.client() as client:
+        for marker in markers:
+            ws = workspace_for(tmp_path, marker)
+            approval = "ask" if marker != "s3" else "auto"
+            ids[marker] = client.create_session(
+                str(ws), model="m", base_url=fake_openai.base_url, approval=approval
+            ).id
+            client.send(ids[marker], f"task {marker}: fix add")
+        for marker in markers[:3]:
+            pending[marker] = _wait_for(client, ids[marker], "approval_requested")
+        last_seen = _wait_for(client, ids["s3"], "run_finished").id
+    server.kill()
+
+    for path in (home / "sessions").rglob("*.jsonl"):  # every file loads whole
+        session = SessionStore(home).open_path(path, readonly=True)
+        assert session.warnings == []
+
+    with ServeProcess(home) as again, again.client() as client:
+        listed = {s.id: s for s in client.sessions()}
+        assert set(listed) == set(ids.values())
+        for marker in markers[:3]:
+            assert listed[ids[marker]].status == "waiting_approval"
+            [approval] = client.approvals(ids[marker])
+            assert approval["id"] == pending[marker].data["approval_id"]
+        assert listed[ids["s3"]].status == "idle"
+        # Nothing was lost from the stream: the replay still has every event.
+        assert [e.id for e in client.events(ids["s3"], follow=False)] == list(
+            range(1, last_seen + 1)
+        )
+        # Answering a restored approval runs the paused call, then the run goes on.
+        s0 = ids["s0"]
+        client.answer(s0, pending["s0"].data["approval_id"], "once")
+        rest = list(client.events(s0, after=pending["s0"].id, until="run_finished"))
+        [edited] = [e for e in rest if e.type == "tool_finished"]
+        assert not edited.data["is_error"]
+        assert rest[-1].data["status"] == "unverified"
+        assert "a + b" in (tmp_path / "s0" / "calc.py").read_text()
+        # A denied one tells the model and leaves the file alone.
+        s1 = ids["s1"]
+        client.answer(s1, pending["s1"].data["approval_id"], "deny", "not now")
+        rest = list(client.events(s1, after=pending["s1"].id, until="run_finished"))
+        assert "a - b" in (tmp_path / "s1" / "calc.py").read_text()
+        assert client.session(s1).status == "idle"
