@@ -32,3 +32,20 @@ def test_the_package_never_imports_the_agent(package: str) -> None:
         if module == "lathe.agent" or module.startswith("lathe.agent.")
     ]
     assert offenders == []
+
+
+_FACES = ("lathe.ui", "lathe.service", "lathe.client")
+
+
+def test_only_faces_import_the_faces() -> None:
+    """The service and its client are faces like the terminal: the core never imports
+    them (the service builds on `ui`'s setup, not the other way round)."""
+    faces = {_SRC / "ui", _SRC / "service", _SRC / "client.py", _SRC / "__main__.py"}
+    offenders = [
+        f"{path.relative_to(_SRC)} imports {module}"
+        for path in sorted(_SRC.rglob("*.py"))
+        if not any(path == face or face in path.parents for face in faces)
+        for module in imported_modules(path)
+        if any(module == face or module.startswith(face + ".") for face in _FACES[1:])
+    ]
+    assert offenders == []

@@ -34,7 +34,11 @@ class RunStatus(StrEnum):
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Every field is written on every line, so the printed schema (`lathe schema
+    # events`, serialization mode) lists every field as required.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_serialization_defaults_required=True
+    )
 
 
 class RunStarted(_Event):
@@ -194,7 +198,9 @@ class RunError(BaseModel):
     status (None without one), the provider's request id (None when it sent none), the
     retries spent on the request, and the message shown to the user."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_serialization_defaults_required=True
+    )
     kind: ErrorKind
     status: int | None = None
     request_id: str | None = None

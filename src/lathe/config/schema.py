@@ -285,7 +285,7 @@ class AgentsConfig(Section):
 class ServeConfig(Section):
     """`lathe serve`: the limits shared by all the sessions one server runs."""
 
-    max_commands: int | None = Field(default=None, gt=0)
+    max_commands: int | None = Field(default=None, gt=0, examples=[4])
     """Commands running at once across every session (unset: the machine's core count);
     a command beyond it waits, with a `queued` event, for one to end."""
 

@@ -14,8 +14,9 @@ from lathe.ui.options import LatheGroup
 
 
 def event_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) every event validates against, with its version."""
-    schema = TypeAdapter(AgentEvent).json_schema()
+    """The JSON Schema (draft 2020-12) of the events as lathe writes them, with its
+    version: every field is required, since every line carries every field."""
+    schema = TypeAdapter(AgentEvent).json_schema(mode="serialization")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "lathe events",
