@@ -169,3 +169,24 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
         rest = list(client.events(s1, after=pending["s1"].id, until="run_finished"))
         assert "a - b" in (tmp_path / "s1" / "calc.py").read_text()
         assert client.session(s1).status == "idle"
+
+
+def test_model_calls_beyond_the_endpoint_limit_queue_visibly(tmp_path, fake_openai):
+    config = tmp_path / "config.toml"
+    config.write_text("[serve]\nmax_model_calls = 1\n")
+    markers = ["first", "second"]
+    fake_openai.responder = by_marker({m: [Reply(f"{m} answer", trickle_s=0.2)] for m in markers})
+    env = {"LATHE_CONFIG": str(config)}
+    with ServeProcess(tmp_path / "home", env=env) as server, server.client() as client:
+        ids = [
+            client.create_session(
+                str(workspace_for(tmp_path, m)), model="m", base_url=fake_openai.base_url
+            ).id
+            for m in markers
+        ]
+        for marker, session_id in zip(markers, ids, strict=True):
+            client.send(session_id, f"task {marker}")
+        runs = [list(client.events(i, until="run_finished")) for i in ids]
+    queued = [e.data for run in runs for e in run if e.type == "queued"]
+    assert queued == [{"type": "queued", "what": "model_call", "waiting": 1, "limit": 1}]
+    assert all(run[-1].data["answer"].endswith("answer") for run in runs)
