@@ -140,6 +140,7 @@ def test_an_edit_waits_for_approval_and_runs_once_approved(served, fake_openai, 
         client.send(session.id, "fix add")
         *_, event = client.events(session.id, until="approval_requested")
         assert event.data["tool"] == "edit"
+        assert "+    return a + b" in event.data["preview"]  # the diff the person approves
         assert client.session(session.id).status == "waiting_approval"
         [pending] = client.approvals(session.id)
         assert pending["id"] == event.data["approval_id"]

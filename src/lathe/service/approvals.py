@@ -69,6 +69,9 @@ class RemoteApprover:
         self._mask = mask
         self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
         self._kept: dict[str, ApprovalAnswer] = {}  # by call id: answered after a restart
+        # The diff a call would make, for the person deciding (`Tool.preview_change`);
+        # set by the session once its tools exist.
+        self.diff_of: Callable[[ApprovalRequest], str | None] = lambda request: None
 
     def restore(self) -> list[PendingApproval]:
         """The session's requests that no answer follows (a restart found them)."""
@@ -103,7 +106,7 @@ class RemoteApprover:
                 arguments=request.arguments,
                 reason=request.reason,
                 key=request.key,
-                preview=request.preview,
+                preview=self.diff_of(request) or request.preview,
                 timeout_s=self.timeout_s,
             )
         )

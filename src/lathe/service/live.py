@@ -83,6 +83,7 @@ class ServedSession:
         self._messages: list[str] = []
         self._task: asyncio.Task[None] | None = None
         self._closers: list[Any] = []
+        self._stop_reason = ""
 
     # building
 
@@ -126,6 +127,8 @@ class ServedSession:
         from lathe.ui.safety import build_safety, hook_chain
 
         safety = build_safety(self.setup, self.session, approver=self.approver, emit=self.emit)
+        workspace = self.setup.workspace
+        self.approver.diff_of = lambda request: _diff_of(safety.tools, request, workspace)
         safety.executor = LimitedExecutor(safety.executor, self.limits.commands, self.emit)
         checkpoints = Checkpoints(self.setup.workspace, home)
         self.recorder = SessionRecorder(self.session)
@@ -268,12 +271,14 @@ class ServedSession:
         if not waited and not self.approver.paused and not self.running:
             self._task = asyncio.create_task(self._drive(None))
 
-    async def abort(self) -> bool:
-        """Stop the current run (and drop queued messages); whether one was running."""
+    async def abort(self, reason: str = "stopped through the service") -> bool:
+        """Stop the current run (and drop queued messages); whether one was running.
+        `reason` is recorded as the run's end."""
         self._messages.clear()
         task = self._task
         if task is None or task.done():
             return False
+        self._stop_reason = reason
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -341,14 +346,14 @@ class ServedSession:
             self.agent.append(result_message(call, output))
         finished = RunFinished(
             status=RunStatus.INTERRUPTED, turns=0, usage=Usage(), answer="",
-            reason="stopped through the service",
+            reason=self._stop_reason or "stopped",
         )  # fmt: skip
         self.emit(finished)
         self.recorder.record_end(finished)
 
     async def close(self) -> None:
         """Stop the run and release the session (its file stays)."""
-        await self.abort()
+        await self.abort("the server stopped, or stopped serving this session")
         self.stopped = True
         for subscriber in list(self._subscribers):
             with contextlib.suppress(asyncio.QueueFull):
@@ -362,6 +367,11 @@ class ServedSession:
             close()
         self.journal.close()
         self.session.close()
+
+
+def _diff_of(tools: Any, request: Any, workspace: Path) -> str | None:
+    tool = tools.get(request.tool)
+    return tool.preview_change(request.arguments, workspace) if tool else None
 
 
 def _is_provider(exc: Exception) -> bool:

@@ -1,0 +1,563 @@
+// The page `lathe serve` serves at `/`. It holds no data: everything comes from the /v1
+// API with the token, which arrives once in the URL fragment (#token=...) and is then kept
+// in sessionStorage only. Every string the server sends goes into the page as text
+// (text nodes, textContent), never as HTML.
+"use strict";
+
+const TOKEN_KEY = "lathe.token";
+const POLL_MS = 2000;
+const SILENT_STREAM_MS = 45_000; // the server pings every 15 s: this much silence is a dead stream
+const MAX_RETRY_MS = 10_000;
+// Events after which a session's status or approvals changed: ask now, not at the next poll.
+const CHANGES_STATE = new Set(["run_started", "run_finished", "approval_requested", "approval_resolved"]);
+
+const $ = (id) => document.getElementById(id);
+
+let token = null;
+let sessions = null; // the last GET /v1/sessions
+let current = null; // the selected session: {id, controller, bubble, tools, approvals}
+let polling = false;
+let refreshTimer = null;
+
+// ---- helpers
+
+// el("div", {class: "x", testid: "y", onclick: f}, "text", child): strings become text nodes.
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key === "testid") node.dataset.testid = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  node.append(...children.filter((child) => child !== null && child !== undefined && child !== ""));
+  return node;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const plural = (count, noun) => `${count} ${noun}${count === 1 ? "" : "s"}`;
+const pretty = (value) => JSON.stringify(value, null, 2);
+
+function formatCost(costUsd, tokens) {
+  if (costUsd === null || costUsd === undefined) return plural(tokens ?? 0, "token");
+  return `$${costUsd.toFixed(costUsd < 0.01 ? 4 : 2)}`;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = false;
+}
+
+function clearError() {
+  $("error").hidden = true;
+  $("error").textContent = "";
+}
+
+// Runs a user action; what fails is shown on the error line.
+async function guarded(action) {
+  clearError();
+  try {
+    await action();
+  } catch (error) {
+    showError(error.message);
+  }
+}
+
+// ---- the token and the API
+
+function takeToken() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get("token");
+  if (given) {
+    sessionStorage.setItem(TOKEN_KEY, given);
+    fragment.delete("token");
+    const rest = fragment.toString();
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  }
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+function askForToken(message) {
+  token = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  current?.controller.abort();
+  current = null;
+  $("app").hidden = true;
+  $("token-form").hidden = false;
+  if (message) showError(message);
+}
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const options = { method, headers: { Authorization: `Bearer ${token}` } };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  if (response.status === 401) {
+    askForToken("The server refused the token; give the one `lathe serve` printed.");
+    throw new ApiError(401, "The server refused the token.");
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new ApiError(response.status, data.error || `HTTP ${response.status}`);
+  return data;
+}
+
+const sessionPath = (id, rest = "") => `/v1/sessions/${encodeURIComponent(id)}${rest}`;
+
+// ---- the session list
+
+async function refreshSessions() {
+  const data = await api("GET", "/v1/sessions");
+  sessions = data.sessions;
+  $("session-list").replaceChildren(...sessions.map(sessionRow));
+  $("problems").replaceChildren(...data.problems.map((problem) => el("li", {}, problem)));
+  showSessionHead();
+}
+
+function sessionRow(session) {
+  const cost = formatCost(session.cost_usd, session.usage.total_tokens);
+  const row = el(
+    "tr",
+    { testid: "session-row", "data-session-id": session.id, onclick: () => select(session.id) },
+    el("td", {}, el("button", { type: "button", class: "link" }, session.id)),
+    // <bdi>: the cell is right-to-left so that a long path loses its start, not its end
+    el("td", { class: "workspace", title: session.workspace }, el("bdi", {}, session.workspace)),
+    el("td", {}, el("span", { class: "badge", "data-status": session.status }, session.status)),
+    el("td", { testid: "session-cost" }, cost),
+  );
+  row.classList.toggle("selected", session.id === current?.id);
+  return row;
+}
+
+function showSessionHead() {
+  if (!current) return;
+  const session = sessions?.find((s) => s.id === current.id);
+  $("session-title").textContent = session ? `${session.id} · ${session.workspace}` : current.id;
+  const status = session ? session.status : sessions ? "not served" : "";
+  $("session-status").textContent = status;
+  $("session-status").dataset.status = status;
+}
+
+async function poll() {
+  if (polling) return; // one loop, even when the token is given again
+  polling = true;
+  let failing = false;
+  while (token) {
+    try {
+      await refreshSessions();
+      if (current) await refreshPending(current);
+      if (failing) clearError();
+      failing = false;
+    } catch (error) {
+      if (token) {
+        failing = true;
+        showError(error instanceof ApiError ? error.message : `Cannot reach lathe serve: ${error.message}`);
+      }
+    }
+    await sleep(POLL_MS);
+  }
+  polling = false;
+}
+
+function refreshSoon(view) {
+  if (refreshTimer) return; // a burst of events (a replay) makes one request
+  refreshTimer = setTimeout(() => {
+    refreshTimer = null;
+    Promise.all([refreshSessions(), refreshPending(view)]).catch(() => {}); // the poll reports
+  }, 100);
+}
+
+function select(id) {
+  if (current?.id === id) return;
+  current?.controller.abort();
+  const view = { id, controller: new AbortController(), bubble: null, tools: new Map(),
+    approvals: new Map() };
+  current = view;
+  history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
+  $("nothing-selected").hidden = true;
+  $("session-view").hidden = false;
+  $("transcript").replaceChildren();
+  $("pending-list").replaceChildren();
+  $("pending").hidden = true;
+  $("message-note").textContent = "";
+  for (const row of $("session-list").children) {
+    row.classList.toggle("selected", row.dataset.sessionId === id);
+  }
+  showSessionHead();
+  follow(view);
+  refreshPending(view).catch((error) => showError(error.message));
+}
+
+// ---- the event stream: fetch + SSE (EventSource cannot send the token), resumed with
+// Last-Event-ID so that nothing is missed or shown twice
+
+// Yields {id, data} per event of a text/event-stream body; `onData` is called per chunk.
+async function* sseEvents(body, onData) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let id = null;
+  let data = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      onData();
+      buffer += value;
+      // A "\r" at the very end may be half of a "\r\n": it waits for the next chunk.
+      const lines = buffer.split(/\r\n|\r(?!$)|\n/);
+      buffer = lines.pop();
+      for (const line of lines) {
+        if (line === "") {
+          if (id !== null && data.length) yield { id: Number(id), data: data.join("\n") };
+          id = null;
+          data = [];
+        } else if (!line.startsWith(":")) { // ":" lines are pings
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+          if (field === "id") id = value;
+          else if (field === "data") data.push(value);
+        }
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+async function follow(view) {
+  const selection = view.controller.signal;
+  let lastId = 0;
+  let failures = 0;
+  while (!selection.aborted) {
+    const connection = new AbortController();
+    const drop = () => connection.abort();
+    selection.addEventListener("abort", drop);
+    let watchdog = null;
+    const rearm = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(drop, SILENT_STREAM_MS);
+    };
+    try {
+      const headers = { Authorization: `Bearer ${token}` };
+      if (lastId) headers["Last-Event-ID"] = String(lastId);
+      rearm();
+      const response = await fetch(sessionPath(view.id, "/events"), { headers, signal: connection.signal });
+      if (response.status === 401) return askForToken("The server refused the token.");
+      if (response.status === 404) return note(view, "This session is no longer served.", "warning");
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      for await (const event of sseEvents(response.body, rearm)) {
+        if (event.id <= lastId) continue; // already shown
+        lastId = event.id;
+        failures = 0;
+        render(view, event.data);
+      }
+    } catch {
+      // a dropped or silent stream: pick up after lastId below
+    } finally {
+      clearTimeout(watchdog);
+      selection.removeEventListener("abort", drop);
+    }
+    if (selection.aborted) return;
+    await sleep(Math.min(MAX_RETRY_MS, 250 * 2 ** failures++));
+  }
+}
+
+// ---- the transcript, built from events
+
+// Draws one event; a reader at the bottom of the transcript stays there. A page bug is
+// reported, not taken for a dropped stream.
+function render(view, data) {
+  if (view !== current) return;
+  const log = $("transcript");
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  try {
+    const event = JSON.parse(data);
+    DRAW[event.type]?.(view, event); // types this page does not know are skipped
+    if (CHANGES_STATE.has(event.type)) refreshSoon(view);
+  } catch (error) {
+    reportError(error);
+  }
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+const DRAW = {
+  run_started(view, event) {
+    view.bubble = null;
+    add(el("div", { class: "user", testid: "user-message" }, event.task));
+  },
+  turn_started(view) {
+    view.bubble = null;
+  },
+  text_delta(view, event) {
+    bubble(view).text.append(event.text);
+  },
+  thinking_delta(view, event) {
+    bubble(view).thinking.append(event.text);
+  },
+  assistant_reply(view, event) {
+    if (event.message.text) bubble(view).text.textContent = event.message.text; // the one that counts
+    view.bubble = null;
+  },
+  retry(view, event) {
+    if (view.bubble) view.bubble.text.textContent = ""; // the reply starts over
+    const failed = `Attempt ${event.attempt} of ${event.max_attempts} failed (${event.error})`;
+    note(view, `${failed}; retrying.`, "warning");
+  },
+  tool_started: toolStarted,
+  tool_finished: toolFinished,
+  approval_requested(view, event) {
+    const card = approvalCard(view, { ...event, id: event.approval_id });
+    const tool = view.tools.get(event.call_id);
+    if (tool) tool.block.append(card); // in its call's block, between the call and its result
+    else add(card);
+    view.approvals.set(event.approval_id, card);
+  },
+  approval_resolved: approvalResolved,
+  verify_finished(view, event) {
+    const verdict = event.passed ? "passed" : "failed";
+    add(el(
+      "details",
+      { class: "verify", testid: "verify-result" },
+      el("summary", {}, el("span", { class: "badge", "data-status": verdict }, verdict),
+        ` ${event.baseline ? "baseline check" : "verify"}: ${event.command}`),
+      el("pre", { class: "output" }, event.output_tail),
+    ));
+  },
+  run_finished(view, event) {
+    view.bubble = null;
+    const tokens = Object.values(event.usage).reduce((sum, count) => sum + count, 0);
+    add(el(
+      "div",
+      { class: "run-end" },
+      el("span", { class: "badge", testid: "run-status", "data-status": event.status }, event.status),
+      ` ${plural(event.turns, "turn")} · ${formatCost(event.cost_usd, tokens)}`,
+      event.reason ? el("p", { class: "reason" }, event.reason) : null,
+    ));
+  },
+  notice(view, event) {
+    note(view, event.message, event.level);
+  },
+  queued(view, event) {
+    const what = event.what === "command" ? "command" : "model call";
+    note(view, `Waiting for a free ${what} slot (${event.waiting} waiting, ${event.limit} at once).`);
+  },
+  compaction(view, event) {
+    note(view, `Older conversation summarized (${event.tokens_before} → ${event.tokens_after} tokens).`);
+  },
+  stall_nudge(view, event) {
+    note(view, `The model repeated ${event.tool} ${plural(event.repeats, "time")}; it was told.`, "warning");
+  },
+  attempt_started(view, event) {
+    note(view, `Attempt ${event.attempt} of ${event.attempts}; the last ended ${event.previous_status}.`);
+  },
+  child_event(view, event) {
+    const inner = event.event;
+    const who = event.description || `subagent ${event.child_id}`;
+    if (inner.type === "tool_started") note(view, `↳ ${who}: ${inner.name} ${inner.summary}`);
+    else if (inner.type === "run_finished") note(view, `↳ ${who}: ${inner.status}`);
+  },
+};
+
+function add(node) {
+  $("transcript").append(node);
+  return node;
+}
+
+function note(view, text, level = "info") {
+  if (view === current) add(el("p", { class: `note ${level}`, testid: "note" }, text));
+}
+
+function bubble(view) {
+  if (!view.bubble) {
+    const thinking = el("div", { class: "thinking" });
+    const text = el("div", { class: "text" });
+    add(el("div", { class: "assistant", testid: "assistant-message" }, thinking, text));
+    view.bubble = { thinking, text };
+  }
+  return view.bubble;
+}
+
+function toolStarted(view, event) {
+  const result = el("span", { class: "result" });
+  const details = el(
+    "details",
+    {},
+    el("summary", { testid: "tool-summary" }, el("b", {}, event.name), " ", event.summary, result),
+    el("pre", { class: "arguments" }, pretty(event.arguments)),
+  );
+  const block = add(el("div", { class: "tool running", testid: "tool" }, details));
+  view.tools.set(event.call_id, { block, details, result });
+}
+
+function toolFinished(view, event) {
+  if (!view.tools.has(event.call_id)) toolStarted(view, { ...event, arguments: {}, summary: "" });
+  const { block, details, result } = view.tools.get(event.call_id);
+  block.classList.replace("running", event.is_error ? "failed" : "done");
+  result.textContent = ` → ${event.summary}`;
+  if (event.output) details.append(el("pre", { class: "output" }, event.output));
+  if (event.details?.diff) block.append(diffView(event.details.diff, "diff"));
+}
+
+function diffView(text, testid) {
+  const lines = text.replace(/\n$/, "").split("\n");
+  const spans = lines.map((line) => el("span", { class: diffClass(line) }, `${line}\n`));
+  return el("pre", { class: "diff", testid }, ...spans);
+}
+
+function diffClass(line) {
+  if (line.startsWith("+++") || line.startsWith("---")) return "meta";
+  if (line.startsWith("@@")) return "hunk";
+  if (line.startsWith("+")) return "add";
+  if (line.startsWith("-")) return "del";
+  return "context";
+}
+
+const prefixLines = (prefix, text) => text.split("\n").map((line) => prefix + line).join("\n");
+
+// The gate's preview is the command or the diff, but for some edits only the path: then
+// the call's own old_string/new_string (or a write's content) show what would change.
+function approvalPreview({ preview = "", arguments: args = {} }) {
+  if (preview.includes("\n") && /^(---|\+\+\+|@@)/m.test(preview)) {
+    return diffView(preview, "approval-diff");
+  }
+  const parts = [];
+  if (preview) parts.push(el("pre", { class: "command", testid: "approval-preview" }, preview));
+  if (typeof args.old_string === "string" || typeof args.new_string === "string") {
+    const change = [prefixLines("-", args.old_string ?? ""), prefixLines("+", args.new_string ?? "")];
+    parts.push(diffView(change.join("\n"), "approval-diff"));
+  } else if (typeof args.content === "string") {
+    parts.push(diffView(prefixLines("+", args.content), "approval-diff"));
+  } else if (!preview) {
+    parts.push(el("pre", { class: "arguments" }, pretty(args)));
+  }
+  return el("div", { class: "preview" }, ...parts);
+}
+
+// A pending approval's card, in the transcript and in the pending panel alike.
+function approvalCard(view, approval) {
+  const reason = el("input", { class: "reason", placeholder: "why not (for Deny)", testid: "deny-reason" });
+  const buttons = el("div", { class: "buttons" });
+  const enable = (on) => {
+    for (const button of buttons.querySelectorAll("button")) button.disabled = !on;
+  };
+  const answer = (choice) => guarded(async () => {
+    enable(false); // until approval_resolved replaces them, or the answer fails
+    try {
+      const body = { choice, reason: choice === "deny" ? reason.value.trim() : "" };
+      await api("POST", sessionPath(view.id, `/approvals/${encodeURIComponent(approval.id)}`), body);
+    } catch (error) {
+      enable(true);
+      throw error;
+    }
+    await refreshPending(view);
+  });
+  const choiceButton = (label, choice, testid, props = {}) =>
+    el("button", { type: "button", testid, onclick: () => answer(choice), ...props }, label);
+  buttons.append(
+    choiceButton("Approve once", "once", "approve-once", { class: "approve" }),
+    choiceButton("Always", "always", "approve-always", { title: `allow ${approval.key} from now on` }),
+    reason,
+    choiceButton("Deny", "deny", "deny", { class: "deny" }),
+  );
+  const wait = approval.timeout_s ? ` (denied if nobody answers within ${approval.timeout_s} s)` : "";
+  return el(
+    "div",
+    { class: "approval", testid: "approval-card", "data-approval-id": approval.id },
+    el("p", {}, el("b", {}, approval.tool), ` needs approval: ${approval.reason}${wait}`),
+    approvalPreview(approval),
+    buttons,
+  );
+}
+
+function approvalResolved(view, event) {
+  const card = view.approvals.get(event.approval_id);
+  if (!card) return;
+  const answers = { once: "Approved once", always: "Approved for the session", deny: "Denied" };
+  let text = answers[event.choice] ?? event.choice;
+  if (event.reason) text += `: ${event.reason}`;
+  if (event.by === "timeout") text += " (nobody answered in time)";
+  card.classList.add("resolved");
+  card.querySelector(".buttons").replaceWith(el("p", { class: "answer", testid: "approval-answer" }, text));
+}
+
+async function refreshPending(view) {
+  const { approvals } = await api("GET", sessionPath(view.id, "/approvals"));
+  if (view !== current) return;
+  // Rebuilt only when the set changes, so that a half-typed denial reason survives the poll.
+  const shown = [...$("pending-list").children].map((card) => card.dataset.approvalId);
+  if (shown.join(" ") === approvals.map((approval) => approval.id).join(" ")) return;
+  $("pending-list").replaceChildren(...approvals.map((approval) => approvalCard(view, approval)));
+  $("pending").hidden = approvals.length === 0;
+}
+
+// ---- forms
+
+function wireForms() {
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, event.target.elements.token.value.trim());
+    event.target.reset();
+    start();
+  });
+
+  $("new-session").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded(async () => {
+      const body = {}; // fields left empty come from the workspace's config
+      for (const [name, value] of new FormData(event.target)) {
+        if (value.trim()) body[name] = value.trim();
+      }
+      const created = await api("POST", "/v1/sessions", body);
+      await refreshSessions();
+      select(created.id);
+    });
+  });
+
+  const messageForm = $("message-form");
+  messageForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const view = current;
+    const text = messageForm.elements.text.value;
+    if (!view || !text.trim()) return;
+    guarded(async () => {
+      const { queued } = await api("POST", sessionPath(view.id, "/messages"), { text });
+      messageForm.reset();
+      $("message-note").textContent = queued ? "Queued: it runs after the current run." : "";
+    });
+  });
+  messageForm.elements.text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) messageForm.requestSubmit();
+  });
+
+  $("abort").addEventListener("click", () => {
+    const view = current;
+    if (!view) return;
+    guarded(async () => {
+      const { aborted } = await api("POST", sessionPath(view.id, "/abort"));
+      $("message-note").textContent = aborted ? "Stopped the run." : "No run was going.";
+    });
+  });
+}
+
+function start() {
+  token = takeToken();
+  if (!token) return askForToken();
+  clearError();
+  $("token-form").hidden = true;
+  $("app").hidden = false;
+  poll();
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (wanted) select(wanted);
+}
+
+wireForms();
+start();

@@ -1,0 +1,186 @@
+"""The web page `lathe serve` serves at `/`, driven in a real headless Chromium: the token
+taken from the URL fragment (or asked for), a session started from the form, its
+transcript streamed, an approval answered on the page, the diff and the run's status,
+the same transcript replayed after a reload, and a stream that drops picked up with
+Last-Event-ID without losing or repeating an event."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+from tests.fakes.openai_server import Call, Reply
+from tests.sandboxes import REQUIRED
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 30_000
+
+# CI installs Chromium and sets LATHE_REQUIRE_SANDBOXES=1: there a missing browser fails.
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() and not REQUIRED, reason=f"no Chromium at {CHROMIUM}"
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context (its own sessionStorage); fails on an uncaught page error."""
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, f"the page threw: {errors}"
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (ws / "check.py").write_text(
+        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
+    )
+    return ws
+
+
+def test_a_task_started_on_the_page_asks_for_approval_and_ends_verified(
+    served, fake_openai, page: Page, tmp_path
+):
+    ws = _workspace(tmp_path)
+    edit = Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
+    fake_openai.enqueue(Reply("I will fix add.", calls=[edit]), Reply("Fixed add."))
+
+    page.goto(f"{served.url}/#token={served.token}")
+    expect(page.get_by_test_id("new-session-form")).to_be_visible()
+    expect(page).not_to_have_url(re.compile("token"))  # kept in sessionStorage only
+
+    page.get_by_test_id("new-workspace").fill(str(ws))
+    page.get_by_test_id("new-model").fill("m")
+    page.get_by_test_id("new-base-url").fill(fake_openai.base_url)
+    page.get_by_test_id("new-approval").select_option("ask")
+    page.get_by_test_id("new-verify").fill(f"{sys.executable} check.py")
+    page.get_by_test_id("new-session-submit").click()
+    expect(page.get_by_test_id("session-row")).to_have_count(1)
+    expect(page.get_by_test_id("session-title")).to_contain_text(str(ws))
+
+    page.get_by_test_id("message-input").fill("fix add")
+    page.get_by_test_id("message-send").click()
+
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.get_by_test_id("user-message")).to_have_text("fix add")
+    expect(transcript.get_by_test_id("assistant-message").first).to_have_text("I will fix add.")
+    tool = transcript.get_by_test_id("tool")
+    expect(tool.get_by_test_id("tool-summary")).to_have_text("edit calc.py")
+    card = transcript.get_by_test_id("approval-card")
+    expect(card).to_contain_text("edit needs approval")
+    expect(card.get_by_test_id("approval-diff")).to_contain_text("- return a - b + return a + b")
+    pending = page.get_by_test_id("pending-approvals")
+    expect(pending.get_by_test_id("approval-card")).to_have_count(1)
+    expect(page.get_by_test_id("session-status")).to_have_text("waiting_approval")
+    assert "a - b" in (ws / "calc.py").read_text()
+
+    card.get_by_test_id("approve-once").click()
+
+    expect(card.get_by_test_id("approval-answer")).to_have_text("Approved once")
+    expect(tool.get_by_test_id("tool-summary")).to_have_text("edit calc.py → +1 -1")
+    diff = tool.get_by_test_id("diff")
+    expect(diff.locator(".add")).to_have_text("+    return a + b")
+    expect(diff.locator(".del")).to_have_text("-    return a - b")
+    expect(transcript.get_by_test_id("run-status")).to_have_text("verified")
+    expect(transcript.get_by_test_id("verify-result").last).to_contain_text("passed")
+    expect(pending).to_be_hidden()
+    expect(page.get_by_test_id("session-status")).to_have_text("idle")
+    expect(page.get_by_test_id("session-cost")).to_contain_text("tokens")  # no prices for "m"
+    assert "a + b" in (ws / "calc.py").read_text()
+    shown = transcript.inner_text()
+
+    page.reload()  # the token is still in sessionStorage, the session in the fragment
+
+    expect(transcript.get_by_test_id("run-status")).to_have_text("verified")
+    assert transcript.inner_text() == shown
+    expect(transcript.get_by_test_id("tool")).to_have_count(1)
+    expect(transcript.get_by_test_id("approval-card")).to_have_count(1)
+    expect(page.get_by_test_id("token-form")).to_be_hidden()
+
+
+def test_without_a_token_the_page_asks_for_one_and_shows_the_servers_errors(
+    served, page: Page, tmp_path
+):
+    page.goto(f"{served.url}/")
+    token_input = page.get_by_test_id("token-input")
+    expect(token_input).to_be_visible()
+    token_input.fill("wrong")
+    token_input.press("Enter")
+    expect(page.get_by_test_id("error")).to_contain_text("refused the token")
+    expect(token_input).to_be_visible()
+
+    token_input.fill(served.token)
+    token_input.press("Enter")
+    expect(page.get_by_test_id("new-session-form")).to_be_visible()
+    expect(page.get_by_test_id("error")).to_be_hidden()
+
+    page.get_by_test_id("new-workspace").fill(str(tmp_path / "nowhere"))
+    page.get_by_test_id("new-session-submit").click()
+    expect(page.get_by_test_id("error")).to_contain_text("not a directory")
+    expect(page.get_by_test_id("session-row")).to_have_count(0)
+
+
+def _sse(*events: tuple[int, dict]) -> str:
+    """An SSE body as sse-starlette writes it (CRLF), with a ping between events."""
+    return "".join(
+        f"id: {number}\r\ndata: {json.dumps(event)}\r\n\r\n: ping\r\n\r\n"
+        for number, event in events
+    )
+
+
+def test_a_dropped_stream_is_resumed_with_last_event_id_and_nothing_shows_twice(
+    served, page: Page, tmp_path
+):
+    ws = _workspace(tmp_path)
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url="http://127.0.0.1:9/v1")
+    started = {"type": "run_started", "task": "say hello", "model": "m", "workspace": str(ws),
+               "session_id": session.id}  # fmt: skip
+    finished = {"type": "run_finished", "status": "unverified", "turns": 1, "answer": "",
+                "usage": {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0,
+                          "cache_write_tokens": 0}}  # fmt: skip
+    # Each body ends, as a dropped connection does; the second repeats event 3.
+    bodies = [
+        _sse((1, started), (2, {"type": "text_delta", "text": "Hel"}),
+             (3, {"type": "text_delta", "text": "lo"})),
+        _sse((3, {"type": "text_delta", "text": "lo"}),
+             (4, {"type": "text_delta", "text": " there"}), (5, finished)),
+    ]  # fmt: skip
+    asked_after: list[str | None] = []
+
+    def stream(route):
+        asked_after.append(route.request.headers.get("last-event-id"))
+        body = bodies.pop(0) if bodies else ": ping\r\n\r\n"
+        route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=body)
+
+    page.route(re.compile(r"/v1/sessions/[^/]+/events"), stream)
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.get_by_test_id("run-status")).to_have_text("unverified")
+    expect(transcript.get_by_test_id("user-message")).to_have_count(1)
+    expect(transcript.get_by_test_id("assistant-message")).to_have_text("Hello there")
+    assert asked_after[:2] == [None, "3"]
