@@ -31,6 +31,7 @@ def _benches(quick: bool) -> list[tuple[str, list[str]]]:
         ("sessions: list and open", ["session_load.py", "--entries", "20000", "50000"]),
         ("sessions list with many sessions", ["session_list.py"]),
         ("MCP: schema tokens, time to the first result", ["mcp_tools.py", "--runs", runs]),
+        ("lathe serve under load", ["serve_load.py", *(["--sessions", "30"] if quick else [])]),
     ]
 
 

@@ -6,6 +6,8 @@ for the token and sends it like any client. Errors are JSON `{"error": "..."}`: 
 options lathe cannot honour, 404 for an unknown session or approval, 409 for a conflict
 with a live session, 422 for a body of the wrong shape. The only streaming route is
 `GET /v1/sessions/{id}/events` (`text/event-stream`; the OpenAPI schema says so).
+`/mcp` is lathe as an MCP server over streamable HTTP (`mcp_server.HttpEndpoint`),
+behind the same token.
 """
 
 from __future__ import annotations
@@ -207,13 +209,28 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(str(static / "index.html"), media_type="text/html")
+        return FileResponse(str(static / "index.html"), media_type="text/html", headers=_PAGE)
 
     @app.get("/static/{name}", include_in_schema=False)
     async def asset(name: str) -> FileResponse:
         if name not in _ASSETS:
             raise HTTPException(404, "not found")
-        return FileResponse(str(static / name), media_type=_ASSETS[name])
+        return FileResponse(str(static / name), media_type=_ASSETS[name], headers=_PAGE)
+
+    # --- MCP over streamable HTTP at /mcp (lathe.service.mcp_server), behind the same
+    # token; server.py's lifespan runs its transport (`app.state.mcp.run()`).
+    from lathe.service.mcp_server import HttpEndpoint
+
+    def token_ok(header: str) -> bool:
+        try:
+            authorized(header)
+        except HTTPException:
+            return False
+        return True
+
+    app.state.mcp = HttpEndpoint(manager, token_ok)
+    app.router.add_route("/mcp", app.state.mcp, include_in_schema=False)
+    # --- end MCP
 
     return app
 
@@ -222,6 +239,12 @@ _STREAM = (
     "Server-sent events: `id:` then `data:` with one event object (as `lathe run --json` "
     "prints it); reconnect with Last-Event-ID to miss nothing."
 )
+# The page loads nothing from elsewhere and runs no inline code; it is never framed.
+_PAGE = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 _ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 
 

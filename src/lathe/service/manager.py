@@ -29,19 +29,24 @@ class SessionConflict(UsageError):
 
 
 class SessionManager:
-    def __init__(self, home: Path, limits: ServerLimits) -> None:
+    def __init__(self, home: Path, limits: ServerLimits, *, keep_records: bool = True) -> None:
+        """`keep_records` False: the sessions end with this process (`lathe mcp serve`
+        over stdio, whose calls each serve one session for their own length)."""
         from lathe.session import SessionStore
 
         self.home = home
         self.limits = limits
         self.store = SessionStore(home)
         self.registry = home / "serve" / "sessions"
+        self.keep_records = keep_records
         self.sessions: dict[str, ServedSession] = {}
         self.problems: list[str] = []  # records a restart could not bring back, and why
         self._lock = asyncio.Lock()  # one creation at a time: the workspace check holds
 
     async def restore(self) -> None:
         """Bring back every session the registry names (after a restart or a crash)."""
+        if not self.keep_records:
+            return
         for path in sorted(self.registry.glob("*.json")):
             try:
                 record = SessionRecord.model_validate_json(path.read_text())
@@ -145,6 +150,8 @@ class SessionManager:
     def _save(self, record: SessionRecord) -> None:
         from lathe.atomic_write import write_atomic
 
+        if not self.keep_records:
+            return
         self.registry.mkdir(parents=True, exist_ok=True)
         text = json.dumps(record.model_dump(), indent=1)
         write_atomic(self.registry / f"{record.id}.json", text.encode())

@@ -103,7 +103,8 @@ def serve(
         await manager.restore()
         for problem in manager.problems:
             say(f"lathe: warning: a session could not be restored: {problem}")
-        yield
+        async with app.state.mcp.run():  # the /mcp transport's task group
+            yield
         await manager.close()
 
     app = create_app(manager, token)

@@ -125,8 +125,12 @@ class _Attached:
             self.renderer.status.begin()
         elif kind == "approval_requested":
             self.pending = data
-            preview = data.get("preview") or ""
-            self.renderer.note(f"approve: {data['tool']} {preview}  ({data['reason']})", "yellow")
+            preview = str(data.get("preview") or "")
+            is_diff = preview.startswith("--- ")
+            what = str(data["arguments"].get("path", "")) if is_diff else preview
+            self.renderer.note(f"approve: {data['tool']} {what}  ({data['reason']})", "yellow")
+            if is_diff:
+                self.renderer.diff(preview)
             self.renderer.note("allow? y once · a always · n [reason] deny", "bold")
         elif kind == "approval_resolved":
             if self.pending and self.pending["approval_id"] == data.get("approval_id"):

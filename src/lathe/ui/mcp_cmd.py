@@ -1,6 +1,7 @@
-"""`lathe mcp list|test|import`: the workspace's MCP servers, one server's health, and
+"""`lathe mcp list|test|import|serve`: the workspace's MCP servers, one server's health,
 servers taken over from another agent's config (Codex's `config.toml`, Gemini's
-`settings.json`). Every server these commands start is stopped before they return."""
+`settings.json`), and lathe itself as an MCP server over stdio (`lathe.service.mcp_server`).
+Every server the first three start is stopped before they return."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ _trust = click.option(
 
 @click.group("mcp", cls=LatheGroup)
 def mcp_group() -> None:
-    """List, check and import MCP servers."""
+    """List, check and import MCP servers; serve lathe as one."""
 
 
 @mcp_group.command("list")
@@ -131,6 +132,24 @@ def import_servers(path: Path, project: bool, workspace: Path) -> None:
         )
     if not written and not skipped:
         click.echo(f"no MCP servers found in {path}")
+
+
+@mcp_group.command("serve")
+@click.option("--max-commands", type=click.IntRange(min=1),
+              help="Commands running at once across all tasks (default: serve.max_commands, "
+              "else the core count).")  # fmt: skip
+def serve(max_commands: int | None) -> None:
+    """Serve lathe to other agents and editors over MCP on stdin and stdout.
+
+    Tools: run_task (a task in a workspace, with an optional verify command, model and
+    limits; returns the status, answer, files changed and evidence, with progress
+    notifications while it runs), list_sessions and session_transcript. Nothing but
+    the protocol is written on stdout. The same tools are served over streamable HTTP
+    at /mcp by `lathe serve`, behind its token.
+    """
+    from lathe.service.mcp_server import serve_stdio
+
+    serve_stdio(max_commands)
 
 
 def _declared(workspace: Path, trust_now: bool):
