@@ -190,3 +190,25 @@ def test_model_calls_beyond_the_endpoint_limit_queue_visibly(tmp_path, fake_open
     queued = [e.data for run in runs for e in run if e.type == "queued"]
     assert queued == [{"type": "queued", "what": "model_call", "waiting": 1, "limit": 1}]
     assert all(run[-1].data["answer"].endswith("answer") for run in runs)
+
+
+@pytest.mark.waits
+def test_an_unattended_sessions_approval_left_by_a_crash_is_denied_in_time(tmp_path, fake_openai):
+    fake_openai.responder = by_marker({"lone": fix_add("lone")})
+    home = tmp_path / "home"
+    server = ServeProcess(home).start()
+    with server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "lone")), model="m", base_url=fake_openai.base_url,
+            approval="ask", approval_timeout_s=5,
+        )  # fmt: skip
+        client.send(session.id, "task lone: fix add")
+        asked = _wait_for(client, session.id, "approval_requested")
+    server.kill()
+    with ServeProcess(home) as again, again.client() as client:
+        assert client.session(session.id).status == "waiting_approval"
+        rest = list(client.events(session.id, after=asked.id, until="run_finished"))
+    resolved = next(e for e in rest if e.type == "approval_resolved")
+    assert resolved.data == {**resolved.data, "choice": "deny", "by": "timeout"}
+    assert rest[-1].data["status"] == "unverified"
+    assert "a - b" in (tmp_path / "lone" / "calc.py").read_text()

@@ -133,6 +133,17 @@ class RemoteApprover:
         finally:
             self._waiting.pop(approval_id, None)
 
+    def expire_restored(self) -> bool:
+        """Deny, as nobody answered in time, every request a restart left pending (an
+        unattended session's, once its wait has passed again); whether there was one."""
+        restored = [a for a in self.pending if a not in self._waiting]
+        why = f"nobody answered within {self.timeout_s:g} s (an unattended session)"
+        for approval_id in restored:
+            call_id = self.pending[approval_id].call_id
+            denial = ApprovalAnswer("deny", why)
+            self._kept[call_id] = self._resolve(approval_id, denial, by="timeout")
+        return bool(restored)
+
     def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
         """Answer a pending approval. True when a run was waiting for it; False when it
         was restored after a restart, so the session must run the paused call again.

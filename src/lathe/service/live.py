@@ -116,9 +116,15 @@ class ServedSession:
         self.approver = RemoteApprover(
             self.session, self.emit, redactor.event, timeout_s=record.approval_timeout_s
         )
-        self.approver.restore()
+        if self.approver.restore() and record.approval_timeout_s is not None:
+            # Unattended: what a restart left pending waits its time again, no longer.
+            asyncio.get_running_loop().call_later(record.approval_timeout_s, self._expire)
         self.safety = await self._safety(lathe_home())
         self.agent = self._agent(self._history())
+
+    def _expire(self) -> None:
+        if not self.stopped and self.approver.expire_restored() and not self.running:
+            self._task = asyncio.create_task(self._drive(None))
 
     async def _safety(self, home: Path) -> Any:
         from lathe.checkpoint import Checkpoints
