@@ -121,15 +121,17 @@ def test_fork_resume_delete_and_abort(served, fake_openai, tmp_path):
 def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approval(
     tmp_path, fake_openai
 ):
-    markers = [f"s{n}" for n in range(4)]
-    fake_openai.responder = by_marker({m: fix_add(m) for m in markers})
+    markers = [f"s{n}" for n in range(5)]
+    scripts = {m: fix_add(m) for m in markers}
+    scripts["s4"] = [Hang(60)]  # mid-request when the server dies
+    fake_openai.responder = by_marker(scripts)
     home = tmp_path / "home"
     server = ServeProcess(home).start()
     ids, pending = {}, {}
     with server.client() as client:
         for marker in markers:
             ws = workspace_for(tmp_path, marker)
-            approval = "ask" if marker != "s3" else "auto"
+            approval = "auto" if marker in ("s3", "s4") else "ask"
             ids[marker] = client.create_session(
                 str(ws), model="m", base_url=fake_openai.base_url, approval=approval
             ).id
@@ -137,7 +139,10 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
         for marker in markers[:3]:
             pending[marker] = _wait_for(client, ids[marker], "approval_requested")
         last_seen = _wait_for(client, ids["s3"], "run_finished").id
+        _wait_for(client, ids["s4"], "turn_started")
+        assert client.session(ids["s4"]).status == "running"
     server.kill()
+    fake_openai.responder = by_marker({**scripts, "s4": [Reply("s4 after the crash")]})
 
     for path in (home / "sessions").rglob("*.jsonl"):  # every file loads whole
         session = SessionStore(home).open_path(path, readonly=True)
@@ -151,6 +156,11 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
             [approval] = client.approvals(ids[marker])
             assert approval["id"] == pending[marker].data["approval_id"]
         assert listed[ids["s3"]].status == "idle"
+        # The run the crash cut is over; the session takes the next message.
+        assert listed[ids["s4"]].status == "idle"
+        client.send(ids["s4"], "go on")
+        *_, end = client.events(ids["s4"], until="run_finished")
+        assert end.data["answer"] == "s4 after the crash"
         # Nothing was lost from the stream: the replay still has every event.
         assert [e.id for e in client.events(ids["s3"], follow=False)] == list(
             range(1, last_seen + 1)
