@@ -37,6 +37,7 @@ _LAZY_COMMANDS = {
     ),
     "agents": ("lathe.ui.agents_cmd", "agents_group", "List the subagent profiles."),
     "serve": ("lathe.ui.serve_cmd", "serve_command", "Serve sessions over HTTP, with a web page."),
+    "batch": ("lathe.ui.batch_cmd", "batch_group", "Run lathe over many tasks; report on a run."),
     "attach": ("lathe.ui.attach_cmd", "attach_command", "Attach to a session lathe serve runs."),
     "memory": (
         "lathe.ui.memory_cmd",

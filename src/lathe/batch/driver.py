@@ -1,0 +1,171 @@
+"""A batch: what runs, in which order, within which budgets, and where each result goes.
+
+Resume rules, for the same command run again into the same folder:
+- a task with a line in `results.jsonl` is finished (solved or not) and is skipped;
+- a task without one never finished (the batch was killed, or stopped) and runs;
+- with `retry_errors`, a task whose line says `error` (infrastructure or provider, not
+  the agent) runs again, its old line dropped first;
+- a different task list or model than the manifest's is refused unless `force`.
+Total budgets (`max_total_cost`, `max_total_wall_s`) stop new tasks from starting; the
+ones running finish and are recorded, the rest wait for a later run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from lathe.batch.executors import TaskExecutor
+from lathe.batch.results import RunFolder
+from lathe.batch.task_run import RunSettings, TaskResult
+from lathe.batch.tasks import BatchTask, list_hash
+from lathe.errors import UsageError
+
+
+class BatchFace(Protocol):
+    """What a face shows of a batch."""
+
+    def planned(self, plan: Plan) -> None: ...
+
+    def started(self, task: BatchTask) -> None: ...
+
+    def finished(self, line: dict[str, Any]) -> None: ...
+
+    def stopped(self, reason: str) -> None: ...
+
+
+@dataclass
+class Plan:
+    tasks: list[BatchTask]
+    to_run: list[BatchTask]
+    done: dict[str, dict[str, Any]]  # lines kept from earlier runs
+    retried: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BatchOptions:
+    tasks: list[BatchTask]
+    source: str  # what the list was read from, for the manifest
+    out: Path
+    settings: RunSettings
+    model: str  # the resolved model id, for the manifest
+    retry_errors: bool = False
+    force: bool = False
+    max_total_cost: float | None = None
+    max_total_wall_s: float | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    executor_name: str = "local"
+
+
+class Batch:
+    def __init__(self, options: BatchOptions, executor: TaskExecutor, face: BatchFace) -> None:
+        self.options = options
+        self.executor = executor
+        self.face = face
+        self.folder = RunFolder(options.out)
+        self.lines: dict[str, dict[str, Any]] = {}
+        self._queue: list[BatchTask] = []
+        self._started_at = 0.0
+        self.stop_reason = ""
+
+    def plan(self) -> Plan:
+        options = self.options
+        self.folder.open_for_appending()
+        self._check_manifest()
+        done = self.folder.results()
+        retried = []
+        if options.retry_errors:
+            retried = [i for i, line in done.items() if line.get("status") == "error"]
+            self.folder.drop(set(retried))
+            done = {i: line for i, line in done.items() if i not in retried}
+        ids = {task.id for task in options.tasks}
+        done = {i: line for i, line in done.items() if i in ids}
+        to_run = [task for task in options.tasks if task.id not in done]
+        return Plan(options.tasks, to_run, done, retried)
+
+    def run(self) -> dict[str, dict[str, Any]]:
+        """Run the plan; every task's line (earlier ones included), by id."""
+        plan = self.plan()
+        self.lines = dict(plan.done)
+        self._queue = list(plan.to_run)
+        self._write_manifest()
+        self.face.planned(plan)
+        self._started_at = time.monotonic()
+        try:
+            self.executor.run(self._next_task, self.options.settings, self)
+        except KeyboardInterrupt:
+            self.executor.stop()
+            self.stop_reason = "interrupted: the tasks that were running will run next time"
+            self.face.stopped(self.stop_reason)
+            raise
+        if self._queue and self.stop_reason:
+            self.face.stopped(self.stop_reason)
+        return self.lines
+
+    # the executor's sink
+
+    def started(self, task: BatchTask) -> None:
+        self.face.started(task)
+
+    def finished(self, result: TaskResult) -> None:
+        line = self.folder.record(result)
+        self.lines[result.id] = line
+        self.face.finished(line)
+
+    def _next_task(self) -> BatchTask | None:
+        if not self._queue:
+            return None
+        over = self._over_budget()
+        if over:
+            self.stop_reason = f"{over}; the {len(self._queue)} tasks left run next time"
+            return None
+        return self._queue.pop(0)
+
+    def _over_budget(self) -> str | None:
+        options = self.options
+        if options.max_total_cost is not None:
+            spent = sum(line.get("cost_usd") or 0.0 for line in self.lines.values())
+            if spent >= options.max_total_cost:
+                return f"the batch's cost limit (${options.max_total_cost:g}) is spent"
+        elapsed = time.monotonic() - self._started_at
+        if options.max_total_wall_s is not None and elapsed >= options.max_total_wall_s:
+            return f"the batch's time limit ({options.max_total_wall_s:g} s) is up"
+        return None
+
+    def _check_manifest(self) -> None:
+        earlier = self.folder.manifest()
+        if earlier is None or self.options.force:
+            return
+        changes = []
+        if earlier.get("tasks_hash") != list_hash(self.options.tasks):
+            changes.append("a different task list")
+        if earlier.get("model") != self.options.model:
+            changes.append(f"model {self.options.model} (it was {earlier.get('model')})")
+        if changes:
+            raise UsageError(
+                f"{self.options.out} holds results made with other settings; this run has "
+                f"{' and '.join(changes)}: give another --out, or --force to add to it anyway"
+            )
+
+    def _write_manifest(self) -> None:
+        from lathe import __version__
+
+        options = self.options
+        settings = asdict(options.settings)
+        self.folder.write_manifest(
+            {
+                "lathe_version": __version__,
+                "model": options.model,
+                "base_url": options.settings.base_url,
+                "tasks": options.source,
+                "tasks_hash": list_hash(options.tasks),
+                "task_ids": [t.id for t in options.tasks],
+                "executor": options.executor_name,
+                "settings": settings,
+                "max_total_cost": options.max_total_cost,
+                "max_total_wall_s": options.max_total_wall_s,
+                "config": options.config,
+            }
+        )

@@ -1,0 +1,74 @@
+"""Where a batch's tasks run. The seam: `TaskExecutor.run(next_task, settings, sink)`
+pulls tasks from `next_task()` (None: nothing more to start — the list is done or a
+budget is spent) and hands each finished `TaskResult` to `sink.finished`, with
+`sink.started(task)` as each begins; it returns when every task it started has ended,
+or at once after `stop()` (the tasks still running are killed and not reported).
+`LocalPool` runs N at a time in this process's threads; `RayExecutor`
+(`ray_executor.py`) on a Ray cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from lathe.batch.task_run import RunSettings, TaskResult, run_task, stop_all
+from lathe.batch.tasks import BatchTask
+
+
+class ResultSink(Protocol):
+    def started(self, task: BatchTask) -> None: ...
+
+    def finished(self, result: TaskResult) -> None: ...
+
+
+class TaskExecutor(Protocol):
+    def run(
+        self,
+        next_task: Callable[[], BatchTask | None],
+        settings: RunSettings,
+        sink: ResultSink,
+    ) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class LocalPool:
+    """`workers` tasks at a time, each a `lathe run` process of its own."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        next_task: Callable[[], BatchTask | None],
+        settings: RunSettings,
+        sink: ResultSink,
+    ) -> None:
+        def work() -> None:
+            while not self._stopping.is_set():
+                with self._lock:
+                    task = next_task()
+                    if task is None:
+                        return
+                    sink.started(task)
+                result = run_task(task, settings)
+                with self._lock:
+                    if self._stopping.is_set():
+                        return  # killed midway: it runs again next time
+                    sink.finished(result)
+
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(self.workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # short waits: Ctrl-C reaches the main thread
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+        stop_all()

@@ -1,0 +1,129 @@
+"""A batch's run folder: what it ran with and what each task came to.
+
+- `manifest.json`: lathe's version, the model and endpoint, the settings, the config
+  (secrets masked), and the hash of the task list. A later run into the same folder
+  must match it (or say `--force`).
+- `results.jsonl`: one line a task, appended and fsynced the moment the task ends, so a
+  batch killed at any point has lost no finished task, and a task never got two lines
+  (one run again with `--retry-errors` has its old line dropped, atomically, first). A
+  torn last line — the one being written when the process died — is cut off on open.
+- `diffs/ID.diff` and `transcripts/ID.md`: each task's changes and conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from lathe.batch.task_run import TaskResult
+from lathe.errors import UsageError
+
+
+class RunFolder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.results_file = path / "results.jsonl"
+        self.manifest_file = path / "manifest.json"
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """Each finished task's line, by id, in the order they finished."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            raw = self.results_file.read_bytes()
+        except FileNotFoundError:
+            return found
+        for line in raw.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break  # torn: the task it was for runs again
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            found[record["id"]] = record
+        return found
+
+    def open_for_appending(self) -> None:
+        """Create the folder; cut off a torn last line of an earlier run."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            raw = self.results_file.read_bytes()
+        except FileNotFoundError:
+            return
+        whole = raw.rfind(b"\n") + 1
+        if whole < len(raw):
+            os.truncate(self.results_file, whole)
+
+    def record(self, result: TaskResult) -> dict[str, Any]:
+        """Write a finished task: its diff and transcript, then its line (fsynced)."""
+        line = result.line()
+        for folder, text, suffix, key in (("diffs", result.diff, ".diff", "diff_path"),
+                                          ("transcripts", result.transcript, ".md",
+                                           "transcript_path")):  # fmt: skip
+            if text:
+                target = self.path / folder / f"{_safe(result.id)}{suffix}"
+                target.parent.mkdir(exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+                line[key] = str(target.relative_to(self.path))
+            else:
+                line[key] = None
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+        fd = os.open(self.results_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return line
+
+    def drop(self, ids: set[str]) -> None:
+        """Remove the lines of `ids` (tasks about to run again), in one atomic step."""
+        from lathe.atomic_write import write_atomic
+
+        if not ids or not self.results_file.exists():
+            return
+        kept = [
+            line for line in self.results_file.read_bytes().splitlines(keepends=True)
+            if line.endswith(b"\n") and _id_of(line) not in ids
+        ]  # fmt: skip
+        write_atomic(self.results_file, b"".join(kept))
+
+    def manifest(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.manifest_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UsageError(f"cannot read {self.manifest_file}: {exc}") from None
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        from lathe.atomic_write import write_atomic
+
+        text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+        write_atomic(self.manifest_file, text.encode("utf-8"))
+
+
+def masked_config(workspace: Path) -> dict[str, Any]:
+    """The config a run starts from (every value, secrets masked)."""
+    from lathe.config import load_config
+    from lathe.config.keys import format_key
+    from lathe.config.secrets import looks_like_secret, mask_secret
+
+    values = {}
+    for key, value, _origin in load_config(workspace).values():
+        if isinstance(value, str) and looks_like_secret(value):
+            value = mask_secret(value)
+        values[format_key(key)] = value
+    return json.loads(json.dumps(values, default=str))
+
+
+def _id_of(line: bytes) -> str | None:
+    try:
+        return json.loads(line).get("id")
+    except json.JSONDecodeError:
+        return None
+
+
+def _safe(task_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)

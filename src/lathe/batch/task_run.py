@@ -1,0 +1,395 @@
+"""One task, end to end: a fresh copy of its repository, `lathe run --json` in it, then
+the task's verify command — lathe's claim is recorded, never trusted.
+
+The verify command runs in a second copy of the agent's work in which the task's
+protected files (its tests) are put back as the source has them, so editing a test
+never counts as a fix. The source is never written. Everything here is a plain function
+of its arguments, returning a `TaskResult`: a Ray worker runs it as the local pool does.
+
+Statuses: `solved` (the verify command passed), `unsolved` (it did not: lathe gave up,
+stopped, or claimed a success the check refutes), `over_limit` (lathe was stopped at the
+task's wall-time limit), `error` (not the agent's doing: the copy, the setup command or
+lathe itself failed — `error_kind` "infrastructure" — or the model endpoint did —
+"provider"). `lathe batch --retry-errors` runs the `error` ones again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lathe.batch.tasks import BatchTask
+
+_TAIL = 2_000
+_NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
+_GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
+_RUNNING: set[int] = set()  # process groups of this process's tasks, for `stop_all`
+
+
+def stop_all() -> None:
+    """Kill every task this process is running (a batch interrupted with Ctrl-C)."""
+    for group in list(_RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How every task of a batch is run."""
+
+    model: str | None = None
+    base_url: str | None = None
+    max_turns: int | None = None
+    attempts: int | None = None
+    max_cost: str | None = None  # per task, as `lathe run --max-cost` takes it
+    max_wall_s: float | None = None  # per task
+    lathe_args: tuple[str, ...] = ()
+    keep_workspace: bool = False
+
+
+@dataclass
+class TaskResult:
+    id: str
+    solved: bool = False
+    status: str = "error"
+    lathe_status: str | None = None
+    error_kind: str | None = None  # "infrastructure" | "provider" | None
+    reason: str = ""
+    attempts: int = 0
+    turns: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    verify_exit: int | None = None
+    verify_s: float = 0.0
+    verify_tail: str = ""
+    false_verified: bool = False  # lathe said verified; the task's own check disagrees
+    diff_stat: dict[str, int] = field(default_factory=lambda: {"files": 0, "added": 0,
+                                                                "removed": 0})  # fmt: skip
+    session_id: str | None = None
+    session_file: str | None = None
+    workspace: str | None = None  # kept only with --keep
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    host: str = ""
+    started: str = ""
+    finished: str = ""
+    # Carried back to the driver, which writes them beside the results (not in the line).
+    diff: str = ""
+    transcript: str = ""
+
+    def line(self) -> dict[str, Any]:
+        record = asdict(self)
+        del record["diff"], record["transcript"]
+        return record
+
+
+def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None) -> TaskResult:
+    """Run `task`. `source`: its repository as a tar archive (how Ray ships it to a
+    worker); None reads `task.repo` where it is."""
+    result = TaskResult(id=task.id, kind=task.kind, tags=list(task.tags), host=socket.gethostname())
+    result.started = _now()
+    base = Path(tempfile.mkdtemp(prefix="lathe-task-"))
+    pristine, work = base / "source", base / "work"
+    began = time.monotonic()
+    try:
+        try:
+            _materialize(task, source, pristine)
+            shutil.copytree(pristine, work, symlinks=True)
+            _make_writable(work)
+            if task.setup:
+                _setup(task.setup, work)
+        except (OSError, subprocess.SubprocessError, _Failed) as exc:
+            result.error_kind, result.reason = "infrastructure", f"preparing the copy: {exc}"
+            return result
+        _run_lathe(task, settings, work, result)
+        if result.status != "error" or result.error_kind == "provider":
+            _verify(task, pristine, work, base / "checked", result)
+        result.diff, result.diff_stat = tree_diff(pristine, work)
+        result.transcript = _transcript(result.session_id)
+        if settings.keep_workspace:
+            result.workspace = str(work)
+        return result
+    finally:
+        result.wall_s = round(time.monotonic() - began, 3)
+        result.finished = _now()
+        if not settings.keep_workspace:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def pack(repo: str) -> bytes:
+    """A repository folder as a tar archive (for Ray's object store)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        archive.add(repo, arcname=".")
+    return buffer.getvalue()
+
+
+class _Failed(Exception):
+    pass
+
+
+def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
+    if source is not None:
+        into.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(source), mode="r:gz") as archive:
+            archive.extractall(into, filter="tar")
+    elif task.is_git:
+        _git("clone", "--quiet", task.repo, str(into))
+        if task.ref:
+            _git("-C", str(into), "checkout", "--quiet", task.ref)
+    else:
+        shutil.copytree(task.repo, into, symlinks=True)  # bytes as they are: CRLF stays
+
+
+def _git(*args: str) -> None:
+    done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise _Failed(f"git {args[0]}: {done.stderr.strip()[-500:]}")
+
+
+def _make_writable(root: Path) -> None:
+    """Task folders may be read-only; the agent's copy must not be."""
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
+    root.chmod(root.stat().st_mode | 0o200)
+
+
+def _setup(command: str, work: Path) -> None:
+    done = _shell(command, work, 900)
+    if done[0] != 0:
+        raise _Failed(f"the setup command exited {done[0]}: {done[1][-500:]}")
+
+
+def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskResult) -> None:
+    argv = [sys.executable, "-m", "lathe", "run", "--json", "-C", str(work)]
+    wall = f"{settings.max_wall_s:g}s" if settings.max_wall_s else None
+    options = {
+        "--verify": task.verify,
+        "--model": settings.model,
+        "--base-url": settings.base_url,
+        "--max-turns": settings.max_turns,
+        "--attempts": settings.attempts,
+        "--max-cost": settings.max_cost,
+        "--timeout": wall,
+    }
+    for flag, value in options.items():
+        if value is not None:
+            argv += [flag, str(value)]
+    argv += settings.lathe_args
+    limit = (settings.max_wall_s or 3600.0) + _GRACE_S
+    code, out, err, killed = _run(argv, work, limit, stdin=task.task)
+    _read_events(out, result)
+    if killed:
+        result.status, result.error_kind = "over_limit", None
+        result.reason = f"stopped at the task's wall-time limit ({limit:g} s)"
+    elif result.lathe_status is None:
+        result.error_kind = "infrastructure"
+        result.reason = f"lathe exited {code} without finishing: {err.strip()[-_TAIL:]}"
+    elif result.lathe_status == "provider_error":
+        result.error_kind = "provider"
+    else:
+        result.status = "unsolved"  # until the verify command says otherwise
+
+
+def _read_events(stdout: str, result: TaskResult) -> None:
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        match event.get("type"):
+            case "run_started":
+                result.session_id = event.get("session_id")
+                result.attempts += 1
+            case "run_finished":
+                usage = event.get("usage") or {}
+                result.lathe_status = event.get("status")
+                result.turns += int(event.get("turns") or 0)
+                result.tokens["input"] += int(usage.get("input_tokens") or 0) + int(
+                    usage.get("cache_read_tokens") or 0
+                )
+                result.tokens["output"] += int(usage.get("output_tokens") or 0)
+                if event.get("cost_usd") is not None:
+                    result.cost_usd = (result.cost_usd or 0.0) + float(event["cost_usd"])
+                result.reason = event.get("reason") or ""
+                error = event.get("error") or {}
+                if error.get("message"):
+                    result.reason = f"{error.get('kind')}: {error['message']}"
+    if result.session_id:
+        result.session_file = _session_file(result.session_id)
+
+
+def _verify(task: BatchTask, pristine: Path, work: Path, checked: Path, result: TaskResult) -> None:
+    """The task's verify command in a copy of the work whose protected files are the
+    source's."""
+    shutil.copytree(work, checked, symlinks=True)
+    restore_protected(pristine, checked, task.protected)
+    started = time.monotonic()
+    code, output = _shell(task.verify, checked, task.timeout)
+    result.verify_s = round(time.monotonic() - started, 3)
+    result.verify_exit = code
+    result.verify_tail = output[-_TAIL:]
+    result.solved = code == 0
+    if result.status == "unsolved" and result.solved:
+        result.status = "solved"
+    result.false_verified = result.lathe_status == "verified" and not result.solved
+
+
+def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> list[str]:
+    """Make every file of `copy` matching `patterns` (gitignore syntax) what it is in
+    `source`: changed ones rewritten, added ones removed, removed ones put back. The
+    paths put right, relative."""
+    from lathe.patterns import compiled
+
+    matcher = compiled(tuple(patterns))
+    restored = []
+    for relative in sorted(_files(source) | _files(copy)):
+        if matcher.first_match(relative) is None:
+            continue
+        original, current = source / relative, copy / relative
+        if (
+            original.is_file()
+            and current.is_file()
+            and original.read_bytes() == current.read_bytes()
+        ):
+            continue
+        if current.exists() or current.is_symlink():
+            current.unlink()
+        if original.is_file():
+            current.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(original, current)
+        restored.append(relative)
+    return restored
+
+
+def tree_diff(before: Path, after: Path) -> tuple[str, dict[str, int]]:
+    """A unified diff of two folders (build caches left out) and its size."""
+    chunks: list[str] = []
+    stat = {"files": 0, "added": 0, "removed": 0}
+    for relative in sorted(_files(before) | _files(after)):
+        old, new = _bytes(before / relative), _bytes(after / relative)
+        if old == new:
+            continue
+        stat["files"] += 1
+        try:
+            old_lines = old.decode("utf-8").splitlines(keepends=True) if old is not None else []
+            new_lines = new.decode("utf-8").splitlines(keepends=True) if new is not None else []
+        except UnicodeDecodeError:
+            chunks.append(f"Binary files a/{relative} and b/{relative} differ\n")
+            continue
+        for line in difflib.unified_diff(
+            old_lines, new_lines,
+            "/dev/null" if old is None else f"a/{relative}",
+            "/dev/null" if new is None else f"b/{relative}",
+        ):  # fmt: skip
+            if line.startswith("+") and not line.startswith("+++"):
+                stat["added"] += 1
+            elif line.startswith("-") and not line.startswith("---"):
+                stat["removed"] += 1
+            chunks.append(
+                line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+            )
+    return "".join(chunks), stat
+
+
+def _files(root: Path) -> set[str]:
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _NOISE]
+        for name in files:
+            if not name.endswith((".pyc", ".pyo")):
+                found.add(str(Path(folder, name).relative_to(root)))
+    return found
+
+
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def _session_file(session_id: str) -> str | None:
+    from lathe.home import lathe_home
+    from lathe.session import SessionStore
+
+    with contextlib.suppress(Exception):
+        return str(SessionStore(lathe_home()).find(session_id))
+    return None
+
+
+def _transcript(session_id: str | None) -> str:
+    if not session_id:
+        return ""
+    from lathe.home import lathe_home
+    from lathe.session import SessionStore
+    from lathe.session.transcript import render_markdown
+
+    try:
+        return render_markdown(SessionStore(lathe_home()).open(session_id, readonly=True))
+    except Exception as exc:  # a transcript is a convenience; the result stands without it
+        return f"(no transcript: {exc})\n"
+
+
+def _shell(command: str, cwd: Path, timeout: float) -> tuple[int | None, str]:
+    code, out, err, _ = _run(["/bin/sh", "-c", command], cwd, timeout)
+    return code, out + err
+
+
+def _run(
+    argv: list[str], cwd: Path, timeout: float, *, stdin: str | None = None
+) -> tuple[int | None, str, str, bool]:
+    """Run in a process group of its own, killed whole at `timeout` (then killed is
+    True) and when this process dies (PR_SET_PDEATHSIG), so a batch killed with -9
+    leaves no task running."""
+    process = subprocess.Popen(
+        argv, cwd=cwd, text=True, encoding="utf-8", errors="replace",
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=_die_with_parent,
+    )  # fmt: skip
+    _RUNNING.add(process.pid)
+    try:
+        out, err = process.communicate(stdin, timeout=timeout)
+        return process.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        return None, out, err, True
+    finally:
+        _RUNNING.discard(process.pid)
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

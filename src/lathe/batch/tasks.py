@@ -1,0 +1,155 @@
+"""A task list: a folder of task folders (`repo/`, `TASK.md`, `task.json`, the format of
+`../shared/tasks`), or a JSONL file with one task a line (`id`, `repo` — a path or a git
+URL — with an optional `ref`, `task`, `verify`, and optionally `setup`, `timeout`,
+`protected`, `kind`, `tags`). Relative paths in a JSONL file are from the file's folder.
+A problem in the list is a `UsageError` naming the task and what to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lathe.errors import UsageError
+
+DEFAULT_PROTECTED = ("tests/", "test_*.py", "*_test.py", "conftest.py")
+"""Files restored from the task's source before its verify command runs, so that an
+edited test never counts as a fix (a task may name its own, `protected`)."""
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    id: str
+    repo: str  # an absolute path, or a git URL
+    task: str  # what the agent is asked, as written
+    verify: str
+    ref: str | None = None  # for a git URL: the branch, tag or commit
+    setup: str | None = None  # a command run in the fresh copy before the agent
+    timeout: float = DEFAULT_TIMEOUT_S  # the verify command's limit
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    kind: str | None = None
+    tags: tuple[str, ...] = ()
+    fingerprint: str = field(default="", compare=False)  # the source's content hash
+
+    @property
+    def is_git(self) -> bool:
+        return "://" in self.repo or self.repo.endswith(".git") or self.repo.startswith("git@")
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_tasks(source: Path) -> list[BatchTask]:
+    if source.is_dir():
+        tasks = [_from_folder(folder) for folder in sorted(source.iterdir()) if _is_task(folder)]
+        if not tasks:
+            raise UsageError(
+                f"{source} holds no task folders (each needs repo/, TASK.md and task.json)"
+            )
+    elif source.is_file():
+        tasks = _from_jsonl(source)
+    else:
+        raise UsageError(f"no task list at {source}: give a folder of tasks or a .jsonl file")
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise UsageError(f"task id {task.id!r} appears twice in {source}; ids must be unique")
+        seen.add(task.id)
+    return tasks
+
+
+def list_hash(tasks: list[BatchTask]) -> str:
+    """What a run's results were made from: every task's definition and source."""
+    canonical = json.dumps([t.as_json() for t in tasks], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _is_task(folder: Path) -> bool:
+    return folder.is_dir() and (folder / "task.json").is_file() and (folder / "repo").is_dir()
+
+
+def _from_folder(folder: Path) -> BatchTask:
+    spec = _json_object(folder / "task.json", folder.name)
+    try:
+        # Bytes decoded, never newline-translated: the task is given exactly as written.
+        text = (folder / "TASK.md").read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"task {folder.name}: cannot read TASK.md ({exc})") from None
+    repo = (folder / "repo").resolve()
+    return _task(folder.name, {**spec, "repo": str(repo), "task": text}, where=str(folder))
+
+
+def _from_jsonl(path: Path) -> list[BatchTask]:
+    tasks = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            spec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("id"), str):
+            raise UsageError(f"{path}:{number}: each line must be an object with a string `id`")
+        repo = str(spec.get("repo", ""))
+        if repo and "://" not in repo and not repo.startswith("git@"):
+            spec["repo"] = str((path.parent / repo).resolve())
+        tasks.append(_task(spec["id"], spec, where=f"{path}:{number}"))
+    if not tasks:
+        raise UsageError(f"{path} holds no tasks")
+    return tasks
+
+
+def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
+    for key in ("repo", "task", "verify"):
+        if not isinstance(spec.get(key), str) or not spec[key].strip():
+            raise UsageError(f"task {task_id} ({where}): `{key}` is missing or empty")
+    protected = spec.get("protected", DEFAULT_PROTECTED)
+    tags = spec.get("tags", ())
+    if not _strings(protected) or not _strings(tags):
+        raise UsageError(f"task {task_id} ({where}): `protected` and `tags` are lists of strings")
+    try:
+        timeout = float(spec.get("timeout", DEFAULT_TIMEOUT_S))
+    except (TypeError, ValueError):
+        raise UsageError(f"task {task_id} ({where}): `timeout` is not a number") from None
+    task = BatchTask(
+        id=task_id, repo=spec["repo"], task=spec["task"], verify=spec["verify"],
+        ref=spec.get("ref"), setup=spec.get("setup"), timeout=timeout,
+        protected=tuple(protected), kind=spec.get("kind"), tags=tuple(tags),
+    )  # fmt: skip
+    if not task.is_git and not Path(task.repo).is_dir():
+        raise UsageError(f"task {task_id} ({where}): no repository folder at {task.repo}")
+    fingerprint = task.repo + "@" + (task.ref or "") if task.is_git else _tree_hash(task.repo)
+    return dataclasses.replace(task, fingerprint=fingerprint)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+
+
+def _tree_hash(root: str) -> str:
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder, name)
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            digest.update(
+                path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
+            )
+    return digest.hexdigest()
+
+
+def _json_object(path: Path, task_id: str) -> dict[str, Any]:
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"task {task_id}: cannot read {path.name} ({exc})") from None
+    if not isinstance(spec, dict):
+        raise UsageError(f"task {task_id}: {path.name} must hold a JSON object")
+    return spec

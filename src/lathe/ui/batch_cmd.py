@@ -1,0 +1,244 @@
+"""`lathe batch TASKS --out RUN_DIR`: lathe over many tasks (see `lathe.batch`), with a
+progress display (plain lines without a terminal) and a summary table; and
+`lathe batch report RUN_DIR`, the HTML report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lathe.ui.options import LatheGroup
+
+
+class _BatchGroup(LatheGroup):
+    """`lathe batch TASKS ...` runs a batch; `lathe batch report ...` is the report."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+def _duration(ctx: Any, param: Any, value: str | None) -> float | None:
+    return _parsed(value, param, "parse_duration")
+
+
+def _dollars(ctx: Any, param: Any, value: str | None) -> float | None:
+    return _parsed(value, param, "parse_dollars")
+
+
+def _parsed(value: str | None, param: Any, parser: str) -> float | None:
+    from lathe.config import schema
+
+    if value is None:
+        return None
+    try:
+        return float(getattr(schema, parser)(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+@click.group("batch", cls=_BatchGroup, invoke_without_command=False)
+def batch_group() -> None:
+    """Run lathe over many tasks and score each by its own verify command.
+
+    `lathe batch TASKS --out RUN_DIR` runs them (again: resumes); `lathe batch report
+    RUN_DIR` writes the HTML report."""
+
+
+@batch_group.command("run")
+@click.argument("tasks", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run folder: results.jsonl, manifest.json, diffs, transcripts.",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Tasks running at once.",
+)
+@click.option("--model", help="Model for every task (as `lathe run --model`).")
+@click.option("--base-url", help="OpenAI-compatible endpoint (as `lathe run --base-url`).")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Model turns per task.")
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1, max=20),
+    help="Attempts per task (lathe starts over from the original files).",
+)
+@click.option("--max-cost", help="Dollars one task may spend (lathe stops it there).")
+@click.option(
+    "--max-wall",
+    callback=_duration,
+    help="Wall time one task may take, e.g. 10m (lathe stops it there).",
+)
+@click.option(
+    "--max-total-cost",
+    callback=_dollars,
+    help="Dollars the whole batch may spend; then no new task starts.",
+)
+@click.option(
+    "--max-total-wall",
+    callback=_duration,
+    help="Wall time for the whole batch, e.g. 2h; then no new task starts.",
+)
+@click.option(
+    "--retry-errors",
+    is_flag=True,
+    help="Run again the tasks that ended in an infrastructure or provider error.",
+)
+@click.option(
+    "--force", is_flag=True, help="Add to a run folder made with another task list or model."
+)
+@click.option(
+    "--keep", is_flag=True, help="Keep each task's working copy (its path is in the results)."
+)
+@click.option(
+    "--lathe-arg",
+    "lathe_args",
+    multiple=True,
+    metavar="ARG",
+    help="An argument for every `lathe run`, e.g. --lathe-arg=--deny "
+    "--lathe-arg='edit(tests/**)' (repeatable).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run the tasks here, or as Ray tasks (`pip install 'lathe[ray]'`).",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="An existing Ray cluster (default: RAY_ADDRESS, else a local Ray).",
+)
+@click.option(
+    "--task-cpus",
+    type=click.FloatRange(min=0.1),
+    default=1.0,
+    show_default=True,
+    help="CPUs Ray reserves for each task.",
+)
+def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
+    """Run every task of TASKS (a folder of task folders, or a JSONL file) in its own
+    fresh copy; results land in RUN_DIR as each task ends. Run the same command again to
+    resume: finished tasks are skipped, unfinished ones run."""
+    from lathe.batch.driver import Batch, BatchOptions
+    from lathe.batch.results import masked_config
+    from lathe.batch.task_run import RunSettings
+    from lathe.batch.tasks import load_tasks
+
+    task_list = load_tasks(tasks)
+    settings = RunSettings(
+        model=values["model"],
+        base_url=values["base_url"],
+        max_turns=values["max_turns"],
+        attempts=values["attempts"],
+        max_cost=values["max_cost"],
+        max_wall_s=values["max_wall"],
+        lathe_args=tuple(values["lathe_args"]),
+        keep_workspace=values["keep"],
+    )
+    model = _resolved_model(settings)
+    options = BatchOptions(
+        tasks=task_list,
+        source=str(tasks.resolve()),
+        out=out.resolve(),
+        settings=settings,
+        model=model,
+        retry_errors=values["retry_errors"],
+        force=values["force"],
+        max_total_cost=values["max_total_cost"],
+        max_total_wall_s=values["max_total_wall"],
+        config=masked_config(Path.cwd()),
+        executor_name=values["executor"],
+    )
+    executor = _executor(values, workers)
+    face = _face(workers)
+    batch = Batch(options, executor, face)
+    try:
+        lines = batch.run()
+    except KeyboardInterrupt:
+        face.close()
+        click.echo(f"lathe: interrupted; run the same command to resume ({out})", err=True)
+        sys.exit(130)
+    face.close()
+    _summary(lines, [t.id for t in task_list])
+    if batch.stop_reason:
+        click.echo(f"lathe: stopped early: {batch.stop_reason}", err=True)
+        sys.exit(1)
+
+
+@batch_group.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--compare",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Another run folder to show beside this one, task by task.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the HTML (default: RUN_DIR/report.html).",
+)
+def report(run_dir: Path, compare: Path | None, output: Path | None) -> None:
+    """Write a self-contained HTML report of RUN_DIR: solve rates, time and token
+    distributions, and every task with its diff and transcript."""
+    from lathe.batch.report import write_report
+
+    written = write_report(run_dir, compare=compare, output=output)
+    click.echo(str(written))
+
+
+def _resolved_model(settings: Any) -> str:
+    """The model id every task will use; a config or key problem stops the batch here,
+    before any task runs."""
+    import shutil
+    import tempfile
+
+    from lathe.ui.setup import RunOptions, prepare
+
+    scratch = Path(tempfile.mkdtemp(prefix="lathe-batch-"))
+    try:
+        setup = prepare(
+            RunOptions(
+                workspace=scratch,
+                model=settings.model,
+                base_url=settings.base_url,
+                max_turns=settings.max_turns,
+            )
+        )
+        return str(setup.model.model_id)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _executor(values: dict[str, Any], workers: int) -> Any:
+    if values["executor"] == "ray":
+        from lathe.batch.ray_executor import RayExecutor
+
+        return RayExecutor(workers, address=values["ray_address"], task_cpus=values["task_cpus"])
+    from lathe.batch.executors import LocalPool
+
+    return LocalPool(workers)
+
+
+def _face(workers: int) -> Any:
+    from lathe.ui.batch_progress import LiveProgress, PlainProgress
+
+    return LiveProgress(workers) if sys.stderr.isatty() else PlainProgress()
+
+
+def _summary(lines: dict[str, dict[str, Any]], order: list[str]) -> None:
+    from lathe.ui.batch_progress import summary_table
+
+    click.echo(summary_table([lines[i] for i in order if i in lines]))
