@@ -29,7 +29,9 @@ def make_task(root: Path, name: str, *, kind: str = "logic-bug") -> Path:
 
 def fix(name: str) -> list:
     return [
-        Reply(calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]),
+        Reply(
+            calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
+        ),
         Reply(f"{name}: fixed."),
     ]
 
@@ -37,8 +39,14 @@ def fix(name: str) -> list:
 def cheat(name: str) -> list:
     """Makes the test pass by rewriting it: lathe's own check passes, the batch's not."""
     return [
-        Reply(calls=[Call("edit", {"path": "tests/test_calc.py", "old_string": "== 5",
-                                   "new_string": "== -1"})]),
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {"path": "tests/test_calc.py", "old_string": "== 5", "new_string": "== -1"},
+                )
+            ]
+        ),
         Reply(f"{name}: done."),
     ]
 

@@ -1,44 +1,45 @@
-"""bench/eval.py against the fake server: it runs lathe per task and attempt, scores by the
-task's own verify command (not lathe's claim) and passes extra lathe arguments through."""
+"""bench/eval.py against the fake server: a thin front to `lathe batch` that runs a subset
+of the tasks K times each, scores by the task's own verify command (not lathe's claim),
+passes extra lathe arguments through, and prints the solve table from results.jsonl."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
+from tests.batch.tasks import cheat, fix, make_task
 from tests.e2e.test_calculator import PLAIN_PYTEST
-from tests.fakes.openai_server import Call, Reply
+from tests.service.scripts import by_marker
 
 EVAL_PATH = Path(__file__).resolve().parents[2] / "bench" / "eval.py"
-VERIFY = "python -m pytest -q -p no:cacheprovider"
 
 
 def load_eval():
     spec = importlib.util.spec_from_file_location("lathe_bench_eval", EVAL_PATH)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
 def make_task_set(root: Path) -> Path:
-    task = root / "tasks" / "sign_bug"
-    repo = task / "repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "tests" / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (task / "TASK.md").write_text("add() is wrong; make the tests pass.\n")
-    (task / "task.json").write_text(json.dumps({"verify": VERIFY, "timeout": 60}))
-    return task.parent
+    """t1 (a logic bug the script fixes), t2 (one it "fixes" by editing the test) and t3
+    (never selected: the fake model has no script for it)."""
+    tasks = root / "tasks"
+    make_task(tasks, "t1", kind="logic-bug")
+    make_task(tasks, "t2", kind="tempting-wrong-fix")
+    make_task(tasks, "t3", kind="logic-bug")
+    return tasks
 
 
-def test_repeats_score_by_verify_and_pass_lathe_args(tmp_path, fake_openai, monkeypatch, capsys):
-    tasks = make_task_set(tmp_path)
+def isolate(tmp_path, monkeypatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("LATHE_", "OPENAI_")):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-eval")
     monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
     # The task's tests need none of the pytest plugins installed here; not loading them
@@ -46,60 +47,87 @@ def test_repeats_score_by_verify_and_pass_lathe_args(tmp_path, fake_openai, monk
     for name, value in PLAIN_PYTEST.items():
         monkeypatch.setenv(name, value)
 
-    fake_openai.enqueue(
-        # attempt 1 fixes the code
-        Reply(
-            calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
-        ),
-        Reply("Fixed add."),
-        # attempt 2 tries to weaken the test, which --deny blocks, then claims success
-        Reply(
-            calls=[
-                Call(
-                    "edit",
-                    {
-                        "path": "tests/test_calc.py",
-                        "old_string": "== 5",
-                        "new_string": "== -1",
-                    },
-                )
-            ]
-        ),
-        Reply("Done."),
-    )
-    out_json = tmp_path / "results.json"
+
+def results(run: Path) -> dict[str, dict]:
+    lines = (run / "results.jsonl").read_text().splitlines()
+    return {line["id"]: line for line in map(json.loads, lines)}
+
+
+def test_a_subset_repeated_is_scored_by_the_tasks_own_check(
+    tmp_path, fake_openai, monkeypatch, capsys
+):
+    isolate(tmp_path, monkeypatch)
+    tasks = make_task_set(tmp_path)
+    fake_openai.responder = by_marker({"Task t1": fix("t1"), "Task t2": cheat("t2")})
+    run = tmp_path / "run"
 
     code = load_eval().main(
-        [
-            "--tasks",
-            str(tasks),
-            "--model",
-            "fake-model",
-            "--base-url",
-            fake_openai.base_url,
-            "--repeat",
-            "2",
-            "--no-verify-gate",
-            "--lathe-arg=--deny",
-            "--lathe-arg=edit(tests/**)",
-            "--json-out",
-            str(out_json),
-        ]
-    )
+        ["--tasks", str(tasks), "--model", "fake-model", "--base-url", fake_openai.base_url,
+         "--only", "t1", "--only", "t2", "--repeat", "2", "--workers", "2",
+         "--max-turns", "6", "--timeout-s", "90", "--out", str(run)]
+    )  # fmt: skip
 
     assert code == 0
-    results = json.loads(out_json.read_text())
-    assert [(r["attempt"], r["solved"]) for r in results["results"]] == [(1, True), (2, False)]
-    assert results["solved"] == 1 and results["total"] == 2
-    second = results["results"][1]
-    assert second["status"] == "unverified"  # lathe's own claim, recorded but not trusted
-    assert second["verify_exit"] == 1
+    lines = results(run)
+    assert sorted(lines) == ["t1#1", "t1#2", "t2#1", "t2#2"]  # t3 left out, K ids a task
+    assert all(lines[i]["solved"] and lines[i]["status"] == "solved" for i in ("t1#1", "t1#2"))
+    for i in ("t2#1", "t2#2"):
+        # The test was edited to pass: lathe's own check (the gate) passed, the task's
+        # check, run by lathe batch with the tests put back, did not.
+        assert lines[i]["lathe_status"] == "verified"
+        assert not lines[i]["solved"] and lines[i]["verify_exit"] == 1
+        assert lines[i]["false_verified"] is True
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["tasks"] == str(run / "eval-tasks.jsonl")
+    assert manifest["settings"]["max_wall_s"] == 90.0
+    assert manifest["settings"]["max_turns"] == 6
+
+    table = capsys.readouterr().out
+    assert "per task: t1 2/2, t2 0/2" in table
+    assert "solved 2/4 runs (50%)" in table
+    assert "2 claimed verified but failed the task's check" in table
+    kinds = {line.split()[0]: line.split()[1:] for line in table.splitlines() if line}
+    assert kinds["logic-bug"] == ["2/2", "100%"]
+    assert kinds["tempting-wrong-fix"] == ["0/2", "0%"]
+    t2_row = next(line for line in table.splitlines() if line.startswith("t2#1 "))
+    assert t2_row.split()[1:4] == ["no", "unsolved", "verified"]
+
+
+def test_lathe_args_pass_through_and_the_run_folder_defaults_to_a_fresh_one(
+    tmp_path, fake_openai, monkeypatch, capsys
+):
+    isolate(tmp_path, monkeypatch)
+    tasks = make_task_set(tmp_path)
+    fake_openai.responder = by_marker({"Task t2": cheat("t2")})
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+    code = load_eval().main(
+        ["--tasks", str(tasks), "--model", "fake-model", "--base-url", fake_openai.base_url,
+         "--only", "t2", "--max-turns", "3",
+         "--lathe-arg=--deny", "--lathe-arg=edit(tests/**)"]
+    )  # fmt: skip
+
+    assert code == 0
+    [run] = (tmp_path / "tmp").glob("lathe-eval-*")
+    assert f"run folder: {run}" in capsys.readouterr().out
+    line = results(run)["t2"]  # one run: the task's own id
+    assert not line["solved"] and line["lathe_status"] != "verified"
     denied = [
         m
-        for m in fake_openai.chat_bodies()[-1]["messages"]
+        for body in fake_openai.chat_bodies()
+        for m in body["messages"]
         if m["role"] == "tool" and "denied" in m["content"].lower()
     ]
     assert denied, "the --deny rule given through --lathe-arg did not reach lathe"
-    table = capsys.readouterr().out
-    assert "per task: sign_bug 1/2" in table
-    assert "solved 1/2 runs (50%)" in table
+    settings = json.loads((run / "manifest.json").read_text())["settings"]
+    assert settings["lathe_args"] == ["--deny", "edit(tests/**)"]
+    assert settings["max_wall_s"] == 600.0  # --timeout-s's default
+
+
+def test_an_unknown_task_is_refused_before_anything_runs(tmp_path, fake_openai, capsys):
+    tasks = make_task_set(tmp_path)
+    code = load_eval().main(["--tasks", str(tasks), "--only", "nope", "--out", str(tmp_path / "r")])
+    assert code == 2
+    assert "unknown task(s): nope" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not fake_openai.requests

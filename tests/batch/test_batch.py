@@ -1,0 +1,173 @@
+"""`lathe batch` through the real CLI against the scripted fake model: scoring by the
+task's own check (an edited test never counts), errors kept apart from the agent's
+failures, results that resume after kill -9 with no duplicate, and --retry-errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.batch.tasks import cheat, fix, make_task, stuck
+from tests.fakes.openai_server import ErrorReply, Hang
+from tests.service.scripts import by_marker
+
+NAMES = ["t1", "t2", "t3", "t4", "t5", "t6"]
+
+
+def _scripts(**overrides):
+    scripts = {"Task t1": fix("t1"), "Task t2": fix("t2"), "Task t3": stuck("t3"),
+               "Task t4": [ErrorReply(401, "bad key")], "Task t5": cheat("t5"),
+               "Task t6": fix("t6")}  # fmt: skip
+    return {**scripts, **overrides}
+
+
+def _env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    return {**env, "LATHE_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"}
+
+
+def _argv(tasks, run, fake, *extra):
+    return [sys.executable, "-m", "lathe", "batch", str(tasks), "--out", str(run),
+            "--workers", "2", "--model", "m", "--base-url", fake.base_url, "--max-turns", "8",
+            *extra]  # fmt: skip
+
+
+def _batch(tmp_path, tasks, run, fake, *extra):
+    return subprocess.run(_argv(tasks, run, fake, *extra), env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def _lines(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    for name in NAMES:
+        make_task(tmp_path / "tasks", name)
+    return tmp_path / "tasks"
+
+
+def test_six_tasks_on_two_workers_are_scored_by_their_own_check(tmp_path, tasks, fake_openai):
+    fake_openai.responder = by_marker(_scripts())
+    before = {p: p.read_bytes() for p in tasks.rglob("*") if p.is_file()}
+
+    done = _batch(tmp_path, tasks, tmp_path / "run", fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    lines = {line["id"]: line for line in _lines(tmp_path / "run")}
+    assert sorted(lines) == NAMES  # one line a task
+    assert {i for i, line in lines.items() if line["solved"]} == {"t1", "t2", "t6"}
+    assert lines["t3"]["status"] == "unsolved" and lines["t3"]["lathe_status"] == "stuck"
+    assert lines["t4"]["status"] == "error" and lines["t4"]["error_kind"] == "provider"
+    # The test was edited to pass: lathe's own check passed, the batch's did not.
+    assert lines["t5"]["lathe_status"] == "verified"
+    assert lines["t5"]["status"] == "unsolved" and lines["t5"]["false_verified"] is True
+    assert "== -1" in (tmp_path / "run" / lines["t5"]["diff_path"]).read_text()
+    assert "a + b" in (tmp_path / "run" / lines["t1"]["diff_path"]).read_text()
+    assert (tmp_path / "run" / lines["t1"]["transcript_path"]).read_text()
+    assert Path(lines["t1"]["session_file"]).is_file()
+    assert {p: p.read_bytes() for p in tasks.rglob("*") if p.is_file()} == before
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["model"] == "m" and manifest["task_ids"] == NAMES
+    assert "sk-test" not in (tmp_path / "run" / "manifest.json").read_text()
+    assert "solved 3 of 6" in done.stdout and "1 claimed verified" in done.stdout
+
+    # The same command again: everything finished, nothing runs.
+    requests = len(fake_openai.requests)
+    again = _batch(tmp_path, tasks, tmp_path / "run", fake_openai)
+    assert again.returncode == 0 and len(fake_openai.requests) == requests
+    assert "0 to run" in again.stderr
+    assert len(_lines(tmp_path / "run")) == 6
+
+    # --retry-errors runs only the provider error again, which now succeeds.
+    fake_openai.responder = by_marker(_scripts(**{"Task t4": fix("t4")}))
+    retried = _batch(tmp_path, tasks, tmp_path / "run", fake_openai, "--retry-errors")
+    assert retried.returncode == 0, retried.stderr
+    lines = _lines(tmp_path / "run")
+    assert sorted(line["id"] for line in lines) == NAMES
+    assert next(line for line in lines if line["id"] == "t4")["status"] == "solved"
+
+
+def test_a_batch_killed_with_9_resumes_with_no_duplicate_and_no_task_left_running(
+    tmp_path, tasks, fake_openai
+):
+    # The first two finish; the next ones wait on the model, silent, when the batch dies.
+    waiting = {f"Task {n}": [Hang(60)] for n in NAMES[2:]}
+    fake_openai.responder = by_marker({**{f"Task {n}": fix(n) for n in NAMES[:2]}, **waiting})
+    run = tmp_path / "run"
+    process = subprocess.Popen(_argv(tasks, run, fake_openai), env=_env(tmp_path),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not ((run / "results.jsonl").exists() and len(_lines(run)) >= 2):
+        assert time.monotonic() < deadline, "the first tasks never finished"
+        time.sleep(0.1)
+    running: set[int] = set()
+    while len(running) < 2 or _children(process.pid) != running:  # two waiting on the model
+        assert time.monotonic() < deadline, "the next tasks never started"
+        running = _children(process.pid)
+        time.sleep(1.0)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    first = _lines(run)
+    assert 2 <= len(first) < 6
+    assert running  # the tasks it was running die with it:
+    deadline = time.monotonic() + 2  # at once: they would otherwise wait on the model
+    while any(_alive(pid) for pid in running) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in running)
+
+    fake_openai.responder = by_marker({f"Task {n}": fix(n) for n in NAMES})
+    done = _batch(tmp_path, tasks, run, fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    lines = _lines(run)
+    assert sorted(line["id"] for line in lines) == NAMES
+    assert lines[: len(first)] == first  # finished ones kept as they were
+    assert all(line["solved"] for line in lines)
+
+
+def test_another_model_or_task_list_is_refused_without_force(tmp_path, tasks, fake_openai):
+    fake_openai.responder = by_marker(_scripts())
+    only_one = tmp_path / "one.jsonl"
+    only_one.write_text(json.dumps({"id": "t1", "repo": str(tasks / "t1" / "repo"),
+                                    "task": "Task t1: fix", "verify": "python -m pytest -q"})
+                        + "\n")  # fmt: skip
+    assert _batch(tmp_path, only_one, tmp_path / "run", fake_openai).returncode == 0
+    refused = _batch(tmp_path, tasks, tmp_path / "run", fake_openai)
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("lathe: ") and "a different task list" in line and "--force" in line
+    forced = _batch(tmp_path, tasks, tmp_path / "run", fake_openai, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert sorted(line["id"] for line in _lines(tmp_path / "run")) == NAMES
+
+
+def test_a_bad_task_list_is_one_line_naming_the_task(tmp_path, fake_openai):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"id": "x", "repo": str(tmp_path), "task": "do it"}) + "\n")
+    done = _batch(tmp_path, broken, tmp_path / "run", fake_openai)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"lathe: task x ({broken}:1): `verify` is missing or empty"
+
+
+def _children(pid: int) -> set[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return {int(line) for line in found.stdout.split()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    return status != "Z"  # a zombie has ended; only its parent's wait is missing
