@@ -14,6 +14,7 @@ An error answer raises `ServiceError` with the server's one-line message and sta
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,8 @@ class StreamedEvent:
 
 
 class LatheClient:
+    """The service's API as methods; every error answer raises `ServiceError`."""
+
     def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self._http = httpx.Client(
@@ -148,11 +151,18 @@ class LatheClient:
                     yield event
                     if until is not None and event.type == until:
                         return
-                return
+                if not follow:
+                    return
+                # The server ended the stream (it restarted, or this reader lagged too
+                # far behind): pick up after `last`, as after a dropped connection.
+                failures += 1
+                if failures > reconnects:
+                    return
             except httpx.TransportError:  # a dropped or silent stream: pick up after `last`
                 failures += 1
                 if failures > reconnects:
                     raise
+            time.sleep(min(0.25 * 2**failures, 5.0))
 
     def _stream(self, session_id: str, after: int, follow: bool) -> Iterator[StreamedEvent]:
         headers = {"Last-Event-ID": str(after)} if after else {}

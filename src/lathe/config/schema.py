@@ -293,6 +293,10 @@ class ServeConfig(Section):
     """Model requests in flight at once to one endpoint (a provider and base URL)
     across every session; a request beyond it waits, with a `queued` event."""
 
+    any_endpoint: bool = False
+    """Whether a client may give a session a base_url that is not on this machine: the
+    session's model requests carry this server's key wherever the client points them."""
+
 
 class AgentConfig(Section):
     """How a run proceeds and when it stops."""

@@ -16,10 +16,11 @@ import secrets
 from importlib import resources
 from typing import Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lathe.errors import LatheError
 from lathe.service.approvals import UnknownApproval
@@ -63,10 +64,14 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         redoc_url=None,
     )
 
-    def authorized(authorization: str = Header(default="")) -> None:
+    def token_ok(authorization: str) -> bool:
         scheme, _, given = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token):
-            raise HTTPException(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
+        expected = token.encode()
+        return scheme.lower() == "bearer" and secrets.compare_digest(
+            given.strip().encode("utf-8", "surrogateescape"), expected
+        )
+
+    app.add_middleware(_TokenGate, token_ok=token_ok)
 
     def served(session_id: str) -> Any:
         try:
@@ -76,11 +81,11 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
                 404, f"no session {session_id} is served here; list them with GET /v1/sessions"
             ) from None
 
-    guard = [Depends(authorized)]
+    guard: list[Any] = []  # the token is checked before routing (`_TokenGate`)
     v1 = f"/{API_VERSION}"
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's too, and unknown routes
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse({"error": exc.detail}, exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -98,7 +103,12 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.get(f"{v1}/openapi.json", dependencies=guard, include_in_schema=False)
     async def openapi() -> dict[str, Any]:
-        return app.openapi()
+        schema = app.openapi()
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer"}
+        }
+        schema["security"] = [{"bearer": []}]
+        return schema
 
     @app.get(f"{v1}/health", dependencies=guard)
     async def health() -> dict[str, Any]:
@@ -195,7 +205,8 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         from sse_starlette.sse import EventSourceResponse
 
         session = served(session_id)
-        start = after if after is not None else _event_number(last_event_id)
+        # A reconnecting client's Last-Event-ID is newer than the URL's `after` it kept.
+        start = max(after or 0, _event_number(last_event_id))
 
         async def stream():
             async for number, wire in session.events(start, follow=follow):
@@ -221,13 +232,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     # token; server.py's lifespan runs its transport (`app.state.mcp.run()`).
     from lathe.service.mcp_server import HttpEndpoint
 
-    def token_ok(header: str) -> bool:
-        try:
-            authorized(header)
-        except HTTPException:
-            return False
-        return True
-
     app.state.mcp = HttpEndpoint(manager, token_ok)
     app.router.add_route("/mcp", app.state.mcp, include_in_schema=False)
     # --- end MCP
@@ -246,6 +250,29 @@ _PAGE = {
     "Cache-Control": "no-store",
 }
 _ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+class _TokenGate:
+    """Checks the bearer token of every request under /v1 and /mcp before routing, so
+    nothing (body parsing, a validation error, an unknown route) answers a request
+    without it; a refusal is a bare 401."""
+
+    def __init__(self, app: Any, token_ok: Any) -> None:
+        self.app = app
+        self.token_ok = token_ok
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path.startswith(("/v1", "/mcp")):
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(b"authorization", b"").decode("latin-1")
+            if not self.token_ok(given):
+                refused = JSONResponse(
+                    {"error": "unauthorized"}, 401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _EventStream(JSONResponse):

@@ -52,6 +52,9 @@ class PendingApproval:
 
 
 class RemoteApprover:
+    """A served session's Approver (see the module doc): every request a session entry
+    and an event, every answer too; at most one answer per request, the first."""
+
     def __init__(
         self,
         session: Any,
@@ -69,12 +72,17 @@ class RemoteApprover:
         self._mask = mask
         self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
         self._kept: dict[str, ApprovalAnswer] = {}  # by call id: answered after a restart
+        # Set when the server shuts down: a request cut then stays pending in the file,
+        # for the next start, instead of being denied.
+        self.closing = False
         # The diff a call would make, for the person deciding (`Tool.preview_change`);
         # set by the session once its tools exist.
         self.diff_of: Callable[[ApprovalRequest], str | None] = lambda request: None
 
-    def restore(self) -> list[PendingApproval]:
-        """The session's requests that no answer follows (a restart found them)."""
+    def restore(self, open_calls: set[str]) -> list[PendingApproval]:
+        """The session's requests that no answer follows (a restart found them), those
+        whose call is still open in the conversation (`open_calls`, call ids): a call
+        answered since (a `lathe run --resume` closed it) waits for nothing."""
         from lathe.session import ApprovalAnswerEntry, ApprovalRequestEntry
 
         for entry in self.session.entries:
@@ -85,6 +93,9 @@ class RemoteApprover:
                 )  # fmt: skip
             elif isinstance(entry, ApprovalAnswerEntry):
                 self.pending.pop(entry.approval_id, None)
+        for approval_id, pending in list(self.pending.items()):
+            if pending.call_id not in open_calls:
+                del self.pending[approval_id]
         return list(self.pending.values())
 
     @property
@@ -124,24 +135,25 @@ class RemoteApprover:
                 return await future
             return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
         except TimeoutError:
+            if future.done():  # answered in the very tick the wait ran out
+                return future.result()
             why = f"nobody answered within {self.timeout_s:g} s (an unattended session)"
             return self._resolve(approval_id, ApprovalAnswer("deny", why), by="timeout")
         except asyncio.CancelledError:
-            if approval_id in self.pending:  # the run was stopped while it waited
+            if approval_id in self.pending and not self.closing:  # the run was stopped
                 self._resolve(approval_id, ApprovalAnswer("deny", "the run was stopped"))
             raise
         finally:
             self._waiting.pop(approval_id, None)
 
-    def expire_restored(self) -> bool:
-        """Deny, as nobody answered in time, every request a restart left pending (an
-        unattended session's, once its wait has passed again); whether there was one."""
+    def deny_restored(self, why: str, *, by: Literal["user", "timeout"] = "user") -> bool:
+        """Deny every request a restart left pending (an unattended session's once its
+        wait has passed again, or all of them when the paused run is aborted); the
+        denial is kept for each call. Whether there was one."""
         restored = [a for a in self.pending if a not in self._waiting]
-        why = f"nobody answered within {self.timeout_s:g} s (an unattended session)"
         for approval_id in restored:
             call_id = self.pending[approval_id].call_id
-            denial = ApprovalAnswer("deny", why)
-            self._kept[call_id] = self._resolve(approval_id, denial, by="timeout")
+            self._kept[call_id] = self._resolve(approval_id, ApprovalAnswer("deny", why), by=by)
         return bool(restored)
 
     def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
@@ -162,7 +174,9 @@ class RemoteApprover:
     ) -> ApprovalAnswer:
         from lathe.session import ApprovalAnswerEntry
 
-        self.pending.pop(approval_id, None)
+        if self.pending.pop(approval_id, None) is None:  # answered already: the first wins
+            future = self._waiting.get(approval_id)
+            return future.result() if future is not None and future.done() else answer
         self.session.append(
             ApprovalAnswerEntry(
                 approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=by

@@ -26,6 +26,10 @@ from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
 from lathe.types import Usage
 
 CONTINUE_TASK = "Continue the task from where you stopped."
+INTERRUPTED = (
+    "interrupted: the run was stopped before this tool finished; check the workspace "
+    "state before repeating it"
+)
 _SUBSCRIBER_BACKLOG = 10_000
 
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
@@ -69,6 +73,10 @@ class _Subscriber:
 
 
 class ServedSession:
+    """One session the service runs (see the module doc). `post` starts or queues a
+    run, `answer` answers an approval, `abort` stops the run, `events` streams what it
+    did and does, `close` ends serving it; all on the server's loop."""
+
     def __init__(self, record: SessionRecord, session: Any, limits: ServerLimits) -> None:
         self.record = record
         self.session = session
@@ -116,14 +124,35 @@ class ServedSession:
         self.approver = RemoteApprover(
             self.session, self.emit, redactor.event, timeout_s=record.approval_timeout_s
         )
-        if self.approver.restore() and record.approval_timeout_s is not None:
+        if self._restore_approvals() and record.approval_timeout_s is not None:
             # Unattended: what a restart left pending waits its time again, no longer.
             asyncio.get_running_loop().call_later(record.approval_timeout_s, self._expire)
+        self._count_earlier_runs()
         self.safety = await self._safety(lathe_home())
         self.agent = self._agent(self._history())
 
+    def _restore_approvals(self) -> bool:
+        from lathe.agent.context import unanswered_calls
+        from lathe.session import apply_compaction
+
+        open_calls = {c.id for c in unanswered_calls(apply_compaction(self.session.branch()))}
+        return bool(self.approver.restore(open_calls))
+
+    def _count_earlier_runs(self) -> None:
+        """What the session's earlier runs spent, so its totals survive a restart."""
+        from lathe.session import RunEndEntry
+
+        for entry in self.session.branch():
+            if isinstance(entry, RunEndEntry):
+                self.usage = self.usage + entry.usage
+        model = self.setup.model
+        self.cost_usd = model.cost(self.usage) if model.prices.known else None
+
     def _expire(self) -> None:
-        if not self.stopped and self.approver.expire_restored() and not self.running:
+        wait = self.record.approval_timeout_s
+        why = f"nobody answered within {wait:g} s (an unattended session)"
+        denied = not self.stopped and self.approver.deny_restored(why, by="timeout")
+        if denied and not self.running:
             self._task = asyncio.create_task(self._drive(None))
 
     async def _safety(self, home: Path) -> Any:
@@ -194,15 +223,16 @@ class ServedSession:
         for subscriber in list(self._subscribers):
             try:
                 subscriber.queue.put_nowait((number, wire))
-            except asyncio.QueueFull:  # it reads the rest from the journal when it is back
+            except asyncio.QueueFull:  # it reads all it missed from the journal when back
                 self._subscribers.discard(subscriber)
-                with contextlib.suppress(asyncio.QueueEmpty):
+                while not subscriber.queue.empty():
                     subscriber.queue.get_nowait()
                 subscriber.queue.put_nowait(None)
 
     async def events(self, after: int, *, follow: bool = True):
-        """(id, event JSON) after `after`: those in the journal, then, with `follow`, the
-        live ones until the session stops or the reader lags too far behind."""
+        """(id, event JSON) after `after`, each once and in order: those in the journal,
+        then, with `follow`, the live ones until the session stops or the reader lags
+        more than 10,000 events behind (then it reconnects from the last id it got)."""
         subscriber = _Subscriber()
         if follow and not self.stopped:
             self._subscribers.add(subscriber)  # before reading the file: nothing falls between
@@ -211,7 +241,7 @@ class ServedSession:
             for number, wire in self.journal.after(after):
                 sent = number
                 yield number, wire
-            if not follow:
+            if not follow or subscriber not in self._subscribers:
                 return
             while True:
                 item = await subscriber.queue.get()
@@ -278,16 +308,24 @@ class ServedSession:
             self._task = asyncio.create_task(self._drive(None))
 
     async def abort(self, reason: str = "stopped through the service") -> bool:
-        """Stop the current run (and drop queued messages); whether one was running.
-        `reason` is recorded as the run's end."""
+        """Stop the current run, or the one a restart left paused on approvals, and
+        drop the messages queued so far; whether there was one. `reason` is recorded as
+        the run's end. A message sent while the run stops runs after it."""
         self._messages.clear()
         task = self._task
         if task is None or task.done():
-            return False
+            if self.stopped or not self.approver.deny_restored("the run was aborted"):
+                return False
+            self._record_interruption()
+            return True
         self._stop_reason = reason
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        if self._messages and not self.stopped:
+            text = "\n\n".join(self._messages)
+            self._messages.clear()
+            self._task = asyncio.create_task(self._drive(text))
         return True
 
     async def _drive(self, text: str | None) -> None:
@@ -311,24 +349,30 @@ class ServedSession:
             with contextlib.ExitStack() as held:
                 if setup.approval != "read-only":
                     held.enter_context(hold_workspace(setup.workspace, doing="lathe serve"))
-                if text is None:
-                    await self._run_paused_calls()
+                await self._run_paused_calls()
                 finished = self.redactor.event(await self.agent.run(task))
         except asyncio.CancelledError:
             self._record_interruption()
             raise
         except Exception as exc:  # the session outlives a failing run; say what failed
-            finished = RunFinished(
-                status=RunStatus.PROVIDER_ERROR if _is_provider(exc) else RunStatus.FAILED,
-                turns=0, usage=Usage(), answer="",
-                reason=f"the run failed: {exc}",
-            )  # fmt: skip
+            self._close_open_calls("not run: the run failed before this call ran")
+            status = RunStatus.PROVIDER_ERROR if _is_provider(exc) else RunStatus.FAILED
+            finished = self.redactor.event(
+                RunFinished(
+                    status=status,
+                    turns=0,
+                    usage=Usage(),
+                    answer="",
+                    reason=f"the run failed: {exc}",
+                )
+            )
             self.emit(finished)
         self.recorder.record_end(finished)
 
     async def _run_paused_calls(self) -> None:
-        """Run the calls of the last reply that have no result (one of them waited for
-        the approval just answered; the gate finds that answer kept for it)."""
+        """Run the calls of the last reply that have no result, before anything else
+        is sent: those a restart left paused (the gate finds the answers kept for them)
+        and any a failed run left open."""
         from lathe.agent.context import unanswered_calls
         from lathe.agent.tooling import ToolRunner, result_message
 
@@ -341,15 +385,9 @@ class ServedSession:
 
     def _record_interruption(self) -> None:
         """A stopped run leaves a whole conversation: each open call an "interrupted"
-        result, and the run's end in the session and the stream."""
-        from lathe.agent.context import unanswered_calls
-        from lathe.agent.tooling import result_message
-        from lathe.session import INTERRUPTED_RESULT
-        from lathe.tools.base import ToolOutput
-
-        for call in unanswered_calls(self.agent.messages):
-            output = ToolOutput(content=INTERRUPTED_RESULT, is_error=True, summary="interrupted")
-            self.agent.append(result_message(call, output))
+        result — except, when the server shuts down, a call whose approval stays
+        pending for the next start — and the run's end in the session and the stream."""
+        self._close_open_calls(INTERRUPTED)
         finished = RunFinished(
             status=RunStatus.INTERRUPTED, turns=0, usage=Usage(), answer="",
             reason=self._stop_reason or "stopped",
@@ -357,8 +395,22 @@ class ServedSession:
         self.emit(finished)
         self.recorder.record_end(finished)
 
+    def _close_open_calls(self, text: str) -> None:
+        from lathe.agent.context import unanswered_calls
+        from lathe.agent.tooling import result_message
+        from lathe.tools.base import ToolOutput
+
+        waiting = {p.call_id for p in self.approver.pending.values()}
+        for call in unanswered_calls(self.agent.messages):
+            if self.approver.closing and call.id in waiting:
+                continue
+            output = ToolOutput(content=text, is_error=True, summary=text.partition(":")[0])
+            self.agent.append(result_message(call, output))
+
     async def close(self) -> None:
-        """Stop the run and release the session (its file stays)."""
+        """Stop the run and release the session (its file stays). A pending approval
+        stays pending in the file: the next server (or resume) asks it again."""
+        self.approver.closing = True
         await self.abort("the server stopped, or stopped serving this session")
         self.stopped = True
         for subscriber in list(self._subscribers):

@@ -29,9 +29,21 @@ class SessionConflict(UsageError):
 
 
 class SessionManager:
-    def __init__(self, home: Path, limits: ServerLimits, *, keep_records: bool = True) -> None:
+    """The sessions one server runs (see the module doc). Creating, forking, resuming
+    and deleting are serialised (one lock), so the workspace rule holds."""
+
+    def __init__(
+        self,
+        home: Path,
+        limits: ServerLimits,
+        *,
+        keep_records: bool = True,
+        any_endpoint: bool = False,
+    ) -> None:
         """`keep_records` False: the sessions end with this process (`lathe mcp serve`
-        over stdio, whose calls each serve one session for their own length)."""
+        over stdio, whose calls each serve one session for their own length).
+        `any_endpoint`: a client may send a session's model requests — with this
+        server's key — to any base URL, not only one on this machine."""
         from lathe.session import SessionStore
 
         self.home = home
@@ -39,22 +51,34 @@ class SessionManager:
         self.store = SessionStore(home)
         self.registry = home / "serve" / "sessions"
         self.keep_records = keep_records
+        self.any_endpoint = any_endpoint
         self.sessions: dict[str, ServedSession] = {}
         self.problems: list[str] = []  # records a restart could not bring back, and why
-        self._lock = asyncio.Lock()  # one creation at a time: the workspace check holds
+        self._lock = asyncio.Lock()
 
     async def restore(self) -> None:
-        """Bring back every session the registry names (after a restart or a crash)."""
+        """Bring back every session the registry names (after a restart or a crash).
+        One that cannot come back is named in `problems`, its files left alone and
+        unlocked (resume it once its workspace is back)."""
         if not self.keep_records:
             return
         for path in sorted(self.registry.glob("*.json")):
             try:
                 record = SessionRecord.model_validate_json(path.read_text())
+            except (OSError, ValueError) as exc:
+                self.problems.append(f"{path.name}: unreadable ({exc})")
+                continue
+            try:
                 session = await asyncio.to_thread(self.store.open_path, Path(record.session_path))
-                served = ServedSession(record, session, self.limits)
+            except Exception as exc:
+                self.problems.append(f"session {record.id}: {exc}")
+                continue
+            served = ServedSession(record, session, self.limits)
+            try:
                 await served.start()
-            except Exception as exc:  # one broken record must not keep the others down
-                self.problems.append(f"{path.name}: {exc}")
+            except Exception as exc:  # one broken session must not keep the others down
+                await served.close()
+                self.problems.append(f"session {record.id}: {exc}")
                 continue
             self.sessions[served.id] = served
 
@@ -65,33 +89,47 @@ class SessionManager:
         return served
 
     async def create(self, options: SessionOptions) -> ServedSession:
+        self._check_endpoint(options.base_url)
         async with self._lock:
             workspace = self._free_workspace(options.workspace)
             session = await asyncio.to_thread(
                 self.store.create, workspace, options.model or "default"
             )
-            return await self._serve(options, session)
+            return await self._serve(options, session, new=True)
 
     async def fork(self, session_id: str) -> ServedSession:
         """A new session holding the conversation of `session_id` so far. It works in
-        the same workspace, so the original stops being served."""
-        source = self.get(session_id)
-        options = SessionOptions.model_validate(source.record.model_dump(include=_OPTIONS))
+        the same workspace, so the original stops being served (and is served again
+        if the fork cannot start). A running session is not forked: abort it first."""
         async with self._lock:
+            source = self.get(session_id)
+            if source.running:
+                raise SessionConflict(
+                    f"session {session_id} is running; abort it (POST .../abort) before forking"
+                )
+            options = SessionOptions.model_validate(source.record.model_dump(include=_OPTIONS))
             await self._stop(source)
             session = await asyncio.to_thread(self.store.fork, session_id)
-            return await self._serve(options, session)
+            try:
+                return await self._serve(options, session, new=True)
+            except BaseException:
+                again = await asyncio.to_thread(self.store.open, session_id)
+                await self._serve(options, again)
+                raise
 
     async def resume(self, session_id: str, changes: dict[str, Any]) -> ServedSession:
         """Serve a stored session (one `lathe run` wrote, or one deleted from here),
         with `changes` to its options."""
-        if session_id in self.sessions:
-            return self.sessions[session_id]
+        self._check_endpoint(changes.get("base_url"))
         try:
             path = await asyncio.to_thread(self.store.find, session_id)
         except UsageError:
             raise UnknownSession(session_id) from None
         async with self._lock:
+            if any(Path(s.session.path) == path for s in self.sessions.values()):
+                raise SessionConflict(
+                    f"session {session_id} is served already; DELETE it first to change its options"
+                )
             session = await asyncio.to_thread(self.store.open_path, path)
             try:
                 options = SessionOptions.model_validate({"workspace": session.header.cwd,
@@ -104,8 +142,8 @@ class SessionManager:
 
     async def delete(self, session_id: str) -> ServedSession:
         """Stop serving the session; its files stay (resume it again later)."""
-        served = self.get(session_id)
         async with self._lock:
+            served = self.get(session_id)
             await self._stop(served)
         return served
 
@@ -129,7 +167,11 @@ class SessionManager:
             "cost_usd": None if None in costs else round(sum(c or 0.0 for c in costs), 6),
         }
 
-    async def _serve(self, options: SessionOptions, session: Any) -> ServedSession:
+    async def _serve(
+        self, options: SessionOptions, session: Any, *, new: bool = False
+    ) -> ServedSession:
+        """Serve `session`; when it cannot start, a `new` one's files are removed, so a
+        failed create leaves nothing behind."""
         record = SessionRecord(**options.model_dump(), id=session.id,
                                session_path=str(session.path))  # fmt: skip
         served = ServedSession(record, session, self.limits)
@@ -137,6 +179,8 @@ class SessionManager:
             await served.start()
         except BaseException:
             await served.close()
+            if new:
+                _discard(Path(session.path))
             raise
         self._save(record)
         self.sessions[served.id] = served
@@ -152,9 +196,19 @@ class SessionManager:
 
         if not self.keep_records:
             return
-        self.registry.mkdir(parents=True, exist_ok=True)
+        self.registry.mkdir(parents=True, exist_ok=True, mode=0o700)  # commands, endpoints
         text = json.dumps(record.model_dump(), indent=1)
         write_atomic(self.registry / f"{record.id}.json", text.encode())
+
+    def _check_endpoint(self, base_url: str | None) -> None:
+        from lathe.net import is_loopback
+
+        if base_url and not self.any_endpoint and not is_loopback(base_url):
+            raise UsageError(
+                f"base_url {base_url} is not on this machine, and a session's requests carry "
+                "the server's key; name a model the server's config knows instead, or start "
+                "the server with serve.any_endpoint = true"
+            )
 
     def _free_workspace(self, workspace: str) -> Path:
         """The workspace, resolved; refused when it overlaps a live session's."""
@@ -172,6 +226,30 @@ class SessionManager:
                     "give each session its own folder (or delete that session first)"
                 )
         return path
+
+
+def server_manager(max_commands: int | None, *, keep_records: bool = True) -> SessionManager:
+    """The manager a server runs: lathe's data dir, the `serve` settings of the config
+    where the server starts (`max_commands` from the command line wins)."""
+    import os
+
+    from lathe.config import load_config
+    from lathe.home import lathe_home
+
+    config = load_config(Path.cwd()).config.serve
+    limits = ServerLimits(
+        max_commands or config.max_commands or os.cpu_count() or 1, config.max_model_calls
+    )
+    return SessionManager(
+        lathe_home(), limits, keep_records=keep_records, any_endpoint=config.any_endpoint
+    )
+
+
+def _discard(session_path: Path) -> None:
+    """Remove a session that never started: its file and those beside it (journal,
+    log, lock) — they all share its name."""
+    for path in session_path.parent.glob(f"{session_path.stem}.*"):
+        path.unlink(missing_ok=True)
 
 
 _OPTIONS = set(SessionOptions.model_fields)

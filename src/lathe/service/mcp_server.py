@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import inspect
 import json
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -298,26 +297,14 @@ def _stored(summary: Any) -> StoredSession:
     )
 
 
-def _manager(max_commands: int | None) -> "SessionManager":
-    """A manager as `lathe serve` builds one (LATHE_HOME, the `serve` limits) that keeps
-    no records: its sessions live as long as the calls that serve them."""
-    from lathe.config import load_config
-    from lathe.home import lathe_home
-    from lathe.service.limits import ServerLimits
-    from lathe.service.manager import SessionManager
-
-    config = load_config(Path.cwd()).config.serve
-    limits = ServerLimits(
-        max_commands or config.max_commands or os.cpu_count() or 1, config.max_model_calls
-    )
-    return SessionManager(lathe_home(), limits, keep_records=False)
-
-
 def serve_stdio(max_commands: int | None = None) -> None:
     """`lathe mcp serve`: the MCP server over stdin and stdout until the client closes
     them. It serves only the sessions its own run_task calls create (not `lathe serve`'s
     registry), and stops any still running when it ends."""
-    manager = _manager(max_commands)
+    from lathe.service.manager import server_manager
+
+    # No records: its sessions live as long as the calls that serve them.
+    manager = server_manager(max_commands, keep_records=False)
     stopping = Stopping(manager)
     server = build_mcp_server(manager, stopping)
 
@@ -348,6 +335,7 @@ class HttpEndpoint:
         self._ready: asyncio.Event | None = None
         self._closing: asyncio.Event | None = None
         self._transport: asyncio.Task[None] | None = None
+        self._failed: str | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -359,7 +347,7 @@ class HttpEndpoint:
                 await self._transport
             await self._stopping.wait()
 
-    def _start(self) -> asyncio.Event:
+    def _build(self) -> None:
         from mcp.server.transport_security import TransportSecuritySettings
 
         server = build_mcp_server(self._manager, self._stopping)
@@ -370,16 +358,25 @@ class HttpEndpoint:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
         )
         self._sessions = server.session_manager
-        ready, closing = asyncio.Event(), asyncio.Event()
+
+    def _start(self) -> None:
+        """Hold the transport's task group open in a task of its own until `run` ends;
+        `_ready` is set once it runs, or once it failed (`_failed` says why)."""
+        assert self._ready is not None
+        ready, closing = self._ready, asyncio.Event()
         self._closing = closing
 
         async def hold() -> None:
-            async with self._sessions.run():
+            try:
+                async with self._sessions.run():
+                    ready.set()
+                    await closing.wait()
+            except Exception as exc:
+                self._failed = str(exc)
+            finally:
                 ready.set()
-                await closing.wait()
 
         self._transport = asyncio.create_task(hold())
-        return ready
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from fastapi.responses import JSONResponse
@@ -392,6 +389,17 @@ class HttpEndpoint:
             await refused(scope, receive, send)
             return
         if self._ready is None:
-            self._ready = self._start()
+            self._ready = asyncio.Event()
+            try:
+                await asyncio.to_thread(self._build)  # 0.9 s of imports: not on the loop
+            except Exception as exc:
+                self._failed = str(exc)
+                self._ready.set()
+            else:
+                self._start()
         await self._ready.wait()
+        if self._failed is not None:
+            failed = JSONResponse({"error": f"the MCP endpoint failed: {self._failed}"}, 500)
+            await failed(scope, receive, send)
+            return
         await self._sessions.handle_request(scope, receive, send)

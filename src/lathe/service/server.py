@@ -82,21 +82,15 @@ def serve(
     program that started the server."""
     import uvicorn
 
-    from lathe.config import load_config
     from lathe.home import lathe_home
     from lathe.service.app import create_app
-    from lathe.service.limits import ServerLimits
-    from lathe.service.manager import SessionManager
+    from lathe.service.manager import server_manager
 
     check_host(host, allow_remote)
     home = lathe_home()
     token_path = token_file or default_token_file(home)
     token, new = read_or_create_token(token_path)
-    config = load_config(Path.cwd()).config.serve
-    limits = ServerLimits(
-        max_commands or config.max_commands or os.cpu_count() or 1, config.max_model_calls
-    )
-    manager = SessionManager(home, limits)
+    manager = server_manager(max_commands)
 
     @asynccontextmanager
     async def lifespan(app):
