@@ -43,6 +43,14 @@ def test_every_route_needs_the_token_and_a_bad_one_learns_nothing(served):
             response = httpx.request(method, served.url + path, headers=headers)
             assert response.status_code == 401
             assert response.json() == {"error": "unauthorized"}
+    # Nothing is parsed or routed before the token is checked.
+    for path in ("/v1/sessions", "/v1/nowhere"):
+        response = httpx.post(served.url + path, content=b"{not json")
+        assert response.status_code == 401 and response.json() == {"error": "unauthorized"}
+    odd = httpx.get(
+        served.url + "/v1/health", headers={"Authorization": "Bearer \xe9t\xe9".encode()}
+    )
+    assert odd.status_code == 401
     assert served.client().health()["status"] == "ok"
 
 
@@ -211,3 +219,13 @@ def test_a_non_loopback_address_needs_allow_remote(tmp_path):
     [line] = result.stderr.splitlines()
     assert line.startswith("lathe: --host 0.0.0.0 is reachable") and "--allow-remote" in line
     assert not (tmp_path / "home" / "serve" / "token").exists()
+
+
+def test_a_base_url_off_this_machine_is_refused_since_requests_carry_the_servers_key(
+    served, tmp_path
+):
+    ws = _workspace(tmp_path)
+    with served.client() as client, pytest.raises(ServiceError) as refused:
+        client.create_session(str(ws), model="m", base_url="https://collector.example/v1")
+    assert refused.value.status == 400 and "server's key" in str(refused.value)
+    assert list((served.home / "sessions").rglob("*.jsonl")) == []

@@ -222,3 +222,27 @@ def test_an_unattended_sessions_approval_left_by_a_crash_is_denied_in_time(tmp_p
     assert resolved.data == {**resolved.data, "choice": "deny", "by": "timeout"}
     assert rest[-1].data["status"] == "unverified"
     assert "a - b" in (tmp_path / "lone" / "calc.py").read_text()
+
+
+def test_a_server_stopped_with_sigterm_keeps_pending_approvals_pending(tmp_path, fake_openai):
+    fake_openai.responder = by_marker({"calm": fix_add("calm")})
+    home = tmp_path / "home"
+    with ServeProcess(home) as server, server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "calm")), model="m", base_url=fake_openai.base_url,
+            approval="ask",
+        )  # fmt: skip
+        client.send(session.id, "task calm: fix add")
+        asked = _wait_for(client, session.id, "approval_requested")
+    # (the server was stopped with SIGTERM, as a service manager restarts it)
+    with ServeProcess(home) as again, again.client() as client:
+        restored = client.session(session.id)
+        assert restored.status == "waiting_approval"
+        [pending] = client.approvals(session.id)
+        assert pending["id"] == asked.data["approval_id"]
+        client.answer(session.id, pending["id"], "once")
+        after = restored.raw["last_event_id"]  # past the shutdown's own run_finished
+        rest = list(client.events(session.id, after=after, until="run_finished"))
+    edits = [e for e in rest if e.type == "tool_finished"]
+    assert edits and not edits[-1].data["is_error"]
+    assert "a + b" in (tmp_path / "calm" / "calc.py").read_text()
