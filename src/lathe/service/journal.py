@@ -38,6 +38,16 @@ class EventJournal:
         os.write(self._fd, line.encode("utf-8", "surrogateescape"))
         return self.last_id
 
+    def page(self, last_seen: int, limit: int = 5_000) -> list[tuple[int, str]]:
+        """At most `limit` events after `last_seen`, oldest first (read in a thread by
+        the server, so a long replay does not hold up its loop)."""
+        found: list[tuple[int, str]] = []
+        for item in self.after(last_seen):
+            found.append(item)
+            if len(found) >= limit:
+                break
+        return found
+
     def after(self, last_seen: int) -> Iterator[tuple[int, str]]:
         """(id, event JSON) of every event after `last_seen`, oldest first."""
         if last_seen >= self.last_id:

@@ -238,9 +238,10 @@ class ServedSession:
             self._subscribers.add(subscriber)  # before reading the file: nothing falls between
         try:
             sent = after
-            for number, wire in self.journal.after(after):
-                sent = number
-                yield number, wire
+            while page := await asyncio.to_thread(self.journal.page, sent):
+                for number, wire in page:
+                    sent = number
+                    yield number, wire
             if not follow or subscriber not in self._subscribers:
                 return
             while True:
