@@ -246,3 +246,32 @@ def test_a_server_stopped_with_sigterm_keeps_pending_approvals_pending(tmp_path,
     edits = [e for e in rest if e.type == "tool_finished"]
     assert edits and not edits[-1].data["is_error"]
     assert "a + b" in (tmp_path / "calm" / "calc.py").read_text()
+
+
+def test_subagents_commands_count_against_the_servers_limit(tmp_path, fake_openai):
+    def child(name):
+        return [Reply(calls=[Call("bash", {"command": f"sleep 1; echo {name}-ran"})]),
+                Reply(f"{name} finished")]  # fmt: skip
+
+    parent = [
+        Reply(calls=[
+            Call("task", {"description": "first", "prompt": "kid alpha: run the command"}),
+            Call("task", {"description": "second", "prompt": "kid beta: run the command"}),
+        ]),
+        Reply("both done"),
+    ]  # fmt: skip
+    fake_openai.responder = by_marker(
+        {"parentx": parent, "kid alpha": child("alpha"), "kid beta": child("beta")}
+    )
+    with (
+        ServeProcess(tmp_path / "home", "--max-commands", "1") as server,
+        server.client() as client,
+    ):
+        session = client.create_session(
+            str(workspace_for(tmp_path, "family")), model="m", base_url=fake_openai.base_url
+        )
+        client.send(session.id, "parentx: split the work")
+        events = list(client.events(session.id, until="run_finished"))
+    assert [e.data["what"] for e in events if e.type == "queued"] == ["command"]
+    children_ran = [e for e in events if e.type == "child_event" and "-ran" in str(e.data)]
+    assert children_ran

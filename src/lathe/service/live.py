@@ -169,9 +169,14 @@ class ServedSession:
         self.recorder = SessionRecorder(self.session)
         changes = CheckpointRecorder(checkpoints, self.session)
         self.chain = hook_chain(safety, self.redactor, recorders=[self.recorder, changes])
+        limits = self.limits
         LocalChildren(
             self.setup, self.provider, self.redactor, self.emit,
             parent_session_id=self.id, checkpoints=checkpoints, home=home,
+            wrap_executor=lambda inner: LimitedExecutor(inner, limits.commands, self.emit),
+            wrap_provider=lambda inner, endpoint: LimitedProvider(
+                inner, limits.model_calls(endpoint.kind, endpoint.base_url or ""), self.emit
+            ),
         ).register(safety.tools)  # fmt: skip
         return safety
 

@@ -22,6 +22,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lathe.agent.budget import tokens_of
 from lathe.config.loader import Origin
@@ -57,6 +58,10 @@ class _Family:
     root: Path
     merging: asyncio.Lock = field(default_factory=asyncio.Lock)
     spent: Usage = field(default_factory=Usage)
+    # What the face puts around each child's executor and own-model provider: the
+    # service's shared limits (`lathe.service.limits`); as they are elsewhere.
+    wrap_executor: Callable[[Any], Any] = lambda executor: executor
+    wrap_provider: Callable[[Any, Any], Any] = lambda provider, endpoint: provider
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(self.config.max_parallel)
@@ -86,9 +91,12 @@ class LocalChildren:
         depth: int = 0,
         family: _Family | None = None,
         allowed_tools: frozenset[str] | None = None,
+        wrap_executor: Callable[[Any], Any] | None = None,
+        wrap_provider: Callable[[Any, Any], Any] | None = None,
     ) -> None:
         """`home`: lathe's data dir, for a user's run; a child's run shares its
-        parent's `family` instead."""
+        parent's `family` instead. `wrap_executor` and `wrap_provider` go around every
+        child's executor and own provider (the service's shared limits)."""
         self._setup = setup
         self._provider = provider
         self._redactor = redactor
@@ -102,6 +110,10 @@ class LocalChildren:
         if family is None:
             assert home is not None, "a user's run names lathe's data dir"
             family = _Family(config=setup.loaded.config.agents, home=home, root=setup.workspace)
+            if wrap_executor is not None:
+                family.wrap_executor = wrap_executor
+            if wrap_provider is not None:
+                family.wrap_provider = wrap_provider
         self._family = family
 
     def offered(self) -> bool:
@@ -234,7 +246,7 @@ class _Child:
                 child_setup,
                 provider,
                 observer,
-                executor=safety.executor,
+                executor=parent._family.wrap_executor(safety.executor),
                 hooks=hook_chain(safety, parent._redactor, recorders=[recorder]),
                 tools=tools,
             )
@@ -273,7 +285,9 @@ class _Child:
             return parent._provider
         from lathe.llm.registry import make_provider
 
-        return parent._redactor.provider(make_provider(child_setup.endpoint))
+        endpoint = child_setup.endpoint
+        own = parent._family.wrap_provider(make_provider(endpoint), endpoint)
+        return parent._redactor.provider(own)
 
     def _setup(self) -> RunSetup:
         """The parent's setup for the child: its folder, its turns, no verify command,
