@@ -30,6 +30,21 @@ from lathe.service.manager import SessionConflict, SessionManager, UnknownSessio
 API_VERSION = "v1"
 
 
+class Error(BaseModel):
+    """Every error answer: one line saying what was wrong and what to do."""
+
+    error: str
+
+
+_ERRORS = {
+    400: "Options lathe cannot honour (no such model, no such workspace ...)",
+    401: "No token, or a wrong one",
+    404: "No such session or pending approval here",
+    409: "A conflict with a live session (its workspace, its run)",
+    422: "A body of the wrong shape",
+}
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1, description="The user's message: a task or a follow-up.")
@@ -60,6 +75,10 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         title="lathe",
         version=__version__,
         openapi_url=None,  # served below, behind the token like every route under /v1
+        responses={
+            code: {"model": Error, "description": meaning}
+            for code, meaning in _ERRORS.items()
+        },
         docs_url=None,
         redoc_url=None,
     )
