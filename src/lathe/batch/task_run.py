@@ -110,8 +110,8 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
     try:
         try:
             _materialize(task, source, pristine)
+            _make_writable(pristine)  # read-only task folders: else not even removable
             shutil.copytree(pristine, work, symlinks=True)
-            _make_writable(work)
             if task.setup:
                 _setup(task.setup, work)
         except (OSError, subprocess.SubprocessError, _Failed) as exc:
