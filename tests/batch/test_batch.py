@@ -135,20 +135,24 @@ def test_a_batch_killed_with_9_resumes_with_no_duplicate_and_no_task_left_runnin
     assert all(line["solved"] for line in lines)
 
 
-def test_another_model_or_task_list_is_refused_without_force(tmp_path, tasks, fake_openai):
+def test_another_model_or_task_list_is_refused_without_force(tmp_path, fake_openai):
+    for name in ("t1", "t2"):
+        make_task(tmp_path / "two", name)
     fake_openai.responder = by_marker(_scripts())
     only_one = tmp_path / "one.jsonl"
-    only_one.write_text(json.dumps({"id": "t1", "repo": str(tasks / "t1" / "repo"),
+    only_one.write_text(json.dumps({"id": "t1", "repo": str(tmp_path / "two" / "t1" / "repo"),
                                     "task": "Task t1: fix", "verify": "python -m pytest -q"})
                         + "\n")  # fmt: skip
     assert _batch(tmp_path, only_one, tmp_path / "run", fake_openai).returncode == 0
-    refused = _batch(tmp_path, tasks, tmp_path / "run", fake_openai)
-    assert refused.returncode == 2
-    [line] = refused.stderr.splitlines()
-    assert line.startswith("lathe: ") and "a different task list" in line and "--force" in line
-    forced = _batch(tmp_path, tasks, tmp_path / "run", fake_openai, "--force")
+    for changed, why in ((("--model", "other"), "model other"), ((), "a different task list")):
+        tasks = only_one if changed else tmp_path / "two"
+        refused = _batch(tmp_path, tasks, tmp_path / "run", fake_openai, *changed)
+        assert refused.returncode == 2
+        [line] = refused.stderr.splitlines()
+        assert line.startswith("lathe: ") and why in line and "--force" in line
+    forced = _batch(tmp_path, tmp_path / "two", tmp_path / "run", fake_openai, "--force")
     assert forced.returncode == 0, forced.stderr
-    assert sorted(line["id"] for line in _lines(tmp_path / "run")) == NAMES
+    assert sorted(line["id"] for line in _lines(tmp_path / "run")) == ["t1", "t2"]
 
 
 def test_a_bad_task_list_is_one_line_naming_the_task(tmp_path, fake_openai):
