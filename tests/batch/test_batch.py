@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.batch.tasks import cheat, fix, make_task, stuck
-from tests.fakes.openai_server import ErrorReply, Hang
+from tests.fakes.openai_server import Call, ErrorReply, Hang, Reply
 from tests.service.scripts import by_marker
 
 NAMES = ["t1", "t2", "t3", "t4", "t5", "t6"]
@@ -175,3 +175,23 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     return status != "Z"  # a zombie has ended; only its parent's wait is missing
+
+
+def test_whatever_the_agent_leaves_in_the_copy_the_task_gets_its_line(tmp_path, fake_openai):
+    for name in ("t1", "t2"):
+        make_task(tmp_path / "two", name)
+    mess = "rm tests/test_calc.py && mkdir tests/test_calc.py && mkfifo pipe && " + (
+        "printf '[pytest]\\naddopts = -p no:python\\n' > pytest.ini"
+    )
+    fake_openai.responder = by_marker({
+        "Task t1": [Reply(calls=[Call("bash", {"command": mess})]), Reply("t1: done.")],
+        "Task t2": fix("t2"),
+    })  # fmt: skip
+
+    done = _batch(tmp_path, tmp_path / "two", tmp_path / "run", fake_openai, "--workers", "1")
+
+    assert done.returncode == 0, done.stderr
+    lines = {line["id"]: line for line in _lines(tmp_path / "run")}
+    assert lines["t1"]["status"] == "unsolved", lines["t1"]["reason"]  # test, config put back
+    assert lines["t1"]["verify_exit"] == 1
+    assert lines["t2"]["status"] == "solved"

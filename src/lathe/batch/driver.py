@@ -12,6 +12,7 @@ ones running finish and are recorded, the rest wait for a later run.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,12 +68,14 @@ class Batch:
         self.folder = RunFolder(options.out)
         self.lines: dict[str, dict[str, Any]] = {}
         self._queue: list[BatchTask] = []
+        self._recorded: list[dict[str, Any]] = []  # this run's lines
         self._started_at = 0.0
         self.stop_reason = ""
 
     def plan(self) -> Plan:
         options = self.options
         self.folder.open_for_appending()
+        self._hold_folder()
         self._check_manifest()
         done = self.folder.results()
         retried = []
@@ -112,6 +115,7 @@ class Batch:
     def finished(self, result: TaskResult) -> None:
         line = self.folder.record(result)
         self.lines[result.id] = line
+        self._recorded.append(line)
         self.face.finished(line)
 
     def _next_task(self) -> BatchTask | None:
@@ -125,14 +129,27 @@ class Batch:
 
     def _over_budget(self) -> str | None:
         options = self.options
-        if options.max_total_cost is not None:
-            spent = sum(line.get("cost_usd") or 0.0 for line in self.lines.values())
+        if options.max_total_cost is not None:  # what this run spent: earlier runs paid
+            spent = sum(line.get("cost_usd") or 0.0 for line in self._recorded)
             if spent >= options.max_total_cost:
                 return f"the batch's cost limit (${options.max_total_cost:g}) is spent"
         elapsed = time.monotonic() - self._started_at
         if options.max_total_wall_s is not None and elapsed >= options.max_total_wall_s:
             return f"the batch's time limit ({options.max_total_wall_s:g} s) is up"
         return None
+
+    def _hold_folder(self) -> None:
+        """One batch at a time in a run folder: two would run the same tasks twice."""
+        from lathe.file_lock import FileLock
+
+        lock = FileLock(self.options.out / ".lock")
+        holder = lock.try_acquire(f"{os.getpid()}\n")
+        if holder is not None:
+            raise UsageError(
+                f"another lathe batch (pid {holder.split()[0] if holder.split() else '?'}) "
+                f"is writing to {self.options.out}; wait for it, or give another --out"
+            )
+        self._lock = lock  # held until this process ends
 
     def _check_manifest(self) -> None:
         earlier = self.folder.manifest()

@@ -55,7 +55,11 @@ class LocalPool:
                     if task is None:
                         return
                     sink.started(task)
-                result = run_task(task, settings)
+                try:
+                    result = run_task(task, settings)
+                except Exception as exc:  # a bug of lathe's must not lose the task's line
+                    result = TaskResult(id=task.id, kind=task.kind, error_kind="infrastructure",
+                                        reason=f"lathe failed on the task: {exc!r}")  # fmt: skip
                 with self._lock:
                     if self._stopping.is_set():
                         return  # killed midway: it runs again next time

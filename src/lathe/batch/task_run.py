@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import io
 import json
 import os
@@ -109,18 +110,24 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
     began = time.monotonic()
     try:
         try:
-            _materialize(task, source, pristine)
-            _make_writable(pristine)  # read-only task folders: else not even removable
-            shutil.copytree(pristine, work, symlinks=True)
+            _materialize(task, source, base / "given")
+            _make_writable(base / "given")  # read-only task folders: else not removable
+            _copy(base / "given", work)
             if task.setup:
                 _setup(task.setup, work)
+            # The baseline is the set-up tree: what setup made is not the agent's change.
+            _copy(work, pristine)
         except (OSError, subprocess.SubprocessError, _Failed) as exc:
             result.error_kind, result.reason = "infrastructure", f"preparing the copy: {exc}"
             return result
-        _run_lathe(task, settings, work, result)
-        if result.status != "error" or result.error_kind == "provider":
-            _verify(task, pristine, work, base / "checked", result)
-        result.diff, result.diff_stat = tree_diff(pristine, work)
+        try:
+            _run_lathe(task, settings, work, result)
+            if result.status != "error" or result.error_kind == "provider":
+                _verify(task, pristine, work, base / "checked", result)
+            result.diff, result.diff_stat = tree_diff(pristine, work)
+        except Exception as exc:  # whatever the work left behind, the task gets its line
+            result.status, result.solved, result.error_kind = "error", False, "infrastructure"
+            result.reason = f"scoring the task failed: {type(exc).__name__}: {exc}"
         result.transcript = _transcript(result.session_id)
         if settings.keep_workspace:
             result.workspace = str(work)
@@ -130,6 +137,19 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
         result.finished = _now()
         if not settings.keep_workspace:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """A byte-exact copy, links kept as links; pipes, sockets and devices left out."""
+
+    def special(folder: str, names: list[str]) -> set[str]:
+        return {name for name in names if _special(Path(folder, name))}
+
+    shutil.copytree(source, target, symlinks=True, ignore=special)
+
+
+def _special(path: Path) -> bool:
+    return not (path.is_symlink() or path.is_dir() or path.is_file())
 
 
 def pack(repo: str) -> bytes:
@@ -154,7 +174,7 @@ def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
         if task.ref:
             _git("-C", str(into), "checkout", "--quiet", task.ref)
     else:
-        shutil.copytree(task.repo, into, symlinks=True)  # bytes as they are: CRLF stays
+        _copy(Path(task.repo), into)  # bytes as they are: CRLF stays
 
 
 def _git(*args: str) -> None:
@@ -200,7 +220,12 @@ def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskR
     _read_events(out, result)
     if killed:
         result.status, result.error_kind = "over_limit", None
-        result.reason = f"stopped at the task's wall-time limit ({limit:g} s)"
+        result.reason = f"stopped at the task's wall-time limit ({limit - _GRACE_S:g} s)"
+    elif result.lathe_status == "out_of_budget":
+        result.status = "over_limit"  # solved all the same if the check passes
+    elif result.lathe_status == "interrupted":
+        result.error_kind = "infrastructure"
+        result.reason = "lathe was stopped from outside (a signal) before it finished"
     elif result.lathe_status is None:
         result.error_kind = "infrastructure"
         result.reason = f"lathe exited {code} without finishing: {err.strip()[-_TAIL:]}"
@@ -241,15 +266,20 @@ def _read_events(stdout: str, result: TaskResult) -> None:
 def _verify(task: BatchTask, pristine: Path, work: Path, checked: Path, result: TaskResult) -> None:
     """The task's verify command in a copy of the work whose protected files are the
     source's."""
-    shutil.copytree(work, checked, symlinks=True)
+    _copy(work, checked)
     restore_protected(pristine, checked, task.protected)
     started = time.monotonic()
     code, output = _shell(task.verify, checked, task.timeout)
     result.verify_s = round(time.monotonic() - started, 3)
     result.verify_exit = code
     result.verify_tail = output[-_TAIL:]
-    result.solved = code == 0
-    if result.status == "unsolved" and result.solved:
+    if code is None:
+        note = f"(the verify command timed out after {task.timeout:g} s)\n"
+        result.verify_tail = note + result.verify_tail
+    # Solved only when the agent's run ended on its own (or at its budget) and the check
+    # passes: a provider error's passing check is recorded, not counted.
+    result.solved = code == 0 and result.status in ("unsolved", "over_limit")
+    if result.solved:
         result.status = "solved"
     result.false_verified = result.lathe_status == "verified" and not result.solved
 
@@ -266,19 +296,24 @@ def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> li
         if matcher.first_match(relative) is None:
             continue
         original, current = source / relative, copy / relative
-        if (
-            original.is_file()
-            and current.is_file()
-            and original.read_bytes() == current.read_bytes()
-        ):
+        if not current.parent.resolve().is_relative_to(copy.resolve()):
+            current = copy / Path(relative).parts[0]  # a link leading out: never follow it
+        elif _bytes(original) == _bytes(current) and not current.is_symlink():
             continue
-        if current.exists() or current.is_symlink():
-            current.unlink()
-        if original.is_file():
+        _remove(current)
+        current = copy / relative
+        if original.is_file() or original.is_symlink():
             current.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(original, current)
+            shutil.copy2(original, current, follow_symlinks=False)
         restored.append(relative)
     return restored
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
 
 
 def tree_diff(before: Path, after: Path) -> tuple[str, dict[str, int]]:
@@ -322,9 +357,14 @@ def _files(root: Path) -> set[str]:
 
 
 def _bytes(path: Path) -> bytes | None:
+    """A file's bytes, a link's target; None for anything else (never reads a pipe)."""
+    if path.is_symlink():
+        return b"symlink -> " + os.fsencode(os.readlink(path))
+    if not path.is_file():
+        return None
     try:
         return path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+    except OSError:
         return None
 
 
@@ -358,37 +398,55 @@ def _shell(command: str, cwd: Path, timeout: float) -> tuple[int | None, str]:
 def _run(
     argv: list[str], cwd: Path, timeout: float, *, stdin: str | None = None
 ) -> tuple[int | None, str, str, bool]:
-    """Run in a process group of its own, killed whole at `timeout` (then killed is
-    True) and when this process dies (PR_SET_PDEATHSIG), so a batch killed with -9
-    leaves no task running."""
-    process = subprocess.Popen(
-        argv, cwd=cwd, text=True, encoding="utf-8", errors="replace",
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=_die_with_parent,
-    )  # fmt: skip
-    _RUNNING.add(process.pid)
-    try:
-        out, err = process.communicate(stdin, timeout=timeout)
-        return process.returncode, out, err, False
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        return None, out, err, True
-    finally:
-        _RUNNING.discard(process.pid)
-        if process.poll() is None:
+    """Run in a process group of its own until its first process exits (its exit code)
+    or `timeout` passes (then killed is True); either way the whole group is killed
+    then, so a process it left in the background neither holds the result back nor
+    outlives it. The group also dies with this process (PR_SET_PDEATHSIG), so a batch
+    killed with -9 leaves no task running. Output goes through files, not pipes, for
+    the same reason: nothing waits for a background process to close them."""
+    _prctl()
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        process = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=out_file, stderr=err_file, start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )  # fmt: skip
+        _RUNNING.add(process.pid)
+        killed = False
+        try:
+            if stdin is not None:
+                assert process.stdin is not None
+                with contextlib.suppress(BrokenPipeError):
+                    process.stdin.write(stdin.encode("utf-8"))
+                    process.stdin.close()
+            try:
+                code: int | None = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                code, killed = None, True
+        finally:
+            _RUNNING.discard(process.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        return code, _read(out_file), _read(err_file), killed
+
+
+def _read(file: Any) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", "replace")
+
+
+@functools.cache
+def _prctl() -> Any:
+    """libc's prctl, looked up here: the child of a threaded process must not dlopen."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
 
 
 def _die_with_parent() -> None:
-    import ctypes
-
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        _prctl()(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _now() -> str:

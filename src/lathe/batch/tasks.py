@@ -17,9 +17,13 @@ from typing import Any
 
 from lathe.errors import UsageError
 
-DEFAULT_PROTECTED = ("tests/", "test_*.py", "*_test.py", "conftest.py")
+DEFAULT_PROTECTED = (
+    "tests/", "test_*.py", "*_test.py", "conftest.py",
+    "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml",
+)  # fmt: skip
 """Files restored from the task's source before its verify command runs, so that an
-edited test never counts as a fix (a task may name its own, `protected`)."""
+edited test — or a test runner told to load something else — never counts as a fix
+(a task may name its own, `protected`)."""
 DEFAULT_TIMEOUT_S = 120.0
 
 

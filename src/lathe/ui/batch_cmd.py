@@ -73,7 +73,9 @@ def batch_group() -> None:
     type=click.IntRange(min=1, max=20),
     help="Attempts per task (lathe starts over from the original files).",
 )
-@click.option("--max-cost", help="Dollars one task may spend (lathe stops it there).")
+@click.option(
+    "--max-cost", callback=_dollars, help="Dollars one task may spend (lathe stops it there)."
+)
 @click.option(
     "--max-wall",
     callback=_duration,
@@ -142,7 +144,7 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
         base_url=values["base_url"],
         max_turns=values["max_turns"],
         attempts=values["attempts"],
-        max_cost=values["max_cost"],
+        max_cost=None if values["max_cost"] is None else f"{values['max_cost']:g}",
         max_wall_s=values["max_wall"],
         lathe_args=tuple(values["lathe_args"]),
         keep_workspace=values["keep"],
