@@ -104,3 +104,36 @@ def fake_anthropic() -> Iterator[FakeAnthropicServer]:
     """A started fake Anthropic Messages API server; see tests/fakes/anthropic_server.py."""
     with FakeAnthropicServer() as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (tests/browser.py), one per test module."""
+    from playwright.sync_api import sync_playwright
+    from tests.browser import CHROMIUM
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context (its own sessionStorage); fails on an uncaught page error."""
+    from playwright.sync_api import expect
+    from tests.browser import TIMEOUT_MS
+
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, f"the page threw: {errors}"

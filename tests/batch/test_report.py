@@ -13,20 +13,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
-from tests.sandboxes import REQUIRED
+from playwright.sync_api import Page, expect
+from tests.browser import needs_chromium
 
 from lathe.batch.results import RunFolder
 from lathe.batch.task_run import TaskResult
 
-CHROMIUM = Path("/usr/bin/chromium")
-TIMEOUT_MS = 30_000
 INJECTED = '<script>document.title="pwned"</script><b id="injected">&amp; bold</b>'
-
-# CI installs Chromium and sets LATHE_REQUIRE_SANDBOXES=1: there a missing browser fails.
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists() and not REQUIRED, reason=f"no Chromium at {CHROMIUM}"
-)
 
 
 def _result(task_id: str, status: str, **values) -> TaskResult:
@@ -88,32 +81,6 @@ def _fact(page: Page, name: str):
     return (
         page.get_by_test_id("summary").locator("tr").filter(has=page.get_by_text(name, exact=True))
     )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh browser context; fails on an uncaught page error."""
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert not errors, f"the page threw: {errors}"
 
 
 @needs_chromium

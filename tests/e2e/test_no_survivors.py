@@ -143,9 +143,7 @@ def test_a_pre_tool_hook_that_times_out_leaves_no_grandchild(
     )
     fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "touch ran"})]), Reply("ok"))
 
-    result = run_against(
-        fake_openai, ws, tmp_path, "--approval", "full", "--trust-project", "go"
-    )
+    result = run_against(fake_openai, ws, tmp_path, "--approval", "full", "--trust-project", "go")
 
     assert result.returncode == 0, result.stderr
     tool = next(m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool")

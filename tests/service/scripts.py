@@ -55,3 +55,14 @@ def workspace_for(root, marker: str, lines: int = 40):
     (ws / f"{marker}.txt").write_text("".join(f"{marker} line {n}\n" for n in range(1, lines + 1)))
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     return ws
+
+
+def calc_workspace(root, name: str = "ws"):
+    """`calc.py` whose `add` subtracts, and `check.py`, which fails until it is fixed."""
+    ws = root / name
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (ws / "check.py").write_text(
+        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
+    )
+    return ws

@@ -11,18 +11,9 @@ import sys
 import httpx
 import pytest
 from tests.fakes.openai_server import Call, Reply
+from tests.service.scripts import calc_workspace
 
 TOOLS = {"run_task", "list_sessions", "session_transcript"}
-
-
-def _workspace(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (ws / "check.py").write_text(
-        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
-    )
-    return ws
 
 
 def _fix_script(server):
@@ -46,7 +37,7 @@ def _stdio(tmp_path):
 def test_stdio_runs_a_task_to_verified_with_progress_then_shows_the_session(fake_openai, tmp_path):
     from mcp import Client
 
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     progress: list[tuple[float, str | None]] = []
 
@@ -108,7 +99,7 @@ def test_an_edit_the_mode_would_ask_about_is_denied_and_a_bad_workspace_is_a_too
 ):
     from mcp import Client
 
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     fake_openai.enqueue(
         Reply(calls=[Call("write", {"path": ".envrc", "content": "export X=1\n"})]),
         Reply("Could not write it."),
@@ -144,7 +135,7 @@ def test_streamable_http_at_mcp_runs_tasks_behind_the_token(served, fake_openai,
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     progress: list[str | None] = []
 

@@ -12,19 +12,10 @@ import sys
 import httpx
 import pytest
 from tests.fakes.openai_server import Call, Reply
+from tests.service.scripts import calc_workspace
 from tests.service.server import ServeProcess
 
 from lathe.client import ServiceError
-
-
-def _workspace(tmp_path, name="ws", failing=True):
-    ws = tmp_path / name
-    ws.mkdir()
-    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (ws / "check.py").write_text(
-        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
-    )
-    return ws
 
 
 def _fix_script(server):
@@ -73,7 +64,7 @@ def test_the_openapi_schema_names_the_stable_routes_and_which_one_streams(served
 def test_a_task_runs_to_verified_and_streams_the_same_objects_as_run_json(
     served, fake_openai, tmp_path
 ):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     with served.client() as client:
         session = client.create_session(
@@ -97,7 +88,7 @@ def test_a_task_runs_to_verified_and_streams_the_same_objects_as_run_json(
 
 
 def test_a_client_that_reconnects_with_last_event_id_misses_nothing(served, fake_openai, tmp_path):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     with served.client() as client:
         session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
@@ -120,7 +111,7 @@ def test_a_client_that_reconnects_with_last_event_id_misses_nothing(served, fake
 def test_unknown_sessions_and_approvals_are_404_and_bad_bodies_say_what_is_wrong(
     served, fake_openai, tmp_path
 ):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     with served.client() as client:
         with pytest.raises(ServiceError) as missing:
             client.session("0123456789ab")
@@ -139,7 +130,7 @@ def test_unknown_sessions_and_approvals_are_404_and_bad_bodies_say_what_is_wrong
 
 
 def test_an_edit_waits_for_approval_and_runs_once_approved(served, fake_openai, tmp_path):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     with served.client() as client:
         session = client.create_session(
@@ -162,7 +153,7 @@ def test_an_edit_waits_for_approval_and_runs_once_approved(served, fake_openai, 
 
 
 def test_a_denied_approval_tells_the_model_why(served, fake_openai, tmp_path):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     with served.client() as client:
         session = client.create_session(
@@ -178,7 +169,7 @@ def test_a_denied_approval_tells_the_model_why(served, fake_openai, tmp_path):
 
 
 def test_an_unattended_session_denies_an_approval_nobody_answers(served, fake_openai, tmp_path):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)
     with served.client() as client:
         session = client.create_session(
@@ -224,7 +215,7 @@ def test_a_non_loopback_address_needs_allow_remote(tmp_path):
 def test_a_base_url_off_this_machine_is_refused_since_requests_carry_the_servers_key(
     served, tmp_path
 ):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     with served.client() as client, pytest.raises(ServiceError) as refused:
         client.create_session(str(ws), model="m", base_url="https://collector.example/v1")
     assert refused.value.status == 400 and "server's key" in str(refused.value)

@@ -9,62 +9,19 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
-import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
+from tests.browser import needs_chromium
 from tests.fakes.openai_server import Call, Reply
-from tests.sandboxes import REQUIRED
+from tests.service.scripts import calc_workspace
 
-CHROMIUM = Path("/usr/bin/chromium")
-TIMEOUT_MS = 30_000
-
-# CI installs Chromium and sets LATHE_REQUIRE_SANDBOXES=1: there a missing browser fails.
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not REQUIRED, reason=f"no Chromium at {CHROMIUM}"
-)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh browser context (its own sessionStorage); fails on an uncaught page error."""
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
-        yield page
-    finally:
-        context.close()
-    assert not errors, f"the page threw: {errors}"
-
-
-def _workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (ws / "check.py").write_text(
-        "from calc import add\nassert add(2, 3) == 5, 'add is wrong'\nprint('ok')\n"
-    )
-    return ws
+pytestmark = needs_chromium
 
 
 def test_a_task_started_on_the_page_asks_for_approval_and_ends_verified(
     served, fake_openai, page: Page, tmp_path
 ):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     edit = Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
     fake_openai.enqueue(Reply("I will fix add.", calls=[edit]), Reply("Fixed add."))
 
@@ -154,7 +111,7 @@ def _sse(*events: tuple[int, dict]) -> str:
 def test_a_dropped_stream_is_resumed_with_last_event_id_and_nothing_shows_twice(
     served, page: Page, tmp_path
 ):
-    ws = _workspace(tmp_path)
+    ws = calc_workspace(tmp_path)
     with served.client() as client:
         session = client.create_session(str(ws), model="m", base_url="http://127.0.0.1:9/v1")
     started = {"type": "run_started", "task": "say hello", "model": "m", "workspace": str(ws),

@@ -92,7 +92,8 @@ async def test_long_output_names_the_spill_file_and_how_to_page_it(ctx: ToolCont
 
     page = await call(ReadTool(), ctx, path=str(spill), offset=next_offset, limit=2)
     assert page.content.splitlines()[:2] == [
-        f"{next_offset:>6}\t{next_offset}", f"{next_offset + 1:>6}\t{next_offset + 1}"
+        f"{next_offset:>6}\t{next_offset}",
+        f"{next_offset + 1:>6}\t{next_offset + 1}",
     ]
     found = await call(GrepTool(), ctx, pattern="^77777$", path=str(spill))
     assert found.content == f"{spill}:77777:77777"

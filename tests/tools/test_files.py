@@ -20,7 +20,10 @@ def test_utf8_text_decodes_with_lf_endings() -> None:
     content = decode_text("héllo\nwörld\n".encode())
     assert content is not None
     assert (content.text, content.encoding, content.bom, content.newline) == (
-        "héllo\nwörld\n", "utf-8", b"", "\n"
+        "héllo\nwörld\n",
+        "utf-8",
+        b"",
+        "\n",
     )
 
 

@@ -28,4 +28,3 @@ def test_a_mismatch_is_refused_with_the_schema():
 def test_a_schema_lathe_cannot_apply_leaves_the_arguments_to_the_server(schema):
     """A server's broken schema must not crash the turn: the server judges the call."""
     assert _arguments_model(schema).model_validate({"q": 1}).model_dump() == {"q": 1}
-

@@ -108,9 +108,7 @@ async def test_write_and_edit_change_nothing_outside(ctx: ToolContext, outside: 
     for given in ("../outside/secret.txt", "out/secret.txt", "out/new.txt"):
         error = await call_error(WriteTool(), ctx, path=given, content="pwned\n")
         assert "outside the workspace" in error
-        error = await call_error(
-            EditTool(), ctx, path=given, old_string="TOP", new_string="pwned"
-        )
+        error = await call_error(EditTool(), ctx, path=given, old_string="TOP", new_string="pwned")
         assert "outside the workspace" in error
     assert snapshot(outside) == before
     assert sorted(os.listdir(outside)) == ["secret.txt"]

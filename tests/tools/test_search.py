@@ -41,7 +41,8 @@ async def test_grep_lists_path_line_text_relative_to_the_workspace(ctx: ToolCont
     _tree(ctx.workspace)
     out = await call(grep, ctx, pattern=r"def \w+\(")
     assert sorted(out.content.splitlines()) == [
-        "src/app.py:3:def main():", "src/util.py:1:def helper():"
+        "src/app.py:3:def main():",
+        "src/util.py:1:def helper():",
     ]
     assert out.summary == "2 matches"
 
@@ -57,7 +58,8 @@ async def test_grep_options(ctx: ToolContext) -> None:
     _tree(ctx.workspace)
     out = await call(grep, ctx, pattern="MAIN", ignore_case=True, glob="*.py", path="src")
     assert sorted(out.content.splitlines()) == [
-        "src/app.py:3:def main():", "src/util.py:2:    return 'Main'"
+        "src/app.py:3:def main():",
+        "src/util.py:2:    return 'Main'",
     ]
     out = await call(grep, ctx, pattern="getcwd", context=1)
     assert out.content == "src/app.py-3-def main():\nsrc/app.py:4:    return os.getcwd()"
@@ -69,7 +71,9 @@ async def test_grep_no_matches_is_not_an_error(ctx: ToolContext) -> None:
     _tree(ctx.workspace)
     out = await call(grep, ctx, pattern="zebra", glob="*.md")
     assert (out.content, out.summary, out.is_error) == (
-        "No matches for 'zebra' in the workspace (files matching *.md).", "no matches", False
+        "No matches for 'zebra' in the workspace (files matching *.md).",
+        "no matches",
+        False,
     )
 
 
@@ -171,7 +175,13 @@ async def test_ls_lists_directories_first_with_a_slash(ctx: ToolContext) -> None
     _tree(ctx.workspace)
     out = await call(ls, ctx)
     assert out.content.splitlines() == [
-        ".github/", "build/", "src/", "tests/", ".gitignore", "debug.log", "README.md"
+        ".github/",
+        "build/",
+        "src/",
+        "tests/",
+        ".gitignore",
+        "debug.log",
+        "README.md",
     ]
     out = await call(ls, ctx, path="src")
     assert out.content == "app.py\nutil.py"
