@@ -107,14 +107,8 @@ class RunFolder:
 def masked_config(workspace: Path) -> dict[str, Any]:
     """The config a run starts from (every value, secrets masked)."""
     from lathe.config import load_config
-    from lathe.config.keys import format_key
-    from lathe.config.secrets import looks_like_secret, mask_secret
 
-    values = {}
-    for key, value, _origin in load_config(workspace).values():
-        if isinstance(value, str) and looks_like_secret(value):
-            value = mask_secret(value)
-        values[format_key(key)] = value
+    values = {key: value for key, value, _ in load_config(workspace).shown_values()}
     return json.loads(json.dumps(values, default=str))
 
 

@@ -114,6 +114,17 @@ class LoadedConfig:
         default = Origin("default")
         return [(p, v, self.origins.get(p, default)) for p, v in self._leaves.items()]
 
+    def shown_values(self) -> list[tuple[str, Any, Origin]]:
+        """`values` as a person or a record may see them: dotted keys, secrets masked."""
+        from lathe.config.keys import format_key
+        from lathe.config.secrets import looks_like_secret, mask_secret
+
+        return [
+            (format_key(key), mask_secret(v) if isinstance(v, str) and looks_like_secret(v) else v,
+             origin)
+            for key, v, origin in self.values()
+        ]  # fmt: skip
+
     @cached_property
     def _leaves(self) -> dict[KeyPath, Any]:
         return dict(walk(self.config.model_dump(), _ROOT))

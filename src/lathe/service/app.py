@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lathe.errors import LatheError
-from lathe.service.approvals import UnknownApproval
+from lathe.service.approvals import UnknownApproval, pending_json
 from lathe.service.live import SessionOptions
 from lathe.service.manager import SessionConflict, SessionManager, UnknownSession
 
@@ -76,8 +76,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         version=__version__,
         openapi_url=None,  # served below, behind the token like every route under /v1
         responses={
-            code: {"model": Error, "description": meaning}
-            for code, meaning in _ERRORS.items()
+            code: {"model": Error, "description": meaning} for code, meaning in _ERRORS.items()
         },
         docs_url=None,
         redoc_url=None,
@@ -189,7 +188,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     @app.get(f"{v1}/sessions/{{session_id}}/approvals", dependencies=guard)
     async def approvals(session_id: str) -> dict[str, Any]:
         pending = served(session_id).approver.pending.values()
-        return {"approvals": [p.as_json() for p in pending]}
+        return {"approvals": [pending_json(p) for p in pending]}
 
     @app.post(f"{v1}/sessions/{{session_id}}/approvals/{{approval_id}}", dependencies=guard)
     async def answer(session_id: str, approval_id: str, answer: Answer) -> dict[str, Any]:

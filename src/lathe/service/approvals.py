@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from lathe.events import AgentEvent, ApprovalRequested, ApprovalResolved
 from lathe.policy.gate import ApprovalAnswer, ApprovalRequest
+from lathe.session.entries import ApprovalAnswerEntry, ApprovalRequestEntry
 from lathe.tools.base import CURRENT_CALL
 
 Choice = Literal["once", "always", "deny"]
@@ -29,26 +29,17 @@ class UnknownApproval(LookupError):
     """No pending approval has that id in this session."""
 
 
-@dataclass(frozen=True)
-class PendingApproval:
-    approval_id: str
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    reason: str
-    key: str
-    preview: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.approval_id,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "reason": self.reason,
-            "key": self.key,
-            "preview": self.preview,
-        }
+def pending_json(request: ApprovalRequestEntry) -> dict[str, Any]:
+    """A pending approval as the API lists it."""
+    return {
+        "id": request.approval_id,
+        "call_id": request.call_id,
+        "tool": request.tool,
+        "arguments": request.arguments,
+        "reason": request.reason,
+        "key": request.key,
+        "preview": request.preview,
+    }
 
 
 class RemoteApprover:
@@ -67,7 +58,7 @@ class RemoteApprover:
         applied before a request is written to the session file."""
         self.session = session
         self.timeout_s = timeout_s
-        self.pending: dict[str, PendingApproval] = {}
+        self.pending: dict[str, ApprovalRequestEntry] = {}  # as in the file
         self._emit = emit
         self._mask = mask
         self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
@@ -79,18 +70,13 @@ class RemoteApprover:
         # set by the session once its tools exist.
         self.diff_of: Callable[[ApprovalRequest], str | None] = lambda request: None
 
-    def restore(self, open_calls: set[str]) -> list[PendingApproval]:
+    def restore(self, open_calls: set[str]) -> list[ApprovalRequestEntry]:
         """The session's requests that no answer follows (a restart found them), those
         whose call is still open in the conversation (`open_calls`, call ids): a call
         answered since (a `lathe run --resume` closed it) waits for nothing."""
-        from lathe.session import ApprovalAnswerEntry, ApprovalRequestEntry
-
         for entry in self.session.entries:
             if isinstance(entry, ApprovalRequestEntry):
-                self.pending[entry.approval_id] = PendingApproval(
-                    entry.approval_id, entry.call_id, entry.tool, dict(entry.arguments),
-                    entry.reason, entry.key, entry.preview,
-                )  # fmt: skip
+                self.pending[entry.approval_id] = entry
             elif isinstance(entry, ApprovalAnswerEntry):
                 self.pending.pop(entry.approval_id, None)
         for approval_id, pending in list(self.pending.items()):
@@ -121,11 +107,13 @@ class RemoteApprover:
                 timeout_s=self.timeout_s,
             )
         )
-        pending = PendingApproval(
-            approval_id, call_id, event.tool, event.arguments, event.reason, event.key,
-            event.preview,
+        pending = self.session.append(
+            ApprovalRequestEntry(
+                approval_id=approval_id, call_id=call_id, tool=event.tool,
+                arguments=event.arguments, reason=event.reason, key=event.key,
+                preview=event.preview,
+            )
         )  # fmt: skip
-        self._record_request(pending)
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self.pending[approval_id] = pending
         self._waiting[approval_id] = future
@@ -172,8 +160,6 @@ class RemoteApprover:
     def _resolve(
         self, approval_id: str, answer: ApprovalAnswer, *, by: Literal["user", "timeout"] = "user"
     ) -> ApprovalAnswer:
-        from lathe.session import ApprovalAnswerEntry
-
         if self.pending.pop(approval_id, None) is None:  # answered already: the first wins
             future = self._waiting.get(approval_id)
             return future.result() if future is not None and future.done() else answer
@@ -191,18 +177,3 @@ class RemoteApprover:
         if future is not None and not future.done():
             future.set_result(answer)
         return answer
-
-    def _record_request(self, pending: PendingApproval) -> None:
-        from lathe.session import ApprovalRequestEntry
-
-        self.session.append(
-            ApprovalRequestEntry(
-                approval_id=pending.approval_id,
-                call_id=pending.call_id,
-                tool=pending.tool,
-                arguments=pending.arguments,
-                reason=pending.reason,
-                key=pending.key,
-                preview=pending.preview,
-            )
-        )

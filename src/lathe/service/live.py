@@ -26,10 +26,6 @@ from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
 from lathe.types import Usage
 
 CONTINUE_TASK = "Continue the task from where you stopped."
-INTERRUPTED = (
-    "interrupted: the run was stopped before this tool finished; check the workspace "
-    "state before repeating it"
-)
 _SUBSCRIBER_BACKLOG = 10_000
 
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
@@ -393,7 +389,9 @@ class ServedSession:
         """A stopped run leaves a whole conversation: each open call an "interrupted"
         result — except, when the server shuts down, a call whose approval stays
         pending for the next start — and the run's end in the session and the stream."""
-        self._close_open_calls(INTERRUPTED)
+        from lathe.session import INTERRUPTED_RESULT
+
+        self._close_open_calls(INTERRUPTED_RESULT)
         finished = RunFinished(
             status=RunStatus.INTERRUPTED, turns=0, usage=Usage(), answer="",
             reason=self._stop_reason or "stopped",

@@ -150,15 +150,7 @@ def _approval_row(loaded: Any) -> tuple[str, str]:
 
 def _shown_values(loaded: Any) -> list[tuple[str, Any, str]]:
     """(key, value, origin) of every leaf, secrets masked, in schema order."""
-    from lathe.config.keys import format_key
-    from lathe.config.secrets import looks_like_secret, mask_secret
-
-    rows = []
-    for key, value, origin in loaded.values():
-        if isinstance(value, str) and looks_like_secret(value):
-            value = mask_secret(value)
-        rows.append((format_key(key), value, str(origin)))
-    return rows
+    return [(key, value, str(origin)) for key, value, origin in loaded.shown_values()]
 
 
 def _json_document(loaded: Any) -> dict[str, Any]:
