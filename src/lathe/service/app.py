@@ -99,7 +99,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
                 404, f"no session {session_id} is served here; list them with GET /v1/sessions"
             ) from None
 
-    guard: list[Any] = []  # the token is checked before routing (`_TokenGate`)
     v1 = f"/{API_VERSION}"
 
     @app.exception_handler(StarletteHTTPException)  # FastAPI's too, and unknown routes
@@ -119,7 +118,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         status = 409 if isinstance(exc, SessionConflict) else 400
         return JSONResponse({"error": str(exc)}, status)
 
-    @app.get(f"{v1}/openapi.json", dependencies=guard, include_in_schema=False)
+    @app.get(f"{v1}/openapi.json", include_in_schema=False)
     async def openapi() -> dict[str, Any]:
         schema = app.openapi()
         schema.setdefault("components", {})["securitySchemes"] = {
@@ -128,54 +127,54 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         schema["security"] = [{"bearer": []}]
         return schema
 
-    @app.get(f"{v1}/health", dependencies=guard)
+    @app.get(f"{v1}/health")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "sessions": len(manager.sessions)}
 
-    @app.get(f"{v1}/metrics", dependencies=guard)
+    @app.get(f"{v1}/metrics")
     async def metrics() -> dict[str, Any]:
         return manager.metrics()
 
-    @app.get(f"{v1}/schema/events", dependencies=guard)
+    @app.get(f"{v1}/schema/events")
     async def event_schema() -> dict[str, Any]:
         from lathe.ui.schema_cmd import event_schema
 
         return event_schema()
 
-    @app.post(f"{v1}/sessions", status_code=201, dependencies=guard)
+    @app.post(f"{v1}/sessions", status_code=201)
     async def create_session(options: SessionOptions) -> dict[str, Any]:
         return (await manager.create(options)).summary()
 
-    @app.get(f"{v1}/sessions", dependencies=guard)
+    @app.get(f"{v1}/sessions")
     async def list_sessions() -> dict[str, Any]:
         return {"sessions": [s.summary() for s in manager.sessions.values()],
                 "problems": manager.problems}  # fmt: skip
 
-    @app.get(f"{v1}/sessions/{{session_id}}", dependencies=guard)
+    @app.get(f"{v1}/sessions/{{session_id}}")
     async def get_session(session_id: str) -> dict[str, Any]:
         return served(session_id).summary()
 
-    @app.delete(f"{v1}/sessions/{{session_id}}", dependencies=guard)
+    @app.delete(f"{v1}/sessions/{{session_id}}")
     async def delete_session(session_id: str) -> dict[str, Any]:
         served(session_id)
         stopped = await manager.delete(session_id)
         return {"id": stopped.id, "status": "stopped", "session_file": str(stopped.session.path)}
 
-    @app.post(f"{v1}/sessions/{{session_id}}/messages", status_code=202, dependencies=guard)
+    @app.post(f"{v1}/sessions/{{session_id}}/messages", status_code=202)
     async def post_message(session_id: str, message: Message) -> dict[str, Any]:
         queued = served(session_id).post(message.text)
         return {"id": session_id, "queued": queued}
 
-    @app.post(f"{v1}/sessions/{{session_id}}/abort", dependencies=guard)
+    @app.post(f"{v1}/sessions/{{session_id}}/abort")
     async def abort(session_id: str) -> dict[str, Any]:
         return {"id": session_id, "aborted": await served(session_id).abort()}
 
-    @app.post(f"{v1}/sessions/{{session_id}}/fork", status_code=201, dependencies=guard)
+    @app.post(f"{v1}/sessions/{{session_id}}/fork", status_code=201)
     async def fork(session_id: str) -> dict[str, Any]:
         served(session_id)
         return (await manager.fork(session_id)).summary()
 
-    @app.post(f"{v1}/sessions/{{session_id}}/resume", status_code=201, dependencies=guard)
+    @app.post(f"{v1}/sessions/{{session_id}}/resume", status_code=201)
     async def resume(session_id: str, options: ResumeOptions | None = None) -> dict[str, Any]:
         changes = options.model_dump(exclude_none=True) if options else {}
         try:
@@ -185,12 +184,12 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
                 404, f"no stored session {session_id}; see `lathe sessions list`"
             ) from None
 
-    @app.get(f"{v1}/sessions/{{session_id}}/approvals", dependencies=guard)
+    @app.get(f"{v1}/sessions/{{session_id}}/approvals")
     async def approvals(session_id: str) -> dict[str, Any]:
         pending = served(session_id).approver.pending.values()
         return {"approvals": [pending_json(p) for p in pending]}
 
-    @app.post(f"{v1}/sessions/{{session_id}}/approvals/{{approval_id}}", dependencies=guard)
+    @app.post(f"{v1}/sessions/{{session_id}}/approvals/{{approval_id}}")
     async def answer(session_id: str, approval_id: str, answer: Answer) -> dict[str, Any]:
         try:
             served(session_id).answer(approval_id, answer.choice, answer.reason)
@@ -200,7 +199,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
             ) from None
         return {"id": approval_id, "choice": answer.choice}
 
-    @app.get(f"{v1}/sessions/{{session_id}}/transcript", dependencies=guard)
+    @app.get(f"{v1}/sessions/{{session_id}}/transcript")
     async def transcript(session_id: str) -> dict[str, Any]:
         from lathe.session.transcript import render_text
 
@@ -209,7 +208,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.get(
         f"{v1}/sessions/{{session_id}}/events",
-        dependencies=guard,
         response_class=_EventStream,
         responses={200: {"content": {"text/event-stream": {}}, "description": _STREAM}},
     )
@@ -246,13 +244,12 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
             raise HTTPException(404, "not found")
         return FileResponse(str(static / name), media_type=_ASSETS[name], headers=_PAGE)
 
-    # --- MCP over streamable HTTP at /mcp (lathe.service.mcp_server), behind the same
-    # token; server.py's lifespan runs its transport (`app.state.mcp.run()`).
+    # lathe as an MCP server over streamable HTTP (behind the token like /v1); server.py's
+    # lifespan runs its transport (`app.state.mcp.run()`).
     from lathe.service.mcp_server import HttpEndpoint
 
-    app.state.mcp = HttpEndpoint(manager, token_ok)
+    app.state.mcp = HttpEndpoint(manager)
     app.router.add_route("/mcp", app.state.mcp, include_in_schema=False)
-    # --- end MCP
 
     return app
 

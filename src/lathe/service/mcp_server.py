@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -319,17 +319,15 @@ def serve_stdio(max_commands: int | None = None) -> None:
 
 
 class HttpEndpoint:
-    """`/mcp` of `lathe serve`: the SDK's streamable HTTP transport behind the service's
-    token. `allowed(authorization_header)` says whether a request may in; a refused one
-    is the service's 401 `{"error": "unauthorized"}`. The SDK (0.9 s of imports) is
+    """`/mcp` of `lathe serve`: the SDK's streamable HTTP transport, behind the service's
+    token (checked before routing, `app._TokenGate`, as for /v1). The SDK (0.9 s of imports) is
     loaded at the first request that gets in, not when the server starts; its
     transport's task group then lives in a task of its own until `run()`, which the
     server's lifespan holds open, ends — and leaving it waits for the runs that shutdown
     cut short to be stopped."""
 
-    def __init__(self, manager: "SessionManager", allowed: Callable[[str], bool]) -> None:
+    def __init__(self, manager: "SessionManager") -> None:
         self._manager = manager
-        self._allowed = allowed
         self._stopping = Stopping(manager)
         self._sessions: Any = None  # the SDK's session manager, once started
         self._ready: asyncio.Event | None = None
@@ -381,13 +379,6 @@ class HttpEndpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from fastapi.responses import JSONResponse
 
-        headers = dict(scope.get("headers") or [])
-        if not self._allowed(headers.get(b"authorization", b"").decode("latin-1")):
-            refused = JSONResponse(
-                {"error": "unauthorized"}, 401, headers={"WWW-Authenticate": "Bearer"}
-            )
-            await refused(scope, receive, send)
-            return
         if self._ready is None:
             self._ready = asyncio.Event()
             try:
