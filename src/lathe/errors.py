@@ -109,3 +109,9 @@ class BadRequest(ProviderError):
 
 class ToolError(LatheError):
     """Raised inside a tool; the loop turns it into an error result for the model."""
+
+
+class ToolRefusal(ToolError):
+    """A tool declining a kind of call this run does not allow (write replacing a file
+    where write only creates): an error result, and a refused call for the stall rules,
+    as if a rule had refused it, so asking again and again ends the run `stuck`."""

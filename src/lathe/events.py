@@ -17,7 +17,7 @@ from lathe.types import AssistantMessage, Usage
 TOOL_OUTPUT_CHARS = 4_000
 """The most of a tool's output a `tool_finished` event carries (the session keeps all)."""
 
-EVENTS_SCHEMA_VERSION = 1
+EVENTS_SCHEMA_VERSION = 2
 """The version of the schema `lathe schema events` prints: bump it whenever that schema
 changes (a new event, a new or changed field); tests/test_event_schema.py holds it to that."""
 

@@ -54,6 +54,10 @@ class StopReason(StrEnum):
     TOOL_USE = "tool_use"  # the model wants tool results
     MAX_TOKENS = "max_tokens"  # cut by the output limit
     CONTENT_FILTER = "content_filter"
+    # The server could not parse what the model wrote (llama-server: "Failed to parse
+    # tool call arguments as JSON"): the model's fault, not an outage. Such a reply has
+    # no text and no call, and is never part of the conversation.
+    UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)

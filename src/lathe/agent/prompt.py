@@ -38,6 +38,7 @@ def system_prompt(
     instructions: str | None = None,
     memory: str | None = None,
     instruction_names: Sequence[str] = (),
+    snapshot_leave_out: Sequence[str] = (),
 ) -> SystemPrompt:
     """`words`: the template set the method and the verify line come from (the
     profile's; default: the built-in set). `snapshot_max_bytes`: when every file of the
@@ -48,7 +49,8 @@ def system_prompt(
     as their modules render them; files named like one of `instruction_names` are never
     part of the snapshot (instructions reach the model only as instructions).
     `skills`: (name, description) pairs listed within `skills_max_bytes`
-    (`skills_section`)."""
+    (`skills_section`). `snapshot_leave_out`: path patterns of files the snapshot
+    never holds (they stay in the file list)."""
     # What changes least comes first, so a server's prompt cache reuses the longest
     # prefix across runs; the workspace path and its file list come last.
     words = words or load_words()
@@ -73,7 +75,7 @@ def system_prompt(
         parts.append(workspace_overview(files))
         snapshot = workspace_snapshot(
             workspace, files, snapshot_max_bytes, no_edit=no_edit, no_read=no_read,
-            leave_out=instruction_names,
+            leave_out=instruction_names, leave_out_patterns=snapshot_leave_out,
         )  # fmt: skip
         if snapshot:
             parts.append(snapshot)
@@ -144,6 +146,7 @@ def workspace_snapshot(
     no_edit: Sequence[str] = (),
     no_read: Sequence[str] = (),
     leave_out: Sequence[str] = (),
+    leave_out_patterns: Sequence[str] = (),
 ) -> str | None:
     """Every file's text when the whole workspace fits in `max_bytes`, else None.
 
@@ -154,11 +157,15 @@ def workspace_snapshot(
     and files named like secrets, are never copied in; files an edit rule protects say
     so in their header (the 1.5B otherwise went straight for the test file it was
     shown last). Files whose name is one of `leave_out` (the instruction files) are
-    neither copied nor counted.
+    neither copied nor counted, nor are files matching one of `leave_out_patterns`.
     """
     from lathe.policy.rules import matches_any
 
-    files = [name for name in files if os.path.basename(name) not in leave_out]
+    files = [
+        name
+        for name in files
+        if os.path.basename(name) not in leave_out and not matches_any(name, leave_out_patterns)
+    ]
     if max_bytes <= 0 or not files:
         return None
     try:

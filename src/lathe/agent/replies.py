@@ -1,5 +1,5 @@
 """Finish handlers for replies that cannot be taken as they are: one cut off by the
-output limit, and an empty one."""
+output limit, one the server could not parse, and an empty one."""
 
 from __future__ import annotations
 
@@ -33,6 +33,38 @@ class CutOffReply(FinishHandler):
         return ContinueWith(messages=(lathe_note(self._words.say("cut_off_reply")),))
 
 
+class UnreadableReply(FinishHandler):
+    """A reply the server could not parse (`StopReason.UNREADABLE`: a tool call whose
+    JSON the model broke) is the model's mistake, not an outage: the model is told and
+    writes it again. `limit` such replies in a row end the run `stuck`."""
+
+    def __init__(self, words: Words, limit: int) -> None:
+        self._words = words
+        self._limit = limit
+        self._in_a_row = 0
+
+    async def begin(self, run: RunState) -> tuple[()]:
+        self._in_a_row = 0
+        return ()
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if reply.stop_reason is not StopReason.UNREADABLE:
+            self._in_a_row = 0
+            return None
+        self._in_a_row += 1
+        if self._in_a_row >= self._limit:
+            reason = (
+                f"the server could not parse the model's tool call {self._in_a_row} times in "
+                "a row (malformed JSON)"
+            )
+            return Finish(RunStatus.STUCK, reason=reason)
+        run.emit(Notice(level="warning", message=_UNREADABLE))
+        return ContinueWith(messages=(lathe_note(self._words.say("unreadable_reply")),))
+
+
+_UNREADABLE = "the server could not parse the model's tool call (malformed JSON); asking again"
+
+
 class EmptyReply(FinishHandler):
     """An empty reply (no text, no call, not cut off) is asked again once. A second in a
     row ends the run `provider_error`, unless `gated`: then the verify gate decides, as
@@ -61,6 +93,7 @@ class EmptyReply(FinishHandler):
 
 
 def is_empty(reply: AssistantMessage) -> bool:
-    """No text and no call, and not cut off (a cut-off reply gets "continue")."""
+    """No text and no call, and not cut off (a cut-off reply gets "continue"). An
+    unreadable reply is empty too: nothing of it enters the conversation."""
     cut_off = reply.stop_reason is StopReason.MAX_TOKENS
     return not reply.tool_calls and not reply.text.strip() and not cut_off

@@ -302,3 +302,30 @@ def edit_calls_for(
         ]
 
     return calls
+
+
+class FilesBefore:
+    """The bytes of the files some edit calls are about to change, to put back should
+    the edits make things worse (the verify gate's revert)."""
+
+    def __init__(self, workspace: Path, calls: Sequence[ToolCall], file_state) -> None:
+        """`file_state`: the run's `tools.files.FileState`, told of what is put back so
+        the model's next edit of the file is not refused as stale."""
+        from lathe.errors import ToolError
+        from lathe.tools.paths import resolve_path
+
+        self._file_state = file_state
+        self._saved: dict[Path, bytes] = {}
+        for call in calls:
+            try:
+                path = resolve_path(workspace, str(json.loads(call.arguments)["path"]))
+                self._saved.setdefault(path, path.read_bytes())
+            except (ToolError, OSError, ValueError, KeyError, TypeError):
+                continue  # the edit of such a path fails and changes nothing
+
+    def restore(self) -> None:
+        from lathe.atomic_write import write_atomic
+
+        for path, data in self._saved.items():
+            write_atomic(path, data)
+            self._file_state.record(path, data)

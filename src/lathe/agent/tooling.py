@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lathe.agent.finish import CallRecord
 from lathe.agent.toolcalls import parse_arguments, validate
-from lathe.errors import ToolError
+from lathe.errors import ToolError, ToolRefusal
 from lathe.events import AgentEvent, ToolFinished, ToolStarted
 from lathe.tools.base import CURRENT_CALL, Params, Tool, ToolContext, ToolOutput
 from lathe.types import ToolCall, ToolResultMessage
@@ -138,6 +138,9 @@ class ToolRunner:
         self.running.add(item.call.id)
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
+        except ToolRefusal as exc:
+            refusal = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
+            return await hooks.after_tool(item.tool.name, arguments, refusal), True
         except ToolError as exc:
             output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
         except Exception as exc:  # a tool bug must not kill a user's run; the model is told

@@ -80,6 +80,8 @@ def _has_exit(record: CallRecord) -> bool:
 ReplyCodeCalls = Callable[[str, int], Awaitable[list[ToolCall]]]
 """Edit calls for the code a "done" reply shows (`reply_code.edit_calls_for`), given
 the reply's text and the turn."""
+KeepFiles = Callable[[Sequence[ToolCall]], Callable[[], None]]
+"""Saves the files the calls will change; what it returns puts them back."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +106,16 @@ class VerifyGate(FinishHandler):
         run_check: Callable[[str], Awaitable[ExecResult]],
         words: Words,
         reply_code: ReplyCodeCalls | None = None,
+        keep_files: KeepFiles | None = None,
     ) -> None:
+        """`keep_files`: how code applied from a reply is put back when the check fails
+        worse after it than before (None: it stays)."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
         self._reply_code = reply_code
+        self._keep_files = keep_files
+        self._put_back: Callable[[], None] | None = None
         self._failed = False
         self._idle_claims = 0
         # A "done" reply whose code is being applied, and the failed check it got.
@@ -143,6 +150,7 @@ class VerifyGate(FinishHandler):
             if calls:
                 self._pending = reply
                 self._pending_result = result
+                self._put_back = self._keep_files(calls) if self._keep_files else None
                 return ContinueWith(calls=calls, note="the code in the reply")
         self._idle_claims += 1
         return self._after_failure(reply, result, applied=())
@@ -157,17 +165,28 @@ class VerifyGate(FinishHandler):
         if reply is None:
             return None
         notes = [self._applied_note(record) for record in calls]
-        result = self._pending_result
-        assert result is not None
-        if any(not record.output.is_error for record in calls):
-            self._idle_claims = 0
-            result = await self._check(run)
-            if passed(result):
-                record = self._after_applied(notes, result)
-                return Finish(RunStatus.VERIFIED, answer=reply.text, messages=(lathe_note(record),))
-        else:
+        before = self._pending_result
+        assert before is not None
+        if not any(not record.output.is_error for record in calls):
             self._idle_claims += 1
-        return self._after_failure(reply, result, applied=notes)
+            return self._after_failure(reply, before, applied=notes)
+        self._idle_claims = 0
+        after = await self._check(run)
+        if passed(after):
+            record = self._after_applied(notes, after)
+            answer = self._applied_answer(calls, reply.text)
+            return Finish(RunStatus.VERIFIED, answer=answer, messages=(lathe_note(record),))
+        if self._put_back is not None and made_worse(before.output, after.output):
+            self._put_back()
+            text = self._words.say(
+                "applied_reverted",
+                applied="\n\n".join(notes),
+                before=check_counts_text(before.output),
+                after=check_counts_text(after.output),
+                output=_output(before),
+            )
+            return ContinueWith(messages=(lathe_note(text),))
+        return self._after_failure(reply, after, applied=notes)
 
     def out_of_turns(self, run: RunState) -> Finish | None:
         if not self._failed:
@@ -207,6 +226,18 @@ class VerifyGate(FinishHandler):
             status=_status(result),
             output=_output(result),
             code_in_reply=shown_code,
+        )
+
+    def _applied_answer(self, calls: Sequence[CallRecord], reply_text: str) -> str:
+        """The run's answer when lathe made the change a reply only showed: what changed
+        and that the check passes, not the reply's advice to make that change."""
+        diffs = [r.output.details.get("diff", "") for r in calls if not r.output.is_error]
+        paths = [str(r.output.details.get("path", "")) for r in calls if not r.output.is_error]
+        shown = "\n".join(d.rstrip("\n") for d in diffs if d)
+        return (
+            f"lathe applied the change the model's reply showed, to {', '.join(paths)}, and "
+            f"`{self._settings.command}` passes."
+            + (f"\n\n```diff\n{shown}\n```" if shown else "")
         )
 
     def _after_applied(self, applied: Sequence[str], result: ExecResult) -> str:
@@ -259,6 +290,43 @@ async def run_verify(
         max_output_bytes=max_output_bytes,
         spill_dir=spill_dir,
     )
+
+
+_COUNTS = re.compile(r"(\d+) (passed|failed|errors?)\b|\b(failures|errors)=(\d+)")
+_RAN = re.compile(r"^Ran (\d+) tests?\b", re.MULTILINE)
+
+
+def check_counts(output: str) -> dict[str, int] | None:
+    """How many tests a check's output says passed and failed (errors count as
+    failures), from the last line that gives such counts: the closing summary of pytest,
+    unittest ("Ran N tests"), jest, cargo and the like. None when no line does."""
+    counts: dict[str, int] = {}
+    for line in reversed(output.splitlines()):
+        for number, word, _key, value in _COUNTS.findall(line):
+            kind = "passed" if word == "passed" else "failed"
+            counts[kind] = counts.get(kind, 0) + int(number or value)
+        if counts:
+            break
+    ran = [int(n) for n in _RAN.findall(output)]
+    if not counts and not ran:
+        return None
+    counts.setdefault("failed", 0)
+    counts.setdefault("passed", max(0, (ran[-1] if ran else 0) - counts["failed"]))
+    return counts
+
+
+def made_worse(before: str, after: str) -> bool:
+    """Whether a check's `after` output reports more failing or fewer passing tests than
+    its `before` output; False when either does not say."""
+    old, new = check_counts(before), check_counts(after)
+    if old is None or new is None:
+        return False
+    return new["failed"] > old["failed"] or new["passed"] < old["passed"]
+
+
+def check_counts_text(output: str) -> str:
+    counts = check_counts(output) or {}
+    return f"{counts.get('failed', '?')} failing, {counts.get('passed', '?')} passing"
 
 
 def passed(result: ExecResult) -> bool:

@@ -16,21 +16,32 @@ from typing import Any
 
 # What the loop, the prompt and the wire do for a kind of model; each entry lists only
 # what differs from the schema's defaults (`schema.ProfileConfig`), which "default" is.
+_SMALL: dict[str, Any] = {
+    "apply_reply_code": True,
+    "write_may_replace": False,
+    "subagents": False,
+    "prompts": "small",
+    "tools": ["read", "edit", "write", "bash", "grep"],
+    "tool_descriptions": "brief",
+    "snapshot_leave_out": ["tests/", "test_*.py", "*_test.py", "conftest.py"],
+    "workspace_snapshot_bytes": 2600,
+    "verify_output_bytes": 800,
+    "output_max_bytes": 2000,
+}
+
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     # Models of a few billion parameters. Measured with the local 1.5B (docs/architecture.md,
-    # "Small-model care"): they show a fix in prose instead of calling edit, and rewrite
-    # whole files from memory with write, losing code.
-    "small": {"apply_reply_code": True, "write_may_replace": False, "subagents": False},
+    # "Small-model care"): they show a fix in prose instead of calling edit, rewrite whole
+    # files from memory with write, losing code, and read their prompt at a few dozen
+    # tokens a second on a CPU, so it is kept short: five tools described in a line each,
+    # the short system prompt, the check's output cut to its head and tail, and no test
+    # files in the snapshot (shown them, the 1.5B copied their text into its edits).
+    "small": {**_SMALL},
     # The embedded models behind lathe's own chat template, which can ask for a sentence
     # of reasoning before each call: with the code in view, the 1.5B's first reply led
     # to a passing fix in 16 of 24 samples with it, 0 of 8 without.
-    "local": {
-        "apply_reply_code": True,
-        "write_may_replace": False,
-        "reason_first": True,
-        "subagents": False,
-    },
+    "local": {**_SMALL, "reason_first": True},
     # api.openai.com: its newer models reject max_tokens.
     "openai": {"max_tokens_field": "max_completion_tokens"},
 }

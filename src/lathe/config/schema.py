@@ -251,9 +251,28 @@ class ProfileConfig(Section):
 
     prompts: str = "default"
     """The words lathe says to the model (system prompt, nudges, verify feedback,
-    compaction instructions): a built-in template set ("default"), or the path of a
-    folder of NAME.md templates that replace the default ones they name (a relative
-    path starts at the workspace)."""
+    compaction instructions): a built-in template set ("default", or "small": a short
+    system prompt), or the path of a folder of NAME.md templates that replace the
+    default ones they name (a relative path starts at the workspace)."""
+
+    tools: list[str] | None = None
+    """The names of lathe's own tools the model is offered (built-in, memory, recall,
+    skill); unset: all of them. Tools you add (plugins, MCP servers) are always offered.
+    Every tool's schema is prompt a small model reads at a few dozen tokens a second."""
+
+    tool_descriptions: Literal["full", "brief"] = "full"
+    """How tools are described to the model: "full", or "brief" (one line each, and
+    parameters without their descriptions), a fraction of the tokens."""
+
+    snapshot_leave_out: list[str] = Field(default_factory=list, examples=[["tests/**"]])
+    """Path patterns of files the workspace snapshot never holds (see
+    workspace_snapshot_bytes); they stay listed and readable. Measured with the local
+    1.5B: shown the tests, it copied their text into its edits or edited the tests."""
+
+    verify_output_bytes: int | None = Field(default=None, gt=0)
+    """Bytes of the verify command's output the model is shown (its head and tail, the
+    whole in a file it can read), when fewer than the tool output limit; unset: that
+    limit alone."""
 
 
 class AgentsConfig(Section):

@@ -42,6 +42,9 @@ _CONTEXT_TOO_LONG = re.compile(
     re.IGNORECASE,
 )
 _MAX_SERVER_MESSAGE = 500
+# A server that parses the model's tool calls itself (llama-server) fails the request
+# when the model wrote one it cannot parse.
+_UNPARSED_OUTPUT = re.compile(r"failed to parse tool call|parse tool call arguments", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,17 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     return max(when.timestamp() - time.time(), 0.0)
+
+
+def unparsed_output(exc: BaseException) -> bool:
+    """True when the server failed because it could not parse what the model wrote (an
+    HTTP 500 or a mid-stream error saying so): the model's malformed output, which it
+    can write again, not an outage to retry or give up on."""
+    if isinstance(exc, StatusError) and exc.status == 500:
+        return bool(_UNPARSED_OUTPUT.search(server_words(exc.body)))
+    if isinstance(exc, ReportedError):
+        return bool(_UNPARSED_OUTPUT.search(server_words(exc.body)))
+    return False
 
 
 def mentions_stream_options(exc: BaseException) -> bool:

@@ -54,9 +54,12 @@ from lathe.llm.errors_map import (
     mentions_stream_options,
     stream_error,
     to_provider_error,
+    unparsed_output,
 )
 from lathe.llm.http_stream import (
     LazyClient,
+    ReportedError,
+    StatusError,
     is_json,
     json_bytes,
     json_events,
@@ -142,19 +145,26 @@ class OpenAIChatProvider:
     # the wire
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        response = await self._open(request)
         reply = _Reply(self._model, thinking_in_text=self._thinking_in_text)
         try:
-            if is_json(response):
-                body = json.loads(await response.aread())
-                for event in reply.feed(_completion_as_chunk(body, self._ctx)):
-                    yield event
-            else:
-                async for chunk in json_events(response):
-                    for event in reply.feed(chunk):
+            response = await self._open(request)
+            try:
+                if is_json(response):
+                    body = json.loads(await response.aread())
+                    for event in reply.feed(_completion_as_chunk(body, self._ctx)):
                         yield event
-        finally:
-            await response.aclose()
+                else:
+                    async for chunk in json_events(response):
+                        for event in reply.feed(chunk):
+                            yield event
+            finally:
+                await response.aclose()
+        except (StatusError, ReportedError) as exc:
+            if not unparsed_output(exc):
+                raise
+            unreadable = AssistantMessage(model=self._model, stop_reason=StopReason.UNREADABLE)
+            yield Completed(unreadable)
+            return
         for event in reply.flush():
             yield event
         yield Completed(reply.finish(self._base_url))

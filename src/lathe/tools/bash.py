@@ -31,6 +31,9 @@ class BashParams(Params):
 
 class BashTool(Tool):
     name: ClassVar[str] = "bash"
+    brief: ClassVar[str] = (
+        "Run a shell command in the workspace root; returns its output and exit code."
+    )
     description: ClassVar[str] = (
         "Run a bash command in the workspace root and return its output (stdout and stderr "
         "together) and exit code. No input can be typed: use non-interactive flags."

@@ -11,6 +11,12 @@ from lathe.tools.ls import ls
 from lathe.tools.read import ReadTool
 from lathe.tools.write import WriteTool
 
+OWN_TOOL_NAMES = (
+    "read", "edit", "write", "bash", "grep", "glob", "ls", "memory", "recall", "skill",
+)  # fmt: skip
+"""Every tool of lathe's own a profile's `tools` may name (memory and recall exist when
+memory is on, skill when the workspace has skills)."""
+
 
 def builtin_tools() -> list[Tool]:
     return [ReadTool(), EditTool(), WriteTool(), BashTool(), GrepTool(), GlobTool(), ls]

@@ -26,7 +26,7 @@ from lathe.tools.files import (
     state_of,
     unified_diff,
 )
-from lathe.tools.locate import elsewhere_note
+from lathe.tools.locate import code_used_by, elsewhere_note
 from lathe.tools.paths import display_path, resolve_path
 
 _REGION_CONTEXT = 2
@@ -50,6 +50,7 @@ class EditParams(Params):
 
 class EditTool(Tool):
     name: ClassVar[str] = "edit"
+    brief: ClassVar[str] = "Replace old_string, copied exactly from the file, with new_string."
     description: ClassVar[str] = (
         "Replace exact text in a file. old_string must match the file exactly, once; add "
         "surrounding lines to make it unique. Returns a diff of the change."
@@ -72,13 +73,21 @@ class EditTool(Tool):
 
     def refusal_hint(self, args: EditParams, ctx: ToolContext) -> str:
         """When a rule refuses the edit: if old_string is not even in that file but is
-        in another, say so (the change may simply have been aimed at the wrong file)."""
+        in another, say so (the change may simply have been aimed at the wrong file); if
+        it is, and an edit rule protects the file (a test), name the code it uses."""
         try:
             path = resolve_path(ctx.workspace, args.path)
             if not path.is_file():  # missing, a folder, or a pipe that would never answer
                 return ""
             if args.old_string in path.read_text(encoding="utf-8", errors="replace"):
-                return ""
+                from lathe.policy.rules import matches_any
+
+                shown = display_path(ctx.workspace, path)
+                if not matches_any(shown, ctx.deny_edit):
+                    return ""
+                wanted = args.old_string + args.new_string
+                used = code_used_by([path], ctx.workspace, wanted, ctx.deny_edit)
+                return f"The code {shown} uses: {used}; change that instead." if used else ""
         except (ToolError, OSError):
             return ""
         return elsewhere_note(
@@ -86,6 +95,7 @@ class EditTool(Tool):
             args.old_string,
             besides=path,
             unreadable=ctx.deny_read,
+            unchangeable=ctx.deny_edit,
             what="old_string",
         )
 
@@ -115,8 +125,9 @@ class EditTool(Tool):
         starts = _occurrences(text, old)
         if not starts:
             elsewhere = elsewhere_note(
-                ctx.workspace, old, besides=path, unreadable=ctx.deny_read, what="old_string"
-            )
+                ctx.workspace, old, besides=path, unreadable=ctx.deny_read,
+                unchangeable=ctx.deny_edit, what="old_string",
+            )  # fmt: skip
             raise ToolError(_not_found_message(text, old, shown, elsewhere))
         if len(starts) > 1 and not args.replace_all:
             lines = ", ".join(str(_line_of(text, i)) for i in starts[:20])

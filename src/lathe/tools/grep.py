@@ -172,6 +172,7 @@ class GrepParams(Params):
 
 class GrepTool(Tool):
     name: ClassVar[str] = "grep"
+    brief: ClassVar[str] = "Search file contents for a regular expression; returns path:line:text."
     description: ClassVar[str] = (
         "Search file contents with a regular expression (ripgrep; skips files ignored by "
         ".gitignore). Returns matching lines as 'path:line:text'."

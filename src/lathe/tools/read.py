@@ -32,6 +32,9 @@ class ReadParams(Params):
 
 class ReadTool(Tool):
     name: ClassVar[str] = "read"
+    brief: ClassVar[str] = (
+        "Read a file: numbered lines, the numbers not part of the file; offset reads on."
+    )
     description: ClassVar[str] = (
         "Read a text file. Returns numbered lines as 'number<TAB>text'; the number and tab "
         "are not part of the file. Long files are returned a page at a time: the result "

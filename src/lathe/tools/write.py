@@ -7,6 +7,7 @@ overwrite keeps the old file's encoding, BOM and line endings.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from lathe.atomic_write import write_atomic
-from lathe.errors import ToolError
+from lathe.errors import ToolError, ToolRefusal
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
@@ -49,6 +50,7 @@ class WriteParams(Params):
 
 class WriteTool(Tool):
     name: ClassVar[str] = "write"
+    brief: ClassVar[str] = "Create a file with the given content."
     description: ClassVar[str] = (
         "Create a file with the given content (parent directories are created). To replace "
         "an existing file you must read it first; for a change to part of a file use edit."
@@ -89,10 +91,7 @@ class WriteTool(Tool):
             )
 
         if not ctx.limits.write_may_replace:
-            raise ToolError(
-                f"{shown} already exists; write only creates new files here. Change it with "
-                "edit (an exact old_string and its replacement), after reading the part."
-            )
+            raise ToolRefusal(_use_edit_instead(path, shown, args.content))
         if not state_of(ctx).was_seen(path):
             raise ToolError(
                 f"{shown} already exists and you have not read it in this session. Read it "
@@ -123,3 +122,60 @@ class WriteTool(Tool):
             summary=f"overwritten, {lines}",
             details={"path": shown, "created": False, "diff": diff},
         )
+
+
+_MAX_SUGGESTED_LINES = 30
+
+
+def _use_edit_instead(path: Path, shown: str, content: str) -> str:
+    """Why write refuses to replace `path`, and the edit call that makes the same
+    change when the new content differs from the file in one short stretch (small
+    models asked for edit after this refusal kept calling write; shown the call, they
+    can copy it)."""
+    refused = f"{shown} already exists; write only creates new files here."
+    current = decode_text(path.read_bytes()) if path.is_file() else None
+    if current is None:
+        return f"{refused} Change it with edit (an exact old_string and its replacement)."
+    change = suggested_edit(current.text, content.replace("\r\n", "\n"))
+    if change is None:
+        return (
+            f"{refused} Your content differs from it in several places: change each with "
+            "edit (an exact old_string copied from the file, and its replacement)."
+        )
+    if change == ("", ""):
+        return f"{refused} Your content is what the file already holds: nothing to change."
+    call = json.dumps({"path": shown, "old_string": change[0], "new_string": change[1]})
+    return f"{refused} To make the change your content makes, call edit with:\n{call}"
+
+
+def suggested_edit(old: str, new: str) -> tuple[str, str] | None:
+    """(old_string, new_string) turning `old` into `new` when they differ in one stretch
+    of at most _MAX_SUGGESTED_LINES lines and old_string occurs once in `old` (widened by
+    a line of context each way until it does); ("", "") when they are the same; None
+    otherwise, or when `new` leaves code out with a placeholder."""
+    import difflib
+
+    if old == new:
+        return ("", "")
+    if set(elided_lines(new)) - set(elided_lines(old)):
+        return None
+    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    changed = [op for op in opcodes if op[0] != "equal"]
+    first, last = changed[0], changed[-1]
+    start, end, new_start, new_end = first[1], last[2], first[3], last[4]
+    if max(end - start, new_end - new_start) > _MAX_SUGGESTED_LINES:
+        return None
+    if len(before) > 3 and (end - start) * 2 > len(before):
+        return None  # most of the file: a rewrite, perhaps from memory, not a change
+    for _ in range(4):
+        old_string = "".join(before[start:end])
+        if old_string and old.count(old_string) == 1:
+            return old_string, "".join(after[new_start:new_end])
+        if start == 0 and end == len(before):
+            break
+        if start > 0:
+            start, new_start = start - 1, new_start - 1
+        if end < len(before):
+            end, new_end = end + 1, new_end + 1
+    return None

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from lathe.local.models import DEFAULT_MODEL, MODELS
+from lathe.plural import plural
 from lathe.ui.options import LatheGroup
 
 _MODEL_CHOICE = click.Choice(sorted(MODELS), case_sensitive=False)
@@ -42,13 +44,6 @@ def local() -> None:
 def install_cmd(model_name: str) -> None:
     """Download and verify the model, and build llama-server (~15 minutes, once)."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TaskID,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
     from lathe.errors import LatheError
     from lathe.local import install as inst
@@ -56,6 +51,26 @@ def install_cmd(model_name: str) -> None:
     console = Console(stderr=True)
     model = MODELS[model_name]
     console.print(f"Installing local model [bold]{model.title}[/] ({model.size / 1e9:.2f} GB)")
+    started = time.monotonic()
+    try:
+        if console.is_terminal:
+            _, model_file = _install_with_bars(console, model_name)
+        else:  # a log or a pipe: bars would show once, at the end, already full
+            _, model_file = inst.install_all(model_name, PlainProgress(_stderr_line))
+    except LatheError as exc:
+        _fail(str(exc))
+    console.print(
+        f"[green]Ready[/] in {time.monotonic() - started:.0f}s: {model_file}\n"
+        f'Run `lathe run --model local/{model_name} "..."`, or `lathe local start` to keep '
+        "the server warm between runs."
+    )
+
+
+def _install_with_bars(console: Any, model_name: str) -> tuple[Path, Path]:
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from lathe.local import install as inst
+
     columns: list[Any] = [
         TextColumn("{task.fields[title]:<20}"),
         BarColumn(),
@@ -63,7 +78,6 @@ def install_cmd(model_name: str) -> None:
         TimeElapsedColumn(),
     ]
     tasks: dict[str, TaskID] = {}
-    started = time.monotonic()
     with Progress(*columns, console=console, transient=False) as bars:
 
         def report(event: inst.Progress) -> None:
@@ -78,16 +92,39 @@ def install_cmd(model_name: str) -> None:
                 task, description=event.description, completed=event.completed, total=event.total
             )
 
-        try:
-            _, model_file = inst.install_all(model_name, report)
-        except LatheError as exc:
-            bars.stop()
-            _fail(str(exc))
-    console.print(
-        f"[green]Ready[/] in {time.monotonic() - started:.0f}s: {model_file}\n"
-        f'Run `lathe --model local/{model_name} run "..."`, or `lathe local start` to keep '
-        "the server warm between runs."
-    )
+        return inst.install_all(model_name, report)
+
+
+def _stderr_line(text: str) -> None:
+    click.echo(text, err=True)
+
+
+class PlainProgress:
+    """Install progress as plain lines, for a log or a pipe: a line when a step starts
+    or changes what it does, at each 5% further, and at least every 30 s while it
+    advances, each with the time since the install began."""
+
+    def __init__(self, echo: Callable[[str], None], every_s: float = 30.0) -> None:
+        self._echo = echo
+        self._every_s = every_s
+        self._started = time.monotonic()
+        self._last: dict[str, tuple[str, int, float]] = {}
+
+    def __call__(self, event: Any) -> None:
+        now = time.monotonic()
+        percent = min(100, int(100 * event.completed / event.total)) if event.total else 0
+        doing = event.description.split(": ")[0]  # not the file being compiled
+        last = self._last.get(event.step)
+        if last is not None and last[0] == doing:
+            same_stretch = percent // 5 == last[1] // 5 and now - last[2] < self._every_s
+            if last[1] == percent or same_stretch:
+                return
+        self._last[event.step] = (doing, percent, now)
+        elapsed = int(now - self._started)
+        title = _STEP_TITLES.get(event.step, event.step)
+        self._echo(
+            f"[{elapsed // 60}m{elapsed % 60:02d}s] {title}: {event.description} ({percent}%)"
+        )
 
 
 @local.command("start")
@@ -99,7 +136,16 @@ def install_cmd(model_name: str) -> None:
     default=None,
     help="Generation threads (default: the cores not busy now).",
 )
-@click.option("--ctx-size", type=int, default=8192, show_default=True, help="Context window.")
+@click.option(
+    "--ctx-size", type=int, default=8192, show_default=True, help="Context window of each slot."
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Conversations served at once, each in its own slot (e.g. for lathe batch --workers N).",
+)
 @click.option(
     "--template",
     "template",
@@ -108,20 +154,36 @@ def install_cmd(model_name: str) -> None:
     help="Chat template: lathe, stock, or a path to a .jinja file.",
 )
 def start_cmd(
-    model_name: str, port: int | None, threads: int | None, ctx_size: int, template: str
+    model_name: str,
+    port: int | None,
+    threads: int | None,
+    ctx_size: int,
+    parallel: int,
+    template: str,
 ) -> None:
     """Start a server that stays warm across lathe runs."""
     from lathe.errors import LatheError, UsageError
     from lathe.local.server import ServerOptions, start_warm
 
     chat_template: Any = template if template in ("lathe", "stock") else Path(template)
-    options = ServerOptions(ctx_size=ctx_size, threads=threads, chat_template=chat_template)
+    options = ServerOptions(
+        ctx_size=ctx_size, threads=threads, parallel=parallel, chat_template=chat_template
+    )
     try:
         warm, reused = start_warm(model_name, options=options, port=port)
     except LatheError as exc:
         _fail(str(exc), 2 if isinstance(exc, UsageError) else 1)
     verb = "Already running" if reused else "Started"
-    click.echo(f"{verb}: local/{warm.model} at {warm.base_url} (pid {warm.pid}, log {warm.log})")
+    click.echo(
+        f"{verb}: local/{warm.model} at {warm.base_url} ({_threads(warm)}, pid {warm.pid}, "
+        f"log {warm.log})"
+    )
+
+
+def _threads(warm: Any) -> str:
+    """How much of the machine it uses: one thread where two cores were free is slow."""
+    threads = "threads unknown" if warm.threads is None else plural(warm.threads, "thread")
+    return threads if warm.parallel == 1 else f"{threads}, {plural(warm.parallel, 'slot')}"
 
 
 @local.command("stop")
@@ -152,6 +214,6 @@ def status_cmd() -> None:
     else:
         age = time.time() - warm.started
         click.echo(
-            f"warm server: local/{warm.model} at {warm.base_url} (pid {warm.pid}, "
-            f"up {age / 60:.0f} min, log {warm.log})"
+            f"warm server: local/{warm.model} at {warm.base_url} ({_threads(warm)}, pid "
+            f"{warm.pid}, up {age / 60:.0f} min, log {warm.log})"
         )

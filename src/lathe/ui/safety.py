@@ -125,7 +125,12 @@ def build_safety(
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
     memory = memory_tools(setup.workspace, setup.loaded.config.memory, setup.secrets(), session)
-    tools = ToolRegistry([*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)])
+    profile = setup.model.profile.settings
+    own = [*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)]
+    if profile.tools is not None:
+        _check_tool_names(setup.model.profile.name, profile.tools)
+        own = [t for t in own if t.name in profile.tools]
+    tools = ToolRegistry(own, brief=profile.tool_descriptions == "brief")
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
     mcp = None
@@ -170,6 +175,18 @@ def build_safety(
         executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks,
         closers=closers,
     )  # fmt: skip
+
+
+def _check_tool_names(profile: str, names: list[str]) -> None:
+    from lathe.errors import UsageError
+    from lathe.tools.builtin import OWN_TOOL_NAMES
+
+    unknown = [name for name in names if name not in OWN_TOOL_NAMES]
+    if unknown:
+        raise UsageError(
+            f"profiles.{profile}.tools names {', '.join(map(repr, unknown))}, which lathe does "
+            f"not have; use some of: {', '.join(OWN_TOOL_NAMES)}"
+        )
 
 
 def _plugin_executor(name: str, workspace: Path, hide_env: list[str], keep_env) -> Executor:

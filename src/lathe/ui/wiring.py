@@ -50,6 +50,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         verify_timeout_s=config.agent.verify_timeout_s,
         verify_first=config.agent.verify_first,
         apply_reply_code=setup.model.profile.settings.apply_reply_code,
+        verify_output_bytes=setup.model.profile.settings.verify_output_bytes,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,
@@ -162,6 +163,7 @@ def build_agent(
             write_may_replace=profile.write_may_replace,
         ),
         deny_read=tuple(no_read),
+        deny_edit=tuple(rules.denied_edit_patterns()),
     )
     settings = agent_settings(setup)
     instructions, nested = _instructions(setup, tools, no_read, emit)
@@ -183,6 +185,7 @@ def build_agent(
         instructions=instructions,
         memory=_memory(setup),
         instruction_names=config.memory.instruction_files,
+        snapshot_leave_out=profile.snapshot_leave_out,
     )
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
