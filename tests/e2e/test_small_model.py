@@ -174,7 +174,8 @@ def test_text_found_only_in_a_protected_test_names_the_code_under_test(tmp_path,
     run, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
 
     assert finished(events)["status"] == "verified", run.stderr
-    results = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    last = fake_openai.chat_bodies()[-1]["messages"]
+    results = [m["content"] for m in last if m["role"] == "tool"]
     not_found, refused = results[0], results[1]
     assert "did you mean" not in not_found
     assert "occurs only in tests/test_stats.py, which you may not change" in not_found
@@ -218,7 +219,7 @@ def test_asking_to_write_an_existing_file_again_and_again_is_a_stall(tmp_path, f
           for n in range(10)]
     )  # fmt: skip
 
-    run, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
+    _, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
 
     end = finished(events)
     assert end["status"] == "stuck", end
@@ -267,7 +268,8 @@ def test_when_lathe_applied_the_fix_the_answer_says_what_changed(tmp_path, fake_
 
     end = finished(events)
     assert end["status"] == "verified", run.stderr
-    assert end["answer"].startswith("lathe applied the change the model's reply showed, to stats.py")
+    said = "lathe applied the change the model's reply showed, to stats.py"
+    assert end["answer"].startswith(said)
     assert "-    return sum(values) / (len(values) + 1)" in end["answer"]
     assert "+    return sum(values) / len(values)" in end["answer"]
     assert "you need to modify" not in end["answer"]

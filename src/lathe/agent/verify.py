@@ -167,14 +167,14 @@ class VerifyGate(FinishHandler):
         notes = [self._applied_note(record) for record in calls]
         before = self._pending_result
         assert before is not None
-        if not any(not record.output.is_error for record in calls):
+        if all(record.output.is_error for record in calls):
             self._idle_claims += 1
             return self._after_failure(reply, before, applied=notes)
         self._idle_claims = 0
         after = await self._check(run)
         if passed(after):
             record = self._after_applied(notes, after)
-            answer = self._applied_answer(calls, reply.text)
+            answer = self._applied_answer(calls)
             return Finish(RunStatus.VERIFIED, answer=answer, messages=(lathe_note(record),))
         if self._put_back is not None and made_worse(before.output, after.output):
             self._put_back()
@@ -228,7 +228,7 @@ class VerifyGate(FinishHandler):
             code_in_reply=shown_code,
         )
 
-    def _applied_answer(self, calls: Sequence[CallRecord], reply_text: str) -> str:
+    def _applied_answer(self, calls: Sequence[CallRecord]) -> str:
         """The run's answer when lathe made the change a reply only showed: what changed
         and that the check passes, not the reply's advice to make that change."""
         diffs = [r.output.details.get("diff", "") for r in calls if not r.output.is_error]
@@ -325,6 +325,7 @@ def made_worse(before: str, after: str) -> bool:
 
 
 def check_counts_text(output: str) -> str:
+    """"N failing, M passing", from `check_counts`."""
     counts = check_counts(output) or {}
     return f"{counts.get('failed', '?')} failing, {counts.get('passed', '?')} passing"
 

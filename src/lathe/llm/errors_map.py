@@ -182,11 +182,10 @@ def unparsed_output(exc: BaseException) -> bool:
     """True when the server failed because it could not parse what the model wrote (an
     HTTP 500 or a mid-stream error saying so): the model's malformed output, which it
     can write again, not an outage to retry or give up on."""
-    if isinstance(exc, StatusError) and exc.status == 500:
-        return bool(_UNPARSED_OUTPUT.search(server_words(exc.body)))
-    if isinstance(exc, ReportedError):
-        return bool(_UNPARSED_OUTPUT.search(server_words(exc.body)))
-    return False
+    from_server = isinstance(exc, ReportedError) or (
+        isinstance(exc, StatusError) and exc.status == 500
+    )
+    return from_server and bool(_UNPARSED_OUTPUT.search(server_words(exc.body)))
 
 
 def mentions_stream_options(exc: BaseException) -> bool:

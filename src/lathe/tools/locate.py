@@ -96,6 +96,7 @@ def code_used_by(
     from lathe.policy.rules import matches_any
 
     imported: dict[str, None] = {}
+    modules: dict[str, None] = {}
     for path in files:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
@@ -104,8 +105,10 @@ def code_used_by(
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 imported.update((alias.name, None) for alias in node.names if alias.name != "*")
+            elif isinstance(node, ast.Import):
+                modules.update((alias.name, None) for alias in node.names)
     if not imported:
-        return ""
+        return ", ".join(_module_files(workspace, list(modules), unchangeable, matches_any)[:3])
     named = sorted(imported, key=lambda name: re.search(rf"\b{re.escape(name)}\b", text) is None)
     places = []
     for name in named:
@@ -115,6 +118,20 @@ def code_used_by(
         if len(places) == 3:
             break
     return ", ".join(places)
+
+
+def _module_files(
+    workspace: Path, modules: list[str], unchangeable: tuple[str, ...], matches_any
+) -> list[str]:
+    """The workspace files of `import X.Y` modules (X/Y.py or X/Y/__init__.py)."""
+    found = []
+    for module in modules:
+        base = module.replace(".", "/")
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if (workspace / candidate).is_file() and not matches_any(candidate, unchangeable):
+                found.append(candidate)
+                break
+    return found
 
 
 def _definition(workspace: Path, name: str, unchangeable: tuple[str, ...], matches_any):
