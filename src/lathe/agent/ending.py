@@ -8,7 +8,7 @@ from lathe.agent.budget import BudgetGuard
 from lathe.agent.finish import FinishHandler
 from lathe.agent.replies import CutOffReply, EmptyReply, UnreadableReply
 from lathe.agent.stall import StallGuard
-from lathe.agent.verify import EvidenceEnd, VerifyGate, VerifySettings, run_verify
+from lathe.agent.verify import EvidenceEnd, VerifyGate, VerifySettings, focused, run_verify
 
 if TYPE_CHECKING:
     from lathe.agent.loop import AgentDeps
@@ -32,17 +32,17 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     if settings.verify_command:
 
         async def run_check(command: str) -> ExecResult:
-            return await run_verify(
+            result = await run_verify(
                 command,
                 ctx.executor,
                 workspace=ctx.workspace,
                 timeout_s=settings.verify_timeout_s,
-                max_output_bytes=min(
-                    ctx.limits.output_max_bytes,
-                    settings.verify_output_bytes or ctx.limits.output_max_bytes,
-                ),
+                max_output_bytes=ctx.limits.output_max_bytes,
                 spill_dir=ctx.spill_dir,
             )
+            if settings.verify_output_bytes is None:
+                return result
+            return focused(result, settings.verify_output_bytes, ctx.spill_dir)
 
         reply_code = keep_files = None
         if settings.apply_reply_code and deps.tools.get("edit") is not None:

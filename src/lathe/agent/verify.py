@@ -7,6 +7,7 @@ the configured command through the same executor as the `bash` tool.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from lathe.agent.finish import note as lathe_note
 from lathe.errors import UsageError
 from lathe.events import Evidence, RunStatus, VerifyFinished, VerifyStarted
 from lathe.exec.base import ExecResult, Executor
+from lathe.plural import plural
 from lathe.types import AssistantMessage, Message, ToolCall
 from lathe.words import Words
 
@@ -328,6 +330,65 @@ def check_counts_text(output: str) -> str:
     """"N failing, M passing", from `check_counts`."""
     counts = check_counts(output) or {}
     return f"{counts.get('failed', '?')} failing, {counts.get('passed', '?')} passing"
+
+
+# Lines that say what failed, in the output of test runners and compilers: pytest's
+# "E ..." and "> ..." lines and its test headers, tracebacks, "path:line:" locations,
+# errors and assertions, FAIL/FAILED, Rust's panics, jest's bullets.
+_FAILURE_LINE = re.compile(
+    r"^(E |> |_{3,} )|Error\b|error[:\[]|\bFAIL|\bassert|Traceback|panicked|●|^\S+:\d+:"
+)
+_SUMMARY_LINES = 5
+
+
+def failure_focus(output: str, max_bytes: int) -> str:
+    """`output` within about `max_bytes`: its last lines (the runner's summary), and
+    before them, in order, the lines that say what failed, as many as fit, with a marker
+    for each stretch left out. A head and a tail alone cut out the middle, where the
+    failure is: the 1.5B was shown a test's name and the summary, never the error line."""
+    lines = output.splitlines()
+    summary = lines[-_SUMMARY_LINES:]
+    body = lines[: len(lines) - len(summary)]
+    room = max_bytes - sum(len(line.encode()) + 1 for line in summary)
+    kept: list[int] = []
+    for number, line in enumerate(body):
+        if not _FAILURE_LINE.search(line):
+            continue
+        size = len(line.encode()) + 1
+        if size > room:
+            break
+        kept.append(number)
+        room -= size
+    shown: list[str] = []
+    last = -1
+    for number in kept:
+        if number > last + 1:
+            shown.append(f"[... {plural(number - last - 1, 'line')} ...]")
+        shown.append(body[number])
+        last = number
+    if len(body) > last + 1:
+        shown.append(f"[... {plural(len(body) - last - 1, 'line')} ...]")
+    return "\n".join([*shown, *summary])
+
+
+def focused(result: ExecResult, max_bytes: int, spill_dir: Path) -> ExecResult:
+    """A check's result with its output cut to `failure_focus` when longer than
+    `max_bytes`, the whole kept in a file the model can read."""
+    from dataclasses import replace
+
+    from lathe.exec.local import cap_output
+
+    whole = result.output
+    if result.truncated and result.full_output_path is not None:
+        with contextlib.suppress(OSError):
+            whole = result.full_output_path.read_text(encoding="utf-8", errors="replace")
+    data = whole.encode()
+    if len(data) <= max_bytes:
+        return result
+    path = result.full_output_path or cap_output(data, max_bytes, spill_dir)[1]
+    return replace(
+        result, output=failure_focus(whole, max_bytes), truncated=True, full_output_path=path
+    )
 
 
 def passed(result: ExecResult) -> bool:
