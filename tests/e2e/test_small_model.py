@@ -117,6 +117,25 @@ def test_the_first_request_is_small_and_the_next_one_extends_it(tmp_path, fake_o
     assert second["tools"] == first["tools"]
 
 
+# 1. (and) one call a reply: the rest of a reply is not waited for
+
+
+def test_only_the_first_call_of_a_reply_is_read_and_run(tmp_path, fake_openai):
+    many = [Call("edit", THE_FIX)] + [Call("bash", {"command": f"echo {n}"}) for n in range(12)]
+    # A chunk every 0.2 s, as a CPU writes them: reading all thirteen calls takes 10 s.
+    fake_openai.enqueue(Reply(calls=many, trickle_s=0.2), Reply("Fixed mean."))
+
+    run, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
+
+    assert finished(events)["status"] == "verified", run.stderr
+    started = [e["name"] for e in events if e["type"] == "tool_started"]
+    assert started == ["edit"]
+    replayed = [m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "assistant"]
+    assert [len(m["tool_calls"]) for m in replayed] == [1]
+    requests = [e for e in events if e["type"] == "model_request"]
+    assert requests[0]["latency_ms"] < 6000, requests[0]  # closed at the second call
+
+
 # 5. the server could not parse the model's tool call
 
 

@@ -26,6 +26,7 @@ _SMALL: dict[str, Any] = {
     "snapshot_leave_out": ["tests/", "test_*.py", "*_test.py", "conftest.py"],
     "workspace_snapshot_bytes": 2600,
     "verify_output_bytes": 800,
+    "calls_per_reply": 1,
     "output_max_bytes": 2000,
 }
 

@@ -244,6 +244,12 @@ class ProfileConfig(Section):
     DeepSeek-R1 on a server without a reasoning parser): lathe takes it out as thinking,
     so it is neither shown as the answer nor sent back to the model."""
 
+    calls_per_reply: int | None = Field(default=None, gt=0)
+    """Most tool calls taken from one reply: once the model starts one more, lathe
+    closes the stream (the server stops generating) and runs those; unset: every call.
+    Told to write one call a reply, the 1.5B wrote a dozen more, at a few tokens a
+    second on a CPU, most of them the same command again."""
+
     subagents: bool = True
     """Offer the task tool, which hands a subtask to a child agent. Off for small models:
     writing a child a whole brief is beyond them, and the tool's description is prompt

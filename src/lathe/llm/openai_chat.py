@@ -111,8 +111,9 @@ class OpenAIChatProvider:
         stream_options: bool = True,
         max_tokens_field: str = "max_tokens",
         thinking_in_text: bool = False,
+        calls_per_reply: int | None = None,
     ) -> None:
-        """The last three are the wire part of the model's profile (see
+        """The last four are the wire part of the model's profile (see
         `lathe.config.schema.ProfileConfig`)."""
         self._model = model
         # Resolved here, not by the SDK, so OPENAI_BASE_URL is read by config alone.
@@ -124,6 +125,7 @@ class OpenAIChatProvider:
         self._send_stream_options = stream_options
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text
+        self._calls_per_reply = calls_per_reply
         self._client = LazyClient(self._new_client, close=lambda client: client.aclose())
         self._encoded: ChunkCache[Message, bytes, bytes] = ChunkCache(
             lambda message: json_bytes(_wire_message(message)), b",".join
@@ -145,7 +147,9 @@ class OpenAIChatProvider:
     # the wire
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        reply = _Reply(self._model, thinking_in_text=self._thinking_in_text)
+        reply = _Reply(
+            self._model, thinking_in_text=self._thinking_in_text, max_calls=self._calls_per_reply
+        )
         try:
             response = await self._open(request)
             try:
@@ -157,6 +161,8 @@ class OpenAIChatProvider:
                     async for chunk in json_events(response):
                         for event in reply.feed(chunk):
                             yield event
+                        if reply.enough:
+                            break  # closing the stream stops the generation
             finally:
                 await response.aclose()
         except (StatusError, ReportedError) as exc:
@@ -282,8 +288,13 @@ class _PartialCall:
 class _Reply:
     """Assembles one reply from stream chunks (plain dicts, as the server sent them)."""
 
-    def __init__(self, requested_model: str, *, thinking_in_text: bool = False) -> None:
+    def __init__(
+        self, requested_model: str, *, thinking_in_text: bool = False, max_calls: int | None = None
+    ) -> None:
         self._model = requested_model
+        self._max_calls = max_calls
+        self.enough = False
+        """The model started a call past `max_calls`: the reply is complete without it."""
         self._text: list[str] = []
         self._thinking: list[str] = []
         self._inline = _InlineThinking() if thinking_in_text else None
@@ -366,6 +377,10 @@ class _Reply:
         if index is None and not call_id and self._calls:
             return self._calls[-1]
         slot = _PartialCall(index)
+        if self._max_calls is not None and len(self._calls) >= self._max_calls:
+            self.enough = True
+            self._finish_reason = self._finish_reason or "tool_calls"
+            return slot  # dropped: its arguments have not even begun
         self._calls.append(slot)
         return slot
 

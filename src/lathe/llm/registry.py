@@ -33,6 +33,8 @@ class Wire:
     """The field carrying the output limit: "max_tokens" or "max_completion_tokens"."""
     thinking_in_text: bool = False
     """The model writes <think>...</think> into its text: split it off as thinking."""
+    calls_per_reply: int | None = None
+    """Stop reading a reply once the model starts a call past this many (None: never)."""
 
 
 @dataclass(frozen=True)

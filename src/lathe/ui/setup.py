@@ -244,6 +244,7 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
             stream_options=wire.stream_options,
             max_tokens_field=wire.max_tokens_field,
             thinking_in_text=wire.thinking_in_text,
+            calls_per_reply=wire.calls_per_reply,
         ),
     )
 
