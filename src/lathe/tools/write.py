@@ -136,10 +136,15 @@ def _use_edit_instead(path: Path, shown: str, content: str) -> str:
     current = decode_text(path.read_bytes()) if path.is_file() else None
     if current is None:
         return f"{refused} Change it with edit (an exact old_string and its replacement)."
-    change = suggested_edit(current.text, content.replace("\r\n", "\n"))
+    new = content.replace("\r\n", "\n")
+    change = suggested_edit(current.text, new)
     if change is None:
+        import difflib
+
+        same = difflib.SequenceMatcher(None, current.text, new, autojunk=False).ratio()
+        where = "would replace most of it" if same < 0.5 else "differs from it in several places"
         return (
-            f"{refused} Your content differs from it in several places: change each with "
+            f"{refused} Your content {where}: change only the lines that need it, each with "
             "edit (an exact old_string copied from the file, and its replacement)."
         )
     if change == ("", ""):
