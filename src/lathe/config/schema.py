@@ -244,6 +244,9 @@ class ProfileConfig(Section):
     DeepSeek-R1 on a server without a reasoning parser): lathe takes it out as thinking,
     so it is neither shown as the answer nor sent back to the model."""
 
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature sent with every request; unset: the server's default."""
+
     calls_per_reply: int | None = Field(default=None, gt=0)
     """Most tool calls taken from one reply: once the model starts one more, lathe
     closes the stream (the server stops generating) and runs those; unset: every call.

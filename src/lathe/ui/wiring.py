@@ -51,6 +51,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         verify_first=config.agent.verify_first,
         apply_reply_code=setup.model.profile.settings.apply_reply_code,
         verify_output_bytes=setup.model.profile.settings.verify_output_bytes,
+        temperature=setup.model.profile.settings.temperature,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,
