@@ -4,9 +4,10 @@ so that a before/after comparison is one command on each side.
 Each bench runs as its own process (so one's imports and garbage do not weigh on the
 next) against the lathe this interpreter imports: to measure another checkout, run it
 with PYTHONPATH pointing at that checkout's src/. `--suite` also times the whole test
-suite (the README's test command), which takes minutes.
+suite (the README's test command), and `--local` the local model's first requests on
+the development tasks (bench/first_request.py; the model must be installed): minutes.
 
-Usage: python bench/all.py [--quick] [--suite]
+Usage: python bench/all.py [--quick] [--suite] [--local]
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--suite", action="store_true", help="also time the test suite")
+    parser.add_argument(
+        "--local", action="store_true", help="also the local model's first requests"
+    )
     options = parser.parse_args()
     import lathe
 
@@ -84,6 +88,8 @@ def main() -> None:
     print(f"before: {_load()}; {_bytecode()}")
     for title, argv in _benches(options.quick):
         _run(title, argv)
+    if options.local:
+        _run("the local model's first requests", ["first_request.py", "--threads", "2"])
     if options.suite:
         _suite()
     print(f"\nafter: {_load()}")
