@@ -10,7 +10,7 @@ from lathe.exec.base import ExecResult
 
 NOISE = "".join(f"    line {n} of the test's source, shown by pytest for context\n" for n in range(40))
 PYTEST = (
-    ".......F......                                                           [100%]\n"
+    ".......F......" + " " * 59 + "[100%]\n"
     "=================================== FAILURES ===================================\n"
     "________________________________ test_millions _________________________________\n"
     + NOISE
