@@ -217,3 +217,16 @@ def test_an_unknown_profile_is_one_line_naming_the_known_ones(tmp_path, fake_ope
     assert "unknown profile 'smal'" in line and "'small'" in line
     assert "default" in line and "local" in line
     assert fake_openai.chat_bodies() == []
+
+
+def test_a_profile_naming_a_tool_lathe_does_not_have_is_one_clear_line(tmp_path, fake_openai):
+    config = 'profile = "lean"\n[profiles.lean]\ntools = ["read", "reed"]\n'
+
+    result = lathe_run(fake_openai, tmp_path, config, "fix it")
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "lathe: profiles.lean.tools names 'reed', which lathe does not have; use some of: "
+        "read, edit, write, bash, grep, glob, ls, memory, recall, skill"
+    ]
+    assert fake_openai.chat_bodies() == []
