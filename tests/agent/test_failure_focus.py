@@ -8,7 +8,7 @@ from pathlib import Path
 from lathe.agent.verify import failure_focus, focused
 from lathe.exec.base import ExecResult
 
-NOISE = "".join(f"    line {n} of the test's source, shown by pytest for context\n" for n in range(40))
+NOISE = "".join(f"    line {n} of the test's source, shown for context\n" for n in range(40))
 PYTEST = (
     ".......F......" + " " * 59 + "[100%]\n"
     "=================================== FAILURES ===================================\n"
