@@ -22,8 +22,8 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     handlers: list[FinishHandler] = []
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
-    # Empty first: it must see every reply to count those in a row (a cut-off one is
-    # never empty).
+    # Unreadable first (such a reply is also empty), then empty: it must see every other
+    # reply to count those in a row (a cut-off one is never empty).
     handlers += [
         UnreadableReply(words, settings.stall_repeat_limit),
         EmptyReply(gated=settings.verify_command is not None),
@@ -42,7 +42,8 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             )
             if settings.verify_output_bytes is None:
                 return result
-            return focused(result, settings.verify_output_bytes, ctx.spill_dir)
+            limit = min(settings.verify_output_bytes, ctx.limits.output_max_bytes)
+            return focused(result, limit, ctx.spill_dir)
 
         reply_code = keep_files = None
         if settings.apply_reply_code and deps.tools.get("edit") is not None:

@@ -136,13 +136,12 @@ class ToolRunner:
                 return bad, False
             arguments = verdict
         self.running.add(item.call.id)
+        refused = False
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
-        except ToolRefusal as exc:
-            refusal = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
-            return await hooks.after_tool(item.tool.name, arguments, refusal), True
         except ToolError as exc:
             output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
+            refused = isinstance(exc, ToolRefusal)
         except Exception as exc:  # a tool bug must not kill a user's run; the model is told
             output = ToolOutput(
                 content=f"Error: internal error in the {item.tool.name} tool: "
@@ -150,7 +149,7 @@ class ToolRunner:
                 is_error=True,
                 summary=f"internal error: {type(exc).__name__}",
             )
-        return await hooks.after_tool(item.tool.name, arguments, output), False
+        return await hooks.after_tool(item.tool.name, arguments, output), refused
 
 
 def _with_refusal_hint(

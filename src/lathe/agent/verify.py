@@ -178,13 +178,14 @@ class VerifyGate(FinishHandler):
             record = self._after_applied(notes, after)
             answer = self._applied_answer(calls)
             return Finish(RunStatus.VERIFIED, answer=answer, messages=(lathe_note(record),))
-        if self._put_back is not None and made_worse(before.output, after.output):
+        old, new = check_counts(before.output), check_counts(after.output)
+        if self._put_back is not None and made_worse(old, new):
             self._put_back()
             text = self._words.say(
                 "applied_reverted",
                 applied="\n\n".join(notes),
-                before=check_counts_text(before.output),
-                after=check_counts_text(after.output),
+                before=counts_text(old),
+                after=counts_text(new),
                 output=_output(before),
             )
             return ContinueWith(messages=(lathe_note(text),))
@@ -233,9 +234,9 @@ class VerifyGate(FinishHandler):
     def _applied_answer(self, calls: Sequence[CallRecord]) -> str:
         """The run's answer when lathe made the change a reply only showed: what changed
         and that the check passes, not the reply's advice to make that change."""
-        diffs = [r.output.details.get("diff", "") for r in calls if not r.output.is_error]
-        paths = [str(r.output.details.get("path", "")) for r in calls if not r.output.is_error]
-        shown = "\n".join(d.rstrip("\n") for d in diffs if d)
+        applied = [record.output.details for record in calls if not record.output.is_error]
+        paths = [str(details.get("path", "")) for details in applied]
+        shown = "\n".join(d["diff"].rstrip("\n") for d in applied if d.get("diff"))
         return (
             f"lathe applied the change the model's reply showed, to {', '.join(paths)}, and "
             f"`{self._settings.command}` passes."
@@ -317,18 +318,17 @@ def check_counts(output: str) -> dict[str, int] | None:
     return counts
 
 
-def made_worse(before: str, after: str) -> bool:
-    """Whether a check's `after` output reports more failing or fewer passing tests than
-    its `before` output; False when either does not say."""
-    old, new = check_counts(before), check_counts(after)
-    if old is None or new is None:
+def made_worse(before: dict[str, int] | None, after: dict[str, int] | None) -> bool:
+    """Whether the `check_counts` after a change report more failing or fewer passing
+    tests than those before it; False when either output did not say."""
+    if before is None or after is None:
         return False
-    return new["failed"] > old["failed"] or new["passed"] < old["passed"]
+    return after["failed"] > before["failed"] or after["passed"] < before["passed"]
 
 
-def check_counts_text(output: str) -> str:
+def counts_text(counts: dict[str, int] | None) -> str:
     """"N failing, M passing", from `check_counts`."""
-    counts = check_counts(output) or {}
+    counts = counts or {}
     return f"{counts.get('failed', '?')} failing, {counts.get('passed', '?')} passing"
 
 

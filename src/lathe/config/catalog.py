@@ -36,8 +36,9 @@ PROFILES: dict[str, dict[str, Any]] = {
     # "Small-model care"): they show a fix in prose instead of calling edit, rewrite whole
     # files from memory with write, losing code, and read their prompt at a few dozen
     # tokens a second on a CPU, so it is kept short: five tools described in a line each,
-    # the short system prompt, the check's output cut to its head and tail, and no test
-    # files in the snapshot (shown them, the 1.5B copied their text into its edits).
+    # the short system prompt, the check's output cut to the lines that say what failed,
+    # one call a reply, and no test files in the snapshot (shown them, the 1.5B copied
+    # their text into its edits).
     "small": {**_SMALL},
     # The embedded models behind lathe's own chat template, which can ask for a sentence
     # of reasoning before each call: with the code in view, the 1.5B's first reply led

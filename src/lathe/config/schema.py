@@ -279,9 +279,9 @@ class ProfileConfig(Section):
     1.5B: shown the tests, it copied their text into its edits or edited the tests."""
 
     verify_output_bytes: int | None = Field(default=None, gt=0)
-    """Bytes of the verify command's output the model is shown (its head and tail, the
-    whole in a file it can read), when fewer than the tool output limit; unset: that
-    limit alone."""
+    """Bytes of the verify command's output the model is shown, when fewer than the tool
+    output limit: the lines that say what failed and the runner's summary, the whole in
+    a file it can read; unset: that limit alone, as the head and the tail."""
 
 
 class AgentsConfig(Section):
