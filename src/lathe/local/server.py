@@ -34,6 +34,7 @@ from typing import Literal, NamedTuple
 
 from lathe.errors import Transport, UsageError
 from lathe.local.install import find_server, is_verified
+from lathe.local.machine import usable_cores, usable_cpus
 from lathe.local.models import LocalModel, get_model, local_dir, model_path
 
 HOST = "127.0.0.1"
@@ -106,8 +107,8 @@ def auto_threads() -> int:
     idle right now (a short /proc/stat sample; the load average lags by minutes). Past 8
     threads memory bandwidth, not cores, is the limit.
     """
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
-    cores = len(cpus) or os.cpu_count() or 1
+    cpus = usable_cpus()
+    cores = usable_cores()
     idle_share = _idle_share(cpus) if cpus else None
     if idle_share is not None:
         busy = round(cores * (1 - idle_share))

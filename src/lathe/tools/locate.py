@@ -88,12 +88,11 @@ def code_used_by(
     files: list[Path], workspace: Path, text: str = "", unchangeable: tuple[str, ...] = ()
 ) -> str:
     """Where the definitions the Python `files` import live, as "NAME in PATH (line N)",
-    those named in `text` first, at most three; "" when none is found. Small models
-    aim at the test that shows a failure; this names the module under test."""
+    those named in `text` first, at most three; the files of modules they import whole
+    when they import no names; "" when none is found. Small models aim at the test that
+    shows a failure; this names the module under test."""
     import ast
     import re
-
-    from lathe.policy.rules import matches_any
 
     imported: dict[str, None] = {}
     modules: dict[str, None] = {}
@@ -108,22 +107,20 @@ def code_used_by(
             elif isinstance(node, ast.Import):
                 modules.update((alias.name, None) for alias in node.names)
     if not imported:
-        return ", ".join(_module_files(workspace, list(modules), unchangeable, matches_any)[:3])
-    named = sorted(imported, key=lambda name: re.search(rf"\b{re.escape(name)}\b", text) is None)
-    places = []
-    for name in named:
-        place = _definition(workspace, name, unchangeable, matches_any)
-        if place:
-            places.append(f"{name} in {place[0]} (line {place[1]})")
-        if len(places) == 3:
-            break
-    return ", ".join(places)
+        return ", ".join(_module_files(workspace, list(modules), unchangeable)[:3])
+    found = _definitions(workspace, list(imported), unchangeable)
+    def not_in_text(name: str) -> bool:
+        return re.search(rf"\b{re.escape(name)}\b", text) is None
+
+    named = sorted((name for name in imported if name in found), key=not_in_text)
+    places = [f"{name} in {found[name][0]} (line {found[name][1]})" for name in named]
+    return ", ".join(places[:3])
 
 
-def _module_files(
-    workspace: Path, modules: list[str], unchangeable: tuple[str, ...], matches_any
-) -> list[str]:
+def _module_files(workspace: Path, modules: list[str], unchangeable: tuple[str, ...]) -> list[str]:
     """The workspace files of `import X.Y` modules (X/Y.py or X/Y/__init__.py)."""
+    from lathe.policy.rules import matches_any
+
     found = []
     for module in modules:
         base = module.replace(".", "/")
@@ -134,21 +131,32 @@ def _module_files(
     return found
 
 
-def _definition(workspace: Path, name: str, unchangeable: tuple[str, ...], matches_any):
-    """(display path, line) of the first `def NAME`/`class NAME` in a changeable Python
-    file of the workspace, or None."""
+def _definitions(
+    workspace: Path, names: list[str], unchangeable: tuple[str, ...]
+) -> dict[str, tuple[str, int]]:
+    """(display path, line) of the first `def NAME`/`class NAME` of each of `names` in a
+    changeable Python file of the workspace, found with one rg search."""
+    import re
+
+    from lathe.policy.rules import matches_any
     from lathe.tools.grep import RG_COMMON, rg_lines, strip_dot
 
-    pattern = rf"^\s*(async\s+def|def|class)\s+{name}\b"
+    if not names:
+        return {}
+    alternatives = "|".join(re.escape(name) for name in names)
     listing = rg_lines(
-        [*RG_COMMON, "--line-number", "--glob=*.py", "--glob=!.lathe", "-e", pattern, "."],
-        cwd=workspace,
-        timeout_s=_TIMEOUT_S,
-    )
+        [*RG_COMMON, "--line-number", "--glob=*.py", "--glob=!.lathe",
+         "-e", rf"^\s*(async\s+def|def|class)\s+({alternatives})\b", "."],
+        cwd=workspace, timeout_s=_TIMEOUT_S,
+    )  # fmt: skip
+    defines = re.compile(rf"^\s*(?:async\s+def|def|class)\s+({alternatives})\b")
+    found: dict[str, tuple[str, int]] = {}
     for hit in sorted(listing or []):
         where, _, rest = hit.partition(":")
-        line, _, _ = rest.partition(":")
+        line, _, code = rest.partition(":")
+        match = defines.match(code)
         where = strip_dot(where)
-        if line.isdigit() and not matches_any(where, unchangeable):
-            return display_path(workspace, workspace / where), int(line)
-    return None
+        if match is None or not line.isdigit() or matches_any(where, unchangeable):
+            continue
+        found.setdefault(match.group(1), (display_path(workspace, workspace / where), int(line)))
+    return found

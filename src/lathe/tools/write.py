@@ -43,6 +43,11 @@ def elided_lines(text: str) -> list[str]:
     return [m.group(0).strip() for m in _ELISION.finditer(text)]
 
 
+def added_elisions(old: str, new: str) -> list[str]:
+    """The placeholders for left-out code `new` has that `old` did not, sorted."""
+    return sorted(set(elided_lines(new)) - set(elided_lines(old)))
+
+
 class WriteParams(Params):
     path: str = Field(description="File to write, relative to the workspace root.")
     content: str = Field(description="The complete new content of the file.")
@@ -100,11 +105,11 @@ class WriteTool(Tool):
         before = path.read_bytes()
         state_of(ctx).check_not_stale(path, shown, before)
         old = decode_text(before)
-        new_elisions = set(elided_lines(args.content)) - set(elided_lines(old.text if old else ""))
+        new_elisions = added_elisions(old.text if old else "", args.content)
         if new_elisions:
             raise ToolError(
                 f"not written: the new content of {shown} has a placeholder for left-out "
-                f"code ({sorted(new_elisions)[0]!r}), and write replaces the whole file, so "
+                f"code ({new_elisions[0]!r}), and write replaces the whole file, so "
                 "that code would be lost. Use edit to change just the part you mean, or "
                 "write the complete file."
             )
@@ -162,7 +167,7 @@ def suggested_edit(old: str, new: str) -> tuple[str, str] | None:
 
     if old == new:
         return ("", "")
-    if set(elided_lines(new)) - set(elided_lines(old)):
+    if added_elisions(old, new):
         return None
     before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
     opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()

@@ -120,11 +120,10 @@ class PlainProgress:
             if last[1] == percent or same_stretch:
                 return
         self._last[event.step] = (doing, percent, now)
-        elapsed = int(now - self._started)
+        from lathe.agent.budget import duration
+
         title = _STEP_TITLES.get(event.step, event.step)
-        self._echo(
-            f"[{elapsed // 60}m{elapsed % 60:02d}s] {title}: {event.description} ({percent}%)"
-        )
+        self._echo(f"[{duration(now - self._started)}] {title}: {event.description} ({percent}%)")
 
 
 @local.command("start")
