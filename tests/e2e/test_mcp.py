@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -306,29 +305,24 @@ def test_an_untrusted_mcp_json_is_not_started_until_trusted(tmp_path, fake_opena
     assert_server_gone(tmp_path)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(params=["streamable-http", "sse"])
 def http_server(tmp_path, request):
     """A server on 127.0.0.1 over streamable HTTP, or the legacy SSE transport (which
-    lathe reaches by falling back from streamable HTTP: the config says "auto")."""
-    port = free_port()
+    lathe reaches by falling back from streamable HTTP: the config says "auto"). It
+    binds a port of the system's choosing and writes it down: a port found free here
+    and bound later by the server was, once, taken meanwhile by another test's."""
+    port_file = tmp_path / "mcp-port"
     process = subprocess.Popen(
-        [sys.executable, FAKE_SERVER, "--transport", request.param, "--port", str(port),
-         "--calls", str(tmp_path / "calls.jsonl")],
+        [sys.executable, FAKE_SERVER, "--transport", request.param,
+         "--port-file", str(port_file), "--calls", str(tmp_path / "calls.jsonl")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    deadline = time.monotonic() + 60
+    while not port_file.exists():
+        assert process.poll() is None, "the fake MCP server exited before listening"
+        assert time.monotonic() < deadline, "the fake MCP server did not listen within 60 s"
+        time.sleep(0.05)
+    port = int(port_file.read_text())
     yield f"http://127.0.0.1:{port}/{'mcp' if request.param == 'streamable-http' else 'sse'}"
     process.terminate()
     process.wait(10)

@@ -1,6 +1,6 @@
 """A real MCP server built with the SDK, run as a subprocess by the tests.
 
-    python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port N]
+    python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port-file F]
         [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage]
 
 Tools: `echo(text)`, `getenv(name)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
@@ -30,7 +30,7 @@ PNG = base64.b64decode(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport", default="stdio")
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file", help="over HTTP: where to write the port it listens on")
     parser.add_argument("--pid-file")
     parser.add_argument("--calls")
     parser.add_argument("--many", type=int, default=0)
@@ -50,7 +50,26 @@ def main() -> None:
     if args.transport == "stdio":
         server.run()
     else:
-        server.run(args.transport, host="127.0.0.1", port=args.port)
+        serve_http(server, args.transport, Path(args.port_file))
+
+
+def serve_http(server, transport: str, port_file: Path) -> None:
+    """Serve over HTTP on a port the system picks, bound before it is written to
+    `port_file`: a port chosen free and bound later could be taken meanwhile by another
+    test's server, which the test would then talk to."""
+    import socket
+
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app() if transport == "streamable-http" else server.sse_app()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    written = port_file.with_suffix(".tmp")
+    written.write_text(str(listener.getsockname()[1]))
+    written.replace(port_file)  # whole or absent: the test polls for it
+    anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve, [listener])
 
 
 def build(calls_file: str | None, many: int):
