@@ -310,7 +310,7 @@ def http_server(tmp_path, request):
     """A server on 127.0.0.1 over streamable HTTP, or the legacy SSE transport (which
     lathe reaches by falling back from streamable HTTP: the config says "auto"). It
     binds a port of the system's choosing and writes it down: a port found free here
-    and bound later by the server was, once, taken meanwhile by another test's."""
+    and bound later by the server can be taken meanwhile by another test's listener."""
     port_file = tmp_path / "mcp-port"
     process = subprocess.Popen(
         [sys.executable, FAKE_SERVER, "--transport", request.param,
