@@ -86,7 +86,7 @@ def recorded(tmp_path_factory) -> tuple[Path, Path, list[str]]:
         server.enqueue(
             Reply(calls=[Call("edit", {"path": "app.py", "old_string": "value = 1",
                                        "new_string": "count = 1"})]),
-            Reply(calls=[Call("bash", {"command": "sleep 0.2; echo " + "x" * 150})]),
+            Reply(calls=[Call("bash", {"command": "sleep 1; echo " + "x" * 150})]),
             Reply("Renamed."),
             Reply("It prints the value."),
             Reply("Nothing to fix."),
