@@ -110,11 +110,87 @@ def test_the_first_request_is_small_and_the_next_one_extends_it(tmp_path, fake_o
     assert "def mean(values):" in system  # the code under test is in view...
     assert "def test_mean" not in system  # ...the tests are not: their failures are
     assert "tests/test_stats.py" in system  # still listed
+    assert "The code behind the failure" not in json.dumps(first)  # in view already
     whole = json.dumps(first["messages"]) + json.dumps(first["tools"])
     assert len(whole) < 4500, len(whole)  # about 1,100 tokens
     # Nothing of the first request changes in the second: the server's cache reuses it.
     assert second["messages"][: len(first["messages"])] == first["messages"]
     assert second["tools"] == first["tools"]
+
+
+# 1. (and) the code a failure runs through, when the snapshot cannot hold it
+
+COUPONS = '''"""Coupon codes and what they take off."""
+
+import re
+from dataclasses import dataclass
+
+
+class UnknownCoupon(KeyError):
+    pass
+
+
+@dataclass
+class Coupon:
+    code: str
+    percent: int
+
+
+def lookup(code: str) -> Coupon:
+    if match := re.fullmatch(r"SAVE(\\d+)", code):
+        return Coupon(code, int(match.group(1)))
+    raise UnknownCoupon(code)
+''' + "".join(
+    f"\n\ndef rule_{n}(total: int) -> int:\n    \"\"\"Discount rule {n} of the catalogue, "
+    f"kept for the old checkout.\"\"\"\n    return total - {n}\n"
+    for n in range(40)
+)
+CART = '''from shop import coupons
+
+
+def apply_coupon(code: str) -> coupons.Coupon:
+    return coupons.lookup(code)
+'''
+CART_TESTS = '''from shop.cart import apply_coupon
+
+
+def test_lower_case_codes_work():
+    assert apply_coupon("save10").percent == 10
+'''
+NORMALIZE = {
+    "path": "shop/coupons.py",
+    "old_string": "def lookup(code: str) -> Coupon:\n",
+    "new_string": "def lookup(code: str) -> Coupon:\n    code = code.strip().upper()\n",
+}
+
+
+def test_a_failing_check_shows_the_code_it_ran_through_when_none_is_in_view(
+    tmp_path, fake_openai
+):
+    ws = tmp_path / "ws"
+    (ws / "shop").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "shop" / "__init__.py").write_text("")
+    (ws / "shop" / "coupons.py").write_text(COUPONS)
+    (ws / "shop" / "cart.py").write_text(CART)
+    (ws / "tests" / "test_cart.py").write_text(CART_TESTS)
+    fake_openai.enqueue(Reply(calls=[Call("edit", NORMALIZE)]), Reply("Codes are normalised."))
+
+    run, events = run_local_profile(fake_openai, tmp_path, ws)
+
+    assert finished(events)["status"] == "verified", run.stderr
+    first = fake_openai.chat_bodies()[0]
+    assert "def lookup" not in first["messages"][0]["content"]  # too big for the snapshot
+    baseline = notes_to_model(first)[-1]
+    code = baseline.split("The code behind the failure, from files you may change:")[1]
+    # Both functions the traceback passes through, numbered as read numbers them, so
+    # the edit above can quote them; none of the test, which may not change.
+    assert "shop/cart.py, lines 4-5:\n     4\tdef apply_coupon(code: str)" in code
+    assert "     5\t    return coupons.lookup(code)" in code
+    assert "shop/coupons.py, lines 17-20:\n    17\tdef lookup(code: str) -> Coupon:" in code
+    assert "    20\t    raise UnknownCoupon(code)" in code
+    assert "def test_" not in code and "rule_" not in code
+    assert len(json.dumps(first)) < 6000, len(json.dumps(first))  # about 1,500 tokens
 
 
 # 1. (and) one call a reply: the rest of a reply is not waited for

@@ -8,7 +8,15 @@ from lathe.agent.budget import BudgetGuard
 from lathe.agent.finish import FinishHandler
 from lathe.agent.replies import CutOffReply, EmptyReply, UnreadableReply
 from lathe.agent.stall import StallGuard
-from lathe.agent.verify import EvidenceEnd, VerifyGate, VerifySettings, focused, run_verify
+from lathe.agent.verify import (
+    EvidenceEnd,
+    VerifyGate,
+    VerifySettings,
+    focused,
+    passed,
+    run_verify,
+    whole_output,
+)
 
 if TYPE_CHECKING:
     from lathe.agent.loop import AgentDeps
@@ -55,13 +63,34 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             def keep_files(calls):
                 return FilesBefore(ctx.workspace, calls, ctx.file_state).restore
 
+        failing_code = None
+        if settings.failure_code_bytes:
+            from lathe.agent.failure_code import code_at_failure
+
+            def failing_code(result: ExecResult) -> str:
+                if passed(result):
+                    return ""
+                return code_at_failure(
+                    whole_output(result),
+                    ctx.workspace,
+                    not_shown=(*ctx.deny_edit, *settings.failure_code_leave_out),
+                    max_bytes=settings.failure_code_bytes or 0,
+                )
+
         gate = VerifySettings(
             command=settings.verify_command,
             run_first=settings.verify_first,
             idle_claim_limit=settings.stall_repeat_limit,
         )
         handlers.append(
-            VerifyGate(gate, run_check, words, reply_code=reply_code, keep_files=keep_files)
+            VerifyGate(
+                gate,
+                run_check,
+                words,
+                reply_code=reply_code,
+                keep_files=keep_files,
+                failing_code=failing_code,
+            )
         )
     handlers.append(StallGuard(words, settings.stall_repeat_limit))
     handlers.append(EvidenceEnd())

@@ -66,6 +66,10 @@ class AgentSettings:
     verify_first: bool = False  # run the check before the first turn of a new conversation
     # Bytes of the check's output the model is shown, when fewer than the tool output limit.
     verify_output_bytes: int | None = None
+    # Bytes of the code a failed check ran through shown after its output (None: none),
+    # from files matching neither the edit deny rules nor these patterns.
+    failure_code_bytes: int | None = None
+    failure_code_leave_out: Sequence[str] = ()
     # After a failed check, apply code a "done" reply shows as edits (agent/reply_code.py).
     apply_reply_code: bool = False
     stall_repeat_limit: int = 3

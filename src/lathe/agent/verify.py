@@ -109,14 +109,17 @@ class VerifyGate(FinishHandler):
         words: Words,
         reply_code: ReplyCodeCalls | None = None,
         keep_files: KeepFiles | None = None,
+        failing_code: Callable[[ExecResult], str] | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
-        worse after it than before (None: it stays)."""
+        worse after it than before (None: it stays). `failing_code`: the code a failed
+        check ran through, shown after its output (None, or "": nothing)."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
         self._reply_code = reply_code
         self._keep_files = keep_files
+        self._failing_code = failing_code
         self._put_back: Callable[[], None] | None = None
         self._failed = False
         self._idle_claims = 0
@@ -136,7 +139,7 @@ class VerifyGate(FinishHandler):
         if passed(result):
             return (lathe_note(self._words.say("baseline_passes", command=command)),)
         text = self._words.say(
-            "baseline_fails", command=command, status=_status(result), output=_output(result)
+            "baseline_fails", command=command, status=_status(result), output=self._shown(result)
         )
         return (lathe_note(text),)
 
@@ -186,7 +189,7 @@ class VerifyGate(FinishHandler):
                 applied="\n\n".join(notes),
                 before=counts_text(old),
                 after=counts_text(new),
-                output=_output(before),
+                output=self._shown(before),
             )
             return ContinueWith(messages=(lathe_note(text),))
         return self._after_failure(reply, after, applied=notes)
@@ -218,7 +221,7 @@ class VerifyGate(FinishHandler):
             return self._words.say(
                 "verify_failed_after_edits",
                 applied=self._after_applied(applied, result),
-                output=_output(result),
+                output=self._shown(result),
             )
         shown_code = (
             self._words.say("code_in_reply") + "\n\n" if _CODE_BLOCK.search(reply_text) else ""
@@ -227,7 +230,7 @@ class VerifyGate(FinishHandler):
             "verify_failed",
             command=self._settings.command,
             status=_status(result),
-            output=_output(result),
+            output=self._shown(result),
             code_in_reply=shown_code,
         )
 
@@ -256,6 +259,12 @@ class VerifyGate(FinishHandler):
         """One applied (or refused) edit that came from code in the model's reply."""
         name = "applied_edit_refused" if record.output.is_error else "applied_edit"
         return self._words.say(name, result=record.output.content)
+
+    def _shown(self, result: ExecResult) -> str:
+        """A failed check's output as the model sees it, and the code it ran through."""
+        code = self._failing_code(result) if self._failing_code else ""
+        shown = _output(result)
+        return shown + "\n\n" + self._words.say("failing_code", code=code) if code else shown
 
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
         command = self._settings.command
@@ -378,10 +387,7 @@ def focused(result: ExecResult, max_bytes: int, spill_dir: Path) -> ExecResult:
 
     from lathe.exec.local import cap_output
 
-    whole = result.output
-    if result.truncated and result.full_output_path is not None:
-        with contextlib.suppress(OSError):
-            whole = result.full_output_path.read_text(encoding="utf-8", errors="replace")
+    whole = whole_output(result)
     data = whole.encode()
     if len(data) <= max_bytes:
         return result
@@ -389,6 +395,14 @@ def focused(result: ExecResult, max_bytes: int, spill_dir: Path) -> ExecResult:
     return replace(
         result, output=failure_focus(whole, max_bytes), truncated=True, full_output_path=path
     )
+
+
+def whole_output(result: ExecResult) -> str:
+    """All a command printed: its output, or when that was cut, the file holding it all."""
+    if result.truncated and result.full_output_path is not None:
+        with contextlib.suppress(OSError):
+            return result.full_output_path.read_text(encoding="utf-8", errors="replace")
+    return result.output
 
 
 def passed(result: ExecResult) -> bool:

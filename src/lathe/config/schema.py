@@ -283,6 +283,13 @@ class ProfileConfig(Section):
     output limit: the lines that say what failed and the runner's summary, the whole in
     a file it can read; unset: that limit alone, as the head and the tail."""
 
+    failure_code_bytes: int | None = Field(default=None, gt=0)
+    """After a failing check's output, show in up to this many bytes the code it ran
+    through: the functions its traceback names, and the definitions a failing test
+    calls, numbered as read numbers them, from files the model may change and the
+    snapshot leaves out of neither; unset, or when the snapshot already holds the code:
+    none. The 1.5B edited from guesses rather than read the files a failure names."""
+
 
 class AgentsConfig(Section):
     """Subagents: children a run starts with the task tool, each on its own copy of the

@@ -108,7 +108,7 @@ def code_used_by(
                 modules.update((alias.name, None) for alias in node.names)
     if not imported:
         return ", ".join(_module_files(workspace, list(modules), unchangeable)[:3])
-    found = _definitions(workspace, list(imported), unchangeable)
+    found = definitions(workspace, list(imported), unchangeable)
     def not_in_text(name: str) -> bool:
         return re.search(rf"\b{re.escape(name)}\b", text) is None
 
@@ -131,7 +131,7 @@ def _module_files(workspace: Path, modules: list[str], unchangeable: tuple[str, 
     return found
 
 
-def _definitions(
+def definitions(
     workspace: Path, names: list[str], unchangeable: tuple[str, ...]
 ) -> dict[str, tuple[str, int]]:
     """(display path, line) of the first `def NAME`/`class NAME` of each of `names` in a

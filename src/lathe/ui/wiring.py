@@ -51,6 +51,8 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         verify_first=config.agent.verify_first,
         apply_reply_code=setup.model.profile.settings.apply_reply_code,
         verify_output_bytes=setup.model.profile.settings.verify_output_bytes,
+        failure_code_bytes=setup.model.profile.settings.failure_code_bytes,
+        failure_code_leave_out=setup.model.profile.settings.snapshot_leave_out,
         temperature=setup.model.profile.settings.temperature,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
@@ -188,6 +190,8 @@ def build_agent(
         instruction_names=config.memory.instruction_files,
         snapshot_leave_out=profile.snapshot_leave_out,
     )
+    if prompt.has_snapshot:
+        settings.failure_code_bytes = None  # the code is in view already
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
     if config.context.compaction:
