@@ -154,6 +154,42 @@ async def test_replace_all_changes_every_match(ctx: ToolContext) -> None:
     assert out.content.startswith("Edited calc.py: replaced 2 occurrences (lines 1, 5).")
 
 
+CLI = """\
+    if args.command == "add":
+        add(args.text)
+    elif args.command == "list":
+        show(store)
+"""
+
+
+async def test_a_match_that_cuts_a_word_in_two_is_refused_naming_the_line(
+    ctx: ToolContext,
+) -> None:
+    # From the local model's trace: its old_string `if args.command == "list":` matched
+    # inside `elif ...`, and its new lines replaced half a keyword.
+    path = _source(ctx, "cli.py", CLI)
+    error = await call_error(
+        edit, ctx, path="cli.py", old_string='if args.command == "list":',
+        new_string='if args.command == "list":\n    items = load()',
+    )  # fmt: skip
+    assert error == (
+        "old_string starts inside the word `elif` on line 3 of cli.py, so the edit would "
+        "change part of a word. Make old_string begin and end at whole words, e.g. the "
+        'whole line: `    elif args.command == "list":`'
+    )
+    error = await call_error(edit, ctx, path="cli.py", old_string="(sto", new_string="(it")
+    assert error.startswith("old_string ends inside the word `store` on line 4 of cli.py")
+    error = await call_error(
+        edit, ctx, path="cli.py", old_string="ist", new_string="IST", replace_all=True
+    )
+    assert error.startswith("old_string starts inside the word `list` on line 3 of cli.py")
+    assert path.read_text() == CLI
+    # Whole words, or punctuation at either end, are fine.
+    await call(edit, ctx, path="cli.py", old_string="add(", new_string="insert(")
+    await call(edit, ctx, path="cli.py", old_string=' == "list"', new_string=' == "ls"')
+    assert 'elif args.command == "ls":' in path.read_text()
+
+
 async def test_empty_or_identical_strings_are_refused(ctx: ToolContext) -> None:
     path = _source(ctx)
     error = await call_error(edit, ctx, path="calc.py", old_string="", new_string="x")

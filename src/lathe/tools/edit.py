@@ -136,6 +136,9 @@ class EditTool(Tool):
                 f"surrounding lines to old_string so it matches once, or set replace_all to "
                 f"true to change every occurrence"
             )
+        cut = _cut_word(text, old, starts, shown)
+        if cut:
+            raise ToolError(cut)
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = content.encode(updated, shown)
         write_atomic(path, data)
@@ -161,6 +164,38 @@ def _occurrences(text: str, needle: str) -> list[int]:
         starts.append(index)
         index = text.find(needle, index + len(needle))
     return starts
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _cut_word(text: str, old: str, starts: list[int], shown: str) -> str:
+    """Why the edit is refused when an occurrence of `old` begins or ends inside a
+    word of `text` (ASCII letters, digits, _), or "". The 1.5B's `if x:` matched inside
+    `elif x:`, and its new lines replaced half the keyword."""
+    for start in starts:
+        end = start + len(old)
+        if start > 0 and text[start - 1] in _WORD_CHARS and old[0] in _WORD_CHARS:
+            side, at = "starts", start
+        elif end < len(text) and text[end] in _WORD_CHARS and old[-1] in _WORD_CHARS:
+            side, at = "ends", end - 1
+        else:
+            continue
+        first = at
+        while first > 0 and text[first - 1] in _WORD_CHARS:
+            first -= 1
+        last = at
+        while last < len(text) and text[last] in _WORD_CHARS:
+            last += 1
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        line = text[line_start : len(text) if line_end == -1 else line_end]
+        return (
+            f"old_string {side} inside the word `{text[first:last]}` on line "
+            f"{_line_of(text, at)} of {shown}, so the edit would change part of a word. "
+            f"Make old_string begin and end at whole words, e.g. the whole line: `{line}`"
+        )
+    return ""
 
 
 def _line_of(text: str, index: int) -> int:
