@@ -86,6 +86,18 @@ def test_a_failure_inside_a_test_shows_the_definitions_that_test_uses(tmp_path):
     )  # spread passes: its definition is not shown
 
 
+def test_a_name_the_test_imports_under_another_name_is_found_by_its_own(tmp_path):
+    ws = workspace(tmp_path, {
+        "calc.py": "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n",
+        "tests/test_calc.py": "from calc import mean as average\n\n\n"
+        "def test_mean():\n    assert average([2, 4]) == 3\n",
+    })  # fmt: skip
+
+    code = code_at_failure(pytest_output(ws), ws, not_shown=TESTS, max_bytes=2000)
+
+    assert code.startswith("calc.py, lines 1-2:\n     1\tdef mean(xs):")
+
+
 def test_files_the_model_may_not_change_are_never_shown(tmp_path):
     ws = workspace(tmp_path, {
         "app.py": "from vendor.lib import check\n\n\ndef run(x):\n    return check(x)\n",

@@ -13,7 +13,6 @@ from lathe.agent.verify import (
     VerifyGate,
     VerifySettings,
     focused,
-    passed,
     run_verify,
     whole_output,
 )
@@ -64,17 +63,14 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 return FilesBefore(ctx.workspace, calls, ctx.file_state).restore
 
         failing_code = None
-        if settings.failure_code_bytes:
+        if code_bytes := settings.failure_code_bytes:
             from lathe.agent.failure_code import code_at_failure
 
+            not_shown = (*ctx.deny_edit, *settings.failure_code_leave_out)
+
             def failing_code(result: ExecResult) -> str:
-                if passed(result):
-                    return ""
                 return code_at_failure(
-                    whole_output(result),
-                    ctx.workspace,
-                    not_shown=(*ctx.deny_edit, *settings.failure_code_leave_out),
-                    max_bytes=settings.failure_code_bytes or 0,
+                    whole_output(result), ctx.workspace, not_shown=not_shown, max_bytes=code_bytes
                 )
 
         gate = VerifySettings(

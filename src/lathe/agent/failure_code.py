@@ -29,6 +29,15 @@ _AROUND = 5
 """Lines either side of a place outside any function, or in a piece cut to fit."""
 
 
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _span(node: _Definition) -> tuple[int, int]:
+    """The first and last line of a definition, its decorators included."""
+    first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+    return first, node.end_lineno or node.lineno
+
+
 @dataclass(frozen=True)
 class _Piece:
     path: str
@@ -49,15 +58,14 @@ def code_at_failure(
 
     sources = _Sources(workspace)
     pieces: list[_Piece] = []
-    tests: list[tuple[str, int]] = []
+    hidden: list[tuple[str, int]] = []  # places in files not shown: the tests, mostly
     for path, line in _locations(output, workspace):
         if matches_any(path, not_shown):
-            tests.append((path, line))
+            hidden.append((path, line))
         else:
             pieces.append(sources.piece(path, line))
-    pieces += [sources.piece(path, line, whole=True) for path, line in _used_by(
-        tests, workspace, sources, not_shown
-    )]  # fmt: skip
+    used = _used_by(hidden, workspace, sources, not_shown)
+    pieces += [sources.piece(path, line, whole=True) for path, line in used]
     return _render(_unique(pieces), sources, max_bytes)
 
 
@@ -109,27 +117,25 @@ class _Sources:
             self._trees[path] = tree
         return self._trees[path]
 
-    def enclosing(self, path: str, line: int) -> ast.AST | None:
+    def enclosing(self, path: str, line: int) -> _Definition | None:
         """The innermost function or class holding `line` of a Python file."""
         tree = self.tree(path)
         best = None
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                end = node.end_lineno or node.lineno
-                if start <= line <= end and (best is None or start >= best[0]):
-                    best = (start, end, node)
-        return best[2] if best else None
+                first, last = _span(node)
+                if first <= line <= last and (best is None or first >= _span(best)[0]):
+                    best = node
+        return best
 
     def piece(self, path: str, line: int, *, whole: bool = False) -> _Piece:
         """The function or class holding `line` (starting there when `whole`), or the
         lines around it; at most _MOST_LINES, centred on `line` when cut."""
         node = self.enclosing(path, line)
-        count = len(self.lines(path))
         if node is None:
+            count = len(self.lines(path))
             return _Piece(path, max(1, line - _AROUND), min(count, line + _AROUND), line)
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # type: ignore[attr-defined]
-        last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        first, last = _span(node)
         if whole:
             line = first
         if last - first < _MOST_LINES:
@@ -139,26 +145,24 @@ class _Sources:
 
 
 def _used_by(
-    tests: list[tuple[str, int]], workspace: Path, sources: _Sources, not_shown: Sequence[str]
+    places: list[tuple[str, int]], workspace: Path, sources: _Sources, not_shown: Sequence[str]
 ) -> list[tuple[str, int]]:
-    """Where the names the failing test functions use, of those their files import, are
+    """Where the names the functions at `places` use, of those their files import, are
     defined in files the model may change."""
-    from lathe.tools.locate import definitions
+    from lathe.tools.locate import definitions, imports
 
+    imported: dict[str, dict[str, str]] = {}  # by file: {local name: imported name}
     used: dict[str, None] = {}
-    for path, line in tests:
+    for path, line in places:
         tree, node = sources.tree(path), sources.enclosing(path, line)
         if tree is None or node is None:
             continue
-        imported = {
-            alias.asname or alias.name
-            for statement in ast.walk(tree)
-            if isinstance(statement, ast.ImportFrom)
-            for alias in statement.names
-        }
+        if path not in imported:
+            imported[path] = imports(tree)[0]
+        names = imported[path]
         for inner in ast.walk(node):
-            if isinstance(inner, ast.Name) and inner.id in imported:
-                used.setdefault(inner.id, None)
+            if isinstance(inner, ast.Name) and inner.id in names:
+                used.setdefault(names[inner.id], None)
     found = definitions(workspace, list(used), tuple(not_shown))
     return [found[name] for name in used if name in found]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import string
 from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
@@ -166,7 +167,7 @@ def _occurrences(text: str, needle: str) -> list[int]:
     return starts
 
 
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
 
 
 def _cut_word(text: str, old: str, starts: list[int], shown: str) -> str:

@@ -8,8 +8,12 @@ holds the text turns a dead end into the next step.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lathe.tools.paths import display_path
+
+if TYPE_CHECKING:
+    import ast
 
 _TIMEOUT_S = 10.0
 
@@ -101,11 +105,9 @@ def code_used_by(
             tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
         except (OSError, SyntaxError, ValueError):
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                imported.update((alias.name, None) for alias in node.names if alias.name != "*")
-            elif isinstance(node, ast.Import):
-                modules.update((alias.name, None) for alias in node.names)
+        names, whole = imports(tree)
+        imported.update(dict.fromkeys(names.values()))
+        modules.update(dict.fromkeys(whole))
     if not imported:
         return ", ".join(_module_files(workspace, list(modules), unchangeable)[:3])
     found = definitions(workspace, list(imported), unchangeable)
@@ -115,6 +117,21 @@ def code_used_by(
     named = sorted((name for name in imported if name in found), key=not_in_text)
     places = [f"{name} in {found[name][0]} (line {found[name][1]})" for name in named]
     return ", ".join(places[:3])
+
+
+def imports(tree: ast.Module) -> tuple[dict[str, str], list[str]]:
+    """What a Python module imports: the names of `from X import name [as local]`, as
+    {local: name} ("*" left out), and the modules it imports whole (`import X.Y`)."""
+    import ast
+
+    names: dict[str, str] = {}
+    whole: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update((a.asname or a.name, a.name) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Import):
+            whole.extend(alias.name for alias in node.names)
+    return names, whole
 
 
 def _module_files(workspace: Path, modules: list[str], unchangeable: tuple[str, ...]) -> list[str]:
