@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -206,6 +207,28 @@ def test_a_server_dying_mid_run_raises_a_typed_provider_error(
                 time.sleep(0.05)
         assert "exited with code 3" in str(caught.value)
         assert "simulated crash mid-run" in str(caught.value)
+
+
+def test_a_health_answer_cut_off_by_a_dying_server_is_no_answer() -> None:
+    # A server killed while it writes /health's body: the headers promise bytes that
+    # never come. That is "not answering", not an http.client error escaping the check.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def answer_half() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(4096)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n")
+
+        thread = threading.Thread(target=answer_half)
+        thread.start()
+        status, reason = srv._health(f"http://127.0.0.1:{port}")
+        thread.join()
+
+    assert status == 0 and "IncompleteRead" in reason
 
 
 def test_killed_server_is_detected(fake_llama: Path, model_file: Path) -> None:

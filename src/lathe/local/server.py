@@ -163,13 +163,16 @@ def port_in_use(port: int, host: str = HOST) -> bool:
 
 
 def _health(base: str, timeout: float = 2.0) -> tuple[int, str]:
-    """(HTTP status, body) of GET /health; (0, reason) when nothing answers."""
+    """(HTTP status, body) of GET /health; (0, reason) when nothing answers, or the
+    answer breaks off (a server dying as it writes it)."""
+    import http.client
+
     try:
         with urllib.request.urlopen(f"{base}/health", timeout=timeout) as resp:
             return resp.status, resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         return 0, str(exc)
 
 
