@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import sys
 
+from tests.fakes.openai_server import Reply
 from tests.service.scripts import fix_add, workspace_for
 from tests.ui.tmux import Terminal
 
 
 def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake_openai, tmp_path):
-    fake_openai.enqueue(*fix_add("attached"))
+    fake_openai.enqueue(*fix_add("attached"), Reply("tidied up"))
     ws = workspace_for(tmp_path, "ws")
     with served.client() as client:
         session = client.create_session(
@@ -24,11 +25,16 @@ def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
         terminal.send("fix add")
-        terminal.wait_for(r"approve: edit calc\.py", timeout=30)
+        screen = terminal.wait_for(r"approve: edit calc\.py", timeout=30)
+        # The run's own echo of the task, not the typed line as well.
+        assert screen.count("fix add") == 1, screen
         assert "a - b" in (ws / "calc.py").read_text()
+        terminal.send("tidy later")
+        terminal.wait_for(r"queued for the next turn: tidy later", timeout=20)
         terminal.send("y")
         terminal.wait_for(r"attached: fixed add", timeout=30)
-        terminal.wait_for(r"unverified", timeout=30)
+        screen = terminal.wait_for(r"tidied up", timeout=30)
+        assert screen.count("tidy later") == 2, screen  # queued, then its turn's echo
         assert "a + b" in (ws / "calc.py").read_text()
         terminal.keys("C-d")
         terminal.wait_for(r"detached; the session goes on", timeout=20)

@@ -2,7 +2,8 @@
 
 What the session did so far is replayed, then its live events are drawn as the
 interactive session draws its own (`interactive.render.Renderer`). A typed line is sent
-as a message; while an approval is pending, `y` / `a` / `n [reason]` answer it;
+as a message (drawn when its turn starts, and noted when it waits behind a running
+one); while an approval is pending, `y` / `a` / `n [reason]` answer it;
 `/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running.
 Everything goes through `lathe.client`, the same client any program would use.
 """
@@ -90,7 +91,9 @@ class _Attached:
             stop = threading.Event()
             reader = threading.Thread(target=self._follow, args=(loop, stop), daemon=True)
             reader.start()
-            prompt: PromptSession[str] = PromptSession()
+            # The typed line goes: the session's own echo of it (its run's start, or the
+            # queued note) is the one copy on screen.
+            prompt: PromptSession[str] = PromptSession(erase_when_done=True)
             try:
                 while True:
                     try:
@@ -158,8 +161,8 @@ class _Attached:
                 self.client.answer(self.info.id, self.pending["approval_id"], choice, reason)
             elif text == "/abort":
                 self.client.abort(self.info.id)
-            elif text:
-                self.client.send(self.info.id, text)
+            elif text and self.client.send(self.info.id, text):
+                self.renderer.note(f"queued for the next turn: {text}")
         except ServiceError as exc:
             self.renderer.error(str(exc))
         return True
