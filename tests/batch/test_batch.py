@@ -195,3 +195,57 @@ def test_whatever_the_agent_leaves_in_the_copy_the_task_gets_its_line(tmp_path, 
     assert lines["t1"]["status"] == "unsolved", lines["t1"]["reason"]  # test, config put back
     assert lines["t1"]["verify_exit"] == 1
     assert lines["t2"]["status"] == "solved"
+
+
+def test_ctrl_c_leaves_no_copy_of_a_task_behind(tmp_path, tasks, fake_openai):
+    fake_openai.responder = by_marker({f"Task {n}": [Hang(60)] for n in NAMES})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen(_argv(tasks, tmp_path / "run", fake_openai),
+                               env={**_env(tmp_path), "TMPDIR": str(scratch)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(_children(process.pid)) < 2:  # two tasks waiting on the model
+        assert time.monotonic() < deadline, "the tasks never started"
+        time.sleep(0.2)
+    assert list(scratch.glob("lathe-task-*"))
+
+    process.send_signal(signal.SIGINT)
+    _, errors = process.communicate(timeout=60)
+
+    assert process.returncode == 130, errors
+    assert "interrupted" in errors
+    assert list(scratch.glob("lathe-task-*")) == []
+
+
+def test_a_moved_task_folder_resumes_its_run(tmp_path, tasks, fake_openai):
+    fake_openai.responder = by_marker(_scripts())
+    run = tmp_path / "run"
+    assert _batch(tmp_path, tasks, run, fake_openai).returncode == 0
+    moved = tmp_path / "moved"
+    tasks.rename(moved)
+
+    again = _batch(tmp_path, moved, run, fake_openai)
+
+    assert again.returncode == 0, again.stderr
+    assert sorted(line["id"] for line in _lines(run)) == NAMES  # nothing ran twice
+
+
+@pytest.mark.parametrize(
+    ("changed", "why"),
+    [
+        (("--max-turns", "3"), "--max-turns 3 (it was 8)"),
+        (("--max-wall", "90s"), "--max-wall 90s (it was none)"),
+    ],
+)
+def test_other_run_settings_are_refused_without_force(tmp_path, fake_openai, changed, why):
+    make_task(tmp_path / "one", "t1")
+    fake_openai.responder = by_marker(_scripts())
+    assert _batch(tmp_path, tmp_path / "one", tmp_path / "run", fake_openai).returncode == 0
+
+    refused = _batch(tmp_path, tmp_path / "one", tmp_path / "run", fake_openai, *changed)
+
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("lathe: ") and why in line and "--force" in line, line

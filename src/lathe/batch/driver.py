@@ -5,7 +5,8 @@ Resume rules, for the same command run again into the same folder:
 - a task without one never finished (the batch was killed, or stopped) and runs;
 - with `retry_errors`, a task whose line says `error` (infrastructure or provider, not
   the agent) runs again, its old line dropped first;
-- a different task list or model than the manifest's is refused unless `force`.
+- a different task list, model or run setting (`RESULT_SETTINGS`) than the manifest's
+  is refused unless `force`.
 Total budgets (`max_total_cost`, `max_total_wall_s`) stop new tasks from starting; the
 ones running finish and are recorded, the rest wait for a later run.
 """
@@ -23,6 +24,16 @@ from lathe.batch.results import RunFolder
 from lathe.batch.task_run import RunSettings, TaskResult
 from lathe.batch.tasks import BatchTask, list_hash
 from lathe.errors import UsageError
+
+# The settings that change what a task's result means, with the option that sets each.
+RESULT_SETTINGS = {
+    "base_url": "--base-url",
+    "max_turns": "--max-turns",
+    "attempts": "--attempts",
+    "max_cost": "--max-cost",
+    "max_wall_s": "--max-wall",
+    "lathe_args": "--lathe-arg",
+}
 
 
 class BatchFace(Protocol):
@@ -160,6 +171,7 @@ class Batch:
             changes.append("a different task list")
         if earlier.get("model") != self.options.model:
             changes.append(f"model {self.options.model} (it was {earlier.get('model')})")
+        changes += _changed_settings(earlier.get("settings") or {}, self.options.settings)
         if changes:
             raise UsageError(
                 f"{self.options.out} holds results made with other settings; this run has "
@@ -186,3 +198,24 @@ class Batch:
                 "config": options.config,
             }
         )
+
+
+def _changed_settings(earlier: dict[str, Any], settings: RunSettings) -> list[str]:
+    """Each result setting of `settings` unlike the manifest's, as `--option now (it was
+    before)`; one the manifest does not hold (an older lathe's) is not compared."""
+    now = asdict(settings)
+    changes = []
+    for key, option in RESULT_SETTINGS.items():
+        if key in earlier and _shown(key, earlier[key]) != _shown(key, now[key]):
+            changes.append(f"{option} {_shown(key, now[key])} (it was {_shown(key, earlier[key])})")
+    return changes
+
+
+def _shown(key: str, value: Any) -> str:
+    if value is None or value == [] or value == ():
+        return "none"
+    if key == "max_wall_s":
+        return f"{value:g}s"
+    if key == "lathe_args":
+        return " ".join(value)
+    return str(value)

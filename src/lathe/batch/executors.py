@@ -16,6 +16,8 @@ from typing import Protocol
 from lathe.batch.task_run import RunSettings, TaskResult, run_task, stop_all
 from lathe.batch.tasks import BatchTask
 
+_CLEANUP_WAIT_S = 30.0
+
 
 class ResultSink(Protocol):
     def started(self, task: BatchTask) -> None: ...
@@ -41,6 +43,7 @@ class LocalPool:
         self.workers = workers
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
 
     def run(
         self,
@@ -66,6 +69,7 @@ class LocalPool:
                     sink.finished(result)
 
         threads = [threading.Thread(target=work, daemon=True) for _ in range(self.workers)]
+        self._threads = threads
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -76,3 +80,7 @@ class LocalPool:
         with self._lock:
             self._stopping.set()
         stop_all()
+        # Their tasks end at once now; waited for so that each removes its copy before
+        # the process exits and stops these daemon threads wherever they are.
+        for thread in self._threads:
+            thread.join(_CLEANUP_WAIT_S)

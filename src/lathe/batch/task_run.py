@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -40,10 +41,18 @@ _TAIL = 2_000
 _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
 _RUNNING: set[int] = set()  # process groups of this process's tasks, for `stop_all`
+_STOPPED = threading.Event()  # set by `stop_all`: no task starts another process
+
+
+class _Stopped(Exception):
+    """The batch was stopped while this task ran: it ends without scoring."""
 
 
 def stop_all() -> None:
-    """Kill every task this process is running (a batch interrupted with Ctrl-C)."""
+    """Kill every task this process is running, and start no process for one from now
+    on (a batch interrupted with Ctrl-C): each task then ends at once, without scoring,
+    and removes its copy."""
+    _STOPPED.set()
     for group in list(_RUNNING):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
@@ -120,8 +129,12 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
         except (OSError, subprocess.SubprocessError, _Failed) as exc:
             result.error_kind, result.reason = "infrastructure", f"preparing the copy: {exc}"
             return result
+        except _Stopped:
+            return result
         try:
             _run_lathe(task, settings, work, result)
+            if _STOPPED.is_set():  # killed by the stop, not finished: nothing to score
+                return result
             if result.status != "error" or result.error_kind == "provider":
                 _verify(task, pristine, work, base / "checked", result)
             result.diff, result.diff_stat = tree_diff(pristine, work)
@@ -405,6 +418,8 @@ def _run(
     killed with -9 leaves no task running. Output goes through files, not pipes, for
     the same reason: nothing waits for a background process to close them."""
     _prctl()
+    if _STOPPED.is_set():
+        raise _Stopped
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         process = subprocess.Popen(
             argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,

@@ -69,8 +69,12 @@ def load_tasks(source: Path) -> list[BatchTask]:
 
 
 def list_hash(tasks: list[BatchTask]) -> str:
-    """What a run's results were made from: every task's definition and source."""
-    canonical = json.dumps([t.as_json() for t in tasks], sort_keys=True)
+    """What a run's results were made from: every task's definition and source. A local
+    repository counts by its content (the fingerprint), not its path, so a task folder
+    moved or cloned elsewhere is the same list."""
+    canonical = json.dumps(
+        [{**t.as_json(), "repo": t.repo if t.is_git else ""} for t in tasks], sort_keys=True
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
