@@ -36,12 +36,15 @@ def lathe(*args: str, cwd: Path, env_extra: dict[str, str]) -> subprocess.Comple
     )
 
 
-def run_against(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def run_against(
+    server, ws: Path, tmp_path: Path, *args: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """`lathe run` on `ws` against the fake server, with a test key and a private home."""
     return lathe(
         "run", "--model", "m", "--base-url", server.base_url, "-C", str(ws), *args,
         cwd=tmp_path,
-        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"),
+                   **(env_extra or {})},
     )  # fmt: skip
 
 

@@ -14,8 +14,10 @@ command creates under an edit-denied name; see `lathe.exec.sandboxed`).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -148,8 +150,11 @@ def _mounted(path: Path, workspace: Path, *, inside_only: bool = False) -> Path 
 
 @functools.lru_cache(maxsize=1)
 def unreadable_file() -> Path:
-    """An empty file nobody may open; without capabilities not even root inside."""
-    path = Path(tempfile.mkdtemp(prefix="lathe-mask-")) / "denied"
+    """An empty file nobody may open; without capabilities not even root inside. One a
+    process, removed when it exits (every sandbox it bound the file into has ended)."""
+    folder = tempfile.mkdtemp(prefix="lathe-mask-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = Path(folder) / "denied"
     path.touch(mode=0)
     path.chmod(0)
     return path
