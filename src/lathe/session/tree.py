@@ -21,6 +21,24 @@ class EntryTree:
         for entry in entries:
             self.add(entry)
 
+    def extend_chain(self, entries: list[Entry]) -> bool:
+        """Append `entries` in one go when they continue the chain: each the child of the
+        entry before it (the first, of the last entry here), every id non-empty and new.
+        False, with nothing appended, when they do not: the caller then adds them one by
+        one. A session that never branched loads this way, a block of lines at a time."""
+        if not entries:
+            return True
+        ids = [entry.id for entry in entries]
+        parents = [entry.parent for entry in entries]
+        if parents[0] != (self.entries[-1].id if self.entries else None) or parents[1:] != ids[:-1]:
+            return False
+        added = dict(zip(ids, entries, strict=True))
+        if len(added) != len(ids) or "" in added or not self.by_id.keys().isdisjoint(added):
+            return False
+        self.entries.extend(entries)
+        self.by_id.update(added)
+        return True
+
     def add(self, entry: Entry) -> None:
         """Append `entry`, whose id the caller made sure is new."""
         if self.chain and entry.parent != (self.entries[-1].id if self.entries else None):
