@@ -84,14 +84,30 @@ async def test_no_match_hints_at_line_numbers_copied_from_read(ctx: ToolContext)
     assert "It seems to include line numbers from read" in error
 
 
-async def test_nothing_similar_says_to_read_the_file(ctx: ToolContext) -> None:
-    _source(ctx)
+async def test_nothing_similar_in_a_long_file_says_to_read_it(ctx: ToolContext) -> None:
+    long = "".join(f"def f{n}(a, b):\n    return a * {n}\n\n\n" for n in range(40))
+    _source(ctx, text=long)
     error = await call_error(
         edit, ctx, path="calc.py", old_string="class Zebra:\n    stripes = 40", new_string="x"
     )
     assert error == (
         "old_string was not found in calc.py. No similar text was found; read the file to "
         "see its current content."
+    )
+
+
+async def test_nothing_similar_in_a_short_file_shows_the_file(ctx: ToolContext) -> None:
+    # The 1.5B sent the same unmatched edit three times rather than read the file.
+    _source(ctx)
+    error = await call_error(
+        edit, ctx, path="calc.py", old_string="class Zebra:\n    stripes = 40", new_string="x"
+    )
+    assert error == (
+        "old_string was not found in calc.py. Nothing like it is there; the whole file "
+        "(6 lines):\n"
+        "     1\tdef add(a, b):\n     2\t    return a + b\n     3\t\n     4\t\n"
+        "     5\tdef sub(a, b):\n     6\t    return a - b\n"
+        "Copy old_string exactly from these lines."
     )
 
 

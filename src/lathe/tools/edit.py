@@ -32,6 +32,9 @@ from lathe.tools.paths import display_path, resolve_path
 
 _REGION_CONTEXT = 2
 _MAX_REGION_LINES = 30
+# A file this short is shown whole when nothing in it resembles old_string: the model
+# guessed at a file it has not read (the region cap keeps it within a region's size).
+_WHOLE_FILE_LINES = _MAX_REGION_LINES
 _MIN_SIMILARITY = 0.4
 _MAX_CANDIDATES = 20
 _NUMBERED_LINE = re.compile(r"^\s*\d+\t", re.MULTILINE)
@@ -232,6 +235,12 @@ def _not_found_message(text: str, old: str, shown: str, elsewhere: str = "") -> 
             f"including indentation (tabs vs spaces)."
         )
     best = _closest_window(lines, wanted)
+    if best is None and len(lines) <= _WHOLE_FILE_LINES:
+        return (
+            f"{message} Nothing like it is there; the whole file ({len(lines)} lines):\n"
+            f"{_numbered(lines, 0, len(lines))}\n"
+            "Copy old_string exactly from these lines."
+        )
     if best is None:
         return f"{message} No similar text was found; read the file to see its current content."
     first = max(0, best - _REGION_CONTEXT)
