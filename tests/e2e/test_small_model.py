@@ -323,6 +323,29 @@ def test_asking_to_write_an_existing_file_again_and_again_is_a_stall(tmp_path, f
     assert end["turns"] < 10
 
 
+def test_a_reply_that_repeats_an_earlier_one_is_followed_by_a_hotter_sample(
+    tmp_path, fake_openai
+):
+    # The 1.5B, told its fix changed nothing, sent the same code back: at its low
+    # temperature the same context gives the same reply. The next sample after a repeat
+    # is drawn hotter, and the temperature comes back down once a reply is new.
+    code = "def spread(values):\n    return max(values) - min(values)\n"
+    same = f"Here is the fix:\n\n```python\n{code}```\n"
+    fake_openai.enqueue(
+        Reply(same),
+        Reply("Let me look again.\n\n" + same),  # other words, the same code: a repeat
+        Reply(calls=[Call("read", {"path": "stats.py"})]),
+        Reply(calls=[Call("edit", THE_FIX)]),
+        Reply("Fixed mean."),
+    )
+
+    run, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
+
+    assert finished(events)["status"] == "verified", run.stderr
+    temperatures = [body.get("temperature") for body in fake_openai.chat_bodies()]
+    assert temperatures == [0.2, 0.2, 0.8, 0.2, 0.2]
+
+
 # 4. code applied from a reply that made things worse is put back at once
 
 

@@ -113,6 +113,9 @@ class RunState:
     """The task is the conversation's first message (not a follow-up of an earlier run)."""
     spent: RunSpending | None = None
     """Usage, cost and time of this run so far."""
+    temperature: float | None = None
+    """The sampling temperature of the requests from now on, when a handler sets one
+    (`agent/repeats.py`); None: the settings'."""
 
 
 class FinishHandler:

@@ -72,6 +72,9 @@ class AgentSettings:
     failure_code_leave_out: Sequence[str] = ()
     # After a failed check, apply code a "done" reply shows as edits (agent/reply_code.py).
     apply_reply_code: bool = False
+    # The temperature of the samples after a reply that repeats an earlier one (None: as
+    # every other; agent/repeats.py).
+    repeat_temperature: float | None = None
     stall_repeat_limit: int = 3
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_output_tokens: int | None = None
@@ -192,7 +195,7 @@ class Agent:
             run.turn += 1
             self.emit(TurnStarted(turn=run.turn))
             try:
-                reply = await self._complete(run.turn)
+                reply = await self._complete(run)
             except ProviderError as exc:
                 error = RunError.from_provider_error(exc)
                 failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc), error=error)
@@ -292,13 +295,13 @@ class Agent:
         self.emit(event)
         return event
 
-    async def _complete(self, turn: int) -> AssistantMessage:
+    async def _complete(self, run: RunState) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
         once when the provider says the context is too long."""
         shrunk = False
         while True:
             try:
-                return await self._stream_once(turn)
+                return await self._stream_once(run)
             except ContextTooLong as exc:
                 context = self.deps.context
                 if not context:
@@ -307,7 +310,7 @@ class Agent:
                     raise exc.reworded(context.cannot_fit(self.messages)) from exc
                 shrunk = True
 
-    async def _stream_once(self, turn: int) -> AssistantMessage:
+    async def _stream_once(self, run: RunState) -> AssistantMessage:
         deps = self.deps
         if deps.context:
             messages = await deps.context.prepare(self.messages)
@@ -318,7 +321,7 @@ class Agent:
             messages=messages,
             tools=deps.tools.specs(),
             max_output_tokens=deps.settings.max_output_tokens,
-            temperature=deps.settings.temperature,
+            temperature=deps.settings.temperature if run.temperature is None else run.temperature,
             extra=dict(deps.settings.request_extra),
         )
 
@@ -350,7 +353,7 @@ class Agent:
                     price = deps.settings.price
                     self.emit(
                         ModelRequestFinished(
-                            turn=turn,
+                            turn=run.turn,
                             model=message.model or deps.provider.model,
                             parameters={
                                 "max_output_tokens": request.max_output_tokens,

@@ -247,6 +247,11 @@ class ProfileConfig(Section):
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature sent with every request; unset: the server's default."""
 
+    repeat_temperature: float | None = Field(default=None, ge=0, le=2)
+    """The temperature of the requests after a reply that repeats an earlier one of the
+    run (the same calls, code blocks or words), until a reply is new; unset: no change.
+    At a low temperature a small model answers the same context the same way."""
+
     calls_per_reply: int | None = Field(default=None, gt=0)
     """Most tool calls taken from one reply: once the model starts one more, lathe
     closes the stream (the server stops generating) and runs those; unset: every call.

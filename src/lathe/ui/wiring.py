@@ -54,6 +54,7 @@ def agent_settings(setup: RunSetup) -> AgentSettings:
         failure_code_bytes=setup.model.profile.settings.failure_code_bytes,
         failure_code_leave_out=setup.model.profile.settings.snapshot_leave_out,
         temperature=setup.model.profile.settings.temperature,
+        repeat_temperature=setup.model.profile.settings.repeat_temperature,
         stall_repeat_limit=config.agent.stall_repeat_limit,
         retry=RetryPolicy(
             max_attempts=config.retry.max_attempts,
