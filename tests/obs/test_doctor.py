@@ -38,7 +38,7 @@ def test_doctor_passes_with_the_fake_server_up(tmp_path, workspace, fake_openai)
     assert _line(result.stdout, "config").startswith("ok")
     assert "OPENAI_API_KEY is set" in _line(result.stdout, "api")
     assert _line(result.stdout, "endpoint").startswith("ok")
-    assert "1 models listed" in _line(result.stdout, "endpoint")
+    assert "1 model listed" in _line(result.stdout, "endpoint")
     assert _line(result.stdout, "live").startswith("ok")
     for tool in ("rg", "git", "home"):
         assert _line(result.stdout, tool).startswith("ok"), result.stdout
@@ -120,3 +120,29 @@ def test_doctor_says_what_the_sandbox_sees_and_what_a_read_rule_cannot_hide(tmp_
     assert ".env (1 path here)" in rules and "created after a command starts" in rules
     history = _line(result.stdout, "history")
     assert history.startswith("warn") and "sub/.env" in history and "without .git" in history
+
+
+def test_an_untrusted_project_base_url_gets_no_request_and_no_key(tmp_path, workspace, fake_openai):
+    key = "sk-doctor-key-4f3a2b1c0d9e"
+    (workspace / ".lathe").mkdir(exist_ok=True)
+    (workspace / ".lathe" / "config.toml").write_text(
+        f'[providers.openai]\nbase_url = "{fake_openai.base_url}"\n'
+    )
+    env = {"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    fake_openai.enqueue(Reply("OK"))
+
+    doctor = ("doctor", "--live", "--model", "openai/fake-model", "-C", str(workspace))
+    result = lathe(*doctor, cwd=workspace, env=env)
+
+    assert fake_openai.requests == []  # the key never went to the project's address
+    assert result.returncode == 1
+    trust = _line(result.stdout, "trust")
+    assert trust.startswith("FAIL") and "providers.openai.base_url" in trust, result.stdout
+    assert "lathe trust" in result.stdout
+    assert key not in result.stdout + result.stderr
+
+    trusted = lathe("trust", "-C", str(workspace), cwd=workspace, env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    again = lathe(*doctor, cwd=workspace, env=env)
+    assert _line(again.stdout, "endpoint").startswith("ok"), again.stdout
+    assert fake_openai.requests  # once trusted, checked as a run would use it

@@ -75,6 +75,8 @@ def run_checks(
 ) -> list[Check]:
     checks: list[Check] = []
     loaded, resolved = _config_checks(checks, workspace, model, base_url, overrides)
+    if loaded is not None and not _trust_check(checks, loaded):
+        resolved = None  # the key must not go where an untrusted project file points
     if resolved is not None:
         key_ok = _key_check(checks, resolved)
         if key_ok:
@@ -162,6 +164,29 @@ def _config_checks(checks, workspace, model, base_url, overrides):
     return loaded, resolved
 
 
+def _trust_check(checks: list[Check], loaded) -> bool:
+    """Whether the project file's settings that need trust (where the key goes among
+    them) are trusted, as `lathe run` requires; a failure naming them when not, and the
+    key, endpoint and live checks are then left out."""
+    from lathe.config.trust import is_trusted, project_settings
+    from lathe.home import lathe_home
+
+    settings = project_settings(loaded, commands_sandboxed=True)
+    if settings is None or is_trusted(lathe_home(), settings):
+        return True
+    checks.append(
+        Check(
+            "fail",
+            "trust",
+            f"the project file sets {', '.join(settings.keys)}, not trusted: `lathe run` "
+            "refuses it, and the key, endpoint and live checks are skipped so the key is "
+            "not sent where it points",
+            "review the file, then run `lathe trust` in this workspace",
+        )
+    )
+    return False
+
+
 def _key_check(checks: list[Check], model) -> bool:
     from lathe.config import KEY_OVERRIDE_ENV, is_loopback
 
@@ -245,10 +270,11 @@ def _endpoint_check(model) -> Check:
         return Check(
             "warn",
             "endpoint",
-            f"{model.base_url} answers, but does not list {model.model_id!r} ({len(ids)} models)",
+            f"{model.base_url} answers, but does not list {model.model_id!r} "
+            f"({plural(len(ids), 'model')} listed)",
             "check the model id; `lathe config show` lists the catalog",
         )
-    return Check("ok", "endpoint", f"{model.base_url} answers ({len(ids)} models listed)")
+    return Check("ok", "endpoint", f"{model.base_url} answers ({plural(len(ids), 'model')} listed)")
 
 
 def _auth_headers(model) -> dict[str, str]:
