@@ -235,3 +235,43 @@ def test_undo_is_refused_while_a_run_holds_the_workspace(tmp_path, fake_openai):
         )  # fmt: skip
     assert undo.returncode == 2
     assert "lathe run" in undo.stderr and "working in" in undo.stderr
+
+
+def test_a_run_refused_before_it_began_leaves_no_session_for_continue(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("app.py prints value."), Reply("It printed 1."))
+    assert lathe_run(fake_openai, ws, tmp_path, "what does app.py do?").returncode == 0
+
+    for refused in (lathe_run(fake_openai, ws, tmp_path, "   "),
+                    lathe_run(fake_openai, ws, tmp_path, "--deny", "bash(ls", "go")):  # fmt: skip
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.startswith("lathe: ")
+    continued = lathe_run(fake_openai, ws, tmp_path, "--continue", "and then?")
+
+    assert continued.returncode == 0, continued.stderr
+    messages = fake_openai.chat_bodies()[-1]["messages"]
+    sent = [m["content"] for m in messages if m["role"] != "system"]
+    assert sent[:2] == ["what does app.py do?", "app.py prints value."]
+    listed = subprocess.run(
+        [sys.executable, "-m", "lathe", "sessions", "list", "-C", str(ws)],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert len(listed.stdout.splitlines()) == 1, listed.stdout  # piped: a line a session
+
+
+def test_a_rule_naming_a_tool_lathe_lacks_is_refused_naming_the_one_meant(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_app.py").write_text("x = 1\n")
+    edit = Call("edit", {"path": "tests/test_app.py", "old_string": "x = 1", "new_string": "x = 2"})
+    fake_openai.enqueue(Reply(calls=[edit]), Reply("done"))
+
+    capitalised = lathe_run(fake_openai, ws, tmp_path, "--deny", "Edit(tests/**)", "go")
+    misspelt = lathe_run(fake_openai, ws, tmp_path, "--deny", "reed(.env)", "go")
+
+    assert (ws / "tests" / "test_app.py").read_text() == "x = 1\n"  # nothing ran
+    assert fake_openai.chat_bodies() == []
+    for refused, meant in ((capitalised, "edit(tests/**)"), (misspelt, "read(.env)")):
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.splitlines()
+        assert line.startswith("lathe: ") and meant in line, line

@@ -188,6 +188,16 @@ class Session:
             self._lock.release()
             self._lock = None
 
+    def close_or_discard(self) -> None:
+        """Close; a session that never got an entry is removed with its lock, so a run
+        stopped before it began (an empty task, a bad rule) or an interactive session left
+        at once leaves nothing for the listing or `--continue` to find."""
+        empty = not self.entries
+        self.close()
+        if empty:
+            for path in (self.path, self.path.with_suffix(".lock")):
+                path.unlink(missing_ok=True)
+
     def _remember_summary(self) -> None:
         if not self._appended or self._write_failed:
             return

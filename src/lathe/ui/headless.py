@@ -277,7 +277,7 @@ class _HeadlessRun:
 
         model = self.setup.model.name or self.setup.model.model_id
         session = SessionStore(lathe_home()).create(self.setup.workspace, model)
-        self.cleanup.callback(session.close)
+        self.cleanup.callback(session.close_or_discard)
         return session
 
     def _open_session(self):

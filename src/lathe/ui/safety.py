@@ -133,6 +133,7 @@ def build_safety(
     tools = ToolRegistry(own, brief=profile.tool_descriptions == "brief")
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
+    _check_rule_tools(rules, tools)
     mcp = None
     if start_mcp and setup.mcp_servers is not None and setup.mcp_servers.entries:
         from lathe.mcptools.session import mcp_session
@@ -175,6 +176,21 @@ def build_safety(
         executor=executor, gate=gate, sandboxed=sandboxed, tools=tools, hooks=hooks,
         closers=closers,
     )  # fmt: skip
+
+
+def _check_rule_tools(rules: RuleSet, tools: ToolRegistry) -> None:
+    """A UsageError for a rule that names no tool: it would hold nothing back."""
+    from lathe.errors import UsageError
+    from lathe.policy.rules import unknown_tool_problem
+    from lathe.tools.builtin import OWN_TOOL_NAMES
+
+    # Beside those of this profile and the plugins: every tool of lathe's own (another
+    # profile's rules stay valid), and those a run adds later (a child's task tool,
+    # MCP's search and resource tools).
+    known = {*OWN_TOOL_NAMES, *tools.names(), "task", "tool_search", "mcp_resource"}
+    problem = unknown_tool_problem(rules, known)
+    if problem:
+        raise UsageError(problem)
 
 
 def _check_tool_names(profile: str, names: list[str]) -> None:

@@ -116,13 +116,8 @@ class Links(AgentHooks):
     def _drop(self, session: Any) -> None:
         """Close a session; one that never got an entry is removed, so opening lathe
         and leaving at once leaves nothing behind."""
-        if session is None:
-            return
-        empty = not session.entries
-        session.close()
-        if empty:
-            for path in (session.path, session.path.with_suffix(".lock")):
-                path.unlink(missing_ok=True)
+        if session is not None:
+            session.close_or_discard()
 
     # opening sessions
 
