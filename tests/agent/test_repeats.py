@@ -1,12 +1,15 @@
-"""The repeat breaker: which replies count as the same attempt, and the temperature of
-the requests that follow each."""
+"""The repeat breaker: which replies count as the same attempt, which repeats it takes
+over, and the temperature of the requests that follow each."""
 
 from __future__ import annotations
 
-from lathe.agent.finish import RunState
+from lathe.agent.finish import CallRecord, RunState
 from lathe.agent.repeats import RepeatBreaker, reply_signature
 from lathe.llm.scripted import reply
-from lathe.types import AssistantMessage, ToolCall
+from lathe.tools.base import ToolOutput
+from lathe.tools.edit import EditTool
+from lathe.types import AssistantMessage, StopReason, ToolCall, ToolResultMessage
+from lathe.words import load_words
 
 
 def _call(arguments: str) -> AssistantMessage:
@@ -28,15 +31,59 @@ def test_code_blocks_decide_when_there_are_no_calls_and_words_when_there_is_no_c
     assert reply_signature(reply("")) == ""
 
 
-async def test_a_repeat_heats_the_next_requests_until_a_reply_is_new():
-    breaker, run = RepeatBreaker(0.9), RunState(emit=lambda event: None)
+def _breaker(takeovers: int = 2) -> tuple[RepeatBreaker, RunState]:
+    return RepeatBreaker(0.9, load_words(), takeovers), RunState(emit=lambda event: None)
+
+
+async def test_repeats_are_taken_over_twice_then_left_to_the_others_and_sampled_hot():
+    breaker, run = _breaker()
     await breaker.begin(run)
-    temperatures = []
-    for text in ["a", "b", "a", "a", "c", "", "a"]:
-        assert await breaker.after_reply(reply(text), run) is None  # it never decides
-        temperatures.append(run.temperature)
-    # An empty reply is no attempt: it leaves the temperature as it was.
-    assert temperatures == [None, None, 0.9, 0.9, None, None, 0.9]
+    seen = []
+    for text in ["a", "b", "a", "a", "a", "c", "", "b"]:
+        decision = await breaker.after_reply(reply(text), run)
+        seen.append((type(decision).__name__ if decision else None, run.temperature))
+    assert seen == [
+        (None, None), (None, None),
+        ("ContinueWith", 0.9), ("ContinueWith", 0.9),  # told, not checked again
+        (None, 0.9),  # the third: the gate and the stall rules count it, as before
+        (None, None),
+        (None, None),  # an empty reply is no attempt: the temperature stays as it was
+        (None, 0.9),
+    ]  # fmt: skip
     await breaker.begin(run)  # a new run starts cool, with nothing seen
-    await breaker.after_reply(reply("a"), run)
+    assert await breaker.after_reply(reply("a"), run) is None and run.temperature is None
+
+
+async def test_a_repeated_call_is_answered_not_run():
+    breaker, run = _breaker()
+    await breaker.begin(run)
+    edit = _call('{"path": "a.py"}')
+    await breaker.after_reply(edit, run)
+
+    decision = await breaker.after_reply(edit, run)
+
+    [result] = decision.messages
+    assert isinstance(result, ToolResultMessage) and result.is_error
+    assert result.tool_call_id == "c" and "repeats one you sent before" in result.content
+
+
+async def test_a_file_changed_since_makes_the_same_reply_new():
+    breaker, run = _breaker()
+    await breaker.begin(run)
+    edit = _call('{"path": "a.py"}')
+    await breaker.after_reply(reply("try it"), run)
+    changed = CallRecord(
+        call=edit.tool_calls[0], tool=EditTool(), arguments={}, output=ToolOutput(content="ok")
+    )
+    await breaker.after_calls([changed], run, by_lathe=False)
+
+    assert await breaker.after_reply(reply("try it"), run) is None
     assert run.temperature is None
+
+
+async def test_a_cut_off_or_unreadable_reply_is_left_to_its_own_handler():
+    breaker, run = _breaker()
+    await breaker.begin(run)
+    for stop in (StopReason.MAX_TOKENS, StopReason.UNREADABLE):
+        cut = AssistantMessage(text="partial", stop_reason=stop)
+        assert [await breaker.after_reply(cut, run) for _ in range(3)] == [None] * 3

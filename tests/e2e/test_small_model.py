@@ -327,8 +327,9 @@ def test_a_reply_that_repeats_an_earlier_one_is_followed_by_a_hotter_sample(
     tmp_path, fake_openai
 ):
     # The 1.5B, told its fix changed nothing, sent the same code back: at its low
-    # temperature the same context gives the same reply. The next sample after a repeat
-    # is drawn hotter, and the temperature comes back down once a reply is new.
+    # temperature the same context gives the same reply. A repeat is not checked again
+    # (nothing changed), the model is told, the next sample is drawn hotter, and the
+    # temperature comes back down once a reply is new.
     code = "def spread(values):\n    return max(values) - min(values)\n"
     same = f"Here is the fix:\n\n```python\n{code}```\n"
     fake_openai.enqueue(
@@ -342,8 +343,11 @@ def test_a_reply_that_repeats_an_earlier_one_is_followed_by_a_hotter_sample(
     run, events = run_local_profile(fake_openai, tmp_path, stats_workspace(tmp_path))
 
     assert finished(events)["status"] == "verified", run.stderr
-    temperatures = [body.get("temperature") for body in fake_openai.chat_bodies()]
-    assert temperatures == [0.2, 0.2, 0.8, 0.2, 0.2]
+    bodies = fake_openai.chat_bodies()
+    assert [body.get("temperature") for body in bodies] == [0.2, 0.2, 0.8, 0.2, 0.2]
+    assert "repeats one you sent before" in notes_to_model(bodies[2])[-1]
+    checks = [e for e in events if e["type"] == "verify_started"]
+    assert len(checks) == 3  # the baseline, the first "done", the last: not the repeat
 
 
 # 4. code applied from a reply that made things worse is put back at once

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
-    """In the order they are asked: the repeat breaker (it only steers sampling), the
+    """In the order they are asked: the repeat breaker (a repeat is not acted on), the
     budgets, a reply unreadable, empty or cut off (it cannot be taken as it is), then the
     verify gate, the stall rules, and the unverified end."""
     settings, words, ctx = deps.settings, deps.words, deps.tool_context
@@ -31,7 +31,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     if settings.repeat_temperature is not None:  # first: it must see every reply
         from lathe.agent.repeats import RepeatBreaker
 
-        handlers.append(RepeatBreaker(settings.repeat_temperature))
+        handlers.append(RepeatBreaker(settings.repeat_temperature, words))
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
     # Unreadable first (such a reply is also empty), then empty: it must see every other
