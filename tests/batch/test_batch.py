@@ -197,7 +197,13 @@ def test_whatever_the_agent_leaves_in_the_copy_the_task_gets_its_line(tmp_path, 
     assert lines["t2"]["status"] == "solved"
 
 
-def test_ctrl_c_leaves_no_copy_of_a_task_behind(tmp_path, tasks, fake_openai):
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
+def test_ctrl_c_or_sigterm_leaves_no_copy_of_a_task_behind(
+    tmp_path, tasks, fake_openai, stop, code, said
+):
     fake_openai.responder = by_marker({f"Task {n}": [Hang(60)] for n in NAMES})
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -211,12 +217,12 @@ def test_ctrl_c_leaves_no_copy_of_a_task_behind(tmp_path, tasks, fake_openai):
         time.sleep(0.2)
     assert list(scratch.glob("lathe-task-*"))
 
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, errors = process.communicate(timeout=60)
 
-    assert process.returncode == 130, errors
-    assert "interrupted" in errors
-    assert list(scratch.glob("lathe-task-*")) == []
+    assert process.returncode == code, errors
+    assert said in errors and "run the same command to resume" in errors
+    assert list(scratch.glob("lathe-task-*")) == [], errors
 
 
 def test_a_moved_task_folder_resumes_its_run(tmp_path, tasks, fake_openai):

@@ -44,6 +44,7 @@ class LocalPool:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._running = 0  # worker threads not yet ended
 
     def run(
         self,
@@ -52,6 +53,15 @@ class LocalPool:
         sink: ResultSink,
     ) -> None:
         def work() -> None:
+            try:
+                pull_and_run()
+            finally:
+                with self._lock:
+                    self._running -= 1
+                    if not self._running:
+                        all_ended.set()
+
+        def pull_and_run() -> None:
             while not self._stopping.is_set():
                 with self._lock:
                     task = next_task()
@@ -68,13 +78,18 @@ class LocalPool:
                         return  # killed midway: it runs again next time
                     sink.finished(result)
 
+        all_ended = threading.Event()
         threads = [threading.Thread(target=work, daemon=True) for _ in range(self.workers)]
-        self._threads = threads
+        self._threads, self._running = threads, len(threads)
         for thread in threads:
             thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short waits: Ctrl-C reaches the main thread
+        if not threads:
+            return
+        # Short waits, so Ctrl-C reaches the main thread; on an event, not `join`: Python
+        # 3.11 marks a thread ended when Ctrl-C interrupts a join of it, and `stop` would
+        # then not wait for it to remove its copy.
+        while not all_ended.wait(0.2):
+            pass
 
     def stop(self) -> None:
         with self._lock:

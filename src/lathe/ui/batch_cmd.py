@@ -166,17 +166,35 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     executor = _executor(values, workers)
     face = _face(workers)
     batch = Batch(options, executor, face)
+    terminated = _terminate_as_interrupt()
     try:
         lines = batch.run()
     except KeyboardInterrupt:
         face.close()
-        click.echo(f"lathe: interrupted; run the same command to resume ({out})", err=True)
-        sys.exit(130)
+        said, code = ("terminated", 143) if terminated else ("interrupted", 130)
+        click.echo(f"lathe: {said}; run the same command to resume ({out})", err=True)
+        sys.exit(code)
     face.close()
     _summary(lines, [t.id for t in task_list])
     if batch.stop_reason:
         click.echo(f"lathe: stopped early: {batch.stop_reason}", err=True)
         sys.exit(1)
+
+
+def _terminate_as_interrupt() -> list[int]:
+    """SIGTERM (a CI job cancelled, `kill`) stops the batch as Ctrl-C does: the running
+    tasks killed, their copies removed, the rest left for the next run. The list gets
+    the signal's number once one came."""
+    import signal
+
+    came: list[int] = []
+
+    def interrupt(number: int, frame: object) -> None:
+        came.append(number)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    return came
 
 
 @batch_group.command("report")
