@@ -18,6 +18,20 @@ def test_every_subcommand_loads_and_has_help(name):
     assert "Usage:" in result.output
 
 
+def test_a_group_summary_names_only_subcommands_the_group_has():
+    # `lathe --help` said "mcp  MCP servers: list, check, import" of a group without check.
+    for name, (_, _, summary) in _LAZY_COMMANDS.items():
+        if ": " not in summary or "," not in summary:
+            continue
+        shown = CliRunner().invoke(cli, [name, "--help"]).output
+        if "Commands:" not in shown:
+            continue  # not a group: the summary lists something else
+        commands = shown.split("Commands:", 1)[1]
+        listed = summary.split(": ", 1)[1].split(";")[0].rstrip(".").split(", ")
+        for sub in listed:
+            assert f"  {sub.split()[0]} " in commands, (name, sub, commands)
+
+
 def test_version_does_not_import_sdks_or_renderers():
     code = (
         "import sys; from lathe.ui.cli import cli\n"

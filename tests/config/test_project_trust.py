@@ -77,6 +77,16 @@ def test_trust_is_remembered_until_the_settings_change(tmp_path, fake_openai):
     assert not (ws / "CHANGED_RAN").exists()
 
 
+def test_lathe_trust_without_a_project_file_says_there_is_none(tmp_path):
+    ws = tmp_path / "plain"
+    ws.mkdir()
+
+    shown = lathe("trust", "-C", str(ws), cwd=tmp_path, home=tmp_path / "home")
+
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == f"nothing to trust: {ws} has no project file"
+
+
 def test_lathe_trust_shows_the_settings_records_them_and_can_revoke(tmp_path, fake_openai):
     ws = _project(tmp_path, HOOK)
     fake_openai.responder = lambda request: Reply("Hello.")

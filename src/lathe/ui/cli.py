@@ -24,7 +24,7 @@ _LAZY_COMMANDS = {
     "local": ("lathe.ui.local_cmd", "local", "Install and run the embedded local model."),
     "stats": ("lathe.ui.stats_cmd", "stats_command", "Tokens, cost, runs and tool failures."),
     "doctor": ("lathe.ui.doctor_cmd", "doctor_command", "Check config, key, endpoint and tools."),
-    "mcp": ("lathe.ui.mcp_cmd", "mcp_group", "MCP servers: list, check, import; serve lathe."),
+    "mcp": ("lathe.ui.mcp_cmd", "mcp_group", "MCP servers: list, test, import; serve lathe."),
     "plugins": (
         "lathe.ui.plugins_cmd",
         "plugins_command",

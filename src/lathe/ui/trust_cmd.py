@@ -37,8 +37,13 @@ def trust_command(workspace: Path, revoke: bool) -> None:
         raise click.ClickException(str(exc)) from None
     settings = project_settings(loaded)
     if settings is None:
-        where = loaded.project_file or "no project file"
-        click.echo(f"nothing to trust: {where} sets nothing that reaches outside the sandbox")
+        if loaded.project_file is None:
+            click.echo(f"nothing to trust: {workspace.resolve()} has no project file")
+        else:
+            click.echo(
+                f"nothing to trust: {loaded.project_file} sets nothing that reaches outside "
+                "the sandbox"
+            )
         return
     click.echo(f"{settings.file} sets:")
     for line in settings.describe():
