@@ -238,6 +238,21 @@ def test_a_moved_task_folder_resumes_its_run(tmp_path, tasks, fake_openai):
     assert sorted(line["id"] for line in _lines(run)) == NAMES  # nothing ran twice
 
 
+def test_a_run_folder_of_the_hash_with_paths_still_resumes(tmp_path, tasks, fake_openai):
+    from lathe.batch.tasks import load_tasks, path_list_hash
+
+    fake_openai.responder = by_marker(_scripts())
+    run = tmp_path / "run"
+    assert _batch(tmp_path, tasks, run, fake_openai).returncode == 0
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["tasks_hash"] = path_list_hash(load_tasks(tasks))  # as lathe wrote it before
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    again = _batch(tmp_path, tasks, run, fake_openai)
+
+    assert again.returncode == 0, again.stderr
+
+
 @pytest.mark.parametrize(
     ("changed", "why"),
     [

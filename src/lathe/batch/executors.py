@@ -10,10 +10,11 @@ or at once after `stop()` (the tasks still running are killed and not reported).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
-from lathe.batch.task_run import RunSettings, TaskResult, run_task, stop_all
+from lathe.batch.task_run import RunSettings, TaskResult, allow_tasks, run_task, stop_all
 from lathe.batch.tasks import BatchTask
 
 _CLEANUP_WAIT_S = 30.0
@@ -78,6 +79,7 @@ class LocalPool:
                         return  # killed midway: it runs again next time
                     sink.finished(result)
 
+        allow_tasks()  # this pool's own run, whatever an earlier one stopped
         all_ended = threading.Event()
         threads = [threading.Thread(target=work, daemon=True) for _ in range(self.workers)]
         self._threads, self._running = threads, len(threads)
@@ -97,5 +99,6 @@ class LocalPool:
         stop_all()
         # Their tasks end at once now; waited for so that each removes its copy before
         # the process exits and stops these daemon threads wherever they are.
+        deadline = time.monotonic() + _CLEANUP_WAIT_S  # one wait for them all
         for thread in self._threads:
-            thread.join(_CLEANUP_WAIT_S)
+            thread.join(max(deadline - time.monotonic(), 0))

@@ -42,6 +42,9 @@ _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", 
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
 _RUNNING: set[int] = set()  # process groups of this process's tasks, for `stop_all`
 _STOPPED = threading.Event()  # set by `stop_all`: no task starts another process
+# Held while a process starts and is added to _RUNNING, and while stop_all kills them:
+# a process started just after the check of _STOPPED would otherwise escape the kill.
+_STARTING = threading.Lock()
 
 
 class _Stopped(Exception):
@@ -49,13 +52,19 @@ class _Stopped(Exception):
 
 
 def stop_all() -> None:
-    """Kill every task this process is running, and start no process for one from now
-    on (a batch interrupted with Ctrl-C): each task then ends at once, without scoring,
-    and removes its copy."""
-    _STOPPED.set()
-    for group in list(_RUNNING):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
+    """Kill every task this process is running, and start no process for one until
+    `allow_tasks` (a batch interrupted with Ctrl-C): each task then ends at once,
+    without scoring, and removes its copy."""
+    with _STARTING:
+        _STOPPED.set()
+        for group in list(_RUNNING):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+
+
+def allow_tasks() -> None:
+    """Undo `stop_all`: a new batch in this process may start processes again."""
+    _STOPPED.clear()
 
 
 @dataclass(frozen=True)
@@ -418,15 +427,16 @@ def _run(
     killed with -9 leaves no task running. Output goes through files, not pipes, for
     the same reason: nothing waits for a background process to close them."""
     _prctl()
-    if _STOPPED.is_set():
-        raise _Stopped
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        process = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=out_file, stderr=err_file, start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )  # fmt: skip
-        _RUNNING.add(process.pid)
+        with _STARTING:
+            if _STOPPED.is_set():
+                raise _Stopped
+            process = subprocess.Popen(
+                argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=out_file, stderr=err_file, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+            _RUNNING.add(process.pid)
         killed = False
         try:
             if stdin is not None:

@@ -78,6 +78,13 @@ def list_hash(tasks: list[BatchTask]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def path_list_hash(tasks: list[BatchTask]) -> str:
+    """The hash manifests held before `list_hash` left local paths out: a run folder
+    made then still resumes with the same tasks where they were."""
+    canonical = json.dumps([t.as_json() for t in tasks], sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def _is_task(folder: Path) -> bool:
     return folder.is_dir() and (folder / "task.json").is_file() and (folder / "repo").is_dir()
 

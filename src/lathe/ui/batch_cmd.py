@@ -4,7 +4,9 @@ progress display (plain lines without a terminal) and a summary table; and
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,9 +168,10 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     executor = _executor(values, workers)
     face = _face(workers)
     batch = Batch(options, executor, face)
-    terminated = _terminate_as_interrupt()
+    terminated: list[int] = []
     try:
-        lines = batch.run()
+        with _terminate_as_interrupt(terminated):
+            lines = batch.run()
     except KeyboardInterrupt:
         face.close()
         said, code = ("terminated", 143) if terminated else ("interrupted", 130)
@@ -181,20 +184,22 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
         sys.exit(1)
 
 
-def _terminate_as_interrupt() -> list[int]:
-    """SIGTERM (a CI job cancelled, `kill`) stops the batch as Ctrl-C does: the running
-    tasks killed, their copies removed, the rest left for the next run. The list gets
-    the signal's number once one came."""
+@contextlib.contextmanager
+def _terminate_as_interrupt(came: list[int]) -> Iterator[None]:
+    """Inside the block, SIGTERM (a CI job cancelled, `kill`) stops the batch as Ctrl-C
+    does: the running tasks killed, their copies removed, the rest left for the next
+    run. `came` gets the signal's number once one came."""
     import signal
-
-    came: list[int] = []
 
     def interrupt(number: int, frame: object) -> None:
         came.append(number)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
-    return came
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 @batch_group.command("report")

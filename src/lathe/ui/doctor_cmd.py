@@ -165,9 +165,10 @@ def _config_checks(checks, workspace, model, base_url, overrides):
 
 
 def _trust_check(checks: list[Check], loaded) -> bool:
-    """Whether the project file's settings that need trust (where the key goes among
-    them) are trusted, as `lathe run` requires; a failure naming them when not, and the
-    key, endpoint and live checks are then left out."""
+    """Whether the project file's settings that need trust whatever the sandbox (where
+    the key goes among them; a verify command alone needs it only for a run without the
+    sandbox, which doctor cannot foresee) are trusted; a failure naming them when not,
+    and the key, endpoint and live checks are then left out."""
     from lathe.config.trust import is_trusted, project_settings
     from lathe.home import lathe_home
 
