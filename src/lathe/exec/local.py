@@ -157,6 +157,9 @@ class LocalExecutor:
         try:  # the command runs already: a cancellation while the pipes connect must stop it
             ends = [await capture.connect(loop) for capture in captures]
             eof = asyncio.ensure_future(asyncio.gather(*ends))
+            # A pipe's end cancelled with the run (Ctrl-C) becomes this future's exception:
+            # taken here, or asyncio prints it as "never retrieved" at exit.
+            eof.add_done_callback(_exception_taken)
             end = await ending.wait(proc, exited, eof)
         except BaseException:  # cancellation above all: nothing may outlive the run
             ending.kill_now(proc)
@@ -180,6 +183,11 @@ class LocalExecutor:
             duration_s=time.monotonic() - started,
             stderr=err.sink.text() + end.note if err else "",
         )
+
+
+def _exception_taken(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 @contextlib.contextmanager
