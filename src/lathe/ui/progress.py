@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import TextIO, cast
 
 from lathe.events import (
     AgentEvent,
@@ -41,7 +42,7 @@ class ProgressPrinter:
         closing lines of an unverified run assume it has."""
         from lathe.ui.elapsed import ElapsedLine
 
-        self._out = stream or sys.stderr
+        self._out = ReaderMayLeave.around(stream or sys.stderr)
         self._started: dict[str, str] = {}
         self._elapsed = ElapsedLine(self._out)
         self._files_changed = files_changed
@@ -147,11 +148,49 @@ class ProgressPrinter:
         self._elapsed.write(text)
 
 
+class ReaderMayLeave:
+    """A text stream whose reader may go away (`lathe run 2>&1 | head -1`). When a write
+    or flush finds the pipe closed, the stream's descriptor is pointed at /dev/null, so
+    that line and every later one, lathe's and the interpreter's at exit, go nowhere
+    and the run goes on to its end and its exit code as if they were read."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    @classmethod
+    def around(cls, stream: TextIO) -> TextIO:
+        """`stream` so wrapped, typed as the stream it stands for."""
+        return cast(TextIO, cls(stream))
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._nowhere()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._nowhere()
+
+    def __getattr__(self, name: str) -> object:  # isatty, fileno: the stream's own
+        return getattr(self._stream, name)
+
+    def _nowhere(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+
 class JsonPrinter:
     """`--json`: each event as one JSON object per line on stdout."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
-        self._out = stream or sys.stdout
+        self._out = ReaderMayLeave.around(stream or sys.stdout)
 
     def __call__(self, event: AgentEvent) -> None:
         self._out.write(event.model_dump_json() + "\n")
