@@ -18,6 +18,8 @@ from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunSta
 from lathe.ui.setup import RunOptions, RunSetup, prepare
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lathe.ui.recorder import CheckpointRecorder
 
 _EXIT_CODES = {
@@ -297,6 +299,7 @@ class _HeadlessRun:
                     "start one without --continue"
                 )
             self.cleanup.callback(session.close)
+            _check_same_workspace(session, setup.workspace)
             session.close_dangling_tool_calls()
             last_model = next(
                 (e.model for e in reversed(session.branch()) if isinstance(e, ModelChangeEntry)),
@@ -319,3 +322,19 @@ class _HeadlessRun:
                 status=RunStatus.INTERRUPTED.value, turns=0, reason="interrupted by the user"
             )
         )
+
+
+def _check_same_workspace(session, workspace: Path) -> None:
+    """A session goes on in the workspace it was started in: resumed elsewhere, its
+    conversation would speak of files that are not there, and `--continue` in its own
+    workspace would pick up work done in another. A workspace that no longer exists (a
+    repository moved) is no reason to refuse."""
+    from pathlib import Path
+
+    own = Path(session.header.cwd)
+    if own == workspace.resolve() or not own.is_dir():
+        return
+    raise UsageError(
+        f"session {session.header.id} belongs to {own}, not {workspace.resolve()}; resume "
+        f"it there: lathe run -C {own} --resume {session.header.id}"
+    )
