@@ -14,6 +14,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -275,3 +276,66 @@ def test_a_rule_naming_a_tool_lathe_lacks_is_refused_naming_the_one_meant(tmp_pa
         assert refused.returncode == 2, refused.stderr
         [line] = refused.stderr.splitlines()
         assert line.startswith("lathe: ") and meant in line, line
+
+
+def test_ctrl_c_during_a_sandboxed_command_prints_one_line_and_no_traceback(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    started = ws / "command-started"  # in the workspace: the sandbox writes nowhere else
+    command = "touch command-started; sleep 300 & sleep 301"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Reply("done"))
+    process = subprocess.Popen(
+        _argv(fake_openai, ws, "--approval", "auto", TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the command never ran"
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGINT)
+    _, errors = process.communicate(timeout=60)
+
+    assert process.returncode == 130
+    assert errors.splitlines() == [
+        line for line in errors.splitlines() if line.startswith("lathe")
+    ], errors  # every line lathe's own: no asyncio "exception was never retrieved"
+    assert "interrupted" in errors.splitlines()[-1]
+
+
+def test_a_closed_progress_pipe_changes_neither_the_exit_code_nor_the_session(tmp_path):
+    # `lathe run ... 2>&1 | head -1`: the progress lines' reader goes away early.
+    ws = _workspace(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    argv = [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url", nobody,
+            "-C", str(ws), "-c", "retry.max_attempts=1", TASK]  # fmt: skip
+    process = subprocess.Popen(argv, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert process.stderr is not None
+    process.stderr.readline()
+    process.stderr.close()
+
+    assert process.wait(timeout=60) == 3  # provider_error, as with the pipe open
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    last = json.loads(session.read_text().splitlines()[-1])
+    assert last["type"] == "run_end" and last["status"] == "provider_error"
+
+
+def test_resuming_a_session_of_another_workspace_is_refused_naming_its_own(tmp_path, fake_openai):
+    first, other = _workspace(tmp_path), tmp_path / "other"
+    other.mkdir()
+    fake_openai.enqueue(Reply("app.py prints value."))
+    run = subprocess.run(_argv(fake_openai, first, "--json", "what does app.py do?"),
+                         cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    session_id = next(json.loads(line)["session_id"] for line in run.stdout.splitlines()
+                      if '"run_started"' in line)  # fmt: skip
+
+    elsewhere = lathe_run(fake_openai, other, tmp_path, "--resume", session_id, "and then?")
+
+    assert elsewhere.returncode == 2
+    [line] = elsewhere.stderr.splitlines()
+    assert line.startswith("lathe: ") and str(first) in line and f"-C {first}" in line, line
+    assert len(fake_openai.chat_bodies()) == 1  # nothing was sent for the refused run
