@@ -50,6 +50,7 @@ def _one_lathe_line(result: subprocess.CompletedProcess) -> str:
         (("local", "start"), 2, "is not installed"),
         (("--deny", "read(.env)", "sessions", "list"), 2, "--deny does not apply"),
         (("-m", "a", "run", "-m", "b", "task"), 2, "give it once"),
+        (("run", "--resume", "", "task"), 2, "'--resume': give a session id"),
     ],
 )
 def test_a_bad_invocation_is_one_line_starting_with_lathe(tmp_path, args, code, words):

@@ -71,6 +71,13 @@ class _LazyGroup(LatheGroup):
             formatter.write_dl(sorted(rows))
 
 
+def _session_id_given(ctx: click.Context, param: click.Parameter, value: str | None):
+    """An empty --resume would start a new session, not resume one."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("give a session id; `lathe sessions list` shows them")
+    return value
+
+
 def _agent_options(func):
     options = [
         click.option("--model", "-m", help="Model name, or provider/id (env LATHE_MODEL)."),
@@ -119,7 +126,12 @@ def _agent_options(func):
         click.option(
             "--continue", "continue_last", is_flag=True, help="Continue the latest session here."
         ),
-        click.option("--resume", metavar="ID", help="Resume a session by id (a prefix is enough)."),
+        click.option(
+            "--resume",
+            metavar="ID",
+            callback=_session_id_given,
+            help="Resume a session by id (a prefix is enough).",
+        ),
         click.option(
             "--trust-project",
             is_flag=True,
