@@ -3,11 +3,15 @@ over, and the temperature of the requests that follow each."""
 
 from __future__ import annotations
 
+import pytest
+
 from lathe.agent.finish import CallRecord, RunState
 from lathe.agent.repeats import RepeatBreaker, reply_signature
 from lathe.llm.scripted import reply
 from lathe.tools.base import ToolOutput
+from lathe.tools.bash import BashTool
 from lathe.tools.edit import EditTool
+from lathe.tools.read import ReadTool
 from lathe.types import AssistantMessage, StopReason, ToolCall, ToolResultMessage
 from lathe.words import load_words
 
@@ -32,7 +36,11 @@ def test_code_blocks_decide_when_there_are_no_calls_and_words_when_there_is_no_c
 
 
 def _breaker(takeovers: int = 2) -> tuple[RepeatBreaker, RunState]:
-    return RepeatBreaker(0.9, load_words(), takeovers), RunState(emit=lambda event: None)
+    def changes_files(name: str) -> bool:
+        return name in ("edit", "write")
+
+    breaker = RepeatBreaker(0.9, load_words(), changes_files, takeovers)
+    return breaker, RunState(emit=lambda event: None)
 
 
 async def test_repeats_are_taken_over_twice_then_left_to_the_others_and_sampled_hot():
@@ -67,18 +75,43 @@ async def test_a_repeated_call_is_answered_not_run():
     assert result.tool_call_id == "c" and "repeats one you sent before" in result.content
 
 
-async def test_a_file_changed_since_makes_the_same_reply_new():
+async def test_a_repeated_read_or_test_run_runs_and_only_heats_the_next_sample():
     breaker, run = _breaker()
     await breaker.begin(run)
-    edit = _call('{"path": "a.py"}')
+    for name in ("read", "bash"):
+        call = AssistantMessage(tool_calls=(ToolCall(id=name, name=name, arguments="{}"),))
+        await breaker.after_reply(call, run)
+        assert await breaker.after_reply(call, run) is None  # its output may differ now
+        assert run.temperature == 0.9
+
+
+@pytest.mark.parametrize("tool", [EditTool(), BashTool()])
+async def test_a_call_that_may_have_changed_a_file_makes_the_same_reply_new(tool):
+    breaker, run = _breaker()
+    await breaker.begin(run)
     await breaker.after_reply(reply("try it"), run)
-    changed = CallRecord(
-        call=edit.tool_calls[0], tool=EditTool(), arguments={}, output=ToolOutput(content="ok")
+    ran = CallRecord(
+        call=ToolCall(id="x", name=tool.name, arguments="{}"),
+        tool=tool,
+        arguments={},
+        output=ToolOutput(content="ok"),
     )
-    await breaker.after_calls([changed], run, by_lathe=False)
+    await breaker.after_calls([ran], run, by_lathe=False)
 
     assert await breaker.after_reply(reply("try it"), run) is None
     assert run.temperature is None
+
+
+async def test_a_read_or_a_failed_edit_in_between_changes_nothing():
+    breaker, run = _breaker()
+    await breaker.begin(run)
+    await breaker.after_reply(reply("try it"), run)
+    call = ToolCall(id="x", name="edit", arguments="{}")
+    failed = CallRecord(call, EditTool(), {}, ToolOutput(content="not found", is_error=True))
+    read = CallRecord(call, ReadTool(), {}, ToolOutput(content="text"))
+    await breaker.after_calls([failed, read], run, by_lathe=False)
+
+    assert await breaker.after_reply(reply("try it"), run) is not None
 
 
 async def test_a_cut_off_or_unreadable_reply_is_left_to_its_own_handler():

@@ -1,25 +1,30 @@
-"""Breaking a repeat: a reply the run already had, with no file changed since, is not
-acted on, and the samples after it are drawn hotter.
+"""Breaking a repeat: a reply the run already had, with nothing run since that could
+have changed a file, is not acted on, and the samples after it are drawn hotter.
 
 A small model run at a low temperature answers the same context the same way: told its
 fix changed nothing, the 1.5B sent the same code back, in the same or other words
 around it, until the run was stuck. A reply repeats an earlier one when it makes the
 same tool calls (arguments compared as parsed JSON), else shows the same code blocks,
-else (prose alone) says the same words, and no call changed a file in between. The
-first `takeovers` repeats of a run are taken over: their calls get "not acted on"
-results, a "done" is not checked again (nothing changed, so the check would fail the
-same way), and the model is told; from then on repeats go to the verify gate and the
-stall rules as before, which end the run. Whenever the last reply repeated, the
-requests are sampled at `temperature` (`RunState.temperature`), until one is new.
-A reply cut off by the output limit, or one the server could not parse, is left to its
-own handler.
+else (prose alone) says the same words, and no call that may change files (any tool
+not read-only: edit, write, bash) succeeded in between. Whenever the last reply
+repeated, the requests are sampled at `temperature` (`RunState.temperature`), until one
+is new.
+
+The first `takeovers` repeats of a run that would surely end as before are taken over:
+a reply without calls (a "done" is not checked again: nothing changed, so the check
+would fail the same way) and one whose calls all change files the same way each time
+(`changes_files(name)`: edit, write). Their calls get "not acted on" results and the
+model is told. Other repeats — a read (its output may have been pruned since), a test
+run, a poll — run as usual, and the stall rules judge them; so do repeats past the
+takeovers, which the verify gate and the stall rules end. A reply cut off by the output
+limit, or one the server could not parse, is left to its own handler.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lathe.agent.finish import CallRecord, ContinueWith, FinishHandler, RunState, note
 from lathe.agent.tooling import refused_results
@@ -48,10 +53,17 @@ def _canonical(arguments: str) -> str:
 
 
 class RepeatBreaker(FinishHandler):
-    def __init__(self, temperature: float, words: Words, takeovers: int = 2) -> None:
+    def __init__(
+        self,
+        temperature: float,
+        words: Words,
+        changes_files: Callable[[str], bool],
+        takeovers: int = 2,
+    ) -> None:
         self.temperature = temperature
         self.takeovers = takeovers
         self._words = words
+        self._changes_files = changes_files
         self._seen: set[str] = set()  # since a file last changed
         self._taken = 0
 
@@ -69,7 +81,8 @@ class RepeatBreaker(FinishHandler):
             run.temperature = None
             return None
         run.temperature = self.temperature
-        if self._taken >= self.takeovers:
+        ends_as_before = all(self._changes_files(call.name) for call in reply.tool_calls)
+        if self._taken >= self.takeovers or not ends_as_before:
             return None
         self._taken += 1
         text = self._words.say("repeated_reply")
@@ -82,6 +95,10 @@ class RepeatBreaker(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> None:
-        if any(r.changes_files and not r.refused and not r.output.is_error for r in calls):
+        may_have_changed = (
+            r.tool is not None and not r.tool.read_only and not r.refused and not r.output.is_error
+            for r in calls
+        )
+        if any(may_have_changed):
             self._seen.clear()  # the same reply may now end otherwise
         return None
