@@ -63,7 +63,11 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             click.echo(f"lathe: {exc}", err=True)
             return 2
     if not as_json and finished.answer:
-        sys.stdout.write(finished.answer.rstrip() + "\n")
+        from lathe.ui.progress import ReaderMayLeave
+
+        answer = ReaderMayLeave.around(sys.stdout)  # `| head -1` may have closed it
+        answer.write(finished.answer.rstrip() + "\n")
+        answer.flush()
     return _EXIT_CODES[finished.status]
 
 
