@@ -343,3 +343,13 @@ def test_resuming_a_session_of_another_workspace_is_refused_naming_its_own(tmp_p
     [line] = elsewhere.stderr.splitlines()
     assert line.startswith("lathe: ") and str(first) in line and f"-C {first}" in line, line
     assert len(fake_openai.chat_bodies()) == 1  # nothing was sent for the refused run
+
+
+def test_a_rule_for_a_tool_no_plugin_provides_warns_and_the_run_goes_on(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("app.py prints value."))
+
+    run = lathe_run(fake_openai, ws, tmp_path, "--deny", "deploy(prod)", "what does app.py do?")
+
+    assert run.returncode == 0, run.stderr
+    assert "'deploy(prod)' names no tool this run has, so it matches nothing" in run.stderr

@@ -54,23 +54,21 @@ def parse_rule(text: str) -> Rule:
     return Rule(match.group("tool"), pattern.strip() if pattern is not None else None)
 
 
-def unknown_tool_problem(rules: RuleSet, known: Collection[str]) -> str | None:
-    """Why a rule would hold nothing back: it names a tool that is none of `known`, no
-    MCP tool (`mcp__...`) and no pattern of names (`*`), so it matches no call — a
-    capitalised `Edit(tests/**)` denied nothing. None when every rule names a tool."""
+def rules_naming_no_tool(rules: RuleSet, known: Collection[str]) -> list[tuple[Rule, Rule | None]]:
+    """Each rule whose tool is none of `known`, no MCP tool (`mcp__...`) and no pattern of
+    names (`*`), so it matches no call, with the rule it likely meant: the same in lower
+    case, or the nearest known name (a capitalised `Edit(tests/**)` denied nothing),
+    else None (a plugin's tool, say, whose plugin did not load)."""
+    names = sorted(known)
+    found = []
     for rule in (*rules.deny, *rules.ask, *rules.allow):
         tool = rule.tool
         if tool in known or tool.startswith("mcp__") or "*" in tool:
             continue
-        names = sorted(known)
         meant = tool.lower() if tool.lower() in known else None
         meant = meant or next(iter(difflib.get_close_matches(tool.lower(), names, n=1)), None)
-        guess = f"; did you mean {Rule(meant, rule.pattern).key!r}?" if meant else ";"
-        return (
-            f"the permission rule {rule.key!r} names no tool lathe has{guess} its tools are "
-            f"{', '.join(names)} and mcp__SERVER__TOOL (names are lower case)"
-        )
-    return None
+        found.append((rule, Rule(meant, rule.pattern) if meant else None))
+    return found
 
 
 def matches_any(relative_path: str, patterns: Iterable[str], *, is_dir: bool = False) -> bool:

@@ -133,7 +133,7 @@ def build_safety(
     tools = ToolRegistry(own, brief=profile.tool_descriptions == "brief")
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
-    _check_rule_tools(rules, tools)
+    _check_rule_tools(rules, tools, warn)
     mcp = None
     if start_mcp and setup.mcp_servers is not None and setup.mcp_servers.entries:
         from lathe.mcptools.session import mcp_session
@@ -178,19 +178,30 @@ def build_safety(
     )  # fmt: skip
 
 
-def _check_rule_tools(rules: RuleSet, tools: ToolRegistry) -> None:
-    """A UsageError for a rule that names no tool: it would hold nothing back."""
+# Tools a run adds after its safety is built: a child's task tool, MCP's search and
+# resource tools (tests/policy holds these to the classes' names).
+TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
+
+
+def _check_rule_tools(rules: RuleSet, tools: ToolRegistry, warn: Callable[[str], None]) -> None:
+    """A rule that names no tool matches nothing. One that looks like a known tool
+    misspelt or capitalised is a UsageError naming the rule meant (the deny the user
+    counts on would be off); any other (a plugin's tool whose plugin did not load) a
+    warning. Known: every tool of lathe's own, whatever the profile offers, the
+    plugins' and those added later."""
     from lathe.errors import UsageError
-    from lathe.policy.rules import unknown_tool_problem
+    from lathe.policy.rules import rules_naming_no_tool
     from lathe.tools.builtin import OWN_TOOL_NAMES
 
-    # Beside those of this profile and the plugins: every tool of lathe's own (another
-    # profile's rules stay valid), and those a run adds later (a child's task tool,
-    # MCP's search and resource tools).
-    known = {*OWN_TOOL_NAMES, *tools.names(), "task", "tool_search", "mcp_resource"}
-    problem = unknown_tool_problem(rules, known)
-    if problem:
-        raise UsageError(problem)
+    known = {*OWN_TOOL_NAMES, *tools.names(), *TOOLS_ADDED_LATER}
+    for rule, meant in rules_naming_no_tool(rules, known):
+        if meant is not None:
+            raise UsageError(
+                f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
+                f"{meant.key!r}? Tool names are lower case: {', '.join(sorted(known))}, "
+                "and mcp__SERVER__TOOL"
+            )
+        warn(f"the permission rule {rule.key!r} names no tool this run has, so it matches nothing")
 
 
 def _check_tool_names(profile: str, names: list[str]) -> None:
