@@ -135,3 +135,31 @@ def test_always_approvals_are_listed_with_their_scope_and_can_be_revoked(
     resumed.wait_for(r"ctx \d+% of")
     resumed.send("/approval")
     resumed.wait_for(r"no call is allowed always")
+
+
+def test_resume_of_a_session_of_another_workspace_names_its_own(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    other = tmp_path / "other"
+    other.mkdir()
+    fake_openai.enqueue(Reply("Elsewhere."))
+    env = {**os.environ, "LATHE_HOME": str(lathe_home), "OPENAI_API_KEY": "test-key"}
+    made = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "fake-model", "--base-url",
+         fake_openai.base_url, "-C", str(other), "hello"],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    other_id = _session_ids(lathe_home)[0]
+
+    term = launch()
+    term.send(f"/resume {other_id}")
+
+    term.wait_for(rf"session {other_id} belongs to")
+    screen = " ".join(term.wait_for(r"\(-C ").split())  # the note wraps at the width
+    assert f"belongs to {other}, not " in screen and f"(-C {other})" in screen
+    assert "Elsewhere." not in screen  # its conversation was not adopted

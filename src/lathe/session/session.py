@@ -188,6 +188,19 @@ class Session:
             self._lock.release()
             self._lock = None
 
+    def check_workspace(self, workspace: Path) -> None:
+        """A session goes on in the workspace it was started in: resumed elsewhere, its
+        conversation would speak of files that are not there, and `--continue` in its own
+        workspace would pick up work done in another. A UsageError naming the `-C` that
+        resumes it, unless its own workspace no longer exists (a repository moved)."""
+        own = Path(self.header.cwd)
+        if own == workspace.resolve() or not own.is_dir():
+            return
+        raise UsageError(
+            f"session {self.id} belongs to {own}, not {workspace.resolve()}; resume it "
+            f"from there (-C {own})"
+        )
+
     def close_or_discard(self) -> None:
         """Close; a session that never got an entry is removed with its lock, so a run
         stopped before it began (an empty task, a bad rule) or an interactive session left

@@ -18,8 +18,6 @@ from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunSta
 from lathe.ui.setup import RunOptions, RunSetup, prepare
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from lathe.ui.recorder import CheckpointRecorder
 
 _EXIT_CODES = {
@@ -303,7 +301,7 @@ class _HeadlessRun:
                     "start one without --continue"
                 )
             self.cleanup.callback(session.close)
-            _check_same_workspace(session, setup.workspace)
+            session.check_workspace(setup.workspace)
             session.close_dangling_tool_calls()
             last_model = next(
                 (e.model for e in reversed(session.branch()) if isinstance(e, ModelChangeEntry)),
@@ -327,18 +325,3 @@ class _HeadlessRun:
             )
         )
 
-
-def _check_same_workspace(session, workspace: Path) -> None:
-    """A session goes on in the workspace it was started in: resumed elsewhere, its
-    conversation would speak of files that are not there, and `--continue` in its own
-    workspace would pick up work done in another. A workspace that no longer exists (a
-    repository moved) is no reason to refuse."""
-    from pathlib import Path
-
-    own = Path(session.header.cwd)
-    if own == workspace.resolve() or not own.is_dir():
-        return
-    raise UsageError(
-        f"session {session.header.id} belongs to {own}, not {workspace.resolve()}; resume "
-        f"it there: lathe run -C {own} --resume {session.header.id}"
-    )

@@ -127,6 +127,7 @@ class Links(AgentHooks):
         if resume or continue_last:
             session = self.store.open(resume) if resume else self.store.latest(self.workspace)
             if session is not None:
+                _in_workspace(session, self.workspace)
                 return self._adopt(session)
         self._adopt(self.store.create(self.workspace, self.model))
         return []
@@ -212,6 +213,7 @@ class Links(AgentHooks):
             session_id = others[0].id
         try:
             session = self.store.open(session_id)
+            _in_workspace(session, self.workspace)
         except LatheError as exc:
             app.renderer.error(str(exc))
             return
@@ -324,3 +326,12 @@ def _clip_note(text: str, ellipsis: str, lines: int = 3) -> str:
     kept = text.strip().splitlines()
     more = f"\n  {ellipsis} ({len(kept) - lines} more lines)" if len(kept) > lines else ""
     return "lathe: " + "\n  ".join(line[:200] for line in kept[:lines]) + more
+
+
+def _in_workspace(session: Any, workspace: Path) -> None:
+    """`session.check_workspace`, the session closed again (unlocked) when it fails."""
+    try:
+        session.check_workspace(workspace)
+    except LatheError:
+        session.close()
+        raise
