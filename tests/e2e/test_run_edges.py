@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.fakes.openai_server import Call, Reply
+from tests.fakes.openai_server import Call, Hang, Reply
 from tests.sandboxes import needs
 
 from lathe.exec.bwrap import check_bubblewrap
@@ -353,3 +353,26 @@ def test_a_rule_for_a_tool_no_plugin_provides_warns_and_the_run_goes_on(tmp_path
 
     assert run.returncode == 0, run.stderr
     assert "'deploy(prod)' names no tool this run has, so it matches nothing" in run.stderr
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does_and_records_it(tmp_path, fake_openai):
+    # A CI job cancelled sends SIGTERM: the run died at once, its session "unfinished".
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Hang(60))
+    process = subprocess.Popen(
+        _argv(fake_openai, ws, TASK), cwd=tmp_path, env=_env(tmp_path),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not fake_openai.chat_bodies():  # waiting on the model
+        assert time.monotonic() < deadline and process.poll() is None, "no model request"
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGTERM)
+    _, errors = process.communicate(timeout=60)
+
+    assert process.returncode == 143, errors
+    assert errors.splitlines()[-1].startswith("lathe: terminated; resume with")
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    last = json.loads(session.read_text().splitlines()[-1])
+    assert last["type"] == "run_end" and last["status"] == "interrupted"

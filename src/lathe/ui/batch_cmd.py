@@ -4,9 +4,7 @@ progress display (plain lines without a terminal) and a summary table; and
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +166,11 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     executor = _executor(values, workers)
     face = _face(workers)
     batch = Batch(options, executor, face)
+    from lathe.ui.signals import sigterm_as_ctrl_c
+
     terminated: list[int] = []
     try:
-        with _terminate_as_interrupt(terminated):
+        with sigterm_as_ctrl_c(terminated):
             lines = batch.run()
     except KeyboardInterrupt:
         face.close()
@@ -182,24 +182,6 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     if batch.stop_reason:
         click.echo(f"lathe: stopped early: {batch.stop_reason}", err=True)
         sys.exit(1)
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt(came: list[int]) -> Iterator[None]:
-    """Inside the block, SIGTERM (a CI job cancelled, `kill`) stops the batch as Ctrl-C
-    does: the running tasks killed, their copies removed, the rest left for the next
-    run. `came` gets the signal's number once one came."""
-    import signal
-
-    def interrupt(number: int, frame: object) -> None:
-        came.append(number)
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 @batch_group.command("report")

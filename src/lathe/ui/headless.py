@@ -16,6 +16,7 @@ from lathe import warmup
 from lathe.errors import LatheError, UsageError
 from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
+from lathe.ui.signals import sigterm_as_ctrl_c
 
 if TYPE_CHECKING:
     from lathe.ui.recorder import CheckpointRecorder
@@ -47,16 +48,19 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
         except KeyboardInterrupt:  # while waiting for the workspace
             click.echo("lathe: interrupted before the run started", err=True)
             return 130
+        terminated: list[int] = []
         try:
             run = _HeadlessRun(setup, as_json, cleanup)
-            finished = asyncio.run(run.execute(task))
+            with sigterm_as_ctrl_c(terminated):
+                finished = asyncio.run(run.execute(task))
         except UsageError as exc:
             click.echo(f"lathe: {exc}", err=True)
             return 2
         except KeyboardInterrupt:
             run.record_interrupt()
-            click.echo("lathe: interrupted; resume with `lathe run --continue`", err=True)
-            return 130
+            said, code = ("terminated", 143) if terminated else ("interrupted", 130)
+            click.echo(f"lathe: {said}; resume with `lathe run --continue`", err=True)
+            return code
         except LatheError as exc:
             click.echo(f"lathe: {exc}", err=True)
             return 2
