@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 
 
@@ -14,8 +15,10 @@ def sigterm_as_ctrl_c(came: list[int]) -> Iterator[None]:
     """Inside the block, SIGTERM raises SIGINT, so SIGINT's handler runs (asyncio's
     cancels the run; Python's default raises KeyboardInterrupt); `came` gets SIGTERM's
     number once one came. Where SIGINT is ignored (a job started with nohup or `&`),
-    SIGTERM keeps its default: raising an ignored signal would make it ignored too."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    SIGTERM keeps its default: raising an ignored signal would make it ignored too. Off
+    the main thread (a library caller's), where handlers cannot be set, nothing changes."""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored or threading.current_thread() is not threading.main_thread():
         yield
         return
 
