@@ -270,3 +270,37 @@ def test_other_run_settings_are_refused_without_force(tmp_path, fake_openai, cha
     assert refused.returncode == 2
     [line] = refused.stderr.splitlines()
     assert line.startswith("lathe: ") and why in line and "--force" in line, line
+
+
+def test_a_git_task_is_cloned_at_its_ref(tmp_path, fake_openai):
+    origin = tmp_path / "origin"
+    (origin / "tests").mkdir(parents=True)
+    (origin / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (origin / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(origin), *args], check=True, text=True,
+                              capture_output=True)  # fmt: skip
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the task")
+    base = git("rev-parse", "HEAD")
+    (origin / "LATER.txt").write_text("a commit after the task's\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "later")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({
+        "id": "g1", "repo": f"file://{origin}", "ref": base, "task": "Task g1: fix add",
+        "verify": "test ! -e LATER.txt && python -m pytest -q -p no:cacheprovider",
+    }) + "\n")  # fmt: skip
+    fake_openai.responder = by_marker({"Task g1": fix("g1")})
+
+    done = _batch(tmp_path, tasks, tmp_path / "run", fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    [line] = _lines(tmp_path / "run")
+    assert line["solved"], line  # at the ref: LATER.txt is not there, and the fix passes

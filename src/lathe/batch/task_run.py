@@ -40,6 +40,7 @@ from lathe.batch.tasks import BatchTask
 _TAIL = 2_000
 _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
+_GIT_TIMEOUT_S = 600.0  # a clone or checkout of a task's repository
 _RUNNING: set[int] = set()  # process groups of this process's tasks, for `stop_all`
 _STOPPED = threading.Event()  # set by `stop_all`: no task starts another process
 # Held while a process starts and is added to _RUNNING, and while stop_all kills them:
@@ -192,17 +193,20 @@ def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
         with tarfile.open(fileobj=io.BytesIO(source), mode="r:gz") as archive:
             archive.extractall(into, filter="tar")
     elif task.is_git:
-        _git("clone", "--quiet", task.repo, str(into))
+        _git("clone", "--quiet", task.repo, str(into), cwd=into.parent)
         if task.ref:
-            _git("-C", str(into), "checkout", "--quiet", task.ref)
+            _git("checkout", "--quiet", task.ref, cwd=into)
     else:
         _copy(Path(task.repo), into)  # bytes as they are: CRLF stays
 
 
-def _git(*args: str) -> None:
-    done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise _Failed(f"git {args[0]}: {done.stderr.strip()[-500:]}")
+def _git(*args: str, cwd: Path) -> None:
+    """git, run as the task's other processes are (`_run`): a stopped batch kills it."""
+    code, _, err, killed = _run(["git", *args], cwd, _GIT_TIMEOUT_S)
+    if killed:
+        raise _Failed(f"git {args[0]} took longer than {_GIT_TIMEOUT_S:g} s")
+    if code != 0:
+        raise _Failed(f"git {args[0]}: {err.strip()[-500:]}")
 
 
 def _make_writable(root: Path) -> None:
