@@ -275,3 +275,55 @@ def test_subagents_commands_count_against_the_servers_limit(tmp_path, fake_opena
     assert [e.data["what"] for e in events if e.type == "queued"] == ["command"]
     children_ran = [e for e in events if e.type == "child_event" and "-ran" in str(e.data)]
     assert children_ran
+
+
+def test_a_session_that_cannot_come_back_is_a_problem_not_a_server_that_will_not_start(
+    tmp_path, fake_openai
+):
+    home = tmp_path / "home"
+    ws = workspace_for(tmp_path, "gone")
+    with ServeProcess(home) as server, server.client() as client:
+        kept = client.create_session(str(workspace_for(tmp_path, "kept")), model="m",
+                                     base_url=fake_openai.base_url)  # fmt: skip
+        lost = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    ws.rename(tmp_path / "moved")
+
+    with ServeProcess(home) as again, again.client() as client:
+        assert [s.id for s in client.sessions()] == [kept.id]
+        problems = client._call("GET", "/v1/sessions")["problems"]
+        assert len(problems) == 1 and lost.id in problems[0], problems
+
+
+def test_a_create_the_config_cannot_honour_is_a_400_and_leaves_no_session(
+    served, fake_openai, tmp_path
+):
+    ws = workspace_for(tmp_path, "badconfig")
+    (ws / ".lathe").mkdir()
+    (ws / ".lathe" / "config.toml").write_text('[agent]\nmax_turns = "x"\n')
+    with served.client() as client:
+        with pytest.raises(ServiceError) as refused:
+            client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        assert refused.value.status == 400, refused.value
+        assert "max_turns" in str(refused.value)
+        assert client.sessions() == []
+    assert list((served.home / "sessions").rglob("*.jsonl")) == []
+
+
+def test_resume_keeps_the_options_the_session_was_served_with(served, fake_openai, tmp_path):
+    ws = workspace_for(tmp_path, "ws1")
+    fake_openai.enqueue(Reply("first answer"), Reply("second answer"))
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask", max_turns=7
+        )
+        client.send(session.id, "task one")
+        first = _wait_for(client, session.id, "run_finished")
+        client.delete(session.id)
+
+        resumed = client.resume(session.id)
+        client.send(session.id, "task two")
+        _wait_for(client, session.id, "run_finished", after=first.id)
+
+    assert (resumed.model, resumed.raw["approval"]) == (session.model, "ask")
+    assert len(fake_openai.chat_bodies()) == 2  # the second run went to the same endpoint
+    assert fake_openai.chat_bodies()[-1]["model"] == fake_openai.chat_bodies()[0]["model"]

@@ -413,15 +413,17 @@ class ServedSession:
 
     async def close(self) -> None:
         """Stop the run and release the session (its file stays). A pending approval
-        stays pending in the file: the next server (or resume) asks it again."""
-        self.approver.closing = True
-        await self.abort("the server stopped, or stopped serving this session")
+        stays pending in the file: the next server (or resume) asks it again. Also after
+        a `start` that failed part way: what it built is closed, nothing more."""
+        if hasattr(self, "approver"):  # built: there may be a run to stop
+            self.approver.closing = True
+            await self.abort("the server stopped, or stopped serving this session")
         self.stopped = True
         for subscriber in list(self._subscribers):
             with contextlib.suppress(asyncio.QueueFull):
                 subscriber.queue.put_nowait(None)
         self._subscribers.clear()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # AttributeError: a start that failed
             await self.safety.aclose()
         with contextlib.suppress(Exception):
             await self.provider.aclose()

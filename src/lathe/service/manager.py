@@ -11,6 +11,7 @@ what they share is only the server's limits (`ServerLimits`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,8 @@ class SessionManager:
         self.any_endpoint = any_endpoint
         self.sessions: dict[str, ServedSession] = {}
         self.problems: list[str] = []  # records a restart could not bring back, and why
+        self._stopped: dict[str, SessionRecord] = {}  # sessions no longer served, by id
+        self._stopped_dir = self.registry / "stopped"
         self._lock = asyncio.Lock()
 
     async def restore(self) -> None:
@@ -93,7 +96,7 @@ class SessionManager:
         async with self._lock:
             workspace = self._free_workspace(options.workspace)
             session = await asyncio.to_thread(
-                self.store.create, workspace, options.model or "default"
+                self.store.create, workspace, options.model or _NO_MODEL
             )
             return await self._serve(options, session, new=True)
 
@@ -132,13 +135,17 @@ class SessionManager:
                 )
             session = await asyncio.to_thread(self.store.open_path, path)
             try:
-                options = SessionOptions.model_validate({"workspace": session.header.cwd,
+                earlier = self._options_before(session)
+                options = SessionOptions.model_validate({**earlier,
+                                                         "workspace": session.header.cwd,
                                                          **changes})  # fmt: skip
                 self._free_workspace(options.workspace)
             except BaseException:
                 session.close()
                 raise
-            return await self._serve(options, session)
+            served = await self._serve(options, session)
+            (self._stopped_dir / f"{served.id}.json").unlink(missing_ok=True)
+            return served
 
     async def delete(self, session_id: str) -> ServedSession:
         """Stop serving the session; its files stay (resume it again later)."""
@@ -187,9 +194,34 @@ class SessionManager:
         return served
 
     async def _stop(self, served: ServedSession) -> None:
+        """Stop serving; its record moves aside (`stopped/`), so a resume starts from
+        the options it was served with and a restart does not serve it again."""
         self.sessions.pop(served.id, None)
-        (self.registry / f"{served.id}.json").unlink(missing_ok=True)
+        self._stopped[served.id] = served.record
+        if self.keep_records:
+            self._stopped_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            name = f"{served.id}.json"
+            with contextlib.suppress(FileNotFoundError):
+                (self.registry / name).replace(self._stopped_dir / name)
         await served.close()
+
+    def _options_before(self, session: Any) -> dict[str, Any]:
+        """What a resumed session keeps unless changed: the options it was last served
+        with; for one `lathe run` made, the model it last used. Never a default in their
+        place: a conversation must not go to another model or endpoint, nor run under a
+        looser approval, without the client saying so."""
+        from lathe.session import ModelChangeEntry
+
+        record = self._stopped.get(session.id)
+        path = self._stopped_dir / f"{session.id}.json"
+        if record is None and self.keep_records and path.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                record = SessionRecord.model_validate_json(path.read_text())
+        if record is not None:
+            return record.model_dump(include=_OPTIONS - {"workspace"}, exclude_none=True)
+        changes = [e for e in session.branch() if isinstance(e, ModelChangeEntry)]
+        model = changes[-1].model if changes else session.header.model
+        return {"model": model} if model and model != _NO_MODEL else {}
 
     def _save(self, record: SessionRecord) -> None:
         from lathe.atomic_write import write_atomic
@@ -253,3 +285,4 @@ def _discard(session_path: Path) -> None:
 
 
 _OPTIONS = set(SessionOptions.model_fields)
+_NO_MODEL = "default"  # a session header's model when the client named none
