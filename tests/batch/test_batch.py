@@ -163,6 +163,42 @@ def test_a_bad_task_list_is_one_line_naming_the_task(tmp_path, fake_openai):
     assert done.stderr.strip() == f"lathe: task x ({broken}:1): `verify` is missing or empty"
 
 
+def test_a_task_folder_without_its_repo_is_one_line_not_left_out(tmp_path, fake_openai):
+    make_task(tmp_path / "tasks", "t1")
+    half = tmp_path / "tasks" / "t2"  # the repo/ folder misnamed: it counted as no task
+    half.mkdir()
+    (half / "TASK.md").write_text("Task t2: fix it.\n")
+    (half / "task.json").write_text(json.dumps({"verify": "true"}))
+    (half / "Repo").mkdir()
+
+    done = _batch(tmp_path, tmp_path / "tasks", tmp_path / "run", fake_openai)
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"lathe: task t2 ({half}): no repo/ folder; a task folder holds repo/, TASK.md and "
+        "task.json"
+    )
+
+
+def test_a_results_line_of_another_shape_is_skipped_with_a_warning(tmp_path, tasks, fake_openai):
+    fake_openai.responder = by_marker(_scripts())
+    run = tmp_path / "run"
+    assert _batch(tmp_path, tasks, run, fake_openai).returncode == 0
+    with (run / "results.jsonl").open("a") as results:
+        results.write('{"garbage": 1}\n{"id": "t1", "status": "solved", "tokens": "lots"}\n')
+
+    report = subprocess.run(
+        [sys.executable, "-m", "lathe", "batch", "report", str(run)],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    again = _batch(tmp_path, tasks, run, fake_openai)
+
+    for done in (report, again):
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "results.jsonl:7: not a task's result line, skipped" in done.stderr, done.stderr
+
+
 def _children(pid: int) -> set[int]:
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     return {int(line) for line in found.stdout.split()}

@@ -54,6 +54,7 @@ class Plan:
     to_run: list[BatchTask]
     done: dict[str, dict[str, Any]]  # lines kept from earlier runs
     retried: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # results lines that could not be read
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Batch:
         ids = {task.id for task in options.tasks}
         done = {i: line for i, line in done.items() if i in ids}
         to_run = [task for task in options.tasks if task.id not in done]
-        return Plan(options.tasks, to_run, done, retried)
+        return Plan(options.tasks, to_run, done, retried, list(self.folder.skipped))
 
     def run(self) -> dict[str, dict[str, Any]]:
         """Run the plan; every task's line (earlier ones included), by id."""

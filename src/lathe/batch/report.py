@@ -32,14 +32,20 @@ from lathe.plural import plural
 _STATUSES = ("solved", "unsolved", "over_limit", "error")
 
 
-def write_report(run_dir: Path, *, compare: Path | None = None, output: Path | None = None) -> Path:
+def write_report(
+    run_dir: Path,
+    *,
+    compare: Path | None = None,
+    output: Path | None = None,
+    warn: Callable[[str], None] = lambda problem: None,
+) -> Path:
     """Write the report of `run_dir` (beside `compare`'s, task by task) to `output`
     (default RUN_DIR/report.html); the path written. A run folder without results is a
-    `UsageError`."""
+    `UsageError`; a results line that cannot be read goes to `warn` and is left out."""
     from lathe.atomic_write import write_atomic
 
-    run = _load(run_dir)
-    other = _load(compare) if compare is not None else None
+    run = _load(run_dir, warn)
+    other = _load(compare, warn) if compare is not None else None
     target = (output or run_dir / "report.html").resolve()
     if not target.parent.is_dir():
         raise UsageError(f"cannot write {target}: no such directory {target.parent}")
@@ -66,9 +72,11 @@ class _Run:
         return str(self.manifest.get("model") or "?") if self.manifest else "unknown"
 
 
-def _load(run_dir: Path) -> _Run:
+def _load(run_dir: Path, warn: Callable[[str], None]) -> _Run:
     folder = RunFolder(run_dir)
     found = folder.results()
+    for problem in folder.skipped:
+        warn(f"{run_dir}/{problem}")
     if not found:
         raise UsageError(f"{run_dir} holds no results yet; run `lathe batch` first")
     manifest = folder.manifest()

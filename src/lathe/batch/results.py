@@ -26,20 +26,32 @@ class RunFolder:
         self.path = path
         self.results_file = path / "results.jsonl"
         self.manifest_file = path / "manifest.json"
+        self.skipped: list[str] = []  # what the last `results()` could not read
 
     def results(self) -> dict[str, dict[str, Any]]:
-        """Each finished task's line, by id, in the order they finished."""
+        """Each finished task's line, by id, in the order they finished. A whole line
+        that is not a task's result (edited by hand, another tool's) is skipped and
+        named in `skipped` ("results.jsonl:N: ..."); its task, if any, runs again."""
+        from pydantic import TypeAdapter, ValidationError
+
         found: dict[str, dict[str, Any]] = {}
+        self.skipped = []
         try:
             raw = self.results_file.read_bytes()
         except FileNotFoundError:
             return found
-        for line in raw.splitlines(keepends=True):
+        shape = TypeAdapter(TaskResult)
+        for number, line in enumerate(raw.splitlines(keepends=True), 1):
             if not line.endswith(b"\n"):
                 break  # torn: the task it was for runs again
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+                shape.validate_python(record)
+            except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
+                if line.strip():
+                    self.skipped.append(
+                        f"{self.results_file.name}:{number}: not a task's result line, skipped"
+                    )
                 continue
             found[record["id"]] = record
         return found
@@ -114,9 +126,10 @@ def masked_config(workspace: Path) -> dict[str, Any]:
 
 def _id_of(line: bytes) -> str | None:
     try:
-        return json.loads(line).get("id")
+        record = json.loads(line)
     except json.JSONDecodeError:
         return None
+    return record.get("id") if isinstance(record, dict) else None
 
 
 def _safe(task_id: str) -> str:

@@ -86,7 +86,18 @@ def path_list_hash(tasks: list[BatchTask]) -> str:
 
 
 def _is_task(folder: Path) -> bool:
-    return folder.is_dir() and (folder / "task.json").is_file() and (folder / "repo").is_dir()
+    """A task folder: one that holds task.json or TASK.md. Missing its repo/ is an
+    error, not a folder left out: the solve rate's denominator would shrink unseen."""
+    if not folder.is_dir():
+        return False
+    if not ((folder / "task.json").is_file() or (folder / "TASK.md").is_file()):
+        return False
+    if not (folder / "repo").is_dir():
+        raise UsageError(
+            f"task {folder.name} ({folder}): no repo/ folder; a task folder holds repo/, "
+            "TASK.md and task.json"
+        )
+    return True
 
 
 def _from_folder(folder: Path) -> BatchTask:

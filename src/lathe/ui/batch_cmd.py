@@ -202,7 +202,10 @@ def report(run_dir: Path, compare: Path | None, output: Path | None) -> None:
     distributions, and every task with its diff and transcript."""
     from lathe.batch.report import write_report
 
-    written = write_report(run_dir, compare=compare, output=output)
+    def warn(problem: str) -> None:
+        click.echo(f"lathe: {problem}", err=True)
+
+    written = write_report(run_dir, compare=compare, output=output, warn=warn)
     click.echo(str(written))
 
 

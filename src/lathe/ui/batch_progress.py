@@ -70,6 +70,8 @@ class PlainProgress:
         self.tally.planned(plan)
         earlier = f", {len(plan.done)} done before" if plan.done else ""
         retried = f", {len(plan.retried)} errors run again" if plan.retried else ""
+        for problem in plan.skipped:
+            self._say(f"lathe: {problem}")
         self._say(
             f"batch: {plural(len(plan.tasks), 'task')}{earlier}{retried}; {len(plan.to_run)} to run"
         )
