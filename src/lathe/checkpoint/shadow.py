@@ -12,6 +12,7 @@ Checkpoints are commits on one ref, `refs/lathe/checkpoints`, each the parent of
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import subprocess
 from dataclasses import dataclass
@@ -236,9 +237,7 @@ class ShadowRepo:
 
     def _refresh_excludes(self) -> None:
         lines = ["# written by lathe on every snapshot; edits here are lost", "/.git"]
-        for source in (global_excludes_file(), _workspace_excludes(self.workspace)):
-            if source is not None and source.is_file():
-                lines.append(source.read_text(encoding="utf-8", errors="replace"))
+        lines += _ignore_rules_above(self.workspace)
         # A LATHE_HOME inside the workspace would otherwise record its own sessions.
         inside = _relative_inside(self.home, self.workspace)
         if inside is not None:
@@ -317,15 +316,73 @@ def _read_excludes_setting(config: Path) -> str | None:
     return None
 
 
-def _workspace_excludes(workspace: Path) -> Path | None:
-    """`info/exclude` of the repository containing the workspace, if there is one."""
+def _ignore_rules_above(workspace: Path) -> list[str]:
+    """The ignore rules git applies inside the workspace that the shadow, whose work
+    tree starts at the workspace, would not read itself: the global excludes file, the
+    `info/exclude` of the repository around the workspace, and the `.gitignore` files of
+    the folders from that repository's root down to the workspace's parent. Each is
+    rewritten to hold from the workspace (`_rebased`): in a subfolder of a repository
+    the root's `node_modules/`, `.env` and `/app/build/` must still hold."""
+    found = _repository_around(workspace)
+    root, git_dir = found if found else (workspace, None)
+    sources = [(global_excludes_file(), root)]
+    if git_dir is not None:
+        sources.append((git_dir / "info" / "exclude", root))
+        sources += [(folder / ".gitignore", folder) for folder in _folders_between(root, workspace)]
+    rules: list[str] = []
+    for file, holds_from in sources:
+        if file is not None and file.is_file():
+            text = file.read_text(encoding="utf-8", errors="replace")
+            rules += _rebased(text, workspace.relative_to(holds_from).parts)
+    return rules
+
+
+def _repository_around(workspace: Path) -> tuple[Path, Path] | None:
+    """(the root folder, the git dir whose info/ holds its excludes) of the repository
+    containing the workspace, if there is one."""
     for directory in (workspace, *workspace.parents):
         dot_git = directory / ".git"
         if dot_git.is_dir():
-            return dot_git / "info" / "exclude"
+            return directory, dot_git
         if dot_git.is_file():
-            return _common_dir(dot_git) / "info" / "exclude"
+            return directory, _common_dir(dot_git)
     return None
+
+
+def _folders_between(root: Path, workspace: Path) -> list[Path]:
+    """`root` and the folders below it down to the workspace's parent, top first."""
+    parts = workspace.relative_to(root).parts
+    return [root.joinpath(*parts[:depth]) for depth in range(len(parts))]
+
+
+def _rebased(text: str, below: tuple[str, ...]) -> list[str]:
+    """The rules of an ignore file `text` that hold in its folder's subfolder `below`
+    (path parts), written to hold from there. A pattern without an inner slash holds at
+    any depth, and so does one starting `**/`: kept as written. An anchored one holds in
+    the subfolder only when its leading parts match `below`: the rest of it, anchored
+    there. Others (naming a folder beside it, the subfolder itself or one above it, or
+    with `**` among its leading parts) are dropped."""
+    if not below:
+        return text.splitlines()
+    rules = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        body = line[1:] if negated else line
+        folders_only = body.endswith("/")
+        pattern = body[:-1] if folders_only else body
+        if "/" not in pattern or pattern.startswith("**/"):
+            rules.append(line)
+            continue
+        parts = pattern.lstrip("/").split("/")
+        leading = parts[: len(below)]
+        if len(parts) <= len(below) or "**" in leading:
+            continue
+        if all(fnmatch.fnmatchcase(name, part) for name, part in zip(below, leading, strict=True)):
+            rest = "/".join(parts[len(below) :]) + ("/" if folders_only else "")
+            rules.append(("!" if negated else "") + "/" + rest)
+    return rules
 
 
 def _common_dir(gitfile: Path) -> Path:
