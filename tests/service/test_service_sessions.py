@@ -327,3 +327,28 @@ def test_resume_keeps_the_options_the_session_was_served_with(served, fake_opena
     assert (resumed.model, resumed.raw["approval"]) == (session.model, "ask")
     assert len(fake_openai.chat_bodies()) == 2  # the second run went to the same endpoint
     assert fake_openai.chat_bodies()[-1]["model"] == fake_openai.chat_bodies()[0]["model"]
+
+
+def test_the_transcript_names_checkpoints_by_number_as_sessions_show_does(
+    served, fake_openai, tmp_path
+):
+    ws = workspace_for(tmp_path, "numbered")
+    fake_openai.enqueue(*fix_add("numbered"))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url,
+                                        approval="full")  # fmt: skip
+        client.send(session.id, "fix add")
+        _wait_for(client, session.id, "run_finished")
+        text = client.transcript(session.id)
+
+    assert "[checkpoint #" in text and "after turn 1]" in text, text
+
+
+def test_a_message_of_whitespace_alone_is_refused_and_spends_nothing(served, fake_openai, tmp_path):
+    ws = workspace_for(tmp_path, "blank")
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        with pytest.raises(ServiceError) as refused:
+            client.send(session.id, "   \n")
+    assert refused.value.status == 422
+    assert fake_openai.chat_bodies() == []

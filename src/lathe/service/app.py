@@ -47,7 +47,10 @@ _ERRORS = {
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, description="The user's message: a task or a follow-up.")
+    text: str = Field(
+        pattern=r"\S",  # not only whitespace: `lathe run "   "` is refused too
+        description="The user's message: a task or a follow-up.",
+    )
 
 
 class Answer(BaseModel):
@@ -202,9 +205,11 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     @app.get(f"{v1}/sessions/{{session_id}}/transcript")
     async def transcript(session_id: str) -> dict[str, Any]:
         from lathe.session.transcript import render_text
+        from lathe.ui.sessions_cmd import checkpoint_numbers
 
         session = served(session_id).session
-        return {"id": session_id, "text": render_text(session)}
+        text = render_text(session, checkpoints=checkpoint_numbers(session))
+        return {"id": session_id, "text": text}
 
     @app.get(
         f"{v1}/sessions/{{session_id}}/events",

@@ -186,9 +186,11 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
         their results abbreviated, and how each run ended."""
         from lathe.session import SessionStore
         from lathe.session.transcript import render_text
+        from lathe.ui.sessions_cmd import checkpoint_numbers
 
         def render() -> str:
-            return render_text(SessionStore(manager.home).open(session_id, readonly=True))
+            session = SessionStore(manager.home).open(session_id, readonly=True)
+            return render_text(session, checkpoints=checkpoint_numbers(session))
 
         try:
             return await asyncio.to_thread(render)

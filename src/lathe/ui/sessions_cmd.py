@@ -52,7 +52,7 @@ def _warn(warnings: list[str], session_id: str) -> None:
         click.echo(f"lathe: session {session_id}: {warning}", err=True)
 
 
-def _checkpoint_numbers(session: Session) -> dict[str, int]:
+def checkpoint_numbers(session: Session) -> dict[str, int]:
     """Commit -> number of the checkpoints of the session's workspace, so a transcript
     names them as `lathe checkpoints list` does; empty when there are none to name (the
     session made none, or its workspace or checkpoint store is gone)."""
@@ -133,7 +133,7 @@ def show(session_id: str) -> None:
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    click.echo(render_text(session, checkpoints=_checkpoint_numbers(session)), nl=False)
+    click.echo(render_text(session, checkpoints=checkpoint_numbers(session)), nl=False)
     click.echo(_family(session), nl=False)
 
 
@@ -185,7 +185,7 @@ def export(session_id: str, output_format: str) -> None:
     if output_format == "json":
         click.echo(export_json(session), nl=False)
     else:
-        click.echo(render_markdown(session, checkpoints=_checkpoint_numbers(session)), nl=False)
+        click.echo(render_markdown(session, checkpoints=checkpoint_numbers(session)), nl=False)
 
 
 @sessions.command("fork")
