@@ -194,3 +194,21 @@ def test_memory_edit_opens_the_editor_on_the_file(tmp_path, ws):
     assert unset.returncode == 2
     assert unset.stderr.startswith("lathe: set $VISUAL or $EDITOR to edit ")
     assert len(unset.stderr.splitlines()) == 1
+
+
+def test_memory_clear_with_no_answer_and_an_editor_that_fails_say_so(tmp_path, ws):
+    memory = tmp_path / "home" / "memory" / "user.md"
+    memory.parent.mkdir(parents=True)
+    memory.write_text("- keep me\n")
+
+    unanswered = lathe(tmp_path, "memory", "clear", "--scope", "user", "-C", str(ws))
+    failed = lathe(tmp_path, "memory", "edit", "--scope", "user", "-C", str(ws),
+                   env={"EDITOR": "false"})  # fmt: skip
+
+    assert unanswered.returncode == 1, unanswered.stderr  # no terminal, no --yes
+    assert unanswered.stderr.strip() == (
+        "lathe: nothing was cleared: no answer came (--yes clears without asking)"
+    )
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "lathe: the editor 'false' exited with status 1"
+    assert memory.read_text() == "- keep me\n"

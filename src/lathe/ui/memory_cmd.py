@@ -121,9 +121,12 @@ def edit_command(workspace: Path, scope: str) -> None:
     file.path.parent.mkdir(parents=True, exist_ok=True)
     file.path.touch()
     try:
-        subprocess.run([*shlex.split(editor), str(file.path)], check=False)
+        done = subprocess.run([*shlex.split(editor), str(file.path)], check=False)
     except OSError as exc:
         raise UsageError(f"the editor {editor!r} could not start: {exc.strerror}") from None
+    if done.returncode != 0:
+        click.echo(f"lathe: the editor {editor!r} exited with status {done.returncode}", err=True)
+        raise SystemExit(1)
     size = file.size()
     if size > settings.memory_max_bytes:
         click.echo(
@@ -149,7 +152,13 @@ def clear_command(workspace: Path, scope: str, yes: bool) -> None:
         click.echo(f"the {scope} memory is already empty ({file.path})")
         return
     what = f"{plural(count, 'entry', 'entries')} from the {scope} memory ({file.path})"
-    if not yes and not click.confirm(f"Remove {what}?"):
+    try:
+        agreed = yes or click.confirm(f"Remove {what}?")
+    except click.Abort:  # no terminal and no answer (or Ctrl-C): a script without --yes
+        click.echo("lathe: nothing was cleared: no answer came (--yes clears without asking)",
+                   err=True)  # fmt: skip
+        raise SystemExit(1) from None
+    if not agreed:
         click.echo("nothing was cleared")
         return
     store.clear(scope)  # type: ignore[arg-type]
