@@ -376,3 +376,16 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_records_it(tmp_path, fake_openai)
     [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
     last = json.loads(session.read_text().splitlines()[-1])
     assert last["type"] == "run_end" and last["status"] == "interrupted"
+
+
+def test_a_command_rule_with_a_star_that_would_match_nothing_is_refused(tmp_path, fake_openai):
+    # `--deny 'bash(rm *)'` compared the word `*` literally: `rm -rf app.py` ran.
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "rm -rf app.py"})]), Reply("ok"))
+
+    refused = lathe_run(fake_openai, ws, tmp_path, "--deny", "bash(rm *)", "go")
+
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("lathe: ") and "'bash(rm:*)'" in line, line
+    assert (ws / "app.py").exists() and fake_openai.chat_bodies() == []

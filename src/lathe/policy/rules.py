@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -69,6 +70,29 @@ def rules_naming_no_tool(rules: RuleSet, known: Collection[str]) -> list[tuple[R
         meant = meant or next(iter(difflib.get_close_matches(tool.lower(), names, n=1)), None)
         found.append((rule, Rule(meant, rule.pattern) if meant else None))
     return found
+
+
+def command_pattern_problem(rule: Rule) -> str | None:
+    """Why a `bash(...)` rule's pattern would match no command it seems to name, or None.
+    A pattern is the command's words, or its first words then `:*`; a `*` anywhere else
+    is compared as the word `*` (`bash(rm *)` denied only `rm *` itself, so `rm -rf x`
+    ran), and a pattern the shell cannot split matches nothing."""
+    pattern = rule.pattern
+    if rule.tool != "bash" or pattern is None:
+        return None
+    words = pattern[:-2] if pattern.endswith(":*") else pattern
+    try:
+        shlex.split(words)
+    except ValueError as exc:
+        return f"the permission rule {rule.key!r} cannot be split into words ({exc})"
+    if "*" not in words:
+        return None
+    meant = Rule(rule.tool, words.split("*", 1)[0].rstrip() + ":*")
+    return (
+        f"the permission rule {rule.key!r} matches no command: a * there is the word *; "
+        f"for every command starting so, write {meant.key!r} (a pattern is the command's "
+        "words, or its first words then :*)"
+    )
 
 
 def matches_any(relative_path: str, patterns: Iterable[str], *, is_dir: bool = False) -> bool:

@@ -184,15 +184,18 @@ TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
 
 
 def _check_rule_tools(rules: RuleSet, tools: ToolRegistry, warn: Callable[[str], None]) -> None:
-    """A rule that names no tool matches nothing. One that looks like a known tool
-    misspelt or capitalised is a UsageError naming the rule meant (the deny the user
-    counts on would be off); any other (a plugin's tool whose plugin did not load) a
-    warning. Known: every tool of lathe's own, whatever the profile offers, the
-    plugins' and those added later."""
+    """A rule that matches nothing. A command pattern with a stray `*` (`bash(rm *)`)
+    or one that names a known tool misspelt or capitalised is a UsageError naming the
+    rule meant (the deny the user counts on would be off); a tool no plugin provides
+    (its plugin did not load) a warning. Known: every tool of lathe's own, whatever the
+    profile offers, the plugins' and those added later."""
     from lathe.errors import UsageError
-    from lathe.policy.rules import rules_naming_no_tool
+    from lathe.policy.rules import command_pattern_problem, rules_naming_no_tool
     from lathe.tools.builtin import OWN_TOOL_NAMES
 
+    for rule in (*rules.deny, *rules.ask, *rules.allow):
+        if problem := command_pattern_problem(rule):
+            raise UsageError(problem)
     known = {*OWN_TOOL_NAMES, *tools.names(), *TOOLS_ADDED_LATER}
     for rule, meant in rules_naming_no_tool(rules, known):
         if meant is not None:
