@@ -81,6 +81,20 @@ def test_test_reports_a_server_that_cannot_start(tmp_path):
     assert missing.stderr.startswith("lathe: there is no MCP server named 'nope'")
 
 
+def test_test_with_a_relative_workspace_starts_the_server(tmp_path):
+    # `-C ws` was joined to itself as the server's cwd: "No such file ... 'ws/ws'".
+    (tmp_path / "config.toml").write_text(
+        f"[mcp.servers.srv]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}]\n"
+    )
+    (tmp_path / "ws").mkdir()
+
+    result = lathe("mcp", "test", "srv", "-C", "ws", tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("srv: ok"), result.stdout
+
+
 def test_import_a_codex_config_without_copying_its_secrets(tmp_path):
     codex = tmp_path / "codex.toml"
     codex.write_text(

@@ -37,7 +37,7 @@ class McpFailure(ToolError):
 class McpConnection:
     def __init__(self, entry: ServerEntry, workspace: Path, log_dir: Path | None) -> None:
         self.entry = entry
-        self._workspace = workspace
+        self._workspace = workspace.resolve()  # a relative one would be joined to itself
         self._log_dir = log_dir
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
