@@ -389,3 +389,27 @@ def test_a_command_rule_with_a_star_that_would_match_nothing_is_refused(tmp_path
     [line] = refused.stderr.splitlines()
     assert line.startswith("lathe: ") and "'bash(rm:*)'" in line, line
     assert (ws / "app.py").exists() and fake_openai.chat_bodies() == []
+
+
+def test_hooks_that_fail_are_reported_and_a_hook_naming_Bash_is_refused(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    (ws / ".lathe").mkdir()
+    hooks = ('[[hooks.pre_tool]]\ncommand = "~/bin/guard-typo.sh"\n'
+             '[[hooks.post_tool]]\ncommand = "sleep 5"\ntimeout_s = 0.5\n')  # fmt: skip
+    (ws / ".lathe" / "config.toml").write_text(hooks)
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hello"})]), Reply("done"))
+
+    ran = lathe_run(fake_openai, ws, tmp_path, "--trust-project", "--approval", "full", "go")
+
+    assert ran.returncode == 0, ran.stderr
+    assert "the pre_tool hook `~/bin/guard-typo.sh` exited 127" in ran.stderr, ran.stderr
+    assert "the bash call went on" in ran.stderr
+    assert "the post_tool hook `sleep 5` ran past its 0.5 s" in ran.stderr
+
+    (ws / ".lathe" / "config.toml").write_text(
+        '[[hooks.pre_tool]]\ncommand = "exit 2"\ntools = ["Bash"]\n'
+    )
+    refused = lathe_run(fake_openai, ws, tmp_path, "--trust-project", "go")
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert "names the tool 'Bash'" in line and "did you mean 'bash'?" in line, line

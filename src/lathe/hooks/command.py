@@ -19,7 +19,7 @@ rewrites nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,29 +87,53 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 
 class CommandHooks(AgentHooks):
+    """The config's hooks. `warn` hears of each that failed (an exit other than 0, or 2
+    of a pre_tool hook) or ran out of time, and what the run did instead: a failing
+    guard must not go unseen while the calls it guards go on."""
+
     def __init__(
-        self, config: HooksConfig, workspace: Path, executor: LocalExecutor | None = None
+        self,
+        config: HooksConfig,
+        workspace: Path,
+        executor: LocalExecutor | None = None,
+        warn: Callable[[str], None] = lambda message: None,
     ) -> None:
         self._config = config
         self._workspace = workspace
         self._executor = executor or hook_executor()
+        self._warn = warn
+
+    async def _run(
+        self, kind: str, hook: HookCommand, event: dict[str, Any], instead: str
+    ) -> HookRun:
+        """`hook` on `event`; a failure other than a pre_tool refusal is reported, with
+        `instead` (what the run does about it)."""
+        result = await run_hook(hook, {**event, **self._base()}, self._workspace, self._executor)
+        refused = kind == "pre_tool" and result.exit_code in (None, 2)
+        if result.exit_code != 0 and not refused:
+            how = (
+                f"ran past its {hook.timeout_s:g} s"
+                if result.exit_code is None
+                else f"exited {result.exit_code}"
+            )
+            said = next(iter(result.stderr.strip().splitlines()), "")
+            self._warn(
+                f"the {kind} hook `{hook.command}` {how}{f' ({said})' if said else ''}; {instead}"
+            )
+        return result
 
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
         return [h for h in hooks if not h.tools or tool in h.tools]
 
     async def on_run_start(self, task: str) -> None:
         for hook in self._config.session_start:
-            await run_hook(
-                hook,
-                {"event": "session_start", "task": task, **self._base()},
-                self._workspace,
-                self._executor,
-            )
+            event = {"event": "session_start", "task": task}
+            await self._run("session_start", hook, event, "the run goes on")
 
     async def on_run_end(self, finished: RunFinished) -> None:
         event = {"event": "stop", "status": finished.status.value, "turns": finished.turns}
         for hook in self._config.stop:
-            await run_hook(hook, {**event, **self._base()}, self._workspace, self._executor)
+            await self._run("stop", hook, event, "the run has ended as it was")
 
     async def before_tool(
         self, name: str, arguments: dict[str, Any]
@@ -117,9 +141,7 @@ class CommandHooks(AgentHooks):
         rewritten: dict[str, Any] | None = None
         for hook in self._for_tool(self._config.pre_tool, name):
             event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
-            result = await run_hook(
-                hook, {**event, **self._base()}, self._workspace, self._executor
-            )
+            result = await self._run("pre_tool", hook, event, f"the {name} call went on")
             if result.exit_code is None or result.exit_code == 2:
                 reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
                 return ToolOutput(
@@ -138,8 +160,8 @@ class CommandHooks(AgentHooks):
                 "event": "post_tool", "tool": name, "arguments": arguments,
                 "content": output.content, "is_error": output.is_error,
             }  # fmt: skip
-            result = await run_hook(
-                hook, {**event, **self._base()}, self._workspace, self._executor
+            result = await self._run(
+                "post_tool", hook, event, f"the {name} result went to the model as it was"
             )
             reply = _json_object(result.stdout) if result.exit_code == 0 else None
             if reply and isinstance(reply.get("content"), str):

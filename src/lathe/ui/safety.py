@@ -13,11 +13,12 @@ from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks, HookChain
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
-from lathe.policy.rules import RuleSet, protected_patterns
+from lathe.policy.rules import Rule, RuleSet, protected_patterns
 from lathe.tools.base import ToolRegistry
 from lathe.ui.setup import RunSetup
 
 if TYPE_CHECKING:
+    from lathe.config.schema import HooksConfig
     from lathe.obs import Redactor
 
 
@@ -133,7 +134,7 @@ def build_safety(
     tools = ToolRegistry(own, brief=profile.tool_descriptions == "brief")
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
-    _check_rule_tools(rules, tools, warn)
+    _check_rule_tools(rules, setup.loaded.config.hooks, tools, warn)
     mcp = None
     if start_mcp and setup.mcp_servers is not None and setup.mcp_servers.entries:
         from lathe.mcptools.session import mcp_session
@@ -183,12 +184,15 @@ def build_safety(
 TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
 
 
-def _check_rule_tools(rules: RuleSet, tools: ToolRegistry, warn: Callable[[str], None]) -> None:
-    """A rule that matches nothing. A command pattern with a stray `*` (`bash(rm *)`)
-    or one that names a known tool misspelt or capitalised is a UsageError naming the
-    rule meant (the deny the user counts on would be off); a tool no plugin provides
-    (its plugin did not load) a warning. Known: every tool of lathe's own, whatever the
-    profile offers, the plugins' and those added later."""
+def _check_rule_tools(
+    rules: RuleSet, setup_hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
+) -> None:
+    """A rule, or a hook's `tools` entry, that matches nothing. A command pattern with a
+    stray `*` (`bash(rm *)`) or a known tool's name misspelt or capitalised is a
+    UsageError naming the one meant (the deny or the guard the user counts on would be
+    off); a tool no plugin provides (its plugin did not load) a warning. Known: every
+    tool of lathe's own, whatever the profile offers, the plugins' and those added
+    later."""
     from lathe.errors import UsageError
     from lathe.policy.rules import command_pattern_problem, rules_naming_no_tool
     from lathe.tools.builtin import OWN_TOOL_NAMES
@@ -197,6 +201,18 @@ def _check_rule_tools(rules: RuleSet, tools: ToolRegistry, warn: Callable[[str],
         if problem := command_pattern_problem(rule):
             raise UsageError(problem)
     known = {*OWN_TOOL_NAMES, *tools.names(), *TOOLS_ADDED_LATER}
+    hooks = setup_hooks.pre_tool + setup_hooks.post_tool
+    named = RuleSet(deny=[Rule(tool, None) for hook in hooks for tool in hook.tools])
+    for rule, meant in rules_naming_no_tool(named, known):
+        hook = next(h for h in hooks if rule.tool in h.tools)
+        if meant is None:
+            warn(f"the hook `{hook.command}` names the tool {rule.tool!r}, which this run lacks")
+            continue
+        raise UsageError(
+            f"the hook `{hook.command}` names the tool {rule.tool!r}, which lathe does not "
+            f"have; did you mean {meant.tool!r}? Tool names are lower case: "
+            f"{', '.join(sorted(known))}"
+        )
     for rule, meant in rules_naming_no_tool(rules, known):
         if meant is not None:
             raise UsageError(
@@ -314,4 +330,9 @@ def _hooks(setup: RunSetup, emit, *, hide_env: list[str], keep_env) -> list[Agen
     for problem in problems:
         emit(Notice(level="warning", message=problem))
     executor = hook_executor(hide_env=hide_env, keep_env=keep_env)
-    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, executor), *plugins]
+
+    def warn(message: str) -> None:
+        emit(Notice(level="warning", message=message))
+
+    config = setup.loaded.config.hooks
+    return [CommandHooks(config, setup.workspace, executor, warn), *plugins]
