@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from lathe.events import Evidence, RunStatus
+from lathe.plural import plural
 from lathe.subagents.worktree import FileStat
 from lathe.types import Usage
 
@@ -87,8 +88,9 @@ class ChildResult:
         lines.append(_claim(self))
         lines += _changes(self)
         lines.append(
-            f"Usage: {self.turns} turns, {self.usage.input_tokens + self.usage.cache_read_tokens}"
-            f" tokens in, {self.usage.output_tokens} out"
+            f"Usage: {plural(self.turns, 'turn')}, "
+            f"{self.usage.input_tokens + self.usage.cache_read_tokens} tokens in, "
+            f"{self.usage.output_tokens} out"
         )
         answer = self.answer.strip() or "(no answer)"
         more = f"\n[cut; the whole answer is in {self.answer_file}]" if self.answer_file else ""

@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Protocol
 
 from pydantic import Field
 
+from lathe.plural import plural
 from lathe.subagents.result import ChildResult
 from lathe.tools.base import CURRENT_CALL, Params, Tool, ToolContext, ToolOutput
 
@@ -90,7 +91,7 @@ class TaskTool(Tool):
         return ToolOutput(
             content=result.for_model(),
             is_error=result.is_error,
-            summary=f"{result.status.value}: {len(result.files)} files changed",
+            summary=f"{result.status.value}: {plural(len(result.files), 'file')} changed",
             details={
                 "child_id": result.child_id,
                 "status": result.status.value,
