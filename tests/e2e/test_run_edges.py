@@ -413,3 +413,20 @@ def test_hooks_that_fail_are_reported_and_a_hook_naming_Bash_is_refused(tmp_path
     assert refused.returncode == 2
     [line] = refused.stderr.splitlines()
     assert "names the tool 'Bash'" in line and "did you mean 'bash'?" in line, line
+
+
+def test_the_time_budget_holds_over_the_start_and_stop_hooks(tmp_path, fake_openai):
+    # Each `sleep 8` hook ran outside the deadline: a 2 s run took 16 s.
+    ws = _workspace(tmp_path)
+    (ws / ".lathe").mkdir()
+    (ws / ".lathe" / "config.toml").write_text(
+        '[[hooks.session_start]]\ncommand = "sleep 8"\n[[hooks.stop]]\ncommand = "sleep 8"\n'
+    )
+    fake_openai.enqueue(Reply("done"))
+    started = time.monotonic()
+
+    ran = lathe_run(fake_openai, ws, tmp_path, "--trust-project", "--timeout", "2s", "go")
+
+    assert time.monotonic() - started < 7, ran.stderr
+    assert ran.returncode == 1, ran.stderr
+    assert "status: out_of_budget" in ran.stderr

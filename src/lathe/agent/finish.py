@@ -17,10 +17,10 @@ with a `Decision`:
 Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
 
 - `time_limit(run)`: once per run, before anything else; the shortest `TimeLimit` any
-  handler gives is one deadline over the whole run (the baseline, every reply, every
-  call). When it passes, whatever runs is cancelled (a reply still streaming leaves
-  nothing behind), each call left without a result gets one saying so, and the run ends
-  with that limit's `end`.
+  handler gives is one deadline over the whole run (the start hooks, the baseline,
+  every reply, every call; stop hooks past it are cut). When it passes, whatever runs
+  is cancelled (a reply still streaming leaves nothing behind), each call left without
+  a result gets one saying so, and the run ends with that limit's `end`.
 - `begin(run)`: once per run, after the task entered the conversation; resets the
   handler's per-run state and returns messages to add before the first turn (the
   baseline check). Raising a `UsageError` stops the run before any model call.

@@ -12,6 +12,7 @@ decided by the finish handlers (`agent/finish.py`), asked after every step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -128,10 +129,10 @@ class Agent:
         self.deps.hooks.on_message(message)
 
     async def run(self, user_input: str) -> RunFinished:
-        await self.deps.hooks.on_run_start(user_input)
-        finished = await self._run(user_input)
-        await self.deps.hooks.on_run_end(finished)
-        return finished
+        """The run, start and stop hooks included: the time limit holds over them too
+        (a session_start hook or an MCP server's start-up that hangs, a stop hook that
+        takes its time), so a run given N seconds ends within them."""
+        return await self._run(user_input)
 
     async def _run(self, user_input: str) -> RunFinished:
         if self.deps.finish is None:  # built per run, from the deps as they are now
@@ -143,20 +144,33 @@ class Agent:
         spend = RunSpending()
         run = RunState(emit=self.emit, new_conversation=not self.messages, spent=spend)
         runner = ToolRunner(self.deps, self.emit)
+        hooks = self.deps.hooks
+        # The task is recorded before anything runs, so a crash or a deadline during a
+        # start hook or a handler's start (the baseline check) leaves a session that
+        # `--continue` can pick up.
+        self.append(UserMessage(content=user_input))
         limits = [x for x in (h.time_limit(run) for h in self.handlers) if x is not None]
         if not limits:
-            return await self._steps(user_input, run, spend, runner)
+            await hooks.on_run_start(user_input)
+            finished = await self._steps(run, spend, runner)
+            await hooks.on_run_end(finished)
+            return finished
         limit = min(limits, key=lambda x: x.seconds)
         timer = asyncio.timeout(limit.seconds)
         try:
             async with timer:
-                return await self._steps(user_input, run, spend, runner)
+                await hooks.on_run_start(user_input)
+                finished = await self._steps(run, spend, runner)
         except TimeoutError:
             if not timer.expired():
                 raise  # not the run's deadline
-        end = limit.end(spend.elapsed_s())
-        self._answer_cut_calls(runner, end.reason)
-        return self._finished(end, run, spend)
+            end = limit.end(spend.elapsed_s())
+            self._answer_cut_calls(runner, end.reason)
+            finished = self._finished(end, run, spend)
+        with contextlib.suppress(TimeoutError):  # stop hooks past the deadline are cut
+            async with asyncio.timeout_at(timer.when()):
+                await hooks.on_run_end(finished)
+        return finished
 
     def _answer_cut_calls(self, runner: ToolRunner, reason: str) -> None:
         """The run was cut mid-step: a reply still streaming left nothing, but the calls
@@ -177,13 +191,8 @@ class Agent:
             for result in refused_results([call], text, summary, self.emit, started=seen):
                 self.append(result)
 
-    async def _steps(
-        self, user_input: str, run: RunState, spend: RunSpending, runner: ToolRunner
-    ) -> RunFinished:
+    async def _steps(self, run: RunState, spend: RunSpending, runner: ToolRunner) -> RunFinished:
         settings = self.deps.settings
-        # The task is recorded before anything runs, so a crash during a handler's start
-        # (the baseline check) leaves a session that `--continue` can pick up.
-        self.append(UserMessage(content=user_input))
         for handler in self.handlers:
             for message in await handler.begin(run):
                 self.append(message)
