@@ -206,10 +206,12 @@ def test_three_children_at_once_two_land_as_checkpoints_and_a_conflict_is_report
     for call in landed:
         mine = [x for x in labels if x.startswith("subagent ") and x.endswith(f": {call[5:]}")]
         assert len(mine) == 1, labels
-    patch_line = next(
-        line for line in outputs[refused[0]]["output"].splitlines() if ".patch" in line
-    )
-    patch_file = Path(patch_line.split("The patch is in ")[1].split(";")[0])
+    # The model is shown the patch itself: the file it is kept in is outside the
+    # workspace, where neither read nor the sandbox's bash reaches.
+    refusal = outputs[refused[0]]["output"]
+    assert "-A = 1\n+A = " in refusal, refusal
+    patch_line = next(line for line in refusal.splitlines() if ".patch" in line)
+    patch_file = Path(patch_line.split("kept for the user in ")[1].split(")")[0])
     assert "A = " in patch_file.read_text()
 
 

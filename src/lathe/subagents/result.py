@@ -31,6 +31,7 @@ class ChildStatus(StrEnum):
     ERROR = "error"  # the model endpoint or lathe itself failed
 
 
+_PATCH_SHOWN_CHARS = 6_000  # of a patch that was not applied, in the parent's result
 _FROM_RUN = {
     RunStatus.VERIFIED: ChildStatus.VERIFIED,
     RunStatus.UNVERIFIED: ChildStatus.COMPLETED,
@@ -93,7 +94,8 @@ class ChildResult:
             f"{self.usage.output_tokens} out"
         )
         answer = self.answer.strip() or "(no answer)"
-        more = f"\n[cut; the whole answer is in {self.answer_file}]" if self.answer_file else ""
+        kept = self.answer_file
+        more = f"\n[cut here; the whole answer is kept for the user in {kept}]" if kept else ""
         lines.append(f"Its answer:\n{answer}{more}")
         return "\n".join(lines)
 
@@ -122,11 +124,24 @@ def _changes(result: ChildResult) -> list[str]:
         where = f" as checkpoint #{merge.checkpoint}" if merge.checkpoint is not None else ""
         lines.append(f"Its changes are applied to your workspace{where} (`lathe undo` reverts).")
     else:
+        # Shown, not pointed at: the patch file lies outside the workspace, where neither
+        # read nor a sandboxed command reaches.
         lines.append(
-            f"Its changes were NOT applied: {merge.reason}. The patch is in {merge.patch_file}; "
-            "read it and make the changes yourself where they still fit."
+            f"Its changes were NOT applied: {merge.reason}. Its patch (kept for the user in "
+            f"{merge.patch_file}), for you to make the changes where they still fit:"
         )
+        lines.append(_patch_text(merge.patch_file))
     return lines
+
+
+def _patch_text(path: Path | None) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path else ""
+    except OSError:
+        text = ""
+    if len(text) > _PATCH_SHOWN_CHARS:
+        text = text[:_PATCH_SHOWN_CHARS] + "\n[the rest of the patch is cut here]"
+    return f"```diff\n{text.rstrip()}\n```" if text else "(the patch could not be read)"
 
 
 def _stat(stat: FileStat) -> str:
