@@ -249,7 +249,10 @@ def _wire_message(message: Message) -> dict[str, Any]:
                 wire["tool_calls"] = [_wire_call(call) for call in message.tool_calls]
             return wire
         case ToolResultMessage():
-            content = f"Error: {message.content}" if message.is_error else message.content
+            # The wire has no error flag: the text says so, once (lathe's own error
+            # results start with "Error:" already).
+            marked = not message.is_error or message.content.startswith("Error:")
+            content = message.content if marked else f"Error: {message.content}"
             return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
         case _:
             assert_never(message)
