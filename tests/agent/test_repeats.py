@@ -36,10 +36,8 @@ def test_code_blocks_decide_when_there_are_no_calls_and_words_when_there_is_no_c
 
 
 def _breaker(takeovers: int = 2) -> tuple[RepeatBreaker, RunState]:
-    def changes_files(name: str) -> bool:
-        return name in ("edit", "write")
-
-    breaker = RepeatBreaker(0.9, load_words(), changes_files, takeovers)
+    tools = {tool.name: tool for tool in (EditTool(), ReadTool(), BashTool())}
+    breaker = RepeatBreaker(0.9, load_words(), tools.get, takeovers)
     return breaker, RunState(emit=lambda event: None)
 
 

@@ -31,11 +31,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     if settings.repeat_temperature is not None:  # first: it must see every reply
         from lathe.agent.repeats import RepeatBreaker
 
-        def changes_files(name: str) -> bool:
-            tool = deps.tools.get(name)
-            return tool is not None and not tool.read_only and not tool.repeatable
-
-        handlers.append(RepeatBreaker(settings.repeat_temperature, words, changes_files))
+        handlers.append(RepeatBreaker(settings.repeat_temperature, words, deps.tools.get))
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
     # Unreadable first (such a reply is also empty), then empty: it must see every other

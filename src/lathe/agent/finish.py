@@ -100,7 +100,13 @@ class CallRecord:
     @property
     def changes_files(self) -> bool:
         """A call of a tool that changes files and does the same each time (edit, write)."""
-        return self.tool is not None and not self.tool.read_only and not self.tool.repeatable
+        return changes_files_the_same_way(self.tool)
+
+
+def changes_files_the_same_way(tool: Tool | None) -> bool:
+    """A tool that changes files and does the same each time it is called so (edit,
+    write; not bash, whose command may do otherwise the next time)."""
+    return tool is not None and not tool.read_only and not tool.repeatable
 
 
 @dataclass

@@ -150,19 +150,14 @@ class Agent:
         # `--continue` can pick up.
         self.append(UserMessage(content=user_input))
         limits = [x for x in (h.time_limit(run) for h in self.handlers) if x is not None]
-        if not limits:
-            await hooks.on_run_start(user_input)
-            finished = await self._steps(run, spend, runner)
-            await hooks.on_run_end(finished)
-            return finished
-        limit = min(limits, key=lambda x: x.seconds)
-        timer = asyncio.timeout(limit.seconds)
+        limit = min(limits, key=lambda x: x.seconds, default=None)
+        timer = asyncio.timeout(limit.seconds if limit is not None else None)  # None: none
         try:
             async with timer:
                 await hooks.on_run_start(user_input)
                 finished = await self._steps(run, spend, runner)
         except TimeoutError:
-            if not timer.expired():
+            if limit is None or not timer.expired():
                 raise  # not the run's deadline
             end = limit.end(spend.elapsed_s())
             self._answer_cut_calls(runner, end.reason)

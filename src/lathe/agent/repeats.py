@@ -13,7 +13,7 @@ is new.
 The first `takeovers` repeats of a run that would surely end as before are taken over:
 a reply without calls (a "done" is not checked again: nothing changed, so the check
 would fail the same way) and one whose calls all change files the same way each time
-(`changes_files(name)`: edit, write). Their calls get "not acted on" results and the
+(`changes_files_the_same_way`: edit, write). Their calls get "not acted on" results and the
 model is told. Other repeats — a read (its output may have been pruned since), a test
 run, a poll — run as usual, and the stall rules judge them; so do repeats past the
 takeovers, which the verify gate and the stall rules end. A reply cut off by the output
@@ -25,11 +25,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from lathe.agent.finish import CallRecord, ContinueWith, FinishHandler, RunState, note
+from lathe.agent.finish import (
+    CallRecord,
+    ContinueWith,
+    FinishHandler,
+    RunState,
+    changes_files_the_same_way,
+    note,
+)
 from lathe.agent.tooling import refused_results
 from lathe.types import AssistantMessage, StopReason
 from lathe.words import Words
+
+if TYPE_CHECKING:
+    from lathe.tools.base import Tool
 
 _CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 _LEFT_TO_OTHERS = (StopReason.MAX_TOKENS, StopReason.UNREADABLE)
@@ -57,13 +68,13 @@ class RepeatBreaker(FinishHandler):
         self,
         temperature: float,
         words: Words,
-        changes_files: Callable[[str], bool],
+        tool_named: Callable[[str], Tool | None],
         takeovers: int = 2,
     ) -> None:
         self.temperature = temperature
         self.takeovers = takeovers
         self._words = words
-        self._changes_files = changes_files
+        self._tool_named = tool_named
         self._seen: set[str] = set()  # since a file last changed
         self._taken = 0
 
@@ -81,7 +92,9 @@ class RepeatBreaker(FinishHandler):
             run.temperature = None
             return None
         run.temperature = self.temperature
-        ends_as_before = all(self._changes_files(call.name) for call in reply.tool_calls)
+        ends_as_before = all(
+            changes_files_the_same_way(self._tool_named(call.name)) for call in reply.tool_calls
+        )
         if self._taken >= self.takeovers or not ends_as_before:
             return None
         self._taken += 1

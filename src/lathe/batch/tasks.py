@@ -72,17 +72,17 @@ def list_hash(tasks: list[BatchTask]) -> str:
     """What a run's results were made from: every task's definition and source. A local
     repository counts by its content (the fingerprint), not its path, so a task folder
     moved or cloned elsewhere is the same list."""
-    canonical = json.dumps(
-        [{**t.as_json(), "repo": t.repo if t.is_git else ""} for t in tasks], sort_keys=True
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return _digest([{**t.as_json(), "repo": t.repo if t.is_git else ""} for t in tasks])
 
 
 def path_list_hash(tasks: list[BatchTask]) -> str:
     """The hash manifests held before `list_hash` left local paths out: a run folder
     made then still resumes with the same tasks where they were."""
-    canonical = json.dumps([t.as_json() for t in tasks], sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return _digest([t.as_json() for t in tasks])
+
+
+def _digest(records: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
 
 
 def _is_task(folder: Path) -> bool:

@@ -123,6 +123,15 @@ def is_trusted(home: Path, settings: ProjectSettings) -> bool:
     return trusted_fingerprint(home, settings.file) == settings.fingerprint
 
 
+def untrusted_settings(
+    loaded: LoadedConfig, home: Path, *, commands_sandboxed: bool
+) -> ProjectSettings | None:
+    """What the project file sets that needs trust (`project_settings`) when it is not
+    trusted yet; None when nothing needs it or all of it is trusted."""
+    settings = project_settings(loaded, commands_sandboxed=commands_sandboxed)
+    return None if settings is None or is_trusted(home, settings) else settings
+
+
 def trust(home: Path, settings: ProjectSettings) -> None:
     """Record `settings` as trusted, replacing what was recorded for its file."""
     store = _load(home)

@@ -55,20 +55,21 @@ def parse_rule(text: str) -> Rule:
     return Rule(match.group("tool"), pattern.strip() if pattern is not None else None)
 
 
-def rules_naming_no_tool(rules: RuleSet, known: Collection[str]) -> list[tuple[Rule, Rule | None]]:
-    """Each rule whose tool is none of `known`, no MCP tool (`mcp__...`) and no pattern of
-    names (`*`), so it matches no call, with the rule it likely meant: the same in lower
-    case, or the nearest known name (a capitalised `Edit(tests/**)` denied nothing),
-    else None (a plugin's tool, say, whose plugin did not load)."""
-    names = sorted(known)
-    found = []
-    for rule in (*rules.deny, *rules.ask, *rules.allow):
-        tool = rule.tool
-        if tool in known or tool.startswith("mcp__") or "*" in tool:
+def unknown_tools(names: Iterable[str], known: Collection[str]) -> dict[str, str | None]:
+    """Each of `names` (the tools rules or hooks name) that is none of `known`, no MCP
+    tool (`mcp__...`) and no pattern of names (`*`), so it matches no call, with the
+    known name it likely means: itself in lower case, or the nearest (a capitalised
+    `Edit(tests/**)` denied nothing), else None (a plugin's tool whose plugin did not
+    load)."""
+    ordered = sorted(known)
+    found: dict[str, str | None] = {}
+    for name in names:
+        if name in known or name.startswith("mcp__") or "*" in name:
             continue
-        meant = tool.lower() if tool.lower() in known else None
-        meant = meant or next(iter(difflib.get_close_matches(tool.lower(), names, n=1)), None)
-        found.append((rule, Rule(meant, rule.pattern) if meant else None))
+        meant = name.lower() if name.lower() in known else None
+        found[name] = meant or next(
+            iter(difflib.get_close_matches(name.lower(), ordered, n=1)), None
+        )
     return found
 
 

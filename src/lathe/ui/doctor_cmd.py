@@ -169,11 +169,11 @@ def _trust_check(checks: list[Check], loaded) -> bool:
     the key goes among them; a verify command alone needs it only for a run without the
     sandbox, which doctor cannot foresee) are trusted; a failure naming them when not,
     and the key, endpoint and live checks are then left out."""
-    from lathe.config.trust import is_trusted, project_settings
+    from lathe.config.trust import untrusted_settings
     from lathe.home import lathe_home
 
-    settings = project_settings(loaded, commands_sandboxed=True)
-    if settings is None or is_trusted(lathe_home(), settings):
+    settings = untrusted_settings(loaded, lathe_home(), commands_sandboxed=True)
+    if settings is None:
         return True
     checks.append(
         Check(

@@ -328,4 +328,3 @@ class _HeadlessRun:
                 status=RunStatus.INTERRUPTED.value, turns=0, reason="interrupted by the user"
             )
         )
-

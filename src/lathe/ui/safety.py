@@ -164,7 +164,7 @@ def build_safety(
         on_remember=remember,
         words=load_words(setup.model.profile.settings.prompts, setup.workspace),
     )
-    hooks = _hooks(setup, emit, hide_env=hidden, keep_env=keep) + ([mcp] if mcp else [])
+    hooks = _hooks(setup, warn, hide_env=hidden, keep_env=keep) + ([mcp] if mcp else [])
     if tools.get("bash") is not None:
         from lathe.warmup import import_ahead
 
@@ -185,7 +185,7 @@ TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
 
 
 def _check_rule_tools(
-    rules: RuleSet, setup_hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
+    rules: RuleSet, hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
 ) -> None:
     """A rule, or a hook's `tools` entry, that matches nothing. A command pattern with a
     stray `*` (`bash(rm *)`) or a known tool's name misspelt or capitalised is a
@@ -194,33 +194,35 @@ def _check_rule_tools(
     tool of lathe's own, whatever the profile offers, the plugins' and those added
     later."""
     from lathe.errors import UsageError
-    from lathe.policy.rules import command_pattern_problem, rules_naming_no_tool
+    from lathe.policy.rules import command_pattern_problem, unknown_tools
     from lathe.tools.builtin import OWN_TOOL_NAMES
 
-    for rule in (*rules.deny, *rules.ask, *rules.allow):
+    every_rule = (*rules.deny, *rules.ask, *rules.allow)
+    for rule in every_rule:
         if problem := command_pattern_problem(rule):
             raise UsageError(problem)
     known = {*OWN_TOOL_NAMES, *tools.names(), *TOOLS_ADDED_LATER}
-    hooks = setup_hooks.pre_tool + setup_hooks.post_tool
-    named = RuleSet(deny=[Rule(tool, None) for hook in hooks for tool in hook.tools])
-    for rule, meant in rules_naming_no_tool(named, known):
-        hook = next(h for h in hooks if rule.tool in h.tools)
+    names = f"Tool names are lower case: {', '.join(sorted(known))}"
+    hook_of = {tool: hook for hook in (*hooks.pre_tool, *hooks.post_tool) for tool in hook.tools}
+    for tool, meant in unknown_tools(hook_of, known).items():
+        said = f"the hook `{hook_of[tool].command}` names the tool {tool!r}"
         if meant is None:
-            warn(f"the hook `{hook.command}` names the tool {rule.tool!r}, which this run lacks")
+            warn(f"{said}, which this run lacks")
+            continue
+        raise UsageError(f"{said}, which lathe does not have; did you mean {meant!r}? {names}")
+    unknown = unknown_tools((rule.tool for rule in every_rule), known)
+    for rule in every_rule:
+        if rule.tool not in unknown:
+            continue
+        meant = unknown[rule.tool]
+        if meant is None:
+            warn(f"the permission rule {rule.key!r} names no tool this run has, so it "
+                 "matches nothing")  # fmt: skip
             continue
         raise UsageError(
-            f"the hook `{hook.command}` names the tool {rule.tool!r}, which lathe does not "
-            f"have; did you mean {meant.tool!r}? Tool names are lower case: "
-            f"{', '.join(sorted(known))}"
+            f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
+            f"{Rule(meant, rule.pattern).key!r}? {names}, and mcp__SERVER__TOOL"
         )
-    for rule, meant in rules_naming_no_tool(rules, known):
-        if meant is not None:
-            raise UsageError(
-                f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
-                f"{meant.key!r}? Tool names are lower case: {', '.join(sorted(known))}, "
-                "and mcp__SERVER__TOOL"
-            )
-        warn(f"the permission rule {rule.key!r} names no tool this run has, so it matches nothing")
 
 
 def _check_tool_names(profile: str, names: list[str]) -> None:
@@ -320,7 +322,9 @@ def _key_variables(setup: RunSetup) -> list[str]:
     return sorted({KEY_OVERRIDE_ENV, *names})
 
 
-def _hooks(setup: RunSetup, emit, *, hide_env: list[str], keep_env) -> list[AgentHooks]:
+def _hooks(
+    setup: RunSetup, warn: Callable[[str], None], *, hide_env: list[str], keep_env
+) -> list[AgentHooks]:
     """Config command hooks (run unsandboxed through the hook executor, with the
     environment commands get: no keys), then plugin hooks; they run after the gate."""
     from lathe.hooks.command import CommandHooks, hook_executor
@@ -328,11 +332,6 @@ def _hooks(setup: RunSetup, emit, *, hide_env: list[str], keep_env) -> list[Agen
 
     plugins, problems = load_plugin_hooks(setup.workspace)
     for problem in problems:
-        emit(Notice(level="warning", message=problem))
+        warn(problem)
     executor = hook_executor(hide_env=hide_env, keep_env=keep_env)
-
-    def warn(message: str) -> None:
-        emit(Notice(level="warning", message=message))
-
-    config = setup.loaded.config.hooks
-    return [CommandHooks(config, setup.workspace, executor, warn), *plugins]
+    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, executor, warn), *plugins]

@@ -131,11 +131,12 @@ def _check_project_trust(loaded: LoadedConfig, options: RunOptions) -> None:
     """Settings of the project file that reach outside the sandbox apply only once
     trusted: --trust-project trusts them now; an interactive session asks; a headless
     run stops before anything runs (UsageError naming how to trust them)."""
-    from lathe.config.trust import is_trusted, project_settings, trust, untrusted_message
+    from lathe.config.trust import trust, untrusted_message, untrusted_settings
     from lathe.home import lathe_home
 
-    settings = project_settings(loaded, commands_sandboxed=_commands_sandboxed(loaded, options))
-    if settings is None or is_trusted(lathe_home(), settings):
+    sandboxed = _commands_sandboxed(loaded, options)
+    settings = untrusted_settings(loaded, lathe_home(), commands_sandboxed=sandboxed)
+    if settings is None:
         return
     if options.trust_project or (options.ask_trust and options.ask_trust(settings)):
         trust(lathe_home(), settings)
