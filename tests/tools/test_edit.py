@@ -328,3 +328,38 @@ async def test_a_guessed_folder_points_to_the_file_of_that_name(ctx: ToolContext
         "Only for a genuinely new file, use write."
     )
     assert not (ctx.workspace / "amounts.py").exists()
+
+
+async def test_an_old_string_that_overlaps_itself_is_ambiguous(ctx) -> None:
+    path = ctx.workspace / "x.txt"
+    path.write_text("x\nx\nx\n")
+    error = await call_error(EditTool(), ctx, path="x.txt", old_string="x\nx", new_string="x\ny")
+    assert error.startswith("old_string occurs 2 times in x.txt (at lines 1, 2)")
+    assert path.read_text() == "x\nx\nx\n"
+
+
+async def test_a_read_only_file_is_not_edited(ctx) -> None:
+    path = ctx.workspace / "ro.py"
+    path.write_text("a = 1\n")
+    path.chmod(0o444)
+    error = await call_error(EditTool(), ctx, path="ro.py", old_string="a = 1", new_string="a = 2")
+    assert error.startswith("ro.py is read-only (mode 444)")
+    assert path.read_text() == "a = 1\n"
+
+
+async def test_an_edit_in_a_file_mixing_line_endings_keeps_each_lines_ending(ctx) -> None:
+    path = ctx.workspace / "mixed.py"
+    path.write_bytes(b"a = 1\r\nb = 2\r\nc = 3\nd = 4\n")
+    await call(
+        EditTool(), ctx, path="mixed.py", old_string="a = 1\nb = 2", new_string="a = 1\nb = 20"
+    )
+    assert path.read_bytes() == b"a = 1\r\nb = 20\r\nc = 3\nd = 4\n"
+
+
+async def test_a_crlf_new_string_in_an_lf_file_is_written_with_lf(ctx) -> None:
+    path = ctx.workspace / "lf.py"
+    path.write_bytes(b"a = 1\nb = 2\n")
+    await call(
+        EditTool(), ctx, path="lf.py", old_string="a = 1\r\n", new_string="a = 1\r\nz = 0\r\n"
+    )
+    assert path.read_bytes() == b"a = 1\nz = 0\nb = 2\n"

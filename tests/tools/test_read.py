@@ -129,3 +129,10 @@ async def test_huge_files_are_paged_without_loading_them(ctx: ToolContext, tmp_p
     out = await call(read, ctx, path="big.log", offset=1_000_000, limit=2)
     assert out.content.splitlines()[:2] == ["1000000\tentry 01000000", "1000001\tentry 01000001"]
     assert out.content.endswith("call read with offset=1000002 to continue.]")
+
+
+async def test_the_page_budget_counts_bytes_not_characters(ctx) -> None:
+    (ctx.workspace / "cjk.txt").write_text("漢字" * 20 + "\n" * 1 + ("漢字" * 20 + "\n") * 2999)
+    out = await call(ReadTool(), ctx, path="cjk.txt")
+    assert len(out.content.encode()) <= ctx.limits.output_max_bytes + 200
+    assert "More lines follow" in out.content

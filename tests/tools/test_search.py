@@ -238,3 +238,15 @@ async def test_files_a_read_rule_denies_stay_out_of_folder_searches(ctx: ToolCon
         EditTool(), guarded, path="app.py", old_string="API_TOKEN=abc123", new_string="x"
     )
     assert ".env" not in error
+
+
+async def test_a_match_in_a_file_holding_a_nul_byte_is_named_not_hidden(ctx) -> None:
+    (ctx.workspace / "log.txt").write_bytes(b"match one\n" * 5 + b"pad\n" * 3000 + b"\x00\n")
+    (ctx.workspace / "ok.txt").write_text("match two\n")
+    (ctx.workspace / "secret.bin").write_bytes(b"match\x00")
+    ctx.deny_read = ("secret.bin",)
+    out = await call(GrepTool(), ctx, pattern="match")
+    assert out.content.startswith("ok.txt:1:match two\n\n[Also matched in 1 file holding a NUL")
+    assert "log.txt" in out.content and "secret.bin" not in out.content
+    alone = await call(GrepTool(), ctx, pattern="match one", path="log.txt")
+    assert alone.content.startswith("[Also matched in 1 file holding a NUL byte, so not shown: log")

@@ -119,3 +119,63 @@ async def test_with_small_windows_write_only_creates(ctx: ToolContext) -> None:
     assert path.read_text() == "x = 1\n"
     await call(write, ctx, path="new.py", content="y = 1\n")
     assert (ctx.workspace / "new.py").read_text() == "y = 1\n"
+
+
+async def test_a_blind_edit_does_not_license_replacing_the_whole_file(ctx: ToolContext) -> None:
+    from lathe.tools.edit import EditTool
+
+    path = ctx.workspace / "app.py"
+    original = "".join(f"line_{n} = {n}\n" for n in range(600))
+    path.write_text(original)
+    await call(EditTool(), ctx, path="app.py", old_string="line_3 = 3\n", new_string="line_3 = 4\n")
+    error = await call_error(write, ctx, path="app.py", content="x = 1\ny = 2\n")
+    assert "app.py" in error and "you have not read all of it" in error
+    assert "use edit" in error
+    assert path.read_text().count("\n") == 600
+
+
+async def test_one_page_of_a_long_file_does_not_license_replacing_it(ctx: ToolContext) -> None:
+    path = ctx.workspace / "long.py"
+    path.write_text("".join(f"v{n} = {n}\n" for n in range(3000)))
+    await call(ReadTool(), ctx, path="long.py", limit=5)
+    error = await call_error(write, ctx, path="long.py", content="gone\n")
+    assert "you have not read all of it (lines 1-5 of 3000)" in error
+    assert path.read_text().count("\n") == 3000
+
+
+async def test_every_page_read_licenses_the_rewrite(ctx: ToolContext) -> None:
+    path = ctx.workspace / "long.py"
+    path.write_text("".join(f"v{n} = {n}\n" for n in range(30)))
+    for offset in (1, 11, 21):
+        await call(ReadTool(), ctx, path="long.py", offset=offset, limit=10)
+    await call(write, ctx, path="long.py", content="short = 1\n")
+    assert path.read_text() == "short = 1\n"
+
+
+async def test_an_edit_after_a_whole_read_keeps_the_file_known(ctx: ToolContext) -> None:
+    from lathe.tools.edit import EditTool
+
+    path = ctx.workspace / "m.py"
+    path.write_text("a = 1\nb = 2\n")
+    await call(ReadTool(), ctx, path="m.py")
+    await call(EditTool(), ctx, path="m.py", old_string="a = 1", new_string="a = 10")
+    await call(write, ctx, path="m.py", content="a = 10\nb = 20\n")
+    assert path.read_text() == "a = 10\nb = 20\n"
+
+
+async def test_a_read_only_file_is_not_replaced(ctx: ToolContext) -> None:
+    path = ctx.workspace / "ro.txt"
+    path.write_text("keep\n")
+    await call(ReadTool(), ctx, path="ro.txt")
+    path.chmod(0o444)
+    error = await call_error(write, ctx, path="ro.txt", content="changed\n")
+    assert error.startswith("ro.txt is read-only")
+    assert path.read_text() == "keep\n"
+
+
+async def test_a_file_mixing_line_endings_is_written_as_given(ctx: ToolContext) -> None:
+    path = ctx.workspace / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\n")
+    await call(ReadTool(), ctx, path="mixed.txt")
+    await call(write, ctx, path="mixed.txt", content="a\r\nb\nc\nd\n")
+    assert path.read_bytes() == b"a\r\nb\nc\nd\n"

@@ -327,5 +327,6 @@ class FilesBefore:
         from lathe.atomic_write import write_atomic
 
         for path, data in self._saved.items():
+            whole = self._file_state.knows_whole(path)
             write_atomic(path, data)
-            self._file_state.record(path, data)
+            self._file_state.record(path, data, whole=whole)

@@ -95,6 +95,7 @@ class ToolRunner:
         self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
+        output = _printable_output(output)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -186,6 +187,20 @@ def _concurrency(item: _Prepared) -> str | None:
     if item.tool.read_only:
         return "read"
     return "concurrent" if item.tool.concurrent else None
+
+
+def _printable_output(output: ToolOutput) -> ToolOutput:
+    """`output` with no lone surrogate (a byte of a file that is not UTF-8, kept so by
+    the file tools) in what reaches the model, the session and the events."""
+    from lathe.tools.files import printable
+
+    details = {k: printable(v) if isinstance(v, str) else v for k, v in output.details.items()}
+    return replace(
+        output,
+        content=printable(output.content),
+        summary=printable(output.summary),
+        details=details,
+    )
 
 
 def _first_line(text: str) -> str:

@@ -115,7 +115,7 @@ class Policy:
         else:
             relative = display_path(self.workspace, resolved)
         preview = relative
-        is_dir = relative is not None and resolved.is_dir()
+        is_dir = relative is not None and _is_dir(resolved)
         verdict = (
             self.rules.for_path(tool, relative, is_dir=is_dir, changes_files=changes_files)
             if relative
@@ -275,3 +275,12 @@ def _denied(message: str, why: str, *, by: str = "rule") -> ToolOutput:
         summary=f"denied: {why}",
         details={"denied": why, "denied_by": by},
     )
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, False where the path cannot even be looked at (a name too long, a
+    folder without the search permission): the tool then reports why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False

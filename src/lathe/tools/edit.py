@@ -24,6 +24,7 @@ from lathe.tools.files import (
     current_text,
     load_text_file,
     os_errors,
+    refuse_read_only,
     state_of,
     unified_diff,
 )
@@ -124,8 +125,10 @@ class EditTool(Tool):
 
         text = content.text
         old, new = args.old_string, args.new_string
-        if content.newline == "\r\n":
+        if content.newline == "\r\n" or "\r" not in text:
             old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+        elif old not in text:
+            old, new = _with_the_files_line_endings(text, old, new)
         starts = _occurrences(text, old)
         if not starts:
             elsewhere = elsewhere_note(
@@ -133,6 +136,8 @@ class EditTool(Tool):
                 unchangeable=ctx.deny_edit, what="old_string",
             )  # fmt: skip
             raise ToolError(_not_found_message(text, old, shown, elsewhere))
+        if not args.replace_all:
+            starts = _occurrences(text, old, overlapping=True)
         if len(starts) > 1 and not args.replace_all:
             lines = ", ".join(str(_line_of(text, i)) for i in starts[:20])
             raise ToolError(
@@ -145,8 +150,10 @@ class EditTool(Tool):
             raise ToolError(cut)
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = content.encode(updated, shown)
+        refuse_read_only(path, shown)
+        knew_whole = state_of(ctx).knows_whole(path)
         write_atomic(path, data)
-        state_of(ctx).record(path, data)
+        state_of(ctx).record(path, data, whole=knew_whole)
 
         diff = unified_diff(shown, text, updated)
         delta = len(new) - len(old)
@@ -161,12 +168,29 @@ class EditTool(Tool):
         )
 
 
-def _occurrences(text: str, needle: str) -> list[int]:
+def _with_the_files_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
+    """In a file mixing LF and CRLF lines: (old, new) with the line endings of the one
+    stretch of `text` that `old` matches when each line ending may be either, else as
+    they were (the model cannot see which lines end in CR)."""
+    pattern = re.escape(old.replace("\r\n", "\n")).replace("\\\n", "\r?\n")
+    found = [m.group(0) for m in re.finditer(pattern, text)]
+    if len(found) != 1:
+        return old, new
+    match = found[0]
+    new = new.replace("\r\n", "\n")
+    if match.count("\r\n") == match.count("\n") > 0:
+        new = new.replace("\n", "\r\n")
+    return match, new
+
+
+def _occurrences(text: str, needle: str, *, overlapping: bool = False) -> list[int]:
+    """Where `needle` starts in `text`; `overlapping`: also matches that overlap an
+    earlier one (`x\nx` is in `x\nx\nx` twice, so an edit of it is ambiguous)."""
     starts: list[int] = []
     index = text.find(needle)
     while index != -1:
         starts.append(index)
-        index = text.find(needle, index + len(needle))
+        index = text.find(needle, index + (1 if overlapping else len(needle)))
     return starts
 
 

@@ -2,9 +2,11 @@
 are `lathe.atomic_write`).
 
 Decoding is lossless so that an edit rewrites only what it was asked to: UTF-8 (with
-its BOM kept), UTF-16 with a BOM, and any other bytes as latin-1, which maps every byte
-to one character and back. CRLF files are handed to tools with LF line endings and
-written back with CRLF; a file mixing both is left as it is.
+its BOM kept), UTF-16 with a BOM, UTF-8 with a few bytes that are not (each kept as a
+lone surrogate, shown as U+FFFD and written back as the byte it was), and any other
+bytes as latin-1, which maps every byte to one character and back. CRLF files are
+handed to tools with LF line endings and written back with CRLF; a file mixing both is
+left as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import codecs
 import contextlib
 import difflib
 import hashlib
+import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +33,12 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+# A multi-byte UTF-8 sequence: latin-1 text hardly ever holds one by chance, so a file
+# that has one but fails to decode is UTF-8 with a few stray bytes.
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 # Control bytes that do not occur in text; tab, newlines, form feed and escape do.
 _NON_TEXT = frozenset(range(0x20)) - {0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1B}
 
@@ -37,23 +48,63 @@ class _Seen:
     mtime_ns: int
     size: int
     digest: str
+    lines_shown: tuple[tuple[int, int], ...] | None = None
+    """The line ranges read showed of this content, merged; None: all of it is known."""
+    total_lines: int = 0
 
 
 class FileState:
-    """Per resolved path, what the agent last saw of a file when it read or wrote it."""
+    """Per resolved path, what the agent last saw of a file when it read or wrote it:
+    its content (to refuse changes made behind its back) and whether it saw all of it
+    (a whole-file write needs that: else the lines it never saw are lost)."""
 
     def __init__(self) -> None:
         self._seen: dict[Path, _Seen] = {}
 
-    def record(self, path: Path, data: bytes | None = None) -> None:
-        """Remember `path` as seen now; `data` is its content when the caller has it."""
+    def record(self, path: Path, data: bytes | None = None, *, whole: bool = True) -> None:
+        """Remember `path` as seen now; `data` is its content when the caller has it.
+        `whole=False`: the agent knows only part of it (an edit of a file it had not read
+        in full)."""
         if data is None:
             data = path.read_bytes()
         info = path.stat()
-        self._seen[path] = _Seen(info.st_mtime_ns, info.st_size, _digest(data))
+        shown = None if whole else ()
+        self._seen[path] = _Seen(info.st_mtime_ns, info.st_size, _digest(data), shown)
+
+    def record_lines(
+        self, path: Path, data: bytes, shown: list[tuple[int, int]], total: int
+    ) -> None:
+        """Remember that read showed the line ranges `shown` (first, last) of the `total`
+        lines of this content; the pages of one content add up, and all of them make the
+        file known whole."""
+        before = self._seen.get(path)
+        digest = _digest(data)
+        ranges = list(shown)
+        if before is not None and before.digest == digest:
+            if before.lines_shown is None:
+                return
+            ranges += before.lines_shown
+        merged = _merge(ranges)
+        whole = merged == [(1, total)] or total == 0
+        info = path.stat()
+        self._seen[path] = _Seen(
+            info.st_mtime_ns, info.st_size, digest, None if whole else tuple(merged), total
+        )
 
     def was_seen(self, path: Path) -> bool:
         return path in self._seen
+
+    def knows_whole(self, path: Path) -> bool:
+        seen = self._seen.get(path)
+        return seen is not None and seen.lines_shown is None
+
+    def lines_shown(self, path: Path) -> str:
+        """What part of `path` the agent saw, for a message: "lines 1-5 of 3000"."""
+        seen = self._seen.get(path)
+        if seen is None or not seen.lines_shown:
+            return "none of it"
+        spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in seen.lines_shown)
+        return f"lines {spans} of {seen.total_lines}"
 
     def forget(self, path: Path) -> None:
         self._seen.pop(path, None)
@@ -84,6 +135,16 @@ class FileState:
             )
 
 
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
 def state_of(ctx: ToolContext) -> FileState:
     """The run's FileState; made on first use when the face that built ctx gave none."""
     if ctx.file_state is None:
@@ -104,6 +165,12 @@ class TextContent:
     encoding: str
     bom: bytes = b""
     newline: str = "\n"
+    errors: str = "strict"
+    """"surrogateescape": UTF-8 text with bytes that are not, kept as they were."""
+
+    @property
+    def bad_bytes(self) -> int:
+        return len(_ESCAPED_BYTE.findall(self.text)) if self.errors != "strict" else 0
 
     @property
     def is_utf8(self) -> bool:
@@ -114,7 +181,7 @@ class TextContent:
         if self.newline == "\r\n":
             text = text.replace("\n", "\r\n")
         try:
-            return self.bom + text.encode(self.encoding)
+            return self.bom + text.encode(self.encoding, self.errors)
         except UnicodeEncodeError as exc:
             bad = exc.object[exc.start : exc.end]
             raise ToolError(
@@ -143,17 +210,29 @@ def decode_text(data: bytes) -> TextContent | None:
             bom, encoding = candidate, name
             break
     body = data[len(bom) :]
+    errors = "strict"
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError:
         if bom:
             return None
-        encoding, text = "latin-1", body.decode("latin-1")
+        if _UTF8_SEQUENCE.search(body):  # UTF-8 with a stray byte, not latin-1
+            errors, text = "surrogateescape", body.decode("utf-8", "surrogateescape")
+        else:
+            encoding, text = "latin-1", body.decode("latin-1")
     newline = "\n"
     crlf = text.count("\r\n")
     if crlf and crlf == text.count("\n"):
         newline, text = "\r\n", text.replace("\r\n", "\n")
-    return TextContent(text=text, encoding=encoding, bom=bom, newline=newline)
+    return TextContent(text=text, encoding=encoding, bom=bom, newline=newline, errors=errors)
+
+
+def printable(text: str) -> str:
+    """`text` with each byte kept as a lone surrogate shown as U+FFFD: what a model, a
+    session file or an event can hold (a lone surrogate is not valid UTF-8)."""
+    if not _ESCAPED_BYTE.search(text):
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 @contextlib.contextmanager
@@ -210,6 +289,18 @@ def clip_diff(diff: str, max_lines: int = 60) -> str:
         return diff
     kept = "\n".join(lines[:max_lines])
     return f"{kept}\n[... diff cut: {plural(len(lines) - max_lines, 'more line')} ...]\n"
+
+
+def refuse_read_only(path: Path, shown: str) -> None:
+    """ToolError when `path` is marked read-only: a write replaces the file by a rename,
+    which its permissions do not stop, so they are checked here. No write bit at all
+    counts too, for root, whom the permissions themselves would not stop."""
+    mode = path.stat().st_mode
+    if not os.access(path, os.W_OK) or not mode & 0o222:
+        raise ToolError(
+            f"{shown} is read-only (mode {stat.S_IMODE(mode):o}); leave it as it is, or "
+            "ask the user to make it writable if it must change"
+        )
 
 
 def load_text_file(path: Path, shown: str, *, verb: str) -> tuple[bytes, TextContent]:

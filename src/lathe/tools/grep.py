@@ -189,7 +189,10 @@ class GrepTool(Tool):
             raise ToolError("pattern is empty; give the text or regular expression to find")
         _, shown, target = search_target(ctx, args.path)
         # --null ends each path with NUL, so a path holding ":" still splits cleanly.
+        # --binary: a file with a NUL byte is named ("binary file matches"), not skipped
+        # in silence: read shows one whose first 8 KB are text.
         argv = [*RG_COMMON, "--null", "--line-number", "--no-heading", "--with-filename"]
+        argv.append("--binary")
         argv += [f"--max-columns={_MAX_COLUMNS}", "--max-columns-preview"]
         if args.ignore_case:
             argv.append("--ignore-case")
@@ -199,18 +202,43 @@ class GrepTool(Tool):
             argv.append(f"--glob={args.glob}")
         argv += ["--regexp", args.pattern, "--", target]
         result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
+        binary = _binary_matches(result.lines(), ctx.deny_read)
         lines = _readable_lines(result.lines(), ctx.deny_read)
         if result.code == 2 and not lines:
             raise ToolError(_rg_error(result.stderr))
-        if not lines:
+        if not lines and not binary:
             where = place(shown) + (f" (files matching {args.glob})" if args.glob else "")
             return ToolOutput(
                 content=f"No matches for {args.pattern!r} in {where}.", summary="no matches"
             )
-        return _matches_output(lines, result, context=bool(args.context))
+        output = _matches_output(lines, result, context=bool(args.context))
+        if binary:
+            names = ", ".join(binary[:_MAX_BINARY_NAMED])
+            more = (
+                f" and {len(binary) - _MAX_BINARY_NAMED} more"
+                if len(binary) > _MAX_BINARY_NAMED
+                else ""
+            )
+            note = (
+                f"[Also matched in {plural(len(binary), 'file')} holding a NUL byte, so not "
+                f"shown: {names}{more}. Read one to see it if it is text.]"
+            )
+            body = f"{output.content}\n\n{note}" if lines else note
+            output = ToolOutput(content=body, summary=output.summary if lines else "binary")
+        return output
 
 
 _LINE_NUMBER = re.compile(r"\d+([:-])")
+
+
+_BINARY_MATCH = re.compile(r"^(.*): binary file matches \(")
+_MAX_BINARY_NAMED = 5
+
+
+def _binary_matches(lines: list[str], deny_read: tuple[str, ...]) -> list[str]:
+    """The files rg reports as binary with a match (their line has no NUL), readable ones."""
+    found = [m.group(1) for line in lines if "\0" not in line and (m := _BINARY_MATCH.match(line))]
+    return readable_paths(sorted(found), deny_read)
 
 
 def _readable_lines(lines: list[str], deny_read: tuple[str, ...]) -> list[str]:
@@ -222,6 +250,8 @@ def _readable_lines(lines: list[str], deny_read: tuple[str, ...]) -> list[str]:
     for line in lines:
         path, sep, rest = line.partition("\0")
         if not sep:
+            if _BINARY_MATCH.match(line):
+                continue
             if kept and kept[-1] != "--":
                 kept.append(line)
         elif path in allowed:

@@ -67,17 +67,23 @@ class ReadTool(Tool):
             raise ToolError(
                 f"{shown} is a binary file ({len(data):,} bytes); read shows only text files"
             )
-        state_of(ctx).record(path, data)
         lines = content.text.split("\n")
         if content.text.endswith("\n"):
             lines.pop()
         note = ""
-        if not content.is_utf8:
+        if content.bad_bytes:
+            note = (
+                f"[note: {shown} is UTF-8 but for {plural(content.bad_bytes, 'byte')} that "
+                f"are not, shown as \ufffd; edit and write keep them as they are]\n"
+            )
+        elif not content.is_utf8:
             note = (
                 f"[note: {shown} is not UTF-8; it is shown decoded as {content.encoding}, "
                 f"and edit and write keep that encoding]\n"
             )
-        return page.render(iter(lines), total=len(lines), note=note)
+        output = page.render(iter(lines), total=len(lines), note=note)
+        state_of(ctx).record_lines(path, data, page.shown_whole, len(lines))
+        return output
 
 
 class _Page:
@@ -89,6 +95,8 @@ class _Page:
         self._limit = limit
         self._max_chars = ctx.limits.read_max_line_chars
         self._max_bytes = ctx.limits.output_max_bytes
+        self.shown_whole: list[tuple[int, int]] = []
+        """The runs of lines the page showed uncut (a cut line is not seen whole)."""
 
     def render(self, lines: Iterator[str], *, total: int | None, note: str = "") -> ToolOutput:
         out: list[str] = []
@@ -99,11 +107,14 @@ class _Page:
             if number < self._first:
                 continue
             row = f"{number:>6}\t{self._cut(line)}"
-            if len(out) >= self._limit or (out and size + len(row) + 1 > self._max_bytes):
+            row_bytes = len(row.encode("utf-8", "surrogateescape")) + 1
+            if len(out) >= self._limit or (out and size + row_bytes > self._max_bytes):
                 more = True
                 break
             out.append(row)
-            size += len(row) + 1
+            size += row_bytes
+            if len(line) <= self._max_chars:
+                self._mark_shown(number)
         if not out:
             count = number if total is None else total
             raise ToolError(
@@ -118,6 +129,12 @@ class _Page:
                 f"call read with offset={last + 1} to continue.]"
             )
         return ToolOutput(content=body, summary=plural(len(out), "line"))
+
+    def _mark_shown(self, number: int) -> None:
+        if self.shown_whole and self.shown_whole[-1][1] == number - 1:
+            self.shown_whole[-1] = (self.shown_whole[-1][0], number)
+        else:
+            self.shown_whole.append((number, number))
 
     def stream(self, path: Path) -> ToolOutput:
         with path.open("rb") as handle:

@@ -24,6 +24,7 @@ from lathe.tools.files import (
     current_text,
     decode_text,
     os_errors,
+    refuse_read_only,
     state_of,
     unified_diff,
 )
@@ -97,11 +98,20 @@ class WriteTool(Tool):
 
         if not ctx.limits.write_may_replace:
             raise ToolRefusal(_use_edit_instead(path, shown, args.content))
-        if not state_of(ctx).was_seen(path):
+        state = state_of(ctx)
+        if not state.was_seen(path):
             raise ToolError(
                 f"{shown} already exists and you have not read it in this session. Read it "
                 f"first, then use edit to change part of it (or write to replace it whole)"
             )
+        if not state.knows_whole(path):
+            raise ToolError(
+                f"{shown} already exists and you have not read all of it "
+                f"({state.lines_shown(path)}), so a whole-file write would lose what you "
+                "have not seen. To change part of it, use edit; to replace it whole, read "
+                "the rest first"
+            )
+        refuse_read_only(path, shown)
         before = path.read_bytes()
         state_of(ctx).check_not_stale(path, shown, before)
         old = decode_text(before)
@@ -113,7 +123,9 @@ class WriteTool(Tool):
                 "that code would be lost. Use edit to change just the part you mean, or "
                 "write the complete file."
             )
-        new_text = args.content.replace("\r\n", "\n")
+        # A CRLF file gets CRLF back from encode; any other keeps the content's own.
+        crlf = old is not None and old.newline == "\r\n"
+        new_text = args.content.replace("\r\n", "\n") if crlf else args.content
         if old is None:
             data, old_text = args.content.encode("utf-8"), ""
         else:

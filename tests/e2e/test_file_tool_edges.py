@@ -1,0 +1,90 @@
+"""File tools at the edges of a real repository, each reproduced with the real CLI:
+
+- a path too long for the file system crashed the whole run with a traceback;
+- a blind edit (or one page of a long file) licensed a whole-file write, which cut a
+  600-line file to 2 lines.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.e2e.test_run_edges import lathe_run
+from tests.fakes.openai_server import Call, Reply
+
+
+def _results(server) -> list[str]:
+    """The tool results lathe sent back, in order."""
+    last = server.chat_bodies()[-1]["messages"]
+    return [m["content"] for m in last if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize("approval", ["full", "auto"])
+def test_a_path_too_long_for_the_file_system_is_an_error_result(tmp_path, fake_openai, approval):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "a" * 300 + ".txt"})]), Reply("Nothing to read.")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", approval, "Read it")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    (result,) = _results(fake_openai)
+    assert "File name too long" in result
+
+
+def test_a_blind_edit_then_a_write_keeps_the_file(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "".join(f"line_{n} = {n}\n" for n in range(600))
+    (ws / "app.py").write_text(original)
+    fake_openai.enqueue(
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {"path": "app.py", "old_string": "line_3 = 3\n", "new_string": "line_3 = 30\n"},
+                )
+            ]
+        ),
+        Reply(calls=[Call("write", {"path": "app.py", "content": "x = 1\ny = 2\n"})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "Tidy app.py")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "app.py").read_text() == original.replace("line_3 = 3\n", "line_3 = 30\n")
+    refused = _results(fake_openai)[-1]
+    assert "you have not read all of it" in refused
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["is_error"] for e in events if e["type"] == "tool_finished"] == [False, True]
+
+
+def test_utf8_with_one_stray_byte_is_read_and_edited_as_utf8(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "# café\nname = 'José'\n".encode() + b"raw = '\xff'\n"
+    (ws / "u8.py").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "u8.py"})]),
+        Reply(
+            calls=[
+                Call(
+                    "edit",
+                    {
+                        "path": "u8.py",
+                        "old_string": "name = 'José'",
+                        "new_string": "name = 'crème'",
+                    },
+                )
+            ]
+        ),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "Rename")
+    assert done.returncode == 0, done.stderr
+    shown, edited = _results(fake_openai)
+    assert "name = 'José'" in shown and "raw = '\ufffd'" in shown
+    assert "UTF-8 but for 1 byte" in shown
+    assert edited.startswith("Edited u8.py")
+    assert (ws / "u8.py").read_bytes() == original.replace("José".encode(), "crème".encode())
