@@ -103,7 +103,10 @@ def test_a_batch_killed_with_9_resumes_with_no_duplicate_and_no_task_left_runnin
     waiting = {f"Task {n}": [Hang(60)] for n in NAMES[2:]}
     fake_openai.responder = by_marker({**{f"Task {n}": fix(n) for n in NAMES[:2]}, **waiting})
     run = tmp_path / "run"
-    process = subprocess.Popen(_argv(tasks, run, fake_openai), env=_env(tmp_path),
+    scratch = tmp_path / "tmp"  # the copies of the tasks the kill left behind
+    scratch.mkdir()
+    env = {**_env(tmp_path), "TMPDIR": str(scratch)}
+    process = subprocess.Popen(_argv(tasks, run, fake_openai), env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
@@ -124,9 +127,14 @@ def test_a_batch_killed_with_9_resumes_with_no_duplicate_and_no_task_left_runnin
     while any(_alive(pid) for pid in running) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in running)
+    assert len(list(scratch.glob("lathe-task-*"))) == len(running)
+    other = scratch / "lathe-task-not-ours"  # no owner mark: not lathe's to remove
+    other.mkdir()
 
     fake_openai.responder = by_marker({f"Task {n}": fix(n) for n in NAMES})
-    done = _batch(tmp_path, tasks, run, fake_openai)
+    done = subprocess.run(_argv(tasks, run, fake_openai), env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert list(scratch.glob("lathe-task-*")) == [other]  # the orphans were removed
 
     assert done.returncode == 0, done.stderr
     lines = _lines(run)

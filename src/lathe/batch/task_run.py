@@ -124,7 +124,8 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
     worker); None reads `task.repo` where it is."""
     result = TaskResult(id=task.id, kind=task.kind, tags=list(task.tags), host=socket.gethostname())
     result.started = _now()
-    base = Path(tempfile.mkdtemp(prefix="lathe-task-"))
+    remove_orphaned_copies()
+    base = _new_task_folder()
     pristine, work = base / "source", base / "work"
     began = time.monotonic()
     try:
@@ -160,6 +161,48 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
         result.finished = _now()
         if not settings.keep_workspace:
             shutil.rmtree(base, ignore_errors=True)
+
+
+_TASK_FOLDER_PREFIX = "lathe-task-"
+_OWNER_FILE = "owner"
+
+
+def _new_task_folder() -> Path:
+    """A temporary folder for one task's copies, marked with the process that made it,
+    so a later batch can tell it was left by one killed with -9 (`remove_orphaned_copies`)."""
+    base = Path(tempfile.mkdtemp(prefix=_TASK_FOLDER_PREFIX))
+    (base / _OWNER_FILE).write_text(_process_identity(os.getpid()) or "")
+    return base
+
+
+def remove_orphaned_copies() -> int:
+    """Remove the task folders in the temporary folder whose process is gone (a batch or
+    a Ray worker killed with -9 cannot clean up after itself); how many. A folder with no
+    owner mark, or whose owner may still run, is left alone."""
+    removed = 0
+    for folder in Path(tempfile.gettempdir()).glob(f"{_TASK_FOLDER_PREFIX}*"):
+        try:
+            owner = (folder / _OWNER_FILE).read_text().strip()
+        except OSError:
+            continue
+        pid = owner.split(" ", 1)[0]
+        if not pid.isdigit() or _process_identity(int(pid)) == owner:
+            continue
+        with contextlib.suppress(OSError):
+            _make_writable(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += not folder.exists()
+    return removed
+
+
+def _process_identity(pid: int) -> str | None:
+    """`pid` and its start time, which a reused pid does not share; None when no such
+    process runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return f"{pid} {fields[19]}"  # starttime, field 22 of proc(5)
 
 
 def _copy(source: Path, target: Path) -> None:
