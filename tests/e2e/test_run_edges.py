@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.fakes.openai_server import Call, Hang, Reply
+from tests.fakes.openai_server import Call, Hang, Reply, server_error
 from tests.sandboxes import needs
 
 from lathe.exec.bwrap import check_bubblewrap
@@ -430,3 +430,27 @@ def test_the_time_budget_holds_over_the_start_and_stop_hooks(tmp_path, fake_open
     assert time.monotonic() - started < 7, ran.stderr
     assert ran.returncode == 1, ran.stderr
     assert "status: out_of_budget" in ran.stderr
+
+
+def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path, fake_openai):
+    password, token = "pw-ZZTOPSECRET998877", "tok-4242424242abcdef"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(server_error(500), Reply("ok"))
+    url = fake_openai.base_url.replace("http://", f"http://bob:{password}@") + f"?api-key={token}"
+    done = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url", url,
+         "-C", str(ws), "Say ok"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"type":"retry"' in done.stdout  # the error was reported
+    shown = subprocess.run(
+        [sys.executable, "-m", "lathe", "config", "show", "--model", "m", "--base-url", url],
+        cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    for secret in (password, token):
+        assert secret not in done.stdout + done.stderr + shown.stdout + shown.stderr
+        files = subprocess.run(["grep", "-rl", secret, str(tmp_path / "home")],
+                               capture_output=True, text=True)  # fmt: skip
+        assert files.stdout == ""

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from lathe.config.keys import KeyPath, Node, format_key, nest, node_of, parse_key, walk
 from lathe.config.schema import Config
-from lathe.config.secrets import looks_like_secret, mask_secret
+from lathe.config.secrets import looks_like_secret, mask_secret, masked_url
 from lathe.errors import UsageError
 
 Layer = Literal["default", "user", "project", "env", "flag", "override"]
@@ -117,13 +117,8 @@ class LoadedConfig:
     def shown_values(self) -> list[tuple[str, Any, Origin]]:
         """`values` as a person or a record may see them: dotted keys, secrets masked."""
         from lathe.config.keys import format_key
-        from lathe.config.secrets import looks_like_secret, mask_secret
 
-        return [
-            (format_key(key), mask_secret(v) if isinstance(v, str) and looks_like_secret(v) else v,
-             origin)
-            for key, v, origin in self.values()
-        ]  # fmt: skip
+        return [(format_key(key), _masked(v), origin) for key, v, origin in self.values()]
 
     @cached_property
     def _leaves(self) -> dict[KeyPath, Any]:
@@ -374,6 +369,15 @@ def _problem(error: Any) -> str:
             expected = expected.split(", unable")[0]
         return f"expected {expected}, got {_shown(error['input'])}"
     return message
+
+
+def _masked(value: Any) -> Any:
+    """A setting's value as output may show it: a key, or a URL's credentials, masked."""
+    if not isinstance(value, str):
+        return value
+    if looks_like_secret(value):
+        return mask_secret(value)
+    return masked_url(value) if "://" in value else value
 
 
 def _shown(value: Any) -> str:

@@ -78,9 +78,18 @@ class ResolvedModel:
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Every secret value this model's requests carry, for masking wherever lathe writes."""
+        from lathe.config.secrets import url_secrets
+
         key = self.api_key(environ)
-        found = [v for v in self.header_secrets if v]
+        found = [v for v in self.header_secrets if v] + url_secrets(self.base_url)
         return [key, *found] if key else found
+
+    @property
+    def shown_url(self) -> str:
+        """`base_url` as output may show it: credentials in it masked."""
+        from lathe.config.secrets import masked_url
+
+        return masked_url(self.base_url)
 
     @property
     def input_includes_cache(self) -> bool:

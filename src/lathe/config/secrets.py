@@ -52,6 +52,32 @@ def looks_like_secret(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.islower() for c in value)
 
 
+_SECRET_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials a URL carries: `user:password@` (whole, so a short password is
+    masked too) and its password, and the values of query parameters named like one
+    (`api-key=`, `token=`)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    found = [f"{parts.username or ''}:{password}", password] if password else []
+    found += [v for k, v in parse_qsl(parts.query) if v and _SECRET_PARAMETER.search(k)]
+    return found
+
+
+def masked_url(url: str) -> str:
+    """`url` as it may be shown: its credentials masked (`url_secrets`)."""
+    for secret in sorted(url_secrets(url), key=len, reverse=True):
+        url = url.replace(secret, mask_secret(secret))
+    return url
+
+
 def mask_secret(value: str) -> str:
     """`sk-…abcd`: enough to tell two keys apart, never enough to use one."""
     if len(value) < 12:

@@ -240,7 +240,7 @@ def _selected_model(config: Any) -> str:
         return f"# selected model: {config.model!r} does not resolve: {exc}"
     return (
         f"# selected model: {config.model} -> {model.provider} ({model.kind}) "
-        f"{model.model_id} at {model.base_url}; context {model.context_window}, "
+        f"{model.model_id} at {model.shown_url}; context {model.context_window}, "
         f"max output {model.max_output_tokens}"
     )
 

@@ -158,7 +158,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         Check(
             "ok",
             "model",
-            f"{label} ({resolved.model_id}) on {resolved.provider} at {resolved.base_url}{priced}",
+            f"{label} ({resolved.model_id}) on {resolved.provider} at {resolved.shown_url}{priced}",
         )
     )
     return loaded, resolved
@@ -240,7 +240,7 @@ def _endpoint_check(model) -> Check:
         return Check(
             "fail",
             "endpoint",
-            f"cannot reach {model.base_url}: {_reason(exc)}",
+            f"cannot reach {model.shown_url}: {_reason(exc)}",
             f"start the server, or correct providers.{model.provider}.base_url "
             "(or --base-url) if the address is wrong",
         )
@@ -248,7 +248,7 @@ def _endpoint_check(model) -> Check:
         return Check(
             "fail",
             "endpoint",
-            f"{model.base_url} rejected the key (HTTP {response.status_code})",
+            f"{model.shown_url} rejected the key (HTTP {response.status_code})",
             f"check that {model.api_key_env or 'LATHE_API_KEY'} holds a valid key for "
             f"{model.provider}",
         )
@@ -256,7 +256,7 @@ def _endpoint_check(model) -> Check:
         return Check(
             "warn",
             "endpoint",
-            f"{model.base_url} answers but lists no models (HTTP 404)",
+            f"{model.shown_url} answers but lists no models (HTTP 404)",
             "run `lathe doctor --live` to send a one-token request instead",
         )
     if response.status_code >= 400:
@@ -271,11 +271,13 @@ def _endpoint_check(model) -> Check:
         return Check(
             "warn",
             "endpoint",
-            f"{model.base_url} answers, but does not list {model.model_id!r} "
+            f"{model.shown_url} answers, but does not list {model.model_id!r} "
             f"({plural(len(ids), 'model')} listed)",
             "check the model id; `lathe config show` lists the catalog",
         )
-    return Check("ok", "endpoint", f"{model.base_url} answers ({plural(len(ids), 'model')} listed)")
+    return Check(
+        "ok", "endpoint", f"{model.shown_url} answers ({plural(len(ids), 'model')} listed)"
+    )
 
 
 def _auth_headers(model) -> dict[str, str]:

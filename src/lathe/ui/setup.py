@@ -223,7 +223,7 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
     if not api_key:
         if model.api_key_env and not is_loopback(model.base_url):
             raise UsageError(
-                f"no API key for {model.provider} ({model.base_url}): set {model.api_key_env} "
+                f"no API key for {model.provider} ({model.shown_url}): set {model.api_key_env} "
                 "(or LATHE_API_KEY) to your key, or choose another model with --model"
             )
         api_key = "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept anything

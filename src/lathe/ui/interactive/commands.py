@@ -109,7 +109,7 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
     if not argument:
         resolved = app.resolved
         app.renderer.note(
-            f"model: {resolved.model_id} ({resolved.provider}, {resolved.base_url}, "
+            f"model: {resolved.model_id} ({resolved.provider}, {resolved.shown_url}, "
             f"window {resolved.context_window:,})",
             "",
         )
