@@ -107,3 +107,32 @@ def test_cwd_to_a_file_says_it_is_not_a_directory(tmp_path):
 
     assert result.returncode == 2
     assert _one_lathe_line(result) == f"lathe: -C {a_file}: not a directory"
+
+
+@pytest.mark.parametrize("invocation", _every_command_taking_cwd(), ids=" ".join)
+def test_an_empty_cwd_is_an_error_not_the_current_directory(tmp_path, invocation):
+    # `-C "$REPO"` with REPO unset must not let lathe loose on whatever folder CI is in.
+    if invocation and invocation[0] == "run":
+        invocation = (*invocation, "task")
+    result = lathe(*invocation, "-C", "", cwd=tmp_path, home=tmp_path / "home")
+    assert result.returncode == 2, result.stderr
+    assert _one_lathe_line(result).startswith("lathe: -C: empty path")
+    assert not (tmp_path / ".lathe").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", ""), "lathe: --model: empty model name"),
+        (("--model", "  "), "lathe: --model: empty model name"),
+        (("--model", "m", "--base-url", ""), "lathe: --base-url: empty URL"),
+        (("--model", "m", "--base-url", "localhost:11434/v1"),
+         "lathe: --base-url localhost:11434/v1: expected an http:// or https:// URL"),
+        (("--model", "m", "--base-url", "ftp://x/v1"),
+         "lathe: --base-url ftp://x/v1: expected an http:// or https:// URL"),
+    ],
+)  # fmt: skip
+def test_an_empty_model_or_a_url_that_is_none_is_refused_at_once(tmp_path, args, message):
+    result = lathe("run", *args, "task", cwd=tmp_path, home=tmp_path / "home")
+    assert result.returncode == 2, result.stderr
+    assert _one_lathe_line(result).startswith(message)

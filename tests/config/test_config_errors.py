@@ -164,3 +164,21 @@ def test_local_threads_take_a_count_or_auto(workspace: Path, user_file: Path) ->
     )
     user_file.write_text('[local]\nthreads = "many"\n')
     assert "local.threads" in error_of(workspace)
+
+
+def test_a_base_url_without_its_scheme_names_the_file_and_key(
+    workspace: Path, user_file: Path
+) -> None:
+    user_file.write_text('[providers.ollama]\nbase_url = "localhost:11434/v1"\n')
+    assert error_of(workspace) == (
+        f"{user_file}: providers.ollama.base_url: expected an http:// or https:// URL, "
+        "e.g. http://127.0.0.1:8000/v1"
+    )
+
+
+def test_two_bad_values_are_one_line(workspace: Path, user_file: Path) -> None:
+    user_file.write_text("[agent]\nmax_turns = 0\nattempts = 50\n")
+    assert error_of(workspace) == (
+        f"{user_file}: agent.max_turns: must be greater than 0, got 0; "
+        f"{user_file}: agent.attempts: must be less than or equal to 20, got 50"
+    )

@@ -183,7 +183,7 @@ def load_config(
         layers.append((Origin("project", str(project_file)), _read_toml(project_file)))
     for var, path in ENV_KEYS.items():
         if environ.get(var):
-            layers.append((Origin("env", var), nest(path, environ[var])))
+            layers.append((Origin("env", var), nest(path, _env_value(environ[var]))))
     for key, value in (flags or {}).items():
         if value is not None:
             path = parse_key(key) if isinstance(key, str) else tuple(key)
@@ -324,12 +324,19 @@ def _unknown_key(path: KeyPath, section: type[BaseModel], origin: Origin) -> str
     return message
 
 
+def _env_value(text: str) -> Any:
+    """A variable's text as a setting: digits alone are a number (the schema is strict,
+    so that `max_turns = true` in a file is an error, not 1; a variable is all text)."""
+    return int(text) if text.strip().isdigit() else text
+
+
 def _describe(exc: ValidationError, origins: Mapping[KeyPath, Origin]) -> str:
-    lines = []
+    """Every problem, on one line (an error is one line that starts with `lathe: `)."""
+    problems = []
     for error in exc.errors():
         path = tuple(str(part) for part in error["loc"])
-        lines.append(f"{_blame(path, origins)}: {_problem(error)}")
-    return "\n".join(lines)
+        problems.append(f"{_blame(path, origins)}: {_problem(error)}")
+    return "; ".join(problems)
 
 
 # Flags whose name is not the key's last part ("agent.max_turns" is --max-turns).

@@ -16,7 +16,15 @@ import re
 import textwrap
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from lathe.config import catalog
 from lathe.config.secrets import ENV_NAME, looks_like_secret, refuse_literal_secrets
@@ -101,7 +109,33 @@ def _number(value: object) -> float | None:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `max_turns = true` is 1 and `network = "yes"` is True to a lax schema.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a model endpoint, or None: it must be http(s)://host..."""
+    from urllib.parse import urlsplit
+
+    if not url.strip():
+        return "empty URL"
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1"
+    return None
+
+
+def _http_url(url: str) -> str:
+    problem = http_url_problem(url)
+    if problem:
+        raise ValueError(problem)
+    return url.strip()
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
 
 
 class ProviderConfig(Section):
@@ -111,7 +145,7 @@ class ProviderConfig(Section):
     """Wire protocol: "openai-compatible" (chat completions), "anthropic" (Messages API),
     or a kind an installed provider plugin adds (`lathe plugins` lists them)."""
 
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     """Endpoint URL, e.g. "http://127.0.0.1:8000/v1"."""
 
     api_key_env: str | None = None
@@ -736,7 +770,7 @@ class Config(Section):
     """Provider to send `model` to, overriding the one its [models] entry names; `model`
     is then the wire id unless it names a [models] entry of this provider."""
 
-    base_url: str | None = Field(default=None, examples=["http://127.0.0.1:8000/v1"])
+    base_url: HttpUrl | None = Field(default=None, examples=["http://127.0.0.1:8000/v1"])
     """Endpoint overriding the selected provider's base_url. With it, a model name that
     is not in [models] is sent as-is to this OpenAI-compatible endpoint."""
 

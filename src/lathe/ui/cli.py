@@ -78,10 +78,40 @@ def _session_id_given(ctx: click.Context, param: click.Parameter, value: str | N
     return value
 
 
+def _model_given(ctx: click.Context, param: click.Parameter, value: str | None):
+    """`--model ""` (a variable that was not set) would be sent as the model id."""
+    from lathe.errors import UsageError
+
+    if value is not None and not value.strip():
+        raise UsageError("--model: empty model name; give one, or leave --model out")
+    return value
+
+
+def _endpoint_given(ctx: click.Context, param: click.Parameter, value: str | None):
+    """A URL lathe can send requests to: without it, retries of a request that can never
+    go out look like an outage (exit 3 after 15 s, not 2 at once)."""
+    from lathe.config.schema import http_url_problem
+    from lathe.errors import UsageError
+
+    problem = http_url_problem(value) if value is not None else None
+    if problem:
+        raise UsageError(f"--base-url{' ' + value if value.strip() else ''}: {problem}")
+    return value
+
+
 def _agent_options(func):
     options = [
-        click.option("--model", "-m", help="Model name, or provider/id (env LATHE_MODEL)."),
-        click.option("--base-url", help="An OpenAI-compatible endpoint (env LATHE_BASE_URL)."),
+        click.option(
+            "--model",
+            "-m",
+            callback=_model_given,
+            help="Model name, or provider/id (env LATHE_MODEL).",
+        ),
+        click.option(
+            "--base-url",
+            callback=_endpoint_given,
+            help="An OpenAI-compatible endpoint (env LATHE_BASE_URL).",
+        ),
         click.option(
             "--profile",
             metavar="NAME",

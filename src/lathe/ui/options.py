@@ -40,6 +40,8 @@ class _Workspace(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         from lathe.errors import UsageError
 
+        if isinstance(value, str) and not value.strip():  # `-C "$REPO"`, REPO unset
+            raise UsageError("-C: empty path; give the workspace folder, or leave -C out")
         path = Path(value)
         if not path.exists():
             raise UsageError(f"-C {value}: no such directory")
