@@ -186,6 +186,31 @@ def test_model_switches_mid_session(launch, fake_openai: FakeOpenAIServer) -> No
     assert "other-model" in term.screen(history=False)
 
 
+def test_a_model_switch_during_a_turn_keeps_the_rest_of_that_turn(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # A new agent built mid-turn copied the conversation: the running turn's tool result
+    # and reply were missing from every later request (an unanswered tool call: a 400).
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "sleep 3; echo slept"})]),
+        Reply("done sleeping"),
+        Reply("next answer"),
+    )
+    term = launch("--approval", "auto")
+    term.send("sleep a little")
+    term.wait_for(r"sleep 3")
+    term.send("/model other-model")
+    term.wait_for(r"from the next message")
+    term.wait_for(r"^done sleeping")
+    term.send("and then")
+    term.wait_for(r"^next answer")
+    bodies = fake_openai.chat_bodies()
+    assert [b["model"] for b in bodies] == ["fake-model", "fake-model", "other-model"]
+    roles = [m["role"] for m in bodies[-1]["messages"] if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    assert _user_texts(bodies[-1]) == ["sleep a little", "and then"]
+
+
 def test_a_model_switch_brings_the_new_models_profile(
     launch, fake_openai: FakeOpenAIServer, workspace: Path, tmp_path: Path
 ) -> None:

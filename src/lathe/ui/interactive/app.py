@@ -80,6 +80,7 @@ class InteractiveApp:
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
+        self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn
         self._exit_armed = False
         self._approved_diff: str | None = None  # the tool whose diff the person approved
         self.carried: list[str] = []  # text sent ahead of the next message (/skill)
@@ -94,13 +95,24 @@ class InteractiveApp:
         return str(resolved.name or resolved.model_id)
 
     def switch_model(self, name: str) -> tuple[str, str]:
-        """Use model `name` from the next request on; (old id, new id). Raises a
-        LatheError for a name the config cannot resolve or a missing key."""
+        """Use model `name` from the next request on, or, while a turn runs, from the
+        next turn (the running agent holds the conversation: one built now would copy it
+        and miss the rest of the turn); (old id, new id). Raises a LatheError for a name
+        the config cannot resolve or a missing key."""
         from lathe.config import resolve_model
-        from lathe.llm.registry import make_provider
         from lathe.ui.setup import endpoint_for
 
         resolved = resolve_model(self.setup.loaded.config, name)
+        endpoint_for(resolved)  # a missing key fails now, not after the turn
+        if self.running:
+            self._switch_after_turn = resolved
+            return self.resolved.model_id, resolved.model_id
+        return self._switch_to(resolved)
+
+    def _switch_to(self, resolved: Any) -> tuple[str, str]:
+        from lathe.llm.registry import make_provider
+        from lathe.ui.setup import endpoint_for
+
         self.redactor.include(resolved.secrets())
         endpoint = endpoint_for(resolved)
         provider = self.redactor.provider(make_provider(endpoint))
@@ -410,6 +422,9 @@ class InteractiveApp:
         finally:
             self._run_task = None
             self.status.end()
+            if self._switch_after_turn is not None:
+                resolved, self._switch_after_turn = self._switch_after_turn, None
+                self._switch_to(resolved)
 
     def interrupt(self) -> None:
         if self._run_task is not None and not self._run_task.done():

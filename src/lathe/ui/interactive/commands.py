@@ -121,9 +121,12 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
     except LatheError as exc:
         app.renderer.error(str(exc))
         return True
-    app.renderer.note(
-        f"model: {old} {app.renderer.glyphs.arrow} {new} (from the next request)", "green"
+    when = (
+        "from the next message: this turn keeps its model"
+        if app.running
+        else "from the next request"
     )
+    app.renderer.note(f"model: {old} {app.renderer.glyphs.arrow} {new} ({when})", "green")
     return True
 
 
