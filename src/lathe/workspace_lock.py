@@ -36,8 +36,10 @@ def hold_workspace(
     doing: str,
     wait: bool = False,
     on_wait: Callable[[str], None] | None = None,
+    when_busy: str = "or pass --wait to start when it is done",
 ) -> Iterator[None]:
-    """Hold the workspace for the block. Busy: raise WorkspaceBusy, or with `wait` tell
+    """Hold the workspace for the block. Busy: raise WorkspaceBusy, whose message ends
+    with `when_busy` (what the face lets the user do instead), or with `wait` tell
     `on_wait` who holds it and block until it is free (Ctrl-C still interrupts)."""
     path = lock_file(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +52,7 @@ def hold_workspace(
             if not wait:
                 raise WorkspaceBusy(
                     f"{holder} is working in {workspace}; wait for it to finish (or stop "
-                    "it), or pass --wait to start when it is done"
+                    f"it), {when_busy}"
                 )
             if on_wait:
                 on_wait(f"waiting for {holder} to finish in {workspace}")

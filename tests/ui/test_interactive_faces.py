@@ -163,3 +163,16 @@ def test_resume_of_a_session_of_another_workspace_names_its_own(
     screen = " ".join(term.wait_for(r"\(-C ").split())  # the note wraps at the width
     assert f"belongs to {other}, not " in screen and f"(-C {other})" in screen
     assert "Elsewhere." not in screen  # its conversation was not adopted
+
+
+def test_resume_of_the_session_in_use_says_so(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path
+) -> None:
+    fake_openai.enqueue(Reply("Hi."))
+    term = launch()
+    term.send("hello")
+    term.wait_for(r"^Hi\.")
+    (session_id,) = _session_ids(lathe_home)
+    term.send(f"/resume {session_id[:6]}")
+    screen = term.wait_for(rf"you are in session {session_id} already")
+    assert "another lathe process" not in screen

@@ -124,6 +124,10 @@ class SessionStore:
             "give more characters"
         )
 
+    def full_id(self, id_or_prefix: str) -> str:
+        """The id of the one session whose id starts with `id_or_prefix` (as `find`)."""
+        return _session_id(self.find(id_or_prefix))
+
     def open(self, id_or_prefix: str, *, readonly: bool = False) -> Session:
         """Load a session. Unless `readonly`, lock it for appending: a torn last line is
         cut off and a file in an older format is rewritten in the current one (the

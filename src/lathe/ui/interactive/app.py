@@ -394,7 +394,11 @@ class InteractiveApp:
         another lathe process holds it."""
         from lathe.workspace_lock import hold_workspace
 
-        return hold_workspace(self.workspace, doing="lathe session")
+        return hold_workspace(
+            self.workspace,
+            doing="lathe session",
+            when_busy="then try again (Up recalls what you typed)",
+        )
 
     async def _run(self, message: str) -> None:
         self.status.begin()

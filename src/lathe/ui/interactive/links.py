@@ -212,6 +212,9 @@ class Links(AgentHooks):
                 return
             session_id = others[0].id
         try:
+            if self.session is not None and self.store.full_id(session_id) == self.session.id:
+                app.renderer.note(f"you are in session {self.session.id} already")
+                return
             session = self.store.open(session_id)
             _in_workspace(session, self.workspace)
         except LatheError as exc:
