@@ -176,3 +176,17 @@ def test_resume_of_the_session_in_use_says_so(
     term.send(f"/resume {session_id[:6]}")
     screen = term.wait_for(rf"you are in session {session_id} already")
     assert "another lathe process" not in screen
+
+
+def test_compact_of_a_short_conversation_spends_no_request_and_says_one_thing(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.enqueue(Reply("Hi."), Reply("Still here."), Reply("Again."))
+    term = launch()
+    for text, answer in (("hello", r"^Hi\."), ("more", r"^Still here\."), ("again", r"^Again\.")):
+        term.send(text)
+        term.wait_for(answer)
+    term.send("/compact")
+    screen = term.wait_for(r"nothing to compact yet")
+    assert "did not shrink" not in screen
+    assert len(fake_openai.chat_bodies()) == 3  # no summary was asked for

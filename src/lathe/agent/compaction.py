@@ -70,6 +70,7 @@ class ContextManager:
         # and try again only once what a summary would replace has this many tokens.
         self._squeezed = False
         self._retry_at_tokens = 0
+        self.too_short = True  # of the last compact(): see there
 
     def record_usage(self, usage: Usage, message_count: int) -> None:
         self.meter.report(usage, message_count)
@@ -135,13 +136,19 @@ class ContextManager:
         return True
 
     async def compact(self, history: list[Message], *, reason: str) -> bool:
-        """Replace the older part of `history` with a summary, when that shrinks it."""
+        """Replace the older part of `history` with a summary, when that shrinks it.
+        False when it did not: `self.too_short` tells whether the model was not even
+        asked (too little to summarise) or its summary did not save anything."""
+        self.too_short = True
         plan = plan_compaction(history, self.budget.recent_keep_tokens)
         if plan is None or not plan.older:
             return False
         older_tokens = conversation_tokens(plan.older)
-        if older_tokens < self._retry_at_tokens:
+        # A summary is a few hundred tokens: a shorter past cannot shrink (a model call
+        # spent to learn that, as /compact on a new session did).
+        if older_tokens < max(self._retry_at_tokens, _MIN_SUMMARISED_TOKENS):
             return False
+        self.too_short = False
         before = self._fixed() + conversation_tokens(history)
         summary = await self._summarise(plan.older)
         compacted = compacted_history(
@@ -200,6 +207,9 @@ class ContextManager:
         except ProviderError:
             pass  # fall through: a mechanical summary beats losing the session
         return _mechanical_summary(older)
+
+
+_MIN_SUMMARISED_TOKENS = 400
 
 
 def _union(sets: Sequence[frozenset[str]]) -> frozenset[str]:

@@ -228,7 +228,7 @@ async def _compact(app: InteractiveApp, argument: str) -> bool:
         done = await context.compact(app.agent.messages, reason="user")
     finally:
         app.status.end()
-    if not done:
+    if not done and context.too_short:  # else a notice said why it kept it as it was
         app.renderer.note("nothing to compact yet: the conversation is still short")
     return True
 
