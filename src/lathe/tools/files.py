@@ -295,6 +295,8 @@ def refuse_read_only(path: Path, shown: str) -> None:
     """ToolError when `path` is marked read-only: a write replaces the file by a rename,
     which its permissions do not stop, so they are checked here. No write bit at all
     counts too, for root, whom the permissions themselves would not stop."""
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return  # the write itself fails, saying "Read-only file system"
     mode = path.stat().st_mode
     if not os.access(path, os.W_OK) or not mode & 0o222:
         raise ToolError(
