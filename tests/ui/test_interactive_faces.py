@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
+from tests.fakes.openai_server import Call, FakeOpenAIServer, Hang, Reply
 
 
 @pytest.mark.waits
@@ -190,3 +190,27 @@ def test_compact_of_a_short_conversation_spends_no_request_and_says_one_thing(
     screen = term.wait_for(r"nothing to compact yet")
     assert "did not shrink" not in screen
     assert len(fake_openai.chat_bodies()) == 3  # no summary was asked for
+
+
+def test_esc_stops_a_compaction_that_hangs_and_the_session_goes_on(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # /compact was awaited inside the input loop: no prompt, no Esc, for minutes, and
+    # Ctrl-C ended lathe.
+    long = "word " * 600
+    fake_openai.enqueue(Reply(f"One {long}"), Reply(f"Two {long}"), Reply(f"Three {long}"))
+    term = launch()
+    for text, answer in (("first", r"unverified · 1 turn"), ("second", r"(?s)turn.*turn"),
+                         ("third", r"(?s)turn.*turn.*turn")):  # fmt: skip
+        term.send(text)
+        term.wait_for(answer)
+    fake_openai.enqueue(Hang(60), Reply("After."))
+    term.send("/compact")
+    term.wait_for(r"compacting")
+    term.keys("Escape")
+    term.wait_for(r"compacting stopped: nothing changed")
+    term.send("go on")
+    term.wait_for(r"^After\.")
+    last = fake_openai.chat_bodies()[-1]
+    users = [m["content"] for m in last["messages"] if m["role"] == "user"]
+    assert users == ["first", "second", "third", "go on"]

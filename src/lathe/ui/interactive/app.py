@@ -18,6 +18,7 @@ import gc
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lathe.errors import UsageError
@@ -353,20 +354,53 @@ class InteractiveApp:
             return
         self._drive_task = asyncio.create_task(self._drive(text))
 
-    async def _drive(self, text: str) -> None:
+    def start_job(self, job: Callable[[], Awaitable[bool]], phase: str) -> None:
+        """Run `job` (a slash command's slow work, e.g. /compact's model call) the way a
+        turn runs: the prompt stays live, Esc or Ctrl-C stops it, and messages sent
+        meanwhile are queued for after it. `job` returns whether it finished its work;
+        stopped, it must have changed nothing."""
+        self._drive_task = asyncio.create_task(self._drive(None, job=(job, phase)))
+
+    async def _job(self, job: Callable[[], Awaitable[bool]], phase: str) -> None:
+        self.status.begin()
+        self.status.set_phase(phase)
+        self._run_task = asyncio.create_task(job())
+        try:
+            await self._run_task
+        except asyncio.CancelledError:
+            if not self._interrupt_requested:
+                raise
+            self.renderer.note(f"{phase} stopped: nothing changed", "yellow")
+        except Exception as exc:  # the session must survive it; say what failed
+            self.renderer.error(f"{phase} failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._run_task = None
+            self.status.end()
+
+    async def _drive(
+        self, text: str | None, *, job: tuple[Callable[[], Awaitable[bool]], str] | None = None
+    ) -> None:
         message: str | None = text
+        if job is not None:
+            await self._job(*job)
+            message = self._take_queue()
         while message is not None:
             await self._turn(message)
-            if self._interrupt_requested:
-                self._interrupt_requested = False
-                if self.queue:  # back into the input line, for the user to edit or send
-                    self.prompt.default_buffer.text = "\n".join(self.queue)
-                    self.queue.clear()
-                    self.status.queued = []
-                return
+            message = self._take_queue()
+
+    def _take_queue(self) -> str | None:
+        """The messages queued during a turn or a job, as one, or None; the queue
+        emptied. After an interrupt they go back into the input line instead."""
+        if self._interrupt_requested:
+            self._interrupt_requested = False
+            if self.queue:
+                self.prompt.default_buffer.text = "\n".join(self.queue)
+            message = None
+        else:
             message = "\n\n".join(self.queue) if self.queue else None
-            self.queue.clear()
-            self.status.queued = []
+        self.queue.clear()
+        self.status.queued = []
+        return message
 
     async def _turn(self, text: str) -> None:
         from lathe.ui.interactive.input import expand_references

@@ -222,14 +222,16 @@ async def _compact(app: InteractiveApp, argument: str) -> bool:
     if context is None:
         app.renderer.error("this agent has no context manager; nothing to compact")
         return True
-    app.status.begin()
-    app.status.set_phase("compacting")
-    try:
+
+    async def compact() -> bool:
         done = await context.compact(app.agent.messages, reason="user")
-    finally:
-        app.status.end()
-    if not done and context.too_short:  # else a notice said why it kept it as it was
-        app.renderer.note("nothing to compact yet: the conversation is still short")
+        if not done and context.too_short:  # else a notice said why it kept it as it was
+            app.renderer.note("nothing to compact yet: the conversation is still short")
+        return done
+
+    # As a job, not awaited here: the model call may take minutes, and the prompt (and
+    # with it Esc) is not live while a command is awaited.
+    app.start_job(compact, "compacting")
     return True
 
 
