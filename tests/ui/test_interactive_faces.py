@@ -214,3 +214,25 @@ def test_esc_stops_a_compaction_that_hangs_and_the_session_goes_on(
     last = fake_openai.chat_bodies()[-1]
     users = [m["content"] for m in last["messages"] if m["role"] == "user"]
     assert users == ["first", "second", "third", "go on"]
+
+
+def test_undo_leaves_a_turn_of_another_open_session_alone(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # It reverted the other session's file and told this conversation, not that one.
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "fromA.txt", "content": "A\n"})]), Reply("Made.")
+    )
+    first = launch("--approval", "auto")
+    first.send("make a file")
+    first.wait_for(r"^Made\.")
+    second = launch()
+    second.send("/undo")
+    second.wait_for(r"open in another lathe")
+    assert (workspace / "fromA.txt").exists()
+
+    first.send("/exit")
+    first.wait_exit()
+    second.send("/undo")  # a finished session's turn may be undone from here
+    second.wait_for(r"deleted: fromA\.txt")
+    assert not (workspace / "fromA.txt").exists()

@@ -46,6 +46,8 @@ class Checkpoint:
     kind: str
     files: tuple[FileChange, ...]
     undoes: str | None = None
+    session: str | None = None
+    """The session whose turn made an "after" checkpoint, when it was recorded."""
     kept: int = 0
 
     @property
@@ -111,5 +113,6 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
             for status, path in record.changes
         ),
         undoes=trailers.get("Lathe-Undoes"),
+        session=trailers.get("Lathe-Session"),
         kept=int(kept) if kept.isdigit() else 0,
     )

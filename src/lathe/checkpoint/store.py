@@ -76,17 +76,26 @@ class Checkpoints:
     def before_turn(self, turn: int) -> Checkpoint:
         return self.snapshot(f"before turn {turn}", turn=turn, kind="before")
 
-    def after_turn(self, turn: int) -> Checkpoint:
-        return self.snapshot(f"after turn {turn}", turn=turn, kind="after")
+    def after_turn(self, turn: int, session_id: str | None = None) -> Checkpoint:
+        """`session_id`: the session whose turn it was, so that an undo from another
+        live session can tell it is not its own."""
+        return self.snapshot(f"after turn {turn}", turn=turn, kind="after", session=session_id)
 
-    def snapshot(self, label: str, *, turn: int | None = None, kind: str = "before") -> Checkpoint:
+    def snapshot(
+        self,
+        label: str,
+        *,
+        turn: int | None = None,
+        kind: str = "before",
+        session: str | None = None,
+    ) -> Checkpoint:
         """Record the workspace now; returns the newest checkpoint if nothing changed.
 
         `kind` is "before" for a state found (possibly edited by the user), "after" for
         the result of an agent turn, "restore" for the result of an undo or restore.
         """
         with self._locked(create=True):
-            return self._snapshot(label, turn=turn, kind=kind)
+            return self._snapshot(label, turn=turn, kind=kind, session=session)
 
     # -- going back -----------------------------------------------------------------
 
@@ -118,6 +127,11 @@ class Checkpoints:
             report.result = self._record(f"undo of {what}", "undo", extra)
             return report
 
+    def next_undo(self) -> Checkpoint | None:
+        """The operation `undo()` would revert now, or None."""
+        with self._locked(create=False):
+            return _operation_to_undo(self._history(), False)
+
     def restore(self, n: int, force: bool = False) -> RestoreReport:
         """Bring the workspace back to checkpoint number `n` (`Checkpoint.n`).
 
@@ -146,7 +160,9 @@ class Checkpoints:
 
     # -- internals ------------------------------------------------------------------
 
-    def _snapshot(self, label: str, *, turn: int | None = None, kind: str) -> Checkpoint:
+    def _snapshot(
+        self, label: str, *, turn: int | None = None, kind: str, session: str | None = None
+    ) -> Checkpoint:
         self._repo.ensure()
         tree = self._repo.stage_all()
         head = self._repo.head()
@@ -154,7 +170,8 @@ class Checkpoints:
             newest = self._checkpoint(head)
             if newest.tree == tree:
                 return newest
-        return self._commit(tree, head, encode_message(label, turn, kind))
+        extra = {"Session": session} if session else None
+        return self._commit(tree, head, encode_message(label, turn, kind, extra))
 
     def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
         """A checkpoint of the workspace as it is, even if no file changed since the last."""

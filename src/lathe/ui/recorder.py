@@ -79,7 +79,8 @@ class CheckpointRecorder(AgentHooks):
         self._before = await asyncio.to_thread(self._checkpoints.before_turn, turn)
 
     async def after_changes(self, turn: int) -> None:
-        checkpoint = await asyncio.to_thread(self._checkpoints.after_turn, turn)
+        session_id = self._session.id if self._session is not None else None
+        checkpoint = await asyncio.to_thread(self._checkpoints.after_turn, turn, session_id)
         # An unchanged workspace gives back the newest checkpoint, which may be an
         # "after" checkpoint of an earlier run's turn of the same number.
         if self._before is not None and checkpoint.commit == self._before.commit:

@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lathe.errors import LatheError
+from lathe.errors import LatheError, UsageError
 from lathe.events import RunFinished
 from lathe.home import lathe_home
 from lathe.hooks.base import AgentHooks
@@ -62,13 +62,14 @@ class Links(AgentHooks):
         await self._snapshot("before_turn", turn)
 
     async def after_changes(self, turn: int) -> None:
-        await self._snapshot("after_turn", turn)
+        session_id = self.session.id if self.session is not None else None
+        await self._snapshot("after_turn", turn, session_id)
 
-    async def _snapshot(self, method: str, turn: int) -> None:
+    async def _snapshot(self, method: str, *args: Any) -> None:
         if self.checkpoints is None:
             return
         try:
-            await asyncio.to_thread(getattr(self.checkpoints, method), turn)
+            await asyncio.to_thread(getattr(self.checkpoints, method), *args)
         except LatheError as exc:  # a broken checkpoint store must not stop the work
             self.checkpoint_error = str(exc)
 
@@ -244,6 +245,7 @@ class Links(AgentHooks):
             return
         try:
             with app.workspace_lock():  # not under another lathe run's edits
+                await asyncio.to_thread(self._refuse_another_live_sessions_turn)
                 report = await asyncio.to_thread(self.checkpoints.undo)
         except LatheError as exc:
             app.renderer.error(str(exc))
@@ -278,6 +280,26 @@ class Links(AgentHooks):
                 )
             )
             app.agent.append(AssistantMessage(text="Understood; I will re-read before editing."))
+
+    def _refuse_another_live_sessions_turn(self) -> None:
+        """UsageError when the turn an undo would revert is another session's, and that
+        session is open in another lathe: its model would not learn its files went back.
+        A finished session's turn may be undone here (`lathe run`, then /undo)."""
+        from lathe.session.lock import is_locked
+
+        operation = self.checkpoints.next_undo()
+        mine = self.session.id if self.session is not None else None
+        if operation is None or operation.session in (None, mine):
+            return
+        try:
+            other = self.store.find(operation.session)
+        except LatheError:
+            return
+        if is_locked(other):
+            raise UsageError(
+                f"the last change here is a turn of session {operation.session}, which is "
+                "open in another lathe: undo it there, where its model will learn of it"
+            )
 
     async def list_checkpoints(self, app: InteractiveApp) -> None:
         if self.checkpoints is None:
