@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -166,13 +166,28 @@ def _one_match(entries: Sequence[str], old_text: str, scope: Scope) -> int:
     return found[0]
 
 
+def _within(entries: Sequence[str], max_bytes: int) -> list[str]:
+    """The first entries that fit `max_bytes` (a file written under a larger limit, or
+    by hand, does not get to fill the prompt)."""
+    kept, size = [], 0
+    for entry in entries:
+        size += len(render_entries([entry]).encode())
+        if size > max_bytes:
+            break
+        kept.append(entry)
+    return kept
+
+
 def prompt_section(store: MemoryStore) -> str | None:
     """The memory as it is now, for the system prompt; None when both files are empty."""
     parts = []
     for scope in SCOPES:
         entries = store.files[scope].entries()
-        if entries:
-            parts.append(f"{scope.capitalize()} memory:\n{render_entries(entries).rstrip()}")
+        shown = _within(entries, store.max_bytes)
+        if shown:
+            left = len(entries) - len(shown)
+            cut = f"\n[{left} more entries left out: over memory_max_bytes]" if left else ""
+            parts.append(f"{scope.capitalize()} memory:\n{render_entries(shown).rstrip()}{cut}")
     if not parts:
         return None
     return (
@@ -203,8 +218,11 @@ class MemoryParams(Params):
 
 class MemoryTool(Tool):
     """Writes the memory files (`MemoryStore`), each text masked by `mask` first so no
-    secret is ever stored. Read-only for the gate: it changes no file of the workspace,
-    only lathe's own data (deny it with `--deny memory`)."""
+    secret is ever stored. Read-only for the gate when it writes the project memory: it
+    changes no file of the workspace, only lathe's own data (deny it with `--deny
+    memory`). A user-memory write is judged as a change: that memory is in every
+    project's prompt, so text a repository planted (the model following its README)
+    would follow the user everywhere; `ask` asks and `read-only` refuses it."""
 
     name = "memory"
     description = (
@@ -218,6 +236,9 @@ class MemoryTool(Tool):
     def __init__(self, store: MemoryStore, mask) -> None:
         self._store = store
         self._mask = mask
+
+    def read_only_call(self, arguments: dict[str, Any]) -> bool:
+        return arguments.get("scope") != "user"
 
     def summarize_call(self, args: MemoryParams) -> str:
         what = (args.text or args.old_text).strip().splitlines()

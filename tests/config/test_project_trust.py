@@ -201,3 +201,14 @@ def test_a_project_that_stops_asking_needs_trust(tmp_path, fake_openai):
 
     assert result.returncode == 2
     assert "permissions.approval" in result.stderr
+
+
+def test_a_project_that_raises_the_memory_limit_needs_trust(tmp_path, fake_openai):
+    # The user memory goes into every project's prompt: an untrusted repository let the
+    # model store 2 MB there, which every other project then sent.
+    ws = _project(tmp_path, "[memory]\nmemory_max_bytes = 5000000\n")
+
+    result = _run(fake_openai, ws, tmp_path)
+
+    assert result.returncode == 2
+    assert "memory.memory_max_bytes" in result.stderr

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 _STORE_NAME = "trusted-projects.json"
 # Keys under these run commands on the host, loosen the sandbox or its rules, say where
-# the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own).
+# the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own;
+# a larger memory lets one project's run fill every other project's prompt).
 # permissions.approval only when it asks less than `ask`; the verify command only when
 # commands run outside the sandbox (see project_settings).
 _NEEDS_TRUST: tuple[KeyPath, ...] = (
@@ -40,6 +41,7 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "env_passthrough"),
     ("permissions", "executor"),
     ("container",),
+    ("memory", "memory_max_bytes"),  # user memory is in every project's prompt
 )
 
 

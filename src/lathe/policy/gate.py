@@ -103,7 +103,8 @@ class Policy:
         verdict = self.rules.for_tool(tool, *(found.also_governed_by(arguments) if found else ()))
         if verdict:
             return Decision(verdict[0], f"rule {verdict[1].key}", tool, brief=verdict[1].key)
-        return self._mode_default(tool, found is not None and found.read_only, tool, "")
+        read_only = found is not None and found.read_only_call(arguments)
+        return self._mode_default(tool, read_only, tool, "")
 
     def _decide_path(self, found: Tool, path: Any) -> Decision:
         tool, changes_files = found.name, not found.read_only

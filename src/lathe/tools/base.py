@@ -25,6 +25,8 @@ A tool subclasses `Tool` (or is one async function under `@tool`) and says what 
   would make, shown to the person asked to approve it (`edit`, `write`).
 - `summarize_call(args) -> str`: the key argument, for one-line progress displays
   (default: the first parameter's value).
+- `read_only_call(arguments) -> bool` (default: `read_only`): whether the gate judges
+  this one call as changing nothing; `memory` says no for a user-memory write.
 - `also_governed_by(arguments) -> tuple[str, ...]` (default ()): other tool names whose
   rules apply to this call too, the strictest winning: `mcp_resource(server="github")`
   answers `mcp__github__mcp_resource`, so `--deny 'mcp__github__*'` covers it.
@@ -142,6 +144,11 @@ class Tool(ABC):
         """The unified diff this call would make, for a person asked to approve it; None
         when the tool changes no file or the change cannot be predicted."""
         return None
+
+    def read_only_call(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call (from its raw arguments) is judged as one that changes
+        nothing, for the approval mode's default; `read_only` unless a tool knows more."""
+        return self.read_only
 
     def also_governed_by(self, arguments: dict[str, Any]) -> tuple[str, ...]:
         """Tool names whose permission rules also apply to this call (from its raw
