@@ -382,3 +382,32 @@ async def test_lathes_data_dir_under_a_tool_folder_is_covered_but_the_workspace_
     assert "mine" in result.output
     assert "hunter2" not in result.output
     assert "No such file or directory" in result.output
+
+
+def test_a_relative_or_home_path_entry_never_shows_the_home_folder(tmp_path, monkeypatch):
+    # `PATH=.:$PATH` with lathe started from ~ bound all of home (~/.ssh with it).
+    from lathe.exec.view import tool_paths
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.chdir(home)
+    monkeypatch.setenv("PATH", f".:{home}:{os.environ['PATH']}")
+
+    shown = tool_paths(home)
+
+    assert not any(home.is_relative_to(path) for path in shown), shown
+
+
+def test_only_the_tool_folders_of_dot_local_are_shown(tmp_path, monkeypatch):
+    # ~/.local/share and ~/.local/state hold keyrings and shell histories.
+    from lathe.exec.view import tool_paths
+
+    home = tmp_path / "home"
+    for name in ("bin", "lib", "share/python_keyring", "state"):
+        (home / ".local" / name).mkdir(parents=True)
+
+    shown = tool_paths(home)
+
+    assert home / ".local" / "bin" in shown and home / ".local" / "lib" in shown
+    assert not any((home / ".local" / "share").is_relative_to(p) for p in shown), shown
+    assert not any((home / ".local" / "state").is_relative_to(p) for p in shown), shown

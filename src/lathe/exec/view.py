@@ -28,9 +28,10 @@ from lathe.patterns import compiled
 
 # Read-only from the home directory, so the usual toolchains work: interpreters and
 # their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
+# Not all of ~/.local: its share/ and state/ hold keyrings and shell histories.
 HOME_TOOLS = (
-    ".pyenv", ".local", ".cargo", ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig",
-    ".config/git",
+    ".pyenv", ".local/bin", ".local/lib", ".local/share/pipx", ".local/share/uv", ".cargo",
+    ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig", ".config/git",
 )  # fmt: skip
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
@@ -120,7 +121,8 @@ def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
     candidates += [home / name for name in HOME_TOOLS]
     candidates += [Path(os.environ[v]) for v in _ENV_PREFIXES if os.environ.get(v)]
     for entry in os.environ.get("PATH", "").split(os.pathsep):
-        if entry:
+        # A relative entry (`.`) is relative to wherever lathe was started: home, say.
+        if entry and os.path.isabs(entry):
             # A virtualenv's bin/ needs the rest of the virtualenv (pyvenv.cfg, lib/).
             path = Path(entry)
             candidates.append(path.parent if (path.parent / "pyvenv.cfg").is_file() else path)
@@ -130,6 +132,8 @@ def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
         if not path.exists() or any(path.is_relative_to(s) for s in system):
             continue
         if any(path.is_relative_to(c) for c in chosen) or path in _NEVER_BOUND:
+            continue
+        if home.is_relative_to(path):  # home itself on PATH would show ~/.ssh and all
             continue
         chosen.append(path)
     return chosen
