@@ -160,3 +160,38 @@ async def test_a_rule_denial_names_the_rule_and_says_not_to_work_around_it(tmp_p
     assert output is not None and output.is_error
     assert "tests/test_a.py matches the rule edit(tests/**)" in output.content
     assert "another tool" in output.content and "different approach" in output.content
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push origin main",
+        "git -C . push origin HEAD:refs/heads/v1",
+        "git -c push.default=current push",
+        "/usr/bin/git push",
+        "git --no-pager push",
+        "git --git-dir=.git --work-tree . push",
+        "git push${IFS}origin",
+        "git push $REMOTE",
+        "git -c alias.pu=push pu",
+        "PATH=/tmp/x:$PATH git push",
+        "sudo git push",
+    ],
+)
+def test_a_deny_rule_holds_against_every_spelling_of_its_command(tmp_path, command):
+    # Any git option before `push` walked around --deny 'bash(git push:*)' in full mode.
+    p = policy(tmp_path, "full", deny=["bash(git push:*)"])
+    assert p.decide("bash", {"command": command}).action == "deny", command
+
+
+@pytest.mark.parametrize("command", ["git status", "git -C . log", "/usr/bin/git pull"])
+def test_a_deny_rule_leaves_other_commands_alone(tmp_path, command):
+    p = policy(tmp_path, "full", deny=["bash(git push:*)"])
+    assert p.decide("bash", {"command": command}).action == "allow", command
+
+
+def test_an_allow_rule_still_needs_the_exact_command(tmp_path):
+    p = policy(tmp_path, "ask", allow=["bash(git status)"])
+    assert p.decide("bash", {"command": "git status"}).action == "allow"
+    for other in ("./git status", "git -C /elsewhere status", "git $X"):
+        assert p.decide("bash", {"command": other}).action == "ask", other

@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -115,7 +116,7 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     return Analysis(decision, reasons, unique, tuple(script.commands))
 
 
-def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
+def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = False) -> bool:
     """Does a rule pattern cover this simple command?
 
     `git diff:*` matches `git diff` followed by anything; `npm test` matches exactly those
@@ -124,9 +125,13 @@ def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
     transparent. Nothing matches a command with a word only known at run time, one that
     sets a variable which changes what runs (PATH, LD_PRELOAD, ...), or, for an exact
     pattern, one that gets arguments at run time (xargs).
+
+    `could=True` is for deny and ask rules, which must hold against every spelling: the
+    command matches when it *may* be the pattern's — a word known only at run time may
+    be any word, a variable may change nothing, sudo may be left out, a path to the
+    program is its name, and git's own options before the subcommand (`git -C . push`,
+    `git -c alias.pu=push pu`) are looked through.
     """
-    if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
-        return False
     prefix = rule_pattern.endswith(":*")
     try:
         wanted = shlex.split(rule_pattern[:-2] if prefix else rule_pattern)
@@ -134,11 +139,77 @@ def matches_rule(command: SimpleCommand, rule_pattern: str) -> bool:
         return False
     if not wanted:
         return False
-    subject = [v for v in command.via if v in PRIVILEGED]
-    subject += [w.value for w in command.words if w.value is not None]
+    privileged = [v for v in command.via if v in PRIVILEGED]
+    if could:
+        words = [w.value for w in command.words]
+        spellings = [privileged + words, privileged + _canonical(words), _canonical(words)]
+        exact_ok = command.fed is None
+        return any(_may_be(s, wanted, prefix=prefix, exact_ok=exact_ok) for s in spellings)
+    if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
+        return False
+    subject = privileged + [w.value for w in command.words if w.value is not None]
     if prefix:
         return subject[: len(wanted)] == wanted
     return subject == wanted and command.fed is None
+
+
+def _may_be(subject: list[str | None], wanted: list[str], *, prefix: bool, exact_ok: bool) -> bool:
+    """Whether words of which None ones are unknown may be `wanted` (`prefix`: begin
+    with it). An unknown word may stand for several, so from it on anything may follow."""
+    for index, want in enumerate(wanted):
+        if index >= len(subject):
+            return False
+        if subject[index] is None:
+            return True
+        if subject[index] != want:
+            return False
+    if prefix:
+        return True
+    rest = subject[len(wanted) :]
+    return (not rest or rest == [None]) and exact_ok
+
+
+# git's options that come before the subcommand, with (True) or without a value.
+_GIT_GLOBAL_OPTIONS = {
+    "-C": True, "-c": True, "--git-dir": True, "--work-tree": True, "--namespace": True,
+    "--config-env": True, "--exec-path": False, "--super-prefix": True, "-p": False,
+    "--paginate": False, "-P": False, "--no-pager": False, "--bare": False,
+    "--no-replace-objects": False, "--literal-pathspecs": False, "--glob-pathspecs": False,
+    "--noglob-pathspecs": False, "--icase-pathspecs": False, "--no-optional-locks": False,
+    "--no-advice": False, "--html-path": False, "--man-path": False, "--info-path": False,
+}  # fmt: skip
+
+
+def _canonical(words: list[str | None]) -> list[str | None]:
+    """`words` as a rule sees the program: its name without a path, and for git without
+    the options before the subcommand, an alias set with `-c alias.X=...` expanded."""
+    if not words or words[0] is None:
+        return words
+    name = words[0].rsplit("/", 1)[-1]
+    if name != "git":
+        return [name, *words[1:]]
+    aliases: dict[str, list[str]] = {}
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word is None or not word.startswith("-"):
+            break
+        option, equals, value = word.partition("=")
+        takes_value = _GIT_GLOBAL_OPTIONS.get(option)
+        if takes_value is None:
+            break
+        if takes_value and not equals:
+            index += 1
+            value = words[index] if index < len(words) else None
+        if option == "-c" and value and value.startswith("alias."):
+            alias, _, expansion = value.removeprefix("alias.").partition("=")
+            with contextlib.suppress(ValueError):
+                aliases[alias] = shlex.split(expansion.lstrip("!"))
+        index += 1
+    rest = words[index:]
+    if rest and rest[0] in aliases:
+        rest = [*aliases[rest[0]], *rest[1:]]  # type: ignore[index]
+    return ["git", *rest]
 
 
 def _only_denies(findings: list[Finding], from_file: bool) -> list[Finding]:

@@ -150,12 +150,14 @@ class RuleSet:
         """deny or ask if any simple command matches; allow only if every one does."""
         from lathe.policy.command import matches_rule
 
-        def matches(command: SimpleCommand, rule: Rule) -> bool:
-            return rule.pattern is None or matches_rule(command, rule.pattern)
+        def matches(command: SimpleCommand, rule: Rule, *, could: bool = False) -> bool:
+            return rule.pattern is None or matches_rule(command, rule.pattern, could=could)
 
+        # A deny or ask rule holds against whatever may be its command; an allow rule
+        # only for exactly its command.
         for action, rules in (("deny", self.deny), ("ask", self.ask)):
             for rule in rules:
-                if rule.tool == "bash" and any(matches(c, rule) for c in commands):
+                if rule.tool == "bash" and any(matches(c, rule, could=True) for c in commands):
                     return action, rule  # type: ignore[return-value]
         bash_allows = [r for r in self.allow if r.tool == "bash"]
         if commands and bash_allows:
