@@ -3,6 +3,8 @@ are matched against, and `matches_rule`."""
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from lathe.policy.command import analyze, matches_rule
@@ -105,3 +107,20 @@ def test_a_symlink_inside_the_workspace_that_leads_out_is_outside(tmp_path: Path
     assert analysis.decision == "deny"
     analysis = analyze("rm -rf link", workspace=workspace, home=tmp_path / "h", environ={})
     assert analysis.decision == "allow"  # rm removes the link itself, not its target
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "flock /tmp/lockf rm -rf ~/v4",
+        "flock -w 5 /tmp/lockf -c 'rm -rf ~'",
+        "GIT_EXTERNAL_DIFF='rm -rf ~/v3; true' git diff",
+        "GIT_EDITOR='rm -rf ~' git commit",
+        "EDITOR='rm -rf ~' git commit",
+        "GIT_SEQUENCE_EDITOR='rm -rf ~' git rebase -i HEAD~2",
+        "env GIT_SSH_COMMAND='rm -rf ~' git fetch",
+    ],
+)
+def test_a_command_hidden_in_a_wrapper_or_a_program_variable_is_judged(command) -> None:
+    # Each ran `rm -rf` in the home folder under --approval full.
+    assert _analyze(command).decision == "deny", command

@@ -38,6 +38,8 @@ def wrapper(
             w.note("ask", f"cannot tell which command {base} runs: {call.text}")
         w.record(call)
         return UNKNOWN
+    for command in unwrapped.commands_in_variables:
+        w.nested(command, st.copy(via=via), f"{base} {command.text.split('=', 1)[0]}=")
     if unwrapped.lookup_only or not (unwrapped.inner or unwrapped.split_string):
         w.record(call)
         return UNKNOWN
@@ -47,7 +49,8 @@ def wrapper(
     inner_state = st if base in _SAME_SHELL and cwd == st.cwd else st.copy(cwd=cwd)
     if unwrapped.split_string is not None:
         split = unwrapped.split_string
-        _with_via(w, inner_state, via, lambda: w.nested(split, inner_state, "env -S"))
+        label = "env -S" if base == "env" else f"{base} -c"
+        _with_via(w, inner_state, via, lambda: w.nested(split, inner_state, label))
         return UNKNOWN
     inner = replace(
         call, words=unwrapped.inner, via=via, cwd=cwd,

@@ -28,7 +28,13 @@ from lathe.policy.interpreters import Effect, language_of
 from lathe.policy.scripts import Files
 from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
-from lathe.policy.wrappers import PRIVILEGED, SHELLS, TRANSPARENT, find_call
+from lathe.policy.wrappers import (
+    COMMAND_VARIABLES,
+    PRIVILEGED,
+    SHELLS,
+    TRANSPARENT,
+    find_call,
+)
 
 Decision = Literal["deny", "ask", "allow"]
 MAX_DEPTH = 8
@@ -336,6 +342,7 @@ class Walker:
                     assigned.append(node_text(name))
                 for grandchild in child.named_children:
                     self.run(grandchild, st.copy())
+                self._command_in_variable(child, st, scope)
             elif child.type in ("herestring_redirect", "file_redirect"):
                 stdin = self._redirect(child, st, redirects) or stdin
             else:
@@ -467,6 +474,17 @@ class Walker:
             return None
         out = output_of(words[0].value, words[1:], None, st.cwd)
         return out.text.rstrip("\n") if out and out.kind == "text" else None
+
+    def _command_in_variable(self, assignment: Any, st: State, scope: Scope) -> None:
+        """`EDITOR='rm -rf ~' git commit`: the program the variable is for runs its value
+        as a command line, so judge it as one."""
+        name, value = (assignment.child_by_field_name(f) for f in ("name", "value"))
+        if name is None or value is None or node_text(name) not in COMMAND_VARIABLES:
+            return
+        words = expand(value, scope)
+        label = f"{node_text(name)}="
+        command = words[0] if len(words) == 1 else Word(node_text(value), None)
+        self.nested(command, st.copy(via=(*st.via, label)), label)
 
     def nested(self, word: Word, st: State, label: str, stdin: Stream | None = None) -> None:
         if word.value is None:

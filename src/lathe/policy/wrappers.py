@@ -15,6 +15,13 @@ from pathlib import PurePosixPath
 from lathe.policy.shell_words import Word
 
 PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "run0", "runuser"})
+# Environment variables whose value a program runs as a command line (git, less, man...):
+# `GIT_EXTERNAL_DIFF='rm -rf ~' git diff` runs the rm.
+COMMAND_VARIABLES = frozenset(
+    {"GIT_EXTERNAL_DIFF", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "EDITOR", "VISUAL",
+     "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "GIT_ASKPASS",
+     "SSH_ASKPASS", "GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE", "BROWSER"}
+)  # fmt: skip
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 
 # Options that take a separate value, per wrapper (long forms may also use `=`).
@@ -32,6 +39,7 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "ionice": frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}),
     "chronic": frozenset(),
     "coproc": frozenset(),
+    "flock": frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}),
     "sudo": frozenset(
         [
             "-u",
@@ -89,6 +97,7 @@ class Unwrapped:
     chdir: Word | None = None  # `env -C DIR` / `sudo -D DIR`
     assigned: list[str] = field(default_factory=list)  # `env NAME=VALUE`
     split_string: Word | None = None  # `env -S "cmd args"`: a string parsed as a command
+    commands_in_variables: list[Word] = field(default_factory=list)  # `env EDITOR=...`
     lookup_only: bool = False  # `command -v rm` names a command without running it
 
 
@@ -109,7 +118,10 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             i += 1
             break
         if name == "env" and "=" in value and not value.startswith("-"):
-            result.assigned.append(value.split("=", 1)[0])
+            variable, _, command = value.partition("=")
+            result.assigned.append(variable)
+            if variable in COMMAND_VARIABLES:
+                result.commands_in_variables.append(Word(args[i].text, command))
         elif name == "nice" and value[:1] == "-" and value[1:].isdigit():
             pass  # `nice -10 cmd`
         elif value.startswith("-") and len(value) > 1:
@@ -126,8 +138,12 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             break
         i += 1
     rest = list(args[i:])
-    if name == "timeout" and rest:
-        rest = rest[1:]  # the duration
+    if name in ("timeout", "flock") and rest:
+        rest = rest[1:]  # the duration; the lock file
+    if name == "flock" and rest and rest[0].value in ("-c", "--command"):
+        if len(rest) < 2:
+            return None
+        result.split_string, rest = rest[1], []  # `flock FILE -c 'cmd'`: a shell runs it
     result.inner = rest
     return result
 
