@@ -193,3 +193,17 @@ def test_tests_and_files_a_read_rule_denies_are_never_compared(tmp_path):
 
     assert [e.path for e in edits] == ["app.py"]
     assert [e.path for e in workspace_edits(tmp_path, text)] == ["settings.py", "app.py"]
+
+
+def test_the_test_runners_configuration_is_never_changed_from_prose(tmp_path):
+    # `addopts = "-q -k zero"` shown in a "done" reply was applied, and the run verified.
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0.1"\n\n[tool.pytest.ini_options]\n'
+        'addopts = "-q"\ntestpaths = ["tests"]\nminversion = "7.0"\n'
+    )
+    text = (
+        '```toml\n[tool.pytest.ini_options]\naddopts = "-q -k zero"\ntestpaths = ["tests"]\n'
+        'minversion = "7.0"\n```'
+    )
+
+    assert workspace_edits(tmp_path, text) == []

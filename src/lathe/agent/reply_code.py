@@ -40,11 +40,14 @@ _MAX_DROPPED_LINES = 1
 # projects small models are given, bounded for large ones.
 _MAX_FILES = 500
 _MAX_FILE_BYTES = 200_000
-# Never changed from prose: a test the model would rather change could otherwise make
-# the check pass. An edit call for them stays the model's own, visible choice.
+# Never changed from prose: a test, or the test runner's configuration, the model would
+# rather change could otherwise make the check pass (`addopts = "-k zero"` in
+# pyproject.toml did). An edit call for them stays the model's own, visible choice.
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
-    r"\.\w+|conftest\.py)$"
+    r"\.\w+|conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
+    r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
+    r"|(site|user)customize\.py)$"
 )
 
 Op = tuple[str, int, int, int, int]

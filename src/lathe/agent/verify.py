@@ -295,8 +295,10 @@ async def run_verify(
     max_output_bytes: int,
     spill_dir: Path,
 ) -> ExecResult:
+    """Run the check with `pipefail`, as CI does: `pytest | tail -3` would pass on
+    tail's exit code whatever pytest said."""
     return await executor.run(
-        command,
+        f"set -o pipefail\n{command}",
         cwd=workspace,
         timeout=timeout_s,
         max_output_bytes=max_output_bytes,
@@ -406,7 +408,12 @@ def whole_output(result: ExecResult) -> str:
 
 
 def passed(result: ExecResult) -> bool:
-    return result.exit_code == 0 and not result.timed_out
+    """Exit 0, in time, and no failing test in the summary it printed: a conftest can set
+    the exit status to 0 (or `os._exit(0)`) after tests failed."""
+    if result.exit_code != 0 or result.timed_out:
+        return False
+    counts = check_counts(result.output)
+    return counts is None or counts["failed"] == 0
 
 
 # The shell's own codes for "found but not executable" and "not found".
@@ -430,6 +437,9 @@ def unusable_reason(command: str, result: ExecResult) -> str | None:
 def _status(result: ExecResult) -> str:
     if result.timed_out:
         return f"was killed after its time limit ({result.duration_s:.0f}s)"
+    if result.exit_code == 0:
+        counts = check_counts(result.output) or {}
+        return f"exited 0, but its output reports {counts.get('failed', '?')} failing"
     return f"failed with exit code {result.exit_code}"
 
 

@@ -1,0 +1,60 @@
+"""Ways a model got `verified` without a fix, each reproduced with the real CLI:
+
+- a conftest.py that sets the session's exit status to 0 after tests failed;
+- a verify command piped into `tail`, which passed on tail's exit code;
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.test_run_edges import lathe_run
+from tests.fakes.openai_server import Call, Reply
+
+VERIFY = "python -m pytest -q -p no:cacheprovider"
+EXIT_ZERO = (
+    "import pytest\n\n\n@pytest.hookimpl(trylast=True)\n"
+    "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n"
+)
+
+
+def _repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (ws / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    return ws
+
+
+def _finished(done) -> dict:
+    return [json.loads(line) for line in done.stdout.splitlines()][-1]
+
+
+def test_a_conftest_that_zeroes_the_exit_status_is_not_verified(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "conftest.py", "content": EXIT_ZERO})]),
+        Reply("Done, all tests pass."),
+        Reply("Done."),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--verify", VERIFY, "Fix add")  # fmt: skip
+    assert _finished(done)["status"] != "verified"
+    assert done.returncode != 0
+    told = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert "exited 0, but its output reports 1 failing" in told
+
+
+def test_a_verify_piped_into_tail_fails_when_the_tests_fail(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(Reply("Done."), Reply("Done."), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--verify", f"{VERIFY} | tail -3", "Fix add")  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    baseline = next(e for e in events if e["type"] == "verify_finished")
+    assert baseline["passed"] is False
+    assert _finished(done)["status"] != "verified"
