@@ -58,3 +58,37 @@ def test_a_verify_piped_into_tail_fails_when_the_tests_fail(tmp_path, fake_opena
     baseline = next(e for e in events if e["type"] == "verify_finished")
     assert baseline["passed"] is False
     assert _finished(done)["status"] != "verified"
+
+
+def test_a_run_verified_after_the_check_itself_changed_says_which_files(tmp_path, fake_openai):
+    # Marking the failing test xfail from a conftest.py (allowed even under a deny rule
+    # on tests/) ended in a plain `verified`.
+    ws = _repo(tmp_path)
+    xfail = (
+        "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n        item.add_marker(pytest.mark.xfail)\n"
+    )
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "conftest.py", "content": xfail})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--deny", "edit(tests/**)", "--verify", VERIFY, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified"
+    assert finished["reason"] == (
+        "the check passed, but its own files changed since it first ran: conftest.py "
+        "(see that they still test what they did)"
+    )
+
+
+def test_an_honest_fix_is_verified_with_no_such_reason(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "calc.py", "old_string": "a - b",
+                                   "new_string": "a + b"})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--verify", VERIFY, "Fix add")  # fmt: skip
+    assert (_finished(done)["status"], _finished(done)["reason"]) == ("verified", "")

@@ -78,6 +78,13 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                     whole_output(result), ctx.workspace, not_shown=not_shown, max_bytes=code_bytes
                 )
 
+        async def check_files() -> dict[str, str]:
+            import asyncio
+
+            from lathe.agent.check_files import check_file_digests
+
+            return await asyncio.to_thread(check_file_digests, ctx.workspace)
+
         gate = VerifySettings(
             command=settings.verify_command,
             run_first=settings.verify_first,
@@ -91,6 +98,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 reply_code=reply_code,
                 keep_files=keep_files,
                 failing_code=failing_code,
+                check_files=check_files,
             )
         )
     handlers.append(StallGuard(words, settings.stall_repeat_limit))

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lathe.agent.check_files import CHECK_FILE
 from lathe.types import ToolCall
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -43,12 +44,7 @@ _MAX_FILE_BYTES = 200_000
 # Never changed from prose: a test, or the test runner's configuration, the model would
 # rather change could otherwise make the check pass (`addopts = "-k zero"` in
 # pyproject.toml did). An edit call for them stays the model's own, visible choice.
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
-    r"\.\w+|conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
-    r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
-    r"|(site|user)customize\.py)$"
-)
+_TEST_PATH = CHECK_FILE
 
 Op = tuple[str, int, int, int, int]
 

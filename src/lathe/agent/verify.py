@@ -110,10 +110,13 @@ class VerifyGate(FinishHandler):
         reply_code: ReplyCodeCalls | None = None,
         keep_files: KeepFiles | None = None,
         failing_code: Callable[[ExecResult], str] | None = None,
+        check_files: Callable[[], Awaitable[dict[str, str]]] | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
         worse after it than before (None: it stays). `failing_code`: the code a failed
-        check ran through, shown after its output (None, or "": nothing)."""
+        check ran through, shown after its output (None, or "": nothing). `check_files`:
+        the digests of the files the check is made of (`agent.check_files`), taken when
+        the run begins and when it is verified; a change is the verified run's reason."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
@@ -126,9 +129,13 @@ class VerifyGate(FinishHandler):
         # A "done" reply whose code is being applied, and the failed check it got.
         self._pending: AssistantMessage | None = None
         self._pending_result: ExecResult | None = None
+        self._check_files = check_files
+        self._check_files_before: dict[str, str] | None = None
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
+        if self._check_files is not None:
+            self._check_files_before = await self._check_files()
         if not (self._settings.run_first and run.new_conversation):
             return ()
         command = self._settings.command
@@ -148,7 +155,7 @@ class VerifyGate(FinishHandler):
             return None
         result = await self._check(run)
         if passed(result):
-            return Finish(RunStatus.VERIFIED, answer=reply.text)
+            return Finish(RunStatus.VERIFIED, answer=reply.text, reason=await self._caveat())
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
@@ -180,7 +187,12 @@ class VerifyGate(FinishHandler):
         if passed(after):
             record = self._after_applied(notes, after)
             answer = self._applied_answer(calls)
-            return Finish(RunStatus.VERIFIED, answer=answer, messages=(lathe_note(record),))
+            return Finish(
+                RunStatus.VERIFIED,
+                answer=answer,
+                messages=(lathe_note(record),),
+                reason=await self._caveat(),
+            )
         old, new = check_counts(before.output), check_counts(after.output)
         if self._put_back is not None and made_worse(old, new):
             self._put_back()
@@ -193,6 +205,22 @@ class VerifyGate(FinishHandler):
             )
             return ContinueWith(messages=(lathe_note(text),))
         return self._after_failure(reply, after, applied=notes)
+
+    async def _caveat(self) -> str:
+        """What a verified run's reason says: which files of the check itself changed
+        since it first ran (a conftest.py marking the failure xfail passes too), or ""."""
+        if self._check_files is None or self._check_files_before is None:
+            return ""
+        from lathe.agent.check_files import changed
+
+        files = changed(self._check_files_before, await self._check_files())
+        if not files:
+            return ""
+        shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+        return (
+            f"the check passed, but its own files changed since it first ran: {shown} "
+            "(see that they still test what they did)"
+        )
 
     def out_of_turns(self, run: RunState) -> Finish | None:
         if not self._failed:
@@ -242,8 +270,7 @@ class VerifyGate(FinishHandler):
         shown = "\n".join(d["diff"].rstrip("\n") for d in applied if d.get("diff"))
         return (
             f"lathe applied the change the model's reply showed, to {', '.join(paths)}, and "
-            f"`{self._settings.command}` passes."
-            + (f"\n\n```diff\n{shown}\n```" if shown else "")
+            f"`{self._settings.command}` passes." + (f"\n\n```diff\n{shown}\n```" if shown else "")
         )
 
     def _after_applied(self, applied: Sequence[str], result: ExecResult) -> str:
@@ -338,7 +365,7 @@ def made_worse(before: dict[str, int] | None, after: dict[str, int] | None) -> b
 
 
 def counts_text(counts: dict[str, int] | None) -> str:
-    """"N failing, M passing", from `check_counts`."""
+    """ "N failing, M passing", from `check_counts`."""
     counts = counts or {}
     return f"{counts.get('failed', '?')} failing, {counts.get('passed', '?')} passing"
 
