@@ -97,18 +97,33 @@ def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):
     assert [f.cut for f in earlier] == [False, False]  # root rule + app rule: 26 bytes
     assert workspace.cut
     assert workspace.text == (
-        "line 0\nline 1\n[AGENTS.md is cut here, 14 of 789 bytes: the budget is spent]"
+        "line 0\nline 1\n[AGENTS.md is cut here, 14 of 790 bytes: the budget is spent]"
     )
     assert found.cuts == [
-        "AGENTS.md was cut after 14 of its 789 bytes: the instruction files of a run "
+        "AGENTS.md was cut after 14 of its 790 bytes: the instruction files of a run "
         "share 40 bytes (memory.instructions_max_bytes)"
     ]
     (nested,) = found.below("sub")
-    assert nested.text == "[sub/AGENTS.md is left out, 8 bytes: the budget is spent]"
+    assert nested.text == "[sub/AGENTS.md is left out, 9 bytes: the budget is spent]"
     assert found.cuts[1] == (
-        "sub/AGENTS.md was left out (8 bytes): the instruction files of a run share 40 bytes "
+        "sub/AGENTS.md was left out (9 bytes): the instruction files of a run share 40 bytes "
         "(memory.instructions_max_bytes)"
     )
+
+
+def test_an_agents_md_that_cannot_be_read_leaves_the_folders_claude_md(tree: Path):
+    # An AGENTS.md leading out of the repository was skipped, and so was CLAUDE.md.
+    outside = tree.parent.parent.parent / "elsewhere.md"
+    outside.write_text("NOT READ: outside\n")
+    (tree / "sub" / "AGENTS.md").unlink()
+    (tree / "sub" / "AGENTS.md").symlink_to(outside)
+    (tree / "sub" / "CLAUDE.md").write_text("sub rule (claude)\n")
+    found = Instructions(tree)
+    found.standing()
+
+    (nested,) = found.below("sub")
+
+    assert (nested.label, nested.text) == ("sub/CLAUDE.md", "sub rule (claude)")
 
 
 def test_a_read_rule_keeps_a_file_out(tree: Path):

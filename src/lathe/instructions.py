@@ -104,11 +104,13 @@ class Instructions:
         return found
 
     def _first_in(self, folder: Path, *, within: Path) -> list[InstructionFile]:
-        for name in self.names:
-            candidate = folder / name
+        for name in self.names:  # the first that can be read: a skipped AGENTS.md (a
+            candidate = folder / name  # link out of the repository) hid CLAUDE.md
             if os.path.lexists(candidate):
                 label = os.path.relpath(candidate, self.workspace)
-                return self._take(candidate, label, within=within)
+                taken = self._take(candidate, label, within=within)
+                if taken:
+                    return taken
         return []
 
     def _take(self, path: Path, label: str, *, within: Path | None) -> list[InstructionFile]:
@@ -122,25 +124,30 @@ class Instructions:
             return []
         if within is not None and (not real.is_relative_to(within) or self._denied(path, real)):
             return []
+        # No more than the budget left can be shown: a 3 GB file took 56 s and 6 GB to read.
         try:
-            text = real.read_bytes().decode("utf-8", errors="replace").strip()
+            with real.open("rb") as handle:
+                raw = handle.read(max(self.max_bytes - self._spent, 0) + 4)
         except OSError:
             return []
+        text = raw.decode("utf-8", errors="replace").strip()
         if not text:
             return []
-        text, cut = self._fit(label, text)
+        text, cut = self._fit(label, text, info.st_size)
         found = InstructionFile(label=label, path=path, size=info.st_size, text=text, cut=cut)
         self.loaded.append(found)
         return [found]
 
-    def _fit(self, label: str, text: str) -> tuple[str, bool]:
-        """`text` counted against the budget: whole, or cut at its last line that fits
-        (with a line saying so, and one in `cuts`); and whether it was cut."""
+    def _fit(self, label: str, text: str, size: int) -> tuple[str, bool]:
+        """`text` (the start of a file of `size` bytes) counted against the budget: whole,
+        or cut at its last line that fits (with a line saying so, and one in `cuts`); and
+        whether it was cut."""
         data = text.encode()
         left = max(self.max_bytes - self._spent, 0)
         self._spent += min(len(data), left)
         if len(data) <= left:
             return text, False
+        total = max(size, len(data))  # read only as far as the budget goes
         kept = data[:left].decode("utf-8", errors="ignore")
         kept = kept[: kept.rfind("\n") + 1]
         shown = len(kept.encode())
@@ -149,10 +156,10 @@ class Instructions:
             "(memory.instructions_max_bytes)"
         )
         if not kept:
-            self.cuts.append(f"{label} was left out ({len(data):,} bytes): {share}")
-            return f"[{label} is left out, {len(data):,} bytes: the budget is spent]", True
-        self.cuts.append(f"{label} was cut after {shown:,} of its {len(data):,} bytes: {share}")
-        marker = f"[{label} is cut here, {shown:,} of {len(data):,} bytes: the budget is spent]"
+            self.cuts.append(f"{label} was left out ({total:,} bytes): {share}")
+            return f"[{label} is left out, {total:,} bytes: the budget is spent]", True
+        self.cuts.append(f"{label} was cut after {shown:,} of its {total:,} bytes: {share}")
+        marker = f"[{label} is cut here, {shown:,} of {total:,} bytes: the budget is spent]"
         return kept + marker, True
 
     def _denied(self, path: Path, real: Path) -> bool:
