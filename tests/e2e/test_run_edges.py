@@ -454,3 +454,20 @@ def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path, fake_openai
         files = subprocess.run(["grep", "-rl", secret, str(tmp_path / "home")],
                                capture_output=True, text=True)  # fmt: skip
         assert files.stdout == ""
+
+
+def test_a_post_tool_hooks_replacement_is_held_to_the_output_cap(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    (ws / ".lathe").mkdir()
+    big = "python3 -c 'import json; print(json.dumps({\"content\": \"Z\" * 900000}))'"
+    (ws / ".lathe" / "config.toml").write_text(
+        f"[[hooks.post_tool]]\ncommand = {json.dumps(big)}\n"
+    )
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("done"))
+
+    ran = lathe_run(fake_openai, ws, tmp_path, "--trust-project", "--approval", "full", "go")
+
+    assert ran.returncode == 0, ran.stderr
+    (result,) = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert len(result["content"].encode()) < 32_000
+    assert "ZZZZ" in result["content"]

@@ -95,7 +95,7 @@ class ToolRunner:
         self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
-        output = _printable_output(output)
+        output = _within_cap(_printable_output(output), self._deps.tool_context)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -187,6 +187,19 @@ def _concurrency(item: _Prepared) -> str | None:
     if item.tool.read_only:
         return "read"
     return "concurrent" if item.tool.concurrent else None
+
+
+def _within_cap(output: ToolOutput, ctx: ToolContext) -> ToolOutput:
+    """`output` no larger than the tool output cap, whatever produced it: a post_tool
+    hook's replacement of 900,000 characters went to the model whole."""
+    if len(output.content) * 4 <= ctx.limits.output_max_bytes:  # fits whatever it holds
+        return output
+    if len(output.content.encode()) <= ctx.limits.output_max_bytes:
+        return output
+    from lathe.tools.capping import capped
+
+    cut = capped(output.content, ctx, is_error=output.is_error, summary=output.summary)
+    return replace(output, content=cut.content, details={**output.details, **cut.details})
 
 
 def _printable_output(output: ToolOutput) -> ToolOutput:
