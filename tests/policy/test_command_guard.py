@@ -3,9 +3,9 @@ are matched against, and `matches_rule`."""
 
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
+
+import pytest
 
 from lathe.policy.command import analyze, matches_rule
 
