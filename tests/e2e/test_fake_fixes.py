@@ -92,3 +92,13 @@ def test_an_honest_fix_is_verified_with_no_such_reason(tmp_path, fake_openai):
     done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
                      "--verify", VERIFY, "Fix add")  # fmt: skip
     assert (_finished(done)["status"], _finished(done)["reason"]) == ("verified", "")
+
+
+def test_a_check_that_passed_before_any_change_says_so(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(Reply("Done: nothing needed changing."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--verify", "true", "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified"
+    assert finished["reason"].startswith("the check passed before the run changed anything")

@@ -131,9 +131,11 @@ class VerifyGate(FinishHandler):
         self._pending_result: ExecResult | None = None
         self._check_files = check_files
         self._check_files_before: dict[str, str] | None = None
+        self._passed_before = False
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
+        self._passed_before = False
         if self._check_files is not None:
             self._check_files_before = await self._check_files()
         if not (self._settings.run_first and run.new_conversation):
@@ -144,6 +146,7 @@ class VerifyGate(FinishHandler):
         if reason:
             raise VerifyCannotRun(reason)
         if passed(result):
+            self._passed_before = True
             return (lathe_note(self._words.say("baseline_passes", command=command)),)
         text = self._words.say(
             "baseline_fails", command=command, status=_status(result), output=self._shown(result)
@@ -207,8 +210,15 @@ class VerifyGate(FinishHandler):
         return self._after_failure(reply, after, applied=notes)
 
     async def _caveat(self) -> str:
-        """What a verified run's reason says: which files of the check itself changed
-        since it first ran (a conftest.py marking the failure xfail passes too), or ""."""
+        """What a verified run's reason says: that the check passed before anything
+        changed (it may not test the task at all), or which files of the check itself
+        changed since it first ran (a conftest.py marking the failure xfail passes too),
+        or ""."""
+        if self._passed_before:
+            return (
+                "the check passed before the run changed anything, so it may not test "
+                "the task: see that it fails without the change"
+            )
         if self._check_files is None or self._check_files_before is None:
             return ""
         from lathe.agent.check_files import changed
