@@ -395,3 +395,17 @@ def test_full_mode_gaps_are_short_exact_phrases() -> None:
     for phrase in FULL_MODE_GAPS:
         assert isinstance(phrase, str) and phrase == phrase.strip()
         assert len(phrase) <= 90 and not phrase.endswith(".")
+
+
+def test_lathe_makes_itself_non_dumpable_so_its_environment_is_not_readable():
+    # Commands run unsandboxed as the same user read the key from /proc/$PPID/environ.
+    import subprocess
+    import sys
+
+    probe = (
+        "import ctypes; from lathe.ui.safety import hide_own_environment; "
+        "libc = ctypes.CDLL(None); before = libc.prctl(3, 0, 0, 0, 0); "
+        "hide_own_environment(); print(before, libc.prctl(3, 0, 0, 0, 0))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.split() == ["1", "0"], done.stderr
