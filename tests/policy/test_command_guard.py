@@ -124,3 +124,17 @@ def test_a_symlink_inside_the_workspace_that_leads_out_is_outside(tmp_path: Path
 def test_a_command_hidden_in_a_wrapper_or_a_program_variable_is_judged(command) -> None:
     # Each ran `rm -rf` in the home folder under --approval full.
     assert _analyze(command).decision == "deny", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git -C ~ checkout -- .", "git --work-tree ~ checkout -- .", "git -C ~ clean -fdx",
+     "git -C /etc reset --hard", "git --git-dir=/home/dev/.dotfiles --work-tree=/home/dev add ."],
+)  # fmt: skip
+def test_git_changing_files_outside_the_workspace_is_denied(command) -> None:
+    assert _analyze(command).decision == "deny", command
+
+
+@pytest.mark.parametrize("command", ["git -C sub checkout -- .", "git -C ~ log", "git status"])
+def test_git_inside_the_workspace_or_only_reading_is_not_denied(command) -> None:
+    assert _analyze(command).decision != "deny", command

@@ -260,7 +260,7 @@ class _Judge:
         ):
             return [Finding("deny", f"shuts down or restarts the machine: {cmd.text}")]
         if base == "git":
-            return _git(cmd, values)
+            return _git(cmd, values, self.places)
         return self._package_install(cmd, base, values)
 
     def redirect(self, redirect: Redirect) -> list[Finding]:
@@ -441,13 +441,35 @@ def _destructive_flag(value: str) -> bool:
     return re.fullmatch(r"-[a-zA-Z]*[rRf][a-zA-Z]*", value) is not None
 
 
-def _git(cmd: SimpleCommand, values: list[str]) -> list[Finding]:
+# git subcommands that change a work tree or a repository.
+_GIT_CHANGES = frozenset(
+    {"checkout", "restore", "reset", "clean", "stash", "rm", "mv", "apply", "am", "merge",
+     "pull", "rebase", "switch", "cherry-pick", "revert", "read-tree", "checkout-index",
+     "init", "clone", "submodule", "worktree", "commit", "add", "branch", "tag"}
+)  # fmt: skip
+
+
+def _git(cmd: SimpleCommand, values: list[str], places: Places) -> list[Finding]:
     i = 0
+    folders: list[str] = []  # -C, --work-tree and --git-dir: where git works
     while i < len(values) and values[i].startswith("-"):
-        i += 2 if values[i] in git_config.GLOBAL_VALUE_OPTIONS else 1
+        option, equals, inline = values[i].partition("=")
+        if option in ("-C", "--work-tree", "--git-dir"):
+            folder = inline if equals else (values[i + 1] if i + 1 < len(values) else "")
+            folders.append(folder)
+        takes_value = values[i] in git_config.GLOBAL_VALUE_OPTIONS
+        i += 2 if takes_value else 1
     if i >= len(values):
         return []
     sub, rest = values[i], values[i + 1 :]
+    if sub in _GIT_CHANGES:
+        for folder in folders:
+            path = join_path(cmd.cwd, folder) if folder else None
+            if path is None or places.inside(path, follow=True):
+                continue
+            where = places.outside(path, None, follow=True)
+            if where is not None:
+                return [Finding("deny", f"git {sub} changes files in {where}: {cmd.text}")]
     short = "".join(v[1:] for v in rest if v.startswith("-") and not v.startswith("--"))
     if sub == "push" and (
         "f" in short
