@@ -406,3 +406,32 @@ def test_progress_indents_a_child_and_undo_reverts_its_change(tmp_path, fake_ope
     assert "    [bump] unverified after 2 turns" in result.stderr
     assert undone.returncode == 0, undone.stderr
     assert (ws / "a.py").read_text() == "A = 1\n"
+
+
+def test_a_child_reads_and_writes_the_projects_own_memory(tmp_path, fake_openai) -> None:
+    # Keyed to its throwaway copy, a child saw none of the project's memory and its own
+    # writes went to a file no later run read.
+    ws = _project(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "add", "scope": "project",
+                                     "text": "PARENT-MEM tests: pytest -q"})]),  # fmt: skip
+        Reply("noted"),
+    )
+    assert _run(fake_openai, ws, tmp_path, "remember the tests").returncode == 0
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("noter", "CHILD-MARK: note the build")]), Reply("done")],
+        children={"CHILD-MARK": [
+            Reply(calls=[Call("memory", {"action": "add", "scope": "project",
+                                         "text": "CHILD-MEM build uses make"})]),
+            Reply("child done"),
+        ]},
+    )  # fmt: skip
+
+    done = _run(fake_openai, ws, tmp_path, "delegate")
+
+    assert done.returncode == 0, done.stderr
+    child = next(b for b in fake_openai.chat_bodies() if "CHILD-MARK" in _first_user_text(b))
+    assert "PARENT-MEM" in child["messages"][0]["content"]
+    shown = lathe("memory", "show", "-C", str(ws), cwd=tmp_path,
+                  env_extra={"LATHE_HOME": str(tmp_path / "home")})  # fmt: skip
+    assert "CHILD-MEM build uses make" in shown.stdout, shown.stdout

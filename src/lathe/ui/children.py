@@ -323,8 +323,9 @@ class _Child:
             headless=True, ask_trust=None,
         )  # fmt: skip
         child = dataclasses.replace(
-            setup, options=options, workspace=workspace, loaded=child_loaded, notices=[]
-        )
+            setup, options=options, workspace=workspace, loaded=child_loaded, notices=[],
+            user_workspace=setup.project_workspace,
+        )  # fmt: skip
         if profile.model is None:
             return child
         from lathe.config import resolve_model

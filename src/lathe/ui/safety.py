@@ -128,7 +128,9 @@ def build_safety(
                 else "every command will ask before it runs, unsandboxed"
             )
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
-    memory = memory_tools(setup.workspace, setup.loaded.config.memory, setup.secrets(), session)
+    memory = memory_tools(
+        setup.project_workspace, setup.loaded.config.memory, setup.secrets(), session
+    )
     profile = setup.model.profile.settings
     own = [*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)]
     if profile.tools is not None:

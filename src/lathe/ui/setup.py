@@ -58,6 +58,14 @@ class RunSetup:
     notices: list[str] = field(default_factory=list)  # told to the user once the run starts
     # The MCP servers declared for the workspace, their trust decided (lathe.mcptools).
     mcp_servers: DeclaredServers | None = None
+    # The workspace the user gave, when this run works in a copy of it (a subagent's
+    # worktree): the project's memory and instruction files are that workspace's.
+    user_workspace: Path | None = None
+
+    @property
+    def project_workspace(self) -> Path:
+        """Where the project's memory and instruction files are looked up."""
+        return self.user_workspace or self.workspace
 
     def secrets(self) -> list[str]:
         """Every secret value the run's requests carry: the model's key and secret

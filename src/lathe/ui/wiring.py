@@ -95,7 +95,7 @@ def _instructions(
 
     config = setup.loaded.config.memory
     found = Instructions(
-        setup.workspace,
+        setup.project_workspace,
         names=config.instruction_files,
         max_bytes=config.instructions_max_bytes,
         no_read=no_read,
@@ -115,7 +115,7 @@ def _memory(setup: RunSetup) -> str | None:
     """The memory files as they are now: read once, when the agent is built."""
     from lathe.memory import MemoryStore, prompt_section
 
-    store = MemoryStore(setup.workspace, setup.loaded.config.memory.memory_max_bytes)
+    store = MemoryStore(setup.project_workspace, setup.loaded.config.memory.memory_max_bytes)
     return prompt_section(store)
 
 
