@@ -89,7 +89,7 @@ def test_a_budget_cut_is_a_visible_notice(tmp_path, ws, fake_openai):
     result = run(fake_openai, ws, tmp_path, "-c", "memory.instructions_max_bytes=40", "hi")
 
     assert result.returncode == 0, result.stderr
-    assert "CLAUDE.md was left out (22 bytes): the instruction files of a run share 40" in (
+    assert "CLAUDE.md was left out (23 bytes): the instruction files of a run share 40" in (
         result.stderr
     )
     system = fake_openai.chat_bodies()[0]["messages"][0]["content"]
