@@ -93,7 +93,7 @@ def test_a_budget_cut_is_a_visible_notice(tmp_path, ws, fake_openai):
         result.stderr
     )
     system = fake_openai.chat_bodies()[0]["messages"][0]["content"]
-    assert "[CLAUDE.md is left out, 22 bytes: the budget is spent]" in system
+    assert "[CLAUDE.md is left out, 23 bytes: the budget is spent]" in system
 
 
 def test_what_one_run_remembers_the_next_run_starts_with(tmp_path, ws, fake_openai):
