@@ -138,3 +138,9 @@ def test_git_changing_files_outside_the_workspace_is_denied(command) -> None:
 @pytest.mark.parametrize("command", ["git -C sub checkout -- .", "git -C ~ log", "git status"])
 def test_git_inside_the_workspace_or_only_reading_is_not_denied(command) -> None:
     assert _analyze(command).decision != "deny", command
+
+
+def test_a_glob_through_a_link_made_to_home_is_judged_where_it_leads() -> None:
+    # `rm -rf h1/` was denied, `rm -rf h1/*` wiped the folder the link leads to.
+    assert _analyze("ln -s ~/v1 h1; rm -rf h1/*").decision == "deny"
+    assert _analyze("ln -s ~ hy; rm -rf hy/.bash*").decision == "deny"

@@ -116,7 +116,9 @@ class Places:
             return Finding("ask", f"{how} on {shown}, a path only known at run time")
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
-        where = self.deleted_where(path, pattern, follow=(word.value or "").endswith("/"))
+        # A trailing `/`, or a glob below the folder, goes through a link there.
+        through = (word.value or "").endswith("/") or pattern is not None
+        where = self.deleted_where(path, pattern, follow=through)
         if where is None:
             inside = self.inside(path)
             return Finding("allow", f"{how} on {shown} (inside the workspace)" if inside else
