@@ -228,7 +228,7 @@ def test_undo_leaves_a_turn_of_another_open_session_alone(
     first.wait_for(r"^Made\.")
     second = launch()
     second.send("/undo")
-    second.wait_for(r"open in another lathe")
+    second.wait_for(r"the last change here is a turn of session")
     assert (workspace / "fromA.txt").exists()
 
     first.send("/exit")
