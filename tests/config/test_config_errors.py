@@ -182,3 +182,13 @@ def test_two_bad_values_are_one_line(workspace: Path, user_file: Path) -> None:
         f"{user_file}: agent.max_turns: must be greater than 0, got 0; "
         f"{user_file}: agent.attempts: must be less than or equal to 20, got 50"
     )
+
+
+def test_a_config_variable_naming_a_folder_is_an_error(
+    workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # Every user setting, a deny rule too, was silently dropped.
+    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path))
+    assert error_of(workspace) == (
+        f"LATHE_CONFIG names a folder, {tmp_path}: give the path of the config file"
+    )

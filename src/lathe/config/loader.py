@@ -177,6 +177,10 @@ def load_config(
     project_file = find_project_file(workspace)
 
     layers: list[tuple[Origin, dict[str, Any]]] = [(Origin("default"), Config().model_dump())]
+    if user_file.is_dir():  # every user setting (a deny rule too) would be dropped
+        raise UsageError(
+            f"LATHE_CONFIG names a folder, {user_file}: give the path of the config file"
+        )
     if user_file.is_file():
         layers.append((Origin("user", str(user_file)), _read_toml(user_file)))
     if project_file is not None:
