@@ -178,9 +178,8 @@ def load_config(
 
     layers: list[tuple[Origin, dict[str, Any]]] = [(Origin("default"), Config().model_dump())]
     if user_file.is_dir():  # every user setting (a deny rule too) would be dropped
-        raise UsageError(
-            f"LATHE_CONFIG names a folder, {user_file}: give the path of the config file"
-        )
+        named = "LATHE_CONFIG names" if environ.get("LATHE_CONFIG") else "the user config is"
+        raise UsageError(f"{named} a folder, {user_file}: give the path of the config file")
     if user_file.is_file():
         layers.append((Origin("user", str(user_file)), _read_toml(user_file)))
     if project_file is not None:
