@@ -414,7 +414,7 @@ def test_a_child_reads_and_writes_the_projects_own_memory(tmp_path, fake_openai)
     ws = _project(tmp_path)
     fake_openai.enqueue(
         Reply(calls=[Call("memory", {"action": "add", "scope": "project",
-                                     "text": "PARENT-MEM tests: pytest -q"})]),  # fmt: skip
+                                     "text": "PARENT-MEM tests: pytest -q"})]),
         Reply("noted"),
     )
     assert _run(fake_openai, ws, tmp_path, "remember the tests").returncode == 0
