@@ -8,8 +8,7 @@ from lathe.agent.toolcalls import parse_arguments
     [
         ('{"path": "a.py"}', {"path": "a.py"}),
         ('{"path": "a.py"', {"path": "a.py"}),
-        ('{"path": "a.py', {"path": "a.py"}),
-        ('{"edits": [{"a": 1}', {"edits": [{"a": 1}]}),
+        ('{"a": {"b": 1}', {"a": {"b": 1}}),
         ('```json\n{"path": "a.py"}\n```', {"path": "a.py"}),
         ('{"path": "a.py",}', {"path": "a.py"}),
         ("", {}),
@@ -29,3 +28,18 @@ def test_ambiguous_text_is_an_error_not_a_guess(raw):
 
 def test_valid_json_is_not_marked_repaired():
     assert parse_arguments('{"a": 1}').repaired_json is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path": "a.py',
+        '{"path": "a.py", "new_string": "    return su',
+        '{"edits": [{"a": 1}',
+        '{"edits": [{"a": 1}, {"b": "x',
+    ],
+)
+def test_json_cut_inside_a_string_or_a_list_is_not_run(raw):
+    parsed = parse_arguments(raw)
+    assert parsed.value is None
+    assert "cut off" in parsed.error

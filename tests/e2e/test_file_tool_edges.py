@@ -88,3 +88,26 @@ def test_utf8_with_one_stray_byte_is_read_and_edited_as_utf8(tmp_path, fake_open
     assert "UTF-8 but for 1 byte" in shown
     assert edited.startswith("Edited u8.py")
     assert (ws / "u8.py").read_bytes() == original.replace("José".encode(), "crème".encode())
+
+
+@pytest.mark.parametrize("finish_reason", ["tool_calls", "stop"])
+def test_an_edit_whose_arguments_are_cut_mid_string_is_not_run(
+    tmp_path, fake_openai, finish_reason
+):
+    """Servers that cut a reply at their own limit may still say "stop": the string the
+    model was writing is cut, so closing it would write half a line."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "def total(xs):\n    return 0\n"
+    (ws / "calc.py").write_text(original)
+    cut = '{"path": "calc.py", "old_string": "    return 0\\n", "new_string": "    return su'
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "calc.py"})]),
+        Reply(calls=[Call("edit", cut)], finish_reason=finish_reason),
+        Reply("Gave up."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Fix total")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "calc.py").read_text() == original
+    refused = _results(fake_openai)[-1]
+    assert "cut off" in refused

@@ -1,9 +1,11 @@
 """Turning a model's tool call into validated arguments, or into a message it can act on.
 
 Repair is deliberately narrow: a code fence around the JSON, an empty string for "no
-arguments", trailing commas, and JSON cut short (missing closing quotes, brackets or
-braces) are fixed, because the intent is unambiguous. Anything else goes back to the
-model as an error naming the problem, never as a guess.
+arguments", trailing commas, and an object missing only its closing braces are fixed,
+because the intent is unambiguous. JSON cut inside a string or a list is not: the
+string may be half a line of code and the list may have lost items, so running it would
+write a half change. That, and anything else, goes back to the model as an error naming
+the problem, never as a guess.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def parse_arguments(raw: str) -> ParsedArguments:
         except json.JSONDecodeError:
             continue
         return _as_object(value, repaired=json.dumps(value))
+    if _cut_inside_a_value(text):
+        return ParsedArguments(None, error=_CUT_OFF)
     return ParsedArguments(
         None,
         error=(
@@ -66,15 +70,32 @@ def _as_object(value: Any, *, repaired: str | None) -> ParsedArguments:
     return ParsedArguments(value, repaired_json=repaired)
 
 
+_CUT_OFF = (
+    "the arguments were cut off inside a string or a list, so the call was not run (it "
+    "would have written a half change). Send the whole call again; if it is long, make "
+    "a smaller change per call."
+)
+
+
 def _repairs(text: str) -> list[str]:
     fenced = _FENCE.match(text)
     base = fenced.group(1) if fenced else text
     no_trailing = _TRAILING_COMMA.sub(r"\1", base)
-    return [base, no_trailing, _close_truncated(no_trailing)]
+    candidates = [base, no_trailing]
+    missing = _missing_closers(no_trailing)
+    if missing and set(missing) == {"}"}:
+        candidates.append(no_trailing + missing)
+    return candidates
 
 
-def _close_truncated(text: str) -> str:
-    """Append the closers a JSON text cut short is missing; unchanged if none are."""
+def _cut_inside_a_value(text: str) -> bool:
+    missing = _missing_closers(text)
+    return bool(missing) and set(missing) != {"}"}
+
+
+def _missing_closers(text: str) -> str:
+    """The closers (`"`, `]`, `}`) a JSON text cut short lacks, innermost first; "" when
+    none are missing or the brackets do not match (not a truncation)."""
     stack: list[str] = []
     in_string = escaped = False
     for char in text:
@@ -90,9 +111,8 @@ def _close_truncated(text: str) -> str:
         elif char in "{[":
             stack.append("}" if char == "{" else "]")
         elif char in "}]" and (not stack or stack.pop() != char):
-            return text  # mismatched, not a truncation: leave it to fail
-    closing = ('"' if in_string else "") + "".join(reversed(stack))
-    return text + closing
+            return ""
+    return ('"' if in_string else "") + "".join(reversed(stack))
 
 
 def validation_error(tool_name: str, exc: ValidationError) -> str:
