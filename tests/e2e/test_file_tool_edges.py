@@ -111,3 +111,30 @@ def test_an_edit_whose_arguments_are_cut_mid_string_is_not_run(
     assert (ws / "calc.py").read_text() == original
     refused = _results(fake_openai)[-1]
     assert "cut off" in refused
+
+
+def test_two_calls_a_server_gave_one_id_both_run(tmp_path, fake_openai):
+    """Some servers number every call "call_0" and tell them apart by index only: the
+    two were merged into one call whose arguments were not JSON, and neither ran."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "b.txt").write_text("beta\n")
+    fake_openai.enqueue(
+        Reply(
+            calls=[
+                Call("read", {"path": "a.txt"}, id="call_0"),
+                Call("read", {"path": "b.txt"}, id="call_0"),
+            ]
+        ),
+        Reply("Both read."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Read both")
+    assert done.returncode == 0, done.stderr
+    last = fake_openai.chat_bodies()[-1]["messages"]
+    (asked,) = [m for m in last if m.get("tool_calls")]
+    ids = [c["id"] for c in asked["tool_calls"]]
+    assert len(set(ids)) == 2
+    results = [m for m in last if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == ids
+    assert "alpha" in results[0]["content"] and "beta" in results[1]["content"]

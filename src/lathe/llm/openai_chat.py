@@ -369,11 +369,13 @@ class _Reply:
             slot.arguments.append(json.dumps(arguments))
 
     def _slot(self, index: int | None, call_id: str) -> _PartialCall:
-        """The call a delta continues: same id, else same index (unless it brings a new
-        id: some servers reuse index 0 for parallel calls), else, with neither, the
-        latest call."""
+        """The call a delta continues: same id (unless it brings another index: some
+        servers give every call one id), else same index (unless it brings a new id:
+        some servers reuse index 0 for parallel calls), else, with neither, the latest
+        call."""
         for slot in reversed(self._calls):
-            if call_id and slot.id == call_id:
+            same_index = index is None or slot.index is None or index == slot.index
+            if call_id and slot.id == call_id and same_index:
                 return slot
             if index is not None and slot.index == index and not (call_id and slot.id):
                 return slot
@@ -394,12 +396,8 @@ class _Reply:
                 f"{base_url}); the connection was probably cut"
             )
         calls = tuple(
-            ToolCall(
-                id=slot.id or f"call_{uuid.uuid4().hex[:24]}",
-                name=slot.name,
-                arguments="".join(slot.arguments) or "{}",
-            )
-            for slot in self._calls
+            ToolCall(id=call_id, name=slot.name, arguments="".join(slot.arguments) or "{}")
+            for slot, call_id in zip(self._calls, self._unique_ids(), strict=True)
         )
         stop = _STOP_REASONS.get(self._finish_reason, StopReason.END)
         if calls and stop is StopReason.END:
@@ -413,6 +411,18 @@ class _Reply:
             usage=self._usage,
             model=self._model,
         )
+
+    def _unique_ids(self) -> list[str]:
+        """Each call's id, made up where the server sent none or one an earlier call
+        has: a result answers its call by id, so two calls must not share one."""
+        seen: set[str] = set()
+        ids = []
+        for slot in self._calls:
+            call_id = slot.id if slot.id and slot.id not in seen else ""
+            call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
+            seen.add(call_id)
+            ids.append(call_id)
+        return ids
 
 
 _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
