@@ -65,13 +65,15 @@ class ProviderError(LatheError):
     def reworded(self, message: str, **changes: Any) -> Self:
         """The same error with another message; `changes` replace the other fields
         (retry_after, status, request_id, retries), the rest are kept."""
-        fields = {
+        return type(self)(message, **(self._fields() | changes))
+
+    def _fields(self) -> dict[str, Any]:
+        return {
             "retry_after": self.retry_after,
             "status": self.status,
             "request_id": self.request_id,
             "retries": self.retries,
         }
-        return type(self)(message, **(fields | changes))
 
 
 class RateLimited(ProviderError):
@@ -96,7 +98,27 @@ class NothingListening(Transport):
 
 
 class ContextTooLong(ProviderError):
+    """The server refused the request as too long for the model's window. The numbers
+    it gave, where it gave them: `window_tokens` (the model's context length) and
+    `request_tokens` (what it counted in this request)."""
+
     kind = "context_too_long"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        window_tokens: int | None = None,
+        request_tokens: int | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message, **fields)
+        self.window_tokens = window_tokens
+        self.request_tokens = request_tokens
+
+    def _fields(self) -> dict[str, Any]:
+        sizes = {"window_tokens": self.window_tokens, "request_tokens": self.request_tokens}
+        return super()._fields() | sizes
 
 
 class AuthError(ProviderError):

@@ -129,7 +129,8 @@ async def test_a_history_that_cannot_fit_ends_the_run_saying_so(tmp_path: Path):
     finished = await agent.run(huge_task)
 
     assert finished.status is RunStatus.PROVIDER_ERROR
-    assert "no longer fits the model's window" in finished.reason
+    assert "the first request does not fit the model's window" in finished.reason
+    assert "a smaller task message" in finished.reason
     assert model.summaries <= 2
 
 

@@ -145,22 +145,30 @@ async def test_context_too_long(fake_openai, provider):
 
     assert type(error) is ContextTooLong
     assert "maximum context length is 8192" in str(error)
+    assert (error.window_tokens, error.request_tokens) == (8192, 9000)
 
 
 @pytest.mark.parametrize(
-    ("status", "message"),
+    ("status", "message", "sizes"),
     [
-        (400, "prompt is too long: 210000 tokens > 200000 maximum"),
-        (413, "the request exceeds the context window of this model"),
-        (400, "too many tokens in the input"),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", (200000, 210000)),
+        (413, "the request exceeds the context window of this model", (None, None)),
+        (400, "too many tokens in the input", (None, None)),
         # llama.cpp's llama-server, as measured with the local model
-        (400, "request (9544 tokens) exceeds the available context size (8192 tokens)"),
+        (
+            400,
+            "request (9544 tokens) exceeds the available context size (8192 tokens)",
+            (8192, 9544),
+        ),
     ],
 )
-async def test_other_context_too_long_wordings(fake_openai, provider, status, message):
+async def test_other_context_too_long_wordings(fake_openai, provider, status, message, sizes):
     fake_openai.enqueue(ErrorReply(status, message))
 
-    assert type(await failure(provider)) is ContextTooLong
+    error = await failure(provider)
+
+    assert type(error) is ContextTooLong
+    assert (error.window_tokens, error.request_tokens) == sizes
 
 
 async def test_404_names_the_model_and_base_url(fake_openai, provider):

@@ -24,7 +24,7 @@ from lathe.agent.context import (
 )
 from lathe.agent.request_view import RequestView
 from lathe.chunked import ChunkCache, Chunks
-from lathe.errors import ProviderError
+from lathe.errors import ContextTooLong, ProviderError
 from lathe.events import AgentEvent, Compacted, Notice
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
@@ -115,25 +115,61 @@ class ContextManager:
             return frozenset()
         return frozenset(text for text in self._kept if text in message.content)
 
-    def cannot_fit(self, history: list[Message]) -> str:
-        """Why the run stops when the provider still refuses the smallest request."""
-        size = self._estimate(self._pruned(history))
+    def cannot_fit(self, history: list[Message], refusal: ContextTooLong) -> str:
+        """Why the run stops when the provider refuses a request lathe cannot shrink,
+        in the server's numbers where it gave them."""
+        if refusal.request_tokens and refusal.window_tokens:
+            size = (
+                f"{refusal.request_tokens:,} tokens by the server's count for a window of "
+                f"{refusal.window_tokens:,}"
+            )
+        else:
+            size = (
+                f"about {self._estimate(self._pruned(history)):,} tokens by lathe's "
+                f"estimate for a limit of {self.budget.prompt_limit:,}"
+            )
+        if not any(isinstance(m, AssistantMessage) for m in history):
+            return (
+                f"the first request does not fit the model's window: {size}, of which the "
+                f"system prompt and tool definitions are about {self._fixed():,}; use a "
+                "model with a larger window (or start its server with a larger context "
+                "size), or a smaller task message"
+            )
         return (
-            f"the conversation no longer fits the model's window: about {size:,} tokens "
-            f"for a limit of {self.budget.prompt_limit:,}, with older tool outputs dropped "
-            "and compaction unable to shrink it; start a new session with the task "
-            "restated, or use a model with a larger context window"
+            f"the conversation no longer fits the model's window: {size}, with older tool "
+            "outputs dropped and compaction unable to shrink it; start a new session with "
+            "the task restated, or use a model with a larger context window"
         )
 
-    async def shrink(self, history: list[Message], *, reason: str) -> bool:
-        """Make the next request smaller after the provider said it is too long: compact,
-        or else drop every older tool output. False when neither is left to try."""
-        if await self.compact(history, reason=reason):
+    async def shrink(self, history: list[Message], *, refusal: ContextTooLong) -> bool:
+        """Make the next request smaller after the provider refused it as too long: take
+        the window and the size the server gave, then compact, or else drop every older
+        tool output. False when nothing would make the request smaller: sending it again
+        would only be refused again."""
+        self._learn_from(refusal, len(history))
+        if await self.compact(history, reason="context_too_long"):
             return True
         if self._squeezed:
             return False
+        before = self._estimate(self._pruned(history))
         self._squeezed = True
-        return True
+        return self._estimate(self._pruned(history)) < before
+
+    def _learn_from(self, refusal: ContextTooLong, message_count: int) -> None:
+        if refusal.request_tokens:
+            self.meter.report(Usage(input_tokens=refusal.request_tokens), message_count)
+        window = refusal.window_tokens
+        if not window or window >= self.budget.context_window:
+            return
+        self._emit(
+            Notice(
+                level="warning",
+                message=f"the server says the model's window is {window:,} tokens, not the "
+                f"{self.budget.context_window:,} lathe assumed: working within {window:,} "
+                "(set context_window for this model in the config to say so up front)",
+            )
+        )
+        self.budget = self.budget.narrowed_to(window)
 
     async def compact(self, history: list[Message], *, reason: str) -> bool:
         """Replace the older part of `history` with a summary, when that shrinks it.

@@ -38,6 +38,25 @@ class Budget:
     def prompt_limit(self) -> int:
         return max(self.context_window - self.output_reserve, 1_000)
 
+    @classmethod
+    def fitted(cls, window: int, *, output_reserve: int, tool_output_keep_tokens: int) -> Budget:
+        """A budget for `window`, each part capped at a share of it, so a small window
+        keeps room for the conversation and something older to compact."""
+        return cls(
+            context_window=window,
+            output_reserve=min(output_reserve, window // 4),
+            tool_output_keep_tokens=min(tool_output_keep_tokens, window // 3),
+            recent_keep_tokens=window // 5,
+        )
+
+    def narrowed_to(self, window: int) -> Budget:
+        """This budget for a smaller window (the server told the model's real one)."""
+        return Budget.fitted(
+            window,
+            output_reserve=self.output_reserve,
+            tool_output_keep_tokens=self.tool_output_keep_tokens,
+        )
+
 
 def estimate_tokens(text: str) -> int:
     # About 3 bytes a token: code tokenizes worse than prose, and an estimate that runs

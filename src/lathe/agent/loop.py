@@ -310,8 +310,8 @@ class Agent:
                 context = self.deps.context
                 if not context:
                     raise
-                if shrunk or not await context.shrink(self.messages, reason="context_too_long"):
-                    raise exc.reworded(context.cannot_fit(self.messages)) from exc
+                if shrunk or not await context.shrink(self.messages, refusal=exc):
+                    raise exc.reworded(context.cannot_fit(self.messages, exc)) from exc
                 shrunk = True
 
     async def _stream_once(self, run: RunState) -> AssistantMessage:

@@ -41,6 +41,19 @@ _CONTEXT_TOO_LONG = re.compile(
     r"|reduce the length of the messages",
     re.IGNORECASE,
 )
+# The numbers servers give when they refuse a request as too long, as (pattern, which
+# group is the window, which the request): OpenAI and vLLM, llama-server, Anthropic.
+_WINDOW_AND_REQUEST = (
+    (
+        re.compile(
+            r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+)", re.S
+        ),
+        1,
+        2,
+    ),
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+)"), 2, 1),
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+)"), 2, 1),
+)
 _MAX_SERVER_MESSAGE = 500
 # A server that parses the model's tool calls itself (llama-server) fails the request
 # when the model wrote one it cannot parse.
@@ -138,7 +151,7 @@ def _for_status(
     if status in (401, 403):
         return AuthError(_auth_message(status, ctx))
     if status in (400, 413, 422) and _CONTEXT_TOO_LONG.search(message):
-        return ContextTooLong(f"the conversation is too long for {ctx.model}: {said}")
+        return _too_long(message, said, ctx)
     if status == 404:
         return BadRequest(
             f"{where} answered 404 for model {ctx.model!r}: {said}. "
@@ -233,11 +246,24 @@ def server_words(body: object, *, fallback: str = "") -> str:
     return text or "(no message)"
 
 
+def _too_long(message: str, said: str, ctx: ErrorContext) -> ContextTooLong:
+    window = request = None
+    for pattern, window_group, request_group in _WINDOW_AND_REQUEST:
+        if found := pattern.search(message):
+            window, request = int(found[window_group]), int(found[request_group])
+            break
+    return ContextTooLong(
+        f"the conversation is too long for {ctx.model}: {said}",
+        window_tokens=window,
+        request_tokens=request,
+    )
+
+
 def stream_error(message: str, ctx: ErrorContext) -> ProviderError:
     """An error the server reported inside a 200 reply (an SSE error event or JSON body)."""
     said = scrub(message, ctx)
     if _CONTEXT_TOO_LONG.search(message):
-        return ContextTooLong(f"the conversation is too long for {ctx.model}: {said}")
+        return _too_long(message, said, ctx)
     if "rate limit" in message.lower():
         return RateLimited(f"rate limited by {ctx.base_url} mid-stream: {said}")
     return Overloaded(f"{ctx.base_url} reported an error mid-stream: {said}")

@@ -196,13 +196,11 @@ def build_agent(
     settings.request_extra = _request_extra(setup, prompt.has_snapshot)
     manager = None
     if config.context.compaction:
-        reserve = min(config.context.output_reserve_tokens, window // 4)
         manager = ContextManager(
-            Budget(
-                context_window=window,
-                output_reserve=reserve,
-                tool_output_keep_tokens=min(config.context.prune_budget_tokens, window // 3),
-                recent_keep_tokens=window // 5,
+            Budget.fitted(
+                window,
+                output_reserve=config.context.output_reserve_tokens,
+                tool_output_keep_tokens=config.context.prune_budget_tokens,
             ),
             provider,
             emit,
