@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.openai_server import Call, Reply, server_error
+from tests.fakes.openai_server import Call, Reply, not_found, server_error, unauthorized
 
 
 def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -98,3 +98,20 @@ def test_a_run_that_changed_no_file_does_not_speak_of_the_last_edit(tmp_path, fa
     assert "last edit" not in result.stderr
     assert _progress(result, "status:") == result.stderr.splitlines()[-2]
     assert result.stderr.splitlines()[-1] == "  no file was changed"
+
+
+def test_a_run_ended_by_a_provider_error_says_it_in_one_lathe_line(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(unauthorized())
+    denied = lathe_run(fake_openai, ws, tmp_path, "task")
+    assert denied.returncode == 3
+    last = denied.stderr.splitlines()[-1]
+    assert last.startswith("lathe: the API key was rejected by ")
+    assert "check OPENAI_API_KEY" in last
+
+    fake_openai.enqueue(not_found("m"))
+    missing = lathe_run(fake_openai, ws, tmp_path, "task")
+    last = missing.stderr.splitlines()[-1]
+    assert last.startswith("lathe: ")
+    assert "404" in last and last.count("404") == 1
+    assert ".." not in last

@@ -111,7 +111,7 @@ async def test_a_rejected_key_names_the_variable_and_never_the_key(fake_openai, 
 
     assert type(error) is AuthError
     assert "MY_LLM_KEY" in str(error)
-    assert "rejected" in str(error)
+    assert "rejected" in str(error) or "refused the API key" in str(error)
     assert SECRET not in str(error)
     assert SECRET not in repr(error.args)
 

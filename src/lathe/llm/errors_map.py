@@ -154,8 +154,8 @@ def _for_status(
         return _too_long(message, said, ctx)
     if status == 404:
         return BadRequest(
-            f"{where} answered 404 for model {ctx.model!r}: {said}. "
-            "Check the model name and that the base URL ends where the API starts (often /v1)"
+            f"{where} found no model {ctx.model!r} ({said.rstrip('.')}); check the model "
+            "name and that the base URL ends where the API starts (often /v1)"
         )
     if status == 408:
         return Transport(f"{where} timed out the request: {said}")
@@ -275,9 +275,13 @@ def _auth_message(status: int, ctx: ErrorContext) -> str:
             f"{ctx.base_url} requires an API key (HTTP {status}) and none is set; "
             f"set {ctx.api_key_env}"
         )
-    verb = "rejected" if status == 401 else "rejected or lacks access to this model"
+    if status == 403:
+        return (
+            f"{ctx.base_url} refused the API key access to model {ctx.model!r} (HTTP 403); "
+            f"check {ctx.api_key_env} holds a key allowed to use this model"
+        )
     return (
-        f"the API key was {verb} by {ctx.base_url} (HTTP {status}); "
+        f"the API key was rejected by {ctx.base_url} (HTTP {status}); "
         f"check {ctx.api_key_env} holds a valid key for this endpoint"
     )
 

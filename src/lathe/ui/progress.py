@@ -120,7 +120,9 @@ class ProgressPrinter:
             + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
             + (f"; cost {_dollars(event.cost_usd)}" if event.cost_usd is not None else "")
         )
-        if event.reason:
+        if event.error:  # a failure the user acts on: one line, in lathe's error style
+            self._line(f"lathe: {event.reason or event.error.message}")
+        elif event.reason:
             self._line(f"  reason: {event.reason}")
         if event.status.value == "out_of_budget":
             self._line(
