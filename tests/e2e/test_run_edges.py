@@ -378,6 +378,37 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_records_it(tmp_path, fake_openai)
     assert last["type"] == "run_end" and last["status"] == "interrupted"
 
 
+def test_a_run_terminated_mid_tool_records_its_turns_usage_cause_and_the_tool_result(
+    tmp_path, fake_openai
+):
+    # It recorded "interrupted after 0 turns, 0 tokens: interrupted by the user", and the
+    # cut tool call got its result only at the next resume, after the run's end.
+    ws = _workspace(tmp_path)
+    started = ws / "command-started"
+    command = "touch command-started; sleep 60"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Reply("done"))
+    process = subprocess.Popen(
+        _argv(fake_openai, ws, "--approval", "full", TASK), cwd=tmp_path, env=_env(tmp_path),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the command never ran"
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+
+    assert process.returncode == 143
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    *earlier, end = [json.loads(line) for line in session.read_text().splitlines()]
+    messages = [e["message"] for e in earlier if e["type"] == "message"]
+    assert messages[-1]["role"] == "tool" and "interrupted" in messages[-1]["content"]
+    assert end["type"] == "run_end" and end["status"] == "interrupted"
+    assert end["turns"] == 1 and end["usage"]["input_tokens"] == 12
+    assert "SIGTERM" in end["reason"]
+
+
 def test_a_command_rule_with_a_star_that_would_match_nothing_is_refused(tmp_path, fake_openai):
     # `--deny 'bash(rm *)'` compared the word `*` literally: `rm -rf app.py` ran.
     ws = _workspace(tmp_path)

@@ -40,8 +40,8 @@ class Observer:
             self.tracing(event)
         self._face(event)
 
-    def record_interrupt(self) -> None:
-        self.log.record_interrupt()
+    def record_interrupt(self, reason: str) -> None:
+        self.log.record_interrupt(reason)
 
     def close(self) -> None:
         self.log.close()

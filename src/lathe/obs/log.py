@@ -142,11 +142,10 @@ class SessionLog:
             case _:
                 pass
 
-    def record_interrupt(self) -> None:
-        """The run was stopped before it could finish (Ctrl-C): close it in the log."""
-        self._write(
-            "run_end", status="interrupted", reason="interrupted by the user", **self._totals()
-        )
+    def record_interrupt(self, reason: str) -> None:
+        """The run was stopped before it could finish (Ctrl-C, SIGTERM): close it in the
+        log, saying which."""
+        self._write("run_end", status="interrupted", reason=reason, **self._totals())
 
     def _totals(self) -> dict[str, Any]:
         return {

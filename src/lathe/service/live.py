@@ -24,6 +24,7 @@ from lathe.service.approvals import RemoteApprover
 from lathe.service.journal import EventJournal, journal_path
 from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
 from lathe.types import Usage
+from lathe.ui.recorder import RunTally
 
 CONTINUE_TASK = "Continue the task from where you stopped."
 _SUBSCRIBER_BACKLOG = 10_000
@@ -81,6 +82,7 @@ class ServedSession:
         self.stopped = False
         self.last_run: dict[str, Any] | None = None
         self.usage = Usage()
+        self.run_tally = RunTally()
         self.cost_usd: float | None = 0.0
         self.journal = EventJournal(journal_path(Path(session.path)))
         self._subscribers: set[_Subscriber] = set()
@@ -207,6 +209,7 @@ class ServedSession:
 
     def _publish(self, event: AgentEvent) -> None:
         """The observer's face: number the (masked) event, keep it, hand it out."""
+        self.run_tally(event)
         if isinstance(event, AssistantReply):
             self.usage = self.usage + event.message.usage
             if self.cost_usd is not None:
@@ -345,6 +348,7 @@ class ServedSession:
 
         setup = self.setup
         task = text if text is not None else CONTINUE_TASK
+        self.run_tally.reset()
         self.emit(RunStarted(task=task, model=setup.model.model_id,
                              workspace=str(setup.workspace), session_id=self.id))  # fmt: skip
         try:
@@ -393,8 +397,8 @@ class ServedSession:
 
         self._close_open_calls(INTERRUPTED_RESULT)
         finished = RunFinished(
-            status=RunStatus.INTERRUPTED, turns=0, usage=Usage(), answer="",
-            reason=self._stop_reason or "stopped",
+            status=RunStatus.INTERRUPTED, turns=self.run_tally.turns,
+            usage=self.run_tally.usage, answer="", reason=self._stop_reason or "stopped",
         )  # fmt: skip
         self.emit(finished)
         self.recorder.record_end(finished)

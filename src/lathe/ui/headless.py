@@ -19,6 +19,9 @@ from lathe.ui.setup import RunOptions, RunSetup, prepare
 from lathe.ui.signals import sigterm_as_ctrl_c
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from lathe.events import AgentEvent
     from lathe.ui.recorder import CheckpointRecorder
 
 _EXIT_CODES = {
@@ -57,7 +60,9 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             click.echo(f"lathe: {exc}", err=True)
             return 2
         except KeyboardInterrupt:
-            run.record_interrupt()
+            run.record_interrupt(
+                "terminated (SIGTERM)" if terminated else "interrupted by the user (Ctrl-C)"
+            )
             said, code = ("terminated", 143) if terminated else ("interrupted", 130)
             click.echo(f"lathe: {said}; resume with `lathe run --continue`", err=True)
             return code
@@ -102,12 +107,14 @@ def _workspace_held(setup: RunSetup):
 class _HeadlessRun:
     def __init__(self, setup: RunSetup, as_json: bool, cleanup: ExitStack) -> None:
         from lathe.ui.progress import JsonPrinter, ProgressPrinter
+        from lathe.ui.recorder import RunTally
 
         self.setup = setup
         self.emit = JsonPrinter() if as_json else ProgressPrinter(files_changed=self._changed)
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
+        self.tally = RunTally()  # the attempt's
         self.changes: CheckpointRecorder | None = None  # the attempt's
 
     async def execute(self, task: str | None) -> RunFinished:
@@ -120,7 +127,9 @@ class _HeadlessRun:
         session, history = self._open_session()
         self.recorder = SessionRecorder(session)
         redactor = Redactor.for_run(setup.secrets(), os.environ)
-        self.observer = self.emit = Observer(session.path, session.id, redactor, self.emit)
+        self.observer = self.emit = Observer(
+            session.path, session.id, redactor, _both(self.tally, self.emit)
+        )
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
             task = CONTINUE_TASK
@@ -164,6 +173,7 @@ class _HeadlessRun:
                 # The same safety serves every attempt: headless runs have no approver,
                 # so it never writes to the session it was built with.
                 self.recorder = SessionRecorder(self._new_session())
+                self.tally.reset()
                 finished = await self._attempt(
                     task, [], provider, safety, redactor, checkpoints, spent=spent
                 )
@@ -316,15 +326,16 @@ class _HeadlessRun:
             return session, session.conversation()
         return self._new_session(), []
 
-    def record_interrupt(self) -> None:
+    def record_interrupt(self, reason: str) -> None:
         if self.observer is not None:
-            self.observer.record_interrupt()
-        if self.recorder is None:
-            return
-        from lathe.session import RunEndEntry
+            self.observer.record_interrupt(reason)
+        if self.recorder is not None:
+            self.recorder.record_interrupt(self.tally, reason)
 
-        self.recorder.session.append(
-            RunEndEntry(
-                status=RunStatus.INTERRUPTED.value, turns=0, reason="interrupted by the user"
-            )
-        )
+
+def _both(first: Callable[[AgentEvent], None], then: Callable[[AgentEvent], None]):
+    def each(event: AgentEvent) -> None:
+        first(event)
+        then(event)
+
+    return each

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from lathe.events import RunFinished
+from lathe.events import AgentEvent, ModelRequestFinished, RunFinished, RunStatus, TurnStarted
 from lathe.hooks.base import AgentHooks
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
-from lathe.types import Message
+from lathe.types import Message, Usage
 
 if TYPE_CHECKING:
     from lathe.checkpoint import Checkpoint
@@ -48,6 +48,37 @@ class SessionRecorder(AgentHooks):
                 reason=finished.reason,
             )
         )
+
+    def record_interrupt(self, tally: RunTally, reason: str) -> None:
+        """A run stopped before it could finish: the calls it cut off get their
+        "interrupted" results, then its end with what it had spent."""
+        self.session.close_dangling_tool_calls()
+        self.session.append(
+            RunEndEntry(
+                status=RunStatus.INTERRUPTED.value,
+                turns=tally.turns,
+                usage=tally.usage,
+                reason=reason,
+            )
+        )
+
+
+class RunTally:
+    """The turns and usage of a run so far, from its events: what a run stopped before
+    its `RunFinished` records. Call it with each event."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.turns = 0
+        self.usage = Usage()
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TurnStarted):
+            self.turns = max(self.turns, event.turn)
+        elif isinstance(event, ModelRequestFinished):
+            self.usage = self.usage + event.usage
 
 
 def _conversation_ids(session: Session) -> list[str]:

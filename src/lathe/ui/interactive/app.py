@@ -24,6 +24,7 @@ from typing import Any
 from lathe.errors import UsageError
 from lathe.types import AssistantMessage, ToolResultMessage, Usage
 from lathe.ui.interactive.approval import parse_answer
+from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunOptions
 
 _INTERRUPTED = "[interrupted by the user]"
@@ -77,6 +78,7 @@ class InteractiveApp:
         # What the current (or last) run spent, shown against its budget when one is set:
         # each message's run has the budget `--max-cost` and the others give.
         self.run_usage = Usage()
+        self.run_tally = RunTally()
         self.run_cost_usd = 0.0
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
@@ -135,6 +137,7 @@ class InteractiveApp:
         if redactor is not None:
             event = redactor.event(event)
             self._session_log(redactor)(event)
+        self.run_tally(event)
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
             self.run_cost_usd += self.resolved.cost(event.message.usage)
@@ -440,6 +443,7 @@ class InteractiveApp:
 
         session = self.links.session
         self.run_usage, self.run_cost_usd = Usage(), 0.0
+        self.run_tally.reset()
         self.emit(
             RunStarted(
                 task=message,
@@ -499,7 +503,7 @@ class InteractiveApp:
                     )
         text = f"{partial.rstrip()}\n\n{_INTERRUPTED}" if partial.strip() else _INTERRUPTED
         agent.append(AssistantMessage(text=text, model=self.provider.model))
-        self.links.record_interruption()
+        self.links.record_interruption(self.run_tally)
         self.renderer.note("interrupted · the prompt is yours", "yellow")
 
     # approvals: the app is the terminal's Approver

@@ -20,6 +20,7 @@ from lathe.types import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:
     from lathe.ui.interactive.app import InteractiveApp
+    from lathe.ui.recorder import RunTally
 
 _NO_CHECKPOINTS = (
     "checkpoints are not available in this build of lathe (lathe.checkpoint is missing)"
@@ -77,12 +78,17 @@ class Links(AgentHooks):
         if isinstance(event, RunFinished) and self.recorder is not None:
             self.recorder.record_end(event)
 
-    def record_interruption(self) -> None:
+    def record_interruption(self, tally: RunTally) -> None:
         from lathe.session import RunEndEntry
 
         if self.session is not None:
             self.session.append(
-                RunEndEntry(status="interrupted", turns=0, reason="interrupted by the user")
+                RunEndEntry(
+                    status="interrupted",
+                    turns=tally.turns,
+                    usage=tally.usage,
+                    reason="interrupted by the user (Esc)",
+                )
             )
 
     def remember_approval(self, key: str) -> None:
