@@ -186,9 +186,13 @@ class ContextManager:
             return False
         self.too_short = False
         before = self._fixed() + conversation_tokens(history)
-        summary = await self._summarise(plan.older)
+        summary = await self._summarise(plan.task, plan.older)
         compacted = compacted_history(
-            plan, summary, self._words.say("summary_heading"), self._kept_verbatim()
+            plan,
+            summary,
+            self._words.say("summary_heading"),
+            self._kept_verbatim(),
+            self._words.say("request_heading"),
         )
         after = self._fixed() + conversation_tokens(compacted)
         # Judged by what a request carries (old tool outputs are pruned from it anyway).
@@ -223,11 +227,17 @@ class ContextManager:
     def _estimate(self, messages: Sequence[Message]) -> int:
         return self._fixed() + conversation_tokens(messages)
 
-    async def _summarise(self, older: Sequence[Message]) -> str:
+    async def _summarise(self, task: UserMessage, older: Sequence[Message]) -> str:
+        """The summary of `older`, asked with the task at the head of the transcript so
+        the summary's goal is the task's (a long transcript loses its start instead)."""
         limit_chars = self.budget.prompt_limit * 2  # about half the window, in tokens
+        head = _transcript([task])[: limit_chars // 4]
         transcript = _transcript(older)
-        if len(transcript) > limit_chars:
-            transcript = "[... the start is cut ...]\n" + transcript[-limit_chars:]
+        if len(head) + len(transcript) > limit_chars:
+            kept = transcript[-(limit_chars - len(head)) :]
+            transcript = f"{head}\n[... the part after the task is cut ...]\n{kept}"
+        else:
+            transcript = f"{head}\n{transcript}"
         ask = self._words.say("compaction_request", transcript=transcript)
         request = llm.ModelRequest(
             system=self._words.say("compaction_system"),

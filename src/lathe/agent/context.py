@@ -166,6 +166,9 @@ class CompactionPlan:
     task: UserMessage  # the original task, always kept verbatim
     older: list[Message]  # what the summary replaces
     recent: list[Message]  # kept verbatim
+    # The last message the person wrote, when it falls in `older` (a later task of a
+    # continued session): kept verbatim too, since it is what is being worked on.
+    request: UserMessage | None = None
 
 
 def plan_compaction(messages: Sequence[Message], recent_keep_tokens: int) -> CompactionPlan | None:
@@ -185,8 +188,13 @@ def plan_compaction(messages: Sequence[Message], recent_keep_tokens: int) -> Com
             break
         if index in boundaries:
             cut = index
+    older = list(messages[1:cut])
+    written = [m for m in older if isinstance(m, UserMessage) and m.origin == "user"]
     return CompactionPlan(
-        task=messages[0], older=list(messages[1:cut]), recent=list(messages[cut:])
+        task=messages[0],
+        older=older,
+        recent=list(messages[cut:]),
+        request=written[-1] if written else None,
     )
 
 
@@ -195,12 +203,16 @@ def compacted_history(
     summary: str,
     heading: str = "[Summary of the earlier part]",
     kept: Sequence[str] = (),
+    request_heading: str = "[The latest request, word for word]",
 ) -> list[Message]:
     """The task, then `kept` (texts that must survive word for word: instructions read
-    mid-run) unless the recent part still holds them, then the summary."""
+    mid-run) unless the recent part still holds them, then the summary, then the
+    person's latest request when the summary replaced it."""
     recent = [m.content for m in plan.recent if not isinstance(m, AssistantMessage)]
     carried = [text for text in kept if not any(text in content for content in recent)]
     parts = [plan.task.content, *carried, f"{heading}\n{summary.strip()}"]
+    if plan.request is not None:
+        parts.append(f"{request_heading}\n{plan.request.content}")
     return [UserMessage(content="\n\n".join(parts)), *plan.recent]
 
 
