@@ -135,6 +135,15 @@ class SessionStore:
         return self.open_path(self.find(id_or_prefix), readonly=readonly)
 
     def open_path(self, path: Path, *, readonly: bool = False) -> Session:
+        try:
+            return self._open_path(path, readonly=readonly)
+        except OSError as exc:  # a folder in its place, no permission, a full disk
+            raise UsageError(
+                f"cannot open the session {path}: {exc.strerror or exc}; fix it, move it "
+                "aside, or start a new session"
+            ) from exc
+
+    def _open_path(self, path: Path, *, readonly: bool) -> Session:
         if readonly:
             loaded = _load_to_keep(path)
             return Session(path, loaded.header, loaded.tree, loaded.warnings)
@@ -176,11 +185,13 @@ class SessionStore:
         return session_paths(self.root, workspace)
 
     def latest(self, workspace: Path, *, readonly: bool = False) -> Session | None:
-        """The most recently modified session of `workspace`, or None."""
-        paths = self._paths(workspace)
-        if not paths:
-            return None
-        return self.open_path(max(paths, key=lambda p: p.stat().st_mtime), readonly=readonly)
+        """The most recently modified session of `workspace` the user worked in, or
+        None: a subagent's session (it names its parent's call) is not one, nor is a
+        file that cannot be read as a session (`lathe sessions list` warns of those)."""
+        for summary in self.list(workspace):
+            if summary.parent_call is None:
+                return self.open_path(summary.path, readonly=readonly)
+        return None
 
     def list(self, workspace: Path | None = None) -> list[SessionSummary]:
         """Summaries, newest first, of `workspace`'s sessions (every session if None):

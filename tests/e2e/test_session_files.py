@@ -1,0 +1,82 @@
+"""Session files that `--continue`, `--resume` and `lathe sessions` meet at the edges,
+each reproduced with the real CLI:
+
+- `--continue` after a crash picked the newest file of the workspace, which was a
+  subagent's: the child's brief went on as a top-level run;
+- a session path that is a folder, or a file lathe may not read, crashed every command
+  with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_run_edges import lathe_run
+from tests.fakes.openai_server import Reply
+
+
+def _lathe(tmp_path: Path, *args: str, prefix: list[str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=env, capture_output=True,
+        text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _one_session(tmp_path: Path, fake_openai) -> tuple[Path, Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply("Listed the files."))
+    done = lathe_run(fake_openai, ws, tmp_path, "PARENT TASK: list the files")
+    assert done.returncode == 0, done.stderr
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    return ws, session
+
+
+def test_continue_skips_a_subagents_session_and_goes_on_with_the_users(tmp_path, fake_openai):
+    ws, parent = _one_session(tmp_path, fake_openai)
+    header = json.loads(parent.read_text().splitlines()[0])
+    child_id = "c" * 12
+    child_header = {**header, "id": child_id, "parent_session": header["id"],
+                    "parent_call": "call_0"}  # fmt: skip
+    brief = {"type": "message", "id": "e1", "parent": None, "ts": header["created"],
+             "message": {"role": "user", "content": "CHILD BRIEF: look around"}}  # fmt: skip
+    child = parent.with_name(f"20991231T000000Z_{child_id}.jsonl")
+    child.write_text(json.dumps(child_header) + "\n" + json.dumps(brief) + "\n")
+    later = time.time() + 10
+    os.utime(child, (later, later))  # the newest file of the workspace
+
+    fake_openai.enqueue(Reply("Went on."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--continue", "go on")
+
+    assert resumed.returncode == 0, resumed.stderr
+    sent = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert "PARENT TASK" in sent and "CHILD BRIEF" not in sent
+
+
+@pytest.mark.parametrize("broken", ["folder", "unreadable"])
+def test_a_session_that_cannot_be_read_is_one_lathe_line(tmp_path, fake_openai, broken):
+    ws, session = _one_session(tmp_path, fake_openai)
+    session_id = session.stem.split("_")[1]
+    if broken == "folder":
+        session.unlink()
+        session.mkdir()
+    else:
+        session.chmod(0)
+    # Root reads a file whatever its mode, unless it gives up the capabilities for that.
+    as_user = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    prefix = as_user if os.geteuid() == 0 and broken == "unreadable" else []
+
+    for args in (["sessions", "show", session_id[:8]],
+                 ["run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "--resume", session_id, "go on"]):  # fmt: skip
+        shown = _lathe(tmp_path, *args, prefix=prefix)
+        assert shown.returncode in (1, 2), shown.stderr
+        [line] = shown.stderr.splitlines()
+        assert line.startswith("lathe: ") and str(session) in line, line
