@@ -74,9 +74,20 @@ def test_a_session_that_cannot_be_read_is_one_lathe_line(tmp_path, fake_openai, 
     as_user = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
     prefix = as_user if os.geteuid() == 0 and broken == "unreadable" else []
 
-    for args in (["sessions", "show", session_id[:8]],
-                 ["run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "--resume", session_id, "go on"]):  # fmt: skip
+    run = ["run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws)]
+    for args in (["sessions", "show", session_id[:8]], [*run, "--resume", session_id, "go"]):
         shown = _lathe(tmp_path, *args, prefix=prefix)
         assert shown.returncode in (1, 2), shown.stderr
         [line] = shown.stderr.splitlines()
         assert line.startswith("lathe: ") and str(session) in line, line
+
+
+def test_sessions_list_names_a_file_it_could_not_read(tmp_path, fake_openai):
+    ws, session = _one_session(tmp_path, fake_openai)
+    session.write_text("")  # cut short while being created
+
+    listed = _lathe(tmp_path, "sessions", "list", "-C", str(ws), prefix=[])
+
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stderr.splitlines()
+    assert line.startswith("lathe: warning: ") and str(session) in line, line

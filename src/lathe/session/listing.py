@@ -102,10 +102,13 @@ def session_paths(root: Path, workspace: Path | None) -> list[Path]:
     return list(base.glob(pattern)) if base.is_dir() else []
 
 
-def list_sessions(root: Path, workspace: Path | None = None) -> list[SessionSummary]:
+def list_sessions(
+    root: Path, workspace: Path | None = None, *, unreadable: list[Path] | None = None
+) -> list[SessionSummary]:
     """Summaries, newest first, of `workspace`'s sessions under `root` (every session if
-    None). Files that cannot be read at all (no header, newer format) are left out. Only
-    files changed since they were last listed are parsed (`session.index`)."""
+    None). Files that cannot be read at all (no header, newer format) are left out, and
+    added to `unreadable` when given. Only files changed since they were last listed
+    are parsed (`session.index`)."""
     summaries = []
     by_folder: dict[Path, list[Path]] = {}
     for path in session_paths(root, workspace):
@@ -116,6 +119,8 @@ def list_sessions(root: Path, workspace: Path | None = None) -> list[SessionSumm
             summary = _summary_from(index, path)
             if summary is not None:
                 summaries.append(summary)
+            elif unreadable is not None:
+                unreadable.append(path)
         index.save({path.name for path in paths})
     summaries.sort(key=lambda summary: summary.updated, reverse=True)
     return summaries

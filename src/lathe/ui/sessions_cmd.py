@@ -93,7 +93,16 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
 
     # Not through SessionStore: a listing the index answers needs no entry models.
     root = listing.sessions_root(lathe_home())
-    summaries = listing.list_sessions(root, None if show_all else workspace)
+    unreadable: list[Path] = []
+    summaries = listing.list_sessions(
+        root, None if show_all else workspace, unreadable=unreadable
+    )
+    for path in sorted(unreadable):
+        click.echo(
+            f"lathe: warning: left out {path}: not a readable lathe session (empty, cut "
+            "short while being created, or from a newer lathe); move it aside",
+            err=True,
+        )
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
         click.echo(f"no sessions{where}")
