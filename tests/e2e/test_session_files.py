@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from tests.e2e.test_run_edges import lathe_run
-from tests.fakes.openai_server import Reply
+from tests.e2e.test_run_edges import _env, lathe_run
+from tests.fakes.openai_server import Call, Reply
 
 
 def _lathe(tmp_path: Path, *args: str, prefix: list[str]) -> subprocess.CompletedProcess:
@@ -91,3 +92,35 @@ def test_sessions_list_names_a_file_it_could_not_read(tmp_path, fake_openai):
     assert listed.returncode == 0, listed.stderr
     [line] = listed.stderr.splitlines()
     assert line.startswith("lathe: warning: ") and str(session) in line, line
+
+
+def test_a_session_write_that_fails_ends_the_run_in_one_line_and_continue_goes_on(
+    tmp_path, fake_openai
+):
+    # A full disk (here: a file size limit, which fails writes the same way) ended the
+    # run with a traceback from deep in the session writer.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "seq 1 30000"})]), Reply("x"))
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    args = ["--approval", "full", "count"]
+    full = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), *args],
+        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL, preexec_fn=small_files,
+    )  # fmt: skip
+
+    assert full.returncode not in (0, 1), full.stderr
+    assert "Traceback" not in full.stderr
+    last = full.stderr.splitlines()[-1]
+    assert last.startswith("lathe: could not write the session ") and "--continue" in last
+
+    fake_openai.responder = lambda body: Reply("Counted.")
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--continue")
+    assert resumed.returncode == 0, resumed.stderr
+    tool = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "interrupted" in tool[-1]["content"]

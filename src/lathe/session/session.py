@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar, cast
 
-from lathe.errors import UsageError
+from lathe.errors import LatheError, UsageError
 from lathe.session import listing, summarise
 from lathe.session.conversation import (
     apply_compaction,
@@ -52,6 +52,12 @@ class _Default(Enum):
 
 
 LEAF = _Default.LEAF
+
+
+class SessionWriteError(LatheError):
+    """An entry could not be written (a full disk): the record of the run stops here,
+    so the run must too. What was written before stays, a torn last line included,
+    which the next load cuts off."""
 
 
 def write_durably(fd: int, data: bytes) -> None:
@@ -143,6 +149,12 @@ class Session:
         as_entry = cast("Entry", stored)
         try:
             write_durably(self._fd, ENTRY_ADAPTER.dump_json(as_entry) + b"\n")
+        except OSError as exc:  # a full disk, a file size limit: the run cannot go on
+            self._write_failed = True
+            raise SessionWriteError(
+                f"could not write the session {self.path}: {exc.strerror or exc}; free "
+                "space, then resume with `lathe run --continue`"
+            ) from exc
         except BaseException:
             self._write_failed = True
             raise
