@@ -15,6 +15,7 @@ import lathe.session.session as session_module
 import lathe.session.summarise as summarise_module
 from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
+from lathe.session.session import SessionWriteError
 from lathe.types import Usage
 
 from .helpers import reply, user
@@ -147,7 +148,7 @@ def test_a_session_whose_write_failed_is_left_to_the_full_parse(
     with store.open(failing) as session:
         session.append_message(reply("written", tokens=3))
         monkeypatch.setattr(session_module, "write_durably", half_then_full_disk)
-        with pytest.raises(OSError):
+        with pytest.raises(SessionWriteError, match="No space left on device"):
             session.append_message(reply("cut short"))
     monkeypatch.undo()
     read = _count_reads(monkeypatch)
