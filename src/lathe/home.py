@@ -15,7 +15,9 @@ from pathlib import Path
 def lathe_home() -> Path:
     override = os.environ.get("LATHE_HOME")
     if override:
-        return Path(override).expanduser()
+        # Absolute from where lathe started: git and other children run elsewhere
+        # (in the workspace), where a relative home would name another folder.
+        return Path(override).expanduser().absolute()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("lathe", appauthor=False))
