@@ -166,7 +166,7 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     executor = _executor(values, workers)
     face = _face(workers)
     batch = Batch(options, executor, face)
-    from lathe.ui.signals import sigterm_as_ctrl_c
+    from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
     terminated: list[int] = []
     try:
@@ -174,7 +174,7 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
             lines = batch.run()
     except KeyboardInterrupt:
         face.close()
-        said, code = ("terminated", 143) if terminated else ("interrupted", 130)
+        said, code = stopped_by(terminated)
         click.echo(f"lathe: {said}; run the same command to resume ({out})", err=True)
         sys.exit(code)
     face.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import sys
 import time
 from contextlib import ExitStack
@@ -16,7 +17,7 @@ from lathe import warmup
 from lathe.errors import LatheError, UsageError
 from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
 from lathe.ui.setup import RunOptions, RunSetup, prepare
-from lathe.ui.signals import sigterm_as_ctrl_c
+from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,10 +61,12 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             click.echo(f"lathe: {exc}", err=True)
             return 2
         except KeyboardInterrupt:
+            said, code = stopped_by(terminated)
             run.record_interrupt(
-                "terminated (SIGTERM)" if terminated else "interrupted by the user (Ctrl-C)"
+                f"terminated ({signal.Signals(terminated[0]).name})"
+                if terminated
+                else "interrupted by the user (Ctrl-C)"
             )
-            said, code = ("terminated", 143) if terminated else ("interrupted", 130)
             click.echo(f"lathe: {said}; resume with `lathe run --continue`", err=True)
             return code
         except LatheError as exc:
