@@ -46,8 +46,19 @@ def apply_restore(
     deletes: list[str],
     writes: list[str],
 ) -> None:
-    """Delete, prune emptied directories, then write; refusals land in kept or skipped."""
+    """Delete, prune emptied directories, then write; refusals land in kept or skipped.
+
+    The target's `.gitignore` files are written first, and a file they ignore is not
+    deleted: it is missing from the target because it was ignored then, not because it
+    did not exist (a turn that rewrote `.gitignore` made `.env` look created by it)."""
     workspace = repo.workspace
+    rules = [p for p in writes if PurePosixPath(p).name == ".gitignore" and _writable(workspace, p)]
+    if rules and deletes:
+        repo.checkout(target_tree, rules)
+        writes = [p for p in writes if p not in rules]
+        ignored = repo.ignored(deletes)
+        deletes = [p for p in deletes if p not in ignored]
+        report.skipped.extend(sorted(ignored))
     for path in sorted(deletes, key=_depth, reverse=True):
         if _delete(workspace, path):
             report.deleted.append(path)

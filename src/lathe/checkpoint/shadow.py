@@ -182,6 +182,14 @@ class ShadowRepo:
         out = self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)
         return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
 
+    def ignored(self, paths: list[str]) -> set[str]:
+        """Those of `paths` the workspace's ignore rules, as they are now, ignore."""
+        listing = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+        out = self._git(
+            "check-ignore", "-z", "--stdin", "--no-index", feed=listing, ok_codes=(0, 1)
+        )
+        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
     def checkout(self, tree: str, paths: list[str]) -> None:
         """Write `paths` from `tree` into the workspace, through a throwaway index."""
         index = self.git_dir / "restore.index"

@@ -1,0 +1,118 @@
+"""`lathe undo` at the edges of real repositories, each reproduced with the real CLI:
+
+- a turn that rewrote `.gitignore` made the files it had ignored (`.env`, node_modules)
+  look created by the turn, and undo deleted them;
+- a relative LATHE_HOME crashed the run with a traceback and left a git repository
+  inside the workspace;
+- a run ended by SIGHUP (the terminal closed) skipped the checkpoint after its turn, so
+  undo reverted the turn before it.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.e2e.test_run_edges import _env, lathe_run
+from tests.fakes.openai_server import Call, Reply
+
+
+def git(ws: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=u", "-c", "user.email=u@example.com", *args],
+        cwd=ws, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def lathe(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=env or _env(tmp_path),
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_undo_of_a_turn_that_rewrote_gitignore_keeps_the_files_it_had_ignored(
+    tmp_path, fake_openai
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text(".env\nnode_modules/\n")
+    (ws / "app.py").write_text("x = 1\n")
+    git(ws, "init", "-q")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "init")
+    (ws / ".env").write_text("API_KEY=secret\n")
+    (ws / "node_modules" / "p").mkdir(parents=True)
+    (ws / "node_modules" / "p" / "index.js").write_text("module.exports = 1\n")
+    rewrite = "printf '__pycache__/\\n' > .gitignore"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": rewrite})]), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Tidy .gitignore")
+    assert done.returncode == 0, done.stderr
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / ".gitignore").read_text() == ".env\nnode_modules/\n"
+    assert (ws / ".env").read_text() == "API_KEY=secret\n"
+    assert (ws / "node_modules" / "p" / "index.js").is_file()
+    assert "deleted" not in undone.stdout
+
+
+def test_a_relative_lathe_home_is_taken_from_where_lathe_was_started(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    env = {**_env(tmp_path), "LATHE_HOME": "relhome"}
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "echo b > a.txt"})]), Reply("Changed it.")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", "change a.txt"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (ws / "relhome").exists()
+    assert (tmp_path / "relhome" / "sessions").is_dir()
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws), env=env)
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.txt").read_text() == "a\n"
+
+
+def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(
+    tmp_path, fake_openai
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("0\n")
+    started = ws / "started"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "echo first > b.txt"})]),
+        Reply(calls=[Call("bash", {"command": "echo agent > a.txt; touch started; sleep 60"})]),
+        Reply("Done."),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", "two turns"],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "turn 2 never ran"
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGHUP)
+    _, errors = process.communicate(timeout=60)
+    assert process.returncode == 129, errors
+    assert "Traceback" not in errors
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.txt").read_text() == "0\n"  # turn 2's change reverted
+    assert (ws / "b.txt").read_text() == "first\n"  # turn 1's kept
