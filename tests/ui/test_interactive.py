@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -290,3 +292,35 @@ def test_narrow_terminal_no_color_and_c_locale(launch, fake_openai: FakeOpenAISe
         text=True,
     ).stdout
     assert "\x1b[3" not in colored.replace("\x1b[39m", "")  # no foreground colours
+
+
+def test_a_closed_terminal_ends_the_turn_so_undo_reverts_that_turn(
+    launch, fake_openai: FakeOpenAIServer, lathe_home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    # Closing the terminal (SIGHUP) killed lathe where it stood: the turn's checkpoint
+    # was never recorded, so `lathe undo` reverted the turn before it instead.
+    marker = f"lathe-ui-test-{uuid.uuid4().hex[:10]}"
+    command = f"echo 'x = 1' > app.py; sleep 300 && echo {marker}"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Reply("Back."))
+    term = launch("--approval", "full")
+    term.send("rewrite app.py")
+    deadline = time.monotonic() + 15
+    while not _pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _pids(marker), "the command never started"
+
+    term.close()  # the terminal goes away: SIGHUP
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if any(e.get("type") == "run_end" for e in _session_lines(lathe_home)):
+            break
+        time.sleep(0.1)
+    assert not _pids(marker), "the command outlived the terminal"
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LATHE_HOME": str(lathe_home)}
+    undone = subprocess.run(
+        [sys.executable, "-m", "lathe", "undo", "-C", str(workspace)], env=env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert undone.returncode == 0, undone.stderr
+    assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import gc
 import os
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -85,6 +86,7 @@ class InteractiveApp:
         self._interrupt_requested = False
         self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn
         self._exit_armed = False
+        self._leaving = False  # a stop signal came: end the session (see _leave)
         self._approved_diff: str | None = None  # the tool whose diff the person approved
         self.carried: list[str] = []  # text sent ahead of the next message (/skill)
         self.prompt_commands: dict[str, Any] = {}  # /NAME from .lathe/commands/NAME.md
@@ -185,11 +187,26 @@ class InteractiveApp:
 
                 self.renderer.note(f"session {self.links.session.id} · {len(history)} messages")
                 show_last_exchanges(self, self.links.session.messages())
+            self._leave_on_stop_signals()
             try:
                 await self._input_loop()
             finally:
                 await self._shutdown()
         return 0
+
+    def _leave_on_stop_signals(self) -> None:
+        """SIGHUP (the terminal closed) and SIGTERM end the session as Ctrl-D does: a
+        running turn is stopped and recorded, its checkpoint included, so `lathe undo`
+        reverts that turn. Killed where it stood, lathe recorded neither."""
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGHUP, signal.SIGTERM):
+            if signal.getsignal(number) is not signal.SIG_IGN:  # nohup keeps SIGHUP off
+                loop.add_signal_handler(number, self._leave)
+
+    def _leave(self) -> None:
+        self._leaving = True
+        if self.prompt.app.is_running:
+            self.prompt.app.exit(exception=EOFError)
 
     def _build_agent(self, history: list[Any]) -> Any:
         from lathe.ui.safety import build_safety
@@ -283,6 +300,8 @@ class InteractiveApp:
         from lathe.ui.interactive.commands import dispatch
 
         while True:
+            if self._leaving:
+                return
             try:
                 text = await self.prompt.prompt_async()
             except EOFError:
