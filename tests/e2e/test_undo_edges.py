@@ -2,6 +2,8 @@
 
 - a turn that rewrote `.gitignore` made the files it had ignored (`.env`, node_modules)
   look created by the turn, and undo deleted them;
+- a file the user's repository tracks although it matches `.gitignore` (added with
+  `git add -f`) was never recorded: the agent's overwrite of it could not be undone;
 - a relative LATHE_HOME crashed the run with a traceback and left a git repository
   inside the workspace;
 - a run ended by SIGHUP (the terminal closed) skipped the checkpoint after its turn, so
@@ -116,3 +118,26 @@ def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(
     assert undone.returncode == 0, undone.stderr
     assert (ws / "a.txt").read_text() == "0\n"  # turn 2's change reverted
     assert (ws / "b.txt").read_text() == "first\n"  # turn 1's kept
+
+
+def test_undo_brings_back_a_tracked_file_that_matches_gitignore(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("config/\n")
+    (ws / "config").mkdir()
+    (ws / "config" / "app.ini").write_text("s=1\n")
+    git(ws, "init", "-q")
+    git(ws, "add", ".gitignore")
+    git(ws, "add", "-f", "config/app.ini")
+    git(ws, "commit", "-qm", "init")
+    (ws / "config" / "app.ini").write_text("s=USER-UNCOMMITTED\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "echo BROKE > config/app.ini"})]), Reply("Done.")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Reset the config")
+    assert done.returncode == 0, done.stderr
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "config" / "app.ini").read_text() == "s=USER-UNCOMMITTED\n"

@@ -92,6 +92,7 @@ class ShadowRepo:
         self.root = root
         self.home = home
         self.git_dir = root / "git"
+        self._tracked_cache: tuple[tuple[int, int], set[bytes]] | None = None
 
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").is_file()
@@ -110,11 +111,15 @@ class ShadowRepo:
     # -- plumbing -------------------------------------------------------------------
 
     def stage_all(self) -> str:
-        """Stage the whole work tree in the shadow index and return its tree id."""
+        """Stage the whole work tree in the shadow index and return its tree id: every
+        file the ignore rules do not ignore, and those they do that the user's own
+        repository tracks (git keeps a tracked file whatever the rules say)."""
         self._git("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
+        tracked = self._tracked_by_the_user_yet_ignored()
         # Files recorded earlier stay in the index even once the user ignores them.
         now_ignored = self._git("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-        if now_ignored:
+        dropped = [p for p in now_ignored.split(b"\0") if p and p not in tracked]
+        if dropped:
             self._git(
                 "rm",
                 "--cached",
@@ -122,9 +127,51 @@ class ShadowRepo:
                 "--ignore-unmatch",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-                feed=now_ignored,
+                feed=b"".join(p + b"\0" for p in dropped),
+            )
+        present = [
+            p for p in tracked if os.path.lexists(os.path.join(self.workspace, os.fsdecode(p)))
+        ]
+        if present:
+            self._git(
+                "add",
+                "--force",
+                "--ignore-errors",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                feed=b"".join(p + b"\0" for p in present),
+                ok_codes=(0, 1),
             )
         return self._git("write-tree").decode().strip()
+
+    def _tracked_by_the_user_yet_ignored(self) -> set[bytes]:
+        """The workspace's files (relative to it) that the user's repository tracks
+        although its ignore rules match them (`git add -f`). Read from that repository
+        with the same isolation as the shadow's own commands; asked again only when its
+        index changed."""
+        found = _repository_around(self.workspace)
+        if found is None:
+            return set()
+        index = found[0] / ".git" / "index"
+        try:
+            stamp = index.stat()
+            key: tuple[int, int] | None = (stamp.st_mtime_ns, stamp.st_size)
+        except OSError:
+            key = None  # a worktree or submodule: its index lives elsewhere; ask each time
+        if key is not None and self._tracked_cache is not None and self._tracked_cache[0] == key:
+            return self._tracked_cache[1]
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
+            cwd=self.workspace,
+            env=isolated_git_environment(None, self.git_dir),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+        tracked = {p for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else set()
+        if key is not None:
+            self._tracked_cache = (key, tracked)
+        return tracked
 
     def head(self) -> str | None:
         # The ref is a loose file (nothing here packs refs): reading it saves a git
