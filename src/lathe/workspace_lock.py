@@ -36,7 +36,7 @@ def hold_workspace(
     doing: str,
     wait: bool = False,
     on_wait: Callable[[str], None] | None = None,
-    when_busy: str = "or pass --wait to start when it is done",
+    when_busy: str,
 ) -> Iterator[None]:
     """Hold the workspace for the block. Busy: raise WorkspaceBusy, whose message ends
     with `when_busy` (what the face lets the user do instead), or with `wait` tell

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tests.e2e.test_run_edges import _env, lathe_run
-from tests.fakes.openai_server import Call, Reply
+from tests.fakes.openai_server import Call, Hang, Reply
 
 
 def git(ws: Path, *args: str) -> None:
@@ -141,3 +141,31 @@ def test_undo_brings_back_a_tracked_file_that_matches_gitignore(tmp_path, fake_o
 
     assert undone.returncode == 0, undone.stderr
     assert (ws / "config" / "app.ini").read_text() == "s=USER-UNCOMMITTED\n"
+
+
+def test_undo_while_a_run_works_says_what_undo_can_do(tmp_path, fake_openai):
+    # It said "or pass --wait to start when it is done", and `lathe undo --wait` is no
+    # option.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Hang(60))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", "wait"],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not fake_openai.chat_bodies():
+            assert time.monotonic() < deadline and process.poll() is None, "no model request"
+            time.sleep(0.1)
+        busy = lathe(tmp_path, "undo", "-C", str(ws))
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+    assert busy.returncode == 2
+    [line] = busy.stderr.splitlines()
+    assert line.startswith("lathe: another lathe run") and "--wait" not in line, line
+    assert "run this again" in line

@@ -354,7 +354,13 @@ class ServedSession:
         try:
             with contextlib.ExitStack() as held:
                 if setup.approval != "read-only":
-                    held.enter_context(hold_workspace(setup.workspace, doing="lathe serve"))
+                    held.enter_context(
+                        hold_workspace(
+                            setup.workspace,
+                            doing="lathe serve",
+                            when_busy="then send the message again",
+                        )
+                    )
                 await self._run_paused_calls()
                 finished = self.redactor.event(await self.agent.run(task))
         except asyncio.CancelledError:

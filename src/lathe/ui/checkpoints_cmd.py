@@ -113,7 +113,7 @@ def _held(checkpoints: Checkpoints, doing: str):
     """Undoing under a running agent would mix its edits with the restore."""
     from lathe.workspace_lock import hold_workspace
 
-    return hold_workspace(checkpoints.workspace, doing=doing)
+    return hold_workspace(checkpoints.workspace, doing=doing, when_busy="then run this again")
 
 
 @contextmanager

@@ -102,6 +102,7 @@ def _workspace_held(setup: RunSetup):
     return hold_workspace(
         setup.workspace,
         doing="lathe run",
+        when_busy="or pass --wait to start when it is done",
         wait=setup.options.wait,
         on_wait=lambda message: click.echo(f"lathe: {message}", err=True),
     )
