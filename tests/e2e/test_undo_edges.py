@@ -169,3 +169,24 @@ def test_undo_while_a_run_works_says_what_undo_can_do(tmp_path, fake_openai):
     [line] = busy.stderr.splitlines()
     assert line.startswith("lathe: another lathe run") and "--wait" not in line, line
     assert "run this again" in line
+
+
+def test_a_leftover_git_lock_in_the_store_does_not_block_the_next_run(tmp_path, fake_openai):
+    # A kill -9 during a snapshot leaves git's index.lock in the store: every later run
+    # failed with git's seven-line complaint.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    change = Reply(calls=[Call("bash", {"command": "echo b > a.txt"})])
+    fake_openai.enqueue(change, Reply("Changed."))
+    assert lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "go").returncode == 0
+    [store] = (tmp_path / "home" / "checkpoints").iterdir()
+    (store / "git" / "index.lock").write_text("")
+
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo c > a.txt"})]), Reply("ok"))
+    again = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "again")
+
+    assert again.returncode == 0, again.stderr
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.txt").read_text() == "b\n"

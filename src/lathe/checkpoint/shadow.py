@@ -283,10 +283,12 @@ class ShadowRepo:
                 "(2.32 or newer): install it, or put it on PATH"
             ) from exc
         if proc.returncode not in ok_codes:
-            detail = proc.stderr.decode("utf-8", "replace").strip()
+            detail = "; ".join(proc.stderr.decode("utf-8", "replace").split("\n")).strip("; ")
             raise LatheError(
-                f"checkpoint store {self.git_dir}: git {args[0]} failed "
-                f"(exit {proc.returncode}): {detail}"
+                f"checkpoint store {self.git_dir}: git {_subcommand(args)} failed "
+                f"(exit {proc.returncode}): {detail or '(no message)'}; if the store is "
+                f"damaged, move {self.root} aside (its checkpoints go with it; the "
+                "workspace is not touched)"
             )
         return proc.stdout
 
@@ -302,6 +304,19 @@ class ShadowRepo:
         exclude.parent.mkdir(exist_ok=True)
         if not exclude.is_file() or exclude.read_text(encoding="utf-8") != text:
             exclude.write_text(text, encoding="utf-8")
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git command `args` run (`log` in `-c log.showRoot=false log ...`)."""
+    after_c = False
+    for arg in args:
+        if after_c:
+            after_c = False
+        elif arg == "-c":
+            after_c = True
+        elif not arg.startswith("-"):
+            return arg
+    return " ".join(args[:1])
 
 
 def isolated_git_environment(index: Path | None, git_dir: Path) -> dict[str, str]:

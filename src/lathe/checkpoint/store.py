@@ -225,6 +225,9 @@ class Checkpoints:
             )
         root.mkdir(parents=True, exist_ok=True)
         with FileLock(root / "lock"):
+            # Only lathe, under this lock, writes the shadow index: a lock file git left
+            # there is a kill -9's leftover, and would block every snapshot for good.
+            (root / "git" / "index.lock").unlink(missing_ok=True)
             yield
 
 
