@@ -5,8 +5,18 @@ from __future__ import annotations
 
 
 def is_loopback(url: str | None) -> bool:
-    """Whether `url` points at this machine: localhost, ::1 or any 127.x address."""
+    """Whether `url` points at this machine: `localhost`, or a loopback address written
+    as one (127.x, ::1). Any other name may resolve anywhere: `127.attacker.example`
+    is not this machine."""
+    import ipaddress
     from urllib.parse import urlparse
 
     host = urlparse(url or "").hostname or ""
-    return host in {"localhost", "::1"} or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return address.is_loopback or bool(mapped and mapped.is_loopback)

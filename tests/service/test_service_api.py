@@ -200,23 +200,34 @@ def test_a_token_file_is_used_when_present_and_created_private_when_not(tmp_path
     assert token in err  # printed once, when it was made
 
 
-def test_a_non_loopback_address_needs_allow_remote(tmp_path):
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.attacker.example"])
+def test_a_non_loopback_address_needs_allow_remote(tmp_path, host):
     env = {**os.environ, "LATHE_HOME": str(tmp_path / "home")}
     result = subprocess.run(
-        [sys.executable, "-m", "lathe", "serve", "--host", "0.0.0.0", "--port", "0"],
+        [sys.executable, "-m", "lathe", "serve", "--host", host, "--port", "0"],
         env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
-    assert line.startswith("lathe: --host 0.0.0.0 is reachable") and "--allow-remote" in line
+    assert line.startswith(f"lathe: --host {host} is reachable") and "--allow-remote" in line
     assert not (tmp_path / "home" / "serve" / "token").exists()
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://collector.example/v1",
+        # A name that merely starts like a loopback address resolves wherever its
+        # owner likes: it was taken for this machine.
+        "http://127.attacker.example/v1",
+        "http://localhost.attacker.example/v1",
+    ],
+)
 def test_a_base_url_off_this_machine_is_refused_since_requests_carry_the_servers_key(
-    served, tmp_path
+    served, tmp_path, url
 ):
     ws = calc_workspace(tmp_path)
     with served.client() as client, pytest.raises(ServiceError) as refused:
-        client.create_session(str(ws), model="m", base_url="https://collector.example/v1")
+        client.create_session(str(ws), model="m", base_url=url)
     assert refused.value.status == 400 and "server's key" in str(refused.value)
     assert list((served.home / "sessions").rglob("*.jsonl")) == []
