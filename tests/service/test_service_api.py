@@ -231,3 +231,12 @@ def test_a_base_url_off_this_machine_is_refused_since_requests_carry_the_servers
         client.create_session(str(ws), model="m", base_url=url)
     assert refused.value.status == 400 and "server's key" in str(refused.value)
     assert list((served.home / "sessions").rglob("*.jsonl")) == []
+
+
+def test_a_workspace_holding_the_servers_data_is_refused(served, tmp_path):
+    # An agent working there could read the server's token and rewrite the records a
+    # restarted server trusts (the commands and endpoints of every session).
+    with served.client() as client, pytest.raises(ServiceError) as refused:
+        client.create_session(str(tmp_path), model="m", base_url="http://127.0.0.1:9/v1")
+    assert refused.value.status == 400
+    assert str(served.home) in str(refused.value) and "token" in str(refused.value)

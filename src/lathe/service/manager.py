@@ -243,13 +243,20 @@ class SessionManager:
             )
 
     def _free_workspace(self, workspace: str) -> Path:
-        """The workspace, resolved; refused when it overlaps a live session's."""
+        """The workspace, resolved; refused when it overlaps a live session's or holds the
+        server's data folder."""
         path = Path(workspace).expanduser()
         if not path.is_absolute():
             raise UsageError(f"workspace {workspace!r} is not an absolute path; give one")
         if not path.is_dir():
             raise UsageError(f"workspace {workspace} is not a directory; create it first")
         path = path.resolve()
+        if self.home.resolve().is_relative_to(path):
+            raise UsageError(
+                f"workspace {path} holds the server's data folder {self.home} (its token, "
+                "sessions and records): an agent working there could read the token and "
+                "rewrite them; give a folder that does not contain it"
+            )
         for other in self.sessions.values():
             theirs = Path(other.setup.workspace)
             if path == theirs or path.is_relative_to(theirs) or theirs.is_relative_to(path):
