@@ -16,6 +16,7 @@ from tests.service.scripts import calc_workspace
 from tests.service.server import ServeProcess
 
 from lathe.client import ServiceError
+from lathe.service.app import MAX_BODY_BYTES
 
 
 def _fix_script(server):
@@ -240,3 +241,18 @@ def test_a_workspace_holding_the_servers_data_is_refused(served, tmp_path):
         client.create_session(str(tmp_path), model="m", base_url="http://127.0.0.1:9/v1")
     assert refused.value.status == 400
     assert str(served.home) in str(refused.value) and "token" in str(refused.value)
+
+
+def test_a_request_body_over_the_limit_is_413_and_the_server_goes_on(served, tmp_path):
+    headers = {"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"}
+    huge = b'{"workspace": "' + b"x" * (MAX_BODY_BYTES + 1) + b'"}'
+    told = httpx.post(served.url + "/v1/sessions", content=huge, headers=headers)
+    assert told.status_code == 413 and "bytes" in told.json()["error"]
+
+    def chunks():  # no Content-Length: counted as it comes
+        for _ in range(MAX_BODY_BYTES // 65536 + 2):
+            yield b"x" * 65536
+
+    streamed = httpx.post(served.url + "/v1/sessions", content=chunks(), headers=headers)
+    assert streamed.status_code == 413
+    assert served.client().health()["status"] == "ok"

@@ -49,12 +49,13 @@ def test_sessions_never_see_each_others_events_files_or_approvals(served, fake_o
 
 
 def test_a_workspace_inside_a_live_sessions_workspace_is_refused(served, fake_openai, tmp_path):
-    outer = workspace_for(tmp_path, "outer")
+    projects = tmp_path / "projects"  # beside the server's data folder, not holding it
+    outer = workspace_for(projects, "outer")
     inner = outer / "pkg"
     inner.mkdir()
     with served.client() as client:
         first = client.create_session(str(outer), model="m", base_url=fake_openai.base_url)
-        for nested in (inner, outer, tmp_path):
+        for nested in (inner, outer, projects):
             with pytest.raises(ServiceError) as conflict:
                 client.create_session(str(nested), model="m", base_url=fake_openai.base_url)
             assert conflict.value.status == 409

@@ -92,6 +92,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
             given.strip().encode("utf-8", "surrogateescape"), expected
         )
 
+    app.add_middleware(_BodyLimit)  # inside the token gate: a stranger's body is never read
     app.add_middleware(_TokenGate, token_ok=token_ok)
 
     def served(session_id: str) -> Any:
@@ -293,6 +294,56 @@ class _TokenGate:
                 await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest request body the server reads: a message, a session's options, an MCP
+call. Bigger ones are a 413, so no client can make the server hold an unbounded body."""
+
+
+class _BodyLimit:
+    """Reads each request body whole, up to `MAX_BODY_BYTES`, before the route sees it;
+    over that (said by Content-Length or found while reading) the answer is a 413."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await _too_large(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await _too_large(scope, receive, send)
+                return
+            if not message.get("more_body"):
+                break
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()  # after the body: wait for the client to leave
+
+        await self.app(scope, replay, send)
+
+
+async def _too_large(scope: Any, receive: Any, send: Any) -> None:
+    refused = JSONResponse(
+        {"error": f"the request body is over {MAX_BODY_BYTES:,} bytes; send less"}, 413
+    )
+    await refused(scope, receive, send)
 
 
 class _EventStream(JSONResponse):
