@@ -353,3 +353,19 @@ def test_a_message_of_whitespace_alone_is_refused_and_spends_nothing(served, fak
             client.send(session.id, "   \n")
     assert refused.value.status == 422
     assert fake_openai.chat_bodies() == []
+
+
+def test_a_message_queued_when_the_server_stops_is_kept_in_the_session(tmp_path, fake_openai):
+    # It was dropped with the run a SIGTERM stopped: the person's words were gone.
+    fake_openai.enqueue(Hang(60))
+    home = tmp_path / "home"
+    with ServeProcess(home) as server, server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "calm")), model="m", base_url=fake_openai.base_url
+        )
+        client.send(session.id, "first: look at calc.py")
+        _wait_for(client, session.id, "turn_started")
+        client.send(session.id, "QUEUED: then fix add")
+        assert client.session(session.id).raw["queued_messages"] == 1
+    [path] = (home / "sessions").rglob("*.jsonl")
+    assert "QUEUED: then fix add" in path.read_text()

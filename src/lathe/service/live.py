@@ -423,11 +423,17 @@ class ServedSession:
 
     async def close(self) -> None:
         """Stop the run and release the session (its file stays). A pending approval
-        stays pending in the file: the next server (or resume) asks it again. Also after
+        stays pending in the file: the next server (or resume) asks it again; messages
+        still queued are kept in it as the person's, unanswered. Also after
         a `start` that failed part way: what it built is closed, nothing more."""
         if hasattr(self, "approver"):  # built: there may be a run to stop
             self.approver.closing = True
+            queued = "\n\n".join(self._messages)
             await self.abort("the server stopped, or stopped serving this session")
+            if queued:  # the person's words stay: the next run (a resume) reads them
+                from lathe.types import UserMessage
+
+                self.agent.append(UserMessage(content=queued))
         self.stopped = True
         for subscriber in list(self._subscribers):
             with contextlib.suppress(asyncio.QueueFull):
