@@ -62,11 +62,28 @@ class SessionRecord(SessionOptions):
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
 
 
+_LAGGED = "lagged"  # a subscriber's last item: it fell behind; read the journal
+
+
 @dataclass(eq=False)  # each one is itself, in a set
 class _Subscriber:
-    queue: asyncio.Queue[tuple[int, str] | None] = field(
-        default_factory=lambda: asyncio.Queue(_SUBSCRIBER_BACKLOG)
+    queue: asyncio.Queue[tuple[int, str] | str | None] = field(
+        default_factory=lambda: asyncio.Queue(_SUBSCRIBER_BACKLOG + 1)
     )
+
+    def lagged(self) -> None:
+        """It fell behind: every live event still queued gives way to `_LAGGED`, which
+        sends it to the journal, where they all are."""
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(_LAGGED)
+
+    def stop(self) -> None:
+        """The session stopped: after what is queued, nothing more."""
+        try:
+            self.queue.put_nowait(None)
+        except asyncio.QueueFull:
+            self.lagged()  # the journal has the rest; then it ends
 
 
 class ServedSession:
@@ -227,37 +244,36 @@ class ServedSession:
         for subscriber in list(self._subscribers):
             try:
                 subscriber.queue.put_nowait((number, wire))
-            except asyncio.QueueFull:  # it reads all it missed from the journal when back
+            except asyncio.QueueFull:  # it catches up from the journal (see `events`)
                 self._subscribers.discard(subscriber)
-                while not subscriber.queue.empty():
-                    subscriber.queue.get_nowait()
-                subscriber.queue.put_nowait(None)
+                subscriber.lagged()
 
     async def events(self, after: int, *, follow: bool = True):
         """(id, event JSON) after `after`, each once and in order: those in the journal,
-        then, with `follow`, the live ones until the session stops or the reader lags
-        more than 10,000 events behind (then it reconnects from the last id it got)."""
-        subscriber = _Subscriber()
-        if follow and not self.stopped:
-            self._subscribers.add(subscriber)  # before reading the file: nothing falls between
-        try:
-            sent = after
-            while page := await asyncio.to_thread(self.journal.page, sent):
-                for number, wire in page:
-                    sent = number
-                    yield number, wire
-            if not follow or subscriber not in self._subscribers:
-                return
-            while True:
-                item = await subscriber.queue.get()
-                if item is None:
+        then, with `follow`, the live ones until the session stops. A reader more than
+        10,000 live events behind goes back to the journal for what it missed, then
+        follows again: a burst costs it a file read, never its connection."""
+        sent = after
+        while True:
+            subscriber = _Subscriber()
+            if follow and not self.stopped:
+                self._subscribers.add(subscriber)  # before the file: nothing falls between
+            try:
+                while page := await asyncio.to_thread(self.journal.page, sent):
+                    for number, wire in page:
+                        sent = number
+                        yield number, wire
+                if not follow or (self.stopped and subscriber.queue.empty()):
                     return
-                number, wire = item
-                if number > sent:
-                    sent = number
-                    yield number, wire
-        finally:
-            self._subscribers.discard(subscriber)
+                while (item := await subscriber.queue.get()) is not _LAGGED:
+                    if item is None:
+                        return
+                    number, wire = item
+                    if number > sent:
+                        sent = number
+                        yield number, wire
+            finally:
+                self._subscribers.discard(subscriber)
 
     # state
 
@@ -436,8 +452,7 @@ class ServedSession:
                 self.agent.append(UserMessage(content=queued))
         self.stopped = True
         for subscriber in list(self._subscribers):
-            with contextlib.suppress(asyncio.QueueFull):
-                subscriber.queue.put_nowait(None)
+            subscriber.stop()
         self._subscribers.clear()
         with contextlib.suppress(Exception):  # AttributeError: a start that failed
             await self.safety.aclose()
