@@ -175,3 +175,50 @@ def test_streamable_http_at_mcp_runs_tasks_behind_the_token(served, fake_openai,
         response = httpx.post(f"{served.url}/mcp", json=initialize, headers=headers)
         assert response.status_code == 401
         assert response.json() == {"error": "unauthorized"}
+
+
+def test_sigterm_during_a_stdio_run_task_ends_the_run_and_records_it(fake_openai, tmp_path):
+    # The client (an editor) stopping `lathe mcp serve` with SIGTERM killed it where it
+    # stood: the session stayed "unfinished", its run never ended.
+    import json
+    import signal
+    import subprocess
+    import time
+
+    from tests.fakes.openai_server import Hang
+
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Hang(60))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(LATHE_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "mcp", "serve"], env=env, cwd=tmp_path,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+
+    def send(message: dict) -> None:
+        process.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        process.stdin.flush()
+
+    send({"id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})  # fmt: skip
+    assert b'"id":1' in process.stdout.readline()
+    send({"method": "notifications/initialized"})
+    send({"id": 2, "method": "tools/call", "params": {"name": "run_task", "arguments": {
+        "workspace": str(ws), "task": "fix add", "model": "m",
+        "base_url": fake_openai.base_url}}})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not fake_openai.chat_bodies():
+        assert time.monotonic() < deadline and process.poll() is None, "no model request"
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGTERM)
+    _, errors = process.communicate(timeout=60)
+
+    assert process.returncode == 143, errors
+    assert errors.decode().splitlines()[-1] == "lathe: terminated"
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    last = json.loads(session.read_text().splitlines()[-1])
+    assert last["type"] == "run_end" and last["status"] == "interrupted"

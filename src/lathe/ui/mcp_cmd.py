@@ -6,6 +6,7 @@ Every server the first three start is stopped before they return."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,16 @@ def serve(max_commands: int | None) -> None:
     at /mcp by `lathe serve`, behind its token.
     """
     from lathe.service.mcp_server import serve_stdio
+    from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
-    serve_stdio(max_commands)
+    terminated: list[int] = []  # the client stopping it ends its runs as Ctrl-C does
+    try:
+        with sigterm_as_ctrl_c(terminated):
+            serve_stdio(max_commands)
+    except KeyboardInterrupt:
+        said, code = stopped_by(terminated)
+        click.echo(f"lathe: {said}", err=True)
+        sys.exit(code)
 
 
 def _declared(workspace: Path, trust_now: bool):
