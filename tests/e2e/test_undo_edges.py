@@ -190,3 +190,24 @@ def test_a_leftover_git_lock_in_the_store_does_not_block_the_next_run(tmp_path, 
     undone = lathe(tmp_path, "undo", "-C", str(ws))
     assert undone.returncode == 0, undone.stderr
     assert (ws / "a.txt").read_text() == "b\n"
+
+
+def test_continue_after_an_undo_tells_the_model_which_files_went_back(tmp_path, fake_openai):
+    # The model went on believing feature.py existed: nothing said it was undone.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("x = 1\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "feature.py", "content": "def f():\n    pass\n"})]),
+        Reply("Created feature.py."),
+    )
+    assert lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "add f").returncode == 0
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+    assert undone.returncode == 0 and not (ws / "feature.py").exists(), undone.stderr
+
+    fake_openai.enqueue(Reply("I will write it again."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--continue", "test f")
+
+    assert resumed.returncode == 0, resumed.stderr
+    users = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
+    assert "feature.py" in users[-1] and "test f" in users[-1]

@@ -151,6 +151,23 @@ class Checkpoints:
                 report.result = self._snapshot(f"restore of #{n} ({target.label})", kind="restore")
             return report
 
+    def changed_since(self, session_id: str) -> builtins.list[str]:
+        """The files that differ now from how the newest file-changing turn of session
+        `session_id` left them (the user's edits, an undo, a restore since): what the
+        model must re-read when that session goes on. Empty when none of its turns
+        changed a file here."""
+        if not self._repo.exists():
+            return []
+        with self._locked(create=False):
+            left = next(
+                (c for c in self._history() if c.kind == "after" and c.session == session_id),
+                None,
+            )
+            if left is None:
+                return []
+            now = self._snapshot("before the session went on", kind="before")
+            return sorted(change.path for change in self._repo.diff(left.tree, now.tree))
+
     def list(self) -> builtins.list[Checkpoint]:
         """Every checkpoint, newest first; the oldest is number 1."""
         if not self._repo.exists():

@@ -124,7 +124,7 @@ class _HeadlessRun:
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
         from lathe.obs import Observer, Redactor
-        from lathe.ui.recorder import SessionRecorder
+        from lathe.ui.recorder import SessionRecorder, changes_note
         from lathe.ui.safety import build_safety
 
         setup = self.setup
@@ -147,6 +147,11 @@ class _HeadlessRun:
         provider = redactor.provider(make_provider(setup.endpoint))
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         checkpoints = self._checkpoints()
+        if history:
+            told = await asyncio.to_thread(changes_note, checkpoints, session.id)
+            if told is not None:
+                self.recorder.on_message(told)
+                history = [*history, told]
         self._offer_children(provider, redactor, session, checkpoints, safety.tools)
         attempts = self._attempts(resumed=bool(history))
         start = None

@@ -63,6 +63,24 @@ class SessionRecorder(AgentHooks):
         )
 
 
+def changes_note(checkpoints, session_id: str) -> Message | None:
+    """For a session that goes on: a note naming the files that changed since its last
+    turn left them (by the user, or by `lathe undo`), or None. The model would otherwise
+    go on from what it remembers of them."""
+    from lathe.agent.finish import note
+
+    changed = checkpoints.changed_since(session_id)
+    if not changed:
+        return None
+    shown = ", ".join(changed[:20]) + (
+        f" and {len(changed) - 20} more" if len(changed) > 20 else ""
+    )
+    return note(
+        f"[Since this session last ran, these files changed in the workspace (edited by "
+        f"the user, or put back by `lathe undo`): {shown}. Re-read them before editing.]"
+    )
+
+
 class RunTally:
     """The turns and usage of a run so far, from its events: what a run stopped before
     its `RunFinished` records. Call it with each event."""

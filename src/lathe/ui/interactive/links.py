@@ -141,7 +141,7 @@ class Links(AgentHooks):
 
     def _adopt(self, session: Any) -> list[Message]:
         from lathe.session import ModelChangeEntry
-        from lathe.ui.recorder import SessionRecorder
+        from lathe.ui.recorder import SessionRecorder, changes_note
 
         self.session = session
         if session.entries:
@@ -149,7 +149,16 @@ class Links(AgentHooks):
             if session.header.model != self.model:
                 session.append(ModelChangeEntry(provider=self.provider, model=self.model))
         self.recorder = SessionRecorder(session)
-        return session.conversation()
+        conversation = session.conversation()
+        if session.entries and self.checkpoints is not None:
+            try:
+                told = changes_note(self.checkpoints, session.id)
+            except LatheError:  # a store that fails says so at the first turn
+                told = None
+            if told is not None:
+                self.recorder.on_message(told)
+                conversation.append(told)
+        return conversation
 
     def _switch(self, app: InteractiveApp, session: Any) -> None:
         self._drop(self.session)
