@@ -464,7 +464,8 @@ def test_the_time_budget_holds_over_the_start_and_stop_hooks(tmp_path, fake_open
 
 
 def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path, fake_openai):
-    password, token = "pw-ZZTOPSECRET998877", "tok-4242424242abcdef"
+    # Not even a password's last characters: "bob…qx7Q" showed half of a short one.
+    password, token = "pw-ZZTOPSECRETqx7Q", "tok-4242424242abcdef"
     ws = tmp_path / "ws"
     ws.mkdir()
     fake_openai.enqueue(server_error(500), Reply("ok"))
@@ -480,6 +481,7 @@ def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path, fake_openai
         [sys.executable, "-m", "lathe", "config", "show", "--model", "m", "--base-url", url],
         cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert "qx7Q" not in done.stdout + done.stderr + shown.stdout + shown.stderr
     for secret in (password, token):
         assert secret not in done.stdout + done.stderr + shown.stdout + shown.stderr
         files = subprocess.run(["grep", "-rl", secret, str(tmp_path / "home")],

@@ -79,7 +79,9 @@ def masked_url(url: str) -> str:
 
 
 def mask_secret(value: str) -> str:
-    """`sk-…abcd`: enough to tell two keys apart, never enough to use one."""
-    if len(value) < 12:
+    """`sk-…abcd`: enough to tell two keys apart, never enough to use one. Below 24
+    characters (a password, a short token) nothing of it is shown: four of twelve
+    would be a third of it."""
+    if len(value) < 24:
         return "…"
     return f"{value[:3]}…{value[-4:]}"
