@@ -324,3 +324,21 @@ def test_a_closed_terminal_ends_the_turn_so_undo_reverts_that_turn(
     )  # fmt: skip
     assert undone.returncode == 0, undone.stderr
     assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"
+
+
+def test_a_continued_session_shows_its_context_and_its_tokens_so_far(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # The footer said "ctx 0%" and /cost "0 in · 0 out" for a session holding 16k tokens.
+    usage = {"prompt_tokens": 16374, "completion_tokens": 10, "total_tokens": 16384}
+    fake_openai.enqueue(Reply("The answer is 42.", usage=usage, usage_when="always"))
+    first = launch()
+    first.send("what is the answer")
+    first.wait_for(r"The answer is 42\.")
+    first.keys("C-d")
+    first.wait_exit()
+
+    second = launch("--continue")
+    second.wait_for(r"ctx 50% of 32k")
+    second.send("/cost")
+    second.wait_for(r"this session so far: 16,374 in · 10 out")

@@ -185,6 +185,7 @@ class InteractiveApp:
             if history:
                 from lathe.ui.interactive.links import show_last_exchanges
 
+                self.status.last_prompt_tokens = context_tokens(history)
                 self.renderer.note(f"session {self.links.session.id} · {len(history)} messages")
                 show_last_exchanges(self, self.links.session.messages())
             self._leave_on_stop_signals()
@@ -636,6 +637,18 @@ class InteractiveApp:
             return int(self.prompt.app.output.get_size().columns)
         except Exception:  # before the prompt exists, or no terminal size
             return 80
+
+
+def context_tokens(history: list[Any]) -> int:
+    """What a resumed conversation holds, for the footer before its first request: the
+    last reply's reported usage, else lathe's estimate."""
+    from lathe.agent.context import conversation_tokens
+
+    for message in reversed(history):
+        if isinstance(message, AssistantMessage) and message.usage.input_tokens:
+            usage = message.usage
+            return usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+    return conversation_tokens(history)
 
 
 def _fit(text: str, width: int) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lathe.errors import LatheError
+from lathe.types import AssistantMessage, Usage
 
 if TYPE_CHECKING:
     from lathe.prompt_commands import PromptCommand
@@ -244,6 +245,17 @@ async def _cost(app: InteractiveApp, argument: str) -> bool:
         "",
     )
     app.renderer.note(app.cost_line(), "")
+    session = app.links.session
+    if session is not None:
+        total = Usage()
+        for message in session.messages():
+            if isinstance(message, AssistantMessage):
+                total = total + message.usage
+        app.renderer.note(
+            f"this session so far: {total.input_tokens:,} in · {total.output_tokens:,} out "
+            "(every run of it, resumed ones included)",
+            "",
+        )
     return True
 
 

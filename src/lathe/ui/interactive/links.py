@@ -163,6 +163,9 @@ class Links(AgentHooks):
     def _switch(self, app: InteractiveApp, session: Any) -> None:
         self._drop(self.session)
         app.agent.messages[:] = self._adopt(session)
+        from lathe.ui.interactive.app import context_tokens
+
+        app.status.last_prompt_tokens = context_tokens(app.agent.messages)
         app.gate.remembered = self.remembered_approvals()
         for warning in session.warnings:
             app.renderer.note(f"session: {warning}", "yellow")
