@@ -27,6 +27,7 @@ from typing import Any
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
 from lathe.events import RunStatus, StallNudge
+from lathe.plural import plural
 from lathe.types import Message
 from lathe.words import Words
 
@@ -151,7 +152,7 @@ class StallGuard(FinishHandler):
             return Finish(
                 RunStatus.STUCK,
                 reason=f"the model kept asking for {tool} calls that are refused "
-                f"(refused in {count} turns without a change in between)",
+                f"(refused in {plural(count, 'turn')} without a change in between)",
             )
         if count >= self._limit and not self._refusals_nudged:
             self._refusals_nudged = True

@@ -236,7 +236,8 @@ class VerifyGate(FinishHandler):
         if not self._failed:
             return None
         return Finish(
-            RunStatus.FAILED, reason=f"the verify command still failed after {run.turn} turns"
+            RunStatus.FAILED,
+            reason=f"the verify command still failed after {plural(run.turn, 'turn')}",
         )
 
     def _after_failure(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lathe.errors import UsageError
+from lathe.plural import plural
 from lathe.ui.options import LatheGroup, workspace_option
 
 if TYPE_CHECKING:
@@ -94,9 +95,7 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
     # Not through SessionStore: a listing the index answers needs no entry models.
     root = listing.sessions_root(lathe_home())
     unreadable: list[Path] = []
-    summaries = listing.list_sessions(
-        root, None if show_all else workspace, unreadable=unreadable
-    )
+    summaries = listing.list_sessions(root, None if show_all else workspace, unreadable=unreadable)
     for path in sorted(unreadable):
         click.echo(
             f"lathe: warning: left out {path}: not a readable lathe session (empty, cut "
@@ -166,7 +165,7 @@ def _family(session: Session) -> str:
         call = summary.parent_call
         what = f"subagent for call {call}" if call else "fork"
         lines.append(
-            f"  {summary.id}  {what}  {summary.status}, {summary.turns} turns  "
+            f"  {summary.id}  {what}  {summary.status}, {plural(summary.turns, 'turn')}  "
             f"{summary.title or '-'}"
         )
     if len(lines) > (1 if header.parent_call else 0):

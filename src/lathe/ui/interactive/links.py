@@ -16,6 +16,7 @@ from lathe.errors import LatheError, UsageError
 from lathe.events import RunFinished
 from lathe.home import lathe_home
 from lathe.hooks.base import AgentHooks
+from lathe.plural import plural
 from lathe.types import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:
@@ -184,7 +185,8 @@ class Links(AgentHooks):
             mark = "*" if summary.id == current else " "
             title = summary.title or "(no message)"
             app.renderer.note(
-                f"{mark} {summary.id}  {summary.updated:%Y-%m-%d %H:%M}  {summary.turns:>3} turns"
+                f"{mark} {summary.id}  {summary.updated:%Y-%m-%d %H:%M}  "
+                f"{plural(summary.turns, 'turn'):>9}"
                 f"  {summary.status:<10}  {title[:50]}",
                 "",
             )
@@ -204,7 +206,7 @@ class Links(AgentHooks):
                 return
             for summary in children:
                 app.renderer.note(
-                    f"  {summary.id}  {summary.status:<10}  {summary.turns:>3} turns  "
+                    f"  {summary.id}  {summary.status:<10}  {plural(summary.turns, 'turn'):>9}  "
                     f"{(summary.title or '')[:60]}",
                     "",
                 )

@@ -246,7 +246,7 @@ class Renderer:
             case ToolStarted():
                 self.status.set_phase(f"[{name}] {_clip(event.label, 40)}")
             case RunFinished(status=status, turns=turns):
-                self.note(f"  [{name}] {status.value} after {turns} turns", "cyan")
+                self.note(f"  [{name}] {status.value} after {plural(turns, 'turn')}", "cyan")
             case ChildEvent(description=inner_name, event=inner):
                 self._child_line(f"{name} > {inner_name}", inner)
 
