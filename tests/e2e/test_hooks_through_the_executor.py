@@ -81,3 +81,21 @@ def test_a_hook_that_ignores_sigterm_and_forks_is_stopped_with_its_child(
         if child.exists() and child.read_text().strip():  # a survivor of a failing run
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(child.read_text()), signal.SIGKILL)
+
+
+def test_a_hook_whose_tools_are_a_glob_guards_every_tool_it_names(tmp_path, fake_openai) -> None:
+    # `tools = ["b*"]` (or `mcp__raw__*`) was compared as one literal name: the guard
+    # never ran, and nothing said so.
+    ws = _with_hooks(
+        workspace(tmp_path),
+        "[[hooks.pre_tool]]\ncommand = 'echo blocked by the guard >&2; exit 2'\n"
+        "tools = ['b*']\n",
+    )
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "touch ran.txt"})]), Reply("ok"))
+
+    result = run_against(fake_openai, ws, tmp_path, "--approval", "full", "--trust-project", "go")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    [blocked] = _tool_results(fake_openai)
+    assert "blocked by the guard" in blocked["content"]
+    assert not (ws / "ran.txt").exists()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lathe.exec.local import LocalExecutor
 from lathe.hooks.base import AgentHooks
+from lathe.policy.rules import names_tool
 from lathe.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class CommandHooks(AgentHooks):
         return result
 
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
-        return [h for h in hooks if not h.tools or tool in h.tools]
+        return [h for h in hooks if not h.tools or any(names_tool(t, tool) for t in h.tools)]
 
     async def on_run_start(self, task: str) -> None:
         for hook in self._config.session_start:

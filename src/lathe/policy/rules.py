@@ -171,13 +171,14 @@ class RuleSet:
         before allow (a call some other tool's rules also govern passes all names)."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                if rule.pattern is None and any(_names(rule.tool, tool) for tool in tools):
+                if rule.pattern is None and any(names_tool(rule.tool, tool) for tool in tools):
                     return action, rule  # type: ignore[return-value]
         return None
 
 
-def _names(rule_tool: str, tool: str) -> bool:
-    """Whether a rule's tool part names `tool`: exactly, or as a `*` glob."""
+def names_tool(rule_tool: str, tool: str) -> bool:
+    """Whether a rule's (or a hook's) tool part names `tool`: exactly, or as a `*`
+    glob (`mcp__docs__*`)."""
     if "*" not in rule_tool:
         return rule_tool == tool
     from fnmatch import fnmatchcase
