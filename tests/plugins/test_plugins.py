@@ -276,3 +276,43 @@ def test_a_project_file_choosing_the_executor_needs_trust(tmp_path, fake_openai)
     assert result.returncode == 2
     assert "permissions.executor" in result.stderr and "--trust-project" in result.stderr
     assert fake_openai.chat_bodies() == []
+
+
+_RAISING = '''
+from lathe.hooks.base import AgentHooks
+
+
+class _Raising(AgentHooks):
+    async def before_tool(self, name, arguments):
+        raise RuntimeError("the guard plugin tripped")
+
+    def on_message(self, message):
+        raise ValueError("the logging plugin tripped")
+
+
+def hooks(workspace):
+    return _Raising()
+'''
+
+
+def test_a_plugin_hook_that_raises_blocks_the_call_and_the_run_goes_on(tmp_path, fake_openai):
+    # It ended the run with a traceback and left the session with a call unanswered.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "lathe_raising.py").write_text(_RAISING)
+    _distribution(site, "lathe-raising", "0.1", """
+        [lathe.hooks]
+        raising = lathe_raising:hooks
+    """)  # fmt: skip
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(calls=[Call("read", {"path": "README.md"})]), Reply("Done."))
+
+    result = lathe(tmp_path, site, "run", "--model", "m", "--base-url", fake_openai.base_url,
+                   "-C", str(ws), "read it")  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "the logging plugin tripped" in result.stderr  # said once, as a warning
+    assert result.stderr.count("the logging plugin tripped") == 1
+    [blocked] = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "the guard plugin tripped" in blocked["content"] and "not run" in blocked["content"]

@@ -335,7 +335,7 @@ def _hooks(
     from lathe.hooks.command import CommandHooks, hook_executor
     from lathe.hooks.plugins import load_plugin_hooks
 
-    plugins, problems = load_plugin_hooks(setup.workspace)
+    plugins, problems = load_plugin_hooks(setup.workspace, warn)
     for problem in problems:
         warn(problem)
     executor = hook_executor(hide_env=hide_env, keep_env=keep_env)
