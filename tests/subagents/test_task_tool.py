@@ -435,3 +435,24 @@ def test_a_child_reads_and_writes_the_projects_own_memory(tmp_path, fake_openai)
     shown = lathe("memory", "show", "-C", str(ws), cwd=tmp_path,
                   env_extra={"LATHE_HOME": str(tmp_path / "home")})  # fmt: skip
     assert "CHILD-MEM build uses make" in shown.stdout, shown.stdout
+
+
+def test_a_child_that_starts_its_own_child_when_every_slot_is_taken_does_not_hang(
+    tmp_path, fake_openai
+) -> None:
+    # The child held the only slot while it waited for one for its own child: the run
+    # hung for good (by default too, once as many children as slots each nested one).
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("outer", "[child O] delegate")]), Reply("all done")],
+        children={
+            "[child O]": [Reply(calls=[_task("inner", "[child I] change b")]), Reply("O done")],
+            "[child I]": [Reply(calls=[_edit("b.py", "B = 1", "B = 2")]), Reply("I done")],
+        },
+    )
+
+    result = _run(fake_openai, ws, tmp_path, "-c", "agents.max_parallel=1", "--timeout", "60s",
+                  "delegate twice")  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (ws / "b.py").read_text() == "B = 2\n"

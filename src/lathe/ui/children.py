@@ -17,9 +17,10 @@ Its events reach the parent's stream wrapped in `ChildEvent`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,7 @@ class LocalChildren:
             if wrap_provider is not None:
                 family.wrap_provider = wrap_provider
         self._family = family
+        self._waiting_on = 0  # this run's children still running (see _lending_my_slot)
 
     def offered(self) -> bool:
         """Whether this run may start children at all: its model's profile, the depth
@@ -157,11 +159,32 @@ class LocalChildren:
                 "do this part yourself"
             )
         family = self._family
-        async with family.slots:
+        async with self._lending_my_slot(), family.slots:
             self._check_total()
             result = await _Child(self, request, profile).run()
         family.spent += result.usage
         return result
+
+    @contextlib.asynccontextmanager
+    async def _lending_my_slot(self) -> AsyncIterator[None]:
+        """A child waiting on children of its own does no work meanwhile, so its slot
+        goes to them until the last of them ends (held, a tree as wide as the slots
+        hung for good: each child waited for a slot its siblings held). The user's run
+        (depth 0) holds none."""
+        if self._depth == 0:
+            yield
+            return
+        self._waiting_on += 1
+        if self._waiting_on == 1:
+            self._family.slots.release()
+        try:
+            yield
+        finally:
+            self._waiting_on -= 1
+            if self._waiting_on == 0:
+                # Shielded: cancelled, the slot is still taken back once free, to be
+                # given up by the `async with` that holds this child's.
+                await asyncio.shield(self._family.slots.acquire())
 
     def _check_total(self) -> None:
         limit = self._family.config.max_total_tokens
