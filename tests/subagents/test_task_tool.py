@@ -456,3 +456,67 @@ def test_a_child_that_starts_its_own_child_when_every_slot_is_taken_does_not_han
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert (ws / "b.py").read_text() == "B = 2\n"
+
+
+def test_a_second_ctrl_c_while_children_stop_loses_none_of_their_work(
+    tmp_path, fake_openai
+) -> None:
+    # The second Ctrl-C cut the wait for each child's patch, and its worktree was
+    # removed while the patch was still being written: the child's files were gone.
+    import os
+    import signal
+    import sys
+    import time
+
+    from tests.fakes.openai_server import Hang
+
+    ws = _project(tmp_path)
+    for n in range(3000):  # a patch that takes a moment to compute
+        folder = ws / f"d{n % 30}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{n}.txt").write_text(f"{n}\n" * 50)
+    subprocess.run(["git", "add", "-A"], cwd=ws, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "more"],
+                   cwd=ws, check=True)  # fmt: skip
+    names = ["one", "two", "three", "four"]
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task(name, f"[child {name}] write") for name in names])],
+        children={
+            f"[child {name}]": [
+                Reply(calls=[Call("write", {"path": f"{name}.txt", "content": f"work {name}\n"})]),
+                Hang(60),
+            ]
+            for name in names
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--approval", "full", "--model", "m",
+         "--base-url", fake_openai.base_url, "-C", str(ws), "go"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def hanging() -> int:
+        return sum(1 for body in fake_openai.chat_bodies() if _turn(body) == 1
+                   and "[child" in _first_user_text(body))  # fmt: skip
+
+    try:
+        deadline = time.monotonic() + 90
+        while hanging() < len(names) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hanging() == len(names), "every child should be waiting on the model"
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+    finally:
+        process.kill()
+
+    home = tmp_path / "home"
+    patches = list((home / "patches").rglob("*.patch")) if (home / "patches").exists() else []
+    for name in names:
+        in_patches = any(f"+work {name}" in p.read_text(errors="replace") for p in patches)
+        in_worktrees = any((home / "worktrees").rglob(f"{name}.txt"))
+        assert in_patches or in_worktrees, f"child {name}'s work is gone"

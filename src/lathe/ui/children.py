@@ -222,6 +222,7 @@ class _Child:
             parent_session=parent._session_id(),
             parent_call=self.request.call_id,
         )
+        saving: asyncio.Future[Any] | None = None
         try:
             try:
                 if not self.profile.read_only:
@@ -232,14 +233,28 @@ class _Child:
                 self.finished = await self._work()
                 return await self._result()
             except asyncio.CancelledError:
-                await asyncio.shield(self._end_interrupted())
+                saving = asyncio.ensure_future(self._end_interrupted())
+                await asyncio.shield(saving)
                 raise
             except Exception as exc:  # lathe's own failure: the parent hears it as an end
-                return await asyncio.shield(self._failed(exc))
+                saving = asyncio.ensure_future(self._failed(exc))
+                return await asyncio.shield(saving)
         finally:
-            if self.tree is not None:
-                await asyncio.shield(asyncio.to_thread(remove_worktree, self.tree))
-            self.session.close()
+            await asyncio.shield(asyncio.ensure_future(self._close_after(saving)))
+
+    async def _close_after(self, saving: asyncio.Future[Any] | None) -> None:
+        """Once what the child changed is saved (`saving`), its worktree goes and its
+        session closes. A second Ctrl-C does not cut this short: it cut the wait for the
+        save, and the worktree went while the patch was still being written. Should the
+        save itself be stopped (the loop shutting down), the worktree stays, with the
+        work in it."""
+        if saving is not None:
+            with contextlib.suppress(Exception):  # `_failed` names what it could not save
+                await saving
+        if self.tree is not None:
+            await asyncio.to_thread(remove_worktree, self.tree)
+        assert self.session is not None
+        self.session.close()
 
     async def _work(self) -> RunFinished:
         from lathe.obs import Observer
