@@ -328,7 +328,7 @@ def test_ctrl_c_stops_every_child_and_each_keeps_what_it_changed(tmp_path, fake_
             time.sleep(0.05)
         assert len(_processes_named(marker)) == 2, "both children should be in their command"
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
 
@@ -349,6 +349,11 @@ def test_ctrl_c_stops_every_child_and_each_keeps_what_it_changed(tmp_path, fake_
         assert ends and ends[-1]["status"] == "interrupted"
         patch = next((tmp_path / "home" / "patches").rglob(f"{lines[0]['id']}.patch"))
         assert "+A = 5" in patch.read_text() or "+B = 5" in patch.read_text()
+        # The user is told where each child's work is (it was only in the patch file).
+        told = [e["message"] for e in map(json.loads, stdout.splitlines())
+                if e["type"] == "notice"]  # fmt: skip
+        assert any(str(patch) in m and "git apply" in m for m in told), told
+        assert ends[-1]["turns"] >= 2  # it had made its edit and started its command
 
 
 def _processes_named(marker: str) -> list[int]:

@@ -42,6 +42,7 @@ from lathe.subagents.worktree import (
 )
 from lathe.tools.base import ToolRegistry
 from lathe.types import Usage
+from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunSetup
 
 
@@ -208,6 +209,7 @@ class _Child:
         self.session = None
         self.finished: RunFinished | None = None
         self.merged: Merge | None = None  # set once its changes went through a merge
+        self.tally = RunTally()  # its turns and usage, for an end it never reports
 
     async def run(self) -> ChildResult:
         from lathe.session import SessionStore
@@ -384,6 +386,7 @@ class _Child:
 
     def _forward(self, event: AgentEvent) -> None:
         assert self.session is not None
+        self.tally(event)
         self.parent._emit(
             ChildEvent(
                 child_id=self.session.id,
@@ -400,10 +403,17 @@ class _Child:
 
         assert self.session is not None
         self.session.append(
-            RunEndEntry(status=RunStatus.INTERRUPTED.value, turns=0, reason="the parent stopped")
+            RunEndEntry(
+                status=RunStatus.INTERRUPTED.value,
+                turns=self.tally.turns,
+                usage=self.tally.usage,
+                reason="the parent stopped",
+            )
         )
         if self.tree is not None and self.merged is None:
-            await asyncio.to_thread(lambda: self._keep(child_changes(self.tree).patch))
+            kept = await asyncio.to_thread(lambda: self._keep(child_changes(self.tree).patch))
+            if kept is not None:
+                self._tell_kept(kept, "the run stopped before they landed")
 
     async def _failed(self, exc: Exception) -> ChildResult:
         """lathe failed around the child: an error, with what it changed kept as a
@@ -418,6 +428,7 @@ class _Child:
                 kept = None
             if kept is not None:
                 merge = Merge(False, kept, reason="the subagent failed before its changes landed")
+                self._tell_kept(kept, merge.reason)
         return ChildResult(
             child_id=self.session.id,
             description=self.request.description,
@@ -481,7 +492,21 @@ class _Child:
             except asyncio.CancelledError:
                 self.merged = await job
                 raise
+            if not self.merged.applied and self.merged.patch_file is not None:
+                self._tell_kept(self.merged.patch_file, self.merged.reason)
             return self.merged
+
+    def _tell_kept(self, patch_file: Path, why: str) -> None:
+        """Tell the user where a child's changes that did not land are (the model is
+        told in its result; the user, who may have stopped the run, was not)."""
+        self.parent._emit(
+            Notice(
+                level="warning",
+                message=f"the changes of subagent {self.request.description!r} were not "
+                f"applied ({why}); they are kept in {patch_file}: `git apply {patch_file}` "
+                "in the workspace applies them",
+            )
+        )
 
     def _merge_now(self, patch: bytes) -> Merge:
         assert self.session is not None
