@@ -156,3 +156,21 @@ def test_import_a_gemini_settings_file_into_the_project(tmp_path):
         "tool_timeout_s": 30.0, "exclude_tools": ["drop_*"],
     }  # fmt: skip
     assert servers["remote"]["transport"] == "streamable-http"
+
+
+def test_a_long_path_in_a_servers_env_is_no_secret(tmp_path):
+    # `DB_PATH = "/home/alice/projects/app2/data.sqlite"` was refused as a secret, and
+    # every lathe command failed until it was moved into an exported variable.
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.db]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}]\n"
+        'env = { DB_PATH = "/home/alice/projects/app2/data.sqlite" }\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "mcp__db__echo" in result.stdout

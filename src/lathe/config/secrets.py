@@ -8,6 +8,9 @@ import re
 _KEY_PREFIX = re.compile(r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_)")
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-.+/=]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A file path: rooted (/, ~/, ./, ../) and made of named folders, with none of the `+` and
+# `=` of base64; a token is never written so.
+_PATH = re.compile(r"^(~|\.{1,2})?/([\w.-]+/)*[\w.-]+/?$")
 # `${VAR}` in a setting: the value is taken from the environment when used, never stored.
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -47,6 +50,8 @@ def looks_like_secret(value: str) -> bool:
     if _KEY_PREFIX.match(value) and len(value) >= 16:
         return True
     if len(value) < 32 or not _TOKEN_CHARS.match(value) or value.isupper():
+        return False
+    if _PATH.match(value):  # /home/alice/projects/app2/data.sqlite
         return False
     # Long mixed-case-and-digit runs are random tokens; SHOUTING_NAMES are variables.
     return any(c.isdigit() for c in value) and any(c.islower() for c in value)
