@@ -1,7 +1,7 @@
 """A real MCP server built with the SDK, run as a subprocess by the tests.
 
     python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port-file F]
-        [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage]
+        [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage] [--say-env NAME]
 
 Tools: `echo(text)`, `getenv(name)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
 `crash()` (the process exits mid-call), `picture()` (a PNG), `shout(text)` (structured
@@ -11,6 +11,8 @@ schema of a few properties. A resource `note://hello` and a prompt `greet`.
 (name and arguments), so a test asserts what the server received. `--hang-if F`: when
 F exists at start, the server reads its input and never answers (not even the
 handshake). `--garbage`: lines that are not JSON-RPC are printed on stdout first.
+`--say-env NAME`: the variable's value is printed on stderr at start (a server that logs
+its configuration, secrets included).
 """
 
 import argparse
@@ -36,7 +38,10 @@ def main() -> None:
     parser.add_argument("--many", type=int, default=0)
     parser.add_argument("--hang-if")
     parser.add_argument("--garbage", action="store_true")
+    parser.add_argument("--say-env")
     args = parser.parse_args()
+    if args.say_env:
+        print(f"starting with {args.say_env}={os.environ.get(args.say_env)}", file=sys.stderr)
     if args.pid_file:
         Path(args.pid_file).write_text(str(os.getpid()))
     if args.hang_if and Path(args.hang_if).exists():

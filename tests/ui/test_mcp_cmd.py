@@ -174,3 +174,27 @@ def test_a_long_path_in_a_servers_env_is_no_secret(tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert "mcp__db__echo" in result.stdout
+
+
+def test_a_secret_a_server_prints_on_stderr_is_masked_in_its_log(tmp_path):
+    # The tool results were masked, but the server's own log kept the token as printed.
+    token = "tok-abcdef123456789xyz0"
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.chatty]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}, '--say-env', 'API_TOKEN']\n"
+        'env = { API_TOKEN = "${MY_API_TOKEN}" }\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path, env={"MY_API_TOKEN": token})
+
+    assert result.returncode == 0, result.stderr
+    log = tmp_path / "home" / "logs" / "mcp-chatty.log"
+    deadline = time.monotonic() + 5
+    while "starting with" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "starting with API_TOKEN=" in log.read_text()
+    assert token not in log.read_text()
+    assert os.stat(log).st_mode & 0o077 == 0

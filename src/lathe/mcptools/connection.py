@@ -250,13 +250,28 @@ class McpConnection:
         return streamable_http_client(url, http_client=http_client)
 
     def _errlog(self) -> Any:
-        """Where the server's stderr goes: a log per server (never lathe's terminal)."""
+        """Where the server's stderr goes: a log per server (never lathe's terminal),
+        readable by the user alone, through a pipe whose lines are masked on their way
+        (the values its settings take from the environment: a server printing its
+        configuration printed its token there)."""
         import os
+        import threading
+
+        from lathe.mcptools.servers import entry_secrets
 
         if self._log_dir is None:
             return open(os.devnull, "w")  # closed by the exit stack
         self._log_dir.mkdir(parents=True, exist_ok=True)
-        return open(self._log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8")
+        log = os.open(
+            self._log_dir / f"mcp-{self.name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+        )
+        os.fchmod(log, 0o600)  # one an older lathe made readable by all
+        read_end, write_end = os.pipe()
+        secrets = sorted(entry_secrets(self.entry), key=len, reverse=True)
+        threading.Thread(
+            target=_copy_masked, args=(read_end, log, secrets), daemon=True, name="mcp-log"
+        ).start()
+        return os.fdopen(write_end, "w", encoding="utf-8")  # closed by the exit stack
 
     async def _drop(self, what: str, served_by: asyncio.Task[None] | None) -> None:
         """Forget the broken connection (the next request starts the server again) and
@@ -303,3 +318,21 @@ def _describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _copy_masked(read_end: int, log: int, secrets: list[str]) -> None:
+    """Lines from `read_end` into `log`, each of `secrets` masked, until the server and
+    lathe have both closed the pipe."""
+    import os
+
+    from lathe.config.secrets import mask_secret
+
+    masks = [(secret.encode(), mask_secret(secret).encode()) for secret in secrets]
+    with os.fdopen(read_end, "rb") as lines:
+        try:
+            for line in lines:
+                for secret, masked in masks:
+                    line = line.replace(secret, masked)
+                os.write(log, line)
+        finally:
+            os.close(log)

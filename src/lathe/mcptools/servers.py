@@ -85,18 +85,17 @@ class DeclaredServers:
         (`${VAR}`): masked wherever lathe writes, like the model's key, should a server
         echo one or an error quote the URL. Arguments are left out: a `${HOME}` there
         would mask every path."""
-        environ = os.environ if environ is None else environ
-        texts = [
-            text
-            for entry in self.entries
-            for text in (
-                *entry.config.env.values(),
-                *entry.config.headers.values(),
-                entry.config.url or "",
-            )
-        ]
-        names = {name for text in texts for name in env_references(text)}
-        return [environ[name] for name in sorted(names) if environ.get(name)]
+        found = {secret for entry in self.entries for secret in entry_secrets(entry, environ)}
+        return sorted(found)
+
+
+def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values one server's `env`, `headers` and `url` take from the environment
+    (`DeclaredServers.secrets`)."""
+    environ = os.environ if environ is None else environ
+    texts = (*entry.config.env.values(), *entry.config.headers.values(), entry.config.url or "")
+    names = {name for text in texts for name in env_references(text)}
+    return [environ[name] for name in sorted(names) if environ.get(name)]
 
 
 def declared_servers(
