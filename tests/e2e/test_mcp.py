@@ -150,6 +150,26 @@ def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_it(tmp_p
     assert_server_gone(tmp_path)
 
 
+def test_a_server_error_of_code_32000_is_its_answer_not_a_crash(tmp_path, fake_openai):
+    # -32000 is also the code the SDK gives a lost connection: lathe took the server's
+    # own error for a crash, lost its message and restarted a healthy server each time.
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path)})
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__srv__refuse", {"why": "no such table"})]),
+        Reply(calls=[Call("mcp__srv__echo", {"text": "still here"})]),
+        Reply("Done."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    refused = tool_results(bodies[1])[0]
+    assert "refused on purpose: no such table" in refused and "crashed" not in refused
+    assert tool_results(bodies[2])[1] == "echo: still here"
+
+
 def test_a_tool_error_and_bad_arguments_reach_the_model(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"srv": stdio_server(tmp_path)})

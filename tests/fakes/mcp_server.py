@@ -4,6 +4,7 @@
         [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage] [--say-env NAME]
 
 Tools: `echo(text)`, `getenv(name)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
+`refuse(why)` (a JSON-RPC error of code -32000),
 `crash()` (the process exits mid-call), `picture()` (a PNG), `shout(text)` (structured
 content only), `slow(seconds)`; `--many N` adds N more (`tool_0`...), each with a
 schema of a few properties. A resource `note://hello` and a prompt `greet`.
@@ -114,6 +115,15 @@ def build(calls_file: str | None, many: int):
         """Always fails with the reason given."""
         record("fail", {"why": why})
         raise ToolError(f"failed on purpose: {why}")
+
+    @server.tool()
+    def refuse(why: str) -> str:
+        """Answer with a JSON-RPC error of code -32000 (the code the SDK also uses for a
+        lost connection), and go on serving."""
+        from mcp import MCPError
+
+        record("refuse", {"why": why})
+        raise MCPError(code=-32000, message=f"refused on purpose: {why}")
 
     @server.tool()
     def crash() -> str:

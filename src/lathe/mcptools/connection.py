@@ -34,6 +34,11 @@ class McpFailure(ToolError):
     """The server could not do what was asked; the message names it and says why."""
 
 
+# What the SDK says of a connection that closed, with the code a server may also give
+# an error of its own (-32000, the first of the codes left to servers).
+_SDK_CLOSED = "Connection closed"
+
+
 class McpConnection:
     def __init__(self, entry: ServerEntry, workspace: Path, log_dir: Path | None) -> None:
         self.entry = entry
@@ -135,7 +140,7 @@ class McpConnection:
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
-            elif exc.code == CONNECTION_CLOSED:
+            elif exc.code == CONNECTION_CLOSED and exc.error.message == _SDK_CLOSED:
                 await self._drop(
                     f"closed the connection while {doing} (it may have crashed)", served_by
                 )
