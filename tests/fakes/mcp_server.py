@@ -13,7 +13,7 @@ schema of a few properties. A resource `note://hello` and a prompt `greet`.
 F exists at start, the server reads its input and never answers (not even the
 handshake). `--garbage`: lines that are not JSON-RPC are printed on stdout first.
 `--say-env NAME`: the variable's value is printed on stderr at start (a server that logs
-its configuration, secrets included).
+its configuration, secrets included). `--twins`: tools `a.b` and `a_b` besides.
 """
 
 import argparse
@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--hang-if")
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--say-env")
+    parser.add_argument("--twins", action="store_true")
     args = parser.parse_args()
     if args.say_env:
         print(f"starting with {args.say_env}={os.environ.get(args.say_env)}", file=sys.stderr)
@@ -52,7 +53,7 @@ def main() -> None:
     if args.garbage:
         print("starting the fake server...", flush=True)
         print("{not json at all", flush=True)
-    server = build(args.calls, args.many)
+    server = build(args.calls, args.many, twins=args.twins)
     if args.transport == "stdio":
         server.run()
     else:
@@ -78,7 +79,7 @@ def serve_http(server, transport: str, port_file: Path) -> None:
     anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve, [listener])
 
 
-def build(calls_file: str | None, many: int):
+def build(calls_file: str | None, many: int, *, twins: bool = False):
     # The SDK costs ~1.3 CPU-s to import; a server told to hang never needs it.
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -143,6 +144,18 @@ def build(calls_file: str | None, many: int):
         record("slow", {"seconds": seconds})
         time.sleep(seconds)
         return "woke up"
+
+    if twins:  # two names a model API would see as one once cleaned up
+
+        @server.tool(name="a.b")
+        def dotted() -> str:
+            """The dotted twin."""
+            return "dotted"
+
+        @server.tool(name="a_b")
+        def underscored() -> str:
+            """The underscored twin."""
+            return "underscored"
 
     @server.resource("note://hello")
     def hello_note() -> str:

@@ -49,7 +49,7 @@ def test_list_starts_trusted_servers_only_and_stops_them(tmp_path):
         line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines() if "\t" in line
     }
     assert rows["mine"][1:3] == ["stdio", "user"] and rows["mine"][3].startswith("ok")
-    assert rows["mine"][4] == "7" and int(rows["mine"][5].replace(",", "")) > 100
+    assert rows["mine"][4] == "8" and int(rows["mine"][5].replace(",", "")) > 100
     assert rows["proj"][2] == "untrusted" and "not started" in rows["proj"][3]
     assert rows["proj"][6].startswith(".mcp.json ")
     assert "mcp__mine__echo" in result.stdout and "mine resources: note://hello" in result.stdout
@@ -198,3 +198,20 @@ def test_a_secret_a_server_prints_on_stderr_is_masked_in_its_log(tmp_path):
     assert "starting with API_TOKEN=" in log.read_text()
     assert token not in log.read_text()
     assert os.stat(log).st_mode & 0o077 == 0
+
+
+def test_two_tools_whose_names_clean_up_alike_both_stay_reachable(tmp_path):
+    # `a.b` and `a_b` both became mcp__twins__a_b: one of them could not be called.
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.twins]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}, '--twins']\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    names = [word for word in result.stdout.split() if word.startswith("mcp__twins__a_b")]
+    assert len(set(names)) == 2, names

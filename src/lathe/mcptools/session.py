@@ -31,7 +31,7 @@ from lathe.events import Notice
 from lathe.hooks.base import AgentHooks
 from lathe.mcptools.connection import McpConnection
 from lathe.mcptools.servers import DeclaredServers, ServerEntry
-from lathe.mcptools.tools import McpResourceTool, McpTool, ToolSearchTool
+from lathe.mcptools.tools import McpResourceTool, McpTool, ToolSearchTool, mcp_tools
 from lathe.tools.base import ToolRegistry, tool_spec
 
 
@@ -113,12 +113,15 @@ class McpSession(AgentHooks):
     def _wrap(self, connection: McpConnection, remote: list[dict[str, Any]]) -> list[McpTool]:
         config = connection.entry.config
         include, exclude = config.include_tools, config.exclude_tools
-        return [
-            McpTool(connection, r)
-            for r in remote
-            if (not include or any(fnmatchcase(r["name"], p) for p in include))
-            and not any(fnmatchcase(r["name"], p) for p in exclude)
-        ]
+        return mcp_tools(
+            connection,
+            [
+                r
+                for r in remote
+                if (not include or any(fnmatchcase(r["name"], p) for p in include))
+                and not any(fnmatchcase(r["name"], p) for p in exclude)
+            ],
+        )
 
     def _add(self, tool: McpTool) -> None:
         if tool.name in self.tools or self._registry.get(tool.name) is not None:

@@ -37,12 +37,25 @@ _EXTENSIONS = {
 }  # fmt: skip
 
 
-def tool_name(server: str, tool: str) -> str:
+def tool_name(server: str, tool: str, taken: frozenset[str] | set[str] = frozenset()) -> str:
+    """`mcp__SERVER__TOOL` as a model API takes it; given a short hash of the tool's own
+    name when cut to length, or when one of `taken` (a sibling's that cleaned up the
+    same: `a.b` beside `a_b`) already has it."""
     name = f"mcp__{server}__{_UNSAFE.sub('_', tool)}"
-    if len(name) <= _MAX_NAME:
+    if len(name) <= _MAX_NAME and name not in taken:
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
     return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+def mcp_tools(connection: McpConnection, remote: list[dict[str, Any]]) -> list[McpTool]:
+    """The server's tools as lathe tools, each with a name of its own (`tool_name`)."""
+    tools: list[McpTool] = []
+    taken: set[str] = set()
+    for listed in remote:
+        tools.append(McpTool(connection, listed, taken))
+        taken.add(tools[-1].name)
+    return tools
 
 
 class McpTool(Tool):
@@ -50,10 +63,13 @@ class McpTool(Tool):
 
     repeatable: ClassVar[bool] = True  # a remote call's result may change between calls
 
-    def __init__(self, connection: McpConnection, remote: dict[str, Any]) -> None:
+    def __init__(
+        self, connection: McpConnection, remote: dict[str, Any], taken: set[str] | None = None
+    ) -> None:
+        """`taken`: the names the server's other tools have so far (see `tool_name`)."""
         self.connection = connection
         self.remote_name: str = remote["name"]
-        self.name = tool_name(connection.name, self.remote_name)  # type: ignore[misc]
+        self.name = tool_name(connection.name, self.remote_name, taken or set())  # type: ignore[misc]
         self.description = (  # type: ignore[misc]
             remote.get("description")
             or f"The {self.remote_name} tool of the MCP server {connection.name}."

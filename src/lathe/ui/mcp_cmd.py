@@ -202,13 +202,13 @@ async def _probe_all(entries: list[Any], workspace: Path) -> dict[str, _Report]:
 
 async def _probe(connection: Any) -> _Report:
     from lathe.mcptools.session import remote_tool, schema_tokens
-    from lathe.mcptools.tools import McpTool
+    from lathe.mcptools.tools import mcp_tools
 
     report = _Report(connection.name)
     started = time.monotonic()
     try:
         listed = await connection.list_tools()
-        report.tools = [McpTool(connection, remote_tool(tool)) for tool in listed]
+        report.tools = mcp_tools(connection, [remote_tool(tool) for tool in listed])
         elapsed = time.monotonic() - started
         report.resources = [str(r.uri) for r in await connection.list_resources()]
         report.prompts = [p.name for p in await connection.list_prompts()]
