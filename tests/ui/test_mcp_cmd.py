@@ -215,3 +215,23 @@ def test_two_tools_whose_names_clean_up_alike_both_stay_reachable(tmp_path):
     assert result.returncode == 0, result.stderr
     names = [word for word in result.stdout.split() if word.startswith("mcp__twins__a_b")]
     assert len(set(names)) == 2, names
+
+
+def test_a_server_that_fails_at_start_points_at_what_it_printed(tmp_path):
+    # "failed to start: MCPError: Connection closed", and not a word of where the cause
+    # was written.
+    crash = "import sys; print('boom at start: no DATABASE_URL', file=sys.stderr); sys.exit(1)"
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.broken]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = ['-c', {json.dumps(crash)}]\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "test", "broken", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 1
+    log = tmp_path / "home" / "logs" / "mcp-broken.log"
+    assert str(log) in result.stdout + result.stderr
+    assert "boom at start: no DATABASE_URL" in log.read_text()

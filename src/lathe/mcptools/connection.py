@@ -218,8 +218,15 @@ class McpConnection:
                         return  # it ran, then broke: the request that saw it reports it
                     failure = exc
             if failure is not None:
+                where = (
+                    f"; what it printed is in {self._log_dir / f'mcp-{self.name}.log'}"
+                    if self._log_dir is not None and config.command is not None
+                    else ""
+                )
                 ready.set_exception(
-                    McpFailure(f"MCP server {self.name} failed to start: {_describe(failure)}")
+                    McpFailure(
+                        f"MCP server {self.name} failed to start: {_describe(failure)}{where}"
+                    )
                 )
         finally:
             self._client = None
