@@ -235,3 +235,21 @@ def test_a_server_that_fails_at_start_points_at_what_it_printed(tmp_path):
     log = tmp_path / "home" / "logs" / "mcp-broken.log"
     assert str(log) in result.stdout + result.stderr
     assert "boom at start: no DATABASE_URL" in log.read_text()
+
+
+def test_import_takes_the_secrets_out_of_a_servers_url(tmp_path):
+    # The env secret became ${VAR}, but a key in the url was copied into the config.
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        '[mcp_servers.search]\n'
+        'url = "https://bob:pw-0123456789@example.com/mcp?api_key=abcdef1234567890abcdef&x=1"\n'
+    )
+
+    result = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "config.toml").read_text()
+    assert "abcdef1234567890abcdef" not in written and "pw-0123456789" not in written
+    url = tomllib.loads(written)["mcp"]["servers"]["search"]["url"]
+    assert url == "https://bob:${SEARCH_URL_PASSWORD}@example.com/mcp?api_key=${SEARCH_API_KEY}&x=1"
+    assert "export SEARCH_API_KEY" in result.stdout and "SEARCH_URL_PASSWORD" in result.stdout

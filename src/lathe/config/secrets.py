@@ -64,6 +64,19 @@ def url_secrets(url: str) -> list[str]:
     """The credentials a URL carries: `user:password@` (whole, so a short password is
     masked too) and its password, and the values of query parameters named like one
     (`api-key=`, `token=`)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [f"{parts.username or ''}:{parts.password}"] if parts.password else []
+    return found + [value for _, value in url_credentials(url)]
+
+
+def url_credentials(url: str) -> list[tuple[str, str]]:
+    """(what, value) of each credential in a URL: ("password", its password), then
+    (the parameter's name, its value) for query parameters named like one."""
     from urllib.parse import parse_qsl, urlsplit
 
     try:
@@ -71,8 +84,8 @@ def url_secrets(url: str) -> list[str]:
         password = parts.password
     except ValueError:
         return []
-    found = [f"{parts.username or ''}:{password}", password] if password else []
-    found += [v for k, v in parse_qsl(parts.query) if v and _SECRET_PARAMETER.search(k)]
+    found = [("password", password)] if password else []
+    found += [(k, v) for k, v in parse_qsl(parts.query) if v and _SECRET_PARAMETER.search(k)]
     return found
 
 

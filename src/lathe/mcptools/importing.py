@@ -3,8 +3,9 @@
 `[mcp.servers.NAME]` tables.
 
 A value that looks like a secret (`looks_like_secret`) is never written: an `env` entry
-becomes `${ITS_NAME}`, a header `${SERVERNAME_HEADER}`, and the caller tells the user
-which variables to export. Existing text and comments of the target file are kept; a
+becomes `${ITS_NAME}`, a header `${SERVERNAME_HEADER}`, a `url`'s password and secret
+query values `${SERVERNAME_URL_PASSWORD}` and `${SERVERNAME_PARAMETER}`, and the caller
+tells the user which variables to export. Existing text and comments of the target file are kept; a
 server the file already declares is skipped, not overwritten.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lathe.config.render import toml_value
-from lathe.config.secrets import holds_literal_secret
+from lathe.config.secrets import holds_literal_secret, url_credentials
 from lathe.errors import UsageError
 from lathe.mcptools.servers import server_config
 
@@ -57,6 +58,8 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
                     value = f"${{{variable}}}"
                     replaced.append((f"mcp.servers.{safe}.{key}.{item}", variable))
                 fields[key][item] = value
+        if fields.get("url"):
+            fields["url"] = _url_without_secrets(fields["url"], safe, replaced)
         try:
             checked = server_config(fields)
         except ValidationError as exc:
@@ -140,6 +143,22 @@ def _from_gemini(server: dict[str, Any]) -> dict[str, Any]:
     for ignored in ("trust", "description", "oauth", "authProviderType"):
         fields.pop(ignored, None)
     return fields
+
+
+def _url_without_secrets(url: str, server: str, replaced: list[tuple[str, str]]) -> str:
+    """`url` with its password and secret query values as `${SERVER_...}` references,
+    each added to `replaced`."""
+    from urllib.parse import quote_plus
+
+    for what, value in url_credentials(url):
+        variable = _variable(f"{server}_url_password" if what == "password" else f"{server}_{what}")
+        if what == "password":
+            url = url.replace(f":{value}@", f":${{{variable}}}@", 1)
+        else:  # as it is written in the query, encoded or not
+            for spelled in dict.fromkeys((value, quote_plus(value))):
+                url = url.replace(f"={spelled}", f"=${{{variable}}}", 1)
+        replaced.append((f"mcp.servers.{server}.url", variable))
+    return url
 
 
 def _variable(text: str) -> str:
