@@ -525,3 +525,32 @@ def test_a_second_ctrl_c_while_children_stop_loses_none_of_their_work(
         in_patches = any(f"+work {name}" in p.read_text(errors="replace") for p in patches)
         in_worktrees = any((home / "worktrees").rglob(f"{name}.txt"))
         assert in_patches or in_worktrees, f"child {name}'s work is gone"
+
+
+def test_the_runs_budgets_count_its_children_and_bound_them(tmp_path, fake_openai) -> None:
+    # Each child had the whole --max-cost to itself, --max-tokens bound none of them, and
+    # the run ended 0 reporting only the parent's tokens and cost.
+    ws = _project(tmp_path)
+    big = {"prompt_tokens": 400_000, "completion_tokens": 1000, "total_tokens": 401_000}
+    busy = [Reply(calls=[Call("bash", {"command": "true"})], usage=big)] * 3
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] work"), _task("b", "[child b] work")]),
+                Reply("all done")],
+        children={"[child a]": [*busy, Reply("a done", usage=big)],
+                  "[child b]": [*busy, Reply("b done", usage=big)]},
+    )  # fmt: skip
+    priced = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
+              "-c", "models.m.output_price=2.0"]  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, *priced, "--approval", "full", "--max-tokens",
+                  "100k", "split the work")  # fmt: skip
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    finished = [e for e in map(json.loads, result.stdout.splitlines())
+                if e["type"] == "run_finished"][-1]  # fmt: skip
+    assert finished["status"] == "out_of_budget"
+    assert finished["usage"]["input_tokens"] >= 800_000  # both children's first replies
+    assert finished["cost_usd"] >= 0.8
+    child_requests = [b for b in fake_openai.chat_bodies() if "[child" in _first_user_text(b)]
+    assert len(child_requests) == 2  # each child stopped at its first reply over the cap
+    assert len(fake_openai.chat_bodies()) == 3  # and the parent asked nothing more

@@ -48,7 +48,7 @@ from lathe.events import (
 from lathe.hooks.base import AgentHooks
 from lathe.llm import base as llm
 from lathe.llm.retry import RetryPolicy, stream_with_retry
-from lathe.tools.base import ToolContext, ToolRegistry
+from lathe.tools.base import ToolContext, ToolOutput, ToolRegistry
 from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from lathe.words import Words, load_words
 
@@ -113,6 +113,12 @@ class RunSpending:
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
+
+    def count(self, output: ToolOutput) -> None:
+        """Add what a tool call spent on models (`ToolOutput.spent`: a subagent's)."""
+        if output.spent is not None:
+            self.usage = self.usage + output.spent
+            self.cost_usd += output.spent_usd or 0.0
 
 
 class Agent:
@@ -220,6 +226,7 @@ class Agent:
                 records = await runner.run_calls(run.turn, reply.tool_calls)
                 for record in records:
                     self.append(result_message(record.call, record.output))
+                    spend.count(record.output)
                 decision = await self._after_calls(records, run, by_lathe=False)
             else:
                 decision = Finish(RunStatus.UNVERIFIED, answer=reply.text)

@@ -18,6 +18,7 @@ rewrites nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -166,10 +167,7 @@ class CommandHooks(AgentHooks):
             )
             reply = _json_object(result.stdout) if result.exit_code == 0 else None
             if reply and isinstance(reply.get("content"), str):
-                output = ToolOutput(
-                    content=reply["content"], is_error=output.is_error,
-                    summary=output.summary, details=output.details,
-                )  # fmt: skip
+                output = dataclasses.replace(output, content=reply["content"])
         return output
 
     def _base(self) -> dict[str, Any]:

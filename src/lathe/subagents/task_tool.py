@@ -92,6 +92,8 @@ class TaskTool(Tool):
             content=result.for_model(),
             is_error=result.is_error,
             summary=f"{result.status.value}: {plural(len(result.files), 'file')} changed",
+            spent=result.usage,
+            spent_usd=result.cost_usd,
             details={
                 "child_id": result.child_id,
                 "status": result.status.value,

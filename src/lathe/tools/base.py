@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from lathe.exec.base import Executor
-from lathe.types import ToolSpec
+from lathe.types import ToolSpec, Usage
 
 CURRENT_CALL: ContextVar[str] = ContextVar("lathe_current_call", default="")
 """The id of the model's call being run; the loop sets it before the call's hooks."""
@@ -80,6 +80,10 @@ class ToolOutput:
     is_error: bool = False
     summary: str = ""  # one line for progress displays: "120 lines", "exit 0"
     details: dict[str, Any] = field(default_factory=dict)  # diff, exit_code, path ...
+    # Model use the call paid for (a subagent's replies): the run counts it in its usage,
+    # cost and budgets as its own. `spent_usd` None: not priced.
+    spent: Usage | None = None
+    spent_usd: float | None = None
 
 
 @dataclass

@@ -346,8 +346,10 @@ class _Child:
                 "agent": config.agent.model_copy(
                     update={
                         "max_turns": profile.max_turns or config.agents.max_turns,
-                        "max_tokens": config.agents.max_tokens,
-                        "timeout": config.agents.timeout,  # its cost cap: the user's
+                        # Unset for children, the user's: a child never has more
+                        # than the run it serves (whose budgets count it too).
+                        "max_tokens": config.agents.max_tokens or config.agent.max_tokens,
+                        "timeout": config.agents.timeout or config.agent.timeout,
                         "verify": None,
                         "attempts": 1,
                     }
