@@ -461,6 +461,11 @@ def test_a_child_that_starts_its_own_child_when_every_slot_is_taken_does_not_han
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert (ws / "b.py").read_text() == "B = 2\n"
+    # The inner child's changes land in the outer one's folder, where no checkpoint is
+    # taken: the outer child is not told `lathe undo` reverts them.
+    outer = [b for b in fake_openai.chat_bodies() if "[child O]" in _first_user_text(b)]
+    told = [m["content"] for m in outer[-1]["messages"] if m["role"] == "tool"]
+    assert "applied to your workspace" in told[-1] and "lathe undo" not in told[-1]
 
 
 def test_a_second_ctrl_c_while_children_stop_loses_none_of_their_work(

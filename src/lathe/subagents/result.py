@@ -120,9 +120,13 @@ def _changes(result: ChildResult) -> list[str]:
     merge = result.merge
     if merge is None:
         return lines
-    if merge.applied:
-        where = f" as checkpoint #{merge.checkpoint}" if merge.checkpoint is not None else ""
-        lines.append(f"Its changes are applied to your workspace{where} (`lathe undo` reverts).")
+    if merge.applied and merge.checkpoint is not None:
+        lines.append(
+            f"Its changes are applied to your workspace as checkpoint #{merge.checkpoint} "
+            "(`lathe undo` reverts)."
+        )
+    elif merge.applied:  # a child's own child: its parent's changes land as one later
+        lines.append("Its changes are applied to your workspace.")
     else:
         # Shown, not pointed at: the patch file lies outside the workspace, where neither
         # read nor a sandboxed command reaches.
