@@ -559,3 +559,33 @@ def test_the_runs_budgets_count_its_children_and_bound_them(tmp_path, fake_opena
     child_requests = [b for b in fake_openai.chat_bodies() if "[child" in _first_user_text(b)]
     assert len(child_requests) == 2  # each child stopped at its first reply over the cap
     assert len(fake_openai.chat_bodies()) == 3  # and the parent asked nothing more
+
+
+def test_a_file_a_child_writes_at_an_ignored_path_is_named_not_dropped_silently(
+    tmp_path, fake_openai
+) -> None:
+    # The child said it wrote build/out.log; its result listed only a.py, and the file
+    # was gone with the child's folder, with no word to anyone.
+    ws = _project(tmp_path)
+    (ws / ".gitignore").write_text("build/\n__pycache__/\n")
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("w", "[child W] write the log")]), Reply("ok")],
+        children={
+            "[child W]": [
+                Reply(calls=[
+                    _edit("a.py", "A = 1", "A = 2"),
+                    Call("write", {"path": "build/out.log", "content": "the report\n"}),
+                    Call("bash", {"command": "mkdir -p __pycache__ && touch __pycache__/a.pyc"}),
+                ]),
+                Reply("wrote both"),
+            ]
+        },
+    )  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "delegate")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (ws / "a.py").read_text() == "A = 2\n"
+    told = _results(result.stdout)["call_w"]["output"]
+    assert "build/out.log" in told and "not brought back" in told
+    assert "a.pyc" not in told  # caches are no one's work

@@ -68,6 +68,7 @@ class ChildResult:
     answer_file: Path | None = None  # the whole answer, when `answer` was cut
     reason: str = ""  # why it ended, in words
     files: tuple[FileStat, ...] = ()
+    left_behind: tuple[str, ...] = ()  # files it made at ignored paths (not brought back)
     evidence: Evidence | None = None
     merge: Merge | None = None  # None: nothing changed, or a read-only child
     usage: Usage = field(default_factory=Usage)
@@ -113,8 +114,23 @@ def _claim(result: ChildResult) -> str:
 
 
 def _changes(result: ChildResult) -> list[str]:
+    lines = _left_behind(result.left_behind)
     if not result.files:
-        return ["Files changed: none."]
+        return ["Files changed: none.", *lines]
+    return [*_merged(result), *lines]
+
+
+def _left_behind(paths: tuple[str, ...]) -> list[str]:
+    if not paths:
+        return []
+    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    return [
+        f"Files it made at paths your ignore rules ignore were not brought back (they were "
+        f"only in its copy, now removed): {shown}. Make them here if they are needed."
+    ]
+
+
+def _merged(result: ChildResult) -> list[str]:
     stats = ", ".join(_stat(f) for f in result.files)
     lines = [f"Files changed: {stats}"]
     merge = result.merge

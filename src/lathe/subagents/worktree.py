@@ -92,10 +92,19 @@ def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
 @dataclass(frozen=True)
 class Changes:
     """What a child changed since `base`: the files with line counts, and all of it as a
-    binary patch (b"" when nothing)."""
+    binary patch (b"" when nothing); `left_behind`, files it made at paths the
+    workspace's ignore rules ignore, which no patch carries (caches left out)."""
 
     files: tuple[FileStat, ...]
     patch: bytes
+    left_behind: tuple[str, ...] = ()
+
+
+# Folders of files no one wrote on purpose: what running code or tests leaves.
+_CACHES = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".tox",
+     ".venv", "venv", ".cache", ".hypothesis"}
+)  # fmt: skip
 
 
 def child_changes(tree: Worktree) -> Changes:
@@ -115,7 +124,19 @@ def child_changes(tree: Worktree) -> Changes:
             )
         )
     patch = _git(tree.path, "diff", "--cached", "--binary", "--no-renames", tree.base)
-    return Changes(tuple(files), patch)
+    return Changes(tuple(files), patch, _left_behind(tree))
+
+
+def _left_behind(tree: Worktree) -> tuple[str, ...]:
+    """The files at ignored paths in the child's folder, caches left out. A clone holds
+    none of the parent's ignored files, so each is the child's own (a copy has no
+    ignore rules: everything in it is staged)."""
+    if not (tree.source / ".git").exists():
+        return ()
+    listing = _git(tree.path, *_user_ignores(), "ls-files", "--others", "--ignored",
+                   "--exclude-standard", "-z")  # fmt: skip
+    paths = listing.decode("utf-8", "surrogateescape").split("\0")
+    return tuple(sorted(p for p in paths if p and not _CACHES.intersection(Path(p).parts[:-1])))
 
 
 def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:

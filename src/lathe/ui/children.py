@@ -453,10 +453,10 @@ class _Child:
     async def _result(self) -> ChildResult:
         finished = self.finished
         assert finished is not None and self.session is not None
-        files, merge = (), None
+        files, merge, left_behind = (), None, ()
         if self.tree is not None:
             changes = await asyncio.to_thread(child_changes, self.tree)
-            files = changes.files
+            files, left_behind = changes.files, changes.left_behind
             if files:
                 merge = await self._merge(changes.patch)
         answer, answer_file = capped_answer(
@@ -470,6 +470,7 @@ class _Child:
             answer_file=answer_file,
             reason=finished.reason,
             files=files,
+            left_behind=left_behind,
             evidence=finished.evidence,
             merge=merge,
             usage=finished.usage or Usage(),
