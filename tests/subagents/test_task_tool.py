@@ -589,3 +589,34 @@ def test_a_file_a_child_writes_at_an_ignored_path_is_named_not_dropped_silently(
     told = _results(result.stdout)["call_w"]["output"]
     assert "build/out.log" in told and "not brought back" in told
     assert "a.pyc" not in told  # caches are no one's work
+
+
+def test_a_child_sees_the_submodules_and_is_told_its_changes_there_stay_behind(
+    tmp_path, fake_openai
+) -> None:
+    # Inside the child's copy a submodule was an empty folder, and what it wrote there
+    # vanished without a word.
+    sub = tmp_path / "subrepo"
+    sub.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=sub, check=True)
+    (sub / "x.txt").write_text("sub content\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    subprocess.run([*git, "add", "-A"], cwd=sub, check=True)
+    subprocess.run([*git, "commit", "-qm", "s"], cwd=sub, check=True)
+    ws = _project(tmp_path)
+    subprocess.run([*git, "submodule", "add", "-q", str(sub), "vendor"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "with a submodule"], cwd=ws, check=True)
+    command = "cat vendor/x.txt > seen.txt; echo new > vendor/x.txt"
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("s", "[child S] look in vendor")]), Reply("ok")],
+        children={"[child S]": [Reply(calls=[Call("bash", {"command": command})]),
+                                Reply("done")]},
+    )  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "delegate")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (ws / "seen.txt").read_text() == "sub content\n"  # the child could read it
+    assert (ws / "vendor" / "x.txt").read_text() == "sub content\n"  # not written through
+    told = _results(result.stdout)["call_s"]["output"]
+    assert "vendor/x.txt" in told and "not brought back" in told

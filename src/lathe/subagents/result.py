@@ -125,8 +125,9 @@ def _left_behind(paths: tuple[str, ...]) -> list[str]:
         return []
     shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
     return [
-        f"Files it made at paths your ignore rules ignore were not brought back (they were "
-        f"only in its copy, now removed): {shown}. Make them here if they are needed."
+        f"Files it made at paths your ignore rules ignore, or changed inside a submodule, "
+        f"were not brought back (they were only in its copy, now removed): {shown}. Make "
+        "them here if they are needed."
     ]
 
 

@@ -128,15 +128,45 @@ def child_changes(tree: Worktree) -> Changes:
 
 
 def _left_behind(tree: Worktree) -> tuple[str, ...]:
-    """The files at ignored paths in the child's folder, caches left out. A clone holds
-    none of the parent's ignored files, so each is the child's own (a copy has no
-    ignore rules: everything in it is staged)."""
+    """The files no patch carries: those at ignored paths in the child's folder, caches
+    left out (a clone holds none of the parent's ignored files, so each is the child's
+    own; a copy has no ignore rules: everything in it is staged), and those it changed
+    inside a submodule (git stages none of a submodule's files)."""
     if not (tree.source / ".git").exists():
         return ()
     listing = _git(tree.path, *_user_ignores(), "ls-files", "--others", "--ignored",
                    "--exclude-standard", "-z")  # fmt: skip
     paths = listing.decode("utf-8", "surrogateescape").split("\0")
-    return tuple(sorted(p for p in paths if p and not _CACHES.intersection(Path(p).parts[:-1])))
+    ignored = [p for p in paths if p and not _CACHES.intersection(Path(p).parts[:-1])]
+    inside = [p for sub in _submodules(tree.path) for p in _changed_in(tree, sub)]
+    return tuple(sorted({*ignored, *inside}))
+
+
+def _submodules(repository: Path) -> list[str]:
+    """The paths of the submodules `repository`'s index holds (gitlinks)."""
+    staged = _git(repository, "ls-files", "--stage", "-z").decode("utf-8", "surrogateescape")
+    return [
+        entry.split("\t", 1)[1]
+        for entry in staged.split("\0")
+        if entry.startswith("160000 ") and "\t" in entry
+    ]
+
+
+def _changed_in(tree: Worktree, submodule: str) -> list[str]:
+    """The files under `submodule` in the child's folder that differ from the parent's
+    (made, changed or removed)."""
+
+    def files(root: Path) -> dict[str, bytes]:
+        found = {}
+        for path in root.rglob("*") if root.is_dir() else ():
+            relative = path.relative_to(root)
+            if relative.parts[0] != ".git" and (path.is_file() or path.is_symlink()):
+                found[relative.as_posix()] = path.read_bytes() if path.is_file() else b""
+        return found
+
+    before, after = files(tree.source / submodule), files(tree.path / submodule)
+    differ = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    return [f"{submodule}/{p}" for p in sorted(differ)]
 
 
 def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:
@@ -175,6 +205,11 @@ def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
     _git(workspace, "clone", "--quiet", "--local", "--no-checkout", ".", str(destination),
          own=False)  # fmt: skip
     _git(destination, "checkout", "--quiet", "--detach", head)
+    for path in _submodules(destination):  # their files, as the parent has them checked out
+        source = workspace / path
+        if source.is_dir():
+            shutil.copytree(source, destination / path, symlinks=True, dirs_exist_ok=True,
+                            ignore=_ignore_in(source, ".git"))  # fmt: skip
     uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", own=False)
     if uncommitted:
         _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
