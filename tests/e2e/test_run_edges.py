@@ -156,6 +156,22 @@ def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(tmp_
     assert fake_openai.chat_bodies() == []
 
 
+def test_a_check_whose_runner_module_is_missing_stops_before_the_first_model_call(
+    tmp_path, fake_openai
+):
+    # `python -m pytest` where pytest is not installed: taken for a failing test, every
+    # attempt ran and ended stuck.
+    ws = _workspace(tmp_path)
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--verify", "python -m nosuchrunner_xyz -q",
+                       TASK)  # fmt: skip
+
+    assert result.returncode == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "cannot run" in line]
+    assert line.startswith("lathe: ") and "nosuchrunner_xyz" in line and "install" in line
+    assert fake_openai.chat_bodies() == []
+
+
 def test_a_read_only_workspace_still_answers_read_only_questions(tmp_path, fake_openai):
     """Crashed with a traceback (`OSError: [Errno 30] ... '.lathe'`) and left an empty
     session. The workspace is made read-only for lathe by a bwrap mount around it."""

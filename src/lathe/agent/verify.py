@@ -458,9 +458,19 @@ def passed(result: ExecResult) -> bool:
 _CANNOT_RUN = {126: "it is not executable", 127: "command not found"}
 
 
+_RUN_AS_MODULE = re.compile(r"(?:^|[\s;&|(])\S*python[\d.]*\s+-m\s+([\w.]+)")
+
+
 def unusable_reason(command: str, result: ExecResult) -> str | None:
-    """Why the verify command cannot run at all, when its exit code says so (126, 127);
-    None when it ran (passing or failing)."""
+    """Why the verify command cannot run at all, when its exit code says so (126, 127)
+    or its `python -m X` finds no module X; None when it ran (passing or failing)."""
+    missing = _missing_runner(command, result)
+    if missing:
+        return (
+            f"the verify command `{command}` cannot run: there is no module {missing} where "
+            f"it runs (exit {result.exit_code}); install {missing} there, or fix --verify "
+            "(or agent.verify), then start again"
+        )
     why = _CANNOT_RUN.get(result.exit_code) if result.exit_code is not None else None
     if why is None:
         return None
@@ -470,6 +480,17 @@ def unusable_reason(command: str, result: ExecResult) -> str | None:
         f"the verify command `{command}` cannot run (exit {result.exit_code}, {why}{said}); "
         "fix --verify (or agent.verify) so it runs here, then start again"
     )
+
+
+def _missing_runner(command: str, result: ExecResult) -> str | None:
+    """The module a `python -m X` check runs when Python said it has none, else None.
+    A module the project's own code imports is a failing test, not this."""
+    if result.exit_code in (0, None):
+        return None
+    for module in _RUN_AS_MODULE.findall(command):
+        if re.search(rf"No module named '?{re.escape(module)}'?(\s|$)", result.output):
+            return module
+    return None
 
 
 def _status(result: ExecResult) -> str:
