@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.fakes.openai_server import Call, Hang, Reply, server_error
+from tests.fakes.openai_server import Call, Hang, Reply, server_error, unauthorized
 from tests.sandboxes import needs
 
 from lathe.exec.bwrap import check_bubblewrap
@@ -500,6 +500,31 @@ def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path, fake_openai
     assert "qx7Q" not in done.stdout + done.stderr + shown.stdout + shown.stderr
     for secret in (password, token):
         assert secret not in done.stdout + done.stderr + shown.stdout + shown.stderr
+        files = subprocess.run(["grep", "-rl", secret, str(tmp_path / "home")],
+                               capture_output=True, text=True)  # fmt: skip
+        assert files.stdout == ""
+
+
+def test_short_credentials_in_the_base_url_are_masked_in_provider_errors(tmp_path, fake_openai):
+    # Too short for the redactor to mask them wherever they show up, they were printed
+    # whole in the 401 message, the session, the log and `doctor --live`.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    url = fake_openai.base_url.replace("http://", "http://u:pw-SHRT@") + "?api_key=SECRETQ"
+    fake_openai.enqueue(unauthorized(), unauthorized())
+    ran = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url", url, "-C",
+         str(ws), "Say ok"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    checked = subprocess.run(
+        [sys.executable, "-m", "lathe", "doctor", "--model", "m", "--base-url", url, "--live"],
+        cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 3 and "rejected" in ran.stderr, ran.stderr
+    assert "rejected" in checked.stdout + checked.stderr
+    for secret in ("SECRETQ", "pw-SHRT"):
+        assert secret not in ran.stdout + ran.stderr + checked.stdout + checked.stderr
         files = subprocess.run(["grep", "-rl", secret, str(tmp_path / "home")],
                                capture_output=True, text=True)  # fmt: skip
         assert files.stdout == ""

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from lathe.chunked import ChunkCache
+from lathe.config.secrets import masked_url
 from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, Transport
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
@@ -142,7 +143,10 @@ class AnthropicProvider:
         self._api_key = api_key
         self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
-        self._ctx = ErrorContext(model, self._base_url, api_key_env, api_key, timeouts)
+        # Messages name the endpoint with its credentials masked: too short to look like
+        # secrets, a ?api_key= or a password was printed whole in every error.
+        shown = masked_url(self._base_url)
+        self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts)
         self._client = LazyClient(self._new_client, close=lambda client: client.close())
         self._turns: ChunkCache[Message, _Blocks, tuple[dict[str, Any], ...]] = ChunkCache(
             _blocks, _chunk_turns
