@@ -411,3 +411,27 @@ def test_only_the_tool_folders_of_dot_local_are_shown(tmp_path, monkeypatch):
     assert home / ".local" / "bin" in shown and home / ".local" / "lib" in shown
     assert not any((home / ".local" / "share").is_relative_to(p) for p in shown), shown
     assert not any((home / ".local" / "state").is_relative_to(p) for p in shown), shown
+
+
+async def test_a_version_managers_shims_run_in_the_sandbox(
+    sandbox: Sandbox, workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # pyenv, rbenv, asdf: `shims/python` runs `../libexec/pyenv`, which runs
+    # `../versions/X/bin/python`; only shims/ was shown, so every check exited 127.
+    root = tmp_path / "manager"
+    for folder in ("shims", "libexec", "versions/1.0/bin"):
+        (root / folder).mkdir(parents=True)
+    real = root / "versions" / "1.0" / "bin" / "tool"
+    real.write_text("#!/bin/sh\necho real tool ran\n")
+    dispatch = root / "libexec" / "manager"
+    dispatch.write_text(f"#!/bin/sh\nexec {real}\n")
+    shim = root / "shims" / "tool"
+    shim.write_text(f"#!/bin/sh\nexec {dispatch}\n")
+    for script in (real, dispatch, shim):
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{root / 'shims'}:{os.environ['PATH']}")
+
+    result = await _run(sandbox(workspace), "tool", workspace)
+
+    assert result.exit_code == 0, result.output
+    assert "real tool ran" in result.output

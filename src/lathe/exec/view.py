@@ -123,9 +123,12 @@ def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         # A relative entry (`.`) is relative to wherever lathe was started: home, say.
         if entry and os.path.isabs(entry):
-            # A virtualenv's bin/ needs the rest of the virtualenv (pyvenv.cfg, lib/).
+            # A virtualenv's bin/ needs the rest of the virtualenv (pyvenv.cfg, lib/), and
+            # a version manager's shims/ (pyenv, rbenv, asdf) the rest of its root: each
+            # shim runs its libexec/, which runs versions/X/bin/.
             path = Path(entry)
-            candidates.append(path.parent if (path.parent / "pyvenv.cfg").is_file() else path)
+            whole = (path.parent / "pyvenv.cfg").is_file() or path.name == "shims"
+            candidates.append(path.parent if whole else path)
     system = tuple(Path(d) for d in SYSTEM_DIRS)
     chosen: list[Path] = []
     for path in sorted({Path(os.path.abspath(p)) for p in candidates}, key=lambda p: len(p.parts)):
