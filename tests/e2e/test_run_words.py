@@ -115,3 +115,21 @@ def test_a_run_ended_by_a_provider_error_says_it_in_one_lathe_line(tmp_path, fak
     assert last.startswith("lathe: ")
     assert "404" in last and last.count("404") == 1
     assert ".." not in last
+
+
+def test_a_local_endpoint_that_wants_a_key_when_none_is_set_says_to_set_one(
+    tmp_path, fake_openai
+):
+    # "the API key was rejected ... check OPENAI_API_KEY holds a valid key", with no key set.
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(unauthorized())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env["LATHE_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url", fake_openai.base_url,
+         "-C", str(ws), "task"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    last = result.stderr.splitlines()[-1]
+    assert "none is set" in last and "rejected" not in last, last

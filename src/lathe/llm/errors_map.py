@@ -269,8 +269,13 @@ def stream_error(message: str, ctx: ErrorContext) -> ProviderError:
     return Overloaded(f"{ctx.base_url} reported an error mid-stream: {said}")
 
 
+NO_KEY = "no-key"
+"""What is sent as the key to a local endpoint when none is set (llama.cpp, Ollama and
+vLLM accept anything): a refusal of it means the server wants a key after all."""
+
+
 def _auth_message(status: int, ctx: ErrorContext) -> str:
-    if not ctx.api_key:
+    if ctx.api_key in ("", NO_KEY):
         return (
             f"{ctx.base_url} requires an API key (HTTP {status}) and none is set; "
             f"set {ctx.api_key_env}"

@@ -234,7 +234,9 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
                 f"no API key for {model.provider} ({model.shown_url}): set {model.api_key_env} "
                 "(or LATHE_API_KEY) to your key, or choose another model with --model"
             )
-        api_key = "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept anything
+        from lathe.llm.errors_map import NO_KEY
+
+        api_key = NO_KEY  # local servers (llama.cpp, Ollama, vLLM) accept anything
     wire = model.profile.settings
     return Endpoint(
         kind=model.kind,
