@@ -51,6 +51,9 @@ def _one_lathe_line(result: subprocess.CompletedProcess) -> str:
         (("--deny", "read(.env)", "sessions", "list"), 2, "--deny does not apply"),
         (("-m", "a", "run", "-m", "b", "task"), 2, "give it once"),
         (("run", "--resume", "", "task"), 2, "'--resume': give a session id"),
+        # These two ended in a traceback (OverflowError) instead.
+        (("serve", "--port", "99999"), 2, "99999 is not in the range 0<=x<=65535"),
+        (("local", "start", "--port", "-1"), 2, "-1 is not in the range 0<=x<=65535"),
     ],
 )
 def test_a_bad_invocation_is_one_line_starting_with_lathe(tmp_path, args, code, words):
@@ -136,3 +139,11 @@ def test_an_empty_model_or_a_url_that_is_none_is_refused_at_once(tmp_path, args,
     result = lathe("run", *args, "task", cwd=tmp_path, home=tmp_path / "home")
     assert result.returncode == 2, result.stderr
     assert _one_lathe_line(result).startswith(message)
+
+
+def test_an_age_past_any_session_means_everything(tmp_path):
+    # `--since 9999999d` overflowed the date arithmetic with a traceback.
+    for age in ("9999999d", "99999999999d"):
+        result = lathe("stats", "--since", age, cwd=tmp_path, home=tmp_path / "home")
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr

@@ -31,7 +31,16 @@ def parse_since(text: str) -> timedelta:
     match = _SINCE.match(text.lower())
     if not match:
         raise UsageError(f"--since {text!r}: give a number and a unit, e.g. 30m, 12h, 7d or 2w")
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        age = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    except OverflowError:
+        return _EVERYTHING
+    return min(age, _EVERYTHING)
+
+
+# Older than any session can be: an age past it means everything (a bigger one
+# overflowed the date arithmetic with a traceback).
+_EVERYTHING = timedelta(days=365 * 100)
 
 
 def log_files(sessions_root: Path, project_dir: Path | None = None) -> list[Path]:

@@ -44,8 +44,18 @@ def read_or_create_token(path: Path) -> tuple[str, bool]:
 
 
 def check_host(host: str, allow_remote: bool) -> None:
-    as_url = f"http://[{host}]/" if ":" in host else f"http://{host}/"
-    if not allow_remote and not is_loopback(as_url):
+    """A `--host` the server may bind: one that resolves, and, without `allow_remote`,
+    only to this machine (a name is judged by what it resolves to)."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UsageError(
+            f"--host {host}: no such host ({getattr(exc, 'strerror', None) or exc}); give "
+            "an address such as 127.0.0.1"
+        ) from None
+    addresses = {info[4][0] for info in found}
+    local = all(is_loopback(f"http://[{a}]/" if ":" in a else f"http://{a}/") for a in addresses)
+    if not allow_remote and not local:
         raise UsageError(
             f"--host {host} is reachable from other machines, and anyone who gets the token "
             "could run commands here; bind 127.0.0.1, or pass --allow-remote if you mean it "

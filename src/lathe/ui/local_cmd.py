@@ -128,7 +128,10 @@ class PlainProgress:
 
 @local.command("start")
 @click.option("--model", "model_name", type=_MODEL_CHOICE, default=DEFAULT_MODEL, show_default=True)
-@click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=None,
+    help="Port on 127.0.0.1 (default: a free one).",
+)  # fmt: skip
 @click.option(
     "--threads",
     type=click.IntRange(min=1),

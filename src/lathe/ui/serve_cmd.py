@@ -11,7 +11,7 @@ from lathe.ui.options import LatheCommand
 
 @click.command("serve", cls=LatheCommand)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8765, show_default=True, type=int,
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free one; the URL is printed).")  # fmt: skip
 @click.option(
     "--token-file",
