@@ -52,3 +52,19 @@ def test_attach_to_an_unknown_session_says_so_in_one_line(served, tmp_path):
     )  # fmt: skip
     assert result.returncode != 0
     assert result.stderr.startswith("lathe: ") and len(result.stderr.splitlines()) == 1
+
+
+def test_attach_with_a_token_the_server_refuses_says_which_token_file(served, tmp_path):
+    # "lathe: unauthorized (HTTP 401)", and nothing about the token it had sent.
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("not-the-token\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, "0123456789ab",
+            "--token-file", str(wrong)]  # fmt: skip
+    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=200, height=10)
+    try:
+        screen = terminal.wait_for(r"lathe: unauthorized", timeout=20)
+        assert str(wrong) in screen and "token" in screen.split("unauthorized", 1)[1]
+    finally:
+        terminal.close()

@@ -253,3 +253,22 @@ def test_import_takes_the_secrets_out_of_a_servers_url(tmp_path):
     url = tomllib.loads(written)["mcp"]["servers"]["search"]["url"]
     assert url == "https://bob:${SEARCH_URL_PASSWORD}@example.com/mcp?api_key=${SEARCH_API_KEY}&x=1"
     assert "export SEARCH_API_KEY" in result.stdout and "SEARCH_URL_PASSWORD" in result.stdout
+
+
+def test_a_server_lathe_cannot_start_for_an_unset_variable_says_so_plainly(tmp_path):
+    # "failed to start: UsageError: ... what it printed is in <a log that was never made>".
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.gh]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(FAKE_SERVER)}]\n"
+        'env = { GITHUB_TOKEN = "${GITHUB_TOKEN_NOT_SET_HERE}" }\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "test", "gh", "-C", str(ws), tmp_path=tmp_path)
+
+    said = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "GITHUB_TOKEN_NOT_SET_HERE" in said
+    assert "UsageError" not in said and "what it printed" not in said

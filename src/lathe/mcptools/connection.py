@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from lathe.errors import ToolError
+from lathe.errors import LatheError, ToolError
 from lathe.mcptools.servers import ServerEntry, expanded
 
 MAX_RESTARTS = 3
@@ -217,7 +217,9 @@ class McpConnection:
                     if ready.done():
                         return  # it ran, then broke: the request that saw it reports it
                     failure = exc
-            if failure is not None:
+            if isinstance(failure, LatheError):  # lathe's own refusal: nothing was started
+                ready.set_exception(McpFailure(f"MCP server {self.name} cannot start: {failure}"))
+            elif failure is not None:
                 where = (
                     f"; what it printed is in {self._log_dir / f'mcp-{self.name}.log'}"
                     if self._log_dir is not None and config.command is not None

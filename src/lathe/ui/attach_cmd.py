@@ -41,7 +41,11 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
     try:
         info = client.session(session_id)
     except ServiceError as exc:
-        raise SystemExit(_fail(str(exc))) from None
+        said = str(exc)
+        if exc.status == 401:
+            where = token_file or "serve/token in lathe's data dir"
+            said += f"; the token in {where} is not this server's: give its token file"
+        raise SystemExit(_fail(said)) from None
     except Exception as exc:  # httpx's transport errors: nothing listens there
         raise SystemExit(_fail(f"cannot reach {url}: {exc}")) from None
     try:

@@ -480,7 +480,8 @@ class InteractiveApp:
                 raise
             self._record_interruption()
         except Exception as exc:  # the session must survive a failing turn; say what failed
-            self.renderer.error(f"the turn failed: {type(exc).__name__}: {exc}")
+            said = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
+            self.renderer.error(f"the turn failed: {said}")
         finally:
             self._run_task = None
             self.status.end()
