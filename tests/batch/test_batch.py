@@ -351,3 +351,25 @@ def test_a_git_task_is_cloned_at_its_ref(tmp_path, fake_openai):
     assert done.returncode == 0, done.stderr
     [line] = _lines(tmp_path / "run")
     assert line["solved"], line  # at the ref: LATER.txt is not there, and the fix passes
+
+
+def test_a_workspace_kept_with_keep_survives_the_next_batch(tmp_path, fake_openai):
+    # The next batch took a kept copy whose batch had ended for an orphan and removed it.
+    make_task(tmp_path / "first", "t1")
+    make_task(tmp_path / "second", "t2")
+    fake_openai.responder = by_marker({"Task t1": fix("t1"), "Task t2": fix("t2")})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**_env(tmp_path), "TMPDIR": str(scratch)}
+    kept = subprocess.run(_argv(tmp_path / "first", tmp_path / "run1", fake_openai, "--keep"),
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert kept.returncode == 0, kept.stderr
+    [line] = _lines(tmp_path / "run1")
+    workspace = Path(line["workspace"])
+    assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+    later = subprocess.run(_argv(tmp_path / "second", tmp_path / "run2", fake_openai),
+                           env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    assert later.returncode == 0, later.stderr
+    assert (workspace / "calc.py").is_file()

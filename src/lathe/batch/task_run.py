@@ -161,6 +161,8 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
         result.finished = _now()
         if not settings.keep_workspace:
             shutil.rmtree(base, ignore_errors=True)
+        else:  # the user's now: no later batch may take it for a killed one's leftover
+            (base / _OWNER_FILE).unlink(missing_ok=True)
 
 
 _TASK_FOLDER_PREFIX = "lathe-task-"
