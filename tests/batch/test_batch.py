@@ -373,3 +373,36 @@ def test_a_workspace_kept_with_keep_survives_the_next_batch(tmp_path, fake_opena
 
     assert later.returncode == 0, later.stderr
     assert (workspace / "calc.py").is_file()
+
+
+def test_a_run_folder_that_cannot_be_written_stops_the_batch_and_says_so(
+    tmp_path, tasks, fake_openai, monkeypatch
+):
+    # A full disk killed the worker thread that met it: the rest of the tasks never ran,
+    # the summary said "solved 1 of 1" and the batch exited 0.
+    from click.testing import CliRunner
+
+    from lathe.batch.results import RunFolder
+    from lathe.ui.cli import cli
+
+    fake_openai.responder = by_marker({f"Task {n}": fix(n) for n in NAMES})
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    recorded = RunFolder.record
+    calls = []
+
+    def disk_fills_up(self, result):
+        calls.append(result.id)
+        if len(calls) >= 2:
+            raise OSError(28, "No space left on device")
+        return recorded(self, result)
+
+    monkeypatch.setattr(RunFolder, "record", disk_fills_up)
+    args = _argv(tasks, tmp_path / "run", fake_openai)[3:]  # after `python -m lathe`
+
+    done = CliRunner().invoke(cli, args)
+
+    assert done.exit_code == 1, done.output
+    assert "cannot write to the run folder" in done.output and "No space left" in done.output
+    assert "solved 1 of 6" in done.output and "5 not run yet" in done.output
+    assert len(calls) < 6  # no task started once one could not be recorded

@@ -83,6 +83,7 @@ class Batch:
         self._recorded: list[dict[str, Any]] = []  # this run's lines
         self._started_at = 0.0
         self.stop_reason = ""
+        self._unwritable = ""  # why no result can be recorded (then none may start)
 
     def plan(self) -> Plan:
         options = self.options
@@ -115,7 +116,9 @@ class Batch:
             self.stop_reason = "interrupted: the tasks that were running will run next time"
             self.face.stopped(self.stop_reason)
             raise
-        if self._queue and self.stop_reason:
+        if self._unwritable:
+            self.stop_reason = self._unwritable
+        if (self._queue or self._unwritable) and self.stop_reason:
             self.face.stopped(self.stop_reason)
         return self.lines
 
@@ -125,12 +128,23 @@ class Batch:
         self.face.started(task)
 
     def finished(self, result: TaskResult) -> None:
-        line = self.folder.record(result)
+        try:
+            line = self.folder.record(result)
+        except OSError as exc:  # a full disk: the task runs again next time, none starts now
+            self._unwritable = (
+                f"cannot write to the run folder {self.options.out} "
+                f"({exc.strerror or exc}); free space there, then run the same command to "
+                "resume"
+            )
+            return
         self.lines[result.id] = line
         self._recorded.append(line)
         self.face.finished(line)
 
     def _next_task(self) -> BatchTask | None:
+        if self._unwritable:
+            self.stop_reason = self._unwritable
+            return None
         if not self._queue:
             return None
         over = self._over_budget()

@@ -251,4 +251,4 @@ def _face(workers: int) -> Any:
 def _summary(lines: dict[str, dict[str, Any]], order: list[str]) -> None:
     from lathe.ui.batch_progress import summary_table
 
-    click.echo(summary_table([lines[i] for i in order if i in lines]))
+    click.echo(summary_table([lines[i] for i in order if i in lines], total=len(order)))

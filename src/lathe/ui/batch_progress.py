@@ -146,7 +146,7 @@ def task_line(line: dict[str, Any]) -> str:
     )
 
 
-def summary_table(lines: list[dict[str, Any]]) -> str:
+def summary_table(lines: list[dict[str, Any]], total: int | None = None) -> str:
     """The end-of-batch table, as text."""
     from lathe.ui.table import Column, aligned, terminal_width
 
@@ -178,6 +178,8 @@ def summary_table(lines: list[dict[str, Any]]) -> str:
     false = sum(bool(line.get("false_verified")) for line in lines)
     errors = sum(line.get("status") == "error" for line in lines)
     footer = f"solved {solved} of {len(lines)}"
+    if total is not None and total > len(lines):  # a batch stopped early: the rest wait
+        footer = f"solved {solved} of {total} · {total - len(lines)} not run yet"
     if errors:
         footer += f" · {plural(errors, 'error')} (run again with --retry-errors)"
     if false:
