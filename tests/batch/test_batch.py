@@ -406,3 +406,68 @@ def test_a_run_folder_that_cannot_be_written_stops_the_batch_and_says_so(
     assert "cannot write to the run folder" in done.output and "No space left" in done.output
     assert "solved 1 of 6" in done.output and "5 not run yet" in done.output
     assert len(calls) < 6  # no task started once one could not be recorded
+
+
+def _jsonl(tmp_path, *records) -> Path:
+    path = tmp_path / "list.jsonl"
+    path.write_bytes(b"".join((r if isinstance(r, bytes) else json.dumps(r).encode()) + b"\n"
+                              for r in records))  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    ("records", "words"),
+    [
+        # Two ids one file name: each overwrote the other's diff and transcript.
+        (({"id": "a/b", "repo": "REPO", "task": "x", "verify": "true"},
+          {"id": "a_b", "repo": "REPO", "task": "y", "verify": "true"}), "would share the files"),
+        # A kind of another type: the task ran again at every resume, a line each time.
+        (({"id": "k", "repo": "REPO", "task": "x", "verify": "true", "kind": 3},), "`kind`"),
+        (({"id": "r", "repo": "https://example.invalid/x.git", "ref": 123, "task": "x",
+           "verify": "true"},), "`ref`"),
+        (({"id": "s", "repo": "REPO", "task": "x", "verify": "true", "setup": ["make"]},),
+         "`setup`"),
+        # Tracebacks: a list that is not UTF-8.
+        ((b'{"id": "u", "repo": "REPO", "task": "' + bytes([0xFF]) + b'", "verify": "true"}',),
+         "UTF-8"),
+    ],
+)  # fmt: skip
+def test_a_task_list_lathe_cannot_use_is_one_line_naming_it(tmp_path, fake_openai, records, words):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    fixed = [json.loads(json.dumps(r).replace("REPO", str(repo))) if isinstance(r, dict) else
+             r.replace(b"REPO", str(repo).encode()) for r in records]  # fmt: skip
+    listed = _jsonl(tmp_path, *fixed)
+
+    done = _batch(tmp_path, listed, tmp_path / "run", fake_openai)
+
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: ") and words in line, line
+    assert fake_openai.chat_bodies() == []
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path, fake_openai):
+    # `--out afile/sub` (or /proc/x/y, a read-only mount) ended in a traceback.
+    make_task(tmp_path / "tasks", "t1")
+    (tmp_path / "afile").write_text("not a folder\n")
+
+    done = _batch(tmp_path, tmp_path / "tasks", tmp_path / "afile" / "sub", fake_openai)
+
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: --out ") and "give another --out" in line
+
+
+def test_a_named_pipe_in_a_tasks_repo_neither_hangs_nor_breaks_loading(tmp_path, fake_openai):
+    # Hashing the repo read the pipe and waited for good; a socket was a traceback.
+    folder = make_task(tmp_path / "tasks", "t1")
+    repo = folder / "repo"
+    repo.chmod(0o755)
+    os.mkfifo(repo / "pipe")
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+
+    done = _batch(tmp_path, tmp_path / "tasks", tmp_path / "run", fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    assert _lines(tmp_path / "run")[0]["solved"] is True

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.batch.task_run import TaskResult
+from lathe.batch.tasks import task_file_name
 from lathe.errors import UsageError
 
 
@@ -58,7 +59,15 @@ class RunFolder:
 
     def open_for_appending(self) -> None:
         """Create the folder; cut off a torn last line of an earlier run."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / ".writable").touch()
+            (self.path / ".writable").unlink()
+        except OSError as exc:
+            raise UsageError(
+                f"--out {self.path}: cannot make or write the run folder there "
+                f"({exc.strerror or exc}); give another --out"
+            ) from None
         try:
             raw = self.results_file.read_bytes()
         except FileNotFoundError:
@@ -74,7 +83,7 @@ class RunFolder:
                                           ("transcripts", result.transcript, ".md",
                                            "transcript_path")):  # fmt: skip
             if text:
-                target = self.path / folder / f"{_safe(result.id)}{suffix}"
+                target = self.path / folder / f"{task_file_name(result.id)}{suffix}"
                 target.parent.mkdir(exist_ok=True)
                 target.write_text(text, encoding="utf-8")
                 line[key] = str(target.relative_to(self.path))
@@ -131,6 +140,3 @@ def _id_of(line: bytes) -> str | None:
         return None
     return record.get("id") if isinstance(record, dict) else None
 
-
-def _safe(task_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)

@@ -60,12 +60,23 @@ def load_tasks(source: Path) -> list[BatchTask]:
         tasks = _from_jsonl(source)
     else:
         raise UsageError(f"no task list at {source}: give a folder of tasks or a .jsonl file")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # file name -> the id that has it
     for task in tasks:
-        if task.id in seen:
+        name = task_file_name(task.id)
+        if task.id in seen.values():
             raise UsageError(f"task id {task.id!r} appears twice in {source}; ids must be unique")
-        seen.add(task.id)
+        if name in seen:
+            raise UsageError(
+                f"task ids {seen[name]!r} and {task.id!r} in {source} would share the files "
+                f"{name}.diff and {name}.md of the run folder; rename one"
+            )
+        seen[name] = task.id
     return tasks
+
+
+def task_file_name(task_id: str) -> str:
+    """The name of a task's files in the run folder (its diff, its transcript)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
 
 
 def list_hash(tasks: list[BatchTask]) -> str:
@@ -113,7 +124,11 @@ def _from_folder(folder: Path) -> BatchTask:
 
 def _from_jsonl(path: Path) -> list[BatchTask]:
     tasks = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the task list {path} ({_why(exc)})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -139,6 +154,9 @@ def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
     tags = spec.get("tags", ())
     if not _strings(protected) or not _strings(tags):
         raise UsageError(f"task {task_id} ({where}): `protected` and `tags` are lists of strings")
+    for key in ("ref", "setup", "kind"):
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            raise UsageError(f"task {task_id} ({where}): `{key}` must be a string")
     try:
         timeout = float(spec.get("timeout", DEFAULT_TIMEOUT_S))
     except (TypeError, ValueError):
@@ -154,6 +172,12 @@ def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
     return dataclasses.replace(task, fingerprint=fingerprint)
 
 
+def _why(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text: byte {exc.start} cannot be read"
+    return str(exc)
+
+
 def _strings(value: Any) -> bool:
     return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
 
@@ -164,6 +188,8 @@ def _tree_hash(root: str) -> str:
         dirs.sort()
         for name in sorted(files):
             path = Path(folder, name)
+            if not (path.is_symlink() or path.is_file()):
+                continue  # a pipe, a socket, a device: never copied, never read (one hung)
             digest.update(str(path.relative_to(root)).encode() + b"\0")
             digest.update(
                 path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
@@ -174,8 +200,8 @@ def _tree_hash(root: str) -> str:
 def _json_object(path: Path, task_id: str) -> dict[str, Any]:
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"task {task_id}: cannot read {path.name} ({exc})") from None
+    except (OSError, ValueError) as exc:  # not UTF-8, not JSON
+        raise UsageError(f"task {task_id}: cannot read {path.name} ({_why(exc)})") from None
     if not isinstance(spec, dict):
         raise UsageError(f"task {task_id}: {path.name} must hold a JSON object")
     return spec
