@@ -471,3 +471,21 @@ def test_a_named_pipe_in_a_tasks_repo_neither_hangs_nor_breaks_loading(tmp_path,
 
     assert done.returncode == 0, done.stderr
     assert _lines(tmp_path / "run")[0]["solved"] is True
+
+
+def test_a_tasks_timeout_bounds_lathes_own_check_too(tmp_path, fake_openai):
+    # Only the batch's scoring used the task's `timeout`; lathe's own check before the
+    # first turn used its 900 s default, so a hanging check held the task for 15 min.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("a\n")
+    listed = _jsonl(tmp_path, {"id": "slow", "repo": str(repo), "task": "Task slow",
+                               "verify": "sleep 600", "timeout": 3})  # fmt: skip
+    fake_openai.responder = lambda body: Reply("Nothing to do.")
+
+    started = time.monotonic()
+    done = _batch(tmp_path, listed, tmp_path / "run", fake_openai)
+
+    assert time.monotonic() - started < 120, done.stderr
+    [line] = _lines(tmp_path / "run")
+    assert line["solved"] is False

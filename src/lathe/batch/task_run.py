@@ -285,7 +285,8 @@ def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskR
     for flag, value in options.items():
         if value is not None:
             argv += [flag, str(value)]
-    argv += settings.lathe_args
+    # lathe's own check gets the task's time limit too (its default is 15 minutes).
+    argv += ["-c", f"agent.verify_timeout_s={task.timeout:g}", *settings.lathe_args]
     limit = (settings.max_wall_s or 3600.0) + _GRACE_S
     code, out, err, killed = _run(argv, work, limit, stdin=task.task)
     _read_events(out, result)
