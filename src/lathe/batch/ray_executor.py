@@ -125,6 +125,7 @@ class RayExecutor:
             return ray, False
         if self.address:
             _answers(self.address)
+        keep = _stop_handlers()
         try:
             if self.address:
                 ray.init(
@@ -144,6 +145,8 @@ class RayExecutor:
         except (ConnectionError, ValueError, RuntimeError) as exc:
             what = f"reach the Ray cluster at {self.address}" if self.address else "start Ray"
             raise UsageError(f"cannot {what}: {exc}") from None
+        finally:
+            keep()
         return ray, True
 
     def _submit(
@@ -223,3 +226,22 @@ def _forwarded(environ: Mapping[str, str]) -> dict[str, str]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _stop_handlers():
+    """A function that puts back the SIGTERM and SIGINT handlers in place now: Ray's
+    start installs its own, which dumped a stack and exited 1 where lathe ends the
+    running tasks and exits 143 (off the main thread, nothing to keep)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    saved = {n: signal.getsignal(n) for n in (signal.SIGTERM, signal.SIGINT)}
+
+    def put_back() -> None:
+        for number, handler in saved.items():
+            if handler is not None:
+                signal.signal(number, handler)
+
+    return put_back
