@@ -129,6 +129,7 @@ def test_import_a_codex_config_without_copying_its_secrets(tmp_path):
 
     again = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
     assert "skipped github" in again.stderr
+    assert "export GITHUB_TOKEN" not in again.stdout  # nothing of it was written this time
 
 
 def test_import_a_gemini_settings_file_into_the_project(tmp_path):

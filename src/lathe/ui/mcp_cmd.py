@@ -127,6 +127,8 @@ def import_servers(path: Path, project: bool, workspace: Path) -> None:
     for name in skipped:
         click.echo(f"lathe: skipped {name}: {target} already has [mcp.servers.{name}]", err=True)
     for where, variable in replaced:
+        if where.split(".")[2] not in written:  # mcp.servers.NAME...: a server not written
+            continue
         click.echo(
             f"{where} held a secret; it now reads ${{{variable}}}: export {variable} "
             "before running lathe"
