@@ -49,6 +49,8 @@ def _one_lathe_line(result: subprocess.CompletedProcess) -> str:
         (("config", "show", "-c", "nonexistent=1"), 2, "unknown key 'nonexistent'"),
         (("local", "start"), 2, "is not installed"),
         (("--deny", "read(.env)", "sessions", "list"), 2, "--deny does not apply"),
+        # It named only `lathe run`, though doctor, stats, undo and more take -C.
+        (("-C", ".", "plugins"), 2, "take it: `lathe agents list`, `lathe checkpoints list`"),
         (("-m", "a", "run", "-m", "b", "task"), 2, "give it once"),
         (("run", "--resume", "", "task"), 2, "'--resume': give a session id"),
         # These two ended in a traceback (OverflowError) instead.

@@ -96,9 +96,10 @@ class LatheCommand(click.Command):
         from lathe.errors import UsageError
 
         if param is None or param.name is None:
+            takers = ", ".join(f"`{path}`" for path in _commands_taking(ctx, given.opts))
             raise UsageError(
-                f"{given.flag} does not apply to `{ctx.command_path}`; it is an option of "
-                f"`lathe run` and of the interactive session (`lathe {given.flag} ...`)"
+                f"{given.flag} does not apply to `{ctx.command_path}`; the commands that "
+                f"take it: {takers}, and the interactive session (`lathe {given.flag} ...`)"
             )
         value = param.process_value(ctx, given.value)
         if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
@@ -172,3 +173,21 @@ def _click_message(exc: click.ClickException) -> str:
 def _long_name(param: click.Option) -> str:
     long = [opt for opt in param.opts if opt.startswith("--")]
     return long[0] if long else param.opts[0]
+
+
+def _commands_taking(ctx: click.Context, opts: Sequence[str]) -> list[str]:
+    """The paths of the leaf commands with an option spelled one of `opts`."""
+    root = ctx.find_root()
+    found: list[str] = []
+
+    def walk(command: click.Command, path: str) -> None:
+        if isinstance(command, click.Group):
+            for name in command.list_commands(root):
+                sub = command.get_command(root, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, f"{path} {name}")
+        elif any(isinstance(p, click.Option) and set(opts) & set(p.opts) for p in command.params):
+            found.append(path)
+
+    walk(root.command, root.info_name or "lathe")
+    return found
