@@ -68,3 +68,20 @@ def test_attach_with_a_token_the_server_refuses_says_which_token_file(served, tm
         assert str(wrong) in screen and "token" in screen.split("unauthorized", 1)[1]
     finally:
         terminal.close()
+
+
+def test_attach_takes_a_session_id_prefix_as_the_other_commands_do(served, fake_openai, tmp_path):
+    # "no session 2099 is served here", for a unique prefix of a served session.
+    ws = workspace_for(tmp_path, "ws")
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id[:6]]
+    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=20)
+    try:
+        terminal.wait_for(rf"attached to {session.id}", timeout=20)
+        terminal.keys("C-d")
+        terminal.wait_for(r"detached; the session goes on", timeout=20)
+    finally:
+        terminal.close()

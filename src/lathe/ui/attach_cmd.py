@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from lathe.errors import UsageError
 from lathe.ui.options import LatheCommand
 
 
@@ -39,7 +40,7 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
     token = _token(token_file)
     client = LatheClient(url, token)
     try:
-        info = client.session(session_id)
+        info = client.session(_full_id(client, session_id))
     except ServiceError as exc:
         said = str(exc)
         if exc.status == 401:
@@ -52,6 +53,19 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
         asyncio.run(_Attached(client, info).main())
     finally:
         client.close()
+
+
+def _full_id(client: Any, given: str) -> str:
+    """The id of the one served session starting with `given` (a prefix, as `sessions
+    show` and `--resume` take); `given` itself when none or several do (the server then
+    says so)."""
+    matches = [s.id for s in client.sessions() if s.id.startswith(given)]
+    if len(matches) > 1:
+        raise UsageError(
+            f"session prefix {given!r} is ambiguous here: it matches {', '.join(matches[:10])}; "
+            "give more characters"
+        )
+    return matches[0] if matches else given
 
 
 def _fail(message: str) -> int:
