@@ -369,3 +369,18 @@ def test_a_message_queued_when_the_server_stops_is_kept_in_the_session(tmp_path,
         assert client.session(session.id).raw["queued_messages"] == 1
     [path] = (home / "sessions").rglob("*.jsonl")
     assert "QUEUED: then fix add" in path.read_text()
+
+
+def test_a_restarted_server_shows_how_each_sessions_last_run_ended(tmp_path, fake_openai):
+    # `last_run` was null after a restart, as if the session had never run.
+    fake_openai.enqueue(Reply("Looked around."))
+    home = tmp_path / "home"
+    with ServeProcess(home) as server, server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "calm")), model="m", base_url=fake_openai.base_url
+        )
+        client.send(session.id, "look around")
+        _wait_for(client, session.id, "run_finished")
+    with ServeProcess(home) as again, again.client() as client:
+        last = client.session(session.id).raw["last_run"]
+    assert last is not None and last["status"] == "unverified"

@@ -97,7 +97,7 @@ class ServedSession:
         self.limits = limits
         self.id: str = session.id
         self.stopped = False
-        self.last_run: dict[str, Any] | None = None
+        self.last_run: dict[str, Any] | None = _last_run(session)  # a restart keeps it
         self.usage = Usage()
         self.run_tally = RunTally()
         self.cost_usd: float | None = 0.0
@@ -473,3 +473,14 @@ def _is_provider(exc: Exception) -> bool:
     from lathe.errors import ProviderError
 
     return isinstance(exc, ProviderError)
+
+
+def _last_run(session: Any) -> dict[str, Any] | None:
+    """How the session's latest run ended, from its file: what a restarted server shows
+    until the next run ends."""
+    from lathe.session import RunEndEntry
+
+    for entry in reversed(session.branch()):
+        if isinstance(entry, RunEndEntry):
+            return {"status": entry.status, "reason": entry.reason, "turns": entry.turns}
+    return None
