@@ -53,6 +53,7 @@ def _one_lathe_line(result: subprocess.CompletedProcess) -> str:
         (("-C", ".", "plugins"), 2, "take it: `lathe agents list`, `lathe checkpoints list`"),
         (("-m", "a", "run", "-m", "b", "task"), 2, "give it once"),
         (("run", "--resume", "", "task"), 2, "'--resume': give a session id"),
+        (("run", "--resume", "abc", "--continue", "x"), 2, "not both"),
         # These two ended in a traceback (OverflowError) instead.
         (("serve", "--port", "99999"), 2, "99999 is not in the range 0<=x<=65535"),
         (("local", "start", "--port", "-1"), 2, "-1 is not in the range 0<=x<=65535"),

@@ -189,8 +189,11 @@ def _agent_options(func):
 
 
 def _run_options(headless: bool, **values):
+    from lathe.errors import UsageError
     from lathe.ui.setup import RunOptions
 
+    if values.get("resume") and values.get("continue_last"):  # which one was meant?
+        raise UsageError("give --resume ID or --continue (the latest session here), not both")
     return RunOptions(**values, headless=headless)  # option names are RunOptions fields
 
 
