@@ -4,6 +4,8 @@ pending approval."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from tests.fakes.openai_server import Call, Hang, Reply
 from tests.service.scripts import by_marker, fix_add, workspace_for
@@ -384,3 +386,49 @@ def test_a_restarted_server_shows_how_each_sessions_last_run_ended(tmp_path, fak
     with ServeProcess(home) as again, again.client() as client:
         last = client.session(session.id).raw["last_run"]
     assert last is not None and last["status"] == "unverified"
+
+
+def test_an_answer_kept_for_a_paused_call_never_approves_another_call(tmp_path, fake_openai):
+    # Answered after a restart, the paused call's run failed before the call ran (the
+    # workspace was busy); the answer stayed, and approved a later, different command
+    # that reused the call id: `echo PWNED > pwned.txt` ran without being asked.
+    import time
+
+    from lathe.workspace_lock import hold_workspace
+
+    def respond(body):
+        messages = body["messages"]
+        if messages[-1]["role"] == "tool":
+            return Reply("done")
+        second = "second" in str(messages[-1].get("content"))
+        command = "echo PWNED > pwned.txt" if second else "echo harmless"
+        return Reply(calls=[Call("bash", {"command": command})])
+
+    fake_openai.responder = respond
+    home = tmp_path / "home"
+    ws = workspace_for(tmp_path, "calm")
+    with ServeProcess(home) as server, server.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+        client.send(session.id, "first")
+        _wait_for(client, session.id, "approval_requested")
+    with ServeProcess(home) as again, again.client() as client:
+        [pending] = client.approvals(session.id)
+        os.environ["LATHE_HOME"] = str(home)
+        try:
+            with hold_workspace(ws, doing="another lathe", when_busy="then try again"):
+                client.answer(session.id, pending["id"], "once")
+                deadline = time.monotonic() + 30
+                while client.session(session.id).status != "idle":
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+        finally:
+            del os.environ["LATHE_HOME"]
+        after = client.session(session.id).raw["last_event_id"]
+        client.send(session.id, "second")
+        for event in client.events(session.id, after=after):
+            if event.type in ("approval_requested", "run_finished"):
+                break
+    assert event.type == "approval_requested"  # asked, not answered by the old "once"
+    assert not (ws / "pwned.txt").exists()

@@ -13,6 +13,7 @@ time, instead of waiting for ever.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import Callable
 from typing import Any, Literal
@@ -62,7 +63,10 @@ class RemoteApprover:
         self._emit = emit
         self._mask = mask
         self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
-        self._kept: dict[str, ApprovalAnswer] = {}  # by call id: answered after a restart
+        # Answered after a restart, by call id, with what was asked (tool, arguments): it
+        # answers that very call only (an id comes again in a later reply of the model,
+        # and a kept "once" once approved a different command under it).
+        self._kept: dict[str, tuple[tuple[str, str], ApprovalAnswer]] = {}
         # Set when the server shuts down: a request cut then stays pending in the file,
         # for the next start, instead of being denied.
         self.closing = False
@@ -92,8 +96,8 @@ class RemoteApprover:
     async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
         call_id = CURRENT_CALL.get()
         kept = self._kept.pop(call_id, None)
-        if kept is not None:
-            return kept
+        if kept is not None and kept[0] == _asked(request.tool, request.arguments):
+            return kept[1]
         approval_id = secrets.token_hex(4)
         event = self._mask(
             ApprovalRequested(
@@ -140,9 +144,15 @@ class RemoteApprover:
         denial is kept for each call. Whether there was one."""
         restored = [a for a in self.pending if a not in self._waiting]
         for approval_id in restored:
-            call_id = self.pending[approval_id].call_id
-            self._kept[call_id] = self._resolve(approval_id, ApprovalAnswer("deny", why), by=by)
+            pending = self.pending[approval_id]
+            denied = self._resolve(approval_id, ApprovalAnswer("deny", why), by=by)
+            self._kept[pending.call_id] = (_asked(pending.tool, pending.arguments), denied)
         return bool(restored)
+
+    def forget_kept(self) -> None:
+        """A new message starts a run: what was answered for calls of an earlier one
+        answers nothing of it."""
+        self._kept.clear()
 
     def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
         """Answer a pending approval. True when a run was waiting for it; False when it
@@ -154,7 +164,7 @@ class RemoteApprover:
         pending = self.pending[approval_id]
         answer = self._resolve(approval_id, ApprovalAnswer(choice, reason))
         if not waiting:
-            self._kept[pending.call_id] = answer
+            self._kept[pending.call_id] = (_asked(pending.tool, pending.arguments), answer)
         return waiting
 
     def _resolve(
@@ -177,3 +187,8 @@ class RemoteApprover:
         if future is not None and not future.done():
             future.set_result(answer)
         return answer
+
+
+def _asked(tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """What a request asked, to match a kept answer to the very call it answered."""
+    return tool, json.dumps(arguments, sort_keys=True, default=str)

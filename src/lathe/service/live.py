@@ -318,6 +318,7 @@ class ServedSession:
         if self.running or self.approver.paused:
             self._messages.append(text)
             return True
+        self.approver.forget_kept()
         self._task = asyncio.create_task(self._drive(text))
         return False
 
