@@ -236,13 +236,25 @@ def test_a_base_url_off_this_machine_is_refused_since_requests_carry_the_servers
     assert list((served.home / "sessions").rglob("*.jsonl")) == []
 
 
-def test_a_workspace_holding_the_servers_data_is_refused(served, tmp_path):
+@pytest.mark.parametrize("where", ["around", "serve", "inside"])
+def test_a_workspace_holding_or_inside_the_servers_data_is_refused(served, tmp_path, where):
     # An agent working there could read the server's token and rewrite the records a
-    # restarted server trusts (the commands and endpoints of every session).
+    # restarted server trusts (the commands and endpoints of every session); inside it,
+    # `read token` in $LATHE_HOME/serve handed the token to the model.
+    folder = {"around": tmp_path, "serve": served.home / "serve",
+              "inside": served.home / "elsewhere"}[where]  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
     with served.client() as client, pytest.raises(ServiceError) as refused:
-        client.create_session(str(tmp_path), model="m", base_url="http://127.0.0.1:9/v1")
+        client.create_session(str(folder), model="m", base_url="http://127.0.0.1:9/v1")
     assert refused.value.status == 400
     assert str(served.home) in str(refused.value) and "token" in str(refused.value)
+
+
+def test_a_workspace_spelled_with_a_tilde_is_refused_as_relative(served):
+    # `~` was the server's home, whoever the client was.
+    with served.client() as client, pytest.raises(ServiceError) as refused:
+        client.create_session("~", model="m", base_url="http://127.0.0.1:9/v1")
+    assert refused.value.status == 400 and "not an absolute path" in str(refused.value)
 
 
 def test_a_request_body_over_the_limit_is_413_and_the_server_goes_on(served, tmp_path):

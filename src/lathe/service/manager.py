@@ -245,17 +245,18 @@ class SessionManager:
     def _free_workspace(self, workspace: str) -> Path:
         """The workspace, resolved; refused when it overlaps a live session's or holds the
         server's data folder."""
-        path = Path(workspace).expanduser()
+        path = Path(workspace)  # `~` is the server's home, not the client's: refused
         if not path.is_absolute():
             raise UsageError(f"workspace {workspace!r} is not an absolute path; give one")
         if not path.is_dir():
             raise UsageError(f"workspace {workspace} is not a directory; create it first")
         path = path.resolve()
-        if self.home.resolve().is_relative_to(path):
+        home = self.home.resolve()
+        if home.is_relative_to(path) or path.is_relative_to(home):
             raise UsageError(
-                f"workspace {path} holds the server's data folder {self.home} (its token, "
-                "sessions and records): an agent working there could read the token and "
-                "rewrite them; give a folder that does not contain it"
+                f"workspace {path} holds or lies in the server's data folder {self.home} "
+                "(its token, sessions and records): an agent working there could read the "
+                "token and rewrite them; give a folder apart from it"
             )
         for other in self.sessions.values():
             theirs = Path(other.setup.workspace)
