@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -133,3 +134,17 @@ def test_a_local_endpoint_that_wants_a_key_when_none_is_set_says_to_set_one(
     )  # fmt: skip
     last = result.stderr.splitlines()[-1]
     assert "none is set" in last and "rejected" not in last, last
+
+
+def test_an_emoji_split_between_two_stream_chunks_arrives_whole(tmp_path, fake_openai):
+    # A UTF-16 pair cut in two by the server's chunks (`"\ud83d"`, then `"\ude00"`) failed
+    # the whole run: "Error serializing to JSON: ... surrogates not allowed".
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("smile \ud83d\ude00 ok \ud800!", text_chunk=7))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "say hello")
+
+    assert result.returncode == 0, result.stderr
+    finished = [e for e in map(json.loads, result.stdout.splitlines())
+                if e["type"] == "run_finished"][-1]  # fmt: skip
+    assert finished["answer"] == "smile \U0001f600 ok \ufffd!"

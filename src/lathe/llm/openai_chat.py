@@ -306,6 +306,7 @@ class _Reply:
         self._thinking: list[str] = []
         self._inline = _InlineThinking() if thinking_in_text else None
         self._calls: list[_PartialCall] = []
+        self._whole_content, self._whole_reasoning = _WholeCharacters(), _WholeCharacters()
         self._finish_reason: str | None = None
         self._usage = Usage()
 
@@ -331,9 +332,13 @@ class _Reply:
             return events
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
+            reasoning = self._whole_reasoning.feed(reasoning)
+        if isinstance(reasoning, str) and reasoning:
             self._thinking.append(reasoning)
             events.append(ThinkingDelta(reasoning))
         content = delta.get("content")
+        if isinstance(content, str) and content:
+            content = self._whole_content.feed(content)
         if isinstance(content, str) and content:
             pieces = self._inline.feed(content) if self._inline else [(False, content)]
             events.extend(self._piece(thinking, text) for thinking, text in pieces)
@@ -344,9 +349,18 @@ class _Reply:
 
     def flush(self) -> list[StreamEvent]:
         """What the content held back at the end of the stream: text that only looked
-        like the start of a tag."""
+        like the start of a tag, half a character."""
+        events: list[StreamEvent] = []
+        reasoning = self._whole_reasoning.flush()
+        if reasoning:
+            self._thinking.append(reasoning)
+            events.append(ThinkingDelta(reasoning))
+        content = self._whole_content.flush()
+        if content:
+            pieces = self._inline.feed(content) if self._inline else [(False, content)]
+            events.extend(self._piece(thinking, text) for thinking, text in pieces)
         pieces = self._inline.flush() if self._inline else []
-        return [self._piece(thinking, text) for thinking, text in pieces]
+        return events + [self._piece(thinking, text) for thinking, text in pieces]
 
     def _piece(self, thinking: bool, text: str) -> StreamEvent:
         if thinking:
@@ -400,7 +414,9 @@ class _Reply:
                 f"{base_url}); the connection was probably cut"
             )
         calls = tuple(
-            ToolCall(id=call_id, name=slot.name, arguments="".join(slot.arguments) or "{}")
+            ToolCall(
+                id=call_id, name=slot.name, arguments=whole_text("".join(slot.arguments)) or "{}"
+            )
             for slot, call_id in zip(self._calls, self._unique_ids(), strict=True)
         )
         stop = _STOP_REASONS.get(self._finish_reason, StopReason.END)
@@ -427,6 +443,33 @@ class _Reply:
             seen.add(call_id)
             ids.append(call_id)
         return ids
+
+
+class _WholeCharacters:
+    """Streamed text with each character whole: a UTF-16 pair a server's chunks cut in
+    two (`"\\ud83d"` in one, `"\\ude00"` in the next, as JSON escapes allow) is joined,
+    and a surrogate with no partner becomes U+FFFD; one such character made the run's
+    events unwritable."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        if text and "\ud800" <= text[-1] <= "\udbff":  # the first half: wait for the second
+            text, self._held = text[:-1], text[-1]
+        return whole_text(text)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return whole_text(held)
+
+
+def whole_text(text: str) -> str:
+    """`text` with surrogate pairs joined and lone surrogates replaced (U+FFFD)."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
