@@ -141,3 +141,29 @@ def test_a_dropped_stream_is_resumed_with_last_event_id_and_nothing_shows_twice(
     expect(transcript.get_by_test_id("user-message")).to_have_count(1)
     expect(transcript.get_by_test_id("assistant-message")).to_have_text("Hello there")
     assert asked_after[:2] == [None, "3"]
+
+
+def test_a_session_deleted_then_resumed_while_shown_is_followed_again(
+    served, fake_openai, page: Page, tmp_path
+):
+    # The page kept the stopped stream: a click on the row did nothing (already
+    # selected), and the resumed session's new run was not drawn until a reload.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply("First answer."), Reply("Second answer."))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "first")
+
+    page.goto(f"{served.url}/#token={served.token}")
+    page.get_by_test_id("session-row").first.click()
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.get_by_test_id("assistant-message")).to_have_text("First answer.")
+
+    with served.client() as client:
+        client.delete(session.id)
+        expect(transcript).to_contain_text("no longer served")
+        client.resume(session.id)
+    page.get_by_test_id("message-input").fill("second")
+    page.get_by_test_id("message-send").click()
+
+    expect(transcript.get_by_test_id("assistant-message").last).to_have_text("Second answer.")

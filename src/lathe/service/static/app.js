@@ -120,6 +120,8 @@ async function refreshSessions() {
   $("session-list").replaceChildren(...sessions.map(sessionRow));
   $("problems").replaceChildren(...data.problems.map((problem) => el("li", {}, problem)));
   showSessionHead();
+  // Served again (resumed after a delete): follow it again, as a click would.
+  if (current?.stale && sessions.some((s) => s.id === current.id)) select(current.id);
 }
 
 function sessionRow(session) {
@@ -176,7 +178,7 @@ function refreshSoon(view) {
 }
 
 function select(id) {
-  if (current?.id === id) return;
+  if (current?.id === id && !current.stale) return; // a stale one (no longer followed) restarts
   current?.controller.abort();
   const view = { id, controller: new AbortController(), bubble: null, tools: new Map(),
     approvals: new Map() };
@@ -252,7 +254,10 @@ async function follow(view) {
       rearm();
       const response = await fetch(sessionPath(view.id, "/events"), { headers, signal: connection.signal });
       if (response.status === 401) return askForToken("The server refused the token.");
-      if (response.status === 404) return note(view, "This session is no longer served.", "warning");
+      if (response.status === 404) {
+        view.stale = true; // selecting it again, or its coming back, follows it anew
+        return note(view, "This session is no longer served.", "warning");
+      }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       for await (const event of sseEvents(response.body, rearm)) {
         if (event.id <= lastId) continue; // already shown
