@@ -342,3 +342,17 @@ def test_a_continued_session_shows_its_context_and_its_tokens_so_far(
     second.wait_for(r"ctx 50% of 32k")
     second.send("/cost")
     second.wait_for(r"this session so far: 16,374 in · 10 out")
+
+
+def test_the_text_of_an_attempt_that_was_cut_is_not_glued_to_the_retry(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # "Hello, tHello, the answer is 42.": the cut attempt's text stayed in front.
+    fake_openai.enqueue(
+        Reply("Hello, the answer is 42.", cut_after=3), Reply("Hello, the answer is 42.")
+    )
+    term = launch()
+    term.send("what is it")
+    screen = term.wait_for(r"the answer is 42\.")
+    assert "retry 1/" in screen
+    assert "Hello, tHello" not in screen and screen.count("Hello,") == 1, screen

@@ -215,7 +215,13 @@ class Renderer:
                 self._tool_line(event)
                 self.status.set_phase("thinking")
             case Retrying(attempt=attempt, max_attempts=total, wait_s=wait, error=error):
+                # The cut attempt's text is no part of the reply: what was not drawn yet is
+                # dropped (it was glued to the next attempt's), what was is marked.
+                drawn = len(self.partial_reply) > len(self.stream.flush())
+                self.partial_reply = ""
                 self.note(f"retry {attempt}/{total} in {wait:.1f}s: {_clip(error, 100)}", "yellow")
+                if drawn:
+                    self.note("(the text above was cut off with that attempt)", "yellow")
                 self.status.set_phase(f"retrying ({attempt}/{total})")
             case StallNudge(tool=tool, repeats=repeats):
                 self.note(f"{tool} repeated {repeats} times; nudging the model", "yellow")
