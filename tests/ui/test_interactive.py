@@ -356,3 +356,22 @@ def test_the_text_of_an_attempt_that_was_cut_is_not_glued_to_the_retry(
     screen = term.wait_for(r"the answer is 42\.")
     assert "retry 1/" in screen
     assert "Hello, tHello" not in screen and screen.count("Hello,") == 1, screen
+
+
+def test_a_message_typed_while_an_approval_waits_is_queued_not_lost(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # It was answered "answer y, a or n" and thrown away: neither queued nor put back.
+    fake_openai.enqueue(
+        Reply("", calls=[Call("write", {"path": "app.py", "content": "gone\n"})]),
+        Reply("Left it."),
+        Reply("Docs updated."),
+    )
+    term = launch()
+    term.send("rewrite app.py")
+    term.wait_for(r"approve: write app\.py")
+    term.send("also update the docs please")
+    term.wait_for(r"queued for after this turn: also update the docs please")
+    term.send("n")
+    term.wait_for(r"Docs updated\.")
+    assert _user_texts(fake_openai.chat_bodies()[-1])[-1] == "also update the docs please"

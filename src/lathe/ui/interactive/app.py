@@ -559,6 +559,9 @@ class InteractiveApp:
         _, future = self.pending_approval
         answer = parse_answer(text)
         if answer is None:
+            if text.strip():  # a message, not an answer: it waits for the turn, as one typed
+                self.submit(text)  # while the model writes does (it was thrown away)
+                self.renderer.note(f"queued for after this turn: {_fit(text, 60)}", "cyan")
             self.renderer.note("answer y (once), a (always) or n [reason] (deny)", "yellow")
             return
         choice, reason = answer
