@@ -375,3 +375,19 @@ def test_a_message_typed_while_an_approval_waits_is_queued_not_lost(
     term.send("n")
     term.wait_for(r"Docs updated\.")
     assert _user_texts(fake_openai.chat_bodies()[-1])[-1] == "also update the docs please"
+
+
+def test_text_put_back_after_an_interrupt_is_continued_at_its_end(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # The cursor stayed at the start: " please" went in front ("> pleasefix the bug").
+    fake_openai.enqueue(Reply("", calls=[Call("bash", {"command": "sleep 30"})]), Reply("Ok."))
+    term = launch("--approval", "full")
+    term.send("first task")
+    term.wait_for(r"bash sleep 30")
+    term.send("fix the bug")
+    term.wait_for(r"queued: fix the bug")
+    term.keys("Escape")
+    term.wait_for(r"interrupted · the prompt is yours")
+    term.type(" please")
+    term.wait_for(r"> fix the bug please")

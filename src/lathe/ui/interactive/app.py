@@ -416,8 +416,11 @@ class InteractiveApp:
         emptied. After an interrupt they go back into the input line instead."""
         if self._interrupt_requested:
             self._interrupt_requested = False
-            if self.queue:
-                self.prompt.default_buffer.text = "\n".join(self.queue)
+            if self.queue:  # the cursor after it: what is typed next goes on its end
+                from prompt_toolkit.document import Document
+
+                text = "\n".join(self.queue)
+                self.prompt.default_buffer.document = Document(text, len(text))
             message = None
         else:
             message = "\n\n".join(self.queue) if self.queue else None
