@@ -391,3 +391,24 @@ def test_text_put_back_after_an_interrupt_is_continued_at_its_end(
     term.wait_for(r"interrupted · the prompt is yours")
     term.type(" please")
     term.wait_for(r"> fix the bug please")
+
+
+def test_a_file_whose_path_has_spaces_is_attached_when_completion_wrote_it(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # Tab wrote `@dir with space/my file.txt`; the reference stopped at the first space
+    # and nothing was attached, without a word.
+    (workspace / "dir with space").mkdir()
+    (workspace / "dir with space" / "my file.txt").write_text("the notes inside\n")
+    fake_openai.enqueue(Reply("Summarised."))
+    term = launch()
+    term.type("summarize @my")
+    time.sleep(0.5)
+    term.keys("Tab")
+    term.wait_for(r'@"dir with space/my file\.txt"')
+    term.keys("Enter")  # takes the completion
+    time.sleep(0.3)
+    term.keys("Enter")  # sends
+    term.wait_for(r"attached: dir with space/my file\.txt")
+    term.wait_for(r"Summarised\.")
+    assert "the notes inside" in str(fake_openai.chat_bodies()[-1]["messages"])

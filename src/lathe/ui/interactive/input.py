@@ -23,7 +23,8 @@ from lathe.home import lathe_home, project_slug
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-_REFERENCE = re.compile(r"(?<![\w@])@([\w./~+-]+)")
+# `@path`, or `@"a path with spaces"` (as completion writes one).
+_REFERENCE = re.compile(r'(?<![\w@])@(?:"([^"\n]+)"|([\w./~+-]+))')
 _MAX_ATTACH_BYTES = 200_000
 _MAX_INDEX = 20_000
 _SKIP_DIRS = {".git", ".lathe", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache"}
@@ -79,7 +80,7 @@ def expand_references(text: str, workspace: Path) -> tuple[str, list[str], list[
     blocks: list[str] = []
     root = workspace.resolve()
     for match in _REFERENCE.finditer(text):
-        name = match.group(1).rstrip(".,;:")
+        name = match.group(1) or match.group(2).rstrip(".,;:")
         if name in attached:
             continue
         path = (root / name).resolve()
@@ -129,7 +130,8 @@ def _completer(commands: Callable[[], Sequence[tuple[str, str]]], workspace: Pat
             starts = [p for p in index if p.startswith(typed)]
             contains = [p for p in index if typed and typed in p and p not in starts]
             for path in (starts + contains)[:50]:
-                yield Completion("@" + path, -len(word), display=path)
+                spelled = f'@"{path}"' if " " in path else "@" + path
+                yield Completion(spelled, -len(word), display=path)
 
     return _LatheCompleter()
 
