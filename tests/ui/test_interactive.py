@@ -412,3 +412,18 @@ def test_a_file_whose_path_has_spaces_is_attached_when_completion_wrote_it(
     term.wait_for(r"attached: dir with space/my file\.txt")
     term.wait_for(r"Summarised\.")
     assert "the notes inside" in str(fake_openai.chat_bodies()[-1]["messages"])
+
+
+def test_a_message_the_provider_failed_on_is_said_to_go_with_the_next(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # The failed message was silently merged into the next one.
+    from tests.fakes.openai_server import unauthorized
+
+    fake_openai.enqueue(unauthorized(), Reply("Both answered."))
+    term = launch()
+    term.send("first question")
+    term.wait_for(r"sent again with your next one")
+    term.send("second question")
+    term.wait_for(r"Both answered\.")
+    assert _user_texts(fake_openai.chat_bodies()[-1]) == ["first question\n\nsecond question"]

@@ -386,6 +386,13 @@ class Renderer:
         if event.reason:
             text += f" · {event.reason}"
         self.note(text, style)
+        if event.status.value == "provider_error" and event.turns <= 1:
+            # The message stays in the conversation unanswered: the next one goes with it.
+            self.note(
+                "your message got no answer; it is sent again with your next one "
+                "(/clear starts afresh without it)",
+                "yellow",
+            )
         self._printed_text = False
 
 
