@@ -427,3 +427,19 @@ def test_a_message_the_provider_failed_on_is_said_to_go_with_the_next(
     term.send("second question")
     term.wait_for(r"Both answered\.")
     assert _user_texts(fake_openai.chat_bodies()[-1]) == ["first question\n\nsecond question"]
+
+
+def test_the_window_the_server_told_is_the_one_the_footer_and_model_show(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # "working within 8,192" said the warning, while the footer kept "of 32k" and /model
+    # "window 32,768".
+    from tests.fakes.openai_server import context_too_long
+
+    fake_openai.enqueue(context_too_long(), context_too_long())
+    term = launch()
+    term.send("hello")
+    term.wait_for(r"window is 8,192 tokens")
+    term.wait_for(r"ctx \d+% of 8k")
+    term.send("/model")
+    term.wait_for(r"window 8,192\)")

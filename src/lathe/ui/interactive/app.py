@@ -93,6 +93,11 @@ class InteractiveApp:
 
     @property
     def window(self) -> int:
+        """The model's window as lathe works within it: the server's, once it said a
+        smaller one than the config's (`ContextManager` narrowed its budget)."""
+        context = self.agent.deps.context if getattr(self, "agent", None) else None
+        if context is not None:
+            return int(context.budget.context_window)
         return int(self.resolved.context_window)
 
     @staticmethod

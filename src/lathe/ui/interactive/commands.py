@@ -111,7 +111,7 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
         resolved = app.resolved
         app.renderer.note(
             f"model: {resolved.model_id} ({resolved.provider}, {resolved.shown_url}, "
-            f"window {resolved.context_window:,})",
+            f"window {app.window:,})",
             "",
         )
         names = sorted(app.setup.loaded.config.models)
