@@ -178,6 +178,8 @@ def test_model_switches_mid_session(launch, fake_openai: FakeOpenAIServer) -> No
     term = launch()
     term.send("hello")
     term.wait_for(r"^one")
+    term.send("/model extra words here")  # it became the model name "extra words here"
+    term.wait_for(r"/model takes one model name")
     term.send("/model other-model")
     term.wait_for(r"model: fake-model → other-model")
     term.send("again")

@@ -117,6 +117,9 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
         names = sorted(app.setup.loaded.config.models)
         app.renderer.note("catalog: " + ", ".join(names), "")
         return True
+    if len(argument.split()) > 1:  # a model name is one word: the rest was a slip
+        app.renderer.error(f"/model takes one model name, not {argument!r}: /model NAME")
+        return True
     try:
         old, new = app.switch_model(argument)
     except LatheError as exc:
