@@ -332,16 +332,10 @@ class _Reply:
             return events
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
-            reasoning = self._whole_reasoning.feed(reasoning)
-        if isinstance(reasoning, str) and reasoning:
-            self._thinking.append(reasoning)
-            events.append(ThinkingDelta(reasoning))
+            events += self._reasoning(self._whole_reasoning.feed(reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content:
-            content = self._whole_content.feed(content)
-        if isinstance(content, str) and content:
-            pieces = self._inline.feed(content) if self._inline else [(False, content)]
-            events.extend(self._piece(thinking, text) for thinking, text in pieces)
+            events += self._content(self._whole_content.feed(content))
         for call_delta in delta.get("tool_calls") or ():
             if isinstance(call_delta, Mapping):
                 self._feed_call(call_delta)
@@ -350,17 +344,23 @@ class _Reply:
     def flush(self) -> list[StreamEvent]:
         """What the content held back at the end of the stream: text that only looked
         like the start of a tag, half a character."""
-        events: list[StreamEvent] = []
-        reasoning = self._whole_reasoning.flush()
-        if reasoning:
-            self._thinking.append(reasoning)
-            events.append(ThinkingDelta(reasoning))
-        content = self._whole_content.flush()
-        if content:
-            pieces = self._inline.feed(content) if self._inline else [(False, content)]
-            events.extend(self._piece(thinking, text) for thinking, text in pieces)
+        events = self._reasoning(self._whole_reasoning.flush())
+        events += self._content(self._whole_content.flush())
         pieces = self._inline.flush() if self._inline else []
         return events + [self._piece(thinking, text) for thinking, text in pieces]
+
+    def _reasoning(self, text: str) -> list[StreamEvent]:
+        if not text:
+            return []
+        self._thinking.append(text)
+        return [ThinkingDelta(text)]
+
+    def _content(self, text: str) -> list[StreamEvent]:
+        """Content text, its inline thinking split off where the profile says so."""
+        if not text:
+            return []
+        pieces = self._inline.feed(text) if self._inline else [(False, text)]
+        return [self._piece(thinking, piece) for thinking, piece in pieces]
 
     def _piece(self, thinking: bool, text: str) -> StreamEvent:
         if thinking:
