@@ -58,31 +58,33 @@ class PluginGuard(AgentHooks):
                        "uninstall the plugin")  # fmt: skip
         return said
 
-    def on_message(self, message: Message) -> None:
+    def _call(self, point: str, *args: Any, fallback: Any = None) -> Any:
         try:
-            self._hooks.on_message(message)
+            return getattr(self._hooks, point)(*args)
         except Exception as exc:
-            self._failed("on_message", exc)
+            self._failed(point, exc)
+            return fallback
+
+    async def _await(self, point: str, *args: Any, fallback: Any = None) -> Any:
+        try:
+            return await getattr(self._hooks, point)(*args)
+        except Exception as exc:
+            self._failed(point, exc)
+            return fallback
+
+    def on_message(self, message: Message) -> None:
+        self._call("on_message", message)
 
     def on_compaction(
         self, opening: str, kept_messages: int, tokens_before: int, tokens_after: int
     ) -> None:
-        try:
-            self._hooks.on_compaction(opening, kept_messages, tokens_before, tokens_after)
-        except Exception as exc:
-            self._failed("on_compaction", exc)
+        self._call("on_compaction", opening, kept_messages, tokens_before, tokens_after)
 
     async def on_run_start(self, task: str) -> None:
-        try:
-            await self._hooks.on_run_start(task)
-        except Exception as exc:
-            self._failed("on_run_start", exc)
+        await self._await("on_run_start", task)
 
     async def on_run_end(self, finished: RunFinished) -> None:
-        try:
-            await self._hooks.on_run_end(finished)
-        except Exception as exc:
-            self._failed("on_run_end", exc)
+        await self._await("on_run_end", finished)
 
     async def before_tool(
         self, name: str, arguments: dict[str, Any]
@@ -101,27 +103,13 @@ class PluginGuard(AgentHooks):
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
-        try:
-            return await self._hooks.after_tool(name, arguments, output)
-        except Exception as exc:
-            self._failed("after_tool", exc)
-            return output
+        return await self._await("after_tool", name, arguments, output, fallback=output)
 
     async def before_changes(self, turn: int) -> None:
-        try:
-            await self._hooks.before_changes(turn)
-        except Exception as exc:
-            self._failed("before_changes", exc)
+        await self._await("before_changes", turn)
 
     async def after_changes(self, turn: int) -> None:
-        try:
-            await self._hooks.after_changes(turn)
-        except Exception as exc:
-            self._failed("after_changes", exc)
+        await self._await("after_changes", turn)
 
     def kept_verbatim(self) -> list[str]:
-        try:
-            return list(self._hooks.kept_verbatim())
-        except Exception as exc:
-            self._failed("kept_verbatim", exc)
-            return []
+        return list(self._call("kept_verbatim", fallback=[]))
