@@ -8,15 +8,20 @@ def is_loopback(url: str | None) -> bool:
     """Whether `url` points at this machine: `localhost`, or a loopback address written
     as one (127.x, ::1). Any other name may resolve anywhere: `127.attacker.example`
     is not this machine."""
-    import ipaddress
     from urllib.parse import urlparse
 
     host = urlparse(url or "").hostname or ""
-    if host == "localhost":
-        return True
+    return host == "localhost" or is_loopback_address(host)
+
+
+def is_loopback_address(host: str) -> bool:
+    """Whether `host` is a loopback address written as one (127.x, ::1, ::ffff:127.x);
+    False for a name."""
+    import ipaddress
+
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    mapped = getattr(address, "ipv4_mapped", None)
     return address.is_loopback or bool(mapped and mapped.is_loopback)

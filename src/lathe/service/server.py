@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from lathe.errors import UsageError
-from lathe.net import is_loopback
+from lathe.net import is_loopback_address
 
 
 def default_token_file(home: Path) -> Path:
@@ -53,8 +53,7 @@ def check_host(host: str, allow_remote: bool) -> None:
             f"--host {host}: no such host ({getattr(exc, 'strerror', None) or exc}); give "
             "an address such as 127.0.0.1"
         ) from None
-    addresses = {info[4][0] for info in found}
-    local = all(is_loopback(f"http://[{a}]/" if ":" in a else f"http://{a}/") for a in addresses)
+    local = all(is_loopback_address(info[4][0]) for info in found)
     if not allow_remote and not local:
         raise UsageError(
             f"--host {host} is reachable from other machines, and anyone who gets the token "
