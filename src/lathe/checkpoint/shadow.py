@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,7 @@ class ShadowRepo:
         self.root = root
         self.home = home
         self.git_dir = root / "git"
-        self._tracked_cache: tuple[tuple[int, int], set[bytes]] | None = None
+        self._tracked_cache: tuple[tuple[int, int], set[str]] | None = None
 
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").is_file()
@@ -118,7 +119,7 @@ class ShadowRepo:
         tracked = self._tracked_by_the_user_yet_ignored()
         # Files recorded earlier stay in the index even once the user ignores them.
         now_ignored = self._git("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-        dropped = [p for p in now_ignored.split(b"\0") if p and p not in tracked]
+        dropped = [p for p in _listed(now_ignored) if p not in tracked]
         if dropped:
             self._git(
                 "rm",
@@ -127,11 +128,9 @@ class ShadowRepo:
                 "--ignore-unmatch",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-                feed=b"".join(p + b"\0" for p in dropped),
+                feed=_nul_list(dropped),
             )
-        present = [
-            p for p in tracked if os.path.lexists(os.path.join(self.workspace, os.fsdecode(p)))
-        ]
+        present = [p for p in tracked if os.path.lexists(self.workspace / p)]
         if present:
             self._git(
                 "add",
@@ -139,12 +138,12 @@ class ShadowRepo:
                 "--ignore-errors",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-                feed=b"".join(p + b"\0" for p in present),
+                feed=_nul_list(present),
                 ok_codes=(0, 1),
             )
         return self._git("write-tree").decode().strip()
 
-    def _tracked_by_the_user_yet_ignored(self) -> set[bytes]:
+    def _tracked_by_the_user_yet_ignored(self) -> set[str]:
         """The workspace's files (relative to it) that the user's repository tracks
         although its ignore rules match them (`git add -f`). Read from that repository
         with the same isolation as the shadow's own commands; asked again only when its
@@ -160,15 +159,13 @@ class ShadowRepo:
             key = None  # a worktree or submodule: its index lives elsewhere; ask each time
         if key is not None and self._tracked_cache is not None and self._tracked_cache[0] == key:
             return self._tracked_cache[1]
-        proc = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
-            cwd=self.workspace,
-            env=isolated_git_environment(None, self.git_dir),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
-        tracked = {p for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else set()
+        # Found by git itself from the workspace (`bare`: no shadow git dir); 128, a
+        # repository git will not read (another owner's), tracks nothing here.
+        listed = self._git(
+            "ls-files", "-z", "--cached", "--ignored", "--exclude-standard",
+            bare=True, ok_codes=(0, 128),
+        )  # fmt: skip
+        tracked = set(_listed(listed))
         if key is not None:
             self._tracked_cache = (key, tracked)
         return tracked
@@ -226,24 +223,23 @@ class ShadowRepo:
         return changes
 
     def directories(self, tree: str) -> set[str]:
-        out = self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)
-        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+        return set(_listed(self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)))
 
     def ignored(self, paths: list[str]) -> set[str]:
         """Those of `paths` the workspace's ignore rules, as they are now, ignore."""
-        listing = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
         out = self._git(
-            "check-ignore", "-z", "--stdin", "--no-index", feed=listing, ok_codes=(0, 1)
+            "check-ignore", "-z", "--stdin", "--no-index", feed=_nul_list(paths), ok_codes=(0, 1)
         )
-        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+        return set(_listed(out))
 
     def checkout(self, tree: str, paths: list[str]) -> None:
         """Write `paths` from `tree` into the workspace, through a throwaway index."""
         index = self.git_dir / "restore.index"
         try:
             self._git("read-tree", tree, index=index)
-            listing = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
-            self._git("checkout-index", "--force", "-z", "--stdin", feed=listing, index=index)
+            self._git(
+                "checkout-index", "--force", "-z", "--stdin", feed=_nul_list(paths), index=index
+            )
         finally:
             index.unlink(missing_ok=True)
 
@@ -304,6 +300,16 @@ class ShadowRepo:
         exclude.parent.mkdir(exist_ok=True)
         if not exclude.is_file() or exclude.read_text(encoding="utf-8") != text:
             exclude.write_text(text, encoding="utf-8")
+
+
+def _nul_list(paths: Iterable[str]) -> bytes:
+    """`paths` as git's `-z` input takes them."""
+    return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+
+
+def _listed(out: bytes) -> list[str]:
+    """The paths of git's `-z` output."""
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def _subcommand(args: tuple[str, ...]) -> str:
