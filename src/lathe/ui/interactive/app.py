@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lathe.errors import UsageError
-from lathe.types import AssistantMessage, ToolResultMessage, Usage
+from lathe.types import AssistantMessage, ToolResultMessage
 from lathe.ui.interactive.approval import parse_answer
 from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunOptions
@@ -78,8 +78,7 @@ class InteractiveApp:
         self.cost_usd = 0.0
         # What the current (or last) run spent, shown against its budget when one is set:
         # each message's run has the budget `--max-cost` and the others give.
-        self.run_usage = Usage()
-        self.run_tally = RunTally()
+        self.run_tally = RunTally()  # its turns and usage (what the budget counts)
         self.run_cost_usd = 0.0
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
@@ -148,7 +147,6 @@ class InteractiveApp:
         if isinstance(event, AssistantReply):
             self.cost_usd += self.resolved.cost(event.message.usage)
             self.run_cost_usd += self.resolved.cost(event.message.usage)
-            self.run_usage = self.run_usage + event.message.usage
         if isinstance(event, ToolFinished) and event.name == self._approved_diff:
             self._approved_diff = None
             if not event.is_error:  # the person approving saw this very diff already
@@ -470,7 +468,7 @@ class InteractiveApp:
         from lathe.events import RunStarted
 
         session = self.links.session
-        self.run_usage, self.run_cost_usd = Usage(), 0.0
+        self.run_cost_usd = 0.0
         self.run_tally.reset()
         self.emit(
             RunStarted(
@@ -636,7 +634,7 @@ class InteractiveApp:
             return ""
         cost = self.run_cost_usd if self.resolved.prices.known else None
         elapsed = time.monotonic() - self.status.started if self.status.running else None
-        spent = spend_text(budget, self.run_usage, cost, elapsed)
+        spent = spend_text(budget, self.run_tally.usage, cost, elapsed)
         return f" · run: {spent}" if spent else ""
 
     def cost_line(self) -> str:

@@ -80,17 +80,8 @@ class Links(AgentHooks):
             self.recorder.record_end(event)
 
     def record_interruption(self, tally: RunTally) -> None:
-        from lathe.session import RunEndEntry
-
-        if self.session is not None:
-            self.session.append(
-                RunEndEntry(
-                    status="interrupted",
-                    turns=tally.turns,
-                    usage=tally.usage,
-                    reason="interrupted by the user (Esc)",
-                )
-            )
+        if self.recorder is not None:
+            self.recorder.record_interrupt(tally, "interrupted by the user (Esc)")
 
     def remember_approval(self, key: str) -> None:
         from lathe.session import ApprovalEntry
