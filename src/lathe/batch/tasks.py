@@ -60,17 +60,17 @@ def load_tasks(source: Path) -> list[BatchTask]:
         tasks = _from_jsonl(source)
     else:
         raise UsageError(f"no task list at {source}: give a folder of tasks or a .jsonl file")
-    seen: dict[str, str] = {}  # file name -> the id that has it
+    named: dict[str, str] = {}  # file name -> the id that has it
     for task in tasks:
         name = task_file_name(task.id)
-        if task.id in seen.values():
+        if named.get(name) == task.id:
             raise UsageError(f"task id {task.id!r} appears twice in {source}; ids must be unique")
-        if name in seen:
+        if name in named:
             raise UsageError(
-                f"task ids {seen[name]!r} and {task.id!r} in {source} would share the files "
+                f"task ids {named[name]!r} and {task.id!r} in {source} would share the files "
                 f"{name}.diff and {name}.md of the run folder; rename one"
             )
-        seen[name] = task.id
+        named[name] = task.id
     return tasks
 
 
