@@ -83,7 +83,7 @@ class Batch:
         self._recorded: list[dict[str, Any]] = []  # this run's lines
         self._started_at = 0.0
         self.stop_reason = ""
-        self._unwritable = ""  # why no result can be recorded (then none may start)
+        self._unwritable = False  # a result could not be recorded: none may start
 
     def plan(self) -> Plan:
         options = self.options
@@ -116,8 +116,6 @@ class Batch:
             self.stop_reason = "interrupted: the tasks that were running will run next time"
             self.face.stopped(self.stop_reason)
             raise
-        if self._unwritable:
-            self.stop_reason = self._unwritable
         if (self._queue or self._unwritable) and self.stop_reason:
             self.face.stopped(self.stop_reason)
         return self.lines
@@ -131,7 +129,8 @@ class Batch:
         try:
             line = self.folder.record(result)
         except OSError as exc:  # a full disk: the task runs again next time, none starts now
-            self._unwritable = (
+            self._unwritable = True
+            self.stop_reason = (
                 f"cannot write to the run folder {self.options.out} "
                 f"({exc.strerror or exc}); free space there, then run the same command to "
                 "resume"
@@ -142,10 +141,7 @@ class Batch:
         self.face.finished(line)
 
     def _next_task(self) -> BatchTask | None:
-        if self._unwritable:
-            self.stop_reason = self._unwritable
-            return None
-        if not self._queue:
+        if self._unwritable or not self._queue:
             return None
         over = self._over_budget()
         if over:
