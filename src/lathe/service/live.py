@@ -68,7 +68,7 @@ _LAGGED = "lagged"  # a subscriber's last item: it fell behind; read the journal
 @dataclass(eq=False)  # each one is itself, in a set
 class _Subscriber:
     queue: asyncio.Queue[tuple[int, str] | str | None] = field(
-        default_factory=lambda: asyncio.Queue(_SUBSCRIBER_BACKLOG + 1)
+        default_factory=lambda: asyncio.Queue(_SUBSCRIBER_BACKLOG)
     )
 
     def lagged(self) -> None:
