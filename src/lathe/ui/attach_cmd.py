@@ -40,7 +40,7 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
     token = _token(token_file)
     client = LatheClient(url, token)
     try:
-        info = client.session(_full_id(client, session_id))
+        info = _served(client, session_id)
     except ServiceError as exc:
         said = str(exc)
         if exc.status == 401:
@@ -55,17 +55,25 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
         client.close()
 
 
-def _full_id(client: Any, given: str) -> str:
-    """The id of the one served session starting with `given` (a prefix, as `sessions
-    show` and `--resume` take); `given` itself when none or several do (the server then
-    says so)."""
-    matches = [s.id for s in client.sessions() if s.id.startswith(given)]
-    if len(matches) > 1:
-        raise UsageError(
-            f"session prefix {given!r} is ambiguous here: it matches {', '.join(matches[:10])}; "
-            "give more characters"
-        )
-    return matches[0] if matches else given
+def _served(client: Any, given: str) -> Any:
+    """The served session `given` names: its id, or a prefix of one (as `sessions show`
+    and `--resume` take), looked up only when the id itself is not served."""
+    from lathe.client import ServiceError
+
+    try:
+        return client.session(given)
+    except ServiceError as exc:
+        if exc.status != 404:
+            raise
+        matches = [s.id for s in client.sessions() if s.id.startswith(given)]
+        if len(matches) > 1:
+            raise UsageError(
+                f"session prefix {given!r} is ambiguous here: it matches "
+                f"{', '.join(matches[:10])}; give more characters"
+            ) from None
+        if not matches:
+            raise
+        return client.session(matches[0])
 
 
 def _fail(message: str) -> int:
