@@ -81,16 +81,19 @@ def _repairs(text: str) -> list[str]:
     fenced = _FENCE.match(text)
     base = fenced.group(1) if fenced else text
     no_trailing = _TRAILING_COMMA.sub(r"\1", base)
-    candidates = [base, no_trailing]
     missing = _missing_closers(no_trailing)
-    if missing and set(missing) == {"}"}:
-        candidates.append(no_trailing + missing)
-    return candidates
+    closed = [no_trailing + missing] if missing and _only_braces(missing) else []
+    return [base, no_trailing, *closed]
 
 
 def _cut_inside_a_value(text: str) -> bool:
     missing = _missing_closers(text)
-    return bool(missing) and set(missing) != {"}"}
+    return bool(missing) and not _only_braces(missing)
+
+
+def _only_braces(missing: str) -> bool:
+    """Whether all a cut JSON text lacks is the end of its objects (safe to close)."""
+    return set(missing) == {"}"}
 
 
 def _missing_closers(text: str) -> str:
