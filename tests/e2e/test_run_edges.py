@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tests.fakes.openai_server import Call, Hang, Reply, server_error, unauthorized
 from tests.sandboxes import needs
+from tests.waiting import while_running
 
 from lathe.exec.bwrap import check_bubblewrap
 
@@ -307,10 +308,7 @@ def test_ctrl_c_during_a_sandboxed_command_prints_no_traceback(tmp_path, fake_op
         cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "the command never ran"
-        time.sleep(0.1)
+    while_running(process, started.exists, "the command never ran")
 
     process.send_signal(signal.SIGINT)
     _, errors = process.communicate(timeout=60)
@@ -379,10 +377,7 @@ def test_sigterm_ends_a_run_as_ctrl_c_does_and_records_it(tmp_path, fake_openai)
         _argv(fake_openai, ws, TASK), cwd=tmp_path, env=_env(tmp_path),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not fake_openai.chat_bodies():  # waiting on the model
-        assert time.monotonic() < deadline and process.poll() is None, "no model request"
-        time.sleep(0.1)
+    while_running(process, fake_openai.chat_bodies, "no model request")  # waiting on the model
 
     process.send_signal(signal.SIGTERM)
     _, errors = process.communicate(timeout=60)
@@ -407,10 +402,7 @@ def test_a_run_terminated_mid_tool_records_its_turns_usage_cause_and_the_tool_re
         _argv(fake_openai, ws, "--approval", "full", TASK), cwd=tmp_path, env=_env(tmp_path),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "the command never ran"
-        time.sleep(0.1)
+    while_running(process, started.exists, "the command never ran")
 
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=60)

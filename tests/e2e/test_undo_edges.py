@@ -15,11 +15,11 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.e2e.test_run_edges import _env, lathe_run
 from tests.fakes.openai_server import Call, Hang, Reply
+from tests.waiting import while_running
 
 
 def git(ws: Path, *args: str) -> None:
@@ -104,10 +104,7 @@ def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(
         cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "turn 2 never ran"
-        time.sleep(0.1)
+    while_running(process, started.exists, "turn 2 never ran")
 
     process.send_signal(signal.SIGHUP)
     _, errors = process.communicate(timeout=60)
@@ -156,10 +153,7 @@ def test_undo_while_a_run_works_says_what_undo_can_do(tmp_path, fake_openai):
         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not fake_openai.chat_bodies():
-            assert time.monotonic() < deadline and process.poll() is None, "no model request"
-            time.sleep(0.1)
+        while_running(process, fake_openai.chat_bodies, "no model request")
         busy = lathe(tmp_path, "undo", "-C", str(ws))
     finally:
         process.kill()

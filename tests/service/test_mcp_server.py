@@ -12,6 +12,7 @@ import httpx
 import pytest
 from tests.fakes.openai_server import Call, Reply
 from tests.service.scripts import calc_workspace
+from tests.waiting import while_running
 
 TOOLS = {"run_task", "list_sessions", "session_transcript"}
 
@@ -183,7 +184,6 @@ def test_sigterm_during_a_stdio_run_task_ends_the_run_and_records_it(fake_openai
     import json
     import signal
     import subprocess
-    import time
 
     from tests.fakes.openai_server import Hang
 
@@ -209,10 +209,7 @@ def test_sigterm_during_a_stdio_run_task_ends_the_run_and_records_it(fake_openai
     send({"id": 2, "method": "tools/call", "params": {"name": "run_task", "arguments": {
         "workspace": str(ws), "task": "fix add", "model": "m",
         "base_url": fake_openai.base_url}}})  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not fake_openai.chat_bodies():
-        assert time.monotonic() < deadline and process.poll() is None, "no model request"
-        time.sleep(0.1)
+    while_running(process, fake_openai.chat_bodies, "no model request")
 
     process.send_signal(signal.SIGTERM)
     _, errors = process.communicate(timeout=60)

@@ -24,6 +24,15 @@ def _user_texts(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
 
+def _ask_then_leave(launch, question: str, answer: str) -> None:
+    """One exchange in a session of its own, then Ctrl-D: a session to go on with."""
+    term = launch()
+    term.send(question)
+    term.wait_for(answer)
+    term.keys("C-d")
+    term.wait_exit()
+
+
 def _session_lines(home: Path) -> list[dict]:
     files = sorted((home / "sessions").glob("*/*.jsonl"))
     assert files, f"no session file under {home}"
@@ -240,11 +249,7 @@ def test_continue_reopens_the_last_session_with_its_history(
     launch, fake_openai: FakeOpenAIServer, lathe_home: Path
 ) -> None:
     fake_openai.enqueue(Reply("The answer is 42."), Reply("Still 42."))
-    first = launch()
-    first.send("what is the answer")
-    first.wait_for(r"The answer is 42\.")
-    first.keys("C-d")
-    first.wait_exit()
+    _ask_then_leave(launch, "what is the answer", r"The answer is 42\.")
 
     second = launch("--continue")
     # The prompt is up, not only the replay begun: keys typed while the history is still
@@ -334,11 +339,7 @@ def test_a_continued_session_shows_its_context_and_its_tokens_so_far(
     # The footer said "ctx 0%" and /cost "0 in · 0 out" for a session holding 16k tokens.
     usage = {"prompt_tokens": 16374, "completion_tokens": 10, "total_tokens": 16384}
     fake_openai.enqueue(Reply("The answer is 42.", usage=usage, usage_when="always"))
-    first = launch()
-    first.send("what is the answer")
-    first.wait_for(r"The answer is 42\.")
-    first.keys("C-d")
-    first.wait_exit()
+    _ask_then_leave(launch, "what is the answer", r"The answer is 42\.")
 
     second = launch("--continue")
     second.wait_for(r"ctx 50% of 32k")
