@@ -132,7 +132,8 @@ def batch_group() -> None:
 def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     """Run every task of TASKS (a folder of task folders, or a JSONL file) in its own
     fresh copy; results land in RUN_DIR as each task ends. Run the same command again to
-    resume: finished tasks are skipped, unfinished ones run."""
+    resume: finished tasks are skipped, unfinished ones run. Exits 3 when a task ended in
+    an error (not measured), 1 when the batch stopped early."""
     from lathe.batch.driver import Batch, BatchOptions
     from lathe.batch.results import masked_config
     from lathe.batch.task_run import RunSettings
@@ -177,11 +178,23 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
         said, code = stopped_by(terminated)
         click.echo(f"lathe: {said}; run the same command to resume ({out})", err=True)
         sys.exit(code)
+    from lathe.plural import plural
+
     face.close()
-    _summary(lines, [t.id for t in task_list])
+    order = [t.id for t in task_list]
+    _summary(lines, order)
     if batch.stop_reason:
         click.echo(f"lathe: stopped early: {batch.stop_reason}", err=True)
         sys.exit(1)
+    errors = sum(lines[i].get("status") == "error" for i in order if i in lines)
+    if errors:
+        # Unsolved tasks are the measurement; a task that errored was not measured.
+        click.echo(
+            f"lathe: {errors} of {plural(len(order), 'task')} ended in an error (not "
+            "measured); run the same command with --retry-errors to run them again",
+            err=True,
+        )
+        sys.exit(3)
 
 
 @batch_group.command("report")
