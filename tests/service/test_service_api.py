@@ -270,3 +270,20 @@ def test_a_request_body_over_the_limit_is_413_and_the_server_goes_on(served, tmp
     streamed = httpx.post(served.url + "/v1/sessions", content=chunks(), headers=headers)
     assert streamed.status_code == 413
     assert served.client().health()["status"] == "ok"
+
+
+def test_a_second_server_on_the_same_data_folder_is_refused(served, tmp_path):
+    # Both would restore and run the same sessions, and each accept the same workspace.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env["LATHE_HOME"] = str(served.home)
+    second = subprocess.run(
+        [sys.executable, "-m", "lathe", "serve", "--port", "0"],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert second.returncode == 2
+    [line] = second.stderr.splitlines()
+    assert line.startswith("lathe: another `lathe serve` ")
+    assert f"pid {served.process.pid}" in line and "LATHE_HOME" in line
+    assert second.stdout == ""  # never announced a URL
+    with served.client() as client:  # the first one goes on serving
+        assert client.health()["status"] == "ok"

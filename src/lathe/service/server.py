@@ -43,6 +43,28 @@ def read_or_create_token(path: Path) -> tuple[str, bool]:
     return token, True
 
 
+def _hold_data_folder(home: Path):
+    """The lock that makes this the one server of `home`'s data: two would each restore
+    and run the same sessions, and each accept the same workspace. The kernel drops it
+    when the process ends, kill -9 included."""
+    from lathe.file_lock import FileLock
+
+    folder = home / "serve"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(folder / "server.lock")
+        holder = lock.try_acquire(record=f"{os.getpid()}\n")
+    except OSError as exc:
+        raise UsageError(f"cannot use the data folder {folder}: {exc.strerror}") from None
+    if holder is not None:
+        pid = holder.split()[0] if holder.split() else "?"
+        raise UsageError(
+            f"another `lathe serve` (pid {pid}) already serves the data in {home}; stop it, "
+            "or give this one a LATHE_HOME of its own"
+        )
+    return lock
+
+
 def check_host(host: str, allow_remote: bool) -> None:
     """A `--host` the server may bind: one that resolves, and, without `allow_remote`,
     only to this machine (a name is judged by what it resolves to)."""
@@ -97,6 +119,7 @@ def serve(
 
     check_host(host, allow_remote)
     home = lathe_home()
+    one_server = _hold_data_folder(home)
     token_path = token_file or default_token_file(home)
     token, new = read_or_create_token(token_path)
     manager = server_manager(max_commands)
@@ -123,5 +146,8 @@ def serve(
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     )
-    asyncio.run(server.serve(sockets=[sock]))
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        one_server.release()
     return 0
