@@ -138,3 +138,34 @@ def test_two_calls_a_server_gave_one_id_both_run(tmp_path, fake_openai):
     results = [m for m in last if m["role"] == "tool"]
     assert [r["tool_call_id"] for r in results] == ids
     assert "alpha" in results[0]["content"] and "beta" in results[1]["content"]
+
+
+@pytest.mark.parametrize("approval", ["full", "auto"])
+def test_a_rule_holds_for_a_path_that_is_a_symlink(tmp_path, fake_openai, approval):
+    # The rules were matched against the link's target only: `.env` read freely.
+    ws = tmp_path / "ws"
+    (ws / "config").mkdir(parents=True)
+    (ws / "config" / "local.values").write_text("API_KEY=sk-live-SECRET123\n")
+    (ws / ".env").symlink_to("config/local.values")
+    (ws / "vendor").mkdir()
+    (ws / "vendor" / "lib.py").write_text("def f():\n    return 1\n")
+    (ws / "settings.py").symlink_to("vendor/lib.py")
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": ".env"})]),
+        Reply(calls=[Call("grep", {"pattern": "API_KEY", "path": ".env"})]),
+        Reply(calls=[Call("bash", {"command": "cat .env"})]),
+        Reply(calls=[Call("bash", {"command": "cd config && cat ../.env"})]),
+        Reply(calls=[Call("edit", {"path": "settings.py", "old_string": "return 1",
+                                   "new_string": "return 2"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "--approval", approval,
+        "--deny", "read(.env)", "--deny", "edit(settings.py)", "Look around",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = _results(fake_openai)
+    assert len(results) == 5
+    assert not any("SECRET123" in result for result in results), results
+    assert all("denied" in result or "rule" in result for result in results), results
+    assert (ws / "vendor" / "lib.py").read_text() == "def f():\n    return 1\n"

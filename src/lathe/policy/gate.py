@@ -10,6 +10,7 @@ denial explained to the model.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -116,19 +117,26 @@ class Policy:
         else:
             relative = display_path(self.workspace, resolved)
         preview = relative
-        is_dir = relative is not None and _is_dir(resolved)
-        verdict = (
-            self.rules.for_path(tool, relative, is_dir=is_dir, changes_files=changes_files)
-            if relative
-            else None
-        )
-        if relative and changes_files:
-            guarded = self._protected_change(tool, relative, is_dir, verdict)
-            if guarded:
-                return guarded
+        if relative is None:
+            return self._mode_default(tool, found.read_only, tool, preview)
+        is_dir = _is_dir(resolved)
+        # A rule names a path as the user sees it: `.env` may be a link to the file read.
+        spellings = _spellings(self.workspace, str(path or "."), relative)
+        verdicts = {
+            spelling: self.rules.for_path(
+                tool, spelling, is_dir=is_dir, changes_files=changes_files
+            )
+            for spelling in spellings
+        }
+        named, verdict = _strongest(verdicts)
+        if changes_files:
+            for spelling in spellings:
+                guarded = self._protected_change(tool, spelling, is_dir, verdict)
+                if guarded:
+                    return guarded
         if verdict:
             action, rule = verdict
-            reason = f"{relative} matches the rule {rule.key}"
+            reason = f"{named} matches the rule {rule.key}"
             return Decision(action, reason, rule.key, preview, brief=rule.key)
         return self._mode_default(tool, found.read_only, tool, preview)
 
@@ -185,9 +193,15 @@ class Policy:
             for word in command.words[1:]:
                 if word.value is None or word.value.startswith("-"):
                     continue
-                found = _relative(command.cwd or self.workspace, word.value, self.workspace)
-                if found and matches_any(found[0], patterns, is_dir=found[1].is_dir()):
-                    return found[0]
+                base = command.cwd or self.workspace
+                found = _relative(base, word.value, self.workspace)
+                if found is None:
+                    continue
+                named = Path(word.value).expanduser()
+                is_dir = found[1].is_dir()
+                for spelling in _spellings(self.workspace, str(base / named), found[0]):
+                    if matches_any(spelling, patterns, is_dir=is_dir):
+                        return spelling
         return None
 
     def _mode_default(self, tool: str, read_only: bool, key: str, preview: str) -> Decision:
@@ -212,6 +226,37 @@ def _names(rule_pattern: str | None, protected: str) -> bool:
     `edit(.vscode/**)`) rather than covering it by a wildcard (`write(*.json)`, `edit`)."""
     core = protected.strip().strip("/").removeprefix("**/")
     return bool(rule_pattern) and core in str(rule_pattern)
+
+
+def _spellings(workspace: Path, given: str, resolved: str) -> list[str]:
+    """The workspace-relative names of one path that rules are matched against: as
+    resolved (links followed) and, when a link is on the way, as named (`..` folded,
+    links not followed)."""
+    root = Path(os.path.realpath(workspace))
+    named = Path(os.path.normpath(root / Path(given).expanduser()))
+    if named == root or not named.is_relative_to(root):
+        return [resolved]
+    lexical = named.relative_to(root).as_posix()
+    return [resolved] if lexical == resolved else [resolved, lexical]
+
+
+_STRENGTH = {"deny": 0, "ask": 1}
+
+
+def _strongest(
+    verdicts: dict[str, tuple[Action, Any] | None],
+) -> tuple[str, tuple[Action, Any] | None]:
+    """Of the verdicts on a path's spellings (`_spellings`), with the spelling it was
+    drawn for: a deny or ask on any; an allow only when every spelling is allowed (an
+    allow for the link's name does not reach the file it leads to)."""
+    drawn = [(name, v) for name, v in verdicts.items() if v is not None]
+    restrictive = [(name, v) for name, v in drawn if v[0] in _STRENGTH]
+    if restrictive:
+        return min(restrictive, key=lambda item: _STRENGTH[item[1][0]])
+    first = next(iter(verdicts))
+    if drawn and len(drawn) == len(verdicts):
+        return drawn[0]
+    return first, None
 
 
 def _relative(base: Path, path: str, workspace: Path) -> tuple[str, Path] | None:
