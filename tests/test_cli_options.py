@@ -142,3 +142,26 @@ def test_a_flag_before_run_reaches_it(tmp_path, flag):
 
     assert result.returncode == 2
     assert "no earlier session" in result.stderr
+
+
+@pytest.mark.parametrize("where", ["project", "override"])
+def test_an_ask_rule_from_the_config_holds_in_a_headless_run(tmp_path, fake_openai, where):
+    # permissions.ask was shown by `config show` but never reached the gate.
+    ws = _workspace(tmp_path)
+    extra: tuple[str, ...] = ()
+    if where == "project":
+        (ws / ".lathe").mkdir()
+        (ws / ".lathe" / "config.toml").write_text('[permissions]\nask = ["bash(touch:*)"]\n')
+    else:
+        extra = ("-c", 'permissions.ask=["bash(touch:*)"]')
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "touch made"})]), Reply("Done."))
+
+    result = lathe(
+        "run", "-C", str(ws), "--approval", "full", "--base-url", fake_openai.base_url,
+        "-m", "m", *extra, "make a file", cwd=tmp_path, home=tmp_path / "home",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert not (ws / "made").exists()
+    [refused] = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "bash(touch:*)" in refused["content"]

@@ -60,7 +60,9 @@ def permission_rules(setup: RunSetup) -> RuleSet:
     """The config's rules plus the run's --allow/--deny."""
     config = setup.loaded.config.permissions
     return RuleSet.from_strings(
-        allow=[*config.allow, *setup.options.allow], deny=[*config.deny, *setup.options.deny]
+        allow=[*config.allow, *setup.options.allow],
+        ask=config.ask,
+        deny=[*config.deny, *setup.options.deny],
     )
 
 
