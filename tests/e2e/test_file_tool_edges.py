@@ -169,3 +169,25 @@ def test_a_rule_holds_for_a_path_that_is_a_symlink(tmp_path, fake_openai, approv
     assert not any("SECRET123" in result for result in results), results
     assert all("denied" in result or "rule" in result for result in results), results
     assert (ws / "vendor" / "lib.py").read_text() == "def f():\n    return 1\n"
+
+
+def test_an_edit_whose_new_string_leaves_code_out_with_a_placeholder_is_refused(
+    tmp_path, fake_openai
+):
+    # write refused a "# ... existing code ..." line; edit applied it and 20 lines went.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    body = "".join(f"    step_{n}()\n" for n in range(20))
+    original = f"def main():\n    setup()\n{body}    return 0\n"
+    (ws / "app.py").write_text(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "app.py", "old_string": original,
+                                   "new_string": "def main():\n    setup()\n"
+                                   "    # ... existing code ...\n    return 1\n"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Return 1 from main")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "app.py").read_text() == original
+    (refused,) = _results(fake_openai)
+    assert "placeholder" in refused and "# ..." in refused

@@ -20,6 +20,7 @@ from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
+    added_elisions,
     clip_diff,
     current_text,
     load_text_file,
@@ -113,6 +114,13 @@ class EditTool(Tool):
         if args.old_string == args.new_string:
             raise ToolError(
                 "old_string and new_string are identical; the edit would change nothing"
+            )
+        if placeholders := added_elisions(args.old_string, args.new_string):
+            raise ToolError(
+                f"not applied: new_string has a placeholder for left-out code "
+                f"({placeholders[0]!r}) that old_string does not, so the code it stands for "
+                "would be deleted. Put only the lines that change in old_string, and their "
+                "complete replacement in new_string."
             )
         path = resolve_path(ctx.workspace, args.path)
         shown = display_path(ctx.workspace, path)

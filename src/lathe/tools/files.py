@@ -42,6 +42,24 @@ _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 # Control bytes that do not occur in text; tab, newlines, form feed and escape do.
 _NON_TEXT = frozenset(range(0x20)) - {0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1B}
 
+# A line standing for code the model left out: "# ...", "// ... existing code ...",
+# "# rest of the code unchanged". Written into a whole-file replacement, it deletes that
+# code — the commonest way small models destroy a file.
+_ELISION = re.compile(
+    r"^\s*(#|//|/\*|--|<!--)\s*(\.\.\.|…|\[?\.\.\.|(the )?rest of|existing code|"
+    r"(code )?(remains|unchanged)|same as before)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def elided_lines(text: str) -> list[str]:
+    return [m.group(0).strip() for m in _ELISION.finditer(text)]
+
+
+def added_elisions(old: str, new: str) -> list[str]:
+    """The placeholders for left-out code `new` has that `old` did not, sorted."""
+    return sorted(set(elided_lines(new)) - set(elided_lines(old)))
+
 
 @dataclass(frozen=True)
 class _Seen:

@@ -8,7 +8,6 @@ overwrite keeps the old file's encoding, BOM and line endings.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +18,7 @@ from lathe.errors import ToolError, ToolRefusal
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
+    added_elisions,
     clip_diff,
     count_lines,
     current_text,
@@ -29,24 +29,6 @@ from lathe.tools.files import (
     unified_diff,
 )
 from lathe.tools.paths import display_path, refuse_special, resolve_path
-
-# A line standing for code the model left out: "# ...", "// ... existing code ...",
-# "# rest of the code unchanged". Written into a whole-file replacement, it deletes that
-# code — the commonest way small models destroy a file.
-_ELISION = re.compile(
-    r"^\s*(#|//|/\*|--|<!--)\s*(\.\.\.|…|\[?\.\.\.|(the )?rest of|existing code|"
-    r"(code )?(remains|unchanged)|same as before)",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-def elided_lines(text: str) -> list[str]:
-    return [m.group(0).strip() for m in _ELISION.finditer(text)]
-
-
-def added_elisions(old: str, new: str) -> list[str]:
-    """The placeholders for left-out code `new` has that `old` did not, sorted."""
-    return sorted(set(elided_lines(new)) - set(elided_lines(old)))
 
 
 class WriteParams(Params):
