@@ -191,3 +191,27 @@ def test_an_edit_whose_new_string_leaves_code_out_with_a_placeholder_is_refused(
     assert (ws / "app.py").read_text() == original
     (refused,) = _results(fake_openai)
     assert "placeholder" in refused and "# ..." in refused
+
+
+def test_lines_with_stray_bytes_keep_their_bytes_through_write_and_edit(tmp_path, fake_openai):
+    # read shows a stray byte as U+FFFD and says edit and write keep it: write turned it
+    # into U+FFFD's three bytes, and edit could never match a line holding one.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "café\n".encode() + b"raw = b'\xff'  # sentinel\nx = 1\nend = b'\xfe\xfd'\n"
+    (ws / "u8.py").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "u8.py"})]),
+        Reply(calls=[Call("write", {"path": "u8.py", "content": "café\nraw = b'\ufffd'  "
+                                    "# sentinel\nx = 2\nend = b'\ufffd\ufffd'\n"})]),
+        Reply(calls=[Call("edit", {"path": "u8.py", "old_string": "raw = b'\ufffd'  # sentinel",
+                                   "new_string": "raw = b'\ufffd'  # kept"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Change x")
+    assert done.returncode == 0, done.stderr
+    results = _results(fake_openai)
+    assert results[1].startswith("Overwrote u8.py") and results[2].startswith("Edited u8.py")
+    assert (ws / "u8.py").read_bytes() == (
+        "café\n".encode() + b"raw = b'\xff'  # kept\nx = 2\nend = b'\xfe\xfd'\n"
+    )

@@ -20,6 +20,7 @@ from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
+    ShownText,
     added_elisions,
     clip_diff,
     current_text,
@@ -138,6 +139,9 @@ class EditTool(Tool):
         elif old not in text:
             old, new = _with_the_files_line_endings(text, old, new)
         starts = _occurrences(text, old)
+        if not starts and content.bad_bytes and "\ufffd" in old:
+            old, new = _as_in_the_file(ShownText(text), old, new)
+            starts = _occurrences(text, old)
         if not starts:
             elsewhere = elsewhere_note(
                 ctx.workspace, old, besides=path, unreadable=ctx.deny_read,
@@ -174,6 +178,26 @@ class EditTool(Tool):
             summary=f"+{added} -{removed}",
             details={"diff": diff, "path": shown},
         )
+
+
+def _as_in_the_file(text: ShownText, old: str, new: str) -> tuple[str, str]:
+    """(old, new) with the file's stray bytes where they show U+FFFD, when `old` was
+    copied from how read showed the file; as they were when it was not."""
+    sources: set[str] = set()
+    for start in _occurrences(text.shown, old):
+        span = text.span_in_text(start, start + len(old))
+        if span is None:
+            return old, new
+        sources.add(text.text[span[0] : span[1]])
+    if not sources:
+        return old, new
+    if len(sources) > 1:
+        raise ToolError(
+            "old_string matches places that differ only in bytes that are not UTF-8 "
+            "(shown as \ufffd); add surrounding lines so it matches one of them"
+        )
+    (source,) = sources
+    return source, text.put_back(new, source)
 
 
 def _with_the_files_line_endings(text: str, old: str, new: str) -> tuple[str, str]:

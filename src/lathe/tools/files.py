@@ -253,6 +253,75 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+_STRAY_RUN = re.compile("[\udc80-\udcff]+")
+
+
+class ShownText:
+    """A text with stray bytes (lone surrogates, see `decode_text`) beside the text the
+    model was shown (`printable`: each stretch of them as U+FFFD), and the way back from
+    what the model copied out of the shown one: else a copied line would be written
+    with U+FFFD's three bytes where the file had its own."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # (start in shown, start in text, the stretch as shown, as it is) per stretch.
+        self._strays: list[tuple[int, int, str, str]] = []
+        parts: list[str] = []
+        shown_at = taken = 0
+        for match in _STRAY_RUN.finditer(text):
+            parts.append(text[taken : match.start()])
+            shown_at += match.start() - taken
+            as_shown = printable(match.group())
+            self._strays.append((shown_at, match.start(), as_shown, match.group()))
+            parts.append(as_shown)
+            shown_at += len(as_shown)
+            taken = match.end()
+        parts.append(text[taken:])
+        self.shown = "".join(parts)
+
+    def span_in_text(self, start: int, end: int) -> tuple[int, int] | None:
+        """Where a stretch of the shown text lies in the text; None when it starts or
+        ends inside a stretch of stray bytes shown shorter than it is."""
+        first, last = self._in_text(start), self._in_text(end)
+        return None if first is None or last is None else (first, last)
+
+    def _in_text(self, at: int) -> int | None:
+        shift = 0
+        for shown_start, start, as_shown, stray in self._strays:
+            if at <= shown_start:
+                break
+            if at < shown_start + len(as_shown):
+                inside = at - shown_start
+                return start + inside if len(as_shown) == len(stray) else None
+            shift += len(stray) - len(as_shown)
+        return at + shift
+
+    def put_back(self, copied: str, source: str) -> str:
+        """`copied` with the stray bytes of `source` (a stretch of the text) back where
+        it shows them, in their order; U+FFFD it shows beyond them stays."""
+        out, at = [], 0
+        for match in _STRAY_RUN.finditer(source):
+            as_shown = printable(match.group())
+            found = copied.find(as_shown, at)
+            if found == -1:
+                break
+            out += [copied[at:found], match.group()]
+            at = found + len(as_shown)
+        return "".join(out) + copied[at:]
+
+    def with_own_lines(self, copied: str) -> str:
+        """`copied` (a whole new text) with each line that is one of the text's lines
+        holding stray bytes, as shown, put back as that line."""
+        own: dict[str, str] = {}
+        for line in self.text.splitlines():
+            if _STRAY_RUN.search(line):
+                own.setdefault(printable(line), line)
+        if not own or "\ufffd" not in copied:
+            return copied
+        lines = copied.split("\n")
+        return "\n".join(own.get(line, line) for line in lines)
+
+
 @contextlib.contextmanager
 def os_errors(shown: str, action: str) -> Iterator[None]:
     """Turn an OS failure (permissions, a full disk) into an error the model sees."""

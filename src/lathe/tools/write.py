@@ -18,6 +18,7 @@ from lathe.errors import ToolError, ToolRefusal
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
+    ShownText,
     added_elisions,
     clip_diff,
     count_lines,
@@ -111,6 +112,8 @@ class WriteTool(Tool):
         if old is None:
             data, old_text = args.content.encode("utf-8"), ""
         else:
+            if old.bad_bytes:
+                new_text = ShownText(old.text).with_own_lines(new_text)
             data, old_text = old.encode(new_text, shown), old.text
         write_atomic(path, data)
         state_of(ctx).record(path, data)
