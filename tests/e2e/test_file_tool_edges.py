@@ -215,3 +215,20 @@ def test_lines_with_stray_bytes_keep_their_bytes_through_write_and_edit(tmp_path
     assert (ws / "u8.py").read_bytes() == (
         "café\n".encode() + b"raw = b'\xff'  # kept\nx = 2\nend = b'\xfe\xfd'\n"
     )
+
+
+def test_a_full_page_of_read_is_never_cut_by_the_output_limit(tmp_path, fake_openai):
+    # The footer took the page past the limit, the generic cap cut a line from its
+    # middle, and read still counted that line as seen: a write then dropped it.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lines = [f"value_{n:04d} = compute({n}, 'some padding text to make it longer')\n"
+             for n in range(1000)]  # fmt: skip
+    (ws / "data.py").write_text("".join(lines))
+    fake_openai.enqueue(Reply(calls=[Call("read", {"path": "data.py"})]), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Read it")
+    assert done.returncode == 0, done.stderr
+    (page,) = _results(fake_openai)
+    assert "omitted" not in page
+    last = int(page.split("[Showing lines 1-")[1].split()[0])
+    assert all(f"value_{n:04d} =" in page for n in range(last))

@@ -86,6 +86,9 @@ class ReadTool(Tool):
         return output
 
 
+_FOOTER_BYTES = 160  # "[Showing lines A-B of C. More lines follow: ...]", with room
+
+
 class _Page:
     """Formats one page of lines within the line, line-length and byte budgets."""
 
@@ -100,7 +103,9 @@ class _Page:
 
     def render(self, lines: Iterator[str], *, total: int | None, note: str = "") -> ToolOutput:
         out: list[str] = []
-        size = 0
+        # The note and the footer count too: a page past the limit is cut in its middle
+        # by the output cap, and a line cut out of a page must not count as seen.
+        size = len(note.encode("utf-8", "surrogateescape")) + _FOOTER_BYTES
         number = self._first - 1
         more = False
         for number, line in enumerate(lines, 1):
