@@ -232,3 +232,28 @@ def test_a_full_page_of_read_is_never_cut_by_the_output_limit(tmp_path, fake_ope
     assert "omitted" not in page
     last = int(page.split("[Showing lines 1-")[1].split()[0])
     assert all(f"value_{n:04d} =" in page for n in range(last))
+
+
+def test_a_refused_edit_of_a_file_a_read_rule_hides_tells_nothing_of_its_content(
+    tmp_path, fake_openai
+):
+    # The hint "old_string is not in .env but in probe.txt" answered, guess by guess,
+    # what .env holds.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("API_KEY=sk-7f3a\n")
+    (ws / "probe.txt").write_text("API_KEY=sk-7f3a API_KEY=sk-0\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": ".env", "old_string": "API_KEY=sk-7",
+                                   "new_string": "x"})]),
+        Reply(calls=[Call("edit", {"path": ".env", "old_string": "API_KEY=sk-0",
+                                   "new_string": "x"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "--approval", "full", "--deny", "read(.env)", "Change it"
+    )
+    assert done.returncode == 0, done.stderr
+    in_it, not_in_it = _results(fake_openai)
+    assert "probe.txt" not in not_in_it
+    assert in_it == not_in_it

@@ -8,6 +8,7 @@ though, because then the model's picture of the rest of the file is out of date.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import string
 from collections import Counter
@@ -82,13 +83,16 @@ class EditTool(Tool):
         """When a rule refuses the edit: if old_string is not even in that file but is
         in another, say so (the change may simply have been aimed at the wrong file); if
         it is, and an edit rule protects the file (a test), name the code it uses."""
+        from lathe.policy.rules import matches_any
+
         try:
             path = resolve_path(ctx.workspace, args.path)
             if not path.is_file():  # missing, a folder, or a pipe that would never answer
                 return ""
+            named = (display_path(ctx.workspace, path), os.path.normpath(args.path))
+            if any(matches_any(name, ctx.deny_read) for name in named):
+                return ""  # whether old_string is in it would tell what the rule hides
             if args.old_string in path.read_text(encoding="utf-8", errors="replace"):
-                from lathe.policy.rules import matches_any
-
                 shown = display_path(ctx.workspace, path)
                 if not matches_any(shown, ctx.deny_edit):
                     return ""
