@@ -150,3 +150,14 @@ def test_an_age_past_any_session_means_everything(tmp_path):
         result = lathe("stats", "--since", age, cwd=tmp_path, home=tmp_path / "home")
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("rule", ["read([z-a])", "edit(src/[9-0]*)", "edit(\\)"])
+def test_a_rule_whose_path_pattern_cannot_be_read_is_one_line(tmp_path, rule):
+    # It failed with a re.error traceback the first time a path was matched against it.
+    done = lathe(
+        "run", "--deny", rule, "--base-url", "http://127.0.0.1:9/v1", "-m", "m", "do it",
+        cwd=tmp_path, home=tmp_path / "home",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert _one_lathe_line(done).startswith(f"lathe: cannot read the permission rule {rule!r}")

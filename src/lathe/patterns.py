@@ -57,6 +57,17 @@ def _spec(pattern: str) -> Any:
     return GitIgnoreSpec.from_lines([_literal(pattern)])
 
 
+def pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is no pattern of this dialect (a range such as `[z-a]`, a lone
+    backslash), or None: checked where the user gives one, so that the first path
+    matched against it is not where it fails."""
+    try:
+        _spec(pattern.strip())
+    except Exception as exc:  # pathspec raises its own errors and re.error alike
+        return str(exc).strip() or type(exc).__name__
+    return None
+
+
 def _literal(pattern: str) -> str:
     """A pattern as one gitignore line of its own: a leading "./" means the workspace
     root (as "/" does), and a leading "!" or "#" is part of the name, never a negation

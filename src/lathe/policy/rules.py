@@ -51,8 +51,17 @@ def parse_rule(text: str) -> Rule:
             f"cannot read the permission rule {text!r}: write it as TOOL or TOOL(PATTERN), "
             "e.g. bash(git diff:*), edit(src/**), read(.env)"
         )
-    pattern = match.group("pattern")
-    return Rule(match.group("tool"), pattern.strip() if pattern is not None else None)
+    tool, pattern = match.group("tool"), match.group("pattern")
+    if pattern is not None and tool != "bash":  # a command pattern is words, not a path
+        from lathe.patterns import pattern_problem
+
+        problem = pattern_problem(pattern)
+        if problem:
+            raise UsageError(
+                f"cannot read the permission rule {text!r}: its pattern is no path pattern "
+                f"({problem}); write it as in a .gitignore, e.g. edit(src/**), read(*.pem)"
+            )
+    return Rule(tool, pattern.strip() if pattern is not None else None)
 
 
 def unknown_tools(names: Iterable[str], known: Collection[str]) -> dict[str, str | None]:
