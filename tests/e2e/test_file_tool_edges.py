@@ -257,3 +257,21 @@ def test_a_refused_edit_of_a_file_a_read_rule_hides_tells_nothing_of_its_content
     in_it, not_in_it = _results(fake_openai)
     assert "probe.txt" not in not_in_it
     assert in_it == not_in_it
+
+
+def test_a_lone_surrogate_escaped_in_a_calls_arguments_does_not_end_the_run(tmp_path, fake_openai):
+    # "\ud83d" (half an emoji, escaped by the model) crashed `--json` with a traceback.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("msg = 'hi'\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "app.py", "old_string": "msg = 'hi'",
+                                   "new_string": "msg = 'hi \ud83d'"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "Greet")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert (ws / "app.py").read_text() == "msg = 'hi \ufffd'\n"
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["type"] == "run_finished"

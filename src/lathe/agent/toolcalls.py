@@ -54,7 +54,23 @@ def parse_arguments(raw: str) -> ParsedArguments:
     )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(value: Any) -> Any:
+    """`value` with each lone surrogate in its strings as U+FFFD: JSON may escape half
+    an emoji ("\\ud83d"), and no file, event or session can hold one."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(item) for item in value]
+    return value
+
+
 def _as_object(value: Any, *, repaired: str | None) -> ParsedArguments:
+    value = _whole_characters(value)
     if isinstance(value, str):  # some models double-encode the object
         try:
             inner = json.loads(value)
