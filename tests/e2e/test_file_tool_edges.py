@@ -275,3 +275,27 @@ def test_a_lone_surrogate_escaped_in_a_calls_arguments_does_not_end_the_run(tmp_
     assert (ws / "app.py").read_text() == "msg = 'hi \ufffd'\n"
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-1]["type"] == "run_finished"
+
+
+def test_an_edit_of_a_long_line_is_reported_in_bounded_size(tmp_path, fake_openai):
+    # A version bump in a 1 MB one-line JSON file sent 26 KB of diff to the model and
+    # 2.2 MB of events; a miss in a minified file showed all of it as "the whole file".
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    entries = ", ".join(f'"key{n}": "{"v" * 40}"' for n in range(20_000))
+    (ws / "data.json").write_text('{"version": "1.0", ' + entries + "}\n")
+    (ws / "min.js").write_text("var a=1;" * 4000 + "\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "data.json", "old_string": '"version": "1.0"',
+                                   "new_string": '"version": "1.1"'})]),
+        Reply(calls=[Call("edit", {"path": "min.js", "old_string": "var b=2;",
+                                   "new_string": "var b=3;"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "Bump it")
+    assert done.returncode == 0, done.stderr
+    edited, missed = _results(fake_openai)
+    assert edited.startswith("Edited data.json") and len(edited) < 6_000
+    assert missed.startswith("Error:") and len(missed) < 6_000
+    assert len(done.stdout) < 100_000
+    assert '"version": "1.1"' in (ws / "data.json").read_text()

@@ -25,6 +25,8 @@ from lathe.tools.files import (
     added_elisions,
     clip_diff,
     current_text,
+    cut_line,
+    cut_lines,
     load_text_file,
     os_errors,
     refuse_read_only,
@@ -180,7 +182,7 @@ class EditTool(Tool):
         return ToolOutput(
             content=f"Edited {shown}: replaced {count} ({where}).\n\n{clip_diff(diff)}",
             summary=f"+{added} -{removed}",
-            details={"diff": diff, "path": shown},
+            details={"diff": cut_lines(diff), "path": shown},
         )
 
 
@@ -350,4 +352,4 @@ def _closest_window(lines: list[str], wanted: list[str]) -> int | None:
 
 def _numbered(lines: list[str], first: int, last: int) -> str:
     last = min(last, first + _MAX_REGION_LINES)
-    return "\n".join(f"{n + 1:>6}\t{lines[n]}" for n in range(first, last))
+    return "\n".join(f"{n + 1:>6}\t{cut_line(lines[n])}" for n in range(first, last))

@@ -369,12 +369,32 @@ def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
     return "".join(marked)
 
 
+SHOWN_LINE_CHARS = 2000  # as `read` cuts a line (`limits.read_max_line_chars`)
+
+
+def cut_line(line: str, max_chars: int = SHOWN_LINE_CHARS) -> str:
+    """`line` within `max_chars`, saying how long it was: one line of minified code or
+    data can be megabytes."""
+    if len(line) <= max_chars:
+        return line
+    return f"{line[:max_chars]} [... line cut: {len(line):,} characters in total]"
+
+
+def cut_lines(text: str, max_chars: int = SHOWN_LINE_CHARS) -> str:
+    """`text` with each line longer than `max_chars` cut (`cut_line`)."""
+    if len(text) <= max_chars:
+        return text
+    ends = text.endswith("\n")
+    cut = "\n".join(cut_line(line, max_chars) for line in text.split("\n")[: -1 if ends else None])
+    return cut + "\n" if ends else cut
+
+
 def clip_diff(diff: str, max_lines: int = 60) -> str:
     """A diff short enough for the model's context, saying how much was left out."""
     lines = diff.splitlines()
     if len(lines) <= max_lines:
-        return diff
-    kept = "\n".join(lines[:max_lines])
+        return cut_lines(diff)
+    kept = "\n".join(cut_line(line) for line in lines[:max_lines])
     return f"{kept}\n[... diff cut: {plural(len(lines) - max_lines, 'more line')} ...]\n"
 
 

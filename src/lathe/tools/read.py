@@ -12,7 +12,14 @@ from pydantic.json_schema import SkipJsonSchema
 from lathe.errors import ToolError
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
-from lathe.tools.files import MAX_TEXT_BYTES, decode_text, looks_binary, os_errors, state_of
+from lathe.tools.files import (
+    MAX_TEXT_BYTES,
+    cut_line,
+    decode_text,
+    looks_binary,
+    os_errors,
+    state_of,
+)
 from lathe.tools.paths import existing_path
 
 # Optional arguments show in the schema as plain types (simplest for small models), yet an
@@ -150,6 +157,4 @@ class _Page:
             return self.render(lines, total=None)
 
     def _cut(self, line: str) -> str:
-        if len(line) <= self._max_chars:
-            return line
-        return f"{line[: self._max_chars]} [... line cut: {len(line):,} characters in total]"
+        return cut_line(line, self._max_chars)

@@ -23,6 +23,7 @@ from lathe.tools.files import (
     clip_diff,
     count_lines,
     current_text,
+    cut_lines,
     decode_text,
     os_errors,
     refuse_read_only,
@@ -122,7 +123,7 @@ class WriteTool(Tool):
         return ToolOutput(
             content=f"Overwrote {shown} ({lines}{was}).\n\n{clip_diff(diff)}",
             summary=f"overwritten, {lines}",
-            details={"path": shown, "created": False, "diff": diff},
+            details={"path": shown, "created": False, "diff": cut_lines(diff)},
         )
 
 
