@@ -40,6 +40,112 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "chronic": frozenset(),
     "coproc": frozenset(),
     "flock": frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}),
+    "taskset": frozenset(),
+    "chrt": frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}),
+    "prlimit": frozenset({"-p", "--pid", "-o", "--output"}),  # limits ride on `=`
+    "setpriv": frozenset(
+        [
+            "--ruid",
+            "--euid",
+            "--rgid",
+            "--egid",
+            "--reuid",
+            "--regid",
+            "--groups",
+            "--inh-caps",
+            "--ambient-caps",
+            "--bounding-set",
+            "--securebits",
+            "--pdeathsig",
+            "--selinux-label",
+            "--apparmor-profile",
+            "--landlock-access",
+            "--landlock-rule",
+        ]
+    ),
+    "strace": frozenset(
+        [
+            "-o",
+            "--output",
+            "-e",
+            "-p",
+            "--attach",
+            "-P",
+            "--trace-path",
+            "-s",
+            "--string-limit",
+            "-u",
+            "--user",
+            "-E",
+            "--env",
+            "-a",
+            "-I",
+            "-b",
+            "-X",
+            "-O",
+            "-S",
+            "-U",
+        ]
+    ),
+    "numactl": frozenset(
+        [
+            "-C",
+            "--physcpubind",
+            "-N",
+            "--cpunodebind",
+            "-m",
+            "--membind",
+            "-i",
+            "--interleave",
+            "-p",
+            "--preferred",
+            "-P",
+            "--preferred-many",
+            "-w",
+            "--weighted-interleave",
+        ]
+    ),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "unshare": frozenset(
+        [
+            "-S",
+            "--setuid",
+            "-G",
+            "--setgid",
+            "-R",
+            "--root",
+            "-w",
+            "--wd",
+            "--map-user",
+            "--map-group",
+            "--map-users",
+            "--map-groups",
+            "--propagation",
+            "--setgroups",
+            "--monotonic",
+            "--boottime",
+        ]
+    ),
+    "script": frozenset(
+        [
+            "-c",
+            "--command",
+            "-E",
+            "--echo",
+            "-I",
+            "--log-in",
+            "-O",
+            "--log-out",
+            "-B",
+            "--log-io",
+            "-T",
+            "--log-timing",
+            "-m",
+            "--logging-format",
+            "-o",
+            "--output-limit",
+        ]
+    ),
     "sudo": frozenset(
         [
             "-u",
@@ -89,6 +195,7 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
     ),
 }
 TRANSPARENT = frozenset(_VALUE_OPTIONS) - PRIVILEGED - {"xargs"}
+_FIRST_OPERAND_IS_NO_COMMAND = frozenset({"timeout", "flock", "taskset", "chrt", "chroot"})
 
 
 @dataclass
@@ -138,8 +245,10 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             break
         i += 1
     rest = list(args[i:])
-    if name in ("timeout", "flock") and rest:
-        rest = rest[1:]  # the duration; the lock file
+    if name in _FIRST_OPERAND_IS_NO_COMMAND and rest:
+        rest = rest[1:]  # the duration, the lock file, the CPU mask, the new root...
+    if name == "script":
+        rest = []  # its operand is the typescript file; what runs is `-c`'s
     if name == "flock" and rest and rest[0].value in ("-c", "--command"):
         if len(rest) < 2:
             return None
@@ -163,7 +272,8 @@ def _note_option(result: Unwrapped, name: str, option: str, operand: Word | None
     # sudo's -C is --close-from, not a directory.
     if name in ("env", "sudo", "run0") and option in ("-C", "--chdir", "-D"):
         result.chdir = operand if (name, option) != ("sudo", "-C") else result.chdir
-    if name == "env" and option in ("-S", "--split-string"):
+    if (name, option) in (("env", "-S"), ("env", "--split-string"), ("script", "-c"),
+                          ("script", "--command")):  # fmt: skip
         result.split_string = operand
 
 
