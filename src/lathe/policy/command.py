@@ -142,7 +142,8 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     privileged = [v for v in command.via if v in PRIVILEGED]
     if could:
         words = [w.value for w in command.words]
-        spellings = [privileged + words, privileged + _canonical(words), _canonical(words)]
+        canonical = _canonical(words, configured=git_config.set_by_environment(command.assigned))
+        spellings = [privileged + words, privileged + canonical, canonical]
         exact_ok = command.fed is None
         return any(_may_be(s, wanted, prefix=prefix, exact_ok=exact_ok) for s in spellings)
     if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
@@ -180,15 +181,18 @@ _GIT_GLOBAL_OPTIONS = {
 }  # fmt: skip
 
 
-def _canonical(words: list[str | None]) -> list[str | None]:
+def _canonical(words: list[str | None], *, configured: bool = False) -> list[str | None]:
     """`words` as a rule sees the program: its name without a path, and for git without
-    the options before the subcommand, an alias set with `-c alias.X=...` expanded."""
+    the options before the subcommand, an alias set with `-c alias.X=...` expanded (any
+    case: git's keys ignore it). An alias set where its value cannot be seen
+    (`--config-env`, or `configured`: the environment sets git's config) may be any
+    command."""
     if not words or words[0] is None:
         return words
     name = words[0].rsplit("/", 1)[-1]
     if name != "git":
         return [name, *words[1:]]
-    aliases: dict[str, list[str]] = {}
+    aliases: dict[str, list[str | None]] = {}
     index = 1
     while index < len(words):
         word = words[index]
@@ -201,14 +205,19 @@ def _canonical(words: list[str | None]) -> list[str | None]:
         if takes_value and not equals:
             index += 1
             value = words[index] if index < len(words) else None
-        if option == "-c" and value and value.startswith("alias."):
-            alias, _, expansion = value.removeprefix("alias.").partition("=")
-            with contextlib.suppress(ValueError):
-                aliases[alias] = shlex.split(expansion.lstrip("!"))
+        if option in ("-c", "--config-env") and value and value.lower().startswith("alias."):
+            alias, _, expansion = value[len("alias.") :].partition("=")
+            aliases[alias.lower()] = [None]  # from a variable, or not split: unknown
+            if option == "-c":
+                with contextlib.suppress(ValueError):
+                    aliases[alias.lower()] = shlex.split(expansion.lstrip("!"))
         index += 1
     rest = words[index:]
-    if rest and rest[0] in aliases:
-        rest = [*aliases[rest[0]], *rest[1:]]  # type: ignore[index]
+    if rest and rest[0] is not None:
+        if rest[0].lower() in aliases:
+            rest = [*aliases[rest[0].lower()], *rest[1:]]
+        elif configured:
+            rest = [None, *rest[1:]]
     return ["git", *rest]
 
 

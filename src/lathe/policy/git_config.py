@@ -58,6 +58,16 @@ def runs_program(key: str) -> bool:
     return _RUNS_PROGRAM.fullmatch(_normal(key)) is not None
 
 
+# Variables through which the environment sets any key of git's config, as `-c` does.
+_CONFIG_VARIABLE = re.compile(r"GIT_CONFIG_(PARAMETERS|COUNT|KEY_\d+|VALUE_\d+)")
+
+
+def set_by_environment(assigned: Sequence[str]) -> bool:
+    """Whether the variables a command sets give git config keys (`GIT_CONFIG_COUNT`,
+    `GIT_CONFIG_KEY_0`, ..., `GIT_CONFIG_PARAMETERS`)."""
+    return any(_CONFIG_VARIABLE.fullmatch(name) for name in assigned)
+
+
 def value_is_command(key: str) -> bool:
     return _COMMAND_VALUE.fullmatch(_normal(key)) is not None
 
