@@ -17,6 +17,12 @@ WORKSPACE = Path("/home/dev/project")
 HOME = Path("/home/dev")
 
 DENY = [
+    # git config set by the environment runs what -c would (it was not looked at)
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm -rf ~' git x",
+    "GIT_CONFIG_PARAMETERS=\"'core.pager=rm -rf ~'\" git log",
+    "V='!rm -rf ~' git --config-env=alias.x=V x",
+    "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x "
+    "GIT_CONFIG_VALUE_0='!git config core.hooksPath /tmp/h' git x",
     # recursive deletion of /, the home directory, or outside the workspace
     "rm -rf /",
     "r''m -rf /",
@@ -101,6 +107,8 @@ DENY = [
 ]
 
 ASK = [
+    'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0="$V" git x',
+    "git --config-env=core.pager=V log",
     "xargs rm -rf",
     "cat list.txt | xargs rm -rf",
     'rm -rf "$TARGET"',
@@ -144,6 +152,7 @@ ASK = [
 ]
 
 ALLOW = [
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=bot git commit -m x",
     "pytest -q",
     "python -m pytest -q && echo ok",
     "git diff",

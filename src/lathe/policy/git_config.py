@@ -9,7 +9,10 @@ setting one of these keys persistently, in any scope, is refused. For one comman
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
+
+from lathe.policy.shell_words import Word
 
 # `git` options before the subcommand that take the next word.
 GLOBAL_VALUE_OPTIONS = frozenset(
@@ -66,6 +69,41 @@ def set_by_environment(assigned: Sequence[str]) -> bool:
     """Whether the variables a command sets give git config keys (`GIT_CONFIG_COUNT`,
     `GIT_CONFIG_KEY_0`, ..., `GIT_CONFIG_PARAMETERS`)."""
     return any(_CONFIG_VARIABLE.fullmatch(name) for name in assigned)
+
+
+def from_environment(environment: Mapping[str, Word]) -> tuple[list[tuple[str, Word]], bool]:
+    """The (key, value) pairs variables set for git's config — `GIT_CONFIG_COUNT` with
+    `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`, `GIT_CONFIG_PARAMETERS` (`'key=value'
+    ...`) — and whether some could not be read (a value known only at run time)."""
+    pairs: list[tuple[str, Word]] = []
+    unknown = False
+    parameters = environment.get("GIT_CONFIG_PARAMETERS")
+    if parameters is not None:
+        try:
+            items = shlex.split(parameters.value) if parameters.value is not None else None
+        except ValueError:
+            items = None
+        if items is None:
+            unknown = True
+        for item in items or ():
+            key, _, value = item.partition("=")
+            pairs.append((key, Word(item, value)))
+    count = environment.get("GIT_CONFIG_COUNT")
+    if count is not None:
+        if count.value is None or not count.value.strip().isdigit():
+            return pairs, True
+        for n in range(min(int(count.value), 100)):
+            key, value = (
+                environment.get(f"GIT_CONFIG_KEY_{n}"),
+                environment.get(f"GIT_CONFIG_VALUE_{n}"),
+            )
+            if key is None or value is None:
+                continue  # git itself refuses a missing pair
+            if key.value is None:
+                unknown = True
+                continue
+            pairs.append((key.value, value))
+    return pairs, unknown
 
 
 def value_is_command(key: str) -> bool:

@@ -55,6 +55,7 @@ def wrapper(
     inner = replace(
         call, words=unwrapped.inner, via=via, cwd=cwd,
         assigned=(*call.assigned, *unwrapped.assigned),
+        environment=(*call.environment, *unwrapped.environment),
     )  # fmt: skip
     return w.dispatch(inner, inner_state, stdin) or UNKNOWN
 
@@ -233,22 +234,52 @@ def interpreter(
 
 
 def git_config_options(w: Walker, call: Call, st: State, args: list[Word]) -> None:
-    """`git -c core.pager='rm -rf ~' log` runs the value as a command: judge it."""
+    """`git -c core.pager='rm -rf ~' log` runs the value as a command: judge it, and the
+    same keys set by `--config-env` or by the environment (`GIT_CONFIG_*`)."""
+    environment = dict(call.environment)
     i = 0
     while i < len(args) - 1 and (args[i].value or "").startswith("-"):
-        if args[i].value not in git_config.GLOBAL_VALUE_OPTIONS:
+        option, eq, attached = (args[i].value or "").partition("=")
+        if option not in git_config.GLOBAL_VALUE_OPTIONS:
             i += 1
             continue
-        pair = args[i + 1]
-        i += 2
-        if args[i - 2].value != "-c" or pair.value is None:
+        pair = Word(args[i].text, attached) if eq else args[i + 1]
+        i += 1 if eq else 2
+        if option not in ("-c", "--config-env"):
+            continue
+        if pair.value is None:
+            if option == "--config-env":
+                w.note("ask", f"git --config-env sets a key only known at run time: {call.text}")
             continue
         key, eq, value = pair.value.partition("=")
-        if not eq or not git_config.value_is_command(key):
+        if not eq:
             continue
-        if key.lower().startswith("alias."):
-            if not value.startswith("!"):
-                continue  # an alias for a git command, not a shell one
-            value = value[1:]
-        label = f"git -c {key}"
-        w.nested(Word(pair.text, value), st.copy(via=(*call.via, label)), label)
+        if option == "--config-env":
+            given = environment.get(value, Word(f"${value}", None))
+            _judge_config_value(w, call, st, key, given, f"git --config-env {key}")
+        else:
+            _judge_config_value(w, call, st, key, Word(pair.text, value), f"git -c {key}")
+    pairs, unknown = git_config.from_environment(environment)
+    if unknown:
+        w.note("ask", f"the environment sets git's config in a way only known at run time: "
+                      f"{call.text}")  # fmt: skip
+    for key, value in pairs:
+        _judge_config_value(w, call, st, key, value, f"{key} from GIT_CONFIG_*")
+
+
+def _judge_config_value(
+    w: Walker, call: Call, st: State, key: str, value: Word, label: str
+) -> None:
+    """A config value git runs as a command line (an alias starting with `!`, a pager,
+    a hook path...), judged as one."""
+    if not git_config.value_is_command(key):
+        return
+    if value.value is None:
+        w.note("ask", f"{label} is set to a value only known at run time: {call.text}")
+        return
+    command = value.value
+    if key.lower().startswith("alias."):
+        if not command.startswith("!"):
+            return  # an alias for a git command, not a shell one
+        command = command[1:]
+    w.nested(Word(value.text, command), st.copy(via=(*call.via, label)), label)

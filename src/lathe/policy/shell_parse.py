@@ -334,12 +334,16 @@ class Walker:
         if first is not None and node_text(first) in st.aliases.keys() - self.expanding:
             return self._alias(node, first, st, stdin)
         assigned: list[str] = []
+        environment: list[tuple[str, Word]] = []
         words: list[Word] = []
         scope = self.scope(st)
         for child in node.named_children:
             if child.type == "variable_assignment":
                 if name := child.child_by_field_name("name"):
                     assigned.append(node_text(name))
+                    value = child.child_by_field_name("value")
+                    set_to = Word("", "") if value is None else expand_one(value, scope)
+                    environment.append((node_text(name), set_to))
                 for grandchild in child.named_children:
                     self.run(grandchild, st.copy())
                 self._command_in_variable(child, st, scope)
@@ -352,7 +356,10 @@ class Walker:
         if not words:
             return None
         text = shown(node_text(node))
-        call = Call(words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd)
+        call = Call(
+            words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd,
+            tuple(environment),
+        )  # fmt: skip
         out = self.dispatch(call, st, stdin)
         self._wrote(redirects, out)
         return out
@@ -527,3 +534,5 @@ class Call:
     redirects: tuple[Redirect, ...]
     text: str
     cwd: Path | None
+    # The values of the variables set for it (`X=1 cmd`, `env X=1 cmd`), by name.
+    environment: tuple[tuple[str, Word], ...] = ()

@@ -203,6 +203,7 @@ class Unwrapped:
     inner: list[Word]  # the command that actually runs; may be empty (`sudo -i`, `env`)
     chdir: Word | None = None  # `env -C DIR` / `sudo -D DIR`
     assigned: list[str] = field(default_factory=list)  # `env NAME=VALUE`
+    environment: list[tuple[str, Word]] = field(default_factory=list)  # their values
     split_string: Word | None = None  # `env -S "cmd args"`: a string parsed as a command
     commands_in_variables: list[Word] = field(default_factory=list)  # `env EDITOR=...`
     lookup_only: bool = False  # `command -v rm` names a command without running it
@@ -227,6 +228,7 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
         if name == "env" and "=" in value and not value.startswith("-"):
             variable, _, command = value.partition("=")
             result.assigned.append(variable)
+            result.environment.append((variable, Word(args[i].text, command)))
             if variable in COMMAND_VARIABLES:
                 result.commands_in_variables.append(Word(args[i].text, command))
         elif name == "nice" and value[:1] == "-" and value[1:].isdigit():
