@@ -161,7 +161,7 @@ def test_a_project_verify_command_that_would_run_outside_the_sandbox_needs_trust
     marker = tmp_path / "VERIFY_RAN"
     ws = _project(tmp_path, f'[agent]\nverify = "touch {marker}; true"\n')
 
-    result = _run(fake_openai, ws, tmp_path, "--approval", "read-only")
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full")
 
     assert result.returncode == 2
     assert "agent.verify" in result.stderr

@@ -537,3 +537,29 @@ def test_a_post_tool_hooks_replacement_is_held_to_the_output_cap(tmp_path, fake_
     (result,) = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
     assert len(result["content"].encode()) < 32_000
     assert "ZZZZ" in result["content"]
+
+
+@needs(check_bubblewrap(), "bubblewrap")
+def test_read_only_mode_keeps_the_workspace_read_only_for_commands_a_rule_allows(
+    tmp_path, fake_openai
+):
+    # An allow rule ran the command unsandboxed: read-only mode wrote .git/config and a
+    # test file that ask mode's sandbox would have kept.
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "app.py").write_text("x = 1\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "printf 'x = 2\\n' > app.py"})]),
+        Reply(calls=[Call("bash", {"command": "printf y > tests/t.py"})]),
+        Reply("Done."),
+    )
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "--approval", "read-only", "--allow", "bash(printf:*)",
+        "Look at it",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (ws / "app.py").read_text() == "x = 1\n"
+    assert not (ws / "tests" / "t.py").exists()
+    results = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
+               if m["role"] == "tool"]  # fmt: skip
+    assert all("Read-only file system" in result for result in results), results

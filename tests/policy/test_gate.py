@@ -203,3 +203,10 @@ def test_an_allow_rule_still_needs_the_exact_command(tmp_path):
     assert p.decide("bash", {"command": "git status"}).action == "allow"
     for other in ("./git status", "git -C /elsewhere status", "git $X"):
         assert p.decide("bash", {"command": other}).action == "ask", other
+
+
+@pytest.mark.parametrize(("sandboxed", "expected"), [(True, "allow"), (False, "deny")])
+def test_read_only_mode_runs_an_allowed_command_only_in_its_sandbox(tmp_path, sandboxed, expected):
+    # Unsandboxed, `printf x > .git/config` under bash(printf:*) wrote in read-only mode.
+    p = policy(tmp_path, "read-only", sandboxed=sandboxed, allow=["bash(printf:*)"])
+    assert p.decide("bash", {"command": "printf x"}).action == expected

@@ -179,6 +179,9 @@ class Policy:
             return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
         if analysis.decision == "ask" and self.mode is not Mode.FULL:
             return Decision("ask", "; ".join(analysis.reasons), key, command, brief=first)
+        if self.mode is Mode.READ_ONLY and not self.sandboxed:
+            reason = "read-only mode runs commands only in a sandbox that keeps files as they are"
+            return Decision("deny", reason, key, command, brief="no read-only sandbox")
         if verdict:
             rule = verdict[1].key
             return Decision(verdict[0], f"the rule {rule}", rule, command, brief=rule)

@@ -104,7 +104,7 @@ def build_safety(
     sandboxed = False
     if config.executor is not None:
         executor = _plugin_executor(config.executor, setup.workspace, hidden, keep)
-    elif mode in (Mode.ASK, Mode.AUTO):
+    elif mode in (Mode.ASK, Mode.AUTO, Mode.READ_ONLY):
         from lathe.exec.sandboxes import configured_sandbox, sandbox_status, sandboxed_executor
 
         engine, container = configured_sandbox(setup.loaded.config)
@@ -121,6 +121,8 @@ def build_safety(
                 hide_env=hidden,
                 keep_env=keep,
                 hide_git=_history_reveals(setup.workspace, rules, emit),
+                # What an allow rule lets run in read-only mode may not write either.
+                **({"read_only": (".",)} if mode is Mode.READ_ONLY else {}),
             )
             sandboxed = True
         else:
@@ -129,6 +131,8 @@ def build_safety(
                 if setup.options.headless
                 else "every command will ask before it runs, unsandboxed"
             )
+            if mode is Mode.READ_ONLY:
+                fallback = "commands will be refused, even those an allow rule names"
             emit(Notice(level="warning", message=f"{status.message} Until then {fallback}."))
     memory = memory_tools(
         setup.project_workspace, setup.loaded.config.memory, setup.secrets(), session

@@ -154,7 +154,7 @@ def _check_project_trust(loaded: LoadedConfig, options: RunOptions) -> None:
 
 def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
     """Whether commands (the verify command among them) will run in the sandbox."""
-    if effective_approval(loaded, headless=options.headless) not in ("ask", "auto"):
+    if effective_approval(loaded, headless=options.headless) not in ("ask", "auto", "read-only"):
         return False
     from lathe.exec.sandboxes import configured_sandbox, sandbox_status
 
