@@ -161,3 +161,14 @@ def test_a_rule_whose_path_pattern_cannot_be_read_is_one_line(tmp_path, rule):
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert _one_lathe_line(done).startswith(f"lathe: cannot read the permission rule {rule!r}")
+
+
+def test_a_sandbox_asked_for_with_full_approval_is_one_line_not_ignored(tmp_path):
+    # `--sandbox gvisor --approval full` ran every command with no sandbox, unsaid.
+    done = lathe(
+        "run", "--sandbox", "gvisor", "--approval", "full", "--base-url",
+        "http://127.0.0.1:9/v1", "-m", "m", "do it", cwd=tmp_path, home=tmp_path / "home",
+    )  # fmt: skip
+    assert done.returncode == 2
+    line = _one_lathe_line(done)
+    assert "--sandbox gvisor has no effect with --approval full" in line

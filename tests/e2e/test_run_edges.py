@@ -563,3 +563,15 @@ def test_read_only_mode_keeps_the_workspace_read_only_for_commands_a_rule_allows
     results = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
                if m["role"] == "tool"]  # fmt: skip
     assert all("Read-only file system" in result for result in results), results
+
+
+def test_the_full_mode_warning_is_not_spent_by_a_run_that_never_started(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    refused = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--deny",
+                        "bash(rm *)", "Look")  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    fake_openai.enqueue(Reply("Nothing to do."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Look")
+    assert done.returncode == 0, done.stderr
+    assert "--approval full: commands run on this machine with no sandbox" in done.stderr

@@ -95,8 +95,6 @@ def build_safety(
     config = setup.loaded.config.permissions
     mode = Mode.parse(setup.approval)
     hide_own_environment()
-    if mode is Mode.FULL:
-        _tell_what_full_mode_leaves_open(emit)
     rules = permission_rules(setup)
     hidden = _key_variables(setup)
     keep = config.env_passthrough
@@ -146,6 +144,8 @@ def build_safety(
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
     _check_rule_tools(rules, setup.loaded.config.hooks, tools, warn)
+    if mode is Mode.FULL:  # once the rules were read: told once, for a run that starts
+        _tell_what_full_mode_leaves_open(emit)
     mcp = None
     if start_mcp and setup.mcp_servers is not None and setup.mcp_servers.entries:
         from lathe.mcptools.session import mcp_session

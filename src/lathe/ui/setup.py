@@ -107,6 +107,12 @@ def prepare(options: RunOptions) -> RunSetup:
         },
         overrides=options.overrides,
     )
+    if options.sandbox and effective_approval(loaded, headless=options.headless) == "full":
+        raise UsageError(
+            f"--sandbox {options.sandbox} has no effect with --approval full, which runs "
+            f"commands with no sandbox; use --approval auto to run them in {options.sandbox} "
+            "without asking"
+        )
     _check_project_trust(loaded, options)
     notices: list[str] = []
     name = loaded.config.model
