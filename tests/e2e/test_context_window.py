@@ -94,3 +94,36 @@ def test_a_compaction_in_a_continued_session_keeps_the_task_being_worked_on(tmp_
     assert summarised and "TASK-TWO" in json.dumps(summarised[0]["messages"])
     after = [b for b in bodies[bodies.index(summarised[0]) :] if b.get("tools")]
     assert all("TASK-TWO" in json.dumps(b["messages"]) for b in after)
+
+
+def test_compact_threshold_sets_where_compaction_starts(tmp_path, fake_openai):
+    # context.compact_threshold was shown by `config show` and read by nothing.
+    def run(threshold: str) -> list[dict]:
+        ws = tmp_path / f"ws-{threshold}"
+        ws.mkdir()
+        for n in range(4):
+            (ws / f"log{n}.txt").write_text(f"entry {n}\n" * 500)
+        reads = iter([Reply(calls=[Call("read", {"path": f"log{n}.txt"})]) for n in range(4)])
+
+        def respond(body):
+            if not body.get("tools"):
+                return Reply("Goal: read the logs. Progress: all read.")
+            size = len(json.dumps(body)) // 3  # what a real server would count
+            usage = {"prompt_tokens": size, "completion_tokens": 20, "total_tokens": size + 20}
+            reply = next(reads, None)
+            if reply is None:
+                return Reply("All logs read.", usage=usage)
+            return Reply(calls=reply.calls, usage=usage)
+
+        fake_openai.requests.clear()
+        fake_openai.responder = respond
+        done = lathe_run(
+            fake_openai, ws, tmp_path, "-c", "models.m.provider=openai", "-c",
+            "models.m.context_window=40000", "-c", f"context.compact_threshold={threshold}",
+            "--approval", "full", "Read the logs",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return fake_openai.chat_bodies()
+
+    assert all(body.get("tools") for body in run("1.0"))  # never summarised
+    assert any(not body.get("tools") for body in run("0.3"))

@@ -80,7 +80,7 @@ class ContextManager:
         Sent even when the estimate stays above the limit (it runs high on purpose):
         only the provider's refusal ends the run (`cannot_fit`)."""
         sent = self._view.update(history, self._keep_tokens())
-        if self.meter.estimate(self._view, self._fixed()) <= self.budget.prompt_limit:
+        if self.meter.estimate(self._view, self._fixed()) <= self.budget.compact_limit:
             return self._with_kept_verbatim(sent)
         if await self.compact(history, reason="budget"):
             sent = self._view.update(history, self._keep_tokens())

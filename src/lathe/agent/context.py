@@ -33,13 +33,26 @@ class Budget:
     output_reserve: int = 16_000
     tool_output_keep_tokens: int = 40_000  # newest tool outputs kept whole, in total
     recent_keep_tokens: int = 20_000  # verbatim tail kept at compaction
+    compact_threshold: float = 1.0  # share of `prompt_limit` at which compaction starts
 
     @property
     def prompt_limit(self) -> int:
         return max(self.context_window - self.output_reserve, 1_000)
 
+    @property
+    def compact_limit(self) -> int:
+        """The estimate above which the conversation is compacted."""
+        return int(self.prompt_limit * self.compact_threshold)
+
     @classmethod
-    def fitted(cls, window: int, *, output_reserve: int, tool_output_keep_tokens: int) -> Budget:
+    def fitted(
+        cls,
+        window: int,
+        *,
+        output_reserve: int,
+        tool_output_keep_tokens: int,
+        compact_threshold: float = 1.0,
+    ) -> Budget:
         """A budget for `window`, each part capped at a share of it, so a small window
         keeps room for the conversation and something older to compact."""
         return cls(
@@ -47,6 +60,7 @@ class Budget:
             output_reserve=min(output_reserve, window // 4),
             tool_output_keep_tokens=min(tool_output_keep_tokens, window // 3),
             recent_keep_tokens=window // 5,
+            compact_threshold=compact_threshold,
         )
 
     def narrowed_to(self, window: int) -> Budget:
@@ -55,6 +69,7 @@ class Budget:
             window,
             output_reserve=self.output_reserve,
             tool_output_keep_tokens=self.tool_output_keep_tokens,
+            compact_threshold=self.compact_threshold,
         )
 
 

@@ -201,6 +201,7 @@ def build_agent(
                 window,
                 output_reserve=config.context.output_reserve_tokens,
                 tool_output_keep_tokens=config.context.prune_budget_tokens,
+                compact_threshold=config.context.compact_threshold,
             ),
             provider,
             emit,
