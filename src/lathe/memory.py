@@ -22,6 +22,7 @@ the prompt's prefix stays the same from one request to the next.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +52,27 @@ def memory_path(scope: Scope, workspace: Path, home: Path | None = None) -> Path
     return base / "projects" / f"{project_slug(project_root(workspace))}.md"
 
 
+_BULLET = re.compile(r"(?:[-*+]|\d+[.)])[ \t]+")
+
+
 def parse_entries(text: str) -> list[str]:
-    """Each `- ` line starts an entry; the lines up to the next one continue it (text
-    before the first bullet is an entry of its own)."""
+    """Each bullet line (`- `, `* `, `+ `, `1. `) starts an entry, and the indented or
+    blank lines after it continue it. Other text is an entry of its own, a paragraph
+    (lines in a row) each: a user's hand-written note taken for the continuation of the
+    bullet above it was removed with that entry."""
     entries: list[list[str]] = []
+    paragraph = False  # the last entry is plain text, its last line not blank
     for line in text.splitlines():
-        if line.startswith("- "):
-            entries.append([line[2:]])
-        elif entries:
+        bullet = _BULLET.match(line)
+        if bullet:
+            entries.append([line[bullet.end() :]])
+            paragraph = False
+        elif entries and (not line.strip() or line[:1] in " \t" or paragraph):
             entries[-1].append(line.removeprefix("  "))
+            paragraph = paragraph and bool(line.strip())
         elif line.strip():
             entries.append([line])
+            paragraph = True
     return [text for lines in entries if (text := "\n".join(lines).strip())]
 
 

@@ -212,3 +212,32 @@ def test_memory_clear_with_no_answer_and_an_editor_that_fails_say_so(tmp_path, w
     assert failed.returncode == 1
     assert failed.stderr.strip() == "lathe: the editor 'false' exited with status 1"
     assert memory.read_text() == "- keep me\n"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "* Answer in French.\n* Never push to main.\n* Tests: use pytest -q, not tox.\n",
+        "- Tests: use pytest -q, not tox.\nAlways answer in French.\n1. Never push to main.\n",
+    ],
+)
+def test_removing_one_entry_keeps_the_notes_the_user_wrote_by_hand(
+    tmp_path, ws, fake_openai, written, monkeypatch
+):
+    # `*` bullets, or plain lines after a `-` one, were all one entry: the model removed
+    # "tox" and the whole file went.
+    from lathe.memory import memory_path
+
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))  # as the run's own
+    user = memory_path("user", ws)
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(written)
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "remove", "scope": "user", "old_text": "tox"})]),
+        Reply("Done."),
+    )
+    done = run(fake_openai, ws, tmp_path, "--approval", "full", "forget the tox note")
+    assert done.returncode == 0, done.stderr
+    left = user.read_text()
+    assert "tox" not in left
+    assert "nswer in French." in left and "Never push to main." in left
