@@ -12,6 +12,7 @@ project's commands are text for the model and need no trust.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ def discover_commands(workspace: Path) -> CommandCatalog:
     from lathe.front_matter import FrontMatterError, split_front_matter
 
     catalog = CommandCatalog()
+    project = command_dirs(workspace)[0]
     for folder in command_dirs(workspace):
         try:
             files = sorted(p for p in folder.glob("*.md") if p.is_file())
@@ -70,6 +72,10 @@ def discover_commands(workspace: Path) -> CommandCatalog:
         for path in files:
             name = path.stem
             if name in catalog.commands or name in catalog.skipped or not _NAME.fullmatch(name):
+                continue
+            refused = _not_a_command_file(path, workspace if folder == project else None)
+            if refused:
+                catalog.skipped[name] = f"prompt command {path} skipped: {refused}"
                 continue
             try:
                 data = path.read_bytes()[: _MAX_BYTES + 1]
@@ -83,6 +89,25 @@ def discover_commands(workspace: Path) -> CommandCatalog:
                 name=name, description=values.get("description", ""), path=path, text=body
             )
     return catalog
+
+
+_SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _not_a_command_file(path: Path, confine: Path | None) -> str | None:
+    """Why the file a command's name leads to is not sent to the model as its message,
+    or None. A project's commands come with the repository: a link in one to a file
+    outside the workspace (`~/.aws/credentials`) would send that file. No command is a
+    file named like a secret, or one of the kernel's (`/proc/self/environ`)."""
+    from lathe.patterns import SECRET_LIKE
+    from lathe.policy.rules import matches_any
+
+    real = Path(os.path.realpath(path))
+    if confine is not None and not real.is_relative_to(os.path.realpath(confine)):
+        return f"it is a link to {real}, outside the workspace"
+    if matches_any(real.name, SECRET_LIKE) or any(real.is_relative_to(t) for t in _SYSTEM_TREES):
+        return f"it leads to {real}, which is not sent to the model"
+    return None
 
 
 def expand_command(workspace: Path, name: str, arguments: str) -> str:

@@ -91,3 +91,23 @@ def test_several_task_words_without_a_command_are_refused(tmp_path, fake_openai)
     assert result.stderr == (
         'lathe: run takes one TASK, got 2 words; quote the task: lathe run "fix it"\n'
     )
+
+
+def test_a_command_leading_out_of_the_workspace_or_to_a_secret_is_never_sent(
+    tmp_path, fake_openai
+):
+    # A repository's `.lathe/commands/review.md` linked to ~/.aws/credentials: `lathe
+    # run --command review` sent the credentials to the model as the task.
+    ws = _workspace(tmp_path)
+    outside = tmp_path / "aws-credentials"
+    outside.write_text("aws_secret_access_key = SECRET-OUTSIDE\n")
+    (ws / ".env").write_text("API_KEY=SECRET-ENV\n")
+    (ws / ".lathe" / "commands" / "review.md").symlink_to(outside)
+    (ws / ".lathe" / "commands" / "lint.md").symlink_to("../../.env")
+    fake_openai.enqueue(Reply("Done."), Reply("Done."))
+
+    for name, why in (("review", "outside the workspace"), ("lint", "not sent to the model")):
+        done = lathe_run(fake_openai, ws, tmp_path, "--command", name)
+        assert done.returncode == 2
+        assert done.stderr.startswith("lathe: prompt command ") and why in done.stderr
+    assert fake_openai.chat_bodies() == []
