@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,13 +77,17 @@ def skill_roots(workspace: Path) -> list[tuple[str, Path]]:
     ]
 
 
-def discover_skills(workspace: Path) -> SkillCatalog:
+def discover_skills(workspace: Path, deny_read: Sequence[str] = ()) -> SkillCatalog:
+    """The workspace's skills; one whose SKILL.md a read rule (`deny_read`) covers, by
+    its name or by where a link leads, is left out: its body and description alike."""
     from lathe.front_matter import FrontMatterError
 
     catalog = SkillCatalog()
     for origin, root in skill_roots(workspace):
         confine = workspace if origin != "user" else None
         for path in _skill_files(root, confine):
+            if read_denied(path, workspace, deny_read):
+                continue
             try:
                 skill = _load(path, origin)
             except (FrontMatterError, OSError, UnicodeDecodeError) as exc:
@@ -97,6 +101,24 @@ def discover_skills(workspace: Path) -> SkillCatalog:
                 continue
             catalog.skills.append(skill)
     return catalog
+
+
+def read_denied(path: Path, workspace: Path, deny_read: Sequence[str]) -> bool:
+    """Whether a read rule covers `path`, as named or where its links lead, when it lies
+    in the workspace (a user's own skills folder is outside every rule)."""
+    from lathe.policy.rules import matches_any
+
+    if not deny_read:
+        return False
+    root = Path(os.path.realpath(workspace))
+    named = Path(os.path.abspath(path))
+    for candidate in (named, Path(os.path.realpath(path))):
+        for base in (root, Path(os.path.abspath(workspace))):
+            if candidate.is_relative_to(base):
+                relative = candidate.relative_to(base).as_posix()
+                if matches_any(relative, deny_read):
+                    return True
+    return False
 
 
 def _skill_files(root: Path, confine: Path | None) -> Iterator[Path]:

@@ -147,3 +147,23 @@ def test_a_workspace_without_skills_has_no_skill_tool(tmp_path, fake_openai):
     assert result.returncode == 0, result.stderr
     assert "skill" not in _tool_names(fake_openai)
     assert "Skills (" not in _system(fake_openai)
+
+
+def test_a_skill_a_read_rule_covers_is_neither_listed_nor_read(tmp_path, fake_openai):
+    # `read .claude/skills/deploy/SKILL.md` was refused, `skill(name=deploy)` was not.
+    ws = _workspace(tmp_path)
+    write_skill(
+        ws / ".claude" / "skills", "deploy", "name: deploy\ndescription: Ship it (DESC-HIDDEN)",
+        "The prod password is BODY-HIDDEN.\n",
+    )  # fmt: skip
+    write_skill(ws / ".lathe" / "skills", "lint", "name: lint\ndescription: Lint the code")
+    fake_openai.enqueue(Reply(calls=[Call("skill", {"name": "deploy"})]), Reply("Done."))
+
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "--approval", "full", "--deny", "read(.claude/)", "Ship"
+    )
+
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(fake_openai.chat_bodies())
+    assert "DESC-HIDDEN" not in sent and "BODY-HIDDEN" not in sent
+    assert "Lint the code" in _system(fake_openai)

@@ -10,7 +10,7 @@ skill, those the prompt had no room for included. Read-only: it never runs anyth
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -18,7 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.plural import plural
-from lathe.skills import SkillCatalog
+from lathe.skills import SkillCatalog, read_denied
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 
 _MAX_LISTED_FILES = 50
@@ -60,6 +60,8 @@ class SkillTool(Tool):
             raise ToolError(f"no skill named {args.name!r}; the skills are: {known}")
         if args.file:
             return _folder_file(skill.folder, args.file, ctx)
+        if read_denied(skill.path, ctx.workspace, ctx.deny_read):
+            raise ToolError(f"the skill {skill.name!r}: a read rule denies {skill.path}")
         try:
             body = skill.body()
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -106,17 +108,13 @@ def _folder_files(folder: Path) -> list[str]:
 def _folder_file(folder: Path, name: str, ctx: ToolContext) -> ToolOutput:
     """One file of the skill's folder; never one outside it (links resolved), nor a
     workspace file a read rule denies."""
-    from lathe.policy.rules import matches_any
 
     root = Path(os.path.realpath(folder))
     path = Path(os.path.realpath(root / name))
     if not path.is_relative_to(root):
         raise ToolError(f"{name} is outside the skill's folder {folder}")
-    workspace = Path(os.path.realpath(ctx.workspace))
-    if path.is_relative_to(workspace) and matches_any(
-        str(path.relative_to(workspace)), ctx.deny_read
-    ):
-        raise ToolError(f"{name}: a read rule denies {path.relative_to(workspace)}")
+    if read_denied(root / name, ctx.workspace, ctx.deny_read):
+        raise ToolError(f"{name}: a read rule denies it")
     if not path.is_file():
         others = ", ".join(_folder_files(folder)) or "none"
         raise ToolError(f"the skill's folder has no file {name}; its files: {others}")
@@ -131,12 +129,15 @@ def _folder_file(folder: Path, name: str, ctx: ToolContext) -> ToolOutput:
     return capped(text, ctx, summary=plural(len(text.splitlines()), "line"))
 
 
-def skill_tools(workspace: Path, on_problem: Callable[[str], None]) -> list[Tool]:
+def skill_tools(
+    workspace: Path, on_problem: Callable[[str], None], deny_read: Sequence[str] = ()
+) -> list[Tool]:
     """The `skill` tool over the workspace's skills, or [] when it has none; each skill
-    skipped (bad front matter, a name taken) goes to `on_problem` as one line."""
+    skipped (bad front matter, a name taken) goes to `on_problem` as one line, and one a
+    read rule covers is left out."""
     from lathe.skills import discover_skills
 
-    catalog = discover_skills(workspace)
+    catalog = discover_skills(workspace, deny_read)
     for problem in catalog.problems:
         on_problem(problem)
     return [SkillTool(catalog)] if catalog.skills else []

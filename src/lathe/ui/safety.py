@@ -136,7 +136,8 @@ def build_safety(
         setup.project_workspace, setup.loaded.config.memory, setup.secrets(), session
     )
     profile = setup.model.profile.settings
-    own = [*builtin_tools(), *memory, *skill_tools(setup.workspace, warn)]
+    skills = skill_tools(setup.workspace, warn, rules.denied_read_patterns())
+    own = [*builtin_tools(), *memory, *skills]
     if profile.tools is not None:
         _check_tool_names(setup.model.profile.name, profile.tools)
         own = [t for t in own if t.name in profile.tools]
