@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from lathe.errors import ToolError
+from lathe.errors import ToolError, UsageError
 from lathe.file_lock import FileLock
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
@@ -90,10 +90,17 @@ class MemoryFile:
     path: Path
 
     def entries(self) -> list[str]:
+        """Its entries; a byte that is not UTF-8 is kept as a lone surrogate, so that a
+        change to another entry writes it back as it was (`printable` for a prompt)."""
         try:
-            return parse_entries(self.path.read_text(encoding="utf-8", errors="replace"))
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read the memory file {self.path}: {exc.strerror}; fix or remove it"
+            ) from None
+        return parse_entries(data.decode("utf-8", "surrogateescape"))
 
     def size(self) -> int:
         try:
@@ -144,7 +151,7 @@ class MemoryStore:
             entries = file.entries()
             said = change(entries)
             text = render_entries(entries)
-            size = len(text.encode())
+            size = len(text.encode("utf-8", "surrogateescape"))
             # A file the user made too long in an editor may still shrink.
             if size > self.max_bytes and size > file.size():
                 listed = "\n".join(f"{n}. {e}" for n, e in enumerate(entries, 1))
@@ -157,7 +164,7 @@ class MemoryStore:
                 )
             from lathe.atomic_write import write_atomic
 
-            write_atomic(file.path, text.encode("utf-8"))
+            write_atomic(file.path, text.encode("utf-8", "surrogateescape"))
         return said
 
 
@@ -177,12 +184,17 @@ def _one_match(entries: Sequence[str], old_text: str, scope: Scope) -> int:
     return found[0]
 
 
+def printable(text: str) -> str:
+    """`text` with each byte kept as a lone surrogate shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _within(entries: Sequence[str], max_bytes: int) -> list[str]:
     """The first entries that fit `max_bytes` (a file written under a larger limit, or
     by hand, does not get to fill the prompt)."""
     kept, size = [], 0
     for entry in entries:
-        size += len(render_entries([entry]).encode())
+        size += len(render_entries([entry]).encode("utf-8", "surrogateescape"))
         if size > max_bytes:
             break
         kept.append(entry)
@@ -198,7 +210,8 @@ def prompt_section(store: MemoryStore) -> str | None:
         if shown:
             left = len(entries) - len(shown)
             cut = f"\n[{left} more entries left out: over memory_max_bytes]" if left else ""
-            parts.append(f"{scope.capitalize()} memory:\n{render_entries(shown).rstrip()}{cut}")
+            text = printable(render_entries(shown).rstrip())
+            parts.append(f"{scope.capitalize()} memory:\n{text}{cut}")
     if not parts:
         return None
     return (

@@ -241,3 +241,32 @@ def test_removing_one_entry_keeps_the_notes_the_user_wrote_by_hand(
     left = user.read_text()
     assert "tox" not in left
     assert "nswer in French." in left and "Never push to main." in left
+
+
+def test_a_memory_file_lathe_cannot_read_is_one_line(tmp_path, ws, fake_openai, monkeypatch):
+    # A folder where the project memory file goes ended every run with a traceback.
+    from lathe.memory import memory_path
+
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
+    memory_path("project", ws).mkdir(parents=True)
+    done = run(fake_openai, ws, tmp_path, "Look")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: cannot read the memory file ") and "Traceback" not in line
+
+
+def test_a_memory_change_keeps_the_bytes_of_other_entries(tmp_path, ws, fake_openai, monkeypatch):
+    # A latin-1 entry became U+FFFD on disk at the next unrelated `memory add`.
+    from lathe.memory import memory_path
+
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
+    user = memory_path("user", ws)
+    user.parent.mkdir(parents=True)
+    user.write_bytes("- Order at the caf\u00e9.\n".encode("latin-1"))
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "add", "scope": "user", "text": "Use tabs."})]),
+        Reply("Done."),
+    )
+    done = run(fake_openai, ws, tmp_path, "--approval", "full", "Remember tabs")
+    assert done.returncode == 0, done.stderr
+    assert user.read_bytes() == b"- Order at the caf\xe9.\n- Use tabs.\n"

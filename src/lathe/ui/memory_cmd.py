@@ -31,6 +31,7 @@ def report(
 ) -> list[str]:
     """The lines of the report: each instruction file in the order a run joins them,
     with its size, then each memory file with its entries."""
+    from lathe.memory import printable
     from lathe.plural import plural
 
     lines = [
@@ -53,7 +54,7 @@ def report(
             f", {file.size():,} of {store.max_bytes:,} bytes)"
         )
         for entry in entries:
-            first, *rest = entry.splitlines()
+            first, *rest = printable(entry).splitlines()
             lines += [f"  - {first}", *(f"    {line}" for line in rest)]
     return lines
 
@@ -98,7 +99,13 @@ def show_command(workspace: Path) -> None:
         no_read=no_read,
         user_file=user_instructions_path(),
     )
-    for line in report(found.standing(), _store(workspace, settings), settings):
+    from lathe.errors import UsageError
+
+    try:
+        lines = report(found.standing(), _store(workspace, settings), settings)
+    except UsageError as exc:  # a memory file that cannot be read
+        raise click.ClickException(str(exc)) from None
+    for line in lines:
         click.echo(line)
 
 
