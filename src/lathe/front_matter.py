@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 _KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)[ \t]*:(.*)")
 _FENCE = "---"
+_COMMENT = re.compile(r"[ \t]#")
 
 
 class FrontMatterError(ValueError):
@@ -29,6 +30,7 @@ def split_front_matter(text: str, keys: Collection[str]) -> tuple[dict[str, str]
     that does not start with a `---` line has no front matter: ({}, the whole text).
     Other keys are skipped with whatever indented lines follow them (their values are
     never read, so their YAML shape does not matter)."""
+    text = text.removeprefix("\ufeff")  # a BOM an editor saved hid the front matter
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != _FENCE:
         return {}, text
@@ -40,7 +42,8 @@ def split_front_matter(text: str, keys: Collection[str]) -> tuple[dict[str, str]
             return values, "".join(lines[number:])
         if not stripped or stripped.startswith("#"):
             continue
-        if line[0] in " \t":
+        if line[0] in " \t" or stripped == "-" or stripped.startswith("- "):
+            # nested under the key above, or an item of its list at the left margin
             if current in keys:
                 raise FrontMatterError(
                     f"line {number} continues {current!r} on an indented line; write its "
@@ -66,7 +69,13 @@ def _unquote(value: str, number: int) -> str:
             "write the value as plain text on one line"
         )
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
+        inner = value[1:-1]
+        if (value[0] == '"' and "\\" in inner) or (value[0] == "'" and "''" in inner):
+            raise FrontMatterError(
+                f"line {number}: escapes in a quoted value are not read; write the value "
+                "without them (or without the quotes)"
+            )
+        return inner
     if value[:1] in ("'", '"'):
         raise FrontMatterError(f"line {number}: the quote around the value is not closed")
-    return value
+    return _COMMENT.split(value, maxsplit=1)[0].rstrip()  # YAML: ` #` starts a comment

@@ -111,3 +111,19 @@ def test_a_command_leading_out_of_the_workspace_or_to_a_secret_is_never_sent(
         assert done.returncode == 2
         assert done.stderr.startswith("lathe: prompt command ") and why in done.stderr
     assert fake_openai.chat_bodies() == []
+
+
+def test_front_matter_after_a_bom_or_with_a_list_at_the_margin_is_read(tmp_path, fake_openai):
+    # A BOM sent the front matter as part of the task; `allowed-tools:` with `- Read`
+    # items at the left margin (valid YAML) was refused, and a ` # comment` was kept.
+    ws = _workspace(tmp_path)
+    (ws / ".lathe" / "commands" / "bom.md").write_bytes(
+        "\ufeff---\ndescription: d  # a comment\nallowed-tools:\n- Read\n- Bash\n---\n"
+        "BOM body\n".encode()
+    )
+    fake_openai.enqueue(Reply("Done."))
+
+    done = lathe_run(fake_openai, ws, tmp_path, "--command", "bom")
+
+    assert done.returncode == 0, done.stderr
+    assert _first_user_message(fake_openai) == "BOM body"
