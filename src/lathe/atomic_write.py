@@ -14,15 +14,23 @@ from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, keeping an existing file's mode.
+    """Replace `path` with `data` in one step, keeping an existing file's mode and, where
+    lathe may set it, its owner.
 
     The data is written to a temporary file beside `path` and fsynced before it is
     renamed over it; on any failure the temporary file is removed and the error raised.
+    A symlink is written through (the file it leads to changes, the link stays), and a
+    file with other hard links is rewritten in place: a rename would leave the other
+    names with the old content.
     """
+    path = Path(os.path.realpath(path))
     try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+        info: os.stat_result | None = path.stat()
     except FileNotFoundError:
-        mode = None
+        info = None
+    if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+        _rewrite_in_place(path, data)
+        return
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.lathe-tmp")
     # 0o666 lets the umask decide a new file's mode, as any editor would.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -31,10 +39,29 @@ def write_atomic(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
+            if info is not None:
+                _keep_owner(handle.fileno(), info)
+                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _keep_owner(fd: int, info: os.stat_result) -> None:
+    """Give the new file the old one's owner and group when they differ from lathe's
+    (root in a container over a user's bind-mounted files); where lathe may not (it is
+    not root), the new file is lathe's, as with any editor."""
+    if (info.st_uid, info.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    with contextlib.suppress(PermissionError):
+        os.fchown(fd, info.st_uid, info.st_gid)
+
+
+def _rewrite_in_place(path: Path, data: bytes) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())

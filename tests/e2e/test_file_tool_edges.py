@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from tests.e2e.test_run_edges import lathe_run
@@ -299,3 +300,30 @@ def test_an_edit_of_a_long_line_is_reported_in_bounded_size(tmp_path, fake_opena
     assert missed.startswith("Error:") and len(missed) < 6_000
     assert len(done.stdout) < 100_000
     assert '"version": "1.1"' in (ws / "data.json").read_text()
+
+
+def test_an_edit_keeps_the_files_owner_and_its_hard_links(tmp_path, fake_openai):
+    # The rename put a new file in place: owned by whoever ran lathe (root in a
+    # container over a bind-mounted repository) and no longer the other name's file.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("x = 1\n")
+    os.link(ws / "app.py", ws / "same.py")
+    (ws / "owned.py").write_text("y = 1\n")
+    as_root = os.geteuid() == 0
+    if as_root:
+        os.chown(ws / "owned.py", 1000, 1000)
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "app.py", "old_string": "x = 1",
+                                   "new_string": "x = 2"})]),
+        Reply(calls=[Call("edit", {"path": "owned.py", "old_string": "y = 1",
+                                   "new_string": "y = 2"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Bump")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "same.py").read_text() == "x = 2\n"
+    assert (ws / "owned.py").read_text() == "y = 2\n"
+    if as_root:
+        info = (ws / "owned.py").stat()
+        assert (info.st_uid, info.st_gid) == (1000, 1000)

@@ -270,3 +270,25 @@ def test_a_memory_change_keeps_the_bytes_of_other_entries(tmp_path, ws, fake_ope
     done = run(fake_openai, ws, tmp_path, "--approval", "full", "Remember tabs")
     assert done.returncode == 0, done.stderr
     assert user.read_bytes() == b"- Order at the caf\xe9.\n- Use tabs.\n"
+
+
+def test_a_memory_file_that_is_a_link_is_written_through(tmp_path, ws, fake_openai, monkeypatch):
+    # The first `memory add` put a plain copy in the link's place: the dotfiles file
+    # the link led to never got the entry.
+    from lathe.memory import memory_path
+
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
+    dotfiles = tmp_path / "dotfiles" / "lathe-user.md"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("- Answer in English.\n")
+    user = memory_path("user", ws)
+    user.parent.mkdir(parents=True)
+    user.symlink_to(dotfiles)
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "add", "scope": "user", "text": "Use tabs."})]),
+        Reply("Done."),
+    )
+    done = run(fake_openai, ws, tmp_path, "--approval", "full", "Remember tabs")
+    assert done.returncode == 0, done.stderr
+    assert user.is_symlink()
+    assert dotfiles.read_text() == "- Answer in English.\n- Use tabs.\n"
