@@ -99,13 +99,13 @@ def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):
     assert workspace.text == (
         "line 0\nline 1\n[AGENTS.md is cut here, 14 of 790 bytes: the budget is spent]"
     )
-    assert found.cuts == [
+    assert found.notes == [
         "AGENTS.md was cut after 14 of its 790 bytes: the instruction files of a run "
         "share 40 bytes (memory.instructions_max_bytes)"
     ]
     (nested,) = found.below("sub")
     assert nested.text == "[sub/AGENTS.md is left out, 9 bytes: the budget is spent]"
-    assert found.cuts[1] == (
+    assert found.notes[1] == (
         "sub/AGENTS.md was left out (9 bytes): the instruction files of a run share 40 bytes "
         "(memory.instructions_max_bytes)"
     )

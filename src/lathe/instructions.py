@@ -16,8 +16,10 @@ Where they come from, in the order they are joined:
 
 Only regular files are read, never a link that leads out of the repository, nor a
 file a read rule denies or named like a secret. All of them share `max_bytes`: a file
-that does not fit whole is cut at a line, the text says where, and `cuts` records it
-for a notice.
+that does not fit whole is cut at a line, the text says where, and `notes` records it
+for a notice; so does a file skipped for where it leads (a link out of the repository,
+one that leads nowhere, one that cannot be read): left out without a word, it looked
+read.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class Instructions:
     no_read: Sequence[str] = ()
     user_file: Path | None = None
     loaded: list[InstructionFile] = field(default_factory=list)
-    cuts: list[str] = field(default_factory=list)  # one line per file the budget cut
+    notes: list[str] = field(default_factory=list)  # a line per file cut or skipped
     _seen: set[Path] = field(default_factory=set, init=False, repr=False)  # folders looked at
     _spent: int = field(default=0, init=False)  # bytes of the budget used
 
@@ -118,17 +120,28 @@ class Instructions:
         real = Path(os.path.realpath(path))
         try:
             info = real.stat()
-        except OSError:
+        except OSError as exc:
+            if os.path.islink(path):
+                self.notes.append(f"{label} skipped: it is a link to {real}, which is not there")
+            elif not isinstance(exc, FileNotFoundError):
+                self.notes.append(f"{label} skipped: it cannot be read ({exc.strerror})")
             return []
         if not stat.S_ISREG(info.st_mode):
             return []
-        if within is not None and (not real.is_relative_to(within) or self._denied(path, real)):
+        if within is not None and not real.is_relative_to(within):
+            self.notes.append(
+                f"{label} skipped: it is a link to {real}, outside the repository (copy the "
+                "file in, or put it in the user's AGENTS.md)"
+            )
             return []
+        if within is not None and self._denied(path, real):
+            return []  # the user's own rule, or a secret's name: said by neither
         # No more than the budget left can be shown: a 3 GB file took 56 s and 6 GB to read.
         try:
             with real.open("rb") as handle:
                 raw = handle.read(max(self.max_bytes - self._spent, 0) + 4)
-        except OSError:
+        except OSError as exc:
+            self.notes.append(f"{label} skipped: it cannot be read ({exc.strerror})")
             return []
         text = raw.decode("utf-8", errors="replace").strip()
         if not text:
@@ -140,7 +153,7 @@ class Instructions:
 
     def _fit(self, label: str, text: str, size: int) -> tuple[str, bool]:
         """`text` (the start of a file of `size` bytes) counted against the budget: whole,
-        or cut at its last line that fits (with a line saying so, and one in `cuts`); and
+        or cut at its last line that fits (with a line saying so, and one in `notes`); and
         whether it was cut."""
         data = text.encode()
         left = max(self.max_bytes - self._spent, 0)
@@ -156,9 +169,9 @@ class Instructions:
             "(memory.instructions_max_bytes)"
         )
         if not kept:
-            self.cuts.append(f"{label} was left out ({total:,} bytes): {share}")
+            self.notes.append(f"{label} was left out ({total:,} bytes): {share}")
             return f"[{label} is left out, {total:,} bytes: the budget is spent]", True
-        self.cuts.append(f"{label} was cut after {shown:,} of its {total:,} bytes: {share}")
+        self.notes.append(f"{label} was cut after {shown:,} of its {total:,} bytes: {share}")
         marker = f"[{label} is cut here, {shown:,} of {total:,} bytes: the budget is spent]"
         return kept + marker, True
 
@@ -229,12 +242,12 @@ class NestedInstructions(AgentHooks):
         target = arguments.get(tool.path_argument) if tool and tool.path_argument else None
         if not isinstance(target, str) or not target.strip():
             return output
-        cuts_before = len(self._instructions.cuts)
+        notes_before = len(self._instructions.notes)
         try:
             found = self._instructions.below(target)
         except (OSError, ValueError):
             return output
-        for cut in self._instructions.cuts[cuts_before:]:
+        for cut in self._instructions.notes[notes_before:]:
             self._on_cut(cut)
         if not found:
             return output

@@ -85,7 +85,7 @@ def discover_skills(workspace: Path, deny_read: Sequence[str] = ()) -> SkillCata
     catalog = SkillCatalog()
     for origin, root in skill_roots(workspace):
         confine = workspace if origin != "user" else None
-        for path in _skill_files(root, confine):
+        for path in _skill_files(root, confine, catalog.problems):
             if read_denied(path, workspace, deny_read):
                 continue
             try:
@@ -121,9 +121,10 @@ def read_denied(path: Path, workspace: Path, deny_read: Sequence[str]) -> bool:
     return False
 
 
-def _skill_files(root: Path, confine: Path | None) -> Iterator[Path]:
+def _skill_files(root: Path, confine: Path | None, problems: list[str]) -> Iterator[Path]:
     """Each `root/*/SKILL.md` that is a regular file, sorted by folder name; with
-    `confine`, only those whose real path lies inside it."""
+    `confine`, only those whose real path lies inside it (each other one named in
+    `problems`: skipped unsaid, a linked team folder looked read)."""
     try:
         folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
     except OSError:
@@ -132,7 +133,10 @@ def _skill_files(root: Path, confine: Path | None) -> Iterator[Path]:
     for folder in folders:
         path = folder / SKILL_FILE
         real = Path(os.path.realpath(path))
-        if not real.is_file() or (inside is not None and not real.is_relative_to(inside)):
+        if not real.is_file():
+            continue
+        if inside is not None and not real.is_relative_to(inside):
+            problems.append(f"skill {path} skipped: it is a link to {real}, outside the workspace")
             continue
         yield path
 

@@ -292,3 +292,22 @@ def test_a_memory_file_that_is_a_link_is_written_through(tmp_path, ws, fake_open
     assert done.returncode == 0, done.stderr
     assert user.is_symlink()
     assert dotfiles.read_text() == "- Answer in English.\n- Use tabs.\n"
+
+
+def test_an_instruction_file_linked_out_of_the_repository_is_named_when_skipped(
+    tmp_path, ws, fake_openai
+):
+    # It was left out without a word, and `lathe memory show` said there were none.
+    team = tmp_path / "team" / "AGENTS.md"
+    team.parent.mkdir()
+    team.write_text("TEAM: squash merges.\n")
+    (ws / "CLAUDE.md").unlink()
+    (ws / "AGENTS.md").symlink_to(team)
+    fake_openai.enqueue(Reply("Done."))
+    done = run(fake_openai, ws, tmp_path, "Look")
+    assert done.returncode == 0, done.stderr
+    assert "TEAM" not in json.dumps(fake_openai.chat_bodies()[0])
+    assert "AGENTS.md skipped: it is a link to" in done.stderr
+    shown = lathe(tmp_path, "memory", "show", "-C", str(ws))
+    assert shown.returncode == 0, shown.stderr
+    assert "AGENTS.md skipped: it is a link to" in shown.stdout

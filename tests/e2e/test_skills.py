@@ -167,3 +167,17 @@ def test_a_skill_a_read_rule_covers_is_neither_listed_nor_read(tmp_path, fake_op
     sent = json.dumps(fake_openai.chat_bodies())
     assert "DESC-HIDDEN" not in sent and "BODY-HIDDEN" not in sent
     assert "Lint the code" in _system(fake_openai)
+
+
+def test_a_project_skill_linked_out_of_the_workspace_is_named_when_skipped(
+    tmp_path, fake_openai
+):
+    ws = _workspace(tmp_path)
+    write_skill(tmp_path / "team" / "skills", "deploy", "name: deploy\ndescription: Ship it")
+    (ws / ".lathe").mkdir()
+    (ws / ".lathe" / "skills").symlink_to(tmp_path / "team" / "skills")
+    fake_openai.enqueue(Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "Ship")
+    assert done.returncode == 0, done.stderr
+    assert "Ship it" not in json.dumps(fake_openai.chat_bodies()[0])
+    assert "SKILL.md skipped: it is a link to" in done.stderr

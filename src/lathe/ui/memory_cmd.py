@@ -27,10 +27,14 @@ _SCOPE = click.option(
 
 
 def report(
-    files: Sequence[InstructionFile], store: MemoryStore, settings: MemoryConfig
+    files: Sequence[InstructionFile],
+    store: MemoryStore,
+    settings: MemoryConfig,
+    skipped: Sequence[str] = (),
 ) -> list[str]:
     """The lines of the report: each instruction file in the order a run joins them,
-    with its size, then each memory file with its entries."""
+    with its size, and those skipped (`Instructions.notes`), then each memory file with
+    its entries."""
     from lathe.memory import printable
     from lathe.plural import plural
 
@@ -44,7 +48,8 @@ def report(
         lines.append(f"  {number}. {found.label.ljust(width)}  {plural(found.size, 'byte')}{cut}")
     if not files:
         names = " or ".join(settings.instruction_files)
-        lines.append(f"  none: no {names} from the repository root down to here")
+        lines.append(f"  none read: no {names} from the repository root down to here")
+    lines += [f"  {note}" for note in skipped]
     lines.append("  (files below the working directory are read when a tool first works there)")
     for scope, file in store.files.items():
         entries = file.entries()
@@ -102,7 +107,8 @@ def show_command(workspace: Path) -> None:
     from lathe.errors import UsageError
 
     try:
-        lines = report(found.standing(), _store(workspace, settings), settings)
+        standing = found.standing()
+        lines = report(standing, _store(workspace, settings), settings, found.notes)
     except UsageError as exc:  # a memory file that cannot be read
         raise click.ClickException(str(exc)) from None
     for line in lines:

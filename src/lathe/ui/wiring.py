@@ -106,7 +106,7 @@ def _instructions(
     def tell(cut: str) -> None:
         emit(Notice(level="warning", message=cut))
 
-    for cut in found.cuts:
+    for cut in found.notes:
         tell(cut)
     return prompt_section(standing), NestedInstructions(found, tools, tell)
 
