@@ -146,3 +146,20 @@ def test_an_untrusted_project_base_url_gets_no_request_and_no_key(tmp_path, work
     again = lathe(*doctor, cwd=workspace, env=env)
     assert _line(again.stdout, "endpoint").startswith("ok"), again.stdout
     assert fake_openai.requests  # once trusted, checked as a run would use it
+
+
+def test_doctor_fails_on_the_rules_a_run_refuses_and_says_full_mode_has_no_sandbox(
+    tmp_path, workspace
+):
+    # It said 10 checks were ok for a rule `lathe run` stops on, and that commands ran
+    # in a sandbox with `approval = "full"`.
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    base = ("--base-url", f"http://127.0.0.1:{_closed_port()}/v1", "-m", "m")
+    for rule in ('permissions.deny=["bash(rm *)"]', 'permissions.allow=["Edit(src/**)"]'):
+        result = lathe("doctor", "-C", str(workspace), "-c", rule, *base, cwd=workspace, env=env)
+        assert result.returncode == 1
+        assert _line(result.stdout, "rules").startswith("FAIL"), result.stdout
+    full = lathe("doctor", "-C", str(workspace), "-c", 'permissions.approval="full"', *base,
+                 cwd=workspace, env=env)  # fmt: skip
+    sandbox = _line(full.stdout, "sandbox")
+    assert "no sandbox" in sandbox and "private /tmp" not in sandbox

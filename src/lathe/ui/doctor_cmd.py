@@ -436,10 +436,29 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     from lathe.policy.rules import RuleSet
 
     permissions = loaded.config.permissions
-    try:
-        rules = RuleSet.from_strings(deny=permissions.deny)
+    warned: list[str] = []
+    try:  # as a run reads them: a rule it stops on fails here too
+        rules = RuleSet.from_strings(
+            allow=permissions.allow, ask=permissions.ask, deny=permissions.deny
+        )
+        from lathe.tools.base import ToolRegistry
+        from lathe.tools.builtin import builtin_tools
+        from lathe.ui.safety import check_rule_tools
+
+        check_rule_tools(rules, loaded.config.hooks, ToolRegistry(builtin_tools()), warned.append)
     except UsageError as exc:
-        return [Check("fail", "rules", str(exc), "correct the rule in permissions.allow/deny")]
+        return [Check("fail", "rules", str(exc), "correct the rule in permissions.allow/ask/deny")]
+    warnings = [Check("warn", "rules", message) for message in warned]
+    if loaded.origin("permissions.approval") != "default" and permissions.approval == "full":
+        return [
+            *warnings,
+            Check(
+                "ok",
+                "sandbox",
+                "no sandbox: permissions.approval is full, so commands run on this machine "
+                "as you (only the command guard's deny list stands)",
+            ),
+        ]
     tools = ", ".join(str(p) for p in tool_paths(Path.home()))
     view = Check(
         "ok",
@@ -455,14 +474,14 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     )
     denied = rules.denied_read_patterns()
     if not denied:
-        return [view]
+        return [*warnings, view]
     hidden = PathPatterns(denied).existing(workspace)
     limits = (
         "hidden from read, grep and glob, and from sandboxed commands when each starts; "
         "not covered: a file created after a command starts, a copy under another name, "
         "and commands in --approval full (no sandbox: only paths a command names are checked)"
     )
-    checks = [view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
+    checks = [*warnings, view, Check("ok", "rules", f"read denied for {', '.join(denied)} "
                           f"({plural(len(hidden), 'path')} here): {limits}")]  # fmt: skip
     in_history = denied_in_history(workspace, denied)
     if in_history is None:

@@ -144,7 +144,7 @@ def build_safety(
     tools = ToolRegistry(own, brief=profile.tool_descriptions == "brief")
     for plugin_tool in load_tool_plugins(warn, set(tools.names())):
         tools.register(plugin_tool)
-    _check_rule_tools(rules, setup.loaded.config.hooks, tools, warn)
+    check_rule_tools(rules, setup.loaded.config.hooks, tools, warn)
     if mode is Mode.FULL:  # once the rules were read: told once, for a run that starts
         _tell_what_full_mode_leaves_open(emit)
     mcp = None
@@ -196,7 +196,7 @@ def build_safety(
 TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
 
 
-def _check_rule_tools(
+def check_rule_tools(
     rules: RuleSet, hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
 ) -> None:
     """A rule, or a hook's `tools` entry, that matches nothing. A command pattern with a
