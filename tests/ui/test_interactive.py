@@ -446,3 +446,16 @@ def test_the_window_the_server_told_is_the_one_the_footer_and_model_show(
     term.wait_for(r"ctx \d+% of 8k")
     term.send("/model")
     term.wait_for(r"window 8,192\)")
+
+
+def test_alt_enter_still_starts_a_new_line_with_esc_made_quick(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # Esc waited 1.6 s for a possible Enter after it; Alt-Enter (ESC and CR sent
+    # together) must still be a newline, not a sent message.
+    term = launch()
+    term.type("firstline")
+    term.keys("M-Enter")
+    term.type("secondline")
+    term.wait_for(r"> firstline\n\s+secondline")
+    assert fake_openai.requests == []

@@ -190,7 +190,7 @@ def build_prompt(
     except OSError:
         history = InMemoryHistory()
 
-    return PromptSession(
+    session: PromptSession[str] = PromptSession(
         message=message,
         multiline=True,
         history=history,
@@ -203,3 +203,9 @@ def build_prompt(
         enable_history_search=False,
         prompt_continuation=lambda width, line_number, wrap_count: "  ",
     )
+    # A lone Esc waited out both of prompt_toolkit's delays (0.5 s for an escape sequence,
+    # then 1 s for the Enter of Esc+Enter): 1.6 s to interrupt. A terminal sends the
+    # bytes of a sequence, Alt+Enter's included, together.
+    session.app.ttimeoutlen = 0.05
+    session.app.timeoutlen = 0.2
+    return session
