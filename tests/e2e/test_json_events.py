@@ -139,3 +139,20 @@ def test_a_secret_in_a_tool_output_is_masked_in_the_json_line(tmp_path, fake_ope
     outputs = [e["output"] for e in _events(result, "tool_finished")]
     assert len(outputs) == 2
     assert all(f"token: {mask_secret(key)}" in output for output in outputs), outputs
+
+
+def test_a_secret_at_the_cut_of_the_verify_output_tail_is_not_shown_in_part(
+    tmp_path, fake_openai
+):
+    # output_tail was cut at 2,000 characters, then masked as whole values: the last 23
+    # characters of a key that straddled the cut were printed.
+    key = f"sk-proj-{uuid.uuid4().hex}"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.env").write_text(f"OPENAI_API_KEY={key}\n")
+    fake_openai.enqueue(Reply("Done."))
+    check = "cat config.env; python3 -c \"print('Y' * 1975)\"; false"
+    result = _run(fake_openai, tmp_path, "--max-turns", "1", "--verify", check, key=key)
+    tail = _events(result, "verify_finished")[0]["output_tail"]
+    assert tail.startswith("Y")  # from the first whole line
+    assert key[-12:] not in result.stdout

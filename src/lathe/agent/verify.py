@@ -313,7 +313,7 @@ class VerifyGate(FinishHandler):
                 command=command,
                 exit_code=result.exit_code,
                 passed=passed(result),
-                output_tail=result.output[-2000:],
+                output_tail=_tail(result.output, 2000),
                 baseline=baseline,
                 duration_ms=result.duration_s * 1000,
             )
@@ -322,6 +322,20 @@ class VerifyGate(FinishHandler):
 
 
 _CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
+
+
+def _tail(output: str, max_chars: int) -> str:
+    """The end of `output` within `max_chars`, from a line's start (or a space's, in one
+    long line): a cut inside a word could keep the end of a secret, which masking
+    only knows whole."""
+    if len(output) <= max_chars:
+        return output
+    tail = output[-max_chars:]
+    line = tail.find("\n")
+    if line != -1:
+        return tail[line + 1 :]
+    word = re.search(r"\s", tail)
+    return tail[word.end() :] if word else ""
 
 
 async def run_verify(
