@@ -318,3 +318,13 @@ AgentEvent = Annotated[
     Field(discriminator="type"),
 ]
 ChildEvent.model_rebuild()
+
+# JSON leaves these raw inside strings, and `str.splitlines` (httpx's `iter_lines` too)
+# breaks a line at each.
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def json_line(event: BaseModel) -> str:
+    """The event as one line of JSON (no newline at its end), which stays one line for a
+    reader that splits on every line break Python knows."""
+    return event.model_dump_json().translate(_LINE_BREAKS)

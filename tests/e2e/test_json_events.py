@@ -156,3 +156,34 @@ def test_a_secret_at_the_cut_of_the_verify_output_tail_is_not_shown_in_part(
     tail = _events(result, "verify_finished")[0]["output_tail"]
     assert tail.startswith("Y")  # from the first whole line
     assert key[-12:] not in result.stdout
+
+
+def test_each_event_is_one_line_for_any_reader_even_with_unicode_line_separators(
+    tmp_path, fake_openai
+):
+    # JSON leaves U+2028, U+2029 and U+0085 raw in strings; a reader that splits on every
+    # line break Python knows (`splitlines`, httpx's `iter_lines`) got half an event.
+    fake_openai.enqueue(Reply("line one\u2028line two\u2029three\x85four"))
+    result = _run(fake_openai, tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    [reply] = [e for e in events if e["type"] == "assistant_reply"]
+    assert reply["message"]["text"] == "line one\u2028line two\u2029three\x85four"
+
+
+def test_json_lines_are_utf8_whatever_the_locale(tmp_path, fake_openai):
+    # Under an ASCII locale the first "é" in an event ended the run with a traceback.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply("Café crème."))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"),
+               PYTHONIOENCODING="ascii")  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), TASK],
+        env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+    assert events[-1]["type"] == "run_finished" and events[-1]["answer"] == "Café crème."

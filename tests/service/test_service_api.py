@@ -287,3 +287,15 @@ def test_a_second_server_on_the_same_data_folder_is_refused(served, tmp_path):
     assert second.stdout == ""  # never announced a URL
     with served.client() as client:  # the first one goes on serving
         assert client.health()["status"] == "ok"
+
+
+def test_the_client_reads_a_reply_holding_unicode_line_separators(served, fake_openai, tmp_path):
+    # `events()` split a JSON event at U+2028 and failed on it again on every resume.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply("line one\u2028line two"))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "say two lines")
+        events = list(client.events(session.id, until="run_finished"))
+    [reply] = [e for e in events if e.type == "assistant_reply"]
+    assert reply.data["message"]["text"] == "line one\u2028line two"

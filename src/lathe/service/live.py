@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lathe.events import AgentEvent, AssistantReply, RunFinished, RunStarted, RunStatus
+from lathe.events import AgentEvent, AssistantReply, RunFinished, RunStarted, RunStatus, json_line
 from lathe.service.approvals import RemoteApprover
 from lathe.service.journal import EventJournal, journal_path
 from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
@@ -239,7 +239,7 @@ class ServedSession:
         elif isinstance(event, RunFinished):
             self.last_run = {"status": event.status.value, "reason": event.reason,
                              "turns": event.turns}  # fmt: skip
-        wire = event.model_dump_json()
+        wire = json_line(event)
         number = self.journal.append(wire)
         for subscriber in list(self._subscribers):
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from lathe.events import (
     TurnStarted,
     VerifyFinished,
     VerifyStarted,
+    json_line,
 )
 from lathe.plural import plural
 
@@ -192,10 +194,15 @@ class JsonPrinter:
     """`--json`: each event as one JSON object per line on stdout."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
-        self._out = ReaderMayLeave.around(stream or sys.stdout)
+        stream = stream or sys.stdout
+        # JSON Lines are UTF-8: under an ASCII locale the first "é" ended the run.
+        if (getattr(stream, "encoding", None) or "").lower().replace("-", "") != "utf8":
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(encoding="utf-8")  # type: ignore[attr-defined]
+        self._out = ReaderMayLeave.around(stream)
 
     def __call__(self, event: AgentEvent) -> None:
-        self._out.write(event.model_dump_json() + "\n")
+        self._out.write(json_line(event) + "\n")
         self._out.flush()
 
 
