@@ -299,3 +299,27 @@ def test_the_client_reads_a_reply_holding_unicode_line_separators(served, fake_o
         events = list(client.events(session.id, until="run_finished"))
     [reply] = [e for e in events if e.type == "assistant_reply"]
     assert reply.data["message"]["text"] == "line one\u2028line two"
+
+
+def test_an_aborted_run_ends_every_call_it_announced_in_the_stream(served, fake_openai, tmp_path):
+    # The stream went tool_started(a) -> run_finished: `a` never ended there, and `b`
+    # never appeared, while the conversation held "interrupted" results for both.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "sleep 30"}, id="a"),
+                     Call("bash", {"command": "echo later"}, id="b")])
+    )  # fmt: skip
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="full"
+        )
+        client.send(session.id, "wait a while")
+        events = []
+        for event in client.events(session.id, until="run_finished"):
+            events.append(event)
+            if event.type == "tool_started":
+                client.abort(session.id)
+    started = [e.data["call_id"] for e in events if e.type == "tool_started"]
+    finished = [e.data["call_id"] for e in events if e.type == "tool_finished"]
+    assert sorted(started) == sorted(finished) == ["a", "b"]
+    assert events[-1].data["status"] == "interrupted"

@@ -19,7 +19,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lathe.events import AgentEvent, AssistantReply, RunFinished, RunStarted, RunStatus, json_line
+from lathe.events import (
+    AgentEvent,
+    AssistantReply,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    ToolFinished,
+    ToolStarted,
+    json_line,
+)
 from lathe.service.approvals import RemoteApprover
 from lathe.service.journal import EventJournal, journal_path
 from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
@@ -107,6 +116,7 @@ class ServedSession:
         self._task: asyncio.Task[None] | None = None
         self._closers: list[Any] = []
         self._stop_reason = ""
+        self._announced: set[str] = set()  # calls the stream saw start and not end
 
     # building
 
@@ -239,6 +249,10 @@ class ServedSession:
         elif isinstance(event, RunFinished):
             self.last_run = {"status": event.status.value, "reason": event.reason,
                              "turns": event.turns}  # fmt: skip
+        elif isinstance(event, ToolStarted):
+            self._announced.add(event.call_id)
+        elif isinstance(event, ToolFinished):
+            self._announced.discard(event.call_id)
         wire = json_line(event)
         number = self.journal.append(wire)
         for subscriber in list(self._subscribers):
@@ -427,16 +441,20 @@ class ServedSession:
         self.recorder.record_end(finished)
 
     def _close_open_calls(self, text: str) -> None:
+        """Each call of the last reply still unanswered gets `text` as its result, in
+        the conversation and in the stream (a `tool_finished`, after a `tool_started`
+        when the stream has not seen it start)."""
         from lathe.agent.context import unanswered_calls
-        from lathe.agent.tooling import result_message
-        from lathe.tools.base import ToolOutput
+        from lathe.agent.tooling import refused_results
 
         waiting = {p.call_id for p in self.approver.pending.values()}
         for call in unanswered_calls(self.agent.messages):
             if self.approver.closing and call.id in waiting:
                 continue
-            output = ToolOutput(content=text, is_error=True, summary=text.partition(":")[0])
-            self.agent.append(result_message(call, output))
+            seen = call.id in self._announced
+            summary = text.partition(":")[0]
+            for result in refused_results([call], text, summary, self.emit, started=seen):
+                self.agent.append(result)
 
     async def close(self) -> None:
         """Stop the run and release the session (its file stays). A pending approval
