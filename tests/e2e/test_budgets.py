@@ -273,3 +273,40 @@ def test_the_time_budget_cuts_the_check_before_the_first_turn_too(tmp_path, fake
     assert finished["turns"] == 0
     assert fake_openai.chat_bodies() == []
     assert [m["content"] for m in _session_messages(tmp_path)] == [TASK]  # kept to continue
+
+
+def test_subagents_share_the_runs_cost_budget_instead_of_each_getting_all_of_it(
+    tmp_path, fake_openai
+):
+    # Each child got the whole --max-cost: a $0.50 run spent $2.00.
+    import threading
+
+    asked = {"parent": 0}
+    lock = threading.Lock()
+
+    def respond(body):
+        text = next(m for m in body["messages"] if m["role"] == "user")["content"]
+        if "SUBTASK" in text:  # a child: it keeps looking, $0.20 a reply
+            return Reply(calls=[Call("read", {"path": "app.py"})], usage=USAGE)
+        with lock:
+            asked["parent"] += 1
+            first = asked["parent"] == 1
+        if first:
+            return Reply(
+                calls=[Call("task", {"description": f"look {n}", "agent": "explore",
+                                     "prompt": f"SUBTASK{n}: look around"}) for n in range(3)],
+                usage=USAGE,
+            )  # fmt: skip
+        return Reply("Done.", usage=USAGE)
+
+    fake_openai.responder = respond
+    ws = _workspace(tmp_path)
+    done = lathe_run(fake_openai, ws, tmp_path, *PRICED, "--approval", "full", "--json",
+                     "--max-cost", "0.5", TASK)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    finished = _events(done)[-1]
+    assert finished["status"] == "out_of_budget"
+    # Under $0.50 when each request was let go, plus at most one reply in flight for each
+    # of the three children running at once; never a whole budget for each.
+    assert finished["cost_usd"] < 0.5 + 3 * 0.2, finished
+    assert len(fake_openai.chat_bodies()) <= 6

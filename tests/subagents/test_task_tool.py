@@ -554,11 +554,13 @@ def test_the_runs_budgets_count_its_children_and_bound_them(tmp_path, fake_opena
     finished = [e for e in map(json.loads, result.stdout.splitlines())
                 if e["type"] == "run_finished"][-1]  # fmt: skip
     assert finished["status"] == "out_of_budget"
-    assert finished["usage"]["input_tokens"] >= 800_000  # both children's first replies
-    assert finished["cost_usd"] >= 0.8
     child_requests = [b for b in fake_openai.chat_bodies() if "[child" in _first_user_text(b)]
-    assert len(child_requests) == 2  # each child stopped at its first reply over the cap
-    assert len(fake_openai.chat_bodies()) == 3  # and the parent asked nothing more
+    # The run's budget is shared: once one child's reply took it over the cap, no agent
+    # of the run asks again (the other child too, unless its request was already out).
+    assert 1 <= len(child_requests) <= 2
+    assert finished["usage"]["input_tokens"] >= 400_000 * len(child_requests)
+    assert finished["cost_usd"] >= 0.4 * len(child_requests)
+    assert len(fake_openai.chat_bodies()) == 1 + len(child_requests)  # the parent asked no more
 
 
 def test_a_file_a_child_writes_at_an_ignored_path_is_named_not_dropped_silently(

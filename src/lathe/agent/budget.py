@@ -29,6 +29,8 @@ from lathe.agent.finish import Finish, FinishHandler, RunState, TimeLimit
 from lathe.events import RunStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lathe.types import Usage
 
 
@@ -53,6 +55,10 @@ class RunBudget:
     max_tokens: int | None = None
     timeout_s: float | None = None
     earlier: Spend = field(default_factory=Spend)
+    # A subagent's: what the whole run has spent so far, its own replies and every other
+    # agent's included, judged instead of its own spend (elapsed time stays its own).
+    # Each child given all of the run's budget, a $0.50 run spent $2.00.
+    shared: Callable[[], Spend] | None = field(default=None, compare=False)
 
     @property
     def limited(self) -> bool:
@@ -62,6 +68,9 @@ class RunBudget:
         """Why the run must stop now, or None. `usage` and `cost` are this run's so far
         (cost None: unknown, which no cost limit can judge), `elapsed` its seconds."""
         spent = self.earlier.plus(tokens_of(usage), cost, elapsed)
+        if self.shared is not None:
+            tree = self.shared()
+            spent = Spend(tree.tokens, tree.cost_usd if cost is not None else None, spent.elapsed_s)
         cost_limit, spent_usd = self.max_cost_usd, spent.cost_usd
         if cost_limit is not None and spent_usd is not None and spent_usd >= cost_limit:
             return (

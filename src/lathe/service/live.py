@@ -202,6 +202,7 @@ class ServedSession:
             wrap_provider=lambda inner, endpoint: LimitedProvider(
                 inner, limits.model_calls(endpoint.kind, endpoint.base_url or ""), self.emit
             ),
+            run_spent=self.run_tally.spend,
         ).register(safety.tools)  # fmt: skip
         return safety
 

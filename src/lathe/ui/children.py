@@ -25,11 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lathe.agent.budget import tokens_of
+from lathe.agent.budget import Spend, tokens_of
 from lathe.config.loader import Origin
 from lathe.config.schema import AgentsConfig
 from lathe.errors import ToolError
-from lathe.events import AgentEvent, ChildEvent, Notice, RunFinished, RunStatus
+from lathe.events import (
+    AgentEvent,
+    ChildEvent,
+    ModelRequestFinished,
+    Notice,
+    RunFinished,
+    RunStatus,
+)
 from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
@@ -60,6 +67,10 @@ class _Family:
     root: Path
     merging: asyncio.Lock = field(default_factory=asyncio.Lock)
     spent: Usage = field(default_factory=Usage)
+    # The user's run's own replies so far (its face's tally), and every child's replies
+    # as they come: what the run's budgets judge in each child (`RunBudget.shared`).
+    run_spent: Callable[[], Spend] = Spend
+    children_spent: Spend = field(default_factory=Spend)
     # What the face puts around each child's executor and own-model provider: the
     # service's shared limits (`lathe.service.limits`); as they are elsewhere.
     wrap_executor: Callable[[Any], Any] = lambda executor: executor
@@ -67,6 +78,12 @@ class _Family:
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(self.config.max_parallel)
+
+    def total_spent(self) -> Spend:
+        """What the whole run has spent so far: the user's run's replies and every
+        child's at any depth."""
+        children = self.children_spent
+        return self.run_spent().plus(children.tokens, children.cost_usd, 0.0)
 
     @functools.cached_property
     def profiles(self) -> Profiles:
@@ -95,10 +112,13 @@ class LocalChildren:
         allowed_tools: frozenset[str] | None = None,
         wrap_executor: Callable[[Any], Any] | None = None,
         wrap_provider: Callable[[Any, Any], Any] | None = None,
+        run_spent: Callable[[], Spend] | None = None,
     ) -> None:
         """`home`: lathe's data dir, for a user's run; a child's run shares its
         parent's `family` instead. `wrap_executor` and `wrap_provider` go around every
-        child's executor and own provider (the service's shared limits)."""
+        child's executor and own provider (the service's shared limits). `run_spent`:
+        what the user's run's own replies have spent so far, which its children's
+        budgets count (unknown: only the children's own count)."""
         self._setup = setup
         self._provider = provider
         self._redactor = redactor
@@ -116,6 +136,8 @@ class LocalChildren:
                 family.wrap_executor = wrap_executor
             if wrap_provider is not None:
                 family.wrap_provider = wrap_provider
+            if run_spent is not None:
+                family.run_spent = run_spent
         self._family = family
         self._waiting_on = 0  # this run's children still running (see _lending_my_slot)
 
@@ -290,6 +312,10 @@ class _Child:
                 hooks=hook_chain(safety, parent._redactor, recorders=[recorder]),
                 tools=tools,
             )
+            budget = agent.deps.settings.budget
+            if budget is not None:  # the run's, shared with every agent of it
+                shared = dataclasses.replace(budget, shared=parent._family.total_spent)
+                agent.deps.settings.budget = shared
             try:
                 finished = parent._redactor.event(await agent.run(self._brief()))
             finally:
@@ -389,6 +415,11 @@ class _Child:
     def _forward(self, event: AgentEvent) -> None:
         assert self.session is not None
         self.tally(event)
+        if isinstance(event, ModelRequestFinished):  # its own (a grandchild's come wrapped)
+            family = self.parent._family
+            family.children_spent = family.children_spent.plus(
+                tokens_of(event.usage), event.cost_usd, 0.0
+            )
         self.parent._emit(
             ChildEvent(
                 child_id=self.session.id,

@@ -12,6 +12,7 @@ from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEnd
 from lathe.types import Message, Usage
 
 if TYPE_CHECKING:
+    from lathe.agent.budget import Spend
     from lathe.checkpoint import Checkpoint
 
 
@@ -91,12 +92,21 @@ class RunTally:
     def reset(self) -> None:
         self.turns = 0
         self.usage = Usage()
+        self.cost_usd: float | None = 0.0  # None once a reply's cost was unknown
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
             self.turns = max(self.turns, event.turn)
         elif isinstance(event, ModelRequestFinished):
             self.usage = self.usage + event.usage
+            if self.cost_usd is not None:
+                self.cost_usd = None if event.cost_usd is None else self.cost_usd + event.cost_usd
+
+    def spend(self) -> Spend:
+        """What the run's own replies spent so far, as a budget counts it."""
+        from lathe.agent.budget import Spend, tokens_of
+
+        return Spend(tokens_of(self.usage), self.cost_usd)
 
 
 def _conversation_ids(session: Session) -> list[str]:
