@@ -91,6 +91,12 @@ class Transport(ProviderError):
     kind = "transport"
 
 
+class UntrustedServer(Transport):
+    """The server's TLS certificate could not be verified: no retry can change that."""
+
+    retryable = False
+
+
 class NothingListening(Transport):
     """Connection refused by this machine (127.0.0.1, ::1, localhost): the kernel's own
     certain answer that no server is bound there, so waiting long will not help. The

@@ -117,6 +117,18 @@ async def test_retry_after_is_honoured_instead_of_backoff():
     assert events[-1] == DONE
 
 
+async def test_retry_after_is_waited_no_longer_than_max_delay():
+    # retry.max_delay_s is "the longest single wait, a server's Retry-After included":
+    # with 1, a Retry-After of 8 was waited in full.
+    sleeps = Sleeps()
+    script = Script(RateLimited("slow down", retry_after=8.0))
+
+    events = await drain(script, RetryPolicy(max_delay_s=1.0), sleep=sleeps, rand=lambda: 0.5)
+
+    assert sleeps == [1.0]
+    assert events[-1] == DONE
+
+
 async def test_retry_after_beyond_the_limit_gives_up_at_once():
     sleeps = Sleeps()
     script = Script(RateLimited("quota", retry_after=3600.0))

@@ -29,9 +29,10 @@ from lathe.errors import (
     ProviderError,
     RateLimited,
     Transport,
+    UntrustedServer,
 )
 from lathe.llm.base import StreamEvent
-from lathe.llm.http_stream import ReportedError, StatusError
+from lathe.llm.http_stream import MalformedReply, ReportedError, StatusError
 from lathe.llm.timeouts import Timeouts, TotalTimeExceeded
 from lathe.net import is_loopback
 
@@ -79,7 +80,12 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, StatusError):
-        return from_status(exc.status, exc.headers, server_words(exc.body), ctx)
+        words = server_words(exc.body)
+        if _error_code(exc.body) == "insufficient_quota" and "quota" not in words:
+            words += " (insufficient_quota)"
+        return from_status(exc.status, exc.headers, words, ctx)
+    if isinstance(exc, MalformedReply):
+        return Transport(f"{ctx.base_url} sent a reply lathe cannot read: {exc}")
     if isinstance(exc, ReportedError):
         return stream_error(server_words(exc.body), ctx)
     if isinstance(exc, TotalTimeExceeded | httpx2.TimeoutException | TimeoutError):
@@ -146,6 +152,11 @@ def _for_status(
 ) -> ProviderError:
     said = scrub(message, ctx)
     where = f"{ctx.base_url} (HTTP {status})"
+    if status == 429 and _QUOTA.search(message):  # billing: no wait makes it pass
+        return BadRequest(
+            f"{where} says the account's quota is used up: {said}; add credit or raise the "
+            "limit with the provider (retrying cannot help)"
+        )
     if status == 429:
         return RateLimited(f"rate limited by {where}: {said}", retry_after=retry_after(headers))
     if status in (401, 403):
@@ -223,6 +234,20 @@ def server_message(exc: BaseException) -> str:
     """The server's own words in an SDK exception: from its parsed body, else its message."""
     fallback = getattr(exc, "message", None) or str(exc)
     return server_words(getattr(exc, "body", None), fallback=fallback)
+
+
+_QUOTA = re.compile(
+    r"insufficient_quota|exceeded your current quota|credit balance is too low", re.IGNORECASE
+)
+
+
+def _error_code(body: object) -> str | None:
+    """The `code` (or `type`) of an OpenAI-style error body."""
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return None
+    code = inner.get("code") or inner.get("type")
+    return code if isinstance(code, str) else None
 
 
 def server_words(body: object, *, fallback: str = "") -> str:
@@ -304,6 +329,17 @@ def connection_error(exc: BaseException, ctx: ErrorContext) -> Transport:
             )
         return Transport(
             f"could not connect to {ctx.base_url}: connection refused; is the server running?"
+        )
+    import ssl  # loaded by then: the HTTP client uses it
+
+    if "certificate verify failed" in causes or any(
+        isinstance(e, ssl.SSLCertVerificationError) for e in chain
+    ):
+        detail = scrub(str(chain[-1]), ctx)
+        return UntrustedServer(
+            f"could not talk to {ctx.base_url}: its TLS certificate could not be verified "
+            f"({detail}); check the URL, or point SSL_CERT_FILE at the certificate authority "
+            "that signed it"
         )
     if "incomplete" in causes or "peer closed" in causes or "disconnect" in causes:
         return Transport(f"the connection to {ctx.base_url} was cut before the reply was complete")

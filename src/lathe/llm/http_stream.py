@@ -37,6 +37,11 @@ class StatusError(Exception):
         self.body = body
 
 
+class MalformedReply(Exception):
+    """A reply (or a chunk of one) of a shape the protocol does not have: `choices` that
+    is not a list, say. What it says is the part that was wrong."""
+
+
 class ReportedError(Exception):
     """The server reported an error inside a 200 reply, in place of the next chunk:
     `body` is the error's payload (usually `{"message": ..., "type": ...}`)."""

@@ -60,6 +60,7 @@ from lathe.llm.errors_map import (
 )
 from lathe.llm.http_stream import (
     LazyClient,
+    MalformedReply,
     ReportedError,
     StatusError,
     is_json,
@@ -319,7 +320,7 @@ class _Reply:
         if isinstance(chunk.get("usage"), Mapping):
             self._usage = _usage(chunk["usage"])
         events: list[StreamEvent] = []
-        for choice in chunk.get("choices") or ():
+        for choice in _choices(chunk):
             if isinstance(choice, Mapping) and choice.get("index", 0) in (0, None):
                 events.extend(self._feed_choice(choice))
         return events
@@ -530,6 +531,16 @@ def _tag_start_at_end(data: str, tag: str) -> int:
     return 0
 
 
+def _choices(chunk: Mapping[str, Any]) -> list[Any]:
+    """A chunk's (or a completion's) `choices`; MalformedReply when it is not a list."""
+    choices = chunk.get("choices")
+    if choices is None:
+        return []
+    if not isinstance(choices, list):
+        raise MalformedReply(f"its 'choices' is {json.dumps(choices)[:60]}, not a list")
+    return choices
+
+
 def _completion_as_chunk(body: object, ctx: ErrorContext) -> dict[str, Any]:
     """A whole (non-streamed) completion rewritten as one stream chunk."""
     if not isinstance(body, Mapping):
@@ -539,11 +550,13 @@ def _completion_as_chunk(body: object, ctx: ErrorContext) -> dict[str, Any]:
         message = error.get("message") if isinstance(error, Mapping) else str(error)
         raise stream_error(str(message), ctx)
     choices = []
-    for choice in body.get("choices") or ():
+    for choice in _choices(body):
         if not isinstance(choice, Mapping):
             continue
-        message = dict(choice.get("message") or {})
-        calls = message.get("tool_calls") or []
+        given = choice.get("message")
+        message = dict(given) if isinstance(given, Mapping) else {}
+        calls = message.get("tool_calls")
+        calls = calls if isinstance(calls, list) else []
         message["tool_calls"] = [
             {**call, "index": i} for i, call in enumerate(calls) if isinstance(call, Mapping)
         ]

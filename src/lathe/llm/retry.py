@@ -113,4 +113,4 @@ def _wait_s(
             f"{policy.max_retry_after_s:.0f}s lathe waits; try again after {when})",
             retries=failed_attempt - 1,
         ) from error
-    return max(error.retry_after, 0.0)
+    return min(max(error.retry_after, 0.0), policy.max_delay_s)
