@@ -310,3 +310,30 @@ def test_subagents_share_the_runs_cost_budget_instead_of_each_getting_all_of_it(
     # of the three children running at once; never a whole budget for each.
     assert finished["cost_usd"] < 0.5 + 3 * 0.2, finished
     assert len(fake_openai.chat_bodies()) <= 6
+
+
+@pytest.mark.parametrize("case", ["never", "small"])
+def test_a_reply_whose_usage_never_arrives_still_counts_against_the_budget(
+    tmp_path, fake_openai, case
+):
+    # A server that sends no usage (or a reply cut after its first call, `--profile
+    # small`, before the usage chunk) counted as 0 tokens: --max-tokens never tripped.
+    import itertools
+
+    turn = itertools.count(1)
+    when = "never" if case == "never" else "requested"
+
+    def respond(body):
+        n = next(turn)  # a new command each turn: never the same call again
+        calls = [Call("bash", {"command": f"echo {n}"}), Call("bash", {"command": f"echo {n}b"})]
+        return Reply(calls=calls, usage=USAGE, usage_when=when)
+
+    fake_openai.responder = respond
+    extra = ("--profile", "small") if case == "small" else ()
+    ws = _workspace(tmp_path)
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "--max-tokens",
+                     "5000", "--max-turns", "10", *extra, TASK)  # fmt: skip
+    finished = _events(done)[-1]
+    assert finished["status"] == "out_of_budget", finished
+    assert finished["usage"]["input_tokens"] > 0
+    assert len(fake_openai.chat_bodies()) < 10

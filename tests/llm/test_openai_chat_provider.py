@@ -106,13 +106,17 @@ async def test_usage_is_captured_with_cached_tokens_split_out(fake_openai, provi
     assert message.usage == Usage(input_tokens=200, output_tokens=50, cache_read_tokens=800)
 
 
-async def test_a_server_that_ignores_include_usage_gives_zero_usage(fake_openai, provider):
+async def test_a_server_that_ignores_include_usage_gets_its_usage_estimated(
+    fake_openai, provider
+):
+    # Counted as zero, the token and cost budgets never tripped on such a server.
     fake_openai.enqueue(Reply("ok", usage_when="never"))
 
     _, message = await run(provider)
 
     assert message.text == "ok"
-    assert message.usage == Usage()
+    sent = int(fake_openai.requests[-1].headers["content-length"])
+    assert message.usage == Usage(input_tokens=sent // 3 + 1, output_tokens=1)
 
 
 async def test_rejected_stream_options_are_dropped_once_and_remembered(fake_openai, provider):

@@ -157,7 +157,8 @@ class OpenAIChatProvider:
             self._model, thinking_in_text=self._thinking_in_text, max_calls=self._calls_per_reply
         )
         try:
-            response = await self._open(request)
+            response, sent = await self._open(request)
+            reply.sent_bytes = sent
             try:
                 if is_json(response):
                     body = json.loads(await response.aread())
@@ -182,14 +183,18 @@ class OpenAIChatProvider:
         yield Completed(reply.finish(self._base_url))
 
     async def _open(self, request: ModelRequest) -> Any:
+        """The response, and the size of the body sent (what usage is estimated from
+        when the server reports none)."""
         client = self._client.get()
+        body = self._encoded_body(request)
         try:
-            return await post_streaming(client, _PATH, self._encoded_body(request))
+            return await post_streaming(client, _PATH, body), len(body)
         except Exception as exc:
             if not (self._send_stream_options and mentions_stream_options(exc)):
                 raise
         self._send_stream_options = False
-        return await post_streaming(client, _PATH, self._encoded_body(request))
+        body = self._encoded_body(request)
+        return await post_streaming(client, _PATH, body), len(body)
 
     def warm_up(self) -> None:
         """Import httpx2 and build the client, so that the first request does not wait."""
@@ -310,7 +315,8 @@ class _Reply:
         self._calls: list[_PartialCall] = []
         self._whole_content, self._whole_reasoning = _WholeCharacters(), _WholeCharacters()
         self._finish_reason: str | None = None
-        self._usage = Usage()
+        self._usage: Usage | None = None  # as the server reported it
+        self.sent_bytes = 0  # the request's body
 
     def feed(self, chunk: object) -> list[StreamEvent]:
         if not isinstance(chunk, Mapping):
@@ -425,13 +431,24 @@ class _Reply:
         if calls and stop is StopReason.END:
             stop = StopReason.TOOL_USE
         thinking = "".join(self._thinking)
+        text = "".join(self._text)
         return AssistantMessage(
-            text="".join(self._text),
+            text=text,
             thinking=(Thinking(text=thinking, provider=_THINKING_SOURCE),) if thinking else (),
             tool_calls=calls,
             stop_reason=stop,
-            usage=self._usage,
+            usage=self._usage or self._estimated(text, thinking, calls),
             model=self._model,
+        )
+
+    def _estimated(self, text: str, thinking: str, calls: tuple[ToolCall, ...]) -> Usage:
+        """Usage at 3 bytes a token (`agent.context`'s rule) for a reply the server
+        reported none for — it sent none, or the stream was closed after a call before
+        its usage came: counted as zero, the token and cost budgets never tripped."""
+        written = text + thinking + "".join(c.name + c.arguments for c in calls)
+        return Usage(
+            input_tokens=self.sent_bytes // 3 + 1,
+            output_tokens=len(written.encode("utf-8", "replace")) // 3 + 1,
         )
 
     def _unique_ids(self) -> list[str]:
