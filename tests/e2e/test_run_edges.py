@@ -575,3 +575,16 @@ def test_the_full_mode_warning_is_not_spent_by_a_run_that_never_started(tmp_path
     done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Look")
     assert done.returncode == 0, done.stderr
     assert "--approval full: commands run on this machine with no sandbox" in done.stderr
+
+
+def test_a_reply_cut_by_the_output_limit_again_and_again_ends_stuck(tmp_path, fake_openai):
+    # The same `write` cut off every turn ran to --max-turns (50 full-size replies).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cut = Reply(calls=[Call("write", {"path": "big.py", "content": "x = 1\n" * 50})],
+                finish_reason="length")  # fmt: skip
+    fake_openai.responder = lambda body: cut
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Write big.py")
+    assert done.returncode == 1, done.stderr
+    assert "status: stuck" in done.stderr and "output limit" in done.stderr
+    assert len(fake_openai.chat_bodies()) <= 4

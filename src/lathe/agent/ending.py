@@ -39,7 +39,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     handlers += [
         UnreadableReply(words, settings.stall_repeat_limit),
         EmptyReply(gated=settings.verify_command is not None),
-        CutOffReply(words),
+        CutOffReply(words, settings.stall_repeat_limit),
     ]
     if settings.verify_command:
 

@@ -18,14 +18,34 @@ class CutOffReply(FinishHandler):
     """A reply cut by the output limit (`max_tokens`). Without calls it gets a
     "continue" message instead of ending the run. With calls, none of them runs: their
     arguments may be cut mid-token (a "repaired" `new_string` once wrote half a line),
-    so each gets an error result asking for a smaller step."""
+    so each gets an error result asking for a smaller step. `limit` cut replies in a row
+    that make no progress — calls none of which ran, or the same text again — end the
+    run `stuck`: the same cut `write` ran to the turn limit, 50 full-size replies."""
 
-    def __init__(self, words: Words) -> None:
+    def __init__(self, words: Words, limit: int = 3) -> None:
         self._words = words
+        self._limit = limit
+        self._in_a_row = 0
+        self._last_text: str | None = None
+
+    async def begin(self, run: RunState) -> tuple[()]:
+        self._in_a_row, self._last_text = 0, None
+        return ()
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
         if reply.stop_reason is not StopReason.MAX_TOKENS:
+            self._in_a_row, self._last_text = 0, None
             return None
+        stalled = bool(reply.tool_calls) or reply.text == self._last_text
+        self._in_a_row = self._in_a_row + 1 if stalled else 0
+        self._last_text = reply.text
+        if self._in_a_row >= self._limit:
+            return Finish(
+                RunStatus.STUCK,
+                reason=f"the model's reply was cut by the output limit {self._in_a_row} times "
+                "in a row with nothing done (raise the model's max_output_tokens, or ask for "
+                "smaller steps)",
+            )
         if reply.tool_calls:
             text = self._words.say("cut_off_call")
             results = refused_results(reply.tool_calls, text, "not run: reply cut off", run.emit)
