@@ -187,3 +187,19 @@ def test_json_lines_are_utf8_whatever_the_locale(tmp_path, fake_openai):
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
     assert events[-1]["type"] == "run_finished" and events[-1]["answer"] == "Café crème."
+
+
+def test_tool_finished_summary_is_one_line(tmp_path, fake_openai):
+    # A missed edit's summary was its whole multi-line message, file lines included.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("".join(f"value_{n} = {n}\n" for n in range(8)))
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "app.py", "old_string": "value_3 = 33",
+                                   "new_string": "value_3 = 4"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    result = _run(fake_openai, tmp_path, "--approval", "full")
+    [finished] = _events(result, "tool_finished")
+    assert finished["is_error"] and "\n" not in finished["summary"]
+    assert "\n" in finished["output"]  # the whole message is still there

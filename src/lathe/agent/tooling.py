@@ -101,7 +101,7 @@ class ToolRunner:
                 call_id=call.id,
                 name=call.name,
                 is_error=output.is_error,
-                summary=output.summary or _first_line(output.content),
+                summary=_first_line(output.summary or output.content),
                 duration_ms=(time.monotonic() - started) * 1000,
                 details=output.details,
                 output=output.content,
@@ -217,6 +217,8 @@ def _printable_output(output: ToolOutput) -> ToolOutput:
 
 
 def _first_line(text: str) -> str:
+    """A summary as events promise it: one line (a missed edit's message held a
+    stretch of the file), at most 120 characters."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line[:120]
 
