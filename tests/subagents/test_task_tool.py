@@ -622,3 +622,19 @@ def test_a_child_sees_the_submodules_and_is_told_its_changes_there_stay_behind(
     assert (ws / "vendor" / "x.txt").read_text() == "sub content\n"  # not written through
     told = _results(result.stdout)["call_s"]["output"]
     assert "vendor/x.txt" in told and "not brought back" in told
+
+
+def test_a_childs_events_begin_with_its_run_started(tmp_path, fake_openai) -> None:
+    # The child's events began at turn_started: a reader never learnt its task, model,
+    # workspace or session from a start event.
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] look")]), Reply("all done")],
+        children={"[child a]": [Reply("looked")]},
+    )
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "look around")
+    assert result.returncode == 0, result.stderr[-3000:]
+    inner = [e["event"] for e in map(json.loads, result.stdout.splitlines())
+             if e["type"] == "child_event"]  # fmt: skip
+    assert inner[0]["type"] == "run_started" and "[child a] look" in inner[0]["task"]
+    assert inner[0]["session_id"] and inner[-1]["type"] == "run_finished"

@@ -35,6 +35,7 @@ from lathe.events import (
     ModelRequestFinished,
     Notice,
     RunFinished,
+    RunStarted,
     RunStatus,
 )
 from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
@@ -316,8 +317,16 @@ class _Child:
             if budget is not None:  # the run's, shared with every agent of it
                 shared = dataclasses.replace(budget, shared=parent._family.total_spent)
                 agent.deps.settings.budget = shared
+            brief = self._brief()
+            started = RunStarted(
+                task=brief,
+                model=child_setup.model.model_id,
+                workspace=str(child_setup.workspace),
+                session_id=session.id,
+            )
+            observer(started)
             try:
-                finished = parent._redactor.event(await agent.run(self._brief()))
+                finished = parent._redactor.event(await agent.run(brief))
             finally:
                 await safety.aclose()
                 if provider is not parent._provider:
