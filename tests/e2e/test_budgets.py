@@ -205,6 +205,8 @@ def test_the_time_budget_stops_a_running_command_and_answers_its_call(tmp_path, 
     finished = _events(result)[-1]
     assert finished["status"] == "out_of_budget"
     assert finished["reason"].startswith("the time budget (5s) was reached: ")
+    [cut] = [e for e in _events(result) if e["type"] == "tool_finished"]
+    assert cut["duration_ms"] >= 1000  # how long it ran before the cut (it said 0.0)
     assert not _pids(marker), "the command outlived the run"
     messages = _session_messages(tmp_path)
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]

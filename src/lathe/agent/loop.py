@@ -183,13 +183,17 @@ class Agent:
             if output is not None:
                 self.append(result_message(call, output))
                 continue
-            running = call.id in runner.running
+            began = runner.running.get(call.id)
+            running = began is not None
             text = self.deps.words.say(
                 "call_cut_short" if running else "call_not_run", reason=reason
             )
             summary = "stopped: time limit" if running else "not run: time limit"
             seen = call.id in runner.announced
-            for result in refused_results([call], text, summary, self.emit, started=seen):
+            ran_ms = (time.monotonic() - began) * 1000 if began is not None else 0.0
+            for result in refused_results(
+                [call], text, summary, self.emit, started=seen, duration_ms=ran_ms
+            ):
                 self.append(result)
 
     async def _steps(self, run: RunState, spend: RunSpending, runner: ToolRunner) -> RunFinished:

@@ -43,7 +43,7 @@ class ToolRunner:
         # run (past the gate and any approval), and the outputs of those that finished.
         # A run cut mid-batch (its time limit) answers each call from these.
         self.announced: set[str] = set()
-        self.running: set[str] = set()
+        self.running: dict[str, float] = {}  # call id: when it began (time.monotonic)
         self.finished: dict[str, ToolOutput] = {}
 
     async def run_calls(
@@ -51,7 +51,7 @@ class ToolRunner:
     ) -> list[CallRecord]:
         """Run `calls` (gated, hooked, in groups) and return one record per call, in call
         order. `note`: how the faces label calls lathe makes itself."""
-        self.announced, self.running, self.finished = set(), set(), {}
+        self.announced, self.running, self.finished = set(), {}, {}
         prepared = [self._prepare(call) for call in calls]
         may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
         if may_change:
@@ -136,7 +136,7 @@ class ToolRunner:
                 )
                 return bad, False
             arguments = verdict
-        self.running.add(item.call.id)
+        self.running[item.call.id] = time.monotonic()
         refused = False
         try:
             output = await item.tool.execute(params, self._deps.tool_context)
@@ -230,10 +230,12 @@ def refused_results(
     emit: Callable[[AgentEvent], None],
     *,
     started: bool = False,
+    duration_ms: float = 0.0,
 ) -> list[ToolResultMessage]:
     """An error result for each call, none of them run (a reply cut off by the output
     limit, a run that ended before its calls could run); shown like any failed call.
-    `started`: the faces already saw the calls start (only their end is emitted)."""
+    `started`: the faces already saw the calls start (only their end is emitted);
+    `duration_ms`: how long a call cut short had run."""
     results = []
     for call in calls:
         if not started:
@@ -241,7 +243,7 @@ def refused_results(
         emit(
             ToolFinished(
                 call_id=call.id, name=call.name, is_error=True, summary=summary,
-                duration_ms=0.0, details={}, output=reason,
+                duration_ms=duration_ms, details={}, output=reason,
             )
         )  # fmt: skip
         results.append(
