@@ -76,10 +76,11 @@ def test_a_run_verified_after_the_check_itself_changed_says_which_files(tmp_path
                      "--deny", "edit(tests/**)", "--verify", VERIFY, "Fix add")  # fmt: skip
     finished = _finished(done)
     assert finished["status"] == "verified"
-    assert finished["reason"] == (
+    assert finished["reason"].startswith(
         "the check passed, but its own files changed since it first ran: conftest.py "
-        "(see that they still test what they did)"
+        "(see that they still test what they did); "
     )
+    assert "printed no test counts" in finished["reason"]  # "1 xfailed": no pass, no fail
 
 
 def test_an_honest_fix_is_verified_with_no_such_reason(tmp_path, fake_openai):
@@ -102,3 +103,63 @@ def test_a_check_that_passed_before_any_change_says_so(tmp_path, fake_openai):
     finished = _finished(done)
     assert finished["status"] == "verified"
     assert finished["reason"].startswith("the check passed before the run changed anything")
+
+
+def _two_tests(tmp_path: Path) -> Path:
+    ws = _repo(tmp_path)
+    (ws / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_zero():\n    assert add(0, 0) == 0\n"
+    )
+    return ws
+
+
+def _verified_with(tmp_path, fake_openai, ws, *calls, verify=VERIFY) -> dict:
+    fake_openai.enqueue(*(Reply(calls=[call]) for call in calls), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                     "--deny", "edit(tests/**)", "--verify", verify, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified", done.stderr
+    return finished
+
+
+def test_a_check_that_ran_fewer_tests_than_at_the_start_says_so(tmp_path, fake_openai):
+    # A `.pytest.ini` deselecting the failing test (read by pytest 9, over pyproject.toml)
+    # ended in a plain `verified` with "1 passed, 1 deselected".
+    ws = _two_tests(tmp_path)
+    deselect = Call("write", {"path": ".pytest.ini", "content": "[pytest]\naddopts = -k zero\n"})
+    finished = _verified_with(tmp_path, fake_openai, ws, deselect)
+    assert ".pytest.ini" in finished["reason"]
+    assert "1 test ran where 2 did before" in finished["reason"]
+
+
+def test_a_check_that_printed_no_counts_where_it_did_before_says_so(tmp_path, fake_openai):
+    # `os._exit(0)` in the code under test: pytest died quietly with exit 0.
+    ws = _repo(tmp_path)
+    quiet = Call("edit", {"path": "calc.py", "old_string": "    return a - b",
+                          "new_string": "    import os\n    os._exit(0)"})  # fmt: skip
+    finished = _verified_with(tmp_path, fake_openai, ws, quiet)
+    assert "printed no test counts" in finished["reason"]
+
+
+def test_a_check_that_passes_with_nothing_changed_says_it_may_be_flaky(tmp_path, fake_openai):
+    # The baseline failed, the model only said "it passes now", the re-run passed.
+    ws = _repo(tmp_path)
+    flip = tmp_path / "flaky-marker"
+    check = f"test -e {flip} || {{ touch {flip}; false; }}"
+    fake_openai.enqueue(Reply("It is flaky; it passes now."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
+                     "--verify", check, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified"
+    assert "nothing was changed" in finished["reason"]
+
+
+def test_the_files_a_verify_command_runs_are_check_files_too(tmp_path, fake_openai):
+    # `--verify "make test"`: adding `-k zero` to the Makefile's pytest line was unseen.
+    ws = _two_tests(tmp_path)
+    (ws / "Makefile").write_text(f"test:\n\t{VERIFY}\n")
+    narrowed = Call("edit", {"path": "Makefile", "old_string": VERIFY,
+                             "new_string": f"{VERIFY} -k zero"})  # fmt: skip
+    finished = _verified_with(tmp_path, fake_openai, ws, narrowed, verify="make test")
+    assert "Makefile" in finished["reason"]

@@ -1,7 +1,8 @@
-"""The files a check is made of: the tests, conftest.py and the test runner's
-configuration. A check that passes only because these changed verifies nothing, so the
-verify gate says which of them changed since it first ran, and code in a reply never
-changes them (`reply_code`).
+"""The files a check is made of: the tests and their data, conftest.py, the test
+runner's configuration, and the files the verify command itself names or runs (a
+Makefile for `make test`, a script). A check that passes only because these changed
+verifies nothing, so the verify gate says which of them changed since it first ran,
+and code in a reply never changes them (`reply_code`).
 """
 
 from __future__ import annotations
@@ -9,21 +10,35 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from pathlib import Path
 
 CHECK_FILE = re.compile(
-    r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
-    r"\.\w+|conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
+    r"(^|/)(tests?|__tests__|spec|specs|testdata|test_data|fixtures|golden)/"
+    r"|(^|/)(test[^/]*\.py|test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
+    r"\.\w+|conftest\.py|\.?pytest\.(ini|toml)|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
     r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
     r"|(site|user)customize\.py|pytest\.py)$|(^|/)pytest/[^/]+\.py$"
 )
+# What a runner named in the verify command reads without the command naming it.
+_RUNNER_FILES = {
+    "make": ("Makefile", "makefile", "GNUmakefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+}
 # Folders no check file of the project's own lives in, and that can be huge.
 _SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "env", "build", "dist", "target"})
 
 
-def check_file_digests(workspace: Path) -> dict[str, str]:
-    """Each check file of `workspace` (relative path) and a digest of its content."""
+def check_file_digests(workspace: Path, command: str | None = None) -> dict[str, str]:
+    """Each check file of `workspace` (relative path) and a digest of its content; with
+    the verify `command`, the workspace files it names or its runner reads too."""
     found: dict[str, str] = {}
+    for relative in _named_by(command, workspace) if command else ():
+        try:
+            data = (workspace / relative).read_bytes()
+        except OSError:
+            continue
+        found[relative] = hashlib.blake2b(data, digest_size=16).hexdigest()
     for folder, dirs, files in os.walk(workspace):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED]
         base = Path(folder).relative_to(workspace).as_posix()
@@ -44,3 +59,20 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(
         path for path in before.keys() | after.keys() if before.get(path) != after.get(path)
     )
+
+
+def _named_by(command: str, workspace: Path) -> list[str]:
+    """The workspace files `command` names (`sh run_tests.sh`, `python tools/check.py`)
+    or whose runner reads them (`make test`: the Makefile)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    root = Path(os.path.realpath(workspace))
+    named: list[str] = []
+    for word in words:
+        for candidate in (word, *_RUNNER_FILES.get(os.path.basename(word), ())):
+            path = Path(os.path.realpath(root / candidate))
+            if path != root and path.is_relative_to(root) and path.is_file():
+                named.append(path.relative_to(root).as_posix())
+    return sorted(set(named))

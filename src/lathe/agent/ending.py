@@ -83,7 +83,9 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
 
             from lathe.agent.check_files import check_file_digests
 
-            return await asyncio.to_thread(check_file_digests, ctx.workspace)
+            return await asyncio.to_thread(
+                check_file_digests, ctx.workspace, settings.verify_command
+            )
 
         gate = VerifySettings(
             command=settings.verify_command,

@@ -132,10 +132,12 @@ class VerifyGate(FinishHandler):
         self._check_files = check_files
         self._check_files_before: dict[str, str] | None = None
         self._passed_before = False
+        self._baseline: ExecResult | None = None  # the check before any change, when run
+        self._changed = False  # a call that may change files succeeded since then
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
-        self._passed_before = False
+        self._passed_before, self._baseline, self._changed = False, None, False
         if self._check_files is not None:
             self._check_files_before = await self._check_files()
         if not (self._settings.run_first and run.new_conversation):
@@ -145,6 +147,7 @@ class VerifyGate(FinishHandler):
         reason = unusable_reason(command, result)
         if reason:
             raise VerifyCannotRun(reason)
+        self._baseline = result
         if passed(result):
             self._passed_before = True
             return (lathe_note(self._words.say("baseline_passes", command=command)),)
@@ -158,7 +161,8 @@ class VerifyGate(FinishHandler):
             return None
         result = await self._check(run)
         if passed(result):
-            return Finish(RunStatus.VERIFIED, answer=reply.text, reason=await self._caveat())
+            reason = await self._caveat(result)
+            return Finish(RunStatus.VERIFIED, answer=reply.text, reason=reason)
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
@@ -173,6 +177,10 @@ class VerifyGate(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
+        self._changed = self._changed or any(
+            record.tool is not None and not record.tool.read_only and not record.output.is_error
+            for record in calls
+        )
         if not by_lathe:
             self._idle_claims = 0
             return None
@@ -194,7 +202,7 @@ class VerifyGate(FinishHandler):
                 RunStatus.VERIFIED,
                 answer=answer,
                 messages=(lathe_note(record),),
-                reason=await self._caveat(),
+                reason=await self._caveat(after),
             )
         old, new = check_counts(before.output), check_counts(after.output)
         if self._put_back is not None and made_worse(old, new):
@@ -209,16 +217,27 @@ class VerifyGate(FinishHandler):
             return ContinueWith(messages=(lathe_note(text),))
         return self._after_failure(reply, after, applied=notes)
 
-    async def _caveat(self) -> str:
-        """What a verified run's reason says: that the check passed before anything
-        changed (it may not test the task at all), or which files of the check itself
-        changed since it first ran (a conftest.py marking the failure xfail passes too),
-        or ""."""
+    async def _caveat(self, result: ExecResult) -> str:
+        """What a verified run's reason says, "" when nothing is doubtful: that the check
+        passed before the run changed anything (it may not test the task at all); else
+        each of: which files of the check itself changed since it first ran (a
+        conftest.py marking the failure xfail passes too), that it ran fewer tests than
+        at the start or printed no counts where it did (a deselected test, a quiet
+        `os._exit(0)`), that nothing changed since it failed (a flaky check)."""
         if self._passed_before:
             return (
                 "the check passed before the run changed anything, so it may not test "
                 "the task: see that it fails without the change"
             )
+        doubts = [await self._changed_check_files(), self._fewer_tests(result)]
+        if self._baseline is not None and not self._changed:
+            doubts.append(
+                "nothing was changed since the check failed at the start, so it may be "
+                "flaky: run it again"
+            )
+        return "; ".join(doubt for doubt in doubts if doubt)
+
+    async def _changed_check_files(self) -> str:
         if self._check_files is None or self._check_files_before is None:
             return ""
         from lathe.agent.check_files import changed
@@ -230,6 +249,24 @@ class VerifyGate(FinishHandler):
         return (
             f"the check passed, but its own files changed since it first ran: {shown} "
             "(see that they still test what they did)"
+        )
+
+    def _fewer_tests(self, result: ExecResult) -> str:
+        before = check_counts(self._baseline.output) if self._baseline is not None else None
+        if before is None:
+            return ""
+        after = check_counts(result.output)
+        if after is None:
+            return (
+                f"the check printed no test counts, where it printed {counts_text(before)} "
+                "at the start (see that its tests still run)"
+            )
+        ran, ran_before = after["passed"] + after["failed"], before["passed"] + before["failed"]
+        if ran >= ran_before:
+            return ""
+        return (
+            f"{plural(ran, 'test')} ran where {ran_before} did before (see that none was "
+            "deselected, skipped or removed)"
         )
 
     def out_of_turns(self, run: RunState) -> Finish | None:
