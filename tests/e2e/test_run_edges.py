@@ -588,3 +588,21 @@ def test_a_reply_cut_by_the_output_limit_again_and_again_ends_stuck(tmp_path, fa
     assert done.returncode == 1, done.stderr
     assert "status: stuck" in done.stderr and "output limit" in done.stderr
     assert len(fake_openai.chat_bodies()) <= 4
+
+
+def test_an_endless_output_does_not_fill_the_disk_with_its_spill_file(tmp_path, fake_openai):
+    # `yes` under a 2 s timeout wrote 1.4 GB into the workspace's .lathe/tmp.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "yes 'a long line of output' | head -c 300000000",
+                                   "timeout": 60})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Print a lot")
+    assert done.returncode == 0, done.stderr
+    [spill] = (ws / ".lathe" / "tmp").glob("*.log")  # not a second, cut copy of the result
+    assert 0 < spill.stat().st_size <= 64 * 1024 * 1024 + 4096
+    [result] = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
+                if m["role"] == "tool"]  # fmt: skip
+    assert "the spill file stops at 64 MiB" in result and str(spill) in result

@@ -61,6 +61,10 @@ NONINTERACTIVE_ENV: Mapping[str, str] = {
 # The end of a command's output (test summaries, the error that stopped a build) usually
 # matters more than its start, so the tail gets the larger share.
 _HEAD_SHARE = 0.4
+# A spill file keeps no more: the output's end is in the result, and an endless command
+# must not fill the disk the workspace is on.
+SPILL_MAX_BYTES = 64 * 1024 * 1024
+_SPILL_FULL = "\n[... the spill file stops at 64 MiB; the output's end is in the result ...]\n"
 _EOF_AFTER_KILL_S = 2.0  # a process that escaped the group may keep the pipe open
 _REAP_AFTER_KILL_S = 5.0
 
@@ -409,6 +413,8 @@ class _OutputSink:
         self._tail = bytearray()
         self._spill: BinaryIO | None = None
         self._spill_error: str | None = None
+        self._spilled = 0  # bytes in the spill file
+        self._spill_full = False  # it reached SPILL_MAX_BYTES
         self.spill_path: Path | None = None
         self.total = 0
         self.truncated = False
@@ -445,12 +451,20 @@ class _OutputSink:
     def _write_spill(self, data: bytes) -> None:
         if self._spill is None:
             return
+        room = SPILL_MAX_BYTES - self._spilled
+        full = len(data) >= room
         try:
-            self._spill.write(data)
+            self._spill.write(data[:room] if full else data)
+            self._spilled += min(len(data), room)
+            if full:  # `yes` under a 2 s timeout wrote 1.4 GB into the workspace
+                self._spill.write(_SPILL_FULL.encode())
         except OSError as exc:  # a full disk must not lose the run, only the spill
             self._spill_error = str(exc)
+            full = True
+        if full:
             self._spill.close()
             self._spill = None
+            self._spill_full = self._spill_error is None
 
     def close(self) -> None:
         if self._spill is not None:
@@ -465,6 +479,8 @@ class _OutputSink:
         where = (
             f"; the spill file could not be written: {self._spill_error}"
             if self._spill_error
+            else "; the spill file stops at 64 MiB"
+            if self._spill_full
             else ""
         )
         marker = f"\n[... {omitted:,} bytes omitted{where} ...]\n"

@@ -59,7 +59,9 @@ class BashTool(Tool):
             args.command,
             cwd=ctx.workspace,
             timeout=timeout,
-            max_output_bytes=limits.output_max_bytes,
+            # The notes below must fit too: over the cap, the result was cut again, the
+            # real "omitted" marker with it, and the notice sent the model to a copy.
+            max_output_bytes=max(limits.output_max_bytes - NOTES_ROOM, 0),
             spill_dir=ctx.spill_dir,
         )
         notes = []
@@ -94,6 +96,9 @@ class BashTool(Tool):
                 "duration_s": round(result.duration_s, 3),
             },
         )
+
+
+NOTES_ROOM = 600  # bytes kept under the output cap for what lathe adds below an output
 
 
 def paging_notice(output: str, full_output_path: Path | None) -> str:

@@ -10,13 +10,13 @@ from lathe.tools.base import ToolContext, ToolOutput
 def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str = "") -> ToolOutput:
     """`text` within the tool output cap, the whole in the spill folder when cut."""
     from lathe.exec.local import cap_output
-    from lathe.tools.bash import paging_notice
+    from lathe.tools.bash import NOTES_ROOM, paging_notice
 
     data = text.encode("utf-8")
     limit = ctx.limits.output_max_bytes
     if len(data) <= limit:
         return ToolOutput(content=text, is_error=is_error, summary=summary)
-    kept, spill = cap_output(data, limit, ctx.spill_dir)
+    kept, spill = cap_output(data, max(limit - NOTES_ROOM, 0), ctx.spill_dir)
     return ToolOutput(
         content=f"{kept}\n{paging_notice(kept, spill)}",
         is_error=is_error,
