@@ -606,3 +606,24 @@ def test_an_endless_output_does_not_fill_the_disk_with_its_spill_file(tmp_path, 
     [result] = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
                 if m["role"] == "tool"]  # fmt: skip
     assert "the spill file stops at 64 MiB" in result and str(spill) in result
+
+
+def test_a_commands_output_reaches_the_model_as_a_terminal_would_show_it(tmp_path, fake_openai):
+    # ANSI colours, a `\r` progress bar's every frame and raw NUL bytes (6 bytes each on
+    # the wire) went to the model as they came.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = (
+        "printf '\\033[31mred\\033[0m \\033[1;32mgreen\\033[0m\\n'; "
+        "for i in $(seq 0 10 100); do printf '\\rprogress %s%%' $i; done; printf '\\n'; "
+        "head -c 3000 /dev/zero; printf 'after zeros\\n'"
+    )
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": script})]), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Show it")
+    assert done.returncode == 0, done.stderr
+    [result] = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
+                if m["role"] == "tool"]  # fmt: skip
+    assert "red green\n" in result and "\x1b" not in result
+    assert "progress 100%" in result and "progress 50%" not in result
+    assert "\x00" not in result and "after zeros" in result
+    assert len(result) < 400

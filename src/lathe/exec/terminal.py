@@ -1,0 +1,33 @@
+"""A command's output as a terminal would have shown it, for the model.
+
+Programs write for a screen: colour codes, a progress bar redrawn with `\\r` a hundred
+times, runs of NUL bytes. Sent as they came, each ANSI code and each frame costs tokens
+and shows the model nothing a person saw (a NUL is six bytes as JSON), so: escape
+sequences are dropped, a line redrawn with `\\r` keeps only its last frame, and a run of
+other control bytes becomes one U+FFFD. Tabs and newlines stay. The spill file keeps
+the output exactly as it came.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clears
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, links
+    r"|\x1b[@-Z\\-_]"  # the other two-byte escapes
+)
+_CONTROL_RUN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+_REDRAWN = re.compile(r"[^\n]*\r(?!\n|$)", re.MULTILINE)
+
+
+def terminal_text(output: str) -> str:
+    """`output` without escape sequences, redrawn frames or runs of control bytes."""
+    if not _NEEDS_WORK.search(output):  # most outputs: one scan in C
+        return output
+    output = _ESCAPE.sub("", output)
+    output = _REDRAWN.sub("", output)  # each frame a later `\r` drew over
+    return _CONTROL_RUN.sub("\ufffd", output)
+
+
+_NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
