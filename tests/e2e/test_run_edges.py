@@ -627,3 +627,30 @@ def test_a_commands_output_reaches_the_model_as_a_terminal_would_show_it(tmp_pat
     assert "progress 100%" in result and "progress 50%" not in result
     assert "\x00" not in result and "after zeros" in result
     assert len(result) < 400
+
+
+def test_the_file_list_in_the_prompt_is_bounded_in_bytes_and_lists_the_projects_own_first(
+    tmp_path, fake_openai
+):
+    # 150 paths of 3.9 KB each made a 582 KB system prompt; in a project without git, a
+    # .venv's files filled the list and app/core.py was not in it.
+    ws = tmp_path / "ws"
+    deep = ws / "src" / ("very_long_package_name_" * 6)
+    deep.mkdir(parents=True)
+    for n in range(200):
+        (deep / f"Module{n:03d}WithAVeryLongDescriptiveName.java").write_text("class A {}\n")
+    venv = ws / ".venv" / "lib" / "site-packages" / "pkg"
+    venv.mkdir(parents=True)
+    for n in range(300):
+        (venv / f"m{n:03d}.py").write_text("x = 1\n")
+    (ws / "app").mkdir()
+    (ws / "app" / "core.py").write_text("def main():\n    pass\n")
+    fake_openai.enqueue(Reply("Looked."))
+    done = lathe_run(fake_openai, ws, tmp_path, "Look")
+    assert done.returncode == 0, done.stderr
+    system = fake_openai.chat_bodies()[0]["messages"][0]["content"]
+    listing = system[system.index("Files in the workspace") :]
+    listing = listing[: listing.index("\n\n")] if "\n\n" in listing else listing
+    assert len(listing.encode()) <= 4_500
+    assert "app/core.py" in listing
+    assert "more (use glob or ls)" in listing

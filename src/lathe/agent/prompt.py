@@ -13,6 +13,7 @@ from lathe.patterns import SECRET_LIKE
 from lathe.words import Words, load_words
 
 _OVERVIEW_MAX_FILES = 150
+_OVERVIEW_MAX_BYTES = 4_000  # about 1,300 tokens: 150 typical paths fit
 _SNAPSHOT_END = "----- end of files -----"
 
 
@@ -126,16 +127,36 @@ def list_files(workspace: Path) -> list[str]:
     return sorted(line for line in listing or [] if line)
 
 
-def workspace_overview(files: list[str], max_files: int = _OVERVIEW_MAX_FILES) -> str:
+def workspace_overview(
+    files: list[str], max_files: int = _OVERVIEW_MAX_FILES, max_bytes: int = _OVERVIEW_MAX_BYTES
+) -> str:
     """The file list, so the model starts from real names instead of guessing them.
-    Small models otherwise invent paths and create files that already exist."""
-    shown = "\n".join(files[:max_files])
-    more = (
-        f"\n... and {len(files) - max_files} more (use glob or ls)"
-        if len(files) > max_files
-        else ""
-    )
-    return f"Files in the workspace ({len(files)}):\n{shown}{more}"
+    Small models otherwise invent paths and create files that already exist. At most
+    `max_files` names in `max_bytes` (150 long paths once made a 582 KB prompt), the
+    project's own before those of installed packages and build output (a .venv's
+    files filled the list of a project without git)."""
+    ordered = sorted(files, key=lambda path: (_installed(path), path))
+    shown: list[str] = []
+    size = 0
+    for path in ordered[:max_files]:
+        size += len(path.encode()) + 1
+        if size > max_bytes:
+            break
+        shown.append(path)
+    more = len(files) - len(shown)
+    tail = f"\n... and {more} more (use glob or ls)" if more else ""
+    return f"Files in the workspace ({len(files)}):\n" + "\n".join(shown) + tail
+
+
+_INSTALLED = frozenset(
+    {".venv", "venv", "env", "node_modules", "site-packages", "__pycache__", ".tox", "dist",
+     "build", "target", "vendor", ".git"}
+)  # fmt: skip
+
+
+def _installed(path: str) -> bool:
+    """Whether `path` lies in a folder of installed packages or build output."""
+    return any(part in _INSTALLED for part in path.split("/")[:-1])
 
 
 def workspace_snapshot(
