@@ -654,3 +654,19 @@ def test_the_file_list_in_the_prompt_is_bounded_in_bytes_and_lists_the_projects_
     assert len(listing.encode()) <= 4_500
     assert "app/core.py" in listing
     assert "more (use glob or ls)" in listing
+
+
+def test_a_failing_checks_huge_last_line_stays_within_the_profiles_output_limit(
+    tmp_path, fake_openai
+):
+    # The small profile keeps a check's output to 800 bytes, but its last lines were kept
+    # whole: a 10 MB last line made a 10 MB first request.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply("Looked."), Reply("Looked."), Reply("Looked."), Reply("Looked."))
+    check = "python3 -c \"print('E' * 2_000_000)\"; false"
+    done = lathe_run(fake_openai, ws, tmp_path, "--profile", "small", "--verify", check,
+                     "--max-turns", "1", "Fix it")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    first = fake_openai.chat_bodies()[0]
+    assert len(json.dumps(first)) < 40_000

@@ -8,6 +8,7 @@ the configured command through the same executor as the `bash` tool.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -451,14 +452,22 @@ def failure_focus(output: str, max_bytes: int) -> str:
     before them, in order, the lines that say what failed, as many as fit, with a marker
     for each stretch left out. A head and a tail alone cut out the middle, where the
     failure is: the 1.5B was shown a test's name and the summary, never the error line."""
+    from lathe.tools.files import cut_line
+
     lines = output.splitlines()
     summary = lines[-_SUMMARY_LINES:]
     body = lines[: len(lines) - len(summary)]
+    # Each line within a share of the room: a 10 MB last line went whole.
+    widest = max(max_bytes // (_SUMMARY_LINES + 1), 80)
+    summary = [cut_line(line, widest) for line in summary]
+    while summary and sum(len(line.encode()) + 1 for line in summary) > max_bytes:
+        summary.pop(0)
     room = max_bytes - sum(len(line.encode()) + 1 for line in summary)
     kept: list[int] = []
     for number, line in enumerate(body):
         if not _FAILURE_LINE.search(line):
             continue
+        line = body[number] = cut_line(line, widest)
         size = len(line.encode()) + 1
         if size > room:
             break
@@ -493,11 +502,18 @@ def focused(result: ExecResult, max_bytes: int, spill_dir: Path) -> ExecResult:
     )
 
 
+_WHOLE_MAX_BYTES = 8 * 1024 * 1024
+
+
 def whole_output(result: ExecResult) -> str:
-    """All a command printed: its output, or when that was cut, the file holding it all."""
+    """All a command printed: its output, or when that was cut, the file holding it all
+    — its last 8 MiB, where a runner's failures and summary are (a 100 MB log took
+    484 MB and half a minute to focus)."""
     if result.truncated and result.full_output_path is not None:
-        with contextlib.suppress(OSError):
-            return result.full_output_path.read_text(encoding="utf-8", errors="replace")
+        with contextlib.suppress(OSError), result.full_output_path.open("rb") as spill:
+            size = spill.seek(0, os.SEEK_END)
+            spill.seek(max(size - _WHOLE_MAX_BYTES, 0))
+            return spill.read().decode("utf-8", "replace")
     return result.output
 
 
