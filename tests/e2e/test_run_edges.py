@@ -670,3 +670,21 @@ def test_a_failing_checks_huge_last_line_stays_within_the_profiles_output_limit(
     assert done.returncode == 1, done.stderr
     first = fake_openai.chat_bodies()[0]
     assert len(json.dumps(first)) < 40_000
+
+
+def test_many_reads_in_one_reply_share_the_room_one_result_may_take(tmp_path, fake_openai):
+    # Six reads of 26 KB files in one reply made a 176 KB request for a 32K window, and
+    # the run ended: the latest reply's results are never pruned.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for n in range(6):
+        (ws / f"part{n}.py").write_text("".join(f"value_{n}_{i} = {i}  # padding\n"
+                                                 for i in range(900)))  # fmt: skip
+    reads = [Call("read", {"path": f"part{n}.py"}, id=f"r{n}") for n in range(6)]
+    fake_openai.enqueue(Reply(calls=reads), Reply("Read them."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Read the parts")
+    assert done.returncode == 0, done.stderr
+    second = fake_openai.chat_bodies()[1]
+    assert len(json.dumps(second)) < 32_000 * 3 // 2 + 20_000  # the results' share, and the rest
+    results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert len(results) == 6 and all("More lines follow" in r for r in results)

@@ -45,6 +45,7 @@ class ToolRunner:
         self.announced: set[str] = set()
         self.running: dict[str, float] = {}  # call id: when it began (time.monotonic)
         self.finished: dict[str, ToolOutput] = {}
+        self._context = deps.tool_context  # the batch's (`_shared_room`)
 
     async def run_calls(
         self, turn: int, calls: Sequence[ToolCall], *, note: str = ""
@@ -52,6 +53,7 @@ class ToolRunner:
         """Run `calls` (gated, hooked, in groups) and return one record per call, in call
         order. `note`: how the faces label calls lathe makes itself."""
         self.announced, self.running, self.finished = set(), {}, {}
+        self._context = _shared_room(self._deps.tool_context, len(calls))
         prepared = [self._prepare(call) for call in calls]
         may_change = any(item.tool is None or not item.tool.read_only for item in prepared)
         if may_change:
@@ -95,7 +97,7 @@ class ToolRunner:
         self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
-        output = _within_cap(_printable_output(output), self._deps.tool_context)
+        output = _within_cap(_printable_output(output), self._context)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -126,7 +128,7 @@ class ToolRunner:
         verdict = await hooks.before_tool(item.tool.name, arguments)
         params = item.params
         if isinstance(verdict, ToolOutput):
-            hinted = _with_refusal_hint(verdict, item.tool, params, self._deps.tool_context)
+            hinted = _with_refusal_hint(verdict, item.tool, params, self._context)
             return hinted, verdict.is_error
         if isinstance(verdict, dict):
             params = validate(item.tool.parameters, item.tool.name, verdict)
@@ -139,7 +141,7 @@ class ToolRunner:
         self.running[item.call.id] = time.monotonic()
         refused = False
         try:
-            output = await item.tool.execute(params, self._deps.tool_context)
+            output = await item.tool.execute(params, self._context)
         except ToolError as exc:
             output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
             refused = isinstance(exc, ToolRefusal)
@@ -187,6 +189,21 @@ def _concurrency(item: _Prepared) -> str | None:
     if item.tool.read_only:
         return "read"
     return "concurrent" if item.tool.concurrent else None
+
+
+def _shared_room(ctx: ToolContext, calls: int) -> ToolContext:
+    """The context the calls of one reply run with: each output capped at its share of
+    `limits.reply_outputs_max_bytes` when `calls` of them at the usual cap would not
+    fit (a tool sizes what it shows by it, so `read` pages record what they showed)."""
+    limits = ctx.limits
+    room = limits.reply_outputs_max_bytes
+    if room is None or calls * limits.output_max_bytes <= room:
+        return ctx
+    share = max(room // calls, _SMALLEST_SHARE)
+    return replace(ctx, limits=replace(limits, output_max_bytes=share))
+
+
+_SMALLEST_SHARE = 2_000  # bytes: a page of a few dozen lines, an error in full
 
 
 def _within_cap(output: ToolOutput, ctx: ToolContext) -> ToolOutput:

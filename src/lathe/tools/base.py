@@ -91,6 +91,10 @@ class Limits:
     read_default_lines: int = 2000
     read_max_line_chars: int = 2000
     output_max_bytes: int = 30_000  # tool output kept in context; the rest is spilled
+    # What the outputs of one reply's calls may hold together (None: no bound): with more
+    # calls than fit at `output_max_bytes` each, each gets its share. The latest reply's
+    # results are never pruned, and six whole reads ended a 32K-window run.
+    reply_outputs_max_bytes: int | None = None
     bash_default_timeout_s: float = 120.0
     bash_max_timeout_s: float = 600.0
     # False: write only creates files and every change goes through edit. Set for small

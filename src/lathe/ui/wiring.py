@@ -162,6 +162,7 @@ def build_agent(
             output_max_bytes=_cap(
                 config.tools.output_max_bytes, profile.output_max_bytes, window * 4 // 5
             ),
+            reply_outputs_max_bytes=window * 3 // 2,  # half the window, at 3 bytes a token
             bash_default_timeout_s=config.tools.bash_default_timeout_s,
             bash_max_timeout_s=config.tools.bash_max_timeout_s,
             write_may_replace=profile.write_may_replace,
