@@ -163,3 +163,19 @@ def test_the_files_a_verify_command_runs_are_check_files_too(tmp_path, fake_open
                              "new_string": f"{VERIFY} -k zero"})  # fmt: skip
     finished = _verified_with(tmp_path, fake_openai, ws, narrowed, verify="make test")
     assert "Makefile" in finished["reason"]
+
+
+def test_a_check_failing_again_with_the_same_output_is_not_sent_twice(tmp_path, fake_openai):
+    # Each failed check's output went into the conversation whole, and notes are never
+    # pruned: twelve rounds of the same 30 KB failure sent 3.9 MB.
+    ws = _repo(tmp_path)
+    noise = "print('\\n'.join(f'noise line {n} of the failing check' for n in range(400)))"
+    check = f"python3 -c \"{noise}\"; {VERIFY}"
+    rounds = [Reply(calls=[Call("bash", {"command": f"echo try {n}"})]) for n in range(3)]
+    replies = [step for r in rounds for step in (r, Reply("Done."))]
+    fake_openai.enqueue(*replies)
+    lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "--verify", check,
+              "--max-turns", "6", "Fix add")  # fmt: skip
+    last = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert last.count("noise line 399 of the failing check") == 1
+    assert "the same output as the last failed check" in last

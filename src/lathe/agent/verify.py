@@ -134,11 +134,13 @@ class VerifyGate(FinishHandler):
         self._check_files_before: dict[str, str] | None = None
         self._passed_before = False
         self._baseline: ExecResult | None = None  # the check before any change, when run
+        self._last_shown = ""  # the output the last failed check showed the model
         self._changed = False  # a call that may change files succeeded since then
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
         self._passed_before, self._baseline, self._changed = False, None, False
+        self._last_shown = ""
         if self._check_files is not None:
             self._check_files_before = await self._check_files()
         if not (self._settings.run_first and run.new_conversation):
@@ -337,10 +339,17 @@ class VerifyGate(FinishHandler):
         return self._words.say(name, result=record.output.content)
 
     def _shown(self, result: ExecResult) -> str:
-        """A failed check's output as the model sees it, and the code it ran through."""
+        """A failed check's output as the model sees it, and the code it ran through; a
+        line saying so when it is what the last failed check showed (a note is never
+        pruned: twelve rounds of the same 30 KB failure sent 3.9 MB)."""
         code = self._failing_code(result) if self._failing_code else ""
         shown = _output(result)
-        return shown + "\n\n" + self._words.say("failing_code", code=code) if code else shown
+        shown = shown + "\n\n" + self._words.say("failing_code", code=code) if code else shown
+        if shown == self._last_shown:  # its end stays, should a compaction take the rest
+            end = "\n".join(shown.splitlines()[-_SUMMARY_LINES:])[-1000:]
+            return f"[the same output as the last failed check, above; it ended:]\n{end}"
+        self._last_shown = shown
+        return shown
 
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
         command = self._settings.command
