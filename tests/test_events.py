@@ -115,6 +115,7 @@ def test_every_provider_error_has_a_kind_a_program_can_match():
         errors.Overloaded: "overloaded",
         errors.Transport: "transport",
         errors.NothingListening: "transport",
+        errors.UntrustedServer: "transport",
         errors.ContextTooLong: "context_too_long",
         errors.AuthError: "auth",
         errors.BadRequest: "bad_request",

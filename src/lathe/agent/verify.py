@@ -345,7 +345,8 @@ class VerifyGate(FinishHandler):
         code = self._failing_code(result) if self._failing_code else ""
         shown = _output(result)
         shown = shown + "\n\n" + self._words.say("failing_code", code=code) if code else shown
-        if shown == self._last_shown:  # its end stays, should a compaction take the rest
+        if self._last_shown and _timeless(shown) == _timeless(self._last_shown):
+            # Its end stays, should a compaction have taken the rest.
             end = "\n".join(shown.splitlines()[-_SUMMARY_LINES:])[-1000:]
             return f"[the same output as the last failed check, above; it ended:]\n{end}"
         self._last_shown = shown
@@ -369,6 +370,13 @@ class VerifyGate(FinishHandler):
 
 
 _CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
+# How long a run took, or when: what differs between two runs of the same failure
+# ("1 failed in 0.05s", "12:01:33").
+_TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds?)\b|\b\d\d?:\d\d:\d\d(?:\.\d+)?\b")
+
+
+def _timeless(output: str) -> str:
+    return _TIMING.sub("T", output)
 
 
 def _tail(output: str, max_chars: int) -> str:
