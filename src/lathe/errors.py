@@ -6,16 +6,18 @@ LatheError
 │   ├── RateLimited       429; retryable, may carry retry_after seconds
 │   ├── Overloaded        5xx / 529; retryable, may carry retry_after seconds
 │   ├── Transport         connection refused, timeout, stream cut; retryable
-│   │   └── NothingListening  a loopback address refused the connection: retried
-│   │                         once, briefly, not with the usual backoff
+│   │   ├── NothingListening  a loopback address refused the connection: retried
+│   │   │                     once, briefly, not with the usual backoff
+│   │   └── UntrustedServer   a TLS certificate that cannot be verified; fatal
 │   ├── ContextTooLong    the prompt exceeds the window; compaction's job, not retry's
 │   ├── AuthError         401/403; fatal, the message names the variable to fix
-│   └── BadRequest        400 and other refusals; fatal
+│   └── BadRequest        400 and other refusals, a quota used up; fatal
 └── ToolError             a tool could not do what was asked; becomes an error
                           result the model sees, never aborts the run
 
 Each ProviderError class names its `kind` for programs (`RunFinished.error`):
-rate_limit, overloaded, transport (NothingListening too), context_too_long, auth,
+rate_limit, overloaded, transport (NothingListening and UntrustedServer too),
+context_too_long, auth,
 bad_request, and "provider" for any other.
 """
 
