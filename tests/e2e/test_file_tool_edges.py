@@ -327,3 +327,37 @@ def test_an_edit_keeps_the_files_owner_and_its_hard_links(tmp_path, fake_openai)
     if as_root:
         info = (ws / "owned.py").stat()
         assert (info.st_uid, info.st_gid) == (1000, 1000)
+
+
+def test_repairing_a_trailing_comma_never_changes_text_inside_a_string(tmp_path, fake_openai):
+    # The repair ran over the whole JSON text: `\s{2,}` in new_string was written `\s{2}`.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "clean.py").write_text("import re\nSPACES = None\n")
+    arguments = (
+        '{"path": "clean.py", "old_string": "SPACES = None", '
+        '"new_string": "SPACES = re.compile(r\\"\\\\s{2,}\\")  # [x, y,]",}'
+    )
+    fake_openai.enqueue(Reply(calls=[Call("edit", arguments)]), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Compile the pattern")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "clean.py").read_text() == (
+        'import re\nSPACES = re.compile(r"\\s{2,}")  # [x, y,]\n'
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_arguments_nested_too_deep_are_an_error_result_not_a_crash(tmp_path, fake_openai, depth):
+    # Depth 300 broke the event's serialisation, deeper a RecursionError: a traceback
+    # and no run_finished.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    nested = "[" * depth + "]" * depth
+    arguments = '{"path": "a.txt", "content": "x", "extra": ' + nested + "}"
+    fake_openai.enqueue(Reply(calls=[Call("write", arguments)]), Reply("Done."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", "Write it")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    [finished] = [e for e in events if e["type"] == "tool_finished"]
+    assert finished["is_error"] and "nested" in finished["output"]
+    assert events[-1]["type"] == "run_finished"

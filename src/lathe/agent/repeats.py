@@ -59,7 +59,7 @@ def reply_signature(reply: AssistantMessage) -> str:
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
-    except ValueError:
+    except (ValueError, RecursionError):  # `[[[[...` a cut reply left
         return arguments
 
 

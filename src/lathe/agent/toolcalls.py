@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
 @dataclass(frozen=True)
@@ -28,10 +27,19 @@ class ParsedArguments:
     error: str | None = None
 
 
+_MAX_DEPTH = 32  # no tool's arguments nest deeper; far deeper broke serialising them
+
+
 def parse_arguments(raw: str) -> ParsedArguments:
     text = (raw or "").strip()
     if not text:
         return ParsedArguments({}, repaired_json="{}")
+    if _nesting(text) > _MAX_DEPTH:
+        return ParsedArguments(
+            None,
+            error=f"the arguments are nested more than {_MAX_DEPTH} levels deep; send them "
+            "as one flat JSON object matching the tool's schema.",
+        )
     try:
         return _as_object(json.loads(text), repaired=None)
     except json.JSONDecodeError as exc:
@@ -96,10 +104,62 @@ _CUT_OFF = (
 def _repairs(text: str) -> list[str]:
     fenced = _FENCE.match(text)
     base = fenced.group(1) if fenced else text
-    no_trailing = _TRAILING_COMMA.sub(r"\1", base)
+    no_trailing = _without_trailing_commas(base)
     missing = _missing_closers(no_trailing)
     closed = [no_trailing + missing] if missing and _only_braces(missing) else []
     return [base, no_trailing, *closed]
+
+
+def _nesting(text: str) -> int:
+    """How deep the brackets of a JSON text nest, strings left out, when it could be
+    deeper than `_MAX_DEPTH` (read before parsing: the parser and all after it recurse);
+    else 0."""
+    if text.count("[") + text.count("{") <= _MAX_DEPTH:  # most calls: counted in C
+        return 0
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth -= 1
+    return deepest
+
+
+def _without_trailing_commas(text: str) -> str:
+    """`text` without the commas before a `}` or `]` outside its strings: a regex over
+    the whole text also took the one in a string (`\\s{2,}` was written `\\s{2}`)."""
+    out: list[str] = []
+    in_string = escaped = False
+    comma: int | None = None  # where in `out` a comma only whitespace has followed
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        else:
+            if char in "}]" and comma is not None:
+                del out[comma]
+            if char == ",":
+                comma = len(out)
+            elif not char.isspace():
+                comma = None
+                in_string = char == '"'
+        out.append(char)
+    return "".join(out)
 
 
 def _cut_inside_a_value(text: str) -> bool:
