@@ -31,3 +31,44 @@ def test_a_run_that_masks_a_denied_file_leaves_no_folder_in_tmp(tmp_path, fake_o
                   if m["role"] == "tool")  # fmt: skip
     assert "Permission denied" in output and "hunter2" not in output  # the mask was bound
     assert list(scratch.glob("lathe-mask-*")) == []
+
+
+def test_a_filter_planted_in_a_submodules_config_never_runs_on_this_machine(tmp_path, fake_openai):
+    # A sandboxed command pointed a submodule's `.git` file at a copy of its git dir with
+    # a `filter.x.clean` program; lathe's next checkpoint staged the workspace, git asked
+    # the submodule whether it was dirty, and ran the program outside the sandbox.
+    import subprocess
+
+    def git(where, *args):
+        subprocess.run(["git", "-C", str(where), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "-c", "protocol.file.allow=always", *args],
+                       check=True, capture_output=True)  # fmt: skip
+
+    source, ws = tmp_path / "libsrc", tmp_path / "ws"
+    source.mkdir()
+    ws.mkdir()
+    git(source, "init", "-q")
+    (source / "l.py").write_text("x\n")
+    git(source, "add", ".")
+    git(source, "commit", "-qm", "l")
+    git(ws, "init", "-q")
+    (ws / "a.py").write_text("a\n")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "a")
+    git(ws, "submodule", "add", "-q", str(source), "lib")
+    git(ws, "commit", "-qm", "sub")
+    ran = tmp_path / "ran-on-the-host"
+    plant = (
+        "mkdir .evil && cp -r .git/modules/lib/. .evil/ && sed -i '/worktree/d' .evil/config"
+        f" && printf '[filter \"x\"]\\n\\tclean = \"touch {ran}; cat\"\\n' >> .evil/config"
+        " && mv lib lib_old && mkdir lib && cp lib_old/l.py lib/"
+        " && echo 'l.py filter=x' > lib/.gitattributes && echo 'gitdir: ../.evil' > lib/.git"
+    )
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": plant})]),
+        Reply(calls=[Call("bash", {"command": "true"})]),
+        Reply("Done."),
+    )
+    done = run_against(fake_openai, ws, tmp_path, "--approval", "auto", "Tidy up")
+    assert done.returncode == 0, done.stderr
+    assert not ran.exists()

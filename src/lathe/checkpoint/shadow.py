@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,7 @@ class ShadowRepo:
         self.home = home
         self.git_dir = root / "git"
         self._tracked_cache: tuple[tuple[int, int], set[str]] | None = None
+        self._silenced: frozenset[str] = frozenset()  # see `_silence_nested_filters`
 
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").is_file()
@@ -115,6 +117,7 @@ class ShadowRepo:
         """Stage the whole work tree in the shadow index and return its tree id: every
         file the ignore rules do not ignore, and those they do that the user's own
         repository tracks (git keeps a tracked file whatever the rules say)."""
+        self._silence_nested_filters()
         self._git("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
         tracked = self._tracked_by_the_user_yet_ignored()
         # Files recorded earlier stay in the index even once the user ignores them.
@@ -142,6 +145,23 @@ class ShadowRepo:
                 ok_codes=(0, 1),
             )
         return self._git("write-tree").decode().strip()
+
+    def _silence_nested_filters(self) -> None:
+        """Give every filter the repositories nested in the workspace declare an empty
+        command in lathe's own git commands (and the git processes they start).
+
+        A folder holding a `.git` is a submodule to git, which asks it whether it is
+        dirty by running git in it, under the config its `.git` names — a file any
+        command can write: a sandboxed command pointed one at a copy of the git dir with
+        a `filter.x.clean` program, and the next snapshot ran it on this machine. Config
+        given in the environment outranks a repository's, so it is silenced there."""
+        listed = self._git("ls-files", "-z", "--stage")
+        gitlinks = [
+            line.split("\t", 1)[1]
+            for line in listed.decode("utf-8", "surrogateescape").split("\0")
+            if line.startswith(GITLINK_MODE) and "\t" in line
+        ]
+        self._silenced = frozenset(_nested_filters(self.workspace, gitlinks))
 
     def _tracked_by_the_user_yet_ignored(self) -> set[str]:
         """The workspace's files (relative to it) that the user's repository tracks
@@ -267,7 +287,7 @@ class ShadowRepo:
             proc = subprocess.run(
                 argv,
                 cwd=self.workspace,
-                env=isolated_git_environment(index, self.git_dir),
+                env=isolated_git_environment(index, self.git_dir, silenced=self._silenced),
                 input=feed,
                 stdin=None if feed is not None else subprocess.DEVNULL,
                 capture_output=True,
@@ -307,6 +327,58 @@ def _nul_list(paths: Iterable[str]) -> bytes:
     return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
 
 
+_FILTER_COMMAND = re.compile(r"filter\.(.+)\.(?:clean|smudge|process)", re.IGNORECASE)
+_NESTED_DEPTH = 4
+
+
+def _nested_filters(folder: Path, gitlinks: Sequence[str], depth: int = 0) -> set[str]:
+    """The filter names the config of each repository nested at `gitlinks` (paths in
+    `folder`) declares a command for, theirs included, `_NESTED_DEPTH` levels down.
+    Read with `git config` and `ls-files`, which run nothing."""
+    names: set[str] = set()
+    env = isolated_git_environment(None, Path(os.devnull))
+    for relative in gitlinks:
+        nested = folder / relative
+        git_dir = _git_dir_of(nested)
+        if git_dir is None:
+            continue
+        config = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "config", "--list", "--name-only"],
+            env=env, cwd=nested, capture_output=True, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        for key in config.stdout.decode("utf-8", "replace").splitlines():
+            if found := _FILTER_COMMAND.fullmatch(key.strip()):
+                names.add(found[1])
+        if depth + 1 >= _NESTED_DEPTH:
+            continue
+        staged = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "ls-files", "-z", "--stage"],
+            env=env, cwd=nested, capture_output=True, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        inner = [
+            line.split("\t", 1)[1]
+            for line in staged.stdout.decode("utf-8", "surrogateescape").split("\0")
+            if line.startswith(GITLINK_MODE) and "\t" in line
+        ]
+        names |= _nested_filters(nested, inner, depth + 1)
+    return names
+
+
+def _git_dir_of(folder: Path) -> Path | None:
+    """The git dir a folder's `.git` names: the folder itself, or the one a `.git` file
+    points at (`gitdir: PATH`, relative to the folder); None when there is neither."""
+    dot_git = folder / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return folder / line.removeprefix("gitdir:").strip()
+
+
 def _listed(out: bytes) -> list[str]:
     """The paths of git's `-z` output."""
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
@@ -325,10 +397,13 @@ def _subcommand(args: tuple[str, ...]) -> str:
     return " ".join(args[:1])
 
 
-def isolated_git_environment(index: Path | None, git_dir: Path) -> dict[str, str]:
+def isolated_git_environment(
+    index: Path | None, git_dir: Path, *, silenced: Collection[str] = ()
+) -> dict[str, str]:
     """The environment of a git command lathe runs for itself: no inherited GIT_*
     variables, no system or global config, no hooks, lathe's identity, bytes kept as
-    they are (no eol conversion); `index` replaces the index file when given."""
+    they are (no eol conversion); `index` replaces the index file when given, and each
+    filter named in `silenced` runs nothing."""
     # Inherited GIT_* variables (GIT_DIR from a hook, GIT_INDEX_FILE, ...) would point
     # our commands at the user's repository, so none survive.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -337,6 +412,9 @@ def isolated_git_environment(index: Path | None, git_dir: Path) -> dict[str, str
     # config: writing them there took eleven `git config` runs on a workspace's first
     # snapshot, and a setting passed this way outranks any the repository holds.
     settings = {**_CONFIG, "core.hooksPath": str(git_dir / "no-hooks")}
+    for name in sorted(silenced):
+        for command in ("clean", "smudge", "process"):
+            settings[f"filter.{name}.{command}"] = ""
     env["GIT_CONFIG_COUNT"] = str(len(settings))
     for n, (key, value) in enumerate(settings.items()):
         env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
