@@ -162,10 +162,16 @@ class PathPatterns:
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
+                # A link to a folder is that folder to whoever follows it: `ln -s v
+                # .vscode` escaped `.vscode/` (never walked into, only matched).
+                leads_to_dir = not is_dir and entry.is_symlink() and entry.is_dir()
             except OSError:
                 continue
             relative = prefix + entry.name
-            if spec.match_file(relative + "/" if is_dir else relative):
+            as_dir = is_dir or leads_to_dir
+            if spec.match_file(relative + "/" if as_dir else relative) or (
+                leads_to_dir and spec.match_file(relative)
+            ):
                 listing.matched.append(Path(entry.path))
             elif is_dir and entry.name not in _OPAQUE_DIRS:
                 listing.folders.append((relative + "/", entry.path))

@@ -72,3 +72,14 @@ def test_a_filter_planted_in_a_submodules_config_never_runs_on_this_machine(tmp_
     done = run_against(fake_openai, ws, tmp_path, "--approval", "auto", "Tidy up")
     assert done.returncode == 0, done.stderr
     assert not ran.exists()
+
+
+def test_a_link_to_a_folder_under_a_protected_folders_name_is_set_aside(tmp_path, fake_openai):
+    # `ln -s v .vscode` planted tasks.json the editor runs on the host: folder patterns
+    # (`.vscode/`) never matched a link to a folder.
+    ws = workspace(tmp_path)
+    plant = "mkdir v && echo '{\"tasks\": []}' > v/tasks.json && ln -s v .vscode"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": plant})]), Reply("done"))
+    result = run_against(fake_openai, ws, tmp_path, "--approval", "auto", "set up")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (ws / ".vscode").exists() and not (ws / ".vscode").is_symlink()
