@@ -83,3 +83,30 @@ def test_a_link_to_a_folder_under_a_protected_folders_name_is_set_aside(tmp_path
     result = run_against(fake_openai, ws, tmp_path, "--approval", "auto", "set up")
     assert result.returncode == 0, result.stderr[-2000:]
     assert not (ws / ".vscode").exists() and not (ws / ".vscode").is_symlink()
+
+
+def test_credential_files_in_the_toolchain_folders_commands_see_are_masked(
+    tmp_path, fake_openai
+):
+    # ~/.cargo is bound so cargo works; its credentials.toml (a crates.io token) was
+    # readable too, as were git's and uv's stored credentials.
+    home = tmp_path / "user-home"
+    secrets = {
+        ".cargo/credentials.toml": "token = \"CARGO-SECRET\"\n",
+        ".config/git/credentials": "https://me:GIT-SECRET@example.invalid\n",
+        ".local/share/uv/credentials/credentials.toml": "password = \"UV-SECRET\"\n",
+    }
+    for name, text in secrets.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    (home / ".cargo" / "config.toml").write_text("[net]\noffline = true\n")
+    ws = workspace(tmp_path)
+    peek = "; ".join(f"cat ~/{name}" for name in secrets) + "; cat ~/.cargo/config.toml"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": peek})]), Reply("done"))
+    result = run_against(fake_openai, ws, tmp_path, "--approval", "auto", "look",
+                         env_extra={"HOME": str(home)})  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    output = next(m["content"] for m in fake_openai.chat_bodies()[-1]["messages"]
+                  if m["role"] == "tool")  # fmt: skip
+    assert "offline = true" in output  # the toolchain's own files still show
+    assert not any(word in output for word in ("CARGO-SECRET", "GIT-SECRET", "UV-SECRET"))

@@ -33,6 +33,12 @@ HOME_TOOLS = (
     ".pyenv", ".local/bin", ".local/lib", ".local/share/pipx", ".local/share/uv", ".cargo",
     ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig", ".config/git",
 )  # fmt: skip
+# Stored credentials inside those toolchain folders: masked like a denied path (cargo's
+# crates.io token, git's credential store, uv's index passwords were readable).
+HOME_CREDENTIALS = (
+    ".cargo/credentials", ".cargo/credentials.toml", ".config/git/credentials",
+    ".local/share/uv/credentials",
+)  # fmt: skip
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 # Binding these read-only would undo the sandbox's own root or its private /tmp.
@@ -92,7 +98,9 @@ def sandbox_view(
     hidden = compiled(tuple(deny_read)).existing(workspace)
     if hide_git:
         hidden.append(workspace / ".git")
-    tools = tuple(tool_paths(home or Path.home(), extra_read_only))
+    home = home or Path.home()
+    tools = tuple(tool_paths(home, extra_read_only))
+    hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
     return SandboxView(
         workspace=workspace,
         cwd=cwd,
