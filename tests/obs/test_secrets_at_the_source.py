@@ -28,6 +28,10 @@ def _secrets() -> dict[str, str]:
         "DB_PASSWORD": f"pw{uuid.uuid4().hex[:12]}",
         "AWS_SECRET_ACCESS_KEY": uuid.uuid4().hex,
         "GITHUB_TOKEN": f"ghp_{uuid.uuid4().hex}",
+        # Names that once reached commands: a DSN holds its key in the URL's user part.
+        "DB_PASS": f"pw{uuid.uuid4().hex[:12]}",
+        "GPG_PASSPHRASE": f"pp{uuid.uuid4().hex[:12]}",
+        "SENTRY_DSN": f"https://{uuid.uuid4().hex}@o1.ingest.example/2",
     }
 
 

@@ -16,10 +16,13 @@ from collections.abc import Iterable, Mapping
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
 # PROXY_AUTH ... (not SSH_AUTH_SOCK, a socket's path).
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_PAT$|_PWD$|_AUTH$|^AUTH_", re.IGNORECASE
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|_PAT$|_PWD$|_PASS$|_AUTH$"
+    r"|^AUTH_|_DSN$",
+    re.IGNORECASE,
 )
-# A URL carrying a password: postgres://user:pass@host/db, https://u:tok@git.example
-_URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@")
+# A URL carrying a secret before its host: postgres://user:pass@host/db,
+# https://u:tok@git.example, and a DSN's key alone (https://KEY@o1.ingest.example/2).
+_URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]+@")
 
 
 def is_secret_name(name: str) -> bool:
