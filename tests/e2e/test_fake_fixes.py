@@ -179,3 +179,26 @@ def test_a_check_failing_again_with_the_same_output_is_not_sent_twice(tmp_path, 
     last = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
     assert last.count("noise line 399 of the failing check") == 1
     assert "the same output as the last failed check" in last
+
+
+def test_evidence_does_not_outlive_a_change_made_through_bash(tmp_path, fake_openai):
+    # pytest passed, then `sed -i` broke the code, and the run still printed "evidence:
+    # pytest exited 0 after the last edit"; `pip install pytest; true` counted as a test.
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "calc.py", "old_string": "a - b",
+                                   "new_string": "a + b"})]),
+        Reply(calls=[Call("bash", {"command": VERIFY})]),
+        Reply(calls=[Call("bash", {"command": "sed -i 's/a + b/a * b/' calc.py"})]),
+        Reply("All tests pass."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "Fix add")
+    assert _finished(done)["status"] == "unverified"
+    assert _finished(done)["evidence"] is None
+
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "pip install --dry-run pytest; true"})]),
+        Reply("Tested."),
+    )
+    again = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "Test it")
+    assert _finished(again)["evidence"] is None

@@ -34,8 +34,37 @@ _TEST_LIKE = re.compile(
 )
 
 
+# Naming a test runner to install it is not running it (`pip install pytest; true`).
+_INSTALLS = re.compile(
+    r"\b(pip3?|pipx|uv|poetry|pdm|npm|pnpm|yarn|bun|apt(-get)?|brew|cargo|go|gem|conda)"
+    r"\s+(\S+\s+)?(install|add|i|get)\b"
+)
+# Commands that only look: after one of these the test evidence still stands.
+_ONLY_LOOKS = frozenset(
+    {"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "tree", "stat", "file",
+     "diff", "cd", "true", "which", "type", "less", "more", "du", "df", "env", "printenv"}
+)  # fmt: skip
+_GIT_LOOKS = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse"})
+
+
 def is_test_like(command: str) -> bool:
-    return bool(_TEST_LIKE.search(command))
+    return bool(_TEST_LIKE.search(command)) and not _INSTALLS.search(command)
+
+
+def only_looks(command: str) -> bool:
+    """Whether every part of a shell command only reads (`git diff; cat x`): after any
+    other, files may have changed (`sed -i` after a passing pytest broke the code)."""
+    if ">" in command:
+        return False
+    for part in re.split(r"&&|\|\||[;|\n]", command):
+        words = part.split()
+        if not words:
+            continue
+        if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
+            continue
+        if words[0] not in _ONLY_LOOKS:
+            return False
+    return True
 
 
 class VerifyCannotRun(UsageError):
@@ -66,6 +95,8 @@ class EvidenceEnd(FinishHandler):
                 if is_test_like(command):
                     exit_code = record.output.details.get("exit_code")
                     self.latest = Evidence(command=command, exit_code=exit_code)
+                elif not only_looks(command):
+                    self.latest = None
             elif not record.tool.read_only:
                 self.latest = None
         return None
