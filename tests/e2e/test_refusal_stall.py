@@ -47,3 +47,22 @@ def test_refusals_of_one_kind_of_call_end_the_run_stuck(tmp_path: Path, fake_ope
     assert any(e["type"] == "stall_nudge" for e in events)  # the model was told first
     assert run.returncode == 1
     assert (ws / "tests" / "test_app.py").read_text().startswith("# line 0")
+
+
+def test_calls_that_cannot_run_as_written_end_stuck_not_at_the_turn_limit(tmp_path, fake_openai):
+    # An unknown tool name with other arguments each turn ran to max_turns (50 turns).
+    import itertools
+
+    from tests.e2e.test_run_edges import lathe_run
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    turn = itertools.count(1)
+    fake_openai.responder = lambda body: Reply(
+        calls=[Call("Read", {"file_path": "a.py", "offset": next(turn)})]
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Read a.py")
+    assert done.returncode == 1, done.stderr
+    assert "status: stuck" in done.stderr
+    assert len(fake_openai.chat_bodies()) <= 8

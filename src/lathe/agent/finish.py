@@ -96,6 +96,9 @@ class CallRecord:
     refused: bool = False
     """A hook (the policy gate, a pre_tool hook, the person asked) refused the call, or
     the tool declined it as a kind of call this run does not allow (`ToolRefusal`)."""
+    malformed: bool = False
+    """The call could not run as written: no tool of its name, or arguments that do
+    not parse or do not fit the tool's parameters."""
 
     @property
     def changes_files(self) -> bool:

@@ -141,8 +141,7 @@ class StallGuard(FinishHandler):
             if record.changes_files and not record.output.is_error:
                 self._refusals.clear()  # progress: earlier refusals were not a loop
                 refused_now.clear()
-            elif record.refused and record.output.details.get("denied_by") != "user":
-                # A person who says no is steering, not a loop to stop.
+            elif _not_run(record):
                 refused_now.add(record.call.name)
         self._refusals.update(refused_now)
         if not self._refusals:
@@ -157,7 +156,7 @@ class StallGuard(FinishHandler):
         if count >= self._limit and not self._refusals_nudged:
             self._refusals_nudged = True
             run.emit(StallNudge(tool=tool, repeats=count))
-            refused = [r for r in calls if r.refused and r.call.name == tool]
+            refused = [r for r in calls if _not_run(r) and r.call.name == tool]
             reason = _first_line(refused[-1].output.content) if refused else "refused"
             text = self._words.say("refusals_nudge", tool=tool, count=count, reason=reason)
             return ContinueWith(messages=(lathe_note(text),))
@@ -167,3 +166,12 @@ class StallGuard(FinishHandler):
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line.removeprefix("Error: ").removeprefix("Denied: ").rstrip(".")[:200]
+
+
+def _not_run(record: CallRecord) -> bool:
+    """A call refused (not by a person, who says no to steer, not in a loop to stop), or
+    one that cannot run as written: an unknown tool asked for with other arguments each
+    turn ran to the turn limit."""
+    if record.malformed:
+        return True
+    return record.refused and record.output.details.get("denied_by") != "user"

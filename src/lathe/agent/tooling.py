@@ -66,7 +66,14 @@ class ToolRunner:
             if may_change:
                 await self._deps.hooks.after_changes(turn)
         return [
-            CallRecord(item.call, item.tool, item.arguments, output, refused=refused)
+            CallRecord(
+                item.call,
+                item.tool,
+                item.arguments,
+                output,
+                refused=refused,
+                malformed=item.error is not None,
+            )
             for item, (output, refused) in zip(prepared, outputs, strict=True)
         ]
 
