@@ -66,3 +66,18 @@ def test_calls_that_cannot_run_as_written_end_stuck_not_at_the_turn_limit(tmp_pa
     assert done.returncode == 1, done.stderr
     assert "status: stuck" in done.stderr
     assert len(fake_openai.chat_bodies()) <= 8
+
+
+def test_the_same_call_repeated_within_one_reply_is_not_a_loop(tmp_path, fake_openai):
+    # Four identical reads in one reply ended the run stuck at its first turn, before the
+    # model saw a single result or a nudge.
+    from tests.e2e.test_run_edges import lathe_run
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    same = [Call("read", {"path": "a.py"}, id=f"c{n}") for n in range(4)]
+    fake_openai.enqueue(Reply(calls=same), Reply("x is 1."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "What is x?")
+    assert done.returncode == 0, done.stderr
+    assert "status: unverified" in done.stderr

@@ -113,11 +113,15 @@ class StallGuard(FinishHandler):
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
         verdict, stalled = StallVerdict.OK, ""
+        in_this_batch: set[str] = set()
         for record in calls:
-            seen = self._detector.observe(
-                call_signature(record.call.name, record.arguments, record.call.arguments),
-                changes_files=record.changes_files,
-            )
+            signature = call_signature(record.call.name, record.arguments, record.call.arguments)
+            if signature in in_this_batch:
+                # Written in one go, before any result: a duplicate, not a loop (four
+                # identical reads in a reply ended the run before it saw a result).
+                continue
+            in_this_batch.add(signature)
+            seen = self._detector.observe(signature, changes_files=record.changes_files)
             if seen is not StallVerdict.OK and verdict is not StallVerdict.STUCK:
                 verdict, stalled = seen, record.call.name
         if verdict is StallVerdict.STUCK:
