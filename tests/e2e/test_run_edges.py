@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import Call, Hang, Reply, server_error, unauthorized
 from tests.sandboxes import needs
 from tests.waiting import while_running
@@ -688,3 +689,20 @@ def test_many_reads_in_one_reply_share_the_room_one_result_may_take(tmp_path, fa
     assert len(json.dumps(second)) < 32_000 * 3 // 2 + 20_000  # the results' share, and the rest
     results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
     assert len(results) == 6 and all("More lines follow" in r for r in results)
+
+
+@pytest.mark.parametrize("form", ["tagged", "fenced"])
+def test_a_tool_call_written_as_text_is_run(tmp_path, fake_openai, form):
+    # Qwen/Hermes models behind a server without a tool-call parser write their calls as
+    # text: the run ended at once, "unverified" with exit 0, the JSON as its answer.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("value = 1\n")
+    call = json.dumps({"name": "edit", "arguments": {"path": "app.py", "old_string": "value = 1",
+                                                     "new_string": "value = 2"}})  # fmt: skip
+    text = f"<tool_call>\n{call}\n</tool_call>" if form == "tagged" else f"```json\n{call}\n```"
+    fake_openai.enqueue(Reply(text), Reply("Set it to 2."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Set value to 2")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "app.py").read_text() == "value = 2\n"
+    assert len(fake_openai.chat_bodies()) == 2

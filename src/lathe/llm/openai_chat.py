@@ -180,7 +180,12 @@ class OpenAIChatProvider:
             return
         for event in reply.flush():
             yield event
-        yield Completed(reply.finish(self._base_url))
+        message = reply.finish(self._base_url)
+        if not message.tool_calls and request.tools:
+            from lathe.llm.text_calls import with_text_calls
+
+            message = with_text_calls(message, [spec.name for spec in request.tools])
+        yield Completed(message)
 
     async def _open(self, request: ModelRequest) -> Any:
         """The response, and the size of the body sent (what usage is estimated from
