@@ -706,3 +706,21 @@ def test_a_tool_call_written_as_text_is_run(tmp_path, fake_openai, form):
     assert done.returncode == 0, done.stderr
     assert (ws / "app.py").read_text() == "value = 2\n"
     assert len(fake_openai.chat_bodies()) == 2
+
+
+def test_call_ids_a_server_reuses_across_turns_are_made_unique(tmp_path, fake_openai):
+    # A server giving `call_0` every turn: the pruned outputs named the wrong call to redo.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("notes\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "echo one"}, id="call_0")]),
+        Reply(calls=[Call("read", {"path": "notes.txt"}, id="call_0")]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Look")
+    assert done.returncode == 0, done.stderr
+    messages = fake_openai.chat_bodies()[-1]["messages"]
+    calls = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    answers = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert len(set(calls)) == 2 and answers == calls

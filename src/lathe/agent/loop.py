@@ -129,10 +129,34 @@ class Agent:
         self.usage = Usage()
         self.handlers: list[FinishHandler] = []
         self._request_view = RequestView()  # used when no context manager prunes
+        self._call_ids = {
+            call.id
+            for message in self.messages
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls
+        }
 
     def append(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage):
+            message = self._with_unused_ids(message)
+            self._call_ids.update(call.id for call in message.tool_calls)
         self.messages.append(message)
         self.deps.hooks.on_message(message)
+
+    def _with_unused_ids(self, reply: AssistantMessage) -> AssistantMessage:
+        """`reply` with each call id an earlier call of the conversation used made new: a
+        server giving `call_0` every turn had results and pruned stubs name the wrong
+        call."""
+        if not any(call.id in self._call_ids for call in reply.tool_calls):
+            return reply
+        taken, calls = set(self._call_ids), []
+        for call in reply.tool_calls:
+            new_id, n = call.id, 1
+            while new_id in taken:
+                new_id, n = f"{call.id}_{n}", n + 1
+            taken.add(new_id)
+            calls.append(replace(call, id=new_id))
+        return replace(reply, tool_calls=tuple(calls))
 
     async def run(self, user_input: str) -> RunFinished:
         """The run, start and stop hooks included: the time limit holds over them too
@@ -219,6 +243,7 @@ class Agent:
             spend.cost_usd += settings.price(reply.usage) if settings.price else 0.0
             if not is_empty(reply):  # an empty reply is no part of the conversation
                 self.append(reply)
+                reply = self.messages[-1]  # its call ids made unique
                 self.emit(AssistantReply(message=reply))
             if self.deps.context:
                 self.deps.context.record_usage(reply.usage, len(self.messages))
