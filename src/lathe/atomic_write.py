@@ -13,21 +13,26 @@ import stat
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, through_links: bool = False) -> None:
     """Replace `path` with `data` in one step, keeping an existing file's mode and, where
     lathe may set it, its owner.
 
     The data is written to a temporary file beside `path` and fsynced before it is
     renamed over it; on any failure the temporary file is removed and the error raised.
-    A symlink is written through (the file it leads to changes, the link stays), and a
-    file with other hard links is rewritten in place: a rename would leave the other
-    names with the old content.
+    A file with other hard links is rewritten in place: a rename would leave the other
+    names with the old content. A symlink is replaced, unless `through_links` (the
+    user's own files, such as a memory file kept in dotfiles): then the file it leads
+    to changes. Never by default: a command could swap a workspace file for a link
+    between a check and the write.
     """
-    path = Path(os.path.realpath(path))
+    if through_links:
+        path = Path(os.path.realpath(path))
     try:
-        info: os.stat_result | None = path.stat()
+        info: os.stat_result | None = os.lstat(path)
     except FileNotFoundError:
         info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        info = None  # the link itself is replaced, as a new file
     if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
         _rewrite_in_place(path, data)
         return

@@ -164,7 +164,7 @@ class MemoryStore:
                 )
             from lathe.atomic_write import write_atomic
 
-            write_atomic(file.path, text.encode("utf-8", "surrogateescape"))
+            write_atomic(file.path, text.encode("utf-8", "surrogateescape"), through_links=True)
         return said
 
 

@@ -159,14 +159,17 @@ class PathPatterns:
             return None
         spec = self._spec()
         listing = _Listing(stamp, [], [])
+        links = False  # a link's target can change with no stamp of this folder moving
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 # A link to a folder is that folder to whoever follows it: `ln -s v
                 # .vscode` escaped `.vscode/` (never walked into, only matched).
-                leads_to_dir = not is_dir and entry.is_symlink() and entry.is_dir()
+                is_link = not is_dir and entry.is_symlink()
+                leads_to_dir = is_link and entry.is_dir()
             except OSError:
                 continue
+            links = links or is_link
             relative = prefix + entry.name
             as_dir = is_dir or leads_to_dir
             if spec.match_file(relative + "/" if as_dir else relative) or (
@@ -177,7 +180,7 @@ class PathPatterns:
                 listing.folders.append((relative + "/", entry.path))
         # A folder changed within the clock's coarseness could change again unseen
         # under the same mtime: such a listing is used once, not kept.
-        if now_ns - max(info.st_mtime_ns, info.st_ctime_ns) > _RACY_NS:
+        if not links and now_ns - max(info.st_mtime_ns, info.st_ctime_ns) > _RACY_NS:
             if len(_LISTINGS) > _MAX_LISTINGS:
                 _LISTINGS.clear()
             _LISTINGS[key] = listing

@@ -210,3 +210,14 @@ def test_read_only_mode_runs_an_allowed_command_only_in_its_sandbox(tmp_path, sa
     # Unsandboxed, `printf x > .git/config` under bash(printf:*) wrote in read-only mode.
     p = policy(tmp_path, "read-only", sandboxed=sandboxed, allow=["bash(printf:*)"])
     assert p.decide("bash", {"command": "printf x"}).action == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["strace -o ~/.bashrc ls", "strace --output=x.log ls", "script -q -c ls ~/.bashrc"],
+)
+def test_a_wrapper_that_writes_a_file_of_its_own_is_not_allowed_as_its_command(tmp_path, command):
+    # Peeled, `strace -o ~/.bashrc ls` met bash(ls:*) as `ls` and wrote outside.
+    p = policy(tmp_path, "auto", sandboxed=False, allow=["bash(ls:*)"])
+    assert p.decide("bash", {"command": command}).action == "ask", command
+    assert p.decide("bash", {"command": "strace -o /dev/null ls"}).action == "allow"

@@ -196,6 +196,33 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
 }
 TRANSPARENT = frozenset(_VALUE_OPTIONS) - PRIVILEGED - {"xargs"}
 _FIRST_OPERAND_IS_NO_COMMAND = frozenset({"timeout", "flock", "taskset", "chrt", "chroot"})
+# Options of a wrapper that write a file of their own (strace's log, script's typescript).
+_WRITING_OPTIONS = {
+    "strace": frozenset({"-o", "--output"}),
+    "script": frozenset(
+        {"-O", "--log-out", "-B", "--log-io", "-I", "--log-in", "-T", "--log-timing"}
+    ),
+}
+
+
+def _writes_a_file(name: str, options: Sequence[Word], rest: Sequence[Word]) -> bool:
+    """Whether wrapper `name` writes a file besides running its command (other than
+    /dev/null): peeled, only the inner command met the rules, and `strace -o ~/.bashrc
+    ls` passed as `ls`."""
+    writing = _WRITING_OPTIONS.get(name, frozenset())
+    targets: list[str | None] = []
+    for index, word in enumerate(options):
+        value = word.value or ""
+        following = options[index + 1].value if index + 1 < len(options) else None
+        if value in writing:  # `-o FILE`, `--output FILE`
+            targets.append(following)
+        elif value.startswith("--") and value.partition("=")[0] in writing:
+            targets.append(value.partition("=")[2])  # `--output=FILE`
+        elif value[:2] in writing and len(value) > 2 and not value.startswith("--"):
+            targets.append(value[2:])  # `-oFILE`
+    if name == "script" and rest:  # its operand is the typescript file
+        targets.append(rest[0].value)
+    return any(target != "/dev/null" for target in targets)
 
 
 @dataclass
@@ -247,6 +274,8 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             break
         i += 1
     rest = list(args[i:])
+    if _writes_a_file(name, args[:i], rest):
+        return None  # what it writes is judged nowhere: as a command not known statically
     if name in _FIRST_OPERAND_IS_NO_COMMAND and rest:
         rest = rest[1:]  # the duration, the lock file, the CPU mask, the new root...
     if name == "script":
