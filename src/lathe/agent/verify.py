@@ -554,14 +554,19 @@ _WHOLE_MAX_BYTES = 8 * 1024 * 1024
 
 
 def whole_output(result: ExecResult) -> str:
-    """All a command printed: its output, or when that was cut, the file holding it all
-    — its last 8 MiB, where a runner's failures and summary are (a 100 MB log took
-    484 MB and half a minute to focus)."""
+    """All a command printed, as a terminal shows it: its output, or when that was cut,
+    the file holding it all — its last 8 MiB, where a runner's failures and summary are
+    (a 100 MB log took 484 MB and half a minute to focus). A spill file that reached its
+    cap does not hold the end: then the output's own head and tail are all there is."""
+    from lathe.exec.local import SPILL_MAX_BYTES
+    from lathe.exec.terminal import terminal_text
+
     if result.truncated and result.full_output_path is not None:
         with contextlib.suppress(OSError), result.full_output_path.open("rb") as spill:
             size = spill.seek(0, os.SEEK_END)
-            spill.seek(max(size - _WHOLE_MAX_BYTES, 0))
-            return spill.read().decode("utf-8", "replace")
+            if size < SPILL_MAX_BYTES:
+                spill.seek(max(size - _WHOLE_MAX_BYTES, 0))
+                return terminal_text(spill.read().decode("utf-8", "replace"))
     return result.output
 
 

@@ -14,11 +14,11 @@ import re
 
 _ESCAPE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clears
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, links
+    r"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)"  # OSC: titles, links (ended; an open one stays)
     r"|\x1b[@-Z\\-_]"  # the other two-byte escapes
 )
 _CONTROL_RUN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
-_REDRAWN = re.compile(r"[^\n]*\r(?!\n|$)", re.MULTILINE)
+_REDRAWN = re.compile(r"^[^\n]*\r(?!\n|$)", re.MULTILINE)  # from a line's start: linear
 
 
 def terminal_text(output: str) -> str:
