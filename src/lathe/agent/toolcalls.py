@@ -81,7 +81,9 @@ def _as_object(value: Any, *, repaired: str | None) -> ParsedArguments:
     value = _whole_characters(value)
     if isinstance(value, str):  # some models double-encode the object
         try:
-            inner = json.loads(value)
+            # The inner text gets the outer one's depth check and character repair.
+            too_deep = _nesting(value) > _MAX_DEPTH
+            inner = None if too_deep else _whole_characters(json.loads(value))
         except json.JSONDecodeError:
             inner = None
         if isinstance(inner, dict):

@@ -42,21 +42,28 @@ _INSTALLS = re.compile(
 # Commands that only look: after one of these the test evidence still stands.
 _ONLY_LOOKS = frozenset(
     {"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "tree", "stat", "file",
-     "diff", "cd", "true", "which", "type", "less", "more", "du", "df", "env", "printenv"}
+     "diff", "cd", "true", "which", "type", "less", "more", "du", "df", "printenv"}
 )  # fmt: skip
 _GIT_LOOKS = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse"})
 
 
+_PARTS = re.compile(r"&&|\|\||[;|&\n]")
+
+
 def is_test_like(command: str) -> bool:
-    return bool(_TEST_LIKE.search(command)) and not _INSTALLS.search(command)
+    """Whether a part of the command runs a test runner or checker; a part that only
+    installs one does not (`pip install -e . && pytest -q` does)."""
+    return any(
+        _TEST_LIKE.search(part) and not _INSTALLS.search(part) for part in _PARTS.split(command)
+    )
 
 
 def only_looks(command: str) -> bool:
     """Whether every part of a shell command only reads (`git diff; cat x`): after any
     other, files may have changed (`sed -i` after a passing pytest broke the code)."""
-    if ">" in command:
+    if ">" in command or "$(" in command or "`" in command:
         return False
-    for part in re.split(r"&&|\|\||[;|\n]", command):
+    for part in _PARTS.split(command):
         words = part.split()
         if not words:
             continue
