@@ -184,7 +184,8 @@ class OpenAIChatProvider:
         if not message.tool_calls and request.tools:
             from lathe.llm.text_calls import with_text_calls
 
-            message = with_text_calls(message, [spec.name for spec in request.tools])
+            names = [spec.name for spec in request.tools]
+            message = with_text_calls(message, names, self._calls_per_reply)
         yield Completed(message)
 
     async def _open(self, request: ModelRequest) -> Any:

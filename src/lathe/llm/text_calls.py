@@ -22,17 +22,23 @@ _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 _WHOLE_FENCE = re.compile(r"\A\s*```(?:json)?\s*(\{.*\})\s*```\s*\Z", re.DOTALL)
 
 
-def with_text_calls(message: AssistantMessage, tools: Collection[str]) -> AssistantMessage:
+def with_text_calls(
+    message: AssistantMessage, tools: Collection[str], max_calls: int | None = None
+) -> AssistantMessage:
     """`message` with the calls its text holds as its calls (and without them in its
-    text); `message` itself when it has native calls or its text holds none."""
+    text), at most `max_calls` of them (the profile's calls per reply); `message` itself
+    when it has native calls, was cut by the output limit (its last call may be half
+    written: `CutOffReply` answers it), or its text holds none."""
     text = message.text
-    if message.tool_calls or not tools or ("<tool_call>" not in text and "```" not in text):
+    if message.tool_calls or not tools or message.stop_reason is StopReason.MAX_TOKENS:
+        return message
+    if "<tool_call>" not in text and "```" not in text:
         return message
     bodies = [found.group(1) for found in _TAGGED.finditer(text)]
     rest = _TAGGED.sub("", text)
     if not bodies and (whole := _WHOLE_FENCE.match(text)):
         bodies, rest = [whole.group(1)], ""
-    calls = [_call(body, tools) for body in bodies]
+    calls = [_call(body, tools) for body in bodies[:max_calls]]
     if not calls or None in calls:
         return message
     return replace(
