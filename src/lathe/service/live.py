@@ -202,7 +202,7 @@ class ServedSession:
             wrap_provider=lambda inner, endpoint: LimitedProvider(
                 inner, limits.model_calls(endpoint.kind, endpoint.base_url or ""), self.emit
             ),
-            run_spent=self.run_tally.spend,
+            run_tally=self.run_tally,
         ).register(safety.tools)  # fmt: skip
         return safety
 

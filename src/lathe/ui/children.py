@@ -68,10 +68,12 @@ class _Family:
     root: Path
     merging: asyncio.Lock = field(default_factory=asyncio.Lock)
     spent: Usage = field(default_factory=Usage)
-    # The user's run's own replies so far (its face's tally), and every child's replies
-    # as they come: what the run's budgets judge in each child (`RunBudget.shared`).
-    run_spent: Callable[[], Spend] = Spend
+    # The user's run's own replies so far (its face's tally, None: unknown), and every
+    # child's replies as they come: what the run's budgets judge in each child
+    # (`RunBudget.shared`), from the run the tally counts (a session runs many).
+    run_tally: RunTally | None = None
     children_spent: Spend = field(default_factory=Spend)
+    _children_run: int = 0  # the tally's run that `children_spent` is of
     # What the face puts around each child's executor and own-model provider: the
     # service's shared limits (`lathe.service.limits`); as they are elsewhere.
     wrap_executor: Callable[[Any], Any] = lambda executor: executor
@@ -83,8 +85,19 @@ class _Family:
     def total_spent(self) -> Spend:
         """What the whole run has spent so far: the user's run's replies and every
         child's at any depth."""
+        self._new_run_starts_afresh()
         children = self.children_spent
-        return self.run_spent().plus(children.tokens, children.cost_usd, 0.0)
+        own = self.run_tally.spend() if self.run_tally is not None else Spend()
+        return own.plus(children.tokens, children.cost_usd, 0.0)
+
+    def count_child_reply(self, event: ModelRequestFinished) -> None:
+        self._new_run_starts_afresh()
+        self.children_spent = self.children_spent.plus(tokens_of(event.usage), event.cost_usd, 0.0)
+
+    def _new_run_starts_afresh(self) -> None:
+        runs = self.run_tally.runs if self.run_tally is not None else 0
+        if runs != self._children_run:  # the last run's children spent nothing of this one
+            self._children_run, self.children_spent = runs, Spend()
 
     @functools.cached_property
     def profiles(self) -> Profiles:
@@ -113,13 +126,13 @@ class LocalChildren:
         allowed_tools: frozenset[str] | None = None,
         wrap_executor: Callable[[Any], Any] | None = None,
         wrap_provider: Callable[[Any, Any], Any] | None = None,
-        run_spent: Callable[[], Spend] | None = None,
+        run_tally: RunTally | None = None,
     ) -> None:
         """`home`: lathe's data dir, for a user's run; a child's run shares its
         parent's `family` instead. `wrap_executor` and `wrap_provider` go around every
-        child's executor and own provider (the service's shared limits). `run_spent`:
-        what the user's run's own replies have spent so far, which its children's
-        budgets count (unknown: only the children's own count)."""
+        child's executor and own provider (the service's shared limits). `run_tally`:
+        the user's run's, whose replies its children's budgets count (None: only the
+        children's own count)."""
         self._setup = setup
         self._provider = provider
         self._redactor = redactor
@@ -137,8 +150,7 @@ class LocalChildren:
                 family.wrap_executor = wrap_executor
             if wrap_provider is not None:
                 family.wrap_provider = wrap_provider
-            if run_spent is not None:
-                family.run_spent = run_spent
+            family.run_tally = run_tally
         self._family = family
         self._waiting_on = 0  # this run's children still running (see _lending_my_slot)
 
@@ -425,10 +437,7 @@ class _Child:
         assert self.session is not None
         self.tally(event)
         if isinstance(event, ModelRequestFinished):  # its own (a grandchild's come wrapped)
-            family = self.parent._family
-            family.children_spent = family.children_spent.plus(
-                tokens_of(event.usage), event.cost_usd, 0.0
-            )
+            self.parent._family.count_child_reply(event)
         self.parent._emit(
             ChildEvent(
                 child_id=self.session.id,

@@ -236,7 +236,7 @@ class _HeadlessRun:
 
         LocalChildren(
             self.setup, provider, redactor, self.emit, parent_session_id=session.id,
-            checkpoints=checkpoints, home=lathe_home(), run_spent=self.tally.spend,
+            checkpoints=checkpoints, home=lathe_home(), run_tally=self.tally,
         ).register(tools)  # fmt: skip
 
     def _hooks(self, safety, redactor, checkpoints):

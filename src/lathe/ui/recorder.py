@@ -87,9 +87,11 @@ class RunTally:
     its `RunFinished` records. Call it with each event."""
 
     def __init__(self) -> None:
+        self.runs = 0  # resets so far: which run the figures are of
         self.reset()
 
     def reset(self) -> None:
+        self.runs += 1
         self.turns = 0
         self.usage = Usage()
         self.cost_usd: float | None = 0.0  # None once a reply's cost was unknown

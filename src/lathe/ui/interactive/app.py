@@ -231,7 +231,7 @@ class InteractiveApp:
             self.setup, self.provider, self.redactor, self.emit,
             parent_session_id=lambda: self.links.session.id,
             checkpoints=self.links.checkpoints,
-            home=lathe_home(), run_spent=self.run_tally.spend,
+            home=lathe_home(), run_tally=self.run_tally,
         ).register(safety.tools)  # fmt: skip
         self.safety, self.chain = safety, self._hooks(safety, self.redactor)
         return self._agent_for(history)
