@@ -33,6 +33,7 @@ from pydantic import Field
 from lathe.errors import ToolError, UsageError
 from lathe.file_lock import FileLock
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+from lathe.tools.files import printable
 
 Scope = Literal["project", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "user")
@@ -182,11 +183,6 @@ def _one_match(entries: Sequence[str], old_text: str, scope: Scope) -> int:
             f"of the one you mean. They are:\n{which}"
         )
     return found[0]
-
-
-def printable(text: str) -> str:
-    """`text` with each byte kept as a lone surrogate shown as U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _within(entries: Sequence[str], max_bytes: int) -> list[str]:

@@ -155,12 +155,7 @@ class ShadowRepo:
         command can write: a sandboxed command pointed one at a copy of the git dir with
         a `filter.x.clean` program, and the next snapshot ran it on this machine. Config
         given in the environment outranks a repository's, so it is silenced there."""
-        listed = self._git("ls-files", "-z", "--stage")
-        gitlinks = [
-            line.split("\t", 1)[1]
-            for line in listed.decode("utf-8", "surrogateescape").split("\0")
-            if line.startswith(GITLINK_MODE) and "\t" in line
-        ]
+        gitlinks = _gitlinks(self._git("ls-files", "-z", "--stage"))
         self._silenced = frozenset(_nested_filters(self.workspace, gitlinks))
 
     def _tracked_by_the_user_yet_ignored(self) -> set[str]:
@@ -355,13 +350,14 @@ def _nested_filters(folder: Path, gitlinks: Sequence[str], depth: int = 0) -> se
             ["git", f"--git-dir={git_dir}", "ls-files", "-z", "--stage"],
             env=env, cwd=nested, capture_output=True, stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
-        inner = [
-            line.split("\t", 1)[1]
-            for line in staged.stdout.decode("utf-8", "surrogateescape").split("\0")
-            if line.startswith(GITLINK_MODE) and "\t" in line
-        ]
-        names |= _nested_filters(nested, inner, depth + 1)
+        names |= _nested_filters(nested, _gitlinks(staged.stdout), depth + 1)
     return names
+
+
+def _gitlinks(staged: bytes) -> list[str]:
+    """The paths of the nested repositories (gitlinks) in `ls-files -z --stage` output."""
+    entries = staged.decode("utf-8", "surrogateescape").split("\0")
+    return [e.split("\t", 1)[1] for e in entries if e.startswith(GITLINK_MODE) and "\t" in e]
 
 
 def _git_dir_of(folder: Path) -> Path | None:

@@ -1,7 +1,8 @@
 """The one retry policy for model calls; providers never retry by themselves.
 
 Retryable errors (`ProviderError.retryable`: RateLimited, Overloaded, Transport) re-open
-the stream after a wait: the server's Retry-After when it gave one, else exponential
+the stream after a wait: the server's Retry-After when it gave one (at most
+`max_delay_s`), else exponential
 backoff (`base_delay_s * 2**(n-1)` after the n-th failed attempt, at most `max_delay_s`)
 spread by ± `jitter` so that many sessions hitting one limit do not return in step.
 Everything else (ContextTooLong, AuthError, BadRequest) is raised at once: waiting would

@@ -35,8 +35,8 @@ def report(
     """The lines of the report: each instruction file in the order a run joins them,
     with its size, and those skipped (`Instructions.notes`), then each memory file with
     its entries."""
-    from lathe.memory import printable
     from lathe.plural import plural
+    from lathe.tools.files import printable
 
     lines = [
         f"Instruction files, in the order they are read ({plural(len(files), 'file')}, "
