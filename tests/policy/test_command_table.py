@@ -21,6 +21,7 @@ DENY = [
     "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm -rf ~' git x",
     "GIT_CONFIG_PARAMETERS=\"'core.pager=rm -rf ~'\" git log",
     "V='!rm -rf ~' git --config-env=alias.x=V x",
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm -rf ~'; git x",
     "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x "
     "GIT_CONFIG_VALUE_0='!git config core.hooksPath /tmp/h' git x",
     # recursive deletion of /, the home directory, or outside the workspace

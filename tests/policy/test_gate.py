@@ -184,6 +184,7 @@ async def test_a_rule_denial_names_the_rule_and_says_not_to_work_around_it(tmp_p
         "V=push git --config-env=alias.p=V p",
         "GIT_CONFIG_PARAMETERS=\"'alias.p=push'\" git p",
         "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p",
+        "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; git p",
     ],
 )
 def test_a_deny_rule_holds_against_every_spelling_of_its_command(tmp_path, command):

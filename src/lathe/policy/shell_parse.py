@@ -432,6 +432,7 @@ class Walker:
         if base in ("alias", "unalias"):
             _aliases(base, args, st)
         elif base == "git":
+            call = _with_git_config_variables(call, st)
             runners.git_config_options(self, call, st, args)
         elif language := language_of(base):
             runners.interpreter(self, call, st, stdin, language, base, args)
@@ -498,6 +499,29 @@ class Walker:
             self.note("ask", f"{label} runs a string only known at run time: {word.text}")
             return
         self.walk_text(word.value, st, stdin)
+
+
+def _with_git_config_variables(call: Call, st: State) -> Call:
+    """`call` (a git command) with the GIT_CONFIG_* variables the script set before it
+    among its environment (`export GIT_CONFIG_COUNT=1 ...; git x`: set on a line of
+    their own, they configured git unseen); a variable set but not exported counts too,
+    which only ever judges more."""
+    from lathe.policy.git_config import set_by_environment
+
+    given = dict(call.environment)
+    earlier = [
+        (name, Word(f"${name}", value))
+        for name, value in st.variables.items()
+        if name not in given and set_by_environment([name])
+    ]
+    if not earlier:
+        return call
+    names = tuple(name for name, _ in earlier)
+    return replace(
+        call,
+        assigned=(*call.assigned, *names),
+        environment=(*call.environment, *earlier),
+    )
 
 
 def _aliases(base: str, args: list[Word], st: State) -> None:
