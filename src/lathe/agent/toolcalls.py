@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,18 +120,8 @@ def _nesting(text: str) -> int:
     if text.count("[") + text.count("{") <= _MAX_DEPTH:  # most calls: counted in C
         return 0
     depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
+    for _, char in _JsonScan(text):
+        if char in "{[":
             depth += 1
             deepest = max(deepest, depth)
         elif char in "}]":
@@ -141,27 +132,16 @@ def _nesting(text: str) -> int:
 def _without_trailing_commas(text: str) -> str:
     """`text` without the commas before a `}` or `]` outside its strings: a regex over
     the whole text also took the one in a string (`\\s{2,}` was written `\\s{2}`)."""
-    out: list[str] = []
-    in_string = escaped = False
-    comma: int | None = None  # where in `out` a comma only whitespace has followed
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        else:
-            if char in "}]" and comma is not None:
-                del out[comma]
-            if char == ",":
-                comma = len(out)
-            elif not char.isspace():
-                comma = None
-                in_string = char == '"'
-        out.append(char)
-    return "".join(out)
+    dropped: set[int] = set()
+    comma: int | None = None  # a comma only whitespace has followed
+    for index, char in _JsonScan(text):
+        if char in "}]" and comma is not None:
+            dropped.add(comma)
+        if char == ",":
+            comma = index
+        elif not char.isspace():
+            comma = None
+    return "".join(char for index, char in enumerate(text) if index not in dropped)
 
 
 def _cut_inside_a_value(text: str) -> bool:
@@ -178,22 +158,37 @@ def _missing_closers(text: str) -> str:
     """The closers (`"`, `]`, `}`) a JSON text cut short lacks, innermost first; "" when
     none are missing or the brackets do not match (not a truncation)."""
     stack: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
+    scan = _JsonScan(text)
+    for _, char in scan:
+        if char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and (not stack or stack.pop() != char):
+            return ""
+    return ('"' if scan.open_string else "") + "".join(reversed(stack))
+
+
+class _JsonScan:
+    """The characters of a JSON text outside its strings, with their indices: a
+    string's opening quote (a value begins there) but nothing after it up to its end.
+    Once read through, `open_string` says whether the text ended inside a string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.open_string = False
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        in_string = escaped = False
+        for index, char in enumerate(self.text):
+            if not in_string:
+                in_string = char == '"'
+                yield index, char
+            elif escaped:
                 escaped = False
             elif char == "\\":
                 escaped = True
             elif char == '"':
                 in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            stack.append("}" if char == "{" else "]")
-        elif char in "}]" and (not stack or stack.pop() != char):
-            return ""
-    return ('"' if in_string else "") + "".join(reversed(stack))
+        self.open_string = in_string
 
 
 def validation_error(tool_name: str, exc: ValidationError) -> str:
