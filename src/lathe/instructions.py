@@ -134,7 +134,7 @@ class Instructions:
                 "file in, or put it in the user's AGENTS.md)"
             )
             return []
-        if within is not None and self._denied(path, real):
+        if within is not None and self._denied(path):
             return []  # the user's own rule, or a secret's name: said by neither
         # No more than the budget left can be shown: a 3 GB file took 56 s and 6 GB to read.
         try:
@@ -175,19 +175,14 @@ class Instructions:
         marker = f"[{label} is cut here, {shown:,} of {total:,} bytes: the budget is spent]"
         return kept + marker, True
 
-    def _denied(self, path: Path, real: Path) -> bool:
+    def _denied(self, path: Path) -> bool:
         """Whether a read rule or a secret-like name covers the file, by the name it was
         found under or by the file it really is (AGENTS.md may be a link to .env)."""
-        from lathe.policy.rules import matches_any
+        from lathe.policy.rules import matches_any, workspace_names
 
-        names = {_relative(p, base) for p in (path, real) for base in (self.workspace, self._root)}
-        names.discard(None)
-        return any(matches_any(n, (*self.no_read, *SECRET_LIKE)) for n in names if n)
-
-
-def _relative(path: Path, base: Path) -> str | None:
-    absolute = Path(os.path.abspath(path))
-    return str(absolute.relative_to(base)) if absolute.is_relative_to(base) else None
+        names = {*workspace_names(self.workspace, path), *workspace_names(self._root, path)}
+        names.discard(".")
+        return any(matches_any(n, (*self.no_read, *SECRET_LIKE)) for n in names)
 
 
 def _home_label(path: Path) -> str:

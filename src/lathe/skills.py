@@ -106,19 +106,11 @@ def discover_skills(workspace: Path, deny_read: Sequence[str] = ()) -> SkillCata
 def read_denied(path: Path, workspace: Path, deny_read: Sequence[str]) -> bool:
     """Whether a read rule covers `path`, as named or where its links lead, when it lies
     in the workspace (a user's own skills folder is outside every rule)."""
-    from lathe.policy.rules import matches_any
+    from lathe.policy.rules import matches_any, workspace_names
 
-    if not deny_read:
-        return False
-    root = Path(os.path.realpath(workspace))
-    named = Path(os.path.abspath(path))
-    for candidate in (named, Path(os.path.realpath(path))):
-        for base in (root, Path(os.path.abspath(workspace))):
-            if candidate.is_relative_to(base):
-                relative = candidate.relative_to(base).as_posix()
-                if matches_any(relative, deny_read):
-                    return True
-    return False
+    return bool(deny_read) and any(
+        matches_any(name, deny_read) for name in workspace_names(workspace, path)
+    )
 
 
 def _skill_files(root: Path, confine: Path | None, problems: list[str]) -> Iterator[Path]:

@@ -10,7 +10,6 @@ denial explained to the model.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -20,7 +19,13 @@ from typing import Any, Literal, Protocol
 from lathe.errors import ToolError, UsageError
 from lathe.hooks.base import AgentHooks
 from lathe.patterns import compiled
-from lathe.policy.rules import Action, RuleSet, matches_any, protected_patterns
+from lathe.policy.rules import (
+    Action,
+    RuleSet,
+    matches_any,
+    protected_patterns,
+    workspace_names,
+)
 from lathe.tools.base import Tool, ToolOutput, ToolRegistry
 from lathe.tools.paths import display_path, resolve_path
 from lathe.words import Words, load_words
@@ -121,7 +126,7 @@ class Policy:
             return self._mode_default(tool, found.read_only, tool, preview)
         is_dir = _is_dir(resolved)
         # A rule names a path as the user sees it: `.env` may be a link to the file read.
-        spellings = _spellings(self.workspace, str(path or "."), relative)
+        spellings = workspace_names(self.workspace, str(path or ".")) or [relative]
         verdicts = {
             spelling: self.rules.for_path(
                 tool, spelling, is_dir=is_dir, changes_files=changes_files
@@ -196,15 +201,12 @@ class Policy:
             for word in command.words[1:]:
                 if word.value is None or word.value.startswith("-"):
                     continue
-                base = command.cwd or self.workspace
-                found = _relative(base, word.value, self.workspace)
-                if found is None:
-                    continue
-                named = Path(word.value).expanduser()
-                is_dir = found[1].is_dir()
-                for spelling in _spellings(self.workspace, str(base / named), found[0]):
-                    if matches_any(spelling, patterns, is_dir=is_dir):
-                        return spelling
+                named = (command.cwd or self.workspace) / Path(word.value).expanduser()
+                names = workspace_names(self.workspace, named)
+                is_dir = bool(names) and _is_dir(named)
+                for name in names:
+                    if matches_any(name, patterns, is_dir=is_dir):
+                        return name
         return None
 
     def _mode_default(self, tool: str, read_only: bool, key: str, preview: str) -> Decision:
@@ -231,25 +233,13 @@ def _names(rule_pattern: str | None, protected: str) -> bool:
     return bool(rule_pattern) and core in str(rule_pattern)
 
 
-def _spellings(workspace: Path, given: str, resolved: str) -> list[str]:
-    """The workspace-relative names of one path that rules are matched against: as
-    resolved (links followed) and, when a link is on the way, as named (`..` folded,
-    links not followed)."""
-    root = Path(os.path.realpath(workspace))
-    named = Path(os.path.normpath(root / Path(given).expanduser()))
-    if named == root or not named.is_relative_to(root):
-        return [resolved]
-    lexical = named.relative_to(root).as_posix()
-    return [resolved] if lexical == resolved else [resolved, lexical]
-
-
 _STRENGTH = {"deny": 0, "ask": 1}
 
 
 def _strongest(
     verdicts: dict[str, tuple[Action, Any] | None],
 ) -> tuple[str, tuple[Action, Any] | None]:
-    """Of the verdicts on a path's spellings (`_spellings`), with the spelling it was
+    """Of the verdicts on a path's spellings (`rules.workspace_names`), with the spelling it was
     drawn for: a deny or ask on any; an allow only when every spelling is allowed (an
     allow for the link's name does not reach the file it leads to)."""
     drawn = [(name, v) for name, v in verdicts.items() if v is not None]
@@ -260,19 +250,6 @@ def _strongest(
     if drawn and len(drawn) == len(verdicts):
         return drawn[0]
     return first, None
-
-
-def _relative(base: Path, path: str, workspace: Path) -> tuple[str, Path] | None:
-    """The workspace-relative form of a path (relative to `base`) and its resolved form;
-    None if outside."""
-    candidate = Path(path).expanduser()
-    if not candidate.is_absolute():
-        candidate = base / candidate
-    try:
-        resolved = candidate.resolve()
-        return str(resolved.relative_to(workspace.resolve())) or ".", resolved
-    except (ValueError, OSError):
-        return None
 
 
 @dataclass

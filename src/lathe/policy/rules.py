@@ -15,10 +15,12 @@ sandbox a denied edit holds for `bash` as well (the paths are mounted read-only)
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shlex
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from lathe.errors import UsageError
@@ -107,6 +109,28 @@ def command_pattern_problem(rule: Rule) -> str | None:
 
 def matches_any(relative_path: str, patterns: Iterable[str], *, is_dir: bool = False) -> bool:
     return compiled(tuple(patterns)).matches(relative_path, is_dir=is_dir)
+
+
+def workspace_names(workspace: Path, path: str | Path) -> list[str]:
+    """The workspace-relative names of one path that rules are matched against: where
+    its links lead, then as named (`..` folded, links not followed) when that differs —
+    `--deny 'read(.env)'` holds for a `.env` that is a link; only those in the workspace
+    (a relative `path` is taken from the workspace)."""
+    root = Path(os.path.realpath(workspace))
+    named = Path(os.path.normpath(root / Path(path).expanduser()))
+    try:
+        real = Path(os.path.realpath(named))
+    except (ValueError, OSError):  # an embedded NUL byte, a loop of links
+        return []
+    names: list[str] = []
+    for candidate, bases in ((real, (root,)), (named, (root, Path(os.path.abspath(workspace))))):
+        for base in bases:
+            if candidate.is_relative_to(base):
+                name = "." if candidate == base else candidate.relative_to(base).as_posix()
+                if name not in names:
+                    names.append(name)
+                break
+    return names
 
 
 def protected_patterns(user: Iterable[str]) -> tuple[str, ...]:
