@@ -56,6 +56,25 @@ def ws(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.fixture
+def memory_file(tmp_path, ws, monkeypatch):
+    """Where a run in `ws` keeps a memory scope ("user", "project"), its folder made."""
+    from lathe.memory import memory_path
+
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))  # as the run's own
+
+    def place(scope: str) -> Path:
+        path = memory_path(scope, ws)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    return place
+
+
+def _memory_call(action: str, **arguments: str) -> Call:
+    return Call("memory", {"action": action, "scope": "user", **arguments})
+
+
 def _tool_messages(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
@@ -222,20 +241,13 @@ def test_memory_clear_with_no_answer_and_an_editor_that_fails_say_so(tmp_path, w
     ],
 )
 def test_removing_one_entry_keeps_the_notes_the_user_wrote_by_hand(
-    tmp_path, ws, fake_openai, written, monkeypatch
+    tmp_path, ws, fake_openai, written, memory_file
 ):
     # `*` bullets, or plain lines after a `-` one, were all one entry: the model removed
     # "tox" and the whole file went.
-    from lathe.memory import memory_path
-
-    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))  # as the run's own
-    user = memory_path("user", ws)
-    user.parent.mkdir(parents=True, exist_ok=True)
+    user = memory_file("user")
     user.write_text(written)
-    fake_openai.enqueue(
-        Reply(calls=[Call("memory", {"action": "remove", "scope": "user", "old_text": "tox"})]),
-        Reply("Done."),
-    )
+    fake_openai.enqueue(Reply(calls=[_memory_call("remove", old_text="tox")]), Reply("Done."))
     done = run(fake_openai, ws, tmp_path, "--approval", "full", "forget the tox note")
     assert done.returncode == 0, done.stderr
     left = user.read_text()
@@ -243,51 +255,34 @@ def test_removing_one_entry_keeps_the_notes_the_user_wrote_by_hand(
     assert "nswer in French." in left and "Never push to main." in left
 
 
-def test_a_memory_file_lathe_cannot_read_is_one_line(tmp_path, ws, fake_openai, monkeypatch):
+def test_a_memory_file_lathe_cannot_read_is_one_line(tmp_path, ws, fake_openai, memory_file):
     # A folder where the project memory file goes ended every run with a traceback.
-    from lathe.memory import memory_path
-
-    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
-    memory_path("project", ws).mkdir(parents=True)
+    memory_file("project").mkdir()
     done = run(fake_openai, ws, tmp_path, "Look")
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("lathe: cannot read the memory file ") and "Traceback" not in line
 
 
-def test_a_memory_change_keeps_the_bytes_of_other_entries(tmp_path, ws, fake_openai, monkeypatch):
+def test_a_memory_change_keeps_the_bytes_of_other_entries(tmp_path, ws, fake_openai, memory_file):
     # A latin-1 entry became U+FFFD on disk at the next unrelated `memory add`.
-    from lathe.memory import memory_path
-
-    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
-    user = memory_path("user", ws)
-    user.parent.mkdir(parents=True)
+    user = memory_file("user")
     user.write_bytes("- Order at the caf\u00e9.\n".encode("latin-1"))
-    fake_openai.enqueue(
-        Reply(calls=[Call("memory", {"action": "add", "scope": "user", "text": "Use tabs."})]),
-        Reply("Done."),
-    )
+    fake_openai.enqueue(Reply(calls=[_memory_call("add", text="Use tabs.")]), Reply("Done."))
     done = run(fake_openai, ws, tmp_path, "--approval", "full", "Remember tabs")
     assert done.returncode == 0, done.stderr
     assert user.read_bytes() == b"- Order at the caf\xe9.\n- Use tabs.\n"
 
 
-def test_a_memory_file_that_is_a_link_is_written_through(tmp_path, ws, fake_openai, monkeypatch):
+def test_a_memory_file_that_is_a_link_is_written_through(tmp_path, ws, fake_openai, memory_file):
     # The first `memory add` put a plain copy in the link's place: the dotfiles file
     # the link led to never got the entry.
-    from lathe.memory import memory_path
-
-    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
     dotfiles = tmp_path / "dotfiles" / "lathe-user.md"
     dotfiles.parent.mkdir()
     dotfiles.write_text("- Answer in English.\n")
-    user = memory_path("user", ws)
-    user.parent.mkdir(parents=True)
+    user = memory_file("user")
     user.symlink_to(dotfiles)
-    fake_openai.enqueue(
-        Reply(calls=[Call("memory", {"action": "add", "scope": "user", "text": "Use tabs."})]),
-        Reply("Done."),
-    )
+    fake_openai.enqueue(Reply(calls=[_memory_call("add", text="Use tabs.")]), Reply("Done."))
     done = run(fake_openai, ws, tmp_path, "--approval", "full", "Remember tabs")
     assert done.returncode == 0, done.stderr
     assert user.is_symlink()
