@@ -442,18 +442,13 @@ async def run_verify(
 ) -> ExecResult:
     """Run the check with `pipefail`, as CI does: `pytest | tail -3` would pass on
     tail's exit code whatever pytest said."""
-    from dataclasses import replace
-
-    from lathe.exec.terminal import terminal_text
-
-    result = await executor.run(
+    return await executor.run(
         f"set -o pipefail\n{command}",
         cwd=workspace,
         timeout=timeout_s,
         max_output_bytes=max_output_bytes,
         spill_dir=spill_dir,
     )
-    return replace(result, output=terminal_text(result.output))
 
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|errors?)\b|\b(failures|errors)=(\d+)")

@@ -472,8 +472,12 @@ class _OutputSink:
             self._spill = None
 
     def text(self) -> str:
+        """The output as a terminal would have shown it (`terminal.terminal_text`); the
+        spill file keeps the bytes as they came."""
+        from lathe.exec.terminal import terminal_text
+
         if not self.truncated:
-            return self._buffer.decode("utf-8", "replace")
+            return terminal_text(self._buffer.decode("utf-8", "replace"))
         head, tail = _cut_at_lines(bytes(self._buffer), bytes(self._tail))
         omitted = self.total - len(head) - len(tail)
         where = (
@@ -484,7 +488,7 @@ class _OutputSink:
             else ""
         )
         marker = f"\n[... {omitted:,} bytes omitted{where} ...]\n"
-        return _decode_head(head) + marker + _decode_tail(tail)
+        return terminal_text(_decode_head(head)) + marker + terminal_text(_decode_tail(tail))
 
 
 def _cut_at_lines(head: bytes, tail: bytes) -> tuple[bytes, bytes]:

@@ -8,7 +8,6 @@ timeout is an error result, since it never finished what was asked.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -65,9 +64,6 @@ class BashTool(Tool):
             max_output_bytes=max(limits.output_max_bytes - NOTES_ROOM, 0),
             spill_dir=ctx.spill_dir,
         )
-        from lathe.exec.terminal import terminal_text
-
-        result = dataclasses.replace(result, output=terminal_text(result.output))
         notes = []
         if args.timeout and args.timeout > limits.bash_max_timeout_s:
             notes.append(f"[timeout capped at {limits.bash_max_timeout_s:g} s]")
