@@ -58,8 +58,8 @@ from lathe.ui.setup import RunSetup
 class _Family:
     """What every child of one user's run shares, at any depth: the places and the
     merging lock (merges and worktree creations one at a time), the slots
-    (`agents.max_parallel` children at once in the whole tree), the tokens spent
-    (`agents.max_total_tokens` over the whole tree), the workspace the sessions and
+    (`agents.max_parallel` children at once in the whole tree), what they spent in
+    the current run (`agents.max_total_tokens`, the run's budgets), the workspace the sessions and
     patches are filed under, and the profiles found there (looked for once the task
     tool is offered, not at the start of every run)."""
 
@@ -67,7 +67,6 @@ class _Family:
     home: Path
     root: Path
     merging: asyncio.Lock = field(default_factory=asyncio.Lock)
-    spent: Usage = field(default_factory=Usage)
     # The user's run's own replies so far (its face's tally, None: unknown), and every
     # child's replies as they come: what the run's budgets judge in each child
     # (`RunBudget.shared`), from the run the tally counts (a session runs many).
@@ -85,10 +84,14 @@ class _Family:
     def total_spent(self) -> Spend:
         """What the whole run has spent so far: the user's run's replies and every
         child's at any depth."""
-        self._new_run_starts_afresh()
-        children = self.children_spent
+        children = self.children_of_this_run()
         own = self.run_tally.spend() if self.run_tally is not None else Spend()
         return own.plus(children.tokens, children.cost_usd, 0.0)
+
+    def children_of_this_run(self) -> Spend:
+        """What the children of the current run have spent, each reply counted once."""
+        self._new_run_starts_afresh()
+        return self.children_spent
 
     def count_child_reply(self, event: ModelRequestFinished) -> None:
         self._new_run_starts_afresh()
@@ -194,12 +197,9 @@ class LocalChildren:
                 f"subagents may nest {self._family.config.max_depth} deep (agents.max_depth); "
                 "do this part yourself"
             )
-        family = self._family
-        async with self._lending_my_slot(), family.slots:
+        async with self._lending_my_slot(), self._family.slots:
             self._check_total()
-            result = await _Child(self, request, profile).run()
-        family.spent += result.usage
-        return result
+            return await _Child(self, request, profile).run()
 
     @contextlib.asynccontextmanager
     async def _lending_my_slot(self) -> AsyncIterator[None]:
@@ -224,7 +224,7 @@ class LocalChildren:
 
     def _check_total(self) -> None:
         limit = self._family.config.max_total_tokens
-        spent = tokens_of(self._family.spent)
+        spent = self._family.children_of_this_run().tokens
         if limit is not None and spent >= limit:
             raise ToolError(
                 f"the subagents of this run have used {spent:,} tokens, their budget "
