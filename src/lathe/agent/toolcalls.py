@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from lathe.llm.base import whole_text
+
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
@@ -63,14 +65,11 @@ def parse_arguments(raw: str) -> ParsedArguments:
     )
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _whole_characters(value: Any) -> Any:
     """`value` with each lone surrogate in its strings as U+FFFD: JSON may escape half
     an emoji ("\\ud83d"), and no file, event or session can hold one."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return whole_text(value)
     if isinstance(value, dict):
         return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -14,6 +14,7 @@ A provider turns a `ModelRequest` into an async stream of `StreamEvent`s. Contra
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -63,3 +64,13 @@ class Provider(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
 
     async def aclose(self) -> None: ...
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_text(text: str) -> str:
+    """`text` with surrogate pairs joined and lone surrogates replaced (U+FFFD)."""
+    if not _SURROGATE.search(text):  # per streamed delta: a scan in C, not in Python
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -40,7 +40,6 @@ Decisions:
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +48,14 @@ from typing import Any, assert_never
 from lathe.chunked import ChunkCache
 from lathe.config.secrets import masked_url
 from lathe.errors import Transport
-from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
+from lathe.llm.base import (
+    Completed,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    whole_text,
+)
 from lathe.llm.errors_map import (
     ErrorContext,
     guarded,
@@ -488,16 +494,6 @@ class _WholeCharacters:
     def flush(self) -> str:
         held, self._held = self._held, ""
         return whole_text(held)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def whole_text(text: str) -> str:
-    """`text` with surrogate pairs joined and lone surrogates replaced (U+FFFD)."""
-    if not _SURROGATE.search(text):  # per streamed delta: a scan in C, not in Python
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
