@@ -86,7 +86,7 @@ async def test_an_empty_reply_after_a_cut_off_one_is_asked_again(tmp_path: Path)
 
 async def test_a_finish_at_the_turn_limit_keeps_its_messages(tmp_path: Path):
     class Remember(FinishHandler):
-        def out_of_turns(self, run):
+        async def out_of_turns(self, run):
             note = UserMessage(content="remember this", origin="lathe")
             return Finish(RunStatus.FAILED, reason="x", messages=(note,))
 

@@ -35,7 +35,8 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
   that order, and the first `Finish` ends the run after them (later handlers are not
   asked).
 - `out_of_turns(run)`: the turn limit ran out; the first answer decides, else the run
-  ends `max_turns`.
+  ends `max_turns`. It may still act (the verify gate checks a change made since its
+  check last ran).
 
 A reply without tool calls that no handler takes ends the run `unverified`.
 """
@@ -147,7 +148,7 @@ class FinishHandler:
     ) -> Decision | None:
         return None
 
-    def out_of_turns(self, run: RunState) -> Finish | None:
+    async def out_of_turns(self, run: RunState) -> Finish | None:
         return None
 
 

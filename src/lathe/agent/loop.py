@@ -264,7 +264,7 @@ class Agent:
                 return self._finished(end, run, spend)
 
         for handler in self.handlers:
-            end = handler.out_of_turns(run)
+            end = await handler.out_of_turns(run)
             if end is not None:
                 return self._finished(end, run, spend)
         ran_out = Finish(

@@ -174,10 +174,12 @@ class VerifyGate(FinishHandler):
         self._baseline: ExecResult | None = None  # the check before any change, when run
         self._last_shown = ""  # the output the last failed check showed the model
         self._changed = False  # a call that may change files succeeded since then
+        self._unchecked = False  # one succeeded since the check last ran (or the run began)
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
         self._passed_before, self._baseline, self._changed = False, None, False
+        self._unchecked = False
         self._last_shown = ""
         if self._check_files is not None:
             self._check_files_before = await self._check_files()
@@ -218,10 +220,12 @@ class VerifyGate(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
-        self._changed = self._changed or any(
+        may_change = any(
             record.tool is not None and not record.tool.read_only and not record.output.is_error
             for record in calls
         )
+        self._changed = self._changed or may_change
+        self._unchecked = self._unchecked or may_change
         if not by_lathe:
             self._idle_claims = 0
             return None
@@ -310,7 +314,19 @@ class VerifyGate(FinishHandler):
             "deselected, skipped or removed)"
         )
 
-    def out_of_turns(self, run: RunState) -> Finish | None:
+    async def out_of_turns(self, run: RunState) -> Finish | None:
+        """What changed since the check last ran is checked now: a fix made in the last
+        turn is `verified`, not ended on the failure it fixed (and so not undone by
+        another attempt). With no such change, a failed check ends the run `failed`."""
+        if self._unchecked:
+            result = await self._check(run)
+            if passed(result):
+                caveat = await self._caveat(result)
+                reason = f"the turn limit ({run.turn}) ran out after a change, and the check passed"
+                return Finish(
+                    RunStatus.VERIFIED, reason=f"{reason}; {caveat}" if caveat else reason
+                )
+            self._failed = True
         if not self._failed:
             return None
         return Finish(
@@ -393,6 +409,7 @@ class VerifyGate(FinishHandler):
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
         command = self._settings.command
         run.emit(VerifyStarted(command=command, baseline=baseline))
+        self._unchecked = False
         result = await self._run_check(command)
         run.emit(
             VerifyFinished(
