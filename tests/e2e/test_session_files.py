@@ -124,3 +124,60 @@ def test_a_session_write_that_fails_ends_the_run_in_one_line_and_continue_goes_o
     assert resumed.returncode == 0, resumed.stderr
     tool = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
     assert "interrupted" in tool[-1]["content"]
+
+
+def _a_read_then_done(tmp_path: Path, fake_openai) -> tuple[Path, list[str], Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    fake_openai.enqueue(Reply(calls=[Call("read", {"path": "a.py"})]), Reply("x is 1."))
+    done = lathe_run(fake_openai, ws, tmp_path, "THE TASK: what is x?")
+    assert done.returncode == 0, done.stderr
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    lines = session.read_text().splitlines()
+    return ws, lines, session
+
+
+def _line_of(lines: list[str], role: str) -> int:
+    return next(
+        i for i, line in enumerate(lines)
+        if json.loads(line).get("message", {}).get("role") == role
+    )  # fmt: skip
+
+
+def test_a_corrupt_line_holding_a_tool_call_leaves_no_result_without_its_call(
+    tmp_path, fake_openai
+):
+    # The result of the lost call was sent on its own: every provider refuses that
+    # (HTTP 400), so every --continue of the session ended in a provider error.
+    ws, lines, session = _a_read_then_done(tmp_path, fake_openai)
+    call_line = _line_of(lines, "assistant")
+    lines[call_line] = lines[call_line][:60]
+    session.write_text("\n".join(lines) + "\n")
+
+    fake_openai.enqueue(Reply("Went on."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--continue", "go on")
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert "corrupt entry skipped" in resumed.stderr
+    sent = fake_openai.chat_bodies()[-1]["messages"]
+    calls = {c["id"] for m in sent for c in m.get("tool_calls") or ()}
+    assert [m for m in sent if m["role"] == "tool" and m["tool_call_id"] not in calls] == []
+    assert "THE TASK" in json.dumps(sent)
+
+
+def test_a_corrupt_first_line_leaves_a_conversation_that_starts_with_the_user(
+    tmp_path, fake_openai
+):
+    ws, lines, session = _a_read_then_done(tmp_path, fake_openai)
+    task_line = _line_of(lines, "user")
+    lines[task_line] = lines[task_line][:40]
+    session.write_text("\n".join(lines) + "\n")
+
+    fake_openai.enqueue(Reply("Went on."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--continue", "go on")
+
+    assert resumed.returncode == 0, resumed.stderr
+    sent = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] != "system"]
+    assert sent[0]["role"] == "user"
+    assert "lost" in sent[0]["content"]

@@ -119,10 +119,12 @@ def test_dangling_call_in_the_middle_is_repaired_in_memory_only(
     store: SessionStore, workspace: Path
 ) -> None:
     with store.create(workspace, "m") as session:
+        session.append_message(user("task"))
         session.append_message(reply("", call("c1")))
         session.append_message(user("carry on"))
         assert session.close_dangling_tool_calls() == []
         assert session.conversation() == [
+            user("task"),
             reply("", call("c1")),
             interrupted("c1"),
             user("carry on"),
@@ -160,6 +162,24 @@ def test_every_repaired_call_is_followed_by_exactly_its_results(
             assert {m.tool_call_id for m in follow if isinstance(m, ToolResultMessage)} == {
                 c.id for c in message.tool_calls
             }
+
+
+@given(conversations(), st.data())
+def test_a_result_whose_call_was_lost_is_dropped(case, data) -> None:
+    # A corrupt line can take an assistant message and leave its results behind.
+    messages, _ = case
+    lost = data.draw(st.sets(st.integers(0, max(0, len(messages) - 1))))
+    damaged = [m for i, m in enumerate(messages) if i not in lost]
+    repaired, _ = repair_dangling_tool_calls(damaged)
+    calls: set[str] = set()
+    for message in repaired:
+        if isinstance(message, AssistantMessage):
+            calls = {c.id for c in message.tool_calls}
+        elif isinstance(message, ToolResultMessage):
+            assert message.tool_call_id in calls
+            calls.discard(message.tool_call_id)
+        else:
+            calls = set()
 
 
 @pytest.fixture

@@ -16,6 +16,11 @@ INTERRUPTED_RESULT = (
     "check the workspace state before repeating it"
 )
 
+LOST_START = (
+    "[The start of this conversation was lost from its session file (a corrupt line); "
+    "go on from what follows.]"
+)
+
 
 def branch_messages(entries: Sequence[Entry]) -> list[Message]:
     """Every message on the branch, in order, ignoring compactions: the full history."""
@@ -53,7 +58,9 @@ def apply_compaction(entries: Sequence[Entry]) -> list[Message]:
 def repair_dangling_tool_calls(
     messages: Sequence[Message],
 ) -> tuple[list[Message], list[ToolResultMessage]]:
-    """Give every assistant tool call without a result an "interrupted" error result.
+    """Give every assistant tool call without a result an "interrupted" error result,
+    and drop each result whose call is not in the assistant message just before it (a
+    corrupt line lost that message: every provider refuses such a result).
 
     The synthetic results go right after the results the call's message did get, so
     each assistant message is followed by exactly one result per call. Returns the
@@ -65,16 +72,20 @@ def repair_dangling_tool_calls(
     index = 0
     while index < len(messages):
         message = messages[index]
-        repaired.append(message)
         index += 1
+        if isinstance(message, ToolResultMessage):
+            continue  # no assistant message with calls before it
+        repaired.append(message)
         if not isinstance(message, AssistantMessage) or not message.tool_calls:
             continue
+        called = {call.id for call in message.tool_calls}
         answered: set[str] = set()
         while index < len(messages) and isinstance(messages[index], ToolResultMessage):
             result = messages[index]
             assert isinstance(result, ToolResultMessage)
-            answered.add(result.tool_call_id)
-            repaired.append(result)
+            if result.tool_call_id in called - answered:
+                answered.add(result.tool_call_id)
+                repaired.append(result)
             index += 1
         for call in message.tool_calls:
             if call.id not in answered:
@@ -87,6 +98,14 @@ def repair_dangling_tool_calls(
                 repaired.append(synthetic)
                 added.append(synthetic)
     return repaired, added
+
+
+def starting_with_the_user(messages: list[Message]) -> list[Message]:
+    """`messages`, opened by a note saying the start was lost when a corrupt line took
+    the first user message: a conversation must begin with the user's turn."""
+    if not messages or isinstance(messages[0], UserMessage):
+        return messages
+    return [UserMessage(content=LOST_START, origin="lathe"), *messages]
 
 
 def unanswered_tail_calls(messages: Sequence[Message]) -> list[ToolResultMessage]:

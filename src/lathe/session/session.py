@@ -30,6 +30,7 @@ from lathe.session.conversation import (
     apply_compaction,
     branch_messages,
     repair_dangling_tool_calls,
+    starting_with_the_user,
     unanswered_tail_calls,
 )
 from lathe.session.entries import (
@@ -176,10 +177,11 @@ class Session:
         return branch_messages(self.branch(leaf))
 
     def conversation(self, leaf: str | None = None) -> list[Message]:
-        """What to send to the model: the latest compaction applied and any tool call
-        left without a result given an "interrupted" result."""
+        """What to send to the model: the latest compaction applied, any tool call
+        left without a result given an "interrupted" result, and what a corrupt line
+        left unsendable mended (a result whose call was lost, a lost first message)."""
         repaired, _ = repair_dangling_tool_calls(apply_compaction(self.branch(leaf)))
-        return repaired
+        return starting_with_the_user(repaired)
 
     def close_dangling_tool_calls(self) -> list[ToolResultMessage]:
         """After a crash mid-tool: append an "interrupted" result for each call of the
