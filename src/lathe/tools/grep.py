@@ -58,6 +58,7 @@ def rg_lines(args: list[str], *, cwd: Path, timeout_s: float) -> list[str] | Non
             cwd=cwd,
             capture_output=True,
             text=True,
+            errors="replace",  # a file name that is not UTF-8 (Latin-1) still lists
             timeout=timeout_s,
             stdin=subprocess.DEVNULL,
         ).stdout.splitlines()

@@ -258,8 +258,12 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
     The task may also come on standard input, or from a prompt command
     (`--command NAME [ARGS...]`)."""
     from lathe.errors import UsageError
+    from lathe.llm.base import whole_text
     from lathe.ui.headless import run_headless
 
+    # Bytes that are not UTF-8 (a Latin-1 terminal) arrive as lone surrogates, which no
+    # session file, event line or request can hold.
+    task = tuple(whole_text(word) for word in task)
     if prompt_command is not None:
         from lathe.prompt_commands import expand_command
 
@@ -278,7 +282,7 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
         )
     text = task[0] if task else None
     if (not text or not text.strip()) and not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text = whole_text(sys.stdin.read())
     sys.exit(run_headless(text, _run_options(True, **values), as_json=as_json))
 
 
