@@ -1,4 +1,4 @@
-"""lathe's one cross-process lock: an exclusive `flock` on a file.
+"""lathe's one cross-process lock: an exclusive `flock` on a file (or a shared one).
 
     lock = FileLock(path)
     holder = lock.try_acquire(record="4242\\nlathe run\\n")  # None: held now
@@ -13,6 +13,10 @@ lock file while another process waits on it would let two processes "hold" two
 different files. The holder writes a short record into it (its pid, what it is doing)
 only so that others can say who holds it. Used for sessions (`session/lock.py`),
 workspaces (`workspace_lock.py`) and the checkpoint store.
+
+A shared lock (`FileLock(path, shared=True)`) may be held by many processes at once and
+keeps out an exclusive one; its holders write no record (they would overwrite each
+other's), so an exclusive holder refused by them reads no record.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ _RECORD_BYTES = 512
 
 
 class FileLock:
-    """An exclusive lock on `path` (created if missing; its folder must exist)."""
+    """An exclusive lock on `path` (created if missing; its folder must exist), or with
+    `shared` one that other shared holders may hold too."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shared: bool = False) -> None:
         self.path = path
+        self._mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         self._fd: int | None = None
         self._held = False
 
@@ -39,7 +45,7 @@ class FileLock:
         `acquire` may wait for it)."""
         fd = self._open()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, self._mode | fcntl.LOCK_NB)
         except BlockingIOError:
             return self._record_of(fd)
         self._took(fd, record)
@@ -49,7 +55,7 @@ class FileLock:
         """Take the lock, waiting as long as another process holds it (a signal such as
         Ctrl-C still interrupts the wait)."""
         fd = self._open()
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, self._mode)
         self._took(fd, record)
 
     def release(self) -> None:
@@ -77,6 +83,8 @@ class FileLock:
 
     def _took(self, fd: int, record: str) -> None:
         self._held = True
+        if self._mode == fcntl.LOCK_SH:
+            return
         os.ftruncate(fd, 0)
         if record:
             os.pwrite(fd, record.encode("utf-8", "replace")[:_RECORD_BYTES], 0)
