@@ -4,6 +4,7 @@ pending approval."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -295,6 +296,30 @@ def test_a_session_that_cannot_come_back_is_a_problem_not_a_server_that_will_not
         assert [s.id for s in client.sessions()] == [kept.id]
         problems = client._call("GET", "/v1/sessions")["problems"]
         assert len(problems) == 1 and lost.id in problems[0], problems
+
+
+def test_a_problem_session_resumed_once_its_workspace_is_back_keeps_its_options(
+    tmp_path, fake_openai
+):
+    # Its options came from nowhere: "ask" became "auto" and its endpoint was dropped,
+    # so its requests would have gone to the provider's default one with the server's key.
+    home = tmp_path / "home"
+    ws = workspace_for(tmp_path, "away")
+    fake_openai.enqueue(Reply("answered"))
+    with ServeProcess(home) as server, server.client() as client:
+        lost = client.create_session(str(ws), model="m", base_url=fake_openai.base_url,
+                                     approval="ask", max_turns=7, verify="true")  # fmt: skip
+    ws.rename(tmp_path / "moved")
+    with ServeProcess(home) as again, again.client() as client:
+        assert lost.id in client._call("GET", "/v1/sessions")["problems"][0]
+        (tmp_path / "moved").rename(ws)
+        resumed = client.resume(lost.id)
+        client.send(lost.id, "task after the move")
+        _wait_for(client, lost.id, "run_finished")
+    assert (resumed.raw["approval"], resumed.raw["verify"]) == ("ask", "true")
+    record = json.loads((home / "serve" / "sessions" / f"{lost.id}.json").read_text())
+    assert (record["max_turns"], record["base_url"]) == (7, fake_openai.base_url)
+    assert len(fake_openai.chat_bodies()) == 1  # the run went to the session's endpoint
 
 
 def test_a_create_the_config_cannot_honour_is_a_400_and_leaves_no_session(

@@ -213,10 +213,15 @@ class SessionManager:
         from lathe.session import ModelChangeEntry
 
         record = self._stopped.get(session.id)
-        path = self._stopped_dir / f"{session.id}.json"
-        if record is None and self.keep_records and path.is_file():
-            with contextlib.suppress(OSError, ValueError):
-                record = SessionRecord.model_validate_json(path.read_text())
+        # Stopped, or still in the registry: a session that could not come back at the
+        # start (its workspace was away) keeps its record there.
+        for path in (
+            self._stopped_dir / f"{session.id}.json",
+            self.registry / f"{session.id}.json",
+        ):
+            if record is None and self.keep_records and path.is_file():
+                with contextlib.suppress(OSError, ValueError):
+                    record = SessionRecord.model_validate_json(path.read_text())
         if record is not None:
             return record.model_dump(include=_OPTIONS - {"workspace"}, exclude_none=True)
         changes = [e for e in session.branch() if isinstance(e, ModelChangeEntry)]
