@@ -252,6 +252,31 @@ def test_a_server_stopped_with_sigterm_keeps_pending_approvals_pending(tmp_path,
     assert "a + b" in (tmp_path / "calm" / "calc.py").read_text()
 
 
+def test_a_pending_approval_stays_pending_through_a_second_restart(tmp_path, fake_openai):
+    # The first restart kept it; the next stop (or a DELETE of the restored session)
+    # denied it and recorded an interrupted run.
+    fake_openai.responder = by_marker({"twice": fix_add("twice")})
+    home = tmp_path / "home"
+    with ServeProcess(home) as server, server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "twice")), model="m", base_url=fake_openai.base_url,
+            approval="ask",
+        )  # fmt: skip
+        client.send(session.id, "task twice: fix add")
+        asked = _wait_for(client, session.id, "approval_requested")
+    for _ in range(2):
+        with ServeProcess(home) as again, again.client() as client:
+            [pending] = client.approvals(session.id)
+            assert pending["id"] == asked.data["approval_id"]
+    with ServeProcess(home) as again, again.client() as client:
+        client.delete(session.id)
+        client.resume(session.id)
+        [pending] = client.approvals(session.id)
+        client.answer(session.id, pending["id"], "once")
+        _wait_for(client, session.id, "tool_finished")
+    assert "a + b" in (tmp_path / "twice" / "calc.py").read_text()
+
+
 def test_subagents_commands_count_against_the_servers_limit(tmp_path, fake_openai):
     def child(name):
         return [Reply(calls=[Call("bash", {"command": f"sleep 1; echo {name}-ran"})]),

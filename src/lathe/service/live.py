@@ -351,7 +351,13 @@ class ServedSession:
         self._messages.clear()
         task = self._task
         if task is None or task.done():
-            if self.stopped or not self.approver.deny_restored("the run was aborted"):
+            # Closing (SIGTERM, DELETE): a call a restart left paused stays pending in
+            # the file, for the next server or resume to ask again.
+            if (
+                self.stopped
+                or self.approver.closing
+                or not self.approver.deny_restored("the run was aborted")
+            ):
                 return False
             self._record_interruption()
             return True
