@@ -492,3 +492,24 @@ def test_a_tasks_timeout_bounds_lathes_own_check_too(tmp_path, fake_openai):
     assert time.monotonic() - started < 120, done.stderr
     [line] = _lines(tmp_path / "run")
     assert line["solved"] is False
+
+
+def test_retry_errors_with_a_smaller_list_keeps_the_other_tasks_lines(tmp_path, fake_openai):
+    # The error lines of every task were dropped, those of tasks outside the list too:
+    # they never ran again and their results were gone.
+    for name in ("t1", "t2"):
+        make_task(tmp_path / "all", name)
+    make_task(tmp_path / "some", "t1")
+    fake_openai.responder = by_marker({"Task t1": [ErrorReply(401, "bad key")],
+                                       "Task t2": [ErrorReply(401, "bad key")]})  # fmt: skip
+    run = tmp_path / "run"
+    assert _batch(tmp_path, tmp_path / "all", run, fake_openai).returncode == 3
+
+    fake_openai.responder = by_marker({"Task t1": fix("t1"), "Task t2": fix("t2")})
+    retried = _batch(tmp_path, tmp_path / "some", run, fake_openai, "--retry-errors", "--force")
+
+    assert retried.returncode == 0, retried.stderr
+    lines = {line["id"]: line for line in _lines(run)}
+    assert sorted(lines) == ["t1", "t2"]
+    assert (lines["t1"]["status"], lines["t2"]["status"]) == ("solved", "error")
+    assert "1 error" in retried.stderr and "2 errors" not in retried.stderr

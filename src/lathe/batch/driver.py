@@ -91,12 +91,14 @@ class Batch:
         self._hold_folder()
         self._check_manifest()
         done = self.folder.results()
+        ids = {task.id for task in options.tasks}
         retried = []
         if options.retry_errors:
-            retried = [i for i, line in done.items() if line.get("status") == "error"]
+            # Only this list's: another task's error line stays (a smaller list with
+            # --force would otherwise drop lines it never runs again).
+            retried = [i for i, line in done.items() if line.get("status") == "error" and i in ids]
             self.folder.drop(set(retried))
             done = {i: line for i, line in done.items() if i not in retried}
-        ids = {task.id for task in options.tasks}
         done = {i: line for i, line in done.items() if i in ids}
         to_run = [task for task in options.tasks if task.id not in done]
         return Plan(options.tasks, to_run, done, retried, list(self.folder.skipped))
