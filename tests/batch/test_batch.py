@@ -430,6 +430,12 @@ def _jsonl(tmp_path, *records) -> Path:
            "verify": "true"},), "`ref`"),
         (({"id": "s", "repo": "REPO", "task": "x", "verify": "true", "setup": ["make"]},),
          "`setup`"),
+        # An id too long for a file name: the task ran, could not be recorded, and the
+        # batch stopped there at every resume.
+        (({"id": "x" * 300, "repo": "REPO", "task": "x", "verify": "true"},), "too long"),
+        # A timeout of no time: every task ended in an error.
+        (({"id": "t", "repo": "REPO", "task": "x", "verify": "true", "timeout": -5},),
+         "`timeout`"),
         # Tracebacks: a list that is not UTF-8.
         ((b'{"id": "u", "repo": "REPO", "task": "' + bytes([0xFF]) + b'", "verify": "true"}',),
          "UTF-8"),

@@ -63,6 +63,11 @@ def load_tasks(source: Path) -> list[BatchTask]:
     named: dict[str, str] = {}  # file name -> the id that has it
     for task in tasks:
         name = task_file_name(task.id)
+        if len(name.encode()) > _MAX_NAME_BYTES:
+            raise UsageError(
+                f"task id {task.id[:40]!r}... in {source} is too long: the run folder names "
+                f"its files after it, and a file name holds {_MAX_NAME_BYTES} bytes; shorten it"
+            )
         if named.get(name) == task.id:
             raise UsageError(f"task id {task.id!r} appears twice in {source}; ids must be unique")
         if name in named:
@@ -72,6 +77,9 @@ def load_tasks(source: Path) -> list[BatchTask]:
             )
         named[name] = task.id
     return tasks
+
+
+_MAX_NAME_BYTES = 200  # of a task's file names, leaving room for ".diff" under 255
 
 
 def task_file_name(task_id: str) -> str:
@@ -161,6 +169,8 @@ def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
         timeout = float(spec.get("timeout", DEFAULT_TIMEOUT_S))
     except (TypeError, ValueError):
         raise UsageError(f"task {task_id} ({where}): `timeout` is not a number") from None
+    if not timeout > 0:  # NaN included
+        raise UsageError(f"task {task_id} ({where}): `timeout` must be a number of seconds above 0")
     task = BatchTask(
         id=task_id, repo=spec["repo"], task=spec["task"], verify=spec["verify"],
         ref=spec.get("ref"), setup=spec.get("setup"), timeout=timeout,
