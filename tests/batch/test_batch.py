@@ -519,3 +519,17 @@ def test_retry_errors_with_a_smaller_list_keeps_the_other_tasks_lines(tmp_path, 
     assert sorted(lines) == ["t1", "t2"]
     assert (lines["t1"]["status"], lines["t2"]["status"]) == ("solved", "error")
     assert "1 error" in retried.stderr and "2 errors" not in retried.stderr
+
+
+@pytest.mark.parametrize("budget", [("--max-cost", "0.01"), ("--max-total-cost", "0.000001")])
+def test_a_cost_budget_for_a_model_with_no_prices_is_refused_before_any_task(
+    tmp_path, fake_openai, budget
+):
+    # Its cost is unknown, not zero: --max-total-cost was never reached and every task
+    # ran; --max-cost made each task end in an error.
+    make_task(tmp_path / "tasks", "t1")
+    done = _batch(tmp_path, tmp_path / "tasks", tmp_path / "run", fake_openai, *budget)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: ") and budget[0] in line and "prices" in line, line
+    assert fake_openai.chat_bodies() == []

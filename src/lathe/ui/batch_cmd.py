@@ -150,7 +150,7 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
         lathe_args=tuple(values["lathe_args"]),
         keep_workspace=values["keep"],
     )
-    model = _resolved_model(settings)
+    model = _resolved_model(settings, values["max_total_cost"])
     options = BatchOptions(
         tasks=task_list,
         source=str(tasks.resolve()),
@@ -222,9 +222,10 @@ def report(run_dir: Path, compare: Path | None, output: Path | None) -> None:
     click.echo(str(written))
 
 
-def _resolved_model(settings: Any) -> str:
-    """The model id every task will use; a config or key problem stops the batch here,
-    before any task runs."""
+def _resolved_model(settings: Any, max_total_cost: float | None) -> str:
+    """The model id every task will use; a config or key problem, or a cost budget for
+    a model with no prices (never reached: its cost is unknown, not zero), stops the
+    batch here, before any task runs."""
     import shutil
     import tempfile
 
@@ -238,8 +239,18 @@ def _resolved_model(settings: Any) -> str:
                 model=settings.model,
                 base_url=settings.base_url,
                 max_turns=settings.max_turns,
+                max_cost=settings.max_cost,
             )
         )
+        if max_total_cost is not None and not setup.model.prices.known:
+            from lathe.errors import UsageError
+
+            raise UsageError(
+                f"--max-total-cost needs the model's prices, and there are none for "
+                f"{setup.model.name or setup.model.model_id} in the model catalog: give them in "
+                "its [models] table (provider, input_price and output_price), or bound the "
+                "batch with --max-total-wall instead"
+            )
         return str(setup.model.model_id)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
