@@ -85,38 +85,44 @@ class LatheClient:
         return [SessionInfo.of(s) for s in self._call("GET", "/v1/sessions")["sessions"]]
 
     def session(self, session_id: str) -> SessionInfo:
-        return SessionInfo.of(self._call("GET", f"/v1/sessions/{session_id}"))
+        return SessionInfo.of(self._call("GET", f"/v1/sessions/{_segment(session_id)}"))
 
     def delete(self, session_id: str) -> dict[str, Any]:
-        return self._call("DELETE", f"/v1/sessions/{session_id}")
+        return self._call("DELETE", f"/v1/sessions/{_segment(session_id)}")
 
     def send(self, session_id: str, text: str) -> bool:
         """Post a message; whether it was queued behind a running turn."""
-        answer = self._call("POST", f"/v1/sessions/{session_id}/messages", json={"text": text})
+        answer = self._call(
+            "POST", f"/v1/sessions/{_segment(session_id)}/messages", json={"text": text}
+        )
         return bool(answer["queued"])
 
     def abort(self, session_id: str) -> bool:
-        return bool(self._call("POST", f"/v1/sessions/{session_id}/abort")["aborted"])
+        return bool(self._call("POST", f"/v1/sessions/{_segment(session_id)}/abort")["aborted"])
 
     def fork(self, session_id: str) -> SessionInfo:
-        return SessionInfo.of(self._call("POST", f"/v1/sessions/{session_id}/fork"))
+        return SessionInfo.of(self._call("POST", f"/v1/sessions/{_segment(session_id)}/fork"))
 
     def resume(self, session_id: str, **changes: Any) -> SessionInfo:
         body = {k: v for k, v in changes.items() if v is not None}
-        return SessionInfo.of(self._call("POST", f"/v1/sessions/{session_id}/resume", json=body))
+        return SessionInfo.of(
+            self._call("POST", f"/v1/sessions/{_segment(session_id)}/resume", json=body)
+        )
 
     def transcript(self, session_id: str) -> str:
-        return str(self._call("GET", f"/v1/sessions/{session_id}/transcript")["text"])
+        return str(self._call("GET", f"/v1/sessions/{_segment(session_id)}/transcript")["text"])
 
     # approvals
 
     def approvals(self, session_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/v1/sessions/{session_id}/approvals")["approvals"])
+        return list(
+            self._call("GET", f"/v1/sessions/{_segment(session_id)}/approvals")["approvals"]
+        )
 
     def answer(self, session_id: str, approval_id: str, choice: str, reason: str = "") -> None:
         self._call(
             "POST",
-            f"/v1/sessions/{session_id}/approvals/{approval_id}",
+            f"/v1/sessions/{_segment(session_id)}/approvals/{_segment(approval_id)}",
             json={"choice": choice, "reason": reason},
         )
 
@@ -168,7 +174,7 @@ class LatheClient:
         headers = {"Last-Event-ID": str(after)} if after else {}
         params = {} if follow else {"follow": "false"}
         with self._http.stream(
-            "GET", f"/v1/sessions/{session_id}/events", headers=headers, params=params,
+            "GET", f"/v1/sessions/{_segment(session_id)}/events", headers=headers, params=params,
             # The server pings every 15 s: a minute of silence is a dead stream.
             timeout=httpx.Timeout(self._http.timeout.connect, read=60.0),
         ) as response:  # fmt: skip
@@ -191,7 +197,22 @@ class LatheClient:
         response = self._http.request(method, path, **kwargs)
         if response.status_code >= 400:
             raise ServiceError(response.status_code, _message(response))
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            raise ServiceError(
+                response.status_code,
+                f"the answer to {method} {path} is not JSON: is this lathe serve?",
+            ) from None
+
+
+def _segment(identifier: str) -> str:
+    """An id as one path segment: "../abort" must not name another route."""
+    from urllib.parse import quote
+
+    if identifier in ("", ".", ".."):
+        raise ServiceError(400, f"{identifier!r} is not an id")
+    return quote(identifier, safe="")
 
 
 def _message(response: httpx.Response) -> str:

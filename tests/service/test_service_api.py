@@ -11,7 +11,7 @@ import sys
 
 import httpx
 import pytest
-from tests.fakes.openai_server import Call, Reply
+from tests.fakes.openai_server import Call, Hang, Reply
 from tests.service.scripts import calc_workspace
 from tests.service.server import ServeProcess
 
@@ -128,6 +128,25 @@ def test_unknown_sessions_and_approvals_are_404_and_bad_bodies_say_what_is_wrong
         with pytest.raises(ServiceError) as shape:
             client.create_session(str(ws), approval="sometimes")
         assert shape.value.status == 422 and "approval" in str(shape.value)
+
+
+def test_the_client_sends_an_id_as_one_path_segment(served, fake_openai, tmp_path):
+    # `answer(sid, "../abort", ...)` aborted the session's run, `session("../health")`
+    # raised KeyError and `session("")` a JSONDecodeError: ids went into paths as they were.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Hang(30))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "fix add")
+        with pytest.raises(ServiceError) as sneaky:
+            client.answer(session.id, "../abort", "once")
+        assert sneaky.value.status == 404
+        assert client.session(session.id).status == "running"
+        for odd in ("../health", "", "..", "a/b", "?x=1"):
+            with pytest.raises(ServiceError) as refused:
+                client.session(odd)
+            assert refused.value.status in (400, 404), odd
+        client.abort(session.id)
 
 
 def test_an_edit_waits_for_approval_and_runs_once_approved(served, fake_openai, tmp_path):
