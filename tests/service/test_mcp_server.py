@@ -219,3 +219,44 @@ def test_sigterm_during_a_stdio_run_task_ends_the_run_and_records_it(fake_openai
     [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
     last = json.loads(session.read_text().splitlines()[-1])
     assert last["type"] == "run_end" and last["status"] == "interrupted"
+
+
+def test_a_run_task_session_does_not_outlive_a_server_killed_during_the_call(fake_openai, tmp_path):
+    # The call's session was kept in the registry: the next server served it for ever,
+    # with nobody to drive it, and every later run_task in its workspace was refused.
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from tests.fakes.openai_server import Hang
+    from tests.service.server import ServeProcess
+
+    ws = calc_workspace(tmp_path)
+    home = tmp_path / "home"
+
+    async def run_task(server: ServeProcess, task: str):
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                return await client.call_tool("run_task", {
+                    "workspace": str(ws), "task": task, "model": "m",
+                    "base_url": fake_openai.base_url})  # fmt: skip
+
+    async def killed_mid_call(server: ServeProcess) -> None:
+        call = asyncio.ensure_future(run_task(server, "first"))
+        while not fake_openai.requests:
+            await asyncio.sleep(0.05)
+        server.kill()
+        with pytest.raises(BaseException):  # noqa: B017 (the transport's own error)
+            await call
+
+    fake_openai.enqueue(Hang(30))
+    first = ServeProcess(home).start()
+    asyncio.run(killed_mid_call(first))
+
+    _fix_script(fake_openai)
+    with ServeProcess(home) as again:
+        assert again.client().sessions() == []
+        ran = asyncio.run(run_task(again, "fix add"))
+    assert not ran.is_error, ran.content
+    assert ran.structured_content["files_changed"] == ["calc.py"]

@@ -91,14 +91,17 @@ class SessionManager:
             raise UnknownSession(session_id)
         return served
 
-    async def create(self, options: SessionOptions) -> ServedSession:
+    async def create(self, options: SessionOptions, *, kept: bool = True) -> ServedSession:
+        """A new session served; `kept` False: served for one caller only (an MCP
+        `run_task`), so no record brings it back after a restart with nobody to drive
+        it (its files stay, like any session's)."""
         self._check_endpoint(options.base_url)
         async with self._lock:
             workspace = self._free_workspace(options.workspace)
             session = await asyncio.to_thread(
                 self.store.create, workspace, options.model or _NO_MODEL
             )
-            return await self._serve(options, session, new=True)
+            return await self._serve(options, session, new=True, kept=kept)
 
     async def fork(self, session_id: str) -> ServedSession:
         """A new session holding the conversation of `session_id` so far. It works in
@@ -175,7 +178,7 @@ class SessionManager:
         }
 
     async def _serve(
-        self, options: SessionOptions, session: Any, *, new: bool = False
+        self, options: SessionOptions, session: Any, *, new: bool = False, kept: bool = True
     ) -> ServedSession:
         """Serve `session`; when it cannot start, a `new` one's files are removed, so a
         failed create leaves nothing behind."""
@@ -189,7 +192,8 @@ class SessionManager:
             if new:
                 _discard(Path(session.path))
             raise
-        self._save(record)
+        if kept:
+            self._save(record)
         self.sessions[served.id] = served
         return served
 

@@ -148,7 +148,7 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
             verify=verify, max_turns=max_turns, approval_timeout_s=NOBODY_ANSWERS_S,
         )  # fmt: skip
         try:
-            served = await manager.create(options)
+            served = await manager.create(options, kept=False)
         except LatheError as exc:  # a bad workspace or model, a workspace in use
             raise ToolError(str(exc)) from None
         try:
