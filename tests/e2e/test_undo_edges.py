@@ -86,9 +86,7 @@ def test_a_relative_lathe_home_is_taken_from_where_lathe_was_started(tmp_path, f
     assert (ws / "a.txt").read_text() == "a\n"
 
 
-def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(
-    tmp_path, fake_openai
-):
+def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(tmp_path, fake_openai):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("0\n")
@@ -205,3 +203,21 @@ def test_continue_after_an_undo_tells_the_model_which_files_went_back(tmp_path, 
     assert resumed.returncode == 0, resumed.stderr
     users = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
     assert "feature.py" in users[-1] and "test f" in users[-1]
+
+
+def test_an_undo_that_kept_every_file_does_not_say_it_already_matched(tmp_path, fake_openai):
+    # The user changed the file after the run: undo kept it, and said the workspace
+    # "already matches" the checkpoint, which it did not.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    edit = {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    fake_openai.enqueue(Reply(calls=[Call("edit", edit)]), Reply("Done."))
+    assert lathe_run(fake_openai, ws, tmp_path, "set x").returncode == 0
+    (ws / "a.py").write_text("x = 42\n")
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert "already matches" not in undone.stdout, undone.stdout
+    assert "Nothing was changed" in undone.stdout and "a.py" in undone.stderr
+    assert (ws / "a.py").read_text() == "x = 42\n"

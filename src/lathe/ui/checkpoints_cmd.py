@@ -132,6 +132,11 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
     target = report.target
     if report.changed:
         click.echo(f"Restored the workspace to {_describe(target)}.")
+    elif report.kept or report.skipped:
+        click.echo(
+            f"Nothing was changed: every file that differs from {_describe(target)} was "
+            "left as it is (below)."
+        )
     else:
         click.echo(f"Nothing to change: the workspace already matches {_describe(target)}.")
     _print_paths("reverted", report.restored)
