@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -221,3 +222,29 @@ def test_an_undo_that_kept_every_file_does_not_say_it_already_matched(tmp_path, 
     assert "already matches" not in undone.stdout, undone.stdout
     assert "Nothing was changed" in undone.stdout and "a.py" in undone.stderr
     assert (ws / "a.py").read_text() == "x = 42\n"
+
+
+def test_a_resumed_fork_is_told_the_files_changed_since_its_branch_point(tmp_path, fake_openai):
+    # The fork has its own id, which no checkpoint names: it went on believing x = 2.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})]),
+        Reply(calls=[Call("edit", {"path": "a.py", "old_string": "x = 2", "new_string": "x = 3"})]),
+        Reply("x is 3."),
+    )
+    assert lathe_run(fake_openai, ws, tmp_path, "set x").returncode == 0
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+    entries = [json.loads(line) for line in session.read_text().splitlines()[1:]]
+    first_result = next(e["id"] for e in entries if e.get("message", {}).get("role") == "tool")
+    forked = lathe(tmp_path, "sessions", "fork", session.stem.split("_")[-1], "--at", first_result)
+    assert forked.returncode == 0, forked.stderr
+    fork_id = forked.stdout.split()[-1]
+
+    fake_openai.enqueue(Reply("x is 2."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--resume", fork_id, "what is x?")
+
+    assert resumed.returncode == 0, resumed.stderr
+    users = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
+    assert "a.py" in users[-1] and "what is x?" in users[-1]

@@ -151,17 +151,19 @@ class Checkpoints:
                 report.result = self._snapshot(f"restore of #{n} ({target.label})", kind="restore")
             return report
 
-    def changed_since(self, session_id: str) -> builtins.list[str]:
-        """The files that differ now from how the newest file-changing turn of session
-        `session_id` left them (the user's edits, an undo, a restore since): what the
-        model must re-read when that session goes on. Empty when none of its turns
-        changed a file here."""
+    def changed_since(self, session_id: str, left_at: str | None = None) -> builtins.list[str]:
+        """The files that differ now from how the session's conversation last left them
+        (the user's edits, an undo, a restore, another branch since): what the model
+        must re-read when that session goes on. `left_at`: the last checkpoint on the
+        session's branch, by commit (a fork's, its parent's before the branch point);
+        else the newest file-changing turn of `session_id`. Empty when neither names a
+        checkpoint here."""
         if not self._repo.exists():
             return []
         with self._locked(create=False):
-            left = next(
-                (c for c in self._history() if c.kind == "after" and c.session == session_id),
-                None,
+            history = self._history()
+            left = next((c for c in history if left_at and c.commit == left_at), None) or next(
+                (c for c in history if c.kind == "after" and c.session == session_id), None
             )
             if left is None:
                 return []

@@ -148,7 +148,7 @@ class _HeadlessRun:
         safety = build_safety(setup, session, approver=None, emit=self.emit)
         checkpoints = self._checkpoints()
         if history:
-            told = await asyncio.to_thread(changes_note, checkpoints, session.id)
+            told = await asyncio.to_thread(changes_note, checkpoints, session)
             if told is not None:
                 self.recorder.on_message(told)
                 history = [*history, told]

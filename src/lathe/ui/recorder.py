@@ -64,13 +64,17 @@ class SessionRecorder(AgentHooks):
         )
 
 
-def changes_note(checkpoints, session_id: str) -> Message | None:
-    """For a session that goes on: a note naming the files that changed since its last
-    turn left them (by the user, or by `lathe undo`), or None. The model would otherwise
-    go on from what it remembers of them."""
+def changes_note(checkpoints, session: Session) -> Message | None:
+    """For a session that goes on: a note naming the files that changed since its
+    conversation last left them (by the user, by `lathe undo`, or on another branch: a
+    fork goes on from its branch point), or None. The model would otherwise go on from
+    what it remembers of them."""
     from lathe.agent.finish import note
 
-    changed = checkpoints.changed_since(session_id)
+    left_at = next(
+        (e.ref for e in reversed(session.branch()) if isinstance(e, CheckpointEntry)), None
+    )
+    changed = checkpoints.changed_since(session.id, left_at)
     if not changed:
         return None
     shown = ", ".join(changed[:20]) + (

@@ -144,7 +144,7 @@ class Links(AgentHooks):
         conversation = session.conversation()
         if session.entries and self.checkpoints is not None:
             try:
-                told = changes_note(self.checkpoints, session.id)
+                told = changes_note(self.checkpoints, session)
             except LatheError:  # a store that fails says so at the first turn
                 told = None
             if told is not None:
