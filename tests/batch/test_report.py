@@ -193,6 +193,16 @@ def test_a_folder_without_results_is_a_one_line_error(tmp_path, run):
     assert not (run / "report.html").exists()
 
 
+@pytest.mark.parametrize("manifest", ["[1, 2]", '"text"', "{not json"])
+def test_a_manifest_that_is_not_an_object_is_a_one_line_error(run, manifest):
+    # JSON of another shape ended in a traceback.
+    (run / "manifest.json").write_text(manifest)
+    done = _report(run)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: ") and "manifest.json" in line, line
+
+
 def test_the_page_is_self_contained_and_escaped(run):
     assert _report(run).returncode == 0
     page = (run / "report.html").read_text()

@@ -112,11 +112,17 @@ class RunFolder:
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.manifest_file.read_text(encoding="utf-8"))
+            manifest = json.loads(self.manifest_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError too
             raise UsageError(f"cannot read {self.manifest_file}: {exc}") from None
+        if not isinstance(manifest, dict):
+            raise UsageError(
+                f"cannot read {self.manifest_file}: it holds {type(manifest).__name__}, not the "
+                "object lathe batch writes; remove it to go on without it"
+            )
+        return manifest
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         from lathe.atomic_write import write_atomic
@@ -139,4 +145,3 @@ def _id_of(line: bytes) -> str | None:
     except json.JSONDecodeError:
         return None
     return record.get("id") if isinstance(record, dict) else None
-
