@@ -5,6 +5,7 @@ The scripted fake model does the work."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 
@@ -260,3 +261,42 @@ def test_a_run_task_session_does_not_outlive_a_server_killed_during_the_call(fak
         ran = asyncio.run(run_task(again, "fix add"))
     assert not ran.is_error, ran.content
     assert ran.structured_content["files_changed"] == ["calc.py"]
+
+
+def test_sigterm_during_an_http_run_task_answers_the_call_and_prints_no_traceback(
+    fake_openai, tmp_path
+):
+    # The call was left to uvicorn's graceful timeout, then cancelled: a traceback on
+    # stderr, and the client's call died without a result.
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from tests.service.server import ServeProcess
+
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "sleep 30"})]))
+    server = ServeProcess(tmp_path / "home").start()
+    said: list[str] = []
+
+    async def call_then_sigterm():
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                call = asyncio.ensure_future(client.call_tool("run_task", {
+                    "workspace": str(ws), "task": "wait", "model": "m",
+                    "base_url": fake_openai.base_url}))  # fmt: skip
+                while len(fake_openai.requests) < 1:
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.5)  # the command runs
+                said.append(await asyncio.to_thread(server.stop))
+                answers.append(await call)
+
+    answers: list = []
+    # Leaving the client tells the server the session ended: it has gone by then.
+    with contextlib.suppress(ExceptionGroup):
+        asyncio.run(call_then_sigterm())
+
+    [ran] = answers
+    assert ran.structured_content["status"] == "interrupted", ran.content
+    assert "Traceback" not in said[0] and "Exception in ASGI" not in said[0], said[0]

@@ -96,6 +96,17 @@ class Stopping:
     def __init__(self, manager: "SessionManager") -> None:
         self._manager = manager
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.calls: set[str] = set()  # the sessions of the run_task calls in progress
+
+    def cut_short(self) -> None:
+        """The server is stopping: end each call's run now (recorded `interrupted`), so
+        the call answers with that status while its connection is still open."""
+        for session_id in list(self.calls):
+            served = self._manager.sessions.get(session_id)
+            if served is not None:
+                task = asyncio.ensure_future(served.abort("the server stopped"))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
     def stop(self, session_id: str) -> "asyncio.Task[Any]":
         task = asyncio.ensure_future(self._manager.delete(session_id))
@@ -151,11 +162,13 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
             served = await manager.create(options, kept=False)
         except LatheError as exc:  # a bad workspace or model, a workspace in use
             raise ToolError(str(exc)) from None
+        stopping.calls.add(served.id)
         try:
             served.post(task)
             finished, verified = await _follow(served, ctx)
             changed = await asyncio.to_thread(_files_changed, served, manager.home)
         finally:
+            stopping.calls.discard(served.id)
             # A cancelled call (the client gave up, the server stops) still ends the run
             # as interrupted and frees the workspace. Someone may have stopped it
             # already (`lathe serve`'s DELETE /v1/sessions/ID).
@@ -336,6 +349,11 @@ class HttpEndpoint:
         self._closing: asyncio.Event | None = None
         self._transport: asyncio.Task[None] | None = None
         self._failed: str | None = None
+
+    def cut_short(self) -> None:
+        """Shutdown has begun: the run_task calls answer now, before the server's grace
+        period for open requests ends (past it they were cancelled with a traceback)."""
+        self._stopping.cut_short()
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

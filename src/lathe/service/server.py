@@ -14,6 +14,7 @@ import socket
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from lathe.errors import UsageError
 from lathe.net import is_loopback_address
@@ -124,8 +125,11 @@ def serve(
     token, new = read_or_create_token(token_path)
     manager = server_manager(max_commands)
 
+    loops: list[asyncio.AbstractEventLoop] = []
+
     @asynccontextmanager
     async def lifespan(app):
+        loops.append(asyncio.get_running_loop())
         await manager.restore()
         for problem in manager.problems:
             say(f"lathe: warning: a session could not be restored: {problem}")
@@ -143,7 +147,14 @@ def serve(
     if new:
         say(f"lathe: the new token (shown once): {token}")
     announce(url)
-    server = uvicorn.Server(
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            for loop in loops:  # the signal may come before the lifespan started
+                loop.call_soon_threadsafe(app.state.mcp.cut_short)
+
+    server = Server(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     )
     try:
