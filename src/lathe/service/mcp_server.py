@@ -97,16 +97,30 @@ class Stopping:
         self._manager = manager
         self._tasks: set[asyncio.Task[Any]] = set()
         self.calls: set[str] = set()  # the sessions of the run_task calls in progress
+        self._answered: asyncio.Event | None = None  # set when the last call has ended
 
-    def cut_short(self) -> None:
-        """The server is stopping: end each call's run now (recorded `interrupted`), so
-        the call answers with that status while its connection is still open."""
+    def call_began(self, session_id: str) -> None:
+        self.calls.add(session_id)
+
+    def call_ended(self, session_id: str) -> None:
+        self.calls.discard(session_id)
+        if not self.calls and self._answered is not None:
+            self._answered.set()
+
+    async def cut_short(self, within_s: float) -> None:
+        """The server is stopping: end each call's run now (recorded `interrupted`), and
+        wait (at most `within_s`) until every call has answered with that status."""
+        if not self.calls:
+            return
+        self._answered = asyncio.Event()
         for session_id in list(self.calls):
             served = self._manager.sessions.get(session_id)
             if served is not None:
                 task = asyncio.ensure_future(served.abort("the server stopped"))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), within_s)
 
     def stop(self, session_id: str) -> "asyncio.Task[Any]":
         task = asyncio.ensure_future(self._manager.delete(session_id))
@@ -162,13 +176,13 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
             served = await manager.create(options, kept=False)
         except LatheError as exc:  # a bad workspace or model, a workspace in use
             raise ToolError(str(exc)) from None
-        stopping.calls.add(served.id)
+        stopping.call_began(served.id)
         try:
             served.post(task)
             finished, verified = await _follow(served, ctx)
             changed = await asyncio.to_thread(_files_changed, served, manager.home)
         finally:
-            stopping.calls.discard(served.id)
+            stopping.call_ended(served.id)
             # A cancelled call (the client gave up, the server stops) still ends the run
             # as interrupted and frees the workspace. Someone may have stopped it
             # already (`lathe serve`'s DELETE /v1/sessions/ID).
@@ -350,10 +364,15 @@ class HttpEndpoint:
         self._transport: asyncio.Task[None] | None = None
         self._failed: str | None = None
 
-    def cut_short(self) -> None:
-        """Shutdown has begun: the run_task calls answer now, before the server's grace
-        period for open requests ends (past it they were cancelled with a traceback)."""
-        self._stopping.cut_short()
+    @property
+    def calls_in_progress(self) -> bool:
+        return bool(self._stopping.calls)
+
+    async def cut_short(self, within_s: float) -> None:
+        """Before shutdown begins: the run_task calls end their runs and answer, while
+        their streams are open (once it began, they were cut, or cancelled past the
+        server's grace period with a traceback)."""
+        await self._stopping.cut_short(within_s)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:

@@ -149,10 +149,24 @@ def serve(
     announce(url)
 
     class Server(uvicorn.Server):
+        """Shutdown waits (a little) for the /mcp calls in progress to answer: once it
+        begins, their response streams end (sse-starlette ends them at the signal)."""
+
+        answering = False
+
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if loops and not self.answering and app.state.mcp.calls_in_progress:
+                self.answering = True  # a second signal goes straight on
+                loops[0].call_soon_threadsafe(asyncio.ensure_future, self._then_exit(sig, frame))
+                return
             super().handle_exit(sig, frame)
-            for loop in loops:  # the signal may come before the lifespan started
-                loop.call_soon_threadsafe(app.state.mcp.cut_short)
+
+        async def _then_exit(self, sig: int, frame: Any) -> None:
+            try:
+                await app.state.mcp.cut_short(within_s=4.0)
+                await asyncio.sleep(0.2)  # the answers leave through the transport
+            finally:
+                super().handle_exit(sig, frame)
 
     server = Server(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
