@@ -431,3 +431,24 @@ def test_only_tools_the_server_marks_read_only_run_in_read_only_mode(tmp_path, f
     assert added == "2"
     assert "read-only" in echoed and "echo:" not in echoed
     assert [c["name"] for c in received(tmp_path)] == ["add"]
+
+
+def test_what_a_server_prints_or_returns_reaches_the_terminal_without_escapes_or_tracebacks(
+    tmp_path, fake_openai
+):
+    # Lines on a server's stdout that were not JSON-RPC printed a traceback each on
+    # lathe's stderr (a token the server printed, in clear), and a result's escape
+    # sequences (OSC 52 writes the clipboard) went raw into the progress line.
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, "--garbage")})
+    sneaky = "\x1b]52;c;aGk=\x07\x1b[2J hi"
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__echo", {"text": sneaky})]), Reply("Ok."))
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "Traceback" not in result.stderr and "not json" not in result.stderr
+    assert "echo: hi" in result.stderr
+    log = (tmp_path / "home" / "logs" / "mcp-srv.log").read_text()
+    assert "Failed to parse JSONRPC message" in log and "Traceback" not in log

@@ -242,8 +242,12 @@ def _printable_output(output: ToolOutput) -> ToolOutput:
 
 def _first_line(text: str) -> str:
     """A summary as events promise it: one line (a missed edit's message held a
-    stretch of the file), at most 120 characters."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    stretch of the file), at most 120 characters, and no escape sequence (an MCP
+    server's result once wrote the clipboard through the progress line: OSC 52)."""
+    from lathe.exec.terminal import terminal_text
+
+    text = terminal_text(text).strip()
+    line = text.splitlines()[0] if text else ""
     return line[:120]
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -196,6 +199,8 @@ class McpConnection:
         from mcp import Client
 
         assert self._stop is not None
+        _route_sdk_log()
+        _SERVING.set(self)  # for what the SDK logs from the tasks this one starts
         config = self.entry.config
         kinds = ["sse"] if config.transport == "sse" else ["streamable-http"]
         if config.url is not None and config.transport == "auto":
@@ -332,6 +337,49 @@ def _describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_SERVING: contextvars.ContextVar[McpConnection | None] = contextvars.ContextVar(
+    "lathe_mcp_serving", default=None
+)
+
+
+@functools.cache
+def _route_sdk_log() -> None:
+    """What the SDK logs (a line on a server's stdout that is not JSON-RPC: a banner, a
+    token it printed) goes to that server's log, masked, as one line; it had reached
+    lathe's terminal through Python's last-resort handler, a traceback a line, the
+    token in clear."""
+    import logging
+
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(_ServerLog())
+    sdk.propagate = False
+
+
+class _ServerLog(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        connection = _SERVING.get()
+        if connection is None or connection._log_dir is None:
+            return
+        import os
+
+        from lathe.config.secrets import mask_secret
+        from lathe.mcptools.servers import entry_secrets
+
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            detail = str(record.exc_info[1]).strip().splitlines()
+            text += f": {' '.join(line.strip() for line in detail[:3])}"
+        for secret in sorted(entry_secrets(connection.entry), key=len, reverse=True):
+            text = text.replace(secret, mask_secret(secret))
+        path = connection._log_dir / f"mcp-{connection.name}.log"
+        with contextlib.suppress(OSError):
+            log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(log, f"lathe: {text}\n".encode("utf-8", "replace"))
+            finally:
+                os.close(log)
 
 
 def _copy_masked(read_end: int, log: int, secrets: list[str]) -> None:
