@@ -459,3 +459,41 @@ def test_alt_enter_still_starts_a_new_line_with_esc_made_quick(
     term.type("secondline")
     term.wait_for(r"> firstline\n\s+secondline")
     assert fake_openai.requests == []
+
+
+def test_a_question_that_starts_like_an_answer_is_not_taken_for_one(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # "a question first: ..." was read as "a": allowed always, and the question lost.
+    fake_openai.enqueue(
+        Reply("", calls=[Call("write", {"path": "app.py", "content": "gone\n"})]),
+        Reply("Left it."),
+        Reply("It rewrites app.py."),
+    )
+    before = (workspace / "app.py").read_text()
+    term = launch()
+    term.send("rewrite app.py")
+    term.wait_for(r"approve: write app\.py")
+    term.send("a question first: what does it write?")
+    term.wait_for(r"queued for after this turn: a question first")
+    term.send("n")
+    term.wait_for(r"It rewrites app\.py\.")
+    assert (workspace / "app.py").read_text() == before
+    assert _user_texts(fake_openai.chat_bodies()[-1])[-1] == "a question first: what does it write?"
+
+
+def test_a_slash_command_typed_while_an_approval_waits_is_not_sent_to_the_model(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    fake_openai.enqueue(
+        Reply("", calls=[Call("write", {"path": "app.py", "content": "gone\n"})]),
+        Reply("Left it."),
+    )
+    term = launch()
+    term.send("rewrite app.py")
+    term.wait_for(r"approve: write app\.py")
+    term.send("/model")
+    term.wait_for(r"answer the approval first")
+    term.send("n")
+    term.wait_for(r"Left it\.")
+    assert "/model" not in json.dumps(fake_openai.chat_bodies())

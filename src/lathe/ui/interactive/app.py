@@ -564,6 +564,12 @@ class InteractiveApp:
         assert self.pending_approval is not None
         _, future = self.pending_approval
         answer = parse_answer(text)
+        if answer is None and text.strip().startswith("/"):  # not a message for the model
+            self.renderer.note(
+                f"answer the approval first (y, a or n [reason]), then type {_fit(text, 30)} again",
+                "yellow",
+            )
+            return
         if answer is None:
             if text.strip():  # a message, not an answer: it waits for the turn, as one typed
                 self.submit(text)  # while the model writes does (it was thrown away)

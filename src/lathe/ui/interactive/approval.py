@@ -14,12 +14,13 @@ from __future__ import annotations
 
 def parse_answer(text: str) -> tuple[str, str] | None:
     """(choice, reason) for a typed answer, choice in once/always/deny; None when the
-    text is not an answer."""
+    text is not an answer. Only a deny takes words after it (its reason): "a question
+    first: ..." is a message, not "always"."""
     word, _, rest = text.strip().partition(" ")
     match word.lower():
-        case "y" | "yes" | "once":
+        case "y" | "yes" | "once" if not rest.strip():
             return "once", ""
-        case "a" | "always":
+        case "a" | "always" if not rest.strip():
             return "always", ""
         case "n" | "no" | "deny" | "d":
             return "deny", rest.strip()
