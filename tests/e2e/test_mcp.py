@@ -449,6 +449,6 @@ def test_what_a_server_prints_or_returns_reaches_the_terminal_without_escapes_or
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
     assert "Traceback" not in result.stderr and "not json" not in result.stderr
-    assert "echo: hi" in result.stderr
+    assert "echo: \\x1b]52;c;aGk=\\x07\\x1b[2J hi" in result.stderr  # shown, not acted on
     log = (tmp_path / "home" / "logs" / "mcp-srv.log").read_text()
     assert "Failed to parse JSONRPC message" in log and "Traceback" not in log

@@ -497,3 +497,23 @@ def test_a_slash_command_typed_while_an_approval_waits_is_not_sent_to_the_model(
     term.send("n")
     term.wait_for(r"Left it\.")
     assert "/model" not in json.dumps(fake_openai.chat_bodies())
+
+
+def test_escape_codes_a_model_writes_are_shown_not_obeyed(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # The command to approve showed as `$ ls -la` alone: its start was erased by the
+    # escape codes it held, and `y` ran `touch PWNED`.
+    sneaky = "touch PWNED; #\x1b[2K\x1b[1G    ls -la"
+    fake_openai.enqueue(
+        Reply("", calls=[Call("bash", {"command": sneaky})]),
+        Reply("Title \x1b]0;pwned\x07 and \x1b[2J done."),
+    )
+    term = launch()
+    term.send("list the files")
+    screen = term.wait_for(r"approve: run command")
+    assert "touch PWNED" in screen
+    term.send("n")
+    screen = term.wait_for(r"done\.")
+    assert "\\x1b]0;pwned\\x07" in screen and "list the files" in screen
+    assert not (workspace / "PWNED").exists()

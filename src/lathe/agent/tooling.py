@@ -242,11 +242,11 @@ def _printable_output(output: ToolOutput) -> ToolOutput:
 
 def _first_line(text: str) -> str:
     """A summary as events promise it: one line (a missed edit's message held a
-    stretch of the file), at most 120 characters, and no escape sequence (an MCP
-    server's result once wrote the clipboard through the progress line: OSC 52)."""
-    from lathe.exec.terminal import terminal_text
+    stretch of the file), at most 120 characters, its control bytes written out (an
+    MCP server's result once wrote the clipboard through the progress line: OSC 52)."""
+    from lathe.exec.terminal import visible_text
 
-    text = terminal_text(text).strip()
+    text = visible_text(text.strip())
     line = text.splitlines()[0] if text else ""
     return line[:120]
 

@@ -31,3 +31,16 @@ def terminal_text(output: str) -> str:
 
 
 _NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible_text(text: str) -> str:
+    """`text` to show a person as it is: each control byte but tab and newline written
+    out (`\\x1b`), so none acts on their terminal. For what a model or a server wrote
+    (a reply, a diff, a command to approve): `touch PWNED; #\\x1b[2K\\x1b[1G $ ls` had shown
+    as `$ ls` in an approval prompt, and a `\\r` would hide the same way."""
+    if not _INVISIBLE.search(text):
+        return text
+    return _INVISIBLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)

@@ -187,9 +187,9 @@ class _Report:
             lines.append(f"{self.name} resources: {', '.join(self.resources)}")
         if self.prompts:
             lines.append(f"{self.name} prompts: {', '.join(self.prompts)}")
-        from lathe.exec.terminal import terminal_text
+        from lathe.exec.terminal import visible_text
 
-        return [terminal_text(line) for line in lines]  # the server's words: no escapes
+        return [visible_text(line) for line in lines]  # the server's words: no escapes
 
 
 async def _probe_all(entries: list[Any], workspace: Path) -> dict[str, _Report]:

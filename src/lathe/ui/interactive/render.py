@@ -36,6 +36,7 @@ from lathe.events import (
     VerifyFinished,
     VerifyStarted,
 )
+from lathe.exec.terminal import visible_text
 from lathe.plural import plural
 from lathe.types import Usage
 
@@ -259,9 +260,11 @@ class Renderer:
     # printing helpers used by the app and the commands
 
     def note(self, text: str, style: str = "dim") -> None:
+        """A line of lathe's, which may quote what a model or a server wrote: its control
+        bytes are shown, never sent to the terminal (`visible_text`)."""
         from rich.text import Text
 
-        self.console.print(Text(text, style=style))
+        self.console.print(Text(visible_text(text), style=style))
 
     def error(self, text: str) -> None:
         self.note(text, "bold red")
@@ -270,13 +273,13 @@ class Renderer:
         from rich.text import Text
 
         line = Text("> ", style="bold cyan")
-        line.append(text.strip())
+        line.append(visible_text(text.strip()))
         self.console.print(line)
 
     def diff(self, diff: str, limit: int = _DIFF_LINES) -> None:
         from rich.text import Text
 
-        lines = diff.rstrip("\n").splitlines()
+        lines = visible_text(diff.rstrip("\n")).splitlines()
         out = Text()
         for line in lines[:limit]:
             if line.startswith(("+++", "---")):
@@ -303,7 +306,8 @@ class Renderer:
         from rich.markdown import Markdown
 
         with self.console.capture() as captured:
-            self.console.print(Markdown(text, code_theme="ansi_dark", hyperlinks=False))
+            markdown = Markdown(visible_text(text), code_theme="ansi_dark", hyperlinks=False)
+            self.console.print(markdown)
         lines = [_TRAILING_SPACE.sub(r"\1", line) for line in captured.get().split("\n")]
         while lines and not _ANSI.sub("", lines[0]).strip():
             lines.pop(0)
@@ -314,7 +318,7 @@ class Renderer:
 
     def live_tail(self, max_lines: int = 4) -> list[str]:
         """The unfinished block of the reply being streamed, for the live area."""
-        lines = self.stream.pending.splitlines()
+        lines = visible_text(self.stream.pending).splitlines()
         return lines[-max_lines:]
 
     # private
