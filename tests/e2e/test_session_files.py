@@ -181,3 +181,18 @@ def test_a_corrupt_first_line_leaves_a_conversation_that_starts_with_the_user(
     sent = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] != "system"]
     assert sent[0]["role"] == "user"
     assert "lost" in sent[0]["content"]
+
+
+def test_sessions_show_writes_out_the_escape_codes_a_reply_held(tmp_path, fake_openai):
+    # CSI codes were taken out but an OSC title (and BEL) reached the terminal.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply("Done \x1b]0;pwned\x07 and \x1b[2J here."))
+    assert lathe_run(fake_openai, ws, tmp_path, "say it").returncode == 0
+    [session] = (tmp_path / "home" / "sessions").rglob("*.jsonl")
+
+    shown = _lathe(tmp_path, "sessions", "show", session.stem.split("_")[-1], prefix=[])
+
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    assert "Done \\x1b]0;pwned\\x07 and \\x1b[2J here." in shown.stdout

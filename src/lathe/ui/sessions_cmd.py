@@ -137,11 +137,13 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
 def show(session_id: str) -> None:
     """A readable transcript of session ID's current branch (a unique id prefix is
     enough)."""
+    from lathe.exec.terminal import visible_text
     from lathe.session.transcript import render_text
 
     session = _store().open(session_id, readonly=True)
     _warn(session.warnings, session.id)
-    click.echo(render_text(session, checkpoints=checkpoint_numbers(session)), nl=False)
+    text = render_text(session, checkpoints=checkpoint_numbers(session))
+    click.echo(visible_text(text), nl=False)  # a reply's escape codes: shown, not obeyed
     click.echo(_family(session), nl=False)
 
 
