@@ -418,8 +418,14 @@ def test_a_child_reads_and_writes_the_projects_own_memory(tmp_path, fake_openai)
     # writes went to a file no later run read.
     ws = _project(tmp_path)
     fake_openai.enqueue(
-        Reply(calls=[Call("memory", {"action": "add", "scope": "project",
-                                     "text": "PARENT-MEM tests: pytest -q"})]),
+        Reply(
+            calls=[
+                Call(
+                    "memory",
+                    {"action": "add", "scope": "project", "text": "PARENT-MEM tests: pytest -q"},
+                )
+            ]
+        ),
         Reply("noted"),
     )
     assert _run(fake_openai, ws, tmp_path, "remember the tests").returncode == 0
@@ -638,3 +644,55 @@ def test_a_childs_events_begin_with_its_run_started(tmp_path, fake_openai) -> No
              if e["type"] == "child_event"]  # fmt: skip
     assert inner[0]["type"] == "run_started" and "[child a] look" in inner[0]["task"]
     assert inner[0]["session_id"] and inner[-1]["type"] == "run_finished"
+
+
+def test_a_childs_own_token_cap_and_the_runs_budget_each_hold(tmp_path, fake_openai) -> None:
+    # agents.max_tokens was judged on the whole run's spend (a second child stopped at
+    # once, having used nothing), and in place of --max-tokens when larger (the run
+    # went on past its budget).
+    ws = _project(tmp_path)
+    some = {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] look")], usage=some),
+                Reply(calls=[_task("b", "[child b] look")], usage=some),
+                Reply("done", usage=some)],
+        children={"[child a]": [Reply("a seen", usage=some)],
+                  "[child b]": [Reply("b seen", usage=some)]},
+    )  # fmt: skip
+    result = _run(fake_openai, ws, tmp_path, "-c", "agents.max_tokens=60", "go")
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = _results(result.stdout)
+    assert ": completed" in outputs["call_a"]["output"], outputs["call_a"]
+    assert ": completed" in outputs["call_b"]["output"], outputs["call_b"]
+
+    busy = [Reply(calls=[Call("bash", {"command": "true"})], usage=some)] * 8
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("c", "[child c] work")], usage=some), Reply("done")],
+        children={"[child c]": [*busy, Reply("c done", usage=some)]},
+    )  # fmt: skip
+    before = len(fake_openai.chat_bodies())
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "--max-tokens", "200",
+                  "-c", "agents.max_tokens=100000", "split the work")  # fmt: skip
+    asked = len(fake_openai.chat_bodies()) - before
+    assert asked <= 5, f"{asked} requests for a 200-token run of 50-token replies"
+
+
+def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path, fake_openai):
+    # Its cost was unknown, so --max-cost never judged the child: 2.6M tokens spent.
+    ws = _project(tmp_path)
+    agents = ws / ".lathe" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "cheap.md").write_text(
+        "---\ndescription: a cheaper model\nmodel: unpriced\n---\nWork.\n"
+    )
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] work", agent="cheap")]), Reply("done")],
+        children={"[child a]": [Reply("a done")]},
+    )
+    priced = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
+              "-c", "models.m.output_price=2.0"]  # fmt: skip
+    result = _run(fake_openai, ws, tmp_path, *priced, "--max-cost", "0.50", "go")
+    outputs = _results(result.stdout)
+    assert outputs["call_a"]["is_error"] is True, outputs["call_a"]
+    assert "prices" in outputs["call_a"]["output"]
+    assert not any("[child a]" in _first_user_text(b) for b in fake_openai.chat_bodies())

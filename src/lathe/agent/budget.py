@@ -59,15 +59,24 @@ class RunBudget:
     # agent's included, judged instead of its own spend (elapsed time stays its own).
     # Each child given all of the run's budget, a $0.50 run spent $2.00.
     shared: Callable[[], Spend] | None = field(default=None, compare=False)
+    # A subagent's own cap (`agents.max_tokens`), judged on its own spend alone, beside
+    # the run's limits judged on the whole run's.
+    own_max_tokens: int | None = None
 
     @property
     def limited(self) -> bool:
-        return any(x is not None for x in (self.max_cost_usd, self.max_tokens, self.timeout_s))
+        limits = (self.max_cost_usd, self.max_tokens, self.timeout_s, self.own_max_tokens)
+        return any(x is not None for x in limits)
 
     def exceeded(self, usage: Usage, cost: float | None, elapsed: float) -> str | None:
         """Why the run must stop now, or None. `usage` and `cost` are this run's so far
         (cost None: unknown, which no cost limit can judge), `elapsed` its seconds."""
         spent = self.earlier.plus(tokens_of(usage), cost, elapsed)
+        if self.own_max_tokens is not None and spent.tokens >= self.own_max_tokens:
+            return (
+                f"the subagent's token budget ({self.own_max_tokens:,}, agents.max_tokens) was "
+                f"reached: {spent.tokens:,} tokens used"
+            )
         if self.shared is not None:
             tree = self.shared()
             spent = Spend(tree.tokens, tree.cost_usd if cost is not None else None, spent.elapsed_s)

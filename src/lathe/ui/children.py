@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lathe.agent.budget import Spend, tokens_of
+from lathe.agent.budget import RunBudget, Spend, tokens_of
 from lathe.config.loader import Origin
 from lathe.config.schema import AgentsConfig
 from lathe.errors import ToolError
@@ -325,10 +325,12 @@ class _Child:
                 hooks=hook_chain(safety, parent._redactor, recorders=[recorder]),
                 tools=tools,
             )
-            budget = agent.deps.settings.budget
-            if budget is not None:  # the run's, shared with every agent of it
-                shared = dataclasses.replace(budget, shared=parent._family.total_spent)
-                agent.deps.settings.budget = shared
+            budget = agent.deps.settings.budget or RunBudget()
+            own_cap = child_setup.loaded.config.agents.max_tokens
+            if budget.limited or own_cap is not None:  # the run's, shared with every agent
+                agent.deps.settings.budget = dataclasses.replace(
+                    budget, shared=parent._family.total_spent, own_max_tokens=own_cap
+                )
             brief = self._brief()
             started = RunStarted(
                 task=brief,
@@ -393,9 +395,9 @@ class _Child:
                 "agent": config.agent.model_copy(
                     update={
                         "max_turns": profile.max_turns or config.agents.max_turns,
-                        # Unset for children, the user's: a child never has more
-                        # than the run it serves (whose budgets count it too).
-                        "max_tokens": config.agents.max_tokens or config.agent.max_tokens,
+                        # The run's, judged on the whole run's spend (`_work`);
+                        # agents.max_tokens is the child's own cap beside it.
+                        "max_tokens": config.agent.max_tokens,
                         "timeout": config.agents.timeout or config.agent.timeout,
                         "verify": None,
                         "attempts": 1,
@@ -418,9 +420,13 @@ class _Child:
         if profile.model is None:
             return child
         from lathe.config import resolve_model
+        from lathe.ui.budgets import check_cost_budget
         from lathe.ui.setup import endpoint_for
 
         model = resolve_model(child_config)
+        # A cost budget judges every agent of the run: a child whose cost is unknown
+        # would spend outside it.
+        check_cost_budget(child_loaded, model)
         return dataclasses.replace(child, model=model, endpoint=endpoint_for(model))
 
     def _brief(self) -> str:
