@@ -452,3 +452,34 @@ def test_what_a_server_prints_or_returns_reaches_the_terminal_without_escapes_or
     assert "echo: \\x1b]52;c;aGk=\\x07\\x1b[2J hi" in result.stderr  # shown, not acted on
     log = (tmp_path / "home" / "logs" / "mcp-srv.log").read_text()
     assert "Failed to parse JSONRPC message" in log and "Traceback" not in log
+
+
+def test_the_script_a_trusted_server_runs_cannot_be_changed_without_approval(tmp_path, fake_openai):
+    # The model edited the project server's own script (an ordinary file then), and its
+    # next call started the edited script on the host, outside the sandbox.
+    ws = workspace(tmp_path)
+    (ws / "tools").mkdir()
+    (ws / "tools" / "server.py").write_text(Path(FAKE_SERVER).read_text())
+    server = {"command": sys.executable, "args": ["tools/server.py"]}
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": server}}))
+    fake_openai.enqueue(Reply("Hi."))
+    assert run(fake_openai, tmp_path, ws, "--trust-project-mcp").returncode == 0
+
+    planted = "import pathlib; pathlib.Path('PLANTED').write_text('x')\n"
+    first = Path(FAKE_SERVER).read_text().splitlines()[0]
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "tools/server.py", "old_string": first,
+                                   "new_string": planted + first})]),
+        Reply(calls=[Call("bash", {"command": "echo '# changed' >> tools/server.py"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    result = run(fake_openai, tmp_path, ws, "--json")
+
+    assert result.returncode == 0, result.stderr
+    finished = [
+        e for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "tool_finished"
+    ]
+    edit, bash = finished
+    assert edit["is_error"] and "tools/server.py is a protected path" in edit["output"], edit
+    assert bash["details"]["exit_code"] != 0, bash  # the sandbox shows the file read-only
+    assert (ws / "tools" / "server.py").read_text() == Path(FAKE_SERVER).read_text()

@@ -187,6 +187,31 @@ def _asked(ask: Callable[[Any], bool] | None, home: Path, settings: Any) -> bool
     return False
 
 
+def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ...]:
+    """The workspace files the stdio servers' command and arguments name (a script, a
+    config it loads), as patterns anchored at the workspace: protected, so that code a
+    server runs on the host changes only with the user's approval (the model had edited
+    a trusted server's script, and its next call ran the edit outside the sandbox)."""
+    root = workspace.resolve()
+    found: list[str] = []
+    for entry in entries:
+        config = entry.config
+        if config.command is None:
+            continue
+        base = workspace / config.cwd if config.cwd else workspace
+        for word in (config.command, *config.args):
+            if "${" in word or not word.strip():
+                continue
+            try:
+                path = (base / Path(word).expanduser()).resolve()
+                named = path.is_file() and path.is_relative_to(root)
+            except (OSError, ValueError):  # a NUL, a loop of links, a name too long
+                continue
+            if named and (pattern := "/" + path.relative_to(root).as_posix()) not in found:
+                found.append(pattern)
+    return tuple(found)
+
+
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
     """`value` with each `${VAR}` replaced from the environment; a variable that is not
     set is an error naming the server and the variable."""

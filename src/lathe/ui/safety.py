@@ -56,6 +56,15 @@ def hook_chain(
     return HookChain([safety.gate, *safety.hooks, redactor, *taps, *masked])
 
 
+def _server_files(setup: RunSetup) -> tuple[str, ...]:
+    """The workspace files MCP servers run: protected like the user's own list."""
+    if setup.mcp_servers is None or not setup.mcp_servers.entries:
+        return ()
+    from lathe.mcptools.servers import files_they_run
+
+    return files_they_run(setup.mcp_servers.entries, setup.workspace)
+
+
 def permission_rules(setup: RunSetup) -> RuleSet:
     """The config's rules plus the run's --allow/--deny."""
     config = setup.loaded.config.permissions
@@ -96,6 +105,7 @@ def build_safety(
     mode = Mode.parse(setup.approval)
     hide_own_environment()
     rules = permission_rules(setup)
+    protect = (*config.protect, *_server_files(setup))
     hidden = _key_variables(setup)
     keep = config.env_passthrough
     executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
@@ -114,7 +124,7 @@ def build_safety(
                 container,
                 network=config.sandbox.network,
                 deny_read=rules.denied_read_patterns(),
-                deny_write=[*rules.denied_edit_patterns(), *protected_patterns(config.protect)],
+                deny_write=[*rules.denied_edit_patterns(), *protected_patterns(protect)],
                 status=status,
                 hide_env=hidden,
                 keep_env=keep,
@@ -158,7 +168,7 @@ def build_safety(
         workspace=setup.workspace,
         home=Path.home(),
         sandboxed=sandboxed,
-        protected=tuple(config.protect),
+        protected=protect,
         tools=tools,
     )
     remembered = standing_approvals(session)
