@@ -172,3 +172,15 @@ def test_a_sandbox_asked_for_with_full_approval_is_one_line_not_ignored(tmp_path
     assert done.returncode == 2
     line = _one_lathe_line(done)
     assert "--sandbox gvisor has no effect with --approval full" in line
+
+
+@pytest.mark.parametrize(
+    "args", [("trust",), ("memory", "show"), ("memory", "clear", "--yes"), ("config", "show")]
+)
+def test_a_config_error_is_exit_2_in_every_command(tmp_path, args):
+    # trust and memory exited 1 with the same message that run and config show exit 2 on.
+    (tmp_path / ".lathe").mkdir()
+    (tmp_path / ".lathe" / "config.toml").write_text('[agent]\nmax_turns = "abc"\n')
+    done = lathe(*args, cwd=tmp_path, home=tmp_path / "home")
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "max_turns" in _one_lathe_line(done)

@@ -67,13 +67,9 @@ def report(
 def _settings(workspace: Path):
     """The workspace's `[memory]` settings and the read rules a run would apply."""
     from lathe.config import load_config
-    from lathe.errors import UsageError
     from lathe.policy.rules import RuleSet
 
-    try:
-        config = load_config(workspace).config
-    except UsageError as exc:
-        raise click.ClickException(str(exc)) from None
+    config = load_config(workspace).config  # a UsageError: one line, exit 2
     rules = RuleSet.from_strings(allow=config.permissions.allow, deny=config.permissions.deny)
     return config.memory, rules.denied_read_patterns()
 
@@ -104,13 +100,9 @@ def show_command(workspace: Path) -> None:
         no_read=no_read,
         user_file=user_instructions_path(),
     )
-    from lathe.errors import UsageError
 
-    try:
-        standing = found.standing()
-        lines = report(standing, _store(workspace, settings), settings, found.notes)
-    except UsageError as exc:  # a memory file that cannot be read
-        raise click.ClickException(str(exc)) from None
+    standing = found.standing()  # an unreadable memory file: a UsageError, exit 2
+    lines = report(standing, _store(workspace, settings), settings, found.notes)
     for line in lines:
         click.echo(line)
 
