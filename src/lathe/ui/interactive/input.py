@@ -91,7 +91,12 @@ def expand_references(text: str, workspace: Path) -> tuple[str, list[str], list[
             if path.exists() or "/" in name or "." in name:
                 problems.append(f"@{name} is not a file in the workspace; not attached")
             continue
-        data = path.read_bytes()[: _MAX_ATTACH_BYTES + 1]
+        try:  # no further than is attached: a 3 GB log was read whole first
+            with path.open("rb") as file:
+                data = file.read(_MAX_ATTACH_BYTES + 1)
+        except OSError as exc:
+            problems.append(f"@{name} cannot be read ({exc.strerror or exc}); not attached")
+            continue
         if b"\0" in data[:8192]:
             problems.append(f"@{name} is a binary file; not attached")
             continue
