@@ -132,6 +132,31 @@ def test_import_a_codex_config_without_copying_its_secrets(tmp_path):
     assert "export GITHUB_TOKEN" not in again.stdout  # nothing of it was written this time
 
 
+def test_import_replaces_a_secret_written_in_a_servers_arguments_too(tmp_path):
+    # Only env and headers were looked at: a token in args was copied as it was.
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        '[mcp_servers.github]\ncommand = "npx"\n'
+        f'args = ["-y", "server-github", "--token", "{token}", "--key={token}"]\n'
+        f'env = {{ GITHUB_TOKEN = "{token}" }}\n'
+        '[mcp_servers.other]\ncommand = "srv"\n'
+        'args = ["--api-key", "sk-live-0123456789abcdefghijklmn"]\n'
+    )
+
+    result = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "config.toml").read_text()
+    assert token not in written and "sk-live" not in written
+    servers = tomllib.loads(written)["mcp"]["servers"]
+    assert servers["github"]["args"] == [
+        "-y", "server-github", "--token", "${GITHUB_TOKEN}", "--key=${GITHUB_TOKEN}"
+    ]  # fmt: skip
+    [variable] = [a[2:-1] for a in servers["other"]["args"] if a.startswith("${")]
+    assert f"export {variable}" in result.stdout
+
+
 def test_import_a_gemini_settings_file_into_the_project(tmp_path):
     gemini = tmp_path / "settings.json"
     gemini.write_text(
@@ -242,7 +267,7 @@ def test_import_takes_the_secrets_out_of_a_servers_url(tmp_path):
     # The env secret became ${VAR}, but a key in the url was copied into the config.
     codex = tmp_path / "codex.toml"
     codex.write_text(
-        '[mcp_servers.search]\n'
+        "[mcp_servers.search]\n"
         'url = "https://bob:pw-0123456789@example.com/mcp?api_key=abcdef1234567890abcdef&x=1"\n'
     )
 

@@ -50,14 +50,18 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
                 f"{path}: two servers become {safe!r} in lathe's names ({name!r} is one); "
                 "rename one of them first"
             )
+        named: dict[str, str] = {}  # a secret's value -> the variable that now holds it
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
                 if holds_literal_secret(value):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
+                    named.setdefault(value, variable)
                     value = f"${{{variable}}}"
                     replaced.append((f"mcp.servers.{safe}.{key}.{item}", variable))
                 fields[key][item] = value
+        if fields.get("args"):
+            fields["args"] = _args_without_secrets(fields["args"], safe, named, replaced)
         if fields.get("url"):
             fields["url"] = _url_without_secrets(fields["url"], safe, replaced)
         try:
@@ -70,6 +74,26 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
             raise UsageError(f"{path}: server {name}: {exc}") from None
         servers[safe] = checked.model_dump(exclude_defaults=True)
     return servers, replaced
+
+
+def _args_without_secrets(
+    args: list[Any], safe: str, named: dict[str, str], replaced: list[tuple[str, str]]
+) -> list[str]:
+    """`args` with each credential (a whole argument, or the value of `--opt=VALUE`) put
+    in a variable: the one an env entry already gives it, else one named after the
+    server and the argument's place."""
+    cleaned: list[str] = []
+    for index, arg in enumerate(str(a) for a in args):
+        option, equals, value = arg.rpartition("=") if arg.startswith("-") else ("", "", arg)
+        if not holds_literal_secret(value):
+            cleaned.append(arg)
+            continue
+        variable = named.get(value)
+        if variable is None:
+            variable = named[value] = _variable(f"{safe}_arg_{index}")
+            replaced.append((f"mcp.servers.{safe}.args[{index}]", variable))
+        cleaned.append(f"{option}{equals}${{{variable}}}")
+    return cleaned
 
 
 def _lathe_name(path: Path, name: str) -> str:
