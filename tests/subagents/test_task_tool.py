@@ -8,7 +8,9 @@ child's conversation opens with its brief, which names it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -696,3 +698,37 @@ def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path,
     assert outputs["call_a"]["is_error"] is True, outputs["call_a"]
     assert "prices" in outputs["call_a"]["output"]
     assert not any("[child a]" in _first_user_text(b) for b in fake_openai.chat_bodies())
+
+
+def test_sigterm_while_a_childs_worktree_is_made_leaves_no_copy_behind(
+    tmp_path, fake_openai
+) -> None:
+    # The copy went on in its thread after the cancel, and nothing removed it: a full
+    # copy of the workspace (its .env too) stayed under LATHE_HOME/worktrees.
+    import signal
+    import time
+
+    ws = _project(tmp_path)
+    for index in range(4000):  # untracked: each is copied
+        (ws / f"data_{index}.txt").write_text("x" * 100)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] look")]), Reply("done")],
+        children={"[child a]": [Reply("seen")]},
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "go"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    trees = tmp_path / "home" / "worktrees"
+    deadline = time.monotonic() + 60
+    while not [d for d in trees.glob("*/*") if d.is_dir() and any(d.glob("data_1*"))]:
+        assert time.monotonic() < deadline and run.poll() is None, "no worktree was made"
+        time.sleep(0.005)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+
+    assert run.returncode == 143, err
+    assert [d for d in trees.glob("*/*") if d.is_dir()] == []

@@ -264,9 +264,7 @@ class _Child:
             try:
                 if not self.profile.read_only:
                     async with family.merging:  # never from a half-applied sibling patch
-                        self.tree = await asyncio.to_thread(
-                            create_worktree, setup.workspace, family.home, self.session.id
-                        )
+                        self.tree = await self._made_worktree()
                 self.finished = await self._work()
                 return await self._result()
             except asyncio.CancelledError:
@@ -278,6 +276,22 @@ class _Child:
                 return await asyncio.shield(saving)
         finally:
             await asyncio.shield(asyncio.ensure_future(self._close_after(saving)))
+
+    async def _made_worktree(self) -> Worktree:
+        """The child's worktree. Cancelled while it is made, the copy goes on in its
+        thread: it is waited for and kept in `self.tree`, so that `_close_after` removes
+        it (a full copy of the workspace, its .env too, had stayed behind)."""
+        setup, family = self.parent._setup, self.parent._family
+        assert self.session is not None
+        making = asyncio.ensure_future(
+            asyncio.to_thread(create_worktree, setup.workspace, family.home, self.session.id)
+        )
+        try:
+            return await asyncio.shield(making)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.tree = await making
+            raise
 
     async def _close_after(self, saving: asyncio.Future[Any] | None) -> None:
         """Once what the child changed is saved (`saving`), its worktree goes and its
