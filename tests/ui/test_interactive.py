@@ -517,3 +517,22 @@ def test_escape_codes_a_model_writes_are_shown_not_obeyed(
     screen = term.wait_for(r"done\.")
     assert "\\x1b]0;pwned\\x07" in screen and "list the files" in screen
     assert not (workspace / "PWNED").exists()
+
+
+def test_a_draft_being_typed_when_the_turn_is_interrupted_is_kept(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # The queued messages came back into the input line in place of the draft typed
+    # after them, which was lost.
+    fake_openai.enqueue(Reply("", calls=[Call("bash", {"command": "sleep 30"})]), Reply("Ok."))
+    term = launch("--approval", "full")
+    term.send("first task")
+    term.wait_for(r"bash sleep 30")
+    term.send("queued words")
+    term.wait_for(r"queued: queued words")
+    term.type("draft words")
+    term.wait_for(r"> draft words")
+    term.keys("Escape")
+    term.wait_for(r"interrupted · the prompt is yours")
+    screen = term.wait_for(r"draft words")
+    assert "queued words" in screen.split("interrupted")[-1], screen

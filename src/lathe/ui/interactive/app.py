@@ -422,7 +422,9 @@ class InteractiveApp:
             if self.queue:  # the cursor after it: what is typed next goes on its end
                 from prompt_toolkit.document import Document
 
-                text = "\n".join(self.queue)
+                # Before the draft being typed, which stays (it had been replaced).
+                draft = self.prompt.default_buffer.text
+                text = "\n".join([*self.queue, *([draft] if draft.strip() else [])])
                 self.prompt.default_buffer.document = Document(text, len(text))
             message = None
         else:
