@@ -732,3 +732,17 @@ def test_sigterm_while_a_childs_worktree_is_made_leaves_no_copy_behind(
 
     assert run.returncode == 143, err
     assert [d for d in trees.glob("*/*") if d.is_dir()] == []
+
+
+def test_a_child_that_only_reads_is_not_said_to_have_left_files_behind(tmp_path, fake_openai):
+    # Every child was told it made `.lathe/tmp/.gitignore` (lathe's own spill folder)
+    # and should make it again in the parent's workspace.
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] read a.py")]), Reply("done")],
+        children={"[child a]": [Reply(calls=[Call("read", {"path": "a.py"})]), Reply("seen")]},
+    )
+    result = _run(fake_openai, ws, tmp_path, "go")
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = _results(result.stdout)["call_a"]["output"]
+    assert "not brought back" not in output and ".lathe/tmp" not in output, output

@@ -101,6 +101,9 @@ class Changes:
 
 
 # Folders of files no one wrote on purpose: what running code or tests leaves.
+# lathe's spill folder in the child's folder (`ui.wiring.spill_dir`): lathe's, not the
+# child's work (every child had been told it made `.lathe/tmp/.gitignore`).
+_LATHES_OWN = ".lathe/tmp/"
 _CACHES = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".tox",
      ".venv", "venv", ".cache", ".hypothesis"}
@@ -137,7 +140,11 @@ def _left_behind(tree: Worktree) -> tuple[str, ...]:
     listing = _git(tree.path, *_user_ignores(), "ls-files", "--others", "--ignored",
                    "--exclude-standard", "-z")  # fmt: skip
     paths = listing.decode("utf-8", "surrogateescape").split("\0")
-    ignored = [p for p in paths if p and not _CACHES.intersection(Path(p).parts[:-1])]
+    ignored = [
+        p
+        for p in paths
+        if p and not _CACHES.intersection(Path(p).parts[:-1]) and not p.startswith(_LATHES_OWN)
+    ]
     inside = [p for sub in _submodules(tree.path) for p in _changed_in(tree, sub)]
     return tuple(sorted({*ignored, *inside}))
 
