@@ -248,3 +248,26 @@ def test_a_resumed_fork_is_told_the_files_changed_since_its_branch_point(tmp_pat
     assert resumed.returncode == 0, resumed.stderr
     users = [m["content"] for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
     assert "a.py" in users[-1] and "what is x?" in users[-1]
+
+
+def test_a_change_inside_a_nested_repository_is_not_called_no_change(tmp_path, fake_openai):
+    # Checkpoints record a nested repository as its commit alone: an edit inside it
+    # ended with "no file was changed", and `lathe undo` had nothing to undo.
+    ws = tmp_path / "ws"
+    lib = ws / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "lib.py").write_text("k = 1\n")
+    git(lib, "init", "-q")
+    git(lib, "add", ".")
+    git(lib, "commit", "-qm", "lib")
+    edit = {"path": "vendor/lib/lib.py", "old_string": "k = 1", "new_string": "k = 2"}
+    fake_openai.enqueue(Reply(calls=[Call("edit", edit)]), Reply("Done."))
+
+    done = lathe_run(fake_openai, ws, tmp_path, "edit lib")
+
+    assert done.returncode == 0, done.stderr
+    assert (lib / "lib.py").read_text() == "k = 2\n"
+    assert "no file was changed" not in done.stderr, done.stderr
+    assert "vendor/lib" in done.stderr and "undo" in done.stderr
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+    assert "vendor/lib" in undone.stdout + undone.stderr, undone

@@ -96,6 +96,9 @@ class ShadowRepo:
         self.git_dir = root / "git"
         self._tracked_cache: tuple[tuple[int, int], set[str]] | None = None
         self._silenced: frozenset[str] = frozenset()  # see `_silence_nested_filters`
+        # The repositories nested in the workspace at the last staging: recorded as their
+        # commit alone, so what changes inside them is in no checkpoint.
+        self.nested: tuple[str, ...] = ()
 
     def exists(self) -> bool:
         return (self.git_dir / "HEAD").is_file()
@@ -146,6 +149,10 @@ class ShadowRepo:
             )
         return self._git("write-tree").decode().strip()
 
+    def staged_nested(self) -> tuple[str, ...]:
+        """The nested repositories the last staging found, read back from the index."""
+        return tuple(sorted(_gitlinks(self._git("ls-files", "-z", "--stage"))))
+
     def _silence_nested_filters(self) -> None:
         """Give every filter the repositories nested in the workspace declare an empty
         command in lathe's own git commands (and the git processes they start).
@@ -156,6 +163,7 @@ class ShadowRepo:
         a `filter.x.clean` program, and the next snapshot ran it on this machine. Config
         given in the environment outranks a repository's, so it is silenced there."""
         gitlinks = _gitlinks(self._git("ls-files", "-z", "--stage"))
+        self.nested = tuple(sorted(gitlinks))
         self._silenced = frozenset(_nested_filters(self.workspace, gitlinks))
 
     def _tracked_by_the_user_yet_ignored(self) -> set[str]:

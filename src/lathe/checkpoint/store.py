@@ -114,6 +114,7 @@ class Checkpoints:
                 raise UsageError(
                     f"nothing to undo in {self.workspace}: no agent turn has changed files "
                     "here, or all are undone (`lathe checkpoints list` shows what is recorded)"
+                    + _not_recorded(self._repo.staged_nested())
                 )
             target = next(c for c in history if c.commit == operation.parent)
             what = _describe(operation)
@@ -169,6 +170,12 @@ class Checkpoints:
                 return []
             now = self._snapshot("before the session went on", kind="before")
             return sorted(change.path for change in self._repo.diff(left.tree, now.tree))
+
+    @property
+    def unrecorded(self) -> tuple[str, ...]:
+        """The repositories nested in the workspace at the last snapshot this process
+        took: their files are in no checkpoint (each is recorded as its commit alone)."""
+        return self._repo.nested
 
     def list(self) -> builtins.list[Checkpoint]:
         """Every checkpoint, newest first; the oldest is number 1."""
@@ -280,3 +287,11 @@ def _out_of_range(n: int, count: int, workspace: Path) -> str:
         f"no checkpoint #{n} for {workspace}: choose 1 to {count} "
         "(`lathe checkpoints list` shows them)"
     )
+
+
+def _not_recorded(nested: tuple[str, ...]) -> str:
+    """What a message adds when nested repositories hold files no checkpoint has."""
+    if not nested:
+        return ""
+    shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+    return f"; files inside nested git repositories ({shown}) are in no checkpoint"

@@ -114,7 +114,11 @@ class _HeadlessRun:
         from lathe.ui.recorder import RunTally
 
         self.setup = setup
-        self.emit = JsonPrinter() if as_json else ProgressPrinter(files_changed=self._changed)
+        self.emit = (
+            JsonPrinter()
+            if as_json
+            else ProgressPrinter(files_changed=self._changed, unrecorded=self._unrecorded)
+        )
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
@@ -248,6 +252,10 @@ class _HeadlessRun:
         assert self.recorder is not None
         self.changes = CheckpointRecorder(checkpoints, self.recorder.session)
         return hook_chain(safety, redactor, recorders=[self.recorder, self.changes])
+
+    def _unrecorded(self) -> tuple[str, ...]:
+        """The nested repositories the attempt's checkpoints hold no file of."""
+        return self.changes.unrecorded if self.changes is not None else ()
 
     def _changed(self) -> bool:
         """Whether the current attempt has changed a file, for the progress lines."""

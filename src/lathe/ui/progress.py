@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO, cast
 
 from lathe.events import (
@@ -38,16 +38,22 @@ class ProgressPrinter:
     A call or check that runs long shows its elapsed time (`ui/elapsed.py`)."""
 
     def __init__(
-        self, stream: TextIO | None = None, *, files_changed: Callable[[], bool] | None = None
+        self,
+        stream: TextIO | None = None,
+        *,
+        files_changed: Callable[[], bool] | None = None,
+        unrecorded: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         """`files_changed` says whether the run has changed a file so far; without it the
-        closing lines of an unverified run assume it has."""
+        closing lines of an unverified run assume it has. `unrecorded`: the nested
+        repositories whose files checkpoints do not see (a change there is not known)."""
         from lathe.ui.elapsed import ElapsedLine
 
         self._out = ReaderMayLeave.around(stream or sys.stderr)
         self._started: dict[str, str] = {}
         self._elapsed = ElapsedLine(self._out)
         self._files_changed = files_changed
+        self._unrecorded = unrecorded
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -133,11 +139,21 @@ class ProgressPrinter:
             )
         if event.status.value == "unverified":
             self._evidence(event)
+        nested = self._unrecorded() if self._unrecorded is not None else ()
+        if nested:
+            shown = ", ".join(nested[:5]) + (
+                f" and {len(nested) - 5} more" if len(nested) > 5 else ""
+            )
+            self._line(
+                f"  files inside nested git repositories ({shown}) are in no checkpoint: "
+                "lathe cannot tell whether the run changed them, and undo cannot bring them back"
+            )
 
     def _evidence(self, event: RunFinished) -> None:
         """What an unverified run's last check shows, with or without a change to check."""
         evidence = event.evidence
-        if self._files_changed is not None and not self._files_changed():
+        unrecorded = self._unrecorded() if self._unrecorded is not None else ()
+        if self._files_changed is not None and not self._files_changed() and not unrecorded:
             ran = f"; `{evidence.command}` exited {evidence.exit_code}" if evidence else ""
             self._line(f"  no file was changed{ran}")
         elif evidence:

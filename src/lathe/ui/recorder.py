@@ -143,6 +143,11 @@ class CheckpointRecorder(AgentHooks):
     async def before_changes(self, turn: int) -> None:
         self._before = await asyncio.to_thread(self._checkpoints.before_turn, turn)
 
+    @property
+    def unrecorded(self) -> tuple[str, ...]:
+        """The nested repositories whose files the checkpoints of this run hold none of."""
+        return self._checkpoints.unrecorded
+
     async def after_changes(self, turn: int) -> None:
         session_id = self._session.id if self._session is not None else None
         checkpoint = await asyncio.to_thread(self._checkpoints.after_turn, turn, session_id)
