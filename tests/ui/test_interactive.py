@@ -139,11 +139,17 @@ def test_ctrl_c_kills_a_running_command_and_records_the_interruption(
     assert _user_texts(fake_openai.chat_bodies()[-1])[-1] == "carry on"
 
     lines = _session_lines(lathe_home)
-    assert any(e.get("type") == "run_end" and e["status"] == "interrupted" for e in lines)
+    [end] = [e for e in lines if e.get("type") == "run_end" and e["status"] == "interrupted"]
+    assert "Ctrl-C" in end["reason"], end  # it said Esc whatever was pressed
     assert any(
         e.get("type") == "message" and "[interrupted by the user]" in e["message"].get("text", "")
         for e in lines
     )
+    # The structured log `lathe stats` reads closes the run too: it had been counted
+    # "unfinished", as a crash is.
+    [log] = (lathe_home / "sessions").glob("*/*.log")
+    ends = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(e.get("kind") == "run_end" and e.get("status") == "interrupted" for e in ends), ends
 
 
 def test_esc_interrupts_a_model_that_hangs_and_a_second_ctrl_c_exits(

@@ -83,6 +83,7 @@ class InteractiveApp:
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
+        self._interrupted_by = "Esc"  # what stopped the last interrupted turn
         self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn
         self._exit_armed = False
         self._leaving = False  # a stop signal came: end the session (see _leave)
@@ -278,7 +279,7 @@ class InteractiveApp:
             ],
             actions=KeyActions(
                 ctrl_c=self._on_ctrl_c,
-                escape=lambda event: self.interrupt(),
+                escape=lambda event: self.interrupt("Esc"),
                 interrupt_active=lambda: self.running,
             ),
         )
@@ -497,9 +498,11 @@ class InteractiveApp:
                 resolved, self._switch_after_turn = self._switch_after_turn, None
                 self._switch_to(resolved)
 
-    def interrupt(self) -> None:
+    def interrupt(self, by: str = "the session ending") -> None:
+        """Stop the running turn; `by` is what stopped it, for the records."""
         if self._run_task is not None and not self._run_task.done():
             self._interrupt_requested = True
+            self._interrupted_by = by
             self._run_task.cancel()
 
     def _record_interruption(self) -> None:
@@ -532,7 +535,10 @@ class InteractiveApp:
                     )
         text = f"{partial.rstrip()}\n\n{_INTERRUPTED}" if partial.strip() else _INTERRUPTED
         agent.append(AssistantMessage(text=text, model=self.provider.model))
-        self.links.record_interruption(self.run_tally)
+        reason = f"interrupted by the user ({self._interrupted_by})"
+        self.links.record_interruption(self.run_tally, reason)
+        if self._log is not None:  # the structured log `lathe stats` reads ends the run too
+            self._log.record_interrupt(reason)
         self.renderer.note("interrupted · the prompt is yours", "yellow")
 
     # approvals: the app is the terminal's Approver
@@ -591,7 +597,7 @@ class InteractiveApp:
     def _on_ctrl_c(self, event: Any) -> None:
         buffer = event.current_buffer
         if self.running:
-            self.interrupt()
+            self.interrupt("Ctrl-C")
         elif buffer.text:
             buffer.reset()
         elif self._exit_armed:

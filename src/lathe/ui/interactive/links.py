@@ -79,9 +79,9 @@ class Links(AgentHooks):
         if isinstance(event, RunFinished) and self.recorder is not None:
             self.recorder.record_end(event)
 
-    def record_interruption(self, tally: RunTally) -> None:
+    def record_interruption(self, tally: RunTally, reason: str) -> None:
         if self.recorder is not None:
-            self.recorder.record_interrupt(tally, "interrupted by the user (Esc)")
+            self.recorder.record_interrupt(tally, reason)
 
     def remember_approval(self, key: str) -> None:
         from lathe.session import ApprovalEntry
