@@ -542,3 +542,17 @@ def test_a_draft_being_typed_when_the_turn_is_interrupted_is_kept(
     term.wait_for(r"interrupted · the prompt is yours")
     screen = term.wait_for(r"draft words")
     assert "queued words" in screen.split("interrupted")[-1], screen
+
+
+def test_a_terminal_eight_rows_high_still_shows_what_is_typed(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # prompt_toolkit kept 8 rows free for the completion menu: at 8 rows the prompt gave
+    # way to "Window too small..." and the user typed blind.
+    fake_openai.enqueue(Reply("Small but fine."))
+    term = launch(height=8)
+    term.type("typed in a small terminal")
+    screen = term.wait_for(r"typed in a small terminal")
+    assert "too small" not in screen
+    term.keys("Enter")
+    term.wait_for(r"Small but fine\.")

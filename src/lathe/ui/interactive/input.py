@@ -207,6 +207,9 @@ def build_prompt(
         erase_when_done=True,
         enable_history_search=False,
         prompt_continuation=lambda width, line_number, wrap_count: "  ",
+        # Rows kept free for the completion menu (8 by default): at 8 rows the prompt
+        # gave way to "Window too small..." and the user typed blind.
+        reserve_space_for_menu=3,
     )
     # A lone Esc waited out both of prompt_toolkit's delays (0.5 s for an escape sequence,
     # then 1 s for the Enter of Esc+Enter): 1.6 s to interrupt. A terminal sends the
