@@ -271,3 +271,33 @@ def test_a_change_inside_a_nested_repository_is_not_called_no_change(tmp_path, f
     assert "vendor/lib" in done.stderr and "undo" in done.stderr
     undone = lathe(tmp_path, "undo", "-C", str(ws))
     assert "vendor/lib" in undone.stdout + undone.stderr, undone
+
+
+def test_undo_keeps_an_empty_folder_the_user_had(tmp_path, fake_openai):
+    # Snapshots hold files, not folders: the empty logs/ the user had looked made by the
+    # turn that wrote into it, and undo removed it (so did an --attempts start-over).
+    ws = tmp_path / "ws"
+    (ws / "logs").mkdir(parents=True)
+    (ws / "a.py").write_text("x = 1\n")
+    write = {"path": "logs/run.txt", "content": "hi\n"}
+    fake_openai.enqueue(Reply(calls=[Call("write", write)]), Reply("Done."))
+    assert lathe_run(fake_openai, ws, tmp_path, "log it").returncode == 0
+    assert (ws / "logs" / "run.txt").exists()
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert not (ws / "logs" / "run.txt").exists()
+    assert (ws / "logs").is_dir()
+
+
+def test_undo_still_removes_a_folder_the_turn_made(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    write = {"path": "made/deep/run.txt", "content": "hi\n"}
+    fake_openai.enqueue(Reply(calls=[Call("write", write)]), Reply("Done."))
+    assert lathe_run(fake_openai, ws, tmp_path, "log it").returncode == 0
+
+    assert lathe(tmp_path, "undo", "-C", str(ws)).returncode == 0
+    assert not (ws / "made").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -48,6 +49,8 @@ class Checkpoint:
     undoes: str | None = None
     session: str | None = None
     """The session whose turn made an "after" checkpoint, when it was recorded."""
+    folders: tuple[str, ...] = ()
+    """Folders that held no recorded file then (empty ones): a restore keeps them."""
     kept: int = 0
 
     @property
@@ -115,4 +118,15 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
         undoes=trailers.get("Lathe-Undoes"),
         session=trailers.get("Lathe-Session"),
         kept=int(kept) if kept.isdigit() else 0,
+        folders=_folders(trailers.get("Lathe-Folders")),
     )
+
+
+def _folders(trailer: str | None) -> tuple[str, ...]:
+    if not trailer:
+        return ()
+    try:
+        names = json.loads(trailer)
+    except ValueError:
+        return ()
+    return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()

@@ -45,6 +45,7 @@ def apply_restore(
     report: RestoreReport,
     deletes: list[str],
     writes: list[str],
+    keep: tuple[str, ...] = (),
 ) -> None:
     """Delete, prune emptied directories, then write; refusals land in kept or skipped.
 
@@ -65,7 +66,7 @@ def apply_restore(
         else:
             report.kept.append(path)
     if report.deleted:
-        _prune_directories(workspace, report.deleted, repo.directories(target_tree))
+        _prune_directories(workspace, report.deleted, repo.directories(target_tree), keep)
     ready = []
     for path in writes:
         if not _writable(workspace, path):
@@ -104,9 +105,17 @@ def _delete(workspace: Path, path: str) -> bool:
     return not full.exists()
 
 
-def _prune_directories(workspace: Path, deleted: list[str], keep: set[str]) -> None:
+def _prune_directories(
+    workspace: Path, deleted: list[str], keep: set[str], kept_folders: tuple[str, ...] = ()
+) -> None:
+    """Remove the folders the deletions emptied that the target does not hold: neither
+    in its tree nor among its folders with no recorded file (`kept_folders`, and what
+    is inside them: an empty `logs/` the user had)."""
     candidates = {str(parent) for p in deleted for parent in PurePosixPath(p).parents}
     candidates.discard(".")
+    candidates = {
+        c for c in candidates if not any(c == f or c.startswith(f + "/") for f in kept_folders)
+    }
     for directory in sorted(candidates - keep, key=_depth, reverse=True):
         full = workspace / directory
         if full.is_dir() and not full.is_symlink():

@@ -149,6 +149,12 @@ class ShadowRepo:
             )
         return self._git("write-tree").decode().strip()
 
+    def folders_without_files(self) -> list[str]:
+        """After staging: the folders that hold no file the snapshot records (empty, or
+        only ignored files), outermost only. A snapshot records files, not folders."""
+        listed = self._git("ls-files", "-z", "--others", "--directory", "--exclude-standard")
+        return [name.rstrip("/") for name in _listed(listed) if name.endswith("/")]
+
     def staged_nested(self) -> tuple[str, ...]:
         """The nested repositories the last staging found, read back from the index."""
         return tuple(sorted(_gitlinks(self._git("ls-files", "-z", "--stage"))))

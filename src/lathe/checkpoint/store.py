@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,8 @@ from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import UsageError
 from lathe.file_lock import FileLock
 from lathe.home import project_slug
+
+_FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays small
 
 
 def store_root(workspace: Path, home: Path) -> Path:
@@ -196,14 +199,21 @@ class Checkpoints:
             newest = self._checkpoint(head)
             if newest.tree == tree:
                 return newest
-        extra = {"Session": session} if session else None
+        extra = {"Session": session} if session else {}
+        extra |= self._folders()
         return self._commit(tree, head, encode_message(label, turn, kind, extra))
 
     def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
         """A checkpoint of the workspace as it is, even if no file changed since the last."""
-        return self._commit(
-            self._repo.stage_all(), self._repo.head(), encode_message(label, None, kind, extra)
-        )
+        tree = self._repo.stage_all()
+        extra = {**extra, **self._folders()}
+        return self._commit(tree, self._repo.head(), encode_message(label, None, kind, extra))
+
+    def _folders(self) -> dict[str, str]:
+        """The trailer naming the folders with no recorded file (an empty `logs/`), so a
+        restore to this checkpoint keeps them: undo had removed one the user had."""
+        folders = self._repo.folders_without_files()[:_FOLDERS_KEPT]
+        return {"Folders": json.dumps(folders, ensure_ascii=False)} if folders else {}
 
     def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
         commit = self._repo.commit(tree, parent, message)
@@ -230,7 +240,7 @@ class Checkpoints:
     ) -> RestoreReport:
         report = RestoreReport(target=target, backup=backup)
         deletes, writes = plan_restore(report, changes, protected, force)
-        apply_restore(self._repo, target.tree, report, deletes, writes)
+        apply_restore(self._repo, target.tree, report, deletes, writes, keep=target.folders)
         return report
 
     def _history(self) -> builtins.list[Checkpoint]:
