@@ -482,3 +482,25 @@ def test_an_answer_kept_for_a_paused_call_never_approves_another_call(tmp_path, 
                 break
     assert event.type == "approval_requested"  # asked, not answered by the old "once"
     assert not (ws / "pwned.txt").exists()
+
+
+def test_resuming_a_session_another_process_holds_is_a_conflict(served, fake_openai, tmp_path):
+    # It answered 400, as for a bad request, where the API says 409 for a conflict.
+    from lathe.session.lock import SessionLock
+
+    ws = workspace_for(tmp_path, "held")
+    fake_openai.enqueue(Reply("first answer"))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "task one")
+        _wait_for(client, session.id, "run_finished")
+        client.delete(session.id)
+        [path] = (served.home / "sessions").rglob(f"*{session.id}.jsonl")
+        held = SessionLock.acquire(path, session.id)  # as a `lathe run --resume` would
+        try:
+            with pytest.raises(ServiceError) as busy:
+                client.resume(session.id)
+        finally:
+            held.release()
+        assert busy.value.status == 409, busy.value
+        assert "in use by another lathe process" in str(busy.value)

@@ -119,7 +119,12 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.exception_handler(LatheError)
     async def _lathe_error(request: Request, exc: LatheError) -> JSONResponse:
-        status = 409 if isinstance(exc, SessionConflict) else 400
+        from lathe.session.lock import SessionInUse
+        from lathe.workspace_lock import WorkspaceBusy
+
+        # A conflict with another process too: a session or workspace it holds.
+        conflict = isinstance(exc, (SessionConflict, SessionInUse, WorkspaceBusy))
+        status = 409 if conflict else 400
         return JSONResponse({"error": str(exc)}, status)
 
     @app.get(f"{v1}/openapi.json", include_in_schema=False)

@@ -22,6 +22,10 @@ def _holder(record: str) -> str:
     return f"pid {text}" if text.isdigit() else "a process that did not record its pid"
 
 
+class SessionInUse(UsageError):
+    """Another lathe process holds the session: the message names it and the way out."""
+
+
 class SessionLock:
     def __init__(self, lock: FileLock) -> None:
         self._lock = lock
@@ -32,7 +36,7 @@ class SessionLock:
         holder = lock.try_acquire(record=f"{os.getpid()}\n")
         if holder is not None:
             lock.release()
-            raise UsageError(
+            raise SessionInUse(
                 f"session {session_id} is in use by another lathe process ({_holder(holder)}); "
                 f"wait for it to finish or stop it, or continue in a copy with "
                 f"`lathe sessions fork {session_id}`"
