@@ -28,6 +28,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
+from pathlib import Path
 from typing import Any
 
 GROUPS = ("lathe.tools", "lathe.providers", "lathe.hooks", "lathe.executors")
@@ -48,6 +49,11 @@ class PluginStatus:
     @property
     def status(self) -> str:
         return f"failed: {self.problem}" if self.problem else "loaded"
+
+
+# What loading a plugin may raise that lathe reports and goes on from: a `sys.exit()` at
+# import ("needs X") had ended every command that loads plugins.
+LOAD_FAILURES = (Exception, SystemExit)
 
 
 def entry_points_of(group: str) -> list[EntryPoint]:
@@ -90,7 +96,7 @@ def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> lis
     for entry in entry_points_of(TOOLS):
         try:
             made = _tools_from(entry)
-        except Exception as exc:  # a broken plugin must not stop the agent
+        except LOAD_FAILURES as exc:  # a broken plugin must not stop the agent
             on_problem(problem_line(entry, describe_failure(exc)))
             continue
         for tool in made:
@@ -117,6 +123,17 @@ def _tools_from(entry: EntryPoint) -> list[Any]:
     return made
 
 
+def hooks_from(entry: EntryPoint, workspace: Path) -> Any:
+    """The hooks a `lathe.hooks` plugin makes for `workspace` (None: none here); a
+    TypeError when what it gives is not `AgentHooks` (each of its calls had failed)."""
+    from lathe.hooks.base import AgentHooks
+
+    made = entry.load()(workspace)
+    if made is not None and not isinstance(made, AgentHooks):
+        raise TypeError(f"it gave {repr(made)[:60]}, which is not lathe AgentHooks")
+    return made
+
+
 def named_factory(group: str, name: str, what: str) -> Callable[..., Any] | None:
     """The object of the `group` entry point called `name`, None when no plugin has
     one; a UsageError when it is there but cannot load (`what` names the setting)."""
@@ -127,7 +144,7 @@ def named_factory(group: str, name: str, what: str) -> Callable[..., Any] | None
             continue
         try:
             factory = entry.load()
-        except Exception as exc:
+        except LOAD_FAILURES as exc:
             raise UsageError(
                 f"{what}: {problem_line(entry, describe_failure(exc))}; fix or "
                 "uninstall the plugin (`lathe plugins` lists them)"
@@ -152,9 +169,11 @@ def survey() -> list[PluginStatus]:
             try:
                 if group == TOOLS:
                     provides = ", ".join(tool.name for tool in _tools_from(entry))
+                elif group == HOOKS:
+                    hooks_from(entry, Path.cwd())
                 elif not callable(entry.load()):
                     problem = "it is not callable"
-            except Exception as exc:  # reported, as a run would skip it
+            except LOAD_FAILURES as exc:  # reported, as a run would skip it
                 problem = describe_failure(exc)
             found.append(
                 PluginStatus(

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.hooks.base import AgentHooks
-from lathe.plugins import HOOKS, describe_failure, entry_points_of, problem_line
+from lathe.plugins import (
+    HOOKS,
+    LOAD_FAILURES,
+    describe_failure,
+    entry_points_of,
+    hooks_from,
+    problem_line,
+)
 from lathe.tools.base import ToolOutput
 from lathe.types import Message
 
@@ -29,8 +36,8 @@ def load_plugin_hooks(
     problems: list[str] = []
     for entry in entry_points_of(HOOKS):
         try:
-            made = entry.load()(workspace)
-        except Exception as exc:  # a broken plugin must not stop the agent
+            made = hooks_from(entry, workspace)
+        except LOAD_FAILURES as exc:  # a broken plugin must not stop the agent
             problems.append(problem_line(entry, describe_failure(exc)))
             continue
         if made is not None:

@@ -16,6 +16,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from lathe.errors import UsageError
 from lathe.llm.base import Provider
@@ -109,6 +110,24 @@ def register_provider_kind(kind: str, factory: Callable[[Endpoint], Provider]) -
     _FACTORIES[kind] = factory
 
 
+def _plugin_provider(factory: Callable[[Endpoint], Any], endpoint: Endpoint) -> Provider:
+    """A plugin's provider; a UsageError, before the run starts, when its factory fails
+    or gives something without a provider's methods (a traceback, or one mid-run)."""
+    from lathe.plugins import LOAD_FAILURES
+
+    what = f"provider kind {endpoint.kind!r}"
+    try:
+        provider = factory(endpoint)
+    except LOAD_FAILURES as exc:
+        raise UsageError(f"{what}: the plugin's provider did not start: {exc}") from exc
+    if not all(callable(getattr(provider, name, None)) for name in ("stream", "aclose")):
+        raise UsageError(
+            f"{what}: the plugin gave {repr(provider)[:60]}, which is not a provider (no "
+            "stream and aclose); fix or uninstall the plugin (`lathe plugins` lists them)"
+        )
+    return provider
+
+
 def make_provider(endpoint: Endpoint) -> Provider:
     factory = _FACTORIES.get(endpoint.kind) or _plugin_factory(endpoint.kind)
     if factory is None:
@@ -116,7 +135,10 @@ def make_provider(endpoint: Endpoint) -> Provider:
 
         kinds = ", ".join(sorted({*_FACTORIES, *names_in(PROVIDERS)}))
         raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
-    provider = factory(endpoint)
+    if endpoint.kind not in _FACTORIES:  # a plugin's: what it gives is checked
+        provider = _plugin_provider(factory, endpoint)
+    else:
+        provider = factory(endpoint)
     warm_up_in_background(provider)
     if endpoint.tool_mode == "json_schema":
         from lathe.llm.json_actions import JsonActionProvider

@@ -273,10 +273,18 @@ def _plugin_executor(name: str, workspace: Path, hide_env: list[str], keep_env) 
             f"{what}: no plugin executor of that name ({installed}); `lathe plugins` "
             "lists them, or unset the key for lathe's own"
         )
+    from lathe.plugins import LOAD_FAILURES
+
     try:
-        return factory(workspace=workspace, hide_env=list(hide_env), keep_env=list(keep_env))
-    except Exception as exc:  # the plugin's own failure, told as a setting that cannot work
+        made = factory(workspace=workspace, hide_env=list(hide_env), keep_env=list(keep_env))
+    except LOAD_FAILURES as exc:  # the plugin's own failure, told as a setting that cannot work
         raise UsageError(f"{what}: the plugin's executor did not start: {exc}") from exc
+    if not callable(getattr(made, "run", None)):  # every command had been an internal error
+        raise UsageError(
+            f"{what}: the plugin gave {repr(made)[:60]}, which is not an executor (no run); "
+            "fix or uninstall the plugin, or unset the key for lathe's own"
+        )
+    return made
 
 
 def _tell_what_full_mode_leaves_open(emit) -> None:
