@@ -110,7 +110,9 @@ def _agent_options(func):
         click.option(
             "--base-url",
             callback=_endpoint_given,
-            help="An OpenAI-compatible endpoint (env LATHE_BASE_URL).",
+            help="The endpoint requests go to: an OpenAI-compatible one for a model the catalog "
+            "does not list; for a catalog model, a server of its provider's API (env "
+            "LATHE_BASE_URL).",
         ),
         click.option(
             "--profile",
