@@ -163,3 +163,18 @@ def test_doctor_fails_on_the_rules_a_run_refuses_and_says_full_mode_has_no_sandb
                  cwd=workspace, env=env)  # fmt: skip
     sandbox = _line(full.stdout, "sandbox")
     assert "no sandbox" in sandbox and "private /tmp" not in sandbox
+
+
+def test_doctor_fails_the_model_check_for_a_provider_kind_nothing_provides(
+    tmp_path, workspace, fake_openai
+):
+    # Every check passed, then `lathe run` refused the kind.
+    env = {"OPENAI_API_KEY": "sk-x", "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    result = lathe(
+        "doctor", "--model", "pp/x", "-c", "providers.pp.kind=openai-compatibel",
+        "-c", f"providers.pp.base_url={fake_openai.base_url}", "-C", str(workspace),
+        cwd=workspace, env=env,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    line = _line(result.stdout, "model")
+    assert line.startswith("FAIL") and "unknown provider kind 'openai-compatibel'" in line

@@ -128,13 +128,22 @@ def _plugin_provider(factory: Callable[[Endpoint], Any], endpoint: Endpoint) -> 
     return provider
 
 
-def make_provider(endpoint: Endpoint) -> Provider:
-    factory = _FACTORIES.get(endpoint.kind) or _plugin_factory(endpoint.kind)
-    if factory is None:
-        from lathe.plugins import PROVIDERS, names_in
+def check_kind(kind: str) -> None:
+    """A UsageError, as a run would raise it, when no factory (lathe's or a plugin's)
+    serves provider `kind`: for `lathe doctor`, which must not pass what a run refuses."""
+    if kind in _FACTORIES:
+        return
+    from lathe.plugins import PROVIDERS, names_in
 
+    if kind not in names_in(PROVIDERS):
         kinds = ", ".join(sorted({*_FACTORIES, *names_in(PROVIDERS)}))
-        raise UsageError(f"unknown provider kind {endpoint.kind!r}; lathe knows {kinds}")
+        raise UsageError(f"unknown provider kind {kind!r}; lathe knows {kinds}")
+
+
+def make_provider(endpoint: Endpoint) -> Provider:
+    check_kind(endpoint.kind)
+    factory = _FACTORIES.get(endpoint.kind) or _plugin_factory(endpoint.kind)
+    assert factory is not None
     if endpoint.kind not in _FACTORIES:  # a plugin's: what it gives is checked
         provider = _plugin_provider(factory, endpoint)
     else:

@@ -149,6 +149,9 @@ def _config_checks(checks, workspace, model, base_url, overrides):
     checks.append(Check("ok", "config", "parsed: " + "; ".join(files)))
     try:
         resolved = resolve_model(loaded.config)
+        from lathe.llm.registry import check_kind
+
+        check_kind(resolved.kind)  # a kind nothing provides: a run refuses it
     except UsageError as exc:
         checks.append(Check("fail", "model", str(exc), "choose a model with --model"))
         return loaded, None
