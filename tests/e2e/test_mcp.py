@@ -483,3 +483,28 @@ def test_the_script_a_trusted_server_runs_cannot_be_changed_without_approval(tmp
     assert edit["is_error"] and "tools/server.py is a protected path" in edit["output"], edit
     assert bash["details"]["exit_code"] != 0, bash  # the sandbox shows the file read-only
     assert (ws / "tools" / "server.py").read_text() == Path(FAKE_SERVER).read_text()
+
+
+def test_what_a_server_started_stops_with_lathe(tmp_path, fake_openai):
+    # A server that exits when its stdin closes left its own helper (node under npx, a
+    # browser) running after a normal `lathe run`: only a server that lingered had its
+    # tree killed.
+    ws = workspace(tmp_path)
+    helper_file = tmp_path / "helper.pid"
+    user_config(tmp_path, {"srv": stdio_server(tmp_path, "--helper-pid-file", str(helper_file))})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__srv__echo", {"text": "hi"})]), Reply("Done."))
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    helper = int(helper_file.read_text())
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(helper) and time.monotonic() < deadline:
+        if psutil.Process(helper).status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.05)
+    alive = psutil.pid_exists(helper) and psutil.Process(helper).status() != psutil.STATUS_ZOMBIE
+    if alive:
+        os.kill(helper, signal.SIGKILL)
+    assert not alive, "the server's helper outlived lathe"
+    assert_server_gone(tmp_path)

@@ -2,6 +2,7 @@
 
     python tests/fakes/mcp_server.py [--transport stdio|streamable-http|sse] [--port-file F]
         [--pid-file F] [--calls F] [--many N] [--hang-if F] [--garbage] [--say-env NAME]
+        [--helper-pid-file F]
 
 Tools: `echo(text)`, `getenv(name)`, `add(a, b)` (read-only), `fail(why)` (an isError result),
 `refuse(why)` (a JSON-RPC error of code -32000),
@@ -14,6 +15,8 @@ F exists at start, the server reads its input and never answers (not even the
 handshake). `--garbage`: lines that are not JSON-RPC are printed on stdout first.
 `--say-env NAME`: the variable's value is printed on stderr at start (a server that logs
 its configuration, secrets included). `--twins`: tools `a.b` and `a_b` besides.
+`--helper-pid-file F`: a helper process it starts (as `npx` starts node, or a browser
+server its browser), in a session of its own, writes its pid to F and sleeps.
 """
 
 import argparse
@@ -41,7 +44,13 @@ def main() -> None:
     parser.add_argument("--garbage", action="store_true")
     parser.add_argument("--say-env")
     parser.add_argument("--twins", action="store_true")
+    parser.add_argument("--helper-pid-file")
     args = parser.parse_args()
+    if args.helper_pid_file:
+        import subprocess
+
+        helper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        Path(args.helper_pid_file).write_text(str(helper.pid))
     if args.say_env:
         print(f"starting with {args.say_env}={os.environ.get(args.say_env)}", file=sys.stderr)
     if args.pid_file:

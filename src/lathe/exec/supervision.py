@@ -196,6 +196,17 @@ def _kill_descendants(pid: int) -> None:
             process.kill()
 
 
+def supervised(argv: list[str], *, grace: float = 2.0) -> list[str]:
+    """`argv` run under the supervisor for as long as it lives (no timeout, no status
+    line), by a process lathe starts itself (an MCP server over stdio): when it exits,
+    or lathe does, whatever it started is stopped too. Its stdio is the command's."""
+    options = [
+        f"parent={os.getpid()}", "timeout=inf", f"grace={grace!r}", f"psutil={_psutil_dir()}",
+        "status=-",
+    ]  # fmt: skip
+    return [sys.executable, "-I", "-S", str(_SUPERVISOR), *options, "--", *argv]
+
+
 @functools.cache
 def _psutil_dir() -> str:
     """Where psutil is installed; the supervisor starts without site-packages."""

@@ -23,8 +23,9 @@ Stopping sends SIGTERM to every descendant, gives them GRACE seconds, then SIGKI
 is left, again and again until no child remains: a dying tree may still fork, and for a
 subreaper no child means no descendant.
 
-Last it writes one line to the status fd — `done CODE STOPPED REASON`, where STOPPED
-counts the processes still running when the command exited, or `error MESSAGE` (the
+Last it writes one line to the status fd (`status=-`: none) — `done CODE STOPPED
+REASON`, where STOPPED counts the processes still running when the command exited, or
+`error MESSAGE` (the
 OS's reason) when ARGV cannot start — and exits with CODE: the command's status as a
 shell reports it (128+N for a death by signal N), 127 when it could not start.
 """
@@ -129,7 +130,9 @@ def _wait_for_end(tree: _Tree, parent: int, timeout: float) -> str:
             return "killed"
 
 
-def _report(fd: int, line: str) -> None:
+def _report(fd: int | None, line: str) -> None:
+    if fd is None:  # `status=-`: nobody reads one (an MCP server's supervisor)
+        return
     try:  # noqa: SIM105 -- contextlib would be one more import at every start
         os.write(fd, line.encode("utf-8", "replace") + b"\n")
     except OSError:  # lathe is gone: nobody is left to read it
@@ -140,8 +143,10 @@ def main(args: list[str]) -> int:
     split = args.index("--")
     options = dict(item.split("=", 1) for item in args[:split])
     command = args[split + 1 :]
-    parent, status_fd = int(options["parent"]), int(options["status"])
-    os.set_inheritable(status_fd, False)
+    parent = int(options["parent"])
+    status_fd = None if options["status"] == "-" else int(options["status"])
+    if status_fd is not None:
+        os.set_inheritable(status_fd, False)
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAKE)
     _become_subreaper()
     if os.getppid() != parent:  # lathe died before we could ask to hear about it

@@ -23,6 +23,7 @@ import contextlib
 import contextvars
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -243,14 +244,30 @@ class McpConnection:
     def _transport(self, stack: contextlib.AsyncExitStack, kind: str) -> Any:
         config, name = self.entry.config, self.name
         if config.command is not None:
+            import shutil
+            import sys
+
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
+            from lathe.exec.supervision import supervised
+
             cwd = Path(expanded(config.cwd, server=name)) if config.cwd else self._workspace
+            env = {key: expanded(value, server=name) for key, value in config.env.items()}
+            command = expanded(config.command, server=name)
+            # Found here, as the SDK would: the supervisor's own "cannot start" would
+            # reach the model as a closed connection.
+            search = env.get("PATH", os.environ.get("PATH"))
+            found = shutil.which(command, path=search) if "/" not in command else command
+            if found is None:
+                raise McpFailure(f"MCP server {name}: command {command!r} not found on PATH")
+            # Under lathe's supervisor: what the server starts (node under npx, a
+            # browser) stops with it, also when it exits at once on its stdin closing.
+            argv = supervised([found, *(expanded(arg, server=name) for arg in config.args)])
             params = StdioServerParameters(
-                command=expanded(config.command, server=name),
-                args=[expanded(arg, server=name) for arg in config.args],
-                env={key: expanded(value, server=name) for key, value in config.env.items()},
+                command=sys.executable,
+                args=argv[1:],
+                env=env,
                 cwd=self._workspace / cwd,
                 encoding_error_handler="replace",
             )
