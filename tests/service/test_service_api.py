@@ -130,6 +130,17 @@ def test_unknown_sessions_and_approvals_are_404_and_bad_bodies_say_what_is_wrong
         assert shape.value.status == 422 and "approval" in str(shape.value)
 
 
+def test_a_workspace_path_too_long_for_the_system_is_a_400(served, tmp_path):
+    # The server answered 500 with a traceback: is_dir() raised ENAMETOOLONG.
+    with served.client() as client:
+        for odd in ("/tmp/" + "x" * 300, "/tmp/a\x00b"):
+            with pytest.raises(ServiceError) as refused:
+                client.create_session(odd, model="m")
+            assert refused.value.status == 400, refused.value
+            assert "workspace" in str(refused.value)
+    assert "Traceback" not in served.stop()
+
+
 def test_the_client_sends_an_id_as_one_path_segment(served, fake_openai, tmp_path):
     # `answer(sid, "../abort", ...)` aborted the session's run, `session("../health")`
     # raised KeyError and `session("")` a JSONDecodeError: ids went into paths as they were.

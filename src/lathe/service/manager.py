@@ -257,7 +257,11 @@ class SessionManager:
         path = Path(workspace)  # `~` is the server's home, not the client's: refused
         if not path.is_absolute():
             raise UsageError(f"workspace {workspace!r} is not an absolute path; give one")
-        if not path.is_dir():
+        try:  # a name too long, a NUL byte: the OS refuses to look (a 500 once)
+            is_dir = path.is_dir()
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"workspace {workspace[:80]!r} cannot be looked up: {exc}") from None
+        if not is_dir:
             raise UsageError(f"workspace {workspace} is not a directory; create it first")
         path = path.resolve()
         home = self.home.resolve()
