@@ -85,3 +85,41 @@ def test_attach_takes_a_session_id_prefix_as_the_other_commands_do(served, fake_
         terminal.wait_for(r"detached; the session goes on", timeout=20)
     finally:
         terminal.close()
+
+
+def test_two_approvals_pending_at_once_are_answered_in_turn(served, fake_openai, tmp_path):
+    # The first `y` answered the second approval, the next `y` went to the model as a
+    # message, and the first approval stayed pending with no prompt for it.
+    from tests.fakes.openai_server import Call
+
+    ws = workspace_for(tmp_path, "ws")
+    (ws / ".lathe").mkdir()
+    (ws / ".lathe" / "config.toml").write_text('[permissions]\nask = ["read"]\n')
+    (ws / "a.txt").write_text("A\n")
+    (ws / "b.txt").write_text("B\n")
+    fake_openai.enqueue(
+        Reply("reading", calls=[Call("read", {"path": "a.txt"}), Call("read", {"path": "b.txt"})]),
+        Reply("both read"),
+    )
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
+    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=40)
+    try:
+        terminal.wait_for(rf"attached to {session.id}", timeout=20)
+        terminal.send("read both")
+        terminal.wait_for(r"approve: read a\.txt[\s\S]*approve: read b\.txt", timeout=30)
+        terminal.send("y")
+        terminal.wait_for(r"approval: once[\s\S]*next: read b\.txt", timeout=20)
+        terminal.send("y")
+        terminal.wait_for(r"both read", timeout=30)
+    finally:
+        terminal.close()
+    with served.client() as client:
+        assert client.approvals(session.id) == []
+    users = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in users] == ["read both"]

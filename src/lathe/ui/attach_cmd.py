@@ -98,7 +98,9 @@ class _Attached:
     def __init__(self, client: Any, info: Any) -> None:
         self.client = client
         self.info = info
-        self.pending: dict[str, Any] | None = None  # the approval waiting for an answer
+        # The approvals waiting for an answer, oldest first: a typed answer goes to the
+        # first (two calls of one reply can wait at once).
+        self.pending: dict[str, dict[str, Any]] = {}
 
     async def main(self) -> None:
         from prompt_toolkit import PromptSession
@@ -153,18 +155,20 @@ class _Attached:
             self.renderer.user_echo(str(data.get("task", "")))
             self.renderer.status.begin()
         elif kind == "approval_requested":
-            self.pending = data
+            self.pending[str(data["approval_id"])] = data
             preview = str(data.get("preview") or "")
-            is_diff = preview.startswith("--- ")
-            what = str(data["arguments"].get("path", "")) if is_diff else preview
-            self.renderer.note(f"approve: {data['tool']} {what}  ({data['reason']})", "yellow")
-            if is_diff:
+            self.renderer.note(
+                f"approve: {data['tool']} {_what(data)}  ({data['reason']})", "yellow"
+            )
+            if preview.startswith("--- "):
                 self.renderer.diff(preview)
             self.renderer.note("allow? y once · a always · n [reason] deny", "bold")
         elif kind == "approval_resolved":
-            if self.pending and self.pending["approval_id"] == data.get("approval_id"):
-                self.pending = None
+            self.pending.pop(str(data.get("approval_id")), None)
             self.renderer.note(f"  approval: {data['choice']} ({data.get('by', 'user')})")
+            if self.pending:  # what the next answer goes to
+                waiting = next(iter(self.pending.values()))
+                self.renderer.note(f"next: {waiting['tool']} {_what(waiting)}", "yellow")
         else:
             try:
                 event = TypeAdapter(AgentEvent).validate_python(data)
@@ -182,9 +186,10 @@ class _Attached:
         if text in ("/quit", "/exit"):
             return False
         try:
-            if self.pending is not None and (answer := parse_answer(text)) is not None:
+            if self.pending and (answer := parse_answer(text)) is not None:
                 choice, reason = answer
-                self.client.answer(self.info.id, self.pending["approval_id"], choice, reason)
+                oldest = next(iter(self.pending))
+                self.client.answer(self.info.id, oldest, choice, reason)
             elif text == "/abort":
                 self.client.abort(self.info.id)
             elif text and self.client.send(self.info.id, text):
@@ -192,3 +197,9 @@ class _Attached:
         except ServiceError as exc:
             self.renderer.error(str(exc))
         return True
+
+
+def _what(request: dict[str, Any]) -> str:
+    """The path a change is to, or the command (its preview) an approval is for."""
+    preview = str(request.get("preview") or "")
+    return str(request["arguments"].get("path", "")) if preview.startswith("--- ") else preview
