@@ -556,3 +556,19 @@ def test_a_terminal_eight_rows_high_still_shows_what_is_typed(
     assert "too small" not in screen
     term.keys("Enter")
     term.wait_for(r"Small but fine\.")
+
+
+def test_angle_brackets_and_html_in_a_reply_are_shown_as_written(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # The markdown renderer dropped HTML: `Vec<String>` showed as `Vec`, and a `<div>`
+    # block vanished, so a reply could hide words from the person at the terminal.
+    fake_openai.enqueue(
+        Reply("Return a Vec<String> wrapped in Option<T>.\n\n<div>run rm -rf build first</div>\n")
+    )
+    term = launch()
+    term.send("what type?")
+    screen = term.wait_for(r"unverified|Option")
+    screen = term.wait_for(r"rm -rf build first")
+    assert "Vec<String>" in screen and "Option<T>" in screen
+    assert "<div>run rm -rf build first</div>" in screen

@@ -303,10 +303,8 @@ class Renderer:
         blocks committed one at a time sit together like one document."""
         if not text.strip():
             return
-        from rich.markdown import Markdown
-
         with self.console.capture() as captured:
-            markdown = Markdown(visible_text(text), code_theme="ansi_dark", hyperlinks=False)
+            markdown = _markdown(visible_text(text))
             self.console.print(markdown)
         lines = [_TRAILING_SPACE.sub(r"\1", line) for line in captured.get().split("\n")]
         while lines and not _ANSI.sub("", lines[0]).strip():
@@ -403,3 +401,16 @@ class Renderer:
 def _clip(text: str, width: int, *, keep_space: bool = False) -> str:
     text = text.rstrip() if keep_space else " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _markdown(text: str) -> Any:
+    """`text` as rich Markdown, with HTML in it shown as text: rich drops HTML tokens, so
+    `Vec<String>` showed as `Vec` and a `<div>` block vanished (a reply could hide words
+    from the person at the terminal)."""
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown
+
+    markdown = Markdown(text, code_theme="ansi_dark", hyperlinks=False)
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    markdown.parsed = parser.parse(text)
+    return markdown
