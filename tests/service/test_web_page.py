@@ -167,3 +167,22 @@ def test_a_session_deleted_then_resumed_while_shown_is_followed_again(
     page.get_by_test_id("message-send").click()
 
     expect(transcript.get_by_test_id("assistant-message").last).to_have_text("Second answer.")
+
+
+def test_a_double_click_on_send_sends_the_message_once(served, fake_openai, page: Page, tmp_path):
+    # Both clicks posted it: the task ran twice, the second copy queued behind the first.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply("Done once."), Reply("Done twice."))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+    transcript = page.get_by_test_id("transcript")
+
+    page.get_by_test_id("message-input").fill("say it")
+    page.get_by_test_id("message-send").dblclick()
+
+    expect(transcript.get_by_test_id("run-status")).to_have_count(1)
+    expect(transcript.get_by_test_id("assistant-message")).to_have_text(["Done once."])
+    with served.client() as client:
+        assert client.session(session.id).raw["queued_messages"] == 0
+    assert len(fake_openai.chat_bodies()) == 1

@@ -528,15 +528,23 @@ function wireForms() {
   });
 
   const messageForm = $("message-form");
+  let sending = false; // a second click while the first post is out sent the task twice
   messageForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const view = current;
     const text = messageForm.elements.text.value;
-    if (!view || !text.trim()) return;
+    if (!view || !text.trim() || sending) return;
+    sending = true;
+    $("message-form").querySelector("button[type=submit]").disabled = true;
     guarded(async () => {
-      const { queued } = await api("POST", sessionPath(view.id, "/messages"), { text });
-      messageForm.reset();
-      $("message-note").textContent = queued ? "Queued: it runs after the current run." : "";
+      try {
+        const { queued } = await api("POST", sessionPath(view.id, "/messages"), { text });
+        messageForm.reset();
+        $("message-note").textContent = queued ? "Queued: it runs after the current run." : "";
+      } finally {
+        sending = false;
+        $("message-form").querySelector("button[type=submit]").disabled = false;
+      }
     });
   });
   messageForm.elements.text.addEventListener("keydown", (event) => {
