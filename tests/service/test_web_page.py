@@ -186,3 +186,22 @@ def test_a_double_click_on_send_sends_the_message_once(served, fake_openai, page
     with served.client() as client:
         assert client.session(session.id).raw["queued_messages"] == 0
     assert len(fake_openai.chat_bodies()) == 1
+
+
+def test_a_long_streamed_reply_is_drawn_without_freezing_the_page(
+    served, fake_openai, page: Page, tmp_path
+):
+    # Each event read the transcript's height after changing it, a full layout per
+    # event: 4,000 lines of reply froze the tab for minutes (quadratic in the reply).
+    ws = calc_workspace(tmp_path)
+    text = "".join(f"line {n} of a long answer\n" for n in range(4000))
+    fake_openai.enqueue(Reply(text, text_chunk=12))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "talk at length")
+        list(client.events(session.id, until="run_finished"))
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.get_by_test_id("run-status")).to_have_text("unverified", timeout=60_000)
+    expect(transcript.get_by_test_id("assistant-message")).to_contain_text("line 3999 of a")

@@ -279,11 +279,21 @@ async function follow(view) {
 // ---- the transcript, built from events
 
 // Draws one event; a reader at the bottom of the transcript stays there. A page bug is
-// reported, not taken for a dropped stream.
+// reported, not taken for a dropped stream. Where the reader is, is read once a frame,
+// before the frame's events change the transcript, and the scroll done once after them:
+// read after each event, it cost a full layout per event, and a 4,000-line reply froze
+// the tab for minutes.
+let stickToBottom = null; // this frame's answer; null: not asked yet
 function render(view, data) {
   if (view !== current) return;
   const log = $("transcript");
-  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  if (stickToBottom === null) {
+    stickToBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+    requestAnimationFrame(() => {
+      if (stickToBottom) log.scrollTop = log.scrollHeight;
+      stickToBottom = null;
+    });
+  }
   try {
     const event = JSON.parse(data);
     DRAW[event.type]?.(view, event); // types this page does not know are skipped
@@ -291,7 +301,6 @@ function render(view, data) {
   } catch (error) {
     reportError(error);
   }
-  if (atBottom) log.scrollTop = log.scrollHeight;
 }
 
 const DRAW = {
