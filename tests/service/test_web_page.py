@@ -205,3 +205,29 @@ def test_a_long_streamed_reply_is_drawn_without_freezing_the_page(
     transcript = page.get_by_test_id("transcript")
     expect(transcript.get_by_test_id("run-status")).to_have_text("unverified", timeout=60_000)
     expect(transcript.get_by_test_id("assistant-message")).to_contain_text("line 3999 of a")
+
+
+def test_a_retried_reply_shows_only_the_attempt_that_counted(
+    served, fake_openai, page: Page, tmp_path
+):
+    # The cut attempt's reasoning stayed, the new one was written after it in the same
+    # bubble, and the retry note came below both.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply("cut text", reasoning="thinkA " * 5, cut_after=4),
+        Reply("final", reasoning="thinkB"),
+    )
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "answer")
+        list(client.events(session.id, until="run_finished"))
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.get_by_test_id("run-status")).to_have_text("unverified")
+    replies = transcript.get_by_test_id("assistant-message")
+    expect(replies).to_have_count(1)
+    expect(replies).not_to_contain_text("thinkA")
+    expect(replies).to_contain_text("thinkB")
+    shown = transcript.inner_text()
+    assert shown.index("retrying") < shown.index("final"), shown

@@ -322,7 +322,9 @@ const DRAW = {
     view.bubble = null;
   },
   retry(view, event) {
-    if (view.bubble) view.bubble.text.textContent = ""; // the reply starts over
+    // The reply starts over, below the note: the cut attempt's words and reasoning go.
+    if (view.bubble) view.bubble.text.parentElement.remove();
+    view.bubble = null;
     const failed = `Attempt ${event.attempt} of ${event.max_attempts} failed (${event.error})`;
     note(view, `${failed}; retrying.`, "warning");
   },
