@@ -123,3 +123,37 @@ def test_two_approvals_pending_at_once_are_answered_in_turn(served, fake_openai,
         assert client.approvals(session.id) == []
     users = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "user"]
     assert [m["content"] for m in users] == ["read both"]
+
+
+def test_attach_follows_the_session_again_after_the_server_was_down_a_while(
+    served, fake_openai, tmp_path
+):
+    # After about 12 s without the server, attach gave up on the stream for good: the
+    # next message ran, and nothing of it was drawn.
+    import time
+
+    from tests.service.server import ServeProcess
+
+    ws = workspace_for(tmp_path, "ws")
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    port = served.url.rsplit(":", 1)[1]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
+    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=30)
+    again = None
+    try:
+        terminal.wait_for(rf"attached to {session.id}", timeout=20)
+        served.stop()
+        terminal.wait_for(r"reconnecting", timeout=40)
+        time.sleep(14)  # past the client's own reconnects
+        again = ServeProcess(served.home, "--port", port).start()
+        fake_openai.enqueue(Reply("back again"))
+        with again.client() as client:
+            client.send(session.id, "are you there")
+        terminal.wait_for(r"back again", timeout=40)
+    finally:
+        terminal.close()
+        if again is not None:
+            again.stop()

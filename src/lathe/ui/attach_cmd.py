@@ -94,6 +94,9 @@ def _token(token_file: Path | None) -> str:
         ) from None
 
 
+_RECONNECT_S = 2.0  # between tries to reach a server that went away
+
+
 class _Attached:
     def __init__(self, client: Any, info: Any) -> None:
         self.client = client
@@ -135,15 +138,32 @@ class _Attached:
         click.echo(f"detached; the session goes on: lathe attach {self.client.url} {self.info.id}")
 
     def _follow(self, loop: asyncio.AbstractEventLoop, stop: threading.Event) -> None:
-        """Reads the stream in this thread; draws each event on the loop's."""
-        try:
-            for event in self.client.events(self.info.id):
-                if stop.is_set():
-                    return
-                loop.call_soon_threadsafe(self._draw, event.data)
-        except Exception as exc:  # the server went away: say so, keep the prompt
-            if not stop.is_set():
+        """Reads the stream in this thread; draws each event on the loop's. A server
+        that went away is waited for, however long, and followed from the last event
+        drawn once it is back (after about 12 s attach had stopped for good, and the
+        runs after went undrawn)."""
+        from lathe.client import ServiceError
+
+        last, away = 0, False
+        while not stop.is_set():
+            try:
+                for event in self.client.events(self.info.id, after=last):
+                    if stop.is_set():
+                        return
+                    if away:
+                        loop.call_soon_threadsafe(self.renderer.note, "reconnected", "green")
+                        away = False
+                    last = event.id
+                    loop.call_soon_threadsafe(self._draw, event.data)
+            except ServiceError as exc:  # the server is back, without this session
                 loop.call_soon_threadsafe(self.renderer.error, f"the stream stopped: {exc}")
+                return
+            except Exception as exc:  # the server went away: say so once, keep the prompt
+                if not away and not stop.is_set():
+                    said = f"the stream stopped: {exc}; reconnecting (Ctrl-D detaches)"
+                    loop.call_soon_threadsafe(self.renderer.error, said)
+                away = True
+            stop.wait(_RECONNECT_S)
 
     def _draw(self, data: dict[str, Any]) -> None:
         from pydantic import TypeAdapter
