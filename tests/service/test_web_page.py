@@ -231,3 +231,23 @@ def test_a_retried_reply_shows_only_the_attempt_that_counted(
     expect(replies).to_contain_text("thinkB")
     shown = transcript.inner_text()
     assert shown.index("retrying") < shown.index("final"), shown
+
+
+def test_keyboard_focus_in_the_session_list_survives_the_refresh(
+    served, fake_openai, page: Page, tmp_path
+):
+    # The list was rebuilt every 2 s: focus fell to the page body, and Enter opened nothing.
+    ws = calc_workspace(tmp_path)
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    page.goto(f"{served.url}/#token={served.token}")
+    button = page.get_by_test_id("session-row").get_by_role("button")
+    expect(button).to_have_text(session.id)
+    button.focus()
+    with page.expect_request(lambda r: r.url.endswith("/v1/sessions")):
+        pass  # one refresh went by
+    with page.expect_request(lambda r: r.url.endswith("/v1/sessions")):
+        pass
+    assert page.evaluate("document.activeElement.textContent") == session.id
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("session-title")).to_contain_text(session.id)

@@ -117,7 +117,13 @@ const sessionPath = (id, rest = "") => `/v1/sessions/${encodeURIComponent(id)}${
 async function refreshSessions() {
   const data = await api("GET", "/v1/sessions");
   sessions = data.sessions;
+  // Rebuilt whole; keyboard focus on a row's button goes to its new button (it fell to
+  // the page body at every refresh, so Enter opened nothing).
+  const focused = document.activeElement?.closest?.("[data-session-id]")?.dataset.sessionId;
   $("session-list").replaceChildren(...sessions.map(sessionRow));
+  if (focused) {
+    $("session-list").querySelector(`[data-session-id="${CSS.escape(focused)}"] button`)?.focus();
+  }
   $("problems").replaceChildren(...data.problems.map((problem) => el("li", {}, problem)));
   showSessionHead();
   // Served again (resumed after a delete): follow it again, as a click would.
