@@ -74,7 +74,10 @@ def _holder(record: str, path: Path, folder: Path) -> tuple[str, str]:
     """Who holds the lock of `folder` that refused this process, and where it works: the
     holder its record names, or (with only shared holders, who write none) a process in
     a folder inside it."""
-    if FileLock(path, shared=True).try_acquire() is None:
+    probe = FileLock(path, shared=True)
+    only_shared = probe.try_acquire() is None
+    probe.release()  # kept, it would hold this very workspace against this process
+    if only_shared:
         return "another lathe process", f"a folder inside {folder}"
     pid, doing, since = (record.split("\n") + [""] * 3)[:3]
     if not pid.strip().isdigit():
