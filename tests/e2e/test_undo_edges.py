@@ -301,3 +301,25 @@ def test_undo_still_removes_a_folder_the_turn_made(tmp_path, fake_openai):
 
     assert lathe(tmp_path, "undo", "-C", str(ws)).returncode == 0
     assert not (ws / "made").exists()
+
+
+def test_undo_keeps_an_empty_folder_made_after_the_last_checkpoint(tmp_path, fake_openai):
+    # With no file changed since the last run's checkpoint, the turn started from that
+    # checkpoint, whose folders were named before `logs/` was made: undo removed it.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    edit = {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    fake_openai.enqueue(Reply(calls=[Call("edit", edit)]), Reply("Done."))
+    assert lathe_run(fake_openai, ws, tmp_path, "set x").returncode == 0
+    (ws / "logs").mkdir()
+    (ws / "logs\udcff").mkdir()  # a name that is not UTF-8 is named too
+    write = {"path": "logs/run.txt", "content": "hi\n"}
+    fake_openai.enqueue(Reply(calls=[Call("write", write)]), Reply("Done."))
+    assert lathe_run(fake_openai, ws, tmp_path, "log it").returncode == 0
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert not (ws / "logs" / "run.txt").exists()
+    assert (ws / "logs").is_dir()

@@ -195,12 +195,18 @@ class Checkpoints:
         self._repo.ensure()
         tree = self._repo.stage_all()
         head = self._repo.head()
+        folders: dict[str, str] | None = None
         if head is not None:
             newest = self._checkpoint(head)
-            if newest.tree == tree:
+            if newest.tree == tree and kind != "before":
+                return newest
+            # A state found ("before") with only a new empty folder is another state:
+            # a restore to the newest would not know to keep that folder.
+            folders = self._folders()
+            if newest.tree == tree and _folders_of(folders) == newest.folders:
                 return newest
         extra = {"Session": session} if session else {}
-        extra |= self._folders()
+        extra |= folders if folders is not None else self._folders()
         return self._commit(tree, head, encode_message(label, turn, kind, extra))
 
     def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
@@ -213,7 +219,9 @@ class Checkpoints:
         """The trailer naming the folders with no recorded file (an empty `logs/`), so a
         restore to this checkpoint keeps them: undo had removed one the user had."""
         folders = self._repo.folders_without_files()[:_FOLDERS_KEPT]
-        return {"Folders": json.dumps(folders, ensure_ascii=False)} if folders else {}
+        # ASCII: a name that is not UTF-8 (a surrogate), or holds U+2028, must survive
+        # the commit message and its line split.
+        return {"Folders": json.dumps(folders)} if folders else {}
 
     def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
         commit = self._repo.commit(tree, parent, message)
@@ -305,3 +313,8 @@ def _not_recorded(nested: tuple[str, ...]) -> str:
         return ""
     shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
     return f"; files inside nested git repositories ({shown}) are in no checkpoint"
+
+
+def _folders_of(trailer: dict[str, str]) -> tuple[str, ...]:
+    """The folder names a `_folders` trailer holds."""
+    return tuple(json.loads(trailer["Folders"])) if trailer else ()
