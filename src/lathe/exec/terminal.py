@@ -43,4 +43,5 @@ def visible_text(text: str) -> str:
     as `$ ls` in an approval prompt, and a `\\r` would hide the same way."""
     if not _INVISIBLE.search(text):
         return text
+    text = text.replace("\r\n", "\n")  # a Windows line end is a line end, not a `\x0d`
     return _INVISIBLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
