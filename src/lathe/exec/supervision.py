@@ -196,13 +196,15 @@ def _kill_descendants(pid: int) -> None:
             process.kill()
 
 
-def supervised(argv: list[str], *, grace: float = 2.0) -> list[str]:
+def supervised(argv: list[str], *, lc_ctype: str | None = None, grace: float = 2.0) -> list[str]:
     """`argv` run under the supervisor for as long as it lives (no timeout, no status
     line), by a process lathe starts itself (an MCP server over stdio): when it exits,
-    or lathe does, whatever it started is stopped too. Its stdio is the command's."""
+    or lathe does, whatever it started is stopped too. Its stdio is the command's.
+    `lc_ctype`: the LC_CTYPE the command's environment sets (the supervisor drops the
+    one its interpreter may have coerced, and puts this one back)."""
     options = [
         f"parent={os.getpid()}", "timeout=inf", f"grace={grace!r}", f"psutil={_psutil_dir()}",
-        "status=-",
+        "status=-", *([f"lc_ctype={lc_ctype}"] if lc_ctype is not None else []),
     ]  # fmt: skip
     return [sys.executable, "-I", "-S", str(_SUPERVISOR), *options, "--", *argv]
 

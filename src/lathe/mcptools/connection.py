@@ -263,7 +263,10 @@ class McpConnection:
                 raise McpFailure(f"MCP server {name}: command {command!r} not found on PATH")
             # Under lathe's supervisor: what the server starts (node under npx, a
             # browser) stops with it, also when it exits at once on its stdin closing.
-            argv = supervised([found, *(expanded(arg, server=name) for arg in config.args)])
+            argv = supervised(
+                [found, *(expanded(arg, server=name) for arg in config.args)],
+                lc_ctype=env.get("LC_CTYPE"),
+            )
             params = StdioServerParameters(
                 command=sys.executable,
                 args=argv[1:],
@@ -369,7 +372,8 @@ def _route_sdk_log() -> None:
     token in clear."""
     import logging
 
-    sdk = logging.getLogger("mcp")
+    # The client's loggers alone: `lathe serve`'s own MCP endpoint logs as before.
+    sdk = logging.getLogger("mcp.client")
     sdk.addHandler(_ServerLog())
     sdk.propagate = False
 
