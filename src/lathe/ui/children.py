@@ -289,8 +289,11 @@ class _Child:
         try:
             return await asyncio.shield(making)
         except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                self.tree = await making
+            while not making.done():  # a second Ctrl-C too: the copy is not left behind
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(making)
+            if not making.cancelled() and making.exception() is None:
+                self.tree = making.result()
             raise
 
     async def _close_after(self, saving: asyncio.Future[Any] | None) -> None:
