@@ -11,6 +11,14 @@ from tests.service.scripts import fix_add, workspace_for
 from tests.ui.tmux import Terminal
 
 
+def _attached(served, tmp_path, session_id: str, *, height: int = 30) -> Terminal:
+    """`lathe attach` to `session_id` of `served`, in a real terminal."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
+           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
+    argv = [sys.executable, "-m", "lathe", "attach", served.url, session_id]
+    return Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=height)
+
+
 def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake_openai, tmp_path):
     fake_openai.enqueue(*fix_add("attached"), Reply("tidied up"))
     ws = workspace_for(tmp_path, "ws")
@@ -18,10 +26,7 @@ def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake
         session = client.create_session(
             str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
         )
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
-           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
-    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
-    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=30)
+    terminal = _attached(served, tmp_path, session.id, height=30)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
         terminal.send("fix add")
@@ -105,10 +110,7 @@ def test_two_approvals_pending_at_once_are_answered_in_turn(served, fake_openai,
         session = client.create_session(
             str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
         )
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
-           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
-    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
-    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=40)
+    terminal = _attached(served, tmp_path, session.id, height=40)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
         terminal.send("read both")
@@ -138,10 +140,7 @@ def test_attach_follows_the_session_again_after_the_server_was_down_a_while(
     with served.client() as client:
         session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
     port = served.url.rsplit(":", 1)[1]
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
-           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
-    argv = [sys.executable, "-m", "lathe", "attach", served.url, session.id]
-    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=30)
+    terminal = _attached(served, tmp_path, session.id, height=30)
     again = None
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
