@@ -251,3 +251,29 @@ def test_keyboard_focus_in_the_session_list_survives_the_refresh(
     assert page.evaluate("document.activeElement.textContent") == session.id
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("session-title")).to_contain_text(session.id)
+
+
+def test_a_session_named_in_the_address_is_shown_and_the_queued_note_goes_when_it_runs(
+    served, fake_openai, page: Page, tmp_path
+):
+    # Changing `#session=` in an open tab switched nothing, and "Queued: it runs after
+    # the current run." stayed after the queued message had run.
+    first, second = calc_workspace(tmp_path, "one"), calc_workspace(tmp_path, "two")
+    fake_openai.enqueue(Reply("a slow first answer here", trickle_s=0.3), Reply("second done"))
+    with served.client() as client:
+        one = client.create_session(str(first), model="m", base_url=fake_openai.base_url)
+        two = client.create_session(str(second), model="m", base_url=fake_openai.base_url)
+    page.goto(f"{served.url}/#token={served.token}&session={one.id}")
+    expect(page.get_by_test_id("session-title")).to_contain_text(one.id)
+
+    page.evaluate(f"location.hash = '#session={two.id}'")
+    expect(page.get_by_test_id("session-title")).to_contain_text(two.id)
+
+    page.get_by_test_id("message-input").fill("first")
+    page.get_by_test_id("message-send").click()
+    expect(page.get_by_test_id("transcript").get_by_test_id("user-message")).to_have_count(1)
+    page.get_by_test_id("message-input").fill("then this")
+    page.get_by_test_id("message-send").click()
+    expect(page.get_by_test_id("message-note")).to_contain_text("Queued")
+    expect(page.get_by_test_id("transcript").get_by_test_id("run-status")).to_have_count(2)
+    expect(page.get_by_test_id("message-note")).to_have_text("")

@@ -312,6 +312,7 @@ function render(view, data) {
 const DRAW = {
   run_started(view, event) {
     view.bubble = null;
+    $("message-note").textContent = ""; // a queued message runs now
     add(el("div", { class: "user", testid: "user-message" }, event.task));
   },
   turn_started(view) {
@@ -588,6 +589,12 @@ function start() {
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
   if (wanted) select(wanted);
 }
+
+// A session named in the address of an open tab (edited, or a link followed) is shown.
+window.addEventListener("hashchange", () => {
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (token && wanted && wanted !== current?.id) select(wanted);
+});
 
 wireForms();
 start();
