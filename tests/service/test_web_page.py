@@ -277,3 +277,23 @@ def test_a_session_named_in_the_address_is_shown_and_the_queued_note_goes_when_i
     expect(page.get_by_test_id("message-note")).to_contain_text("Queued")
     expect(page.get_by_test_id("transcript").get_by_test_id("run-status")).to_have_count(2)
     expect(page.get_by_test_id("message-note")).to_have_text("")
+
+
+def test_a_shown_session_that_stops_being_served_is_said_so_without_an_error_each_poll(
+    served, fake_openai, page: Page, tmp_path
+):
+    # Every poll asked the deleted session for its approvals and showed the 404 as an
+    # error: "... list them with GET /v1/sessions", again and again.
+    ws = calc_workspace(tmp_path)
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+    expect(page.get_by_test_id("session-title")).to_contain_text(session.id)
+    with served.client() as client:
+        client.delete(session.id)
+
+    expect(page.get_by_test_id("session-status")).to_have_text("not served")
+    for _ in range(2):  # two polls
+        with page.expect_request(lambda r: r.url.endswith("/v1/sessions")):
+            pass
+    expect(page.get_by_test_id("error")).to_be_hidden()

@@ -161,7 +161,9 @@ async function poll() {
   while (token) {
     try {
       await refreshSessions();
-      if (current) await refreshPending(current);
+      // One no longer served has no approvals to ask for (its status says "not served";
+      // asking showed its 404 as an error at every poll).
+      if (current && sessions.some((s) => s.id === current.id)) await refreshPending(current);
       if (failing) clearError();
       failing = false;
     } catch (error) {
