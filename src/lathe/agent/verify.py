@@ -19,7 +19,7 @@ from lathe.agent.finish import note as lathe_note
 from lathe.errors import UsageError
 from lathe.events import Evidence, RunStatus, VerifyFinished, VerifyStarted
 from lathe.exec.base import ExecResult, Executor
-from lathe.plural import plural
+from lathe.plural import plural, some_of
 from lathe.types import AssistantMessage, Message, ToolCall
 from lathe.words import Words
 
@@ -290,7 +290,7 @@ class VerifyGate(FinishHandler):
         files = changed(self._check_files_before, await self._check_files())
         if not files:
             return ""
-        shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+        shown = some_of(files, 10)
         return (
             f"the check passed, but its own files changed since it first ran: {shown} "
             "(see that they still test what they did)"

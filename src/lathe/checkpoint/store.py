@@ -45,6 +45,7 @@ from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import UsageError
 from lathe.file_lock import FileLock
 from lathe.home import project_slug
+from lathe.plural import some_of
 
 _FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays small
 
@@ -311,8 +312,7 @@ def _not_recorded(nested: tuple[str, ...]) -> str:
     """What a message adds when nested repositories hold files no checkpoint has."""
     if not nested:
         return ""
-    shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
-    return f"; files inside nested git repositories ({shown}) are in no checkpoint"
+    return f"; files inside nested git repositories ({some_of(nested, 5)}) are in no checkpoint"
 
 
 def _folders_of(trailer: dict[str, str]) -> tuple[str, ...]:

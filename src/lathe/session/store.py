@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from lathe.errors import UsageError
+from lathe.plural import some_of
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, new_session_id
 from lathe.session.listing import (
     SessionSummary,
@@ -117,10 +118,9 @@ class SessionStore:
             return matches[0]
         if not matches:
             raise UsageError(f"no session id starts with {id_or_prefix!r}; {_LIST_HINT}")
-        candidates = ", ".join(_session_id(path) for path in matches[:10])
-        more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+        candidates = some_of([_session_id(path) for path in matches], 10)
         raise UsageError(
-            f"session prefix {id_or_prefix!r} is ambiguous: it matches {candidates}{more}; "
+            f"session prefix {id_or_prefix!r} is ambiguous: it matches {candidates}; "
             "give more characters"
         )
 

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from lathe.events import Evidence, RunStatus
-from lathe.plural import plural
+from lathe.plural import plural, some_of
 from lathe.subagents.worktree import FileStat
 from lathe.types import Usage
 
@@ -123,7 +123,7 @@ def _changes(result: ChildResult) -> list[str]:
 def _left_behind(paths: tuple[str, ...]) -> list[str]:
     if not paths:
         return []
-    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    shown = some_of(paths, 10)
     return [
         f"Files it made at paths your ignore rules ignore, or changed inside a submodule, "
         f"were not brought back (they were only in its copy, now removed): {shown}. Make "

@@ -28,7 +28,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.patterns import compiled
-from lathe.plural import plural
+from lathe.plural import plural, some_of
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
@@ -214,15 +214,10 @@ class GrepTool(Tool):
             )
         output = _matches_output(lines, result, context=bool(args.context))
         if binary:
-            names = ", ".join(binary[:_MAX_BINARY_NAMED])
-            more = (
-                f" and {len(binary) - _MAX_BINARY_NAMED} more"
-                if len(binary) > _MAX_BINARY_NAMED
-                else ""
-            )
+            names = some_of(binary, _MAX_BINARY_NAMED)
             note = (
                 f"[Also matched in {plural(len(binary), 'file')} holding a NUL byte, so not "
-                f"shown: {names}{more}. Read one to see it if it is text.]"
+                f"shown: {names}. Read one to see it if it is text.]"
             )
             body = f"{output.content}\n\n{note}" if lines else note
             output = ToolOutput(content=body, summary=output.summary if lines else "binary")

@@ -28,7 +28,7 @@ from lathe.events import (
     VerifyStarted,
     json_line,
 )
-from lathe.plural import plural
+from lathe.plural import plural, some_of
 
 _VERIFY = "verify"  # the elapsed-time key of the verify command (tool calls use their id)
 
@@ -141,12 +141,10 @@ class ProgressPrinter:
             self._evidence(event)
         nested = self._unrecorded() if self._unrecorded is not None else ()
         if nested:
-            shown = ", ".join(nested[:5]) + (
-                f" and {len(nested) - 5} more" if len(nested) > 5 else ""
-            )
             self._line(
-                f"  files inside nested git repositories ({shown}) are in no checkpoint: "
-                "lathe cannot tell whether the run changed them, and undo cannot bring them back"
+                f"  files inside nested git repositories ({some_of(nested, 5)}) are in no "
+                "checkpoint: lathe cannot tell whether the run changed them, and undo cannot "
+                "bring them back"
             )
 
     def _evidence(self, event: RunFinished) -> None:

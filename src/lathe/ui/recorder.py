@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from lathe.events import AgentEvent, ModelRequestFinished, RunFinished, RunStatus, TurnStarted
 from lathe.hooks.base import AgentHooks
+from lathe.plural import some_of
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
 from lathe.types import Message, Usage
 
@@ -77,9 +78,7 @@ def changes_note(checkpoints, session: Session) -> Message | None:
     changed = checkpoints.changed_since(session.id, left_at)
     if not changed:
         return None
-    shown = ", ".join(changed[:20]) + (
-        f" and {len(changed) - 20} more" if len(changed) > 20 else ""
-    )
+    shown = some_of(changed, 20)
     return note(
         f"[Since this session last ran, these files changed in the workspace (edited by "
         f"the user, or put back by `lathe undo`): {shown}. Re-read them before editing.]"
