@@ -196,33 +196,28 @@ class Checkpoints:
         self._repo.ensure()
         tree = self._repo.stage_all()
         head = self._repo.head()
-        folders: dict[str, str] | None = None
-        if head is not None:
-            newest = self._checkpoint(head)
-            if newest.tree == tree and kind != "before":
-                return newest
-            # A state found ("before") with only a new empty folder is another state:
-            # a restore to the newest would not know to keep that folder.
-            folders = self._folders()
-            if newest.tree == tree and _folders_of(folders) == newest.folders:
-                return newest
+        newest = self._checkpoint(head) if head is not None else None
+        if newest is not None and newest.tree == tree and kind != "before":
+            return newest
+        folders = self._folders()
+        # A state found ("before") with only a new empty folder is another state: a
+        # restore to the newest would not know to keep that folder.
+        if newest is not None and newest.tree == tree and folders == newest.folders:
+            return newest
         extra = {"Session": session} if session else {}
-        extra |= folders if folders is not None else self._folders()
+        extra |= _folders_trailer(folders)
         return self._commit(tree, head, encode_message(label, turn, kind, extra))
 
     def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
         """A checkpoint of the workspace as it is, even if no file changed since the last."""
         tree = self._repo.stage_all()
-        extra = {**extra, **self._folders()}
+        extra = {**extra, **_folders_trailer(self._folders())}
         return self._commit(tree, self._repo.head(), encode_message(label, None, kind, extra))
 
-    def _folders(self) -> dict[str, str]:
-        """The trailer naming the folders with no recorded file (an empty `logs/`), so a
-        restore to this checkpoint keeps them: undo had removed one the user had."""
-        folders = self._repo.folders_without_files()[:_FOLDERS_KEPT]
-        # ASCII: a name that is not UTF-8 (a surrogate), or holds U+2028, must survive
-        # the commit message and its line split.
-        return {"Folders": json.dumps(folders)} if folders else {}
+    def _folders(self) -> tuple[str, ...]:
+        """The folders with no recorded file (an empty `logs/`), which a checkpoint names
+        so that a restore to it keeps them: undo had removed one the user had."""
+        return tuple(self._repo.folders_without_files()[:_FOLDERS_KEPT])
 
     def _commit(self, tree: str, parent: str | None, message: str) -> Checkpoint:
         commit = self._repo.commit(tree, parent, message)
@@ -315,6 +310,8 @@ def _not_recorded(nested: tuple[str, ...]) -> str:
     return f"; files inside nested git repositories ({some_of(nested, 5)}) are in no checkpoint"
 
 
-def _folders_of(trailer: dict[str, str]) -> tuple[str, ...]:
-    """The folder names a `_folders` trailer holds."""
-    return tuple(json.loads(trailer["Folders"])) if trailer else ()
+def _folders_trailer(folders: tuple[str, ...]) -> dict[str, str]:
+    """The trailer naming `folders` (read back by `model.checkpoint_from`). ASCII JSON: a
+    name that is not UTF-8 (a surrogate), or holds U+2028, must survive the commit
+    message and its line split."""
+    return {"Folders": json.dumps(folders)} if folders else {}
