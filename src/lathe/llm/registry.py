@@ -142,12 +142,13 @@ def check_kind(kind: str) -> None:
 
 def make_provider(endpoint: Endpoint) -> Provider:
     check_kind(endpoint.kind)
-    factory = _FACTORIES.get(endpoint.kind) or _plugin_factory(endpoint.kind)
-    assert factory is not None
-    if endpoint.kind not in _FACTORIES:  # a plugin's: what it gives is checked
-        provider = _plugin_provider(factory, endpoint)
-    else:
+    factory = _FACTORIES.get(endpoint.kind)
+    if factory is not None:
         provider = factory(endpoint)
+    else:  # a plugin's: what it gives is checked
+        plugin = _plugin_factory(endpoint.kind)
+        assert plugin is not None  # check_kind found it
+        provider = _plugin_provider(plugin, endpoint)
     warm_up_in_background(provider)
     if endpoint.tool_mode == "json_schema":
         from lathe.llm.json_actions import JsonActionProvider
