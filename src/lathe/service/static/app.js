@@ -548,22 +548,21 @@ function wireForms() {
   });
 
   const messageForm = $("message-form");
-  let sending = false; // a second click while the first post is out sent the task twice
+  // Disabled while a post is out: a second click then had sent the task twice.
+  const send = messageForm.querySelector("button[type=submit]");
   messageForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const view = current;
     const text = messageForm.elements.text.value;
-    if (!view || !text.trim() || sending) return;
-    sending = true;
-    $("message-form").querySelector("button[type=submit]").disabled = true;
+    if (!view || !text.trim() || send.disabled) return;
+    send.disabled = true;
     guarded(async () => {
       try {
         const { queued } = await api("POST", sessionPath(view.id, "/messages"), { text });
         messageForm.reset();
         $("message-note").textContent = queued ? "Queued: it runs after the current run." : "";
       } finally {
-        sending = false;
-        $("message-form").querySelector("button[type=submit]").disabled = false;
+        send.disabled = false;
       }
     });
   });
@@ -588,15 +587,16 @@ function start() {
   $("token-form").hidden = true;
   $("app").hidden = false;
   poll();
-  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
-  if (wanted) select(wanted);
+  showWantedSession();
 }
 
-// A session named in the address of an open tab (edited, or a link followed) is shown.
-window.addEventListener("hashchange", () => {
+// The session the address names (`select` leaves one already shown alone): at the
+// start, and when the address of an open tab changes (edited, or a link followed).
+function showWantedSession() {
   const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
-  if (token && wanted && wanted !== current?.id) select(wanted);
-});
+  if (token && wanted) select(wanted);
+}
+window.addEventListener("hashchange", showWantedSession);
 
 wireForms();
 start();
