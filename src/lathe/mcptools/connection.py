@@ -370,8 +370,6 @@ def _route_sdk_log() -> None:
     token it printed) goes to that server's log, masked, as one line; it had reached
     lathe's terminal through Python's last-resort handler, a traceback a line, the
     token in clear."""
-    import logging
-
     # The client's loggers alone: `lathe serve`'s own MCP endpoint logs as before.
     sdk = logging.getLogger("mcp.client")
     sdk.addHandler(_ServerLog())
@@ -383,17 +381,14 @@ class _ServerLog(logging.Handler):
         connection = _SERVING.get()
         if connection is None or connection._log_dir is None:
             return
-        import os
-
-        from lathe.config.secrets import mask_secret
         from lathe.mcptools.servers import entry_secrets
+        from lathe.obs.redact import Redactor
 
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             detail = str(record.exc_info[1]).strip().splitlines()
             text += f": {' '.join(line.strip() for line in detail[:3])}"
-        for secret in sorted(entry_secrets(connection.entry), key=len, reverse=True):
-            text = text.replace(secret, mask_secret(secret))
+        text = Redactor(entry_secrets(connection.entry)).mask(text)
         path = connection._log_dir / f"mcp-{connection.name}.log"
         with contextlib.suppress(OSError):
             log = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
