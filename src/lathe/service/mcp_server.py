@@ -116,14 +116,16 @@ class Stopping:
         for session_id in list(self.calls):
             served = self._manager.sessions.get(session_id)
             if served is not None:
-                task = asyncio.ensure_future(served.abort("the server stopped"))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._kept(served.abort("the server stopped"))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._answered.wait(), within_s)
 
     def stop(self, session_id: str) -> "asyncio.Task[Any]":
-        task = asyncio.ensure_future(self._manager.delete(session_id))
+        return self._kept(self._manager.delete(session_id))
+
+    def _kept(self, work: Any) -> "asyncio.Task[Any]":
+        """`work` as a task `wait` waits for, however its caller ends."""
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
