@@ -53,7 +53,7 @@ class ProgressPrinter:
         self._started: dict[str, str] = {}
         self._elapsed = ElapsedLine(self._out)
         self._files_changed = files_changed
-        self._unrecorded = unrecorded
+        self._unrecorded = unrecorded or tuple
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -137,9 +137,9 @@ class ProgressPrinter:
                 "  to go on: lathe run --continue, with a larger --max-cost, --max-tokens "
                 "or --timeout"
             )
+        nested = self._unrecorded()
         if event.status.value == "unverified":
-            self._evidence(event)
-        nested = self._unrecorded() if self._unrecorded is not None else ()
+            self._evidence(event, nested_repos=bool(nested))
         if nested:
             self._line(
                 f"  files inside nested git repositories ({some_of(nested, 5)}) are in no "
@@ -147,11 +147,11 @@ class ProgressPrinter:
                 "bring them back"
             )
 
-    def _evidence(self, event: RunFinished) -> None:
-        """What an unverified run's last check shows, with or without a change to check."""
+    def _evidence(self, event: RunFinished, *, nested_repos: bool) -> None:
+        """What an unverified run's last check shows, with or without a change to check
+        (which `nested_repos` leave unknown)."""
         evidence = event.evidence
-        unrecorded = self._unrecorded() if self._unrecorded is not None else ()
-        if self._files_changed is not None and not self._files_changed() and not unrecorded:
+        if self._files_changed is not None and not self._files_changed() and not nested_repos:
             ran = f"; `{evidence.command}` exited {evidence.exit_code}" if evidence else ""
             self._line(f"  no file was changed{ran}")
         elif evidence:
