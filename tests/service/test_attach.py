@@ -86,6 +86,9 @@ def test_attach_takes_a_session_id_prefix_as_the_other_commands_do(served, fake_
     terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=110, height=20)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
+        # The prompt is drawn once the terminal is raw: a Ctrl-D typed before that is
+        # the line discipline's end-of-file, which no program ever reads.
+        terminal.wait_for(r"^>\s*$", timeout=20)
         terminal.keys("C-d")
         terminal.wait_for(r"detached; the session goes on", timeout=20)
     finally:
