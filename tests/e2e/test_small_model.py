@@ -395,3 +395,34 @@ def test_when_lathe_applied_the_fix_the_answer_says_what_changed(tmp_path, fake_
     assert "-    return sum(values) / (len(values) + 1)" in end["answer"]
     assert "+    return sum(values) / len(values)" in end["answer"]
     assert "you need to modify" not in end["answer"]
+
+
+def test_the_code_behind_a_failure_never_quotes_a_file_the_model_may_not_read(
+    tmp_path, fake_openai
+):
+    # A check whose output named `config/.env` had its secrets quoted to the model as
+    # "the code behind the failure", a read rule and a secret-like name regardless.
+    ws = tmp_path / "ws"
+    (ws / "config").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "app.py").write_text("# filler\n" * 400 + "def answer():\n    return 41\n")
+    (ws / "config" / ".env").write_text("DB_PASSWORD=hunter2-env\n")
+    (ws / "config" / "keys.txt").write_text("API_KEY=sk-live-denied\n")
+    (ws / "notes.py").symlink_to("config/keys.txt")
+    (ws / "tests" / "test_app.py").write_text(
+        "from app import answer\n\n\ndef test_answer():\n"
+        "    print('File \"config/.env\", line 1, in <module>')\n"
+        "    print('File \"config/keys.txt\", line 1, in <module>')\n"
+        "    print('File \"notes.py\", line 1, in <module>')\n"
+        "    print('File \"app.py\", line 402, in answer')\n"
+        "    assert answer() == 42\n"
+    )
+    fake_openai.enqueue(Reply("Nothing to do."), Reply("Still nothing."), Reply("No."))
+
+    run, _ = run_local_profile(
+        fake_openai, tmp_path, ws, "--deny", "read(config/keys.txt)", "--max-turns", "3"
+    )
+
+    sent = json.dumps(fake_openai.chat_bodies())
+    assert "def answer():" in sent, run.stderr  # the code behind the failure is shown...
+    assert "hunter2-env" not in sent and "sk-live-denied" not in sent  # ...never these

@@ -75,7 +75,11 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
 
             def failing_code(result: ExecResult) -> str:
                 return code_at_failure(
-                    whole_output(result), ctx.workspace, not_shown=not_shown, max_bytes=code_bytes
+                    whole_output(result),
+                    ctx.workspace,
+                    not_shown=not_shown,
+                    never_read=ctx.deny_read,
+                    max_bytes=code_bytes,
                 )
 
         async def check_files() -> dict[str, str]:

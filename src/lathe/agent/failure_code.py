@@ -11,6 +11,7 @@ quote them exactly.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,29 +49,41 @@ class _Piece:
 
 
 def code_at_failure(
-    output: str, workspace: Path, *, not_shown: Sequence[str], max_bytes: int
+    output: str,
+    workspace: Path,
+    *,
+    not_shown: Sequence[str],
+    max_bytes: int,
+    never_read: Sequence[str] = (),
 ) -> str:
     """Numbered pieces of the workspace files `output` names (those matching none of
     `not_shown`, the patterns of files the model may not change or should not copy
     from), in the order named, then the definitions the failing tests named in it use,
-    within `max_bytes`; "" when there is none or no room."""
+    within `max_bytes`; "" when there is none or no room. A file matching `never_read`
+    (the read rules; secret-like names are added here) by its name or by the file it
+    really is, is not even opened: a check can print any name."""
+    from lathe.patterns import SECRET_LIKE
     from lathe.policy.rules import matches_any
 
+    never_read = (*never_read, *SECRET_LIKE)
     sources = _Sources(workspace)
     pieces: list[_Piece] = []
     hidden: list[tuple[str, int]] = []  # places in files not shown: the tests, mostly
-    for path, line in _locations(output, workspace):
+    for path, line in _locations(output, workspace, never_read):
         if matches_any(path, not_shown):
             hidden.append((path, line))
         else:
             pieces.append(sources.piece(path, line))
-    used = _used_by(hidden, workspace, sources, not_shown)
+    used = _used_by(hidden, workspace, sources, (*not_shown, *never_read))
     pieces += [sources.piece(path, line, whole=True) for path, line in used]
     return _render(_unique(pieces), sources, max_bytes)
 
 
-def _locations(output: str, workspace: Path) -> list[tuple[str, int]]:
-    """(workspace-relative path, line) of each existing file `output` names, in order."""
+def _locations(output: str, workspace: Path, never_read: Sequence[str]) -> list[tuple[str, int]]:
+    """(workspace-relative path, line) of each existing file `output` names, in order,
+    but for those `never_read` matches by the name given or the real one."""
+    from lathe.policy.rules import matches_any
+
     root = workspace.resolve()
     found: dict[tuple[str, int], None] = {}
     for match in _LOCATION.finditer(output):
@@ -82,6 +95,9 @@ def _locations(output: str, workspace: Path) -> list[tuple[str, int]]:
         except (OSError, ValueError):
             continue  # outside the workspace: the interpreter's or a package's code
         if relative.parts[:1] == (".lathe",) or not (root / relative).is_file():
+            continue
+        given = os.path.relpath(os.path.normpath(path), root)
+        if matches_any(relative.as_posix(), never_read) or matches_any(given, never_read):
             continue
         found.setdefault((relative.as_posix(), line), None)
         if len(found) >= _MOST_LOCATIONS:
@@ -198,9 +214,7 @@ def _render(pieces: list[_Piece], sources: _Sources, max_bytes: int) -> str:
     return "\n\n".join(blocks)
 
 
-def _around_focus(
-    piece: _Piece, numbered: list[str], room: int
-) -> tuple[int, list[str]] | None:
+def _around_focus(piece: _Piece, numbered: list[str], room: int) -> tuple[int, list[str]] | None:
     """The widest stretch of `numbered` (the piece's lines) centred on its focus that
     fits in `room`, as (first line, lines); None when not even a few lines fit."""
     at = piece.focus - piece.first
