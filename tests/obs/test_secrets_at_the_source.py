@@ -32,6 +32,11 @@ def _secrets() -> dict[str, str]:
         "DB_PASS": f"pw{uuid.uuid4().hex[:12]}",
         "GPG_PASSPHRASE": f"pp{uuid.uuid4().hex[:12]}",
         "SENTRY_DSN": f"https://{uuid.uuid4().hex}@o1.ingest.example/2",
+        # CI's own: GitLab's job token and registry login, a chat webhook, a cookie.
+        "CI_JOB_JWT": f"eyJ{uuid.uuid4().hex}",
+        "DOCKER_AUTH_CONFIG": f'{{"auths": {{"r": {{"auth": "{uuid.uuid4().hex}"}}}}}}',
+        "SLACK_WEBHOOK_URL": f"https://hooks.slack.example/services/{uuid.uuid4().hex}",
+        "SESSION_COOKIE": f"sid={uuid.uuid4().hex}",
     }
 
 

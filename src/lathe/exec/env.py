@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 
 # Names that hold credentials by convention: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD,
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
-# PROXY_AUTH ... (not SSH_AUTH_SOCK, a socket's path).
+# PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE ...
+# (not SSH_AUTH_SOCK, a socket's path).
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|_PAT$|_PWD$|_PASS$|_AUTH$"
-    r"|^AUTH_|_DSN$",
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|JWT|WEBHOOK|COOKIE"
+    r"|_PAT$|_PWD$|_PASS$|_AUTH$|^AUTH_|_AUTH_(?!SOCK$)|_DSN$",
     re.IGNORECASE,
 )
 # A URL carrying a secret before its host: postgres://user:pass@host/db,
