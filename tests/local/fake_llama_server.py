@@ -5,7 +5,8 @@ Behaviour is chosen by FAKE_LLAMA_MODE: "ok" (default), "slow" (health answers 5
 "Loading model" for FAKE_LLAMA_DELAY seconds first), "crash" (exits at once with an
 error in its log), "never" (answers 503 forever), "amx"
 (dies by SIGILL unless given --no-repack). POST /die makes it exit with code 3.
-It records its argv in FAKE_LLAMA_ARGV if set.
+It records its argv in FAKE_LLAMA_ARGV if set, and its pid in FAKE_LLAMA_PID (written
+whole, by a rename, so a test waiting for the file never reads half of it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def main() -> None:
     if os.environ.get("FAKE_LLAMA_ARGV"):
         with open(os.environ["FAKE_LLAMA_ARGV"], "w") as f:
             json.dump(sys.argv[1:], f)
+    if os.environ.get("FAKE_LLAMA_PID"):
+        pid_file = os.environ["FAKE_LLAMA_PID"]
+        with open(pid_file + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(pid_file + ".tmp", pid_file)
     mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
     print(f"fake llama-server loading {args.model}", flush=True)
     if mode == "amx" and "--no-repack" not in sys.argv:

@@ -307,13 +307,15 @@ class LocalServer:
             self._repack = False
         # A port found free can be taken before the server binds it: pick again then.
         # A crash by signal while loading, with repacking on, is retried without it.
+        # Anything else that ends the wait (Ctrl-C too) stops the server: a detached one
+        # is recorded only once it is healthy, so nothing else would ever stop it.
         attempts = 0
         while True:
             attempts += 1
             if self._requested_port is None:
                 self.port = _free_port()
-            self._spawn(detach)
             try:
+                self._spawn(detach)
                 self._wait_healthy(timeout)
                 return
             except Transport:
@@ -326,6 +328,9 @@ class LocalServer:
                     continue
                 if not bind_failed or self._requested_port is not None or attempts >= 3:
                     raise
+            except BaseException:
+                self._kill()
+                raise
 
     def _spawn(self, detach: bool) -> None:
         if self.log_path is None:
@@ -486,20 +491,24 @@ def start_warm(
         path, alias=model.wire_id, binary=binary, port=port, options=options, log_path=log
     )
     server.start(detach=True)
-    assert server.pid is not None and server.port is not None and server.binary is not None
-    warm = WarmServer(
-        pid=server.pid,
-        port=server.port,
-        model=model.name,
-        wire_id=model.wire_id,
-        model_path=str(path),
-        binary=str(server.binary),
-        log=str(log),
-        started=time.time(),
-        threads=server.threads,
-        parallel=server.options.parallel,
-    )
-    _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
+    try:
+        assert server.pid is not None and server.port is not None and server.binary is not None
+        warm = WarmServer(
+            pid=server.pid,
+            port=server.port,
+            model=model.name,
+            wire_id=model.wire_id,
+            model_path=str(path),
+            binary=str(server.binary),
+            log=str(log),
+            started=time.time(),
+            threads=server.threads,
+            parallel=server.options.parallel,
+        )
+        _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
+    except BaseException:
+        server.stop()  # unrecorded, nothing would ever stop it
+        raise
     return warm, False
 
 

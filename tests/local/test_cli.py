@@ -1,0 +1,99 @@
+"""`lathe local start|stop|status|install` run as a user runs them: `python -m lathe` in
+a subprocess, with LATHE_HOME in tmp_path and LATHE_LLAMA_SERVER naming the fake
+llama-server. The model file is sparse: lathe checks its size and verified hash record,
+and the fake server never reads it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lathe.local.models import DEFAULT_MODEL, MODELS, model_path
+
+from .conftest import pid_alive
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+
+
+def lathe_local(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", "local", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def installed(lathe_home: Path) -> Path:
+    """The default model, 'installed': a sparse file of its size and its verified record."""
+    model = MODELS[DEFAULT_MODEL]
+    path = model_path(model)
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as f:
+        f.truncate(model.size)
+    path.with_name(path.name + ".sha256").write_text(model.sha256 + "\n")
+    return path
+
+
+@pytest.fixture
+def servers(lathe_home: Path) -> Iterator[list[int]]:
+    """Pids of servers a test started; any still running at its end are killed, with
+    whatever server.json still names."""
+    pids: list[int] = []
+    yield pids
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        pids.append(json.loads((lathe_home / "local" / "server.json").read_text())["pid"])
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def wait_for(path: Path, seconds: float = 30) -> str:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    return path.read_text()
+
+
+def wait_gone(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+def test_ctrl_c_while_the_server_loads_stops_it(
+    installed: Path,
+    fake_llama: Path,
+    servers: list[int],
+    tmp_path: Path,
+    lathe_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "never")  # loading, for as long as lathe waits
+    pid_file = tmp_path / "server.pid"
+    monkeypatch.setenv("FAKE_LLAMA_PID", str(pid_file))
+    start = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "local", "start"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    server_pid = int(wait_for(pid_file))
+    servers.append(server_pid)
+    start.send_signal(signal.SIGINT)
+    out, err = start.communicate(timeout=30)
+
+    assert (start.returncode, err.strip()) == (130, "lathe: interrupted"), (out, err)
+    assert wait_gone(server_pid), "the server lathe was starting still runs"
+    assert not (lathe_home / "local" / "server.json").exists()
