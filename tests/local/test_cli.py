@@ -97,3 +97,39 @@ def test_ctrl_c_while_the_server_loads_stops_it(
     assert (start.returncode, err.strip()) == (130, "lathe: interrupted"), (out, err)
     assert wait_gone(server_pid), "the server lathe was starting still runs"
     assert not (lathe_home / "local" / "server.json").exists()
+
+
+def warm_record(lathe_home: Path) -> dict:
+    return json.loads((lathe_home / "local" / "server.json").read_text())
+
+
+def test_a_warm_server_that_stops_answering_is_reported_and_replaced(
+    installed: Path, fake_llama: Path, servers: list[int], lathe_home: Path
+) -> None:
+    assert lathe_local("start").returncode == 0
+    hung = warm_record(lathe_home)
+    servers.append(hung["pid"])
+    os.kill(hung["pid"], signal.SIGSTOP)  # alive, and answering nothing
+
+    status = lathe_local("status")
+    url = f"http://127.0.0.1:{hung['port']}/v1"
+    assert status.stdout.endswith(
+        f"warm server: local/{DEFAULT_MODEL} at {url} (pid {hung['pid']}) is not answering; "
+        "`lathe local start` replaces it, `lathe local stop` stops it\n"
+    ), status.stdout
+    assert warm_record(lathe_home) == hung  # not forgotten
+
+    start = lathe_local("start")
+    assert start.returncode == 0, start.stderr
+    assert wait_gone(hung["pid"])
+    warm = warm_record(lathe_home)
+    servers.append(warm["pid"])
+    assert warm["pid"] != hung["pid"]
+    assert start.stdout.startswith(
+        f"Stopped local/{DEFAULT_MODEL} (pid {hung['pid']}), which was not answering.\n"
+        f"Started: local/{DEFAULT_MODEL} at http://127.0.0.1:{warm['port']}/v1"
+    ), start.stdout
+
+    stop = lathe_local("stop")
+    assert stop.stdout == f"Stopped local/{DEFAULT_MODEL} (pid {warm['pid']}).\n"
+    assert wait_gone(warm["pid"])

@@ -439,12 +439,12 @@ def test_the_local_model_gets_the_local_profile_unless_a_key_names_one(
 def test_warm_server_is_reused_reported_and_stopped(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:
-    warm, reused = srv.start_warm("tiny")
+    warm, reused, replaced = srv.start_warm("tiny")
     try:
-        assert not reused
+        assert not reused and replaced is None
         state = json.loads((lathe_home / "local" / "server.json").read_text())
         assert state["pid"] == warm.pid and state["model"] == "tiny"
-        again, reused = srv.start_warm("local/tiny")
+        again, reused, _ = srv.start_warm("local/tiny")
         assert reused and again == warm
         assert srv.read_warm() == warm
         endpoint = srv.ensure_local_server("tiny")
@@ -461,7 +461,7 @@ def test_warm_server_is_reused_reported_and_stopped(
 def test_a_dead_warm_server_is_forgotten(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:
-    warm, _ = srv.start_warm("tiny")
+    warm = srv.start_warm("tiny").server
     os.killpg(warm.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while pid_alive(warm.pid) and time.monotonic() < deadline:
@@ -478,7 +478,7 @@ def test_cli_start_status_stop(installed_tiny: LocalModel, fake_llama: Path) -> 
     runner = CliRunner()
     # click.Choice was built from MODELS at import; "tiny" is not among the choices
     # there, so drive start through the library and the rest through the CLI.
-    warm, _ = srv.start_warm("tiny", options=srv.ServerOptions(threads=3, parallel=2))
+    warm = srv.start_warm("tiny", options=srv.ServerOptions(threads=3, parallel=2)).server
     try:
         status = runner.invoke(local, ["status"])
         assert status.exit_code == 0, status.output

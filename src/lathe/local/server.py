@@ -42,6 +42,9 @@ TEMPLATE = Path(__file__).parent / "templates" / "qwen2.5-coder-tools.jinja"
 _LOG_TAIL_LINES = 25
 _BIND_FAILURE = ("couldn't bind", "Address already in use")
 _CRASH_CODES = (-signal.SIGILL, -signal.SIGSEGV, -signal.SIGBUS)
+_REPLACE_AFTER_S = 5.0
+"""How long `lathe local start` waits for a recorded server's /health before it stops
+that server as hung: longer than `status` waits, since a busy machine answers slowly."""
 
 
 @dataclass(frozen=True)
@@ -205,9 +208,11 @@ def _pid_alive(pid: int) -> bool:
 
 def _terminate(pid: int, timeout: float) -> None:
     """Stop the process group led by `pid` the way lathe stops any group: SIGTERM, up to
-    `timeout` seconds, then SIGKILL (`lathe.exec.supervision.stop_group`)."""
-    from lathe.exec.supervision import stop_group
+    `timeout` seconds, then SIGKILL (`lathe.exec.supervision.stop_group`). A stopped
+    group (kill -STOP) is continued first, or SIGTERM would wait until the SIGKILL."""
+    from lathe.exec.supervision import signal_group, stop_group
 
+    signal_group(pid, signal.SIGCONT)
     stop_group(pid, grace=timeout, gone=lambda: not _pid_alive(pid))
 
 
@@ -448,24 +453,44 @@ class WarmServer:
     def base_url(self) -> str:
         return f"http://{HOST}:{self.port}/v1"
 
+    def answers(self, timeout: float = 2.0) -> bool:
+        """Whether it answers /health within `timeout`: a stopped or hung server does not."""
+        return _health(f"http://{HOST}:{self.port}", timeout)[0] == 200
+
+
+Replaced = Literal["other model", "other port", "not answering"]
+
+
+class WarmStart(NamedTuple):
+    server: WarmServer
+    reused: bool
+    """True when `server` was already running and serves what was asked."""
+    replaced: tuple[WarmServer, Replaced] | None = None
+    """The recorded server stopped first, and why."""
+
 
 def _state_file() -> Path:
     return local_dir() / "server.json"
 
 
-def read_warm() -> WarmServer | None:
-    """The recorded warm server if its process is still alive and answering, else None
-    (a stale record is removed)."""
+def recorded_warm() -> WarmServer | None:
+    """The recorded warm server while its process lives and is that server, answering or
+    not (`WarmServer.answers`); else None, and the stale record is removed."""
     path = _state_file()
     try:
         warm = WarmServer(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if _pid_alive(warm.pid) and _health(f"http://{HOST}:{warm.port}")[0] == 200:
+    if _pid_alive(warm.pid) and _is_our_server(warm):
         return warm
-    if not _pid_alive(warm.pid):
-        path.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
     return None
+
+
+def read_warm() -> WarmServer | None:
+    """The recorded warm server if it is alive and answering, else None."""
+    warm = recorded_warm()
+    return warm if warm is not None and warm.answers() else None
 
 
 def start_warm(
@@ -474,16 +499,24 @@ def start_warm(
     options: ServerOptions | None = None,
     port: int | None = None,
     binary: Path | None = None,
-) -> tuple[WarmServer, bool]:
+) -> WarmStart:
     """Start a detached server for the model, or reuse the live one serving it.
 
-    Returns (server, reused). A warm server for a different model is stopped first.
+    The recorded server is stopped first when it serves another model or port, or does
+    not answer: it is never left running unrecorded.
     """
     model = get_model(model_name)
-    current = read_warm()
-    if current is not None and current.model == model.name and port in (None, current.port):
-        return current, True
+    current = recorded_warm()
+    replaced: tuple[WarmServer, Replaced] | None = None
     if current is not None:
+        if current.model != model.name:
+            replaced = current, "other model"
+        elif port not in (None, current.port):
+            replaced = current, "other port"
+        elif not current.answers(timeout=_REPLACE_AFTER_S):
+            replaced = current, "not answering"
+        else:
+            return WarmStart(current, reused=True)
         stop_warm()
     path = _require_model(model)
     log = local_dir() / "logs" / "warm-server.log"
@@ -509,7 +542,7 @@ def start_warm(
     except BaseException:
         server.stop()  # unrecorded, nothing would ever stop it
         raise
-    return warm, False
+    return WarmStart(warm, reused=False, replaced=replaced)
 
 
 def stop_warm() -> WarmServer | None:

@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import click
 
@@ -172,10 +172,20 @@ def start_cmd(
         ctx_size=ctx_size, threads=threads, parallel=parallel, chat_template=chat_template
     )
     try:
-        warm, reused = start_warm(model_name, options=options, port=port)
+        started = start_warm(model_name, options=options, port=port)
     except LatheError as exc:
         _fail(str(exc), 2 if isinstance(exc, UsageError) else 1)
-    verb = "Already running" if reused else "Started"
+    warm = started.server
+    if started.replaced is not None:
+        old, why = started.replaced
+        match why:
+            case "not answering":
+                click.echo(f"Stopped local/{old.model} (pid {old.pid}), which was not answering.")
+            case "other model" | "other port":
+                click.echo(f"Stopped local/{old.model} (pid {old.pid}).")
+            case _:
+                assert_never(why)
+    verb = "Already running" if started.reused else "Started"
     click.echo(
         f"{verb}: local/{warm.model} at {warm.base_url} ({_threads(warm)}, pid {warm.pid}, "
         f"log {warm.log})"
@@ -202,7 +212,7 @@ def status_cmd() -> None:
     """Show the installed models and the warm server."""
     from lathe.local.install import find_server, is_verified
     from lathe.local.models import model_path
-    from lathe.local.server import read_warm
+    from lathe.local.server import recorded_warm
 
     binary = find_server()
     click.echo(f"llama-server: {binary or 'not installed (run `lathe local install`)'}")
@@ -210,9 +220,14 @@ def status_cmd() -> None:
         path = model_path(model)
         state = "installed" if is_verified(path, model.size, model.sha256) else "not installed"
         click.echo(f"local/{model.name}: {state} ({path})")
-    warm = read_warm()
+    warm = recorded_warm()
     if warm is None:
         click.echo("warm server: none")
+    elif not warm.answers():
+        click.echo(
+            f"warm server: local/{warm.model} at {warm.base_url} (pid {warm.pid}) is not "
+            "answering; `lathe local start` replaces it, `lathe local stop` stops it"
+        )
     else:
         age = time.time() - warm.started
         click.echo(
