@@ -108,7 +108,8 @@ class NothingListening(Transport):
 class ContextTooLong(ProviderError):
     """The server refused the request as too long for the model's window. The numbers
     it gave, where it gave them: `window_tokens` (the model's context length) and
-    `request_tokens` (what it counted in this request)."""
+    `request_tokens` (what it counted in this request's prompt, without the output
+    room `max_tokens` asked for)."""
 
     kind = "context_too_long"
 

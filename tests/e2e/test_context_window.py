@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 
 from tests.e2e.test_run_edges import lathe_run
+from tests.fakes.anthropic_server import ErrorReply as AnthropicError
+from tests.fakes.anthropic_server import Reply as AnthropicReply
+from tests.fakes.anthropic_server import ToolUse as AnthropicToolUse
 from tests.fakes.openai_server import Call, ErrorReply, Reply
 
 
@@ -127,3 +133,162 @@ def test_compact_threshold_sets_where_compaction_starts(tmp_path, fake_openai):
 
     assert all(body.get("tools") for body in run("1.0"))  # never summarised
     assert any(not body.get("tools") for body in run("0.3"))
+
+
+def test_max_tokens_asks_only_what_the_window_leaves_after_the_prompt(tmp_path, fake_openai):
+    # A window of 8,192 and the model's max output of 8,192: every request asked for
+    # 8,192 tokens of output on top of its prompt, so vLLM refused each one, and lathe
+    # said the first request "does not fit the model's window".
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    window = 8192
+
+    def vllm(body):
+        size, asked = len(json.dumps(body)) // 3, body.get("max_tokens") or 0
+        if size + asked > window:
+            return ErrorReply(
+                400,
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {size + asked} tokens ({size} in the messages, {asked} in the "
+                "completion). Please reduce the length of the messages or completion.",
+                "BadRequestError",
+            )
+        return Reply("hi", usage={"prompt_tokens": size, "completion_tokens": 5})
+
+    fake_openai.responder = vllm
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "-c", "models.m.provider=vllm",
+        "-c", f"models.m.context_window={window}", "-c", "models.m.max_output_tokens=8192",
+        "say hi",
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert "hi" in done.stdout
+    asked = [body["max_tokens"] for body in fake_openai.chat_bodies()]
+    assert asked[-1] < window and len(asked) <= 2, asked
+
+
+def test_a_refusal_of_prompt_plus_max_tokens_asks_again_for_less_output(tmp_path, fake_anthropic):
+    # Anthropic's wording was not known as "too long": a session past 136k tokens of a
+    # model with 64k of output ended in a provider error, and so did every --continue.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_anthropic.enqueue(
+        AnthropicError(
+            400,
+            "input length and `max_tokens` exceed context limit: 150000 + 64000 > 200000, "
+            "decrease input length or `max_tokens` and try again",
+            "invalid_request_error",
+        ),
+        AnthropicReply("done"),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "ANTHROPIC_"))}
+    env.update(ANTHROPIC_API_KEY="sk-ant-test", LATHE_HOME=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_anthropic.base_url, "-C", str(ws), "-c", "models.m.provider=anthropic",
+         "-c", "models.m.context_window=200000", "-c", "models.m.max_output_tokens=64000",
+         "say done"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    asked = [body["max_tokens"] for body in fake_anthropic.message_bodies()]
+    assert asked[0] == 64000 and asked[1] <= 50000, asked
+
+
+def _compacting_run(tmp_path, fake_openai, summary, *, finding: str = ""):
+    """A run in a 6,000-token window whose bash outputs make it compact; `summary` is
+    what the summary request is answered with. The bodies sent, and the run."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    asked = itertools.count()
+
+    def respond(body):
+        if not body.get("tools"):
+            return summary
+        calls = next(asked)
+        size = len(json.dumps(body)) // 3  # what a real server would count
+        usage = {"prompt_tokens": size, "completion_tokens": 20, "total_tokens": size + 20}
+        if calls < 8:
+            command = f"seq {calls * 1000} {calls * 1000 + 500}"
+            text = finding if calls == 0 else ""
+            return Reply(text, calls=[Call("bash", {"command": command})], usage=usage)
+        return Reply("Wrote the sum.", usage=usage)
+
+    fake_openai.responder = respond
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "-c", "models.m.provider=openai",
+        "-c", "models.m.context_window=6000", "--approval", "full", "Sum the numbers",
+    )  # fmt: skip
+    return fake_openai.chat_bodies(), done
+
+
+def test_the_summary_request_asks_for_a_bounded_answer(tmp_path, fake_openai):
+    # It asked for no limit at all: a 30 KB summary grew the request it was to shrink,
+    # and the next refusal ended the run.
+    bodies, done = _compacting_run(tmp_path, fake_openai, Reply("Goal: sum. Progress: some."))
+    assert done.returncode == 0, done.stderr
+    summaries = [b for b in bodies if not b.get("tools")]
+    assert summaries and all(0 < (b.get("max_tokens") or 0) <= 6000 // 8 for b in summaries)
+
+
+def test_a_summary_the_model_could_not_write_is_said_and_keeps_its_findings(tmp_path, fake_openai):
+    # The history was silently replaced by a list of tool calls: the model's own
+    # diagnosis was gone, for good once saved.
+    finding = "FINDING: the sum overflows in parse_total, report.py must use int."
+    bodies, done = _compacting_run(
+        tmp_path, fake_openai, ErrorReply(400, "the summary cannot be made"), finding=finding
+    )
+    assert done.returncode == 0, done.stderr
+    assert "could not summarise" in done.stderr
+    first_summary = next(i for i, b in enumerate(bodies) if not b.get("tools"))
+    after = bodies[first_summary + 1]
+    assert finding in json.dumps(after["messages"])
+
+
+def test_tokens_written_to_the_prompt_cache_count_toward_the_window(tmp_path, fake_anthropic):
+    # Anthropic reports what a turn added as cache writes, apart from input: lathe left
+    # them out of the conversation's size and sent a request past its own limit.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for n in range(12):
+        lines = (f"x{n}_{k} = {k}  # some padding text here to fill" for k in range(240))
+        (ws / f"f{n}.py").write_text("\n".join(lines))
+    turns = itertools.count()
+    cached = {"before": 0}
+    sizes = []
+
+    def respond(body):
+        size = len(json.dumps(body)) // 3  # what a real server would count
+        if not body.get("tools"):
+            return AnthropicReply("Goal: read the files. Progress: some read.")
+        sizes.append(size)
+        usage = {"input_tokens": 3, "cache_read_input_tokens": cached["before"],
+                 "cache_creation_input_tokens": max(0, size - cached["before"] - 3),
+                 "output_tokens": 30}  # fmt: skip
+        cached["before"] = size
+        turn = next(turns)
+        if turn < 4:
+            reads = [
+                AnthropicToolUse("read", {"path": f"f{3 * turn + k}.py"}, id=f"t{turn}_{k}")
+                for k in range(3)
+            ]
+            return AnthropicReply("Let me think. " * 1700, calls=reads, usage=usage)
+        return AnthropicReply("done", usage=usage)
+
+    fake_anthropic.responder = respond
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "ANTHROPIC_"))}
+    env.update(ANTHROPIC_API_KEY="sk-ant-test", LATHE_HOME=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_anthropic.base_url, "-C", str(ws), "-c", "models.m.provider=anthropic",
+         "-c", "models.m.context_window=40000", "-c", "context.prune_budget_tokens=100000",
+         "Read the files"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert max(sizes) <= 30_000, sizes  # the window less the output reserve

@@ -71,6 +71,18 @@ class ContextManager:
         self._squeezed = False
         self._retry_at_tokens = 0
         self.too_short = True  # of the last compact(): see there
+        self._output_asked: int | None = None  # max_tokens of the last request
+
+    def output_tokens(self, wanted: int | None) -> int | None:
+        """The output room the request `prepare` just built may ask for: `wanted` (the
+        model's max output), less when its prompt leaves less of the window, since a
+        server refuses a prompt plus max_tokens over it — but never less than the
+        budget's reserve, which compaction keeps free. None when `wanted` is None."""
+        if wanted is None:
+            return None
+        left = self.budget.context_window - self.meter.estimate(self._view, self._fixed())
+        self._output_asked = max(min(wanted, left), min(wanted, self.budget.output_reserve))
+        return self._output_asked
 
     def record_usage(self, usage: Usage, message_count: int) -> None:
         self.meter.report(usage, message_count)
@@ -141,12 +153,20 @@ class ContextManager:
             "the task restated, or use a model with a larger context window"
         )
 
-    async def shrink(self, history: list[Message], *, refusal: ContextTooLong) -> bool:
+    async def shrink(
+        self, history: list[Message], *, refusal: ContextTooLong, again: bool = False
+    ) -> bool:
         """Make the next request smaller after the provider refused it as too long: take
-        the window and the size the server gave, then compact, or else drop every older
-        tool output. False when nothing would make the request smaller: sending it again
+        the window and the size the server gave; ask for less output when the prompt
+        fits with the reserve (each time less, so this ends), else, unless this is
+        `again` after a shrink for the same reply, compact, or drop every older tool
+        output. False when nothing would make the request smaller: sending it again
         would only be refused again."""
         self._learn_from(refusal, len(history))
+        if self._asks_less_output(refusal):
+            return True
+        if again:
+            return False
         if await self.compact(history, reason="context_too_long"):
             return True
         if self._squeezed:
@@ -154,6 +174,16 @@ class ContextManager:
         before = self._estimate(self._pruned(history))
         self._squeezed = True
         return self._estimate(self._pruned(history)) < before
+
+    def _asks_less_output(self, refusal: ContextTooLong) -> bool:
+        """Whether the prompt the server counted fits its window, with less output room
+        than the refused request asked for: sent again as it is, with less asked."""
+        if not (refusal.request_tokens and refusal.window_tokens and self._output_asked):
+            return False
+        left = refusal.window_tokens - refusal.request_tokens
+        return min(left, self._output_asked) >= self.budget.output_reserve > 0 and (
+            left < self._output_asked
+        )
 
     def _learn_from(self, refusal: ContextTooLong, message_count: int) -> None:
         if refusal.request_tokens:
@@ -243,19 +273,34 @@ class ContextManager:
             system=self._words.say("compaction_system"),
             messages=[UserMessage(content=ask)],
             tools=[],
+            # A summary longer than this no longer shrinks what it replaces much.
+            max_output_tokens=max(256, min(_SUMMARY_MAX_TOKENS, self.budget.context_window // 8)),
         )
+        why = "it answered nothing"
         try:
             async for event in stream_with_retry(
                 lambda: self._provider.stream(request), self._retry
             ):
                 if isinstance(event, llm.Completed) and event.message.text.strip():
                     return event.message.text
-        except ProviderError:
-            pass  # fall through: a mechanical summary beats losing the session
+        except ProviderError as exc:
+            why = str(exc)  # a mechanical summary beats losing the session
+        self._emit(
+            Notice(
+                level="warning",
+                message=f"the model could not summarise the older conversation ({why}): "
+                "it is replaced by what the model said and the calls it made",
+            )
+        )
         return _mechanical_summary(older)
 
 
 _MIN_SUMMARISED_TOKENS = 400
+_SUMMARY_MAX_TOKENS = 4096
+# The fallback when no summary comes: the newest of the model's words and calls.
+_SAID_CHARS = 600
+_MECHANICAL_LINES = 60
+_MECHANICAL_CHARS = 12_000
 
 
 def _union(sets: Sequence[frozenset[str]]) -> frozenset[str]:
@@ -281,15 +326,24 @@ def _transcript(messages: Sequence[Message]) -> str:
 
 
 def _mechanical_summary(messages: Sequence[Message]) -> str:
-    calls = [
-        f"- {c.name} {c.arguments[:150]}"
-        for m in messages
-        if isinstance(m, AssistantMessage)
-        for c in m.tool_calls
-    ]
+    """What the model said and the calls it made, the newest kept within a bound: its
+    own findings are what a summary exists to keep."""
+    lines = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            if text := " ".join(message.text.split()):
+                lines.append(f"- said: {text[:_SAID_CHARS]}")
+            lines += [f"- {c.name} {c.arguments[:150]}" for c in message.tool_calls]
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line)
+        if len(kept) >= _MECHANICAL_LINES or size > _MECHANICAL_CHARS:
+            break
+        kept.append(line)
     return (
-        "The model could not write a summary; these are the tool calls made so far:\n"
-        + "\n".join(calls[-40:])
+        "The model could not write a summary; this is what it said and the tool calls "
+        "it made so far:\n" + "\n".join(reversed(kept))
     )
 
 

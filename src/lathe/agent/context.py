@@ -103,7 +103,8 @@ class TokenMeter:
     _reported_at: int = 0  # number of messages the report covered
 
     def report(self, usage: Usage, message_count: int) -> None:
-        total = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+        prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        total = prompt + usage.output_tokens
         if total > 0:
             self._reported, self._reported_at = total, message_count
 

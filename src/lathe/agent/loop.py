@@ -337,7 +337,8 @@ class Agent:
 
     async def _complete(self, run: RunState) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
-        once when the provider says the context is too long."""
+        when the provider says the context is too long (`ContextManager.shrink` says
+        how often)."""
         shrunk = False
         while True:
             try:
@@ -346,21 +347,23 @@ class Agent:
                 context = self.deps.context
                 if not context:
                     raise
-                if shrunk or not await context.shrink(self.messages, refusal=exc):
+                if not await context.shrink(self.messages, refusal=exc, again=shrunk):
                     raise exc.reworded(context.cannot_fit(self.messages, exc)) from exc
                 shrunk = True
 
     async def _stream_once(self, run: RunState) -> AssistantMessage:
         deps = self.deps
+        max_output = deps.settings.max_output_tokens
         if deps.context:
             messages = await deps.context.prepare(self.messages)
+            max_output = deps.context.output_tokens(max_output)
         else:
             messages = self._request_view.update(self.messages, None)
         request = llm.ModelRequest(
             system=deps.system_prompt,
             messages=messages,
             tools=deps.tools.specs(),
-            max_output_tokens=deps.settings.max_output_tokens,
+            max_output_tokens=max_output,
             temperature=deps.settings.temperature if run.temperature is None else run.temperature,
             extra=dict(deps.settings.request_extra),
         )

@@ -39,12 +39,15 @@ from lathe.net import is_loopback
 _CONTEXT_TOO_LONG = re.compile(
     r"context_length_exceeded|context[ _]length|maximum context|context window"
     r"|prompt is too long|too many tokens|input is too long|context size"
-    r"|reduce the length of the messages",
+    r"|reduce the length of the messages|exceed context limit",
     re.IGNORECASE,
 )
 # The numbers servers give when they refuse a request as too long, as (pattern, which
-# group is the window, which the request): OpenAI and vLLM, llama-server, Anthropic.
+# group is the window, which the prompt), the first that matches: OpenAI and vLLM (the
+# messages apart from the completion asked for, where given), llama-server, Anthropic's
+# prompt alone and its prompt with max_tokens.
 _WINDOW_AND_REQUEST = (
+    (re.compile(r"maximum context length is (\d+) tokens.*?\((\d+) in the messages", re.S), 1, 2),
     (
         re.compile(
             r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+)", re.S
@@ -54,6 +57,7 @@ _WINDOW_AND_REQUEST = (
     ),
     (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+)"), 2, 1),
     (re.compile(r"prompt is too long: (\d+) tokens > (\d+)"), 2, 1),
+    (re.compile(r"exceed context limit: (\d+) \+ \d+ > (\d+)"), 2, 1),
 )
 _MAX_SERVER_MESSAGE = 500
 # A server that parses the model's tool calls itself (llama-server) fails the request
