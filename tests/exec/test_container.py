@@ -7,8 +7,10 @@ runtime works. The real-engine tests use that and say exactly why when it does n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,7 +18,10 @@ from pathlib import Path
 import pytest
 from tests.e2e.test_calculator import run_against
 from tests.e2e.test_calculator import workspace as calculator
-from tests.fakes.openai_server import Call, Reply
+from tests.fakes.openai_server import Call, Hang, Reply
+from tests.sandboxes import needs
+from tests.tools.helpers import process_alive
+from tests.waiting import while_running
 
 from lathe.exec.base import ExecutorUnavailable
 from lathe.exec.container import (
@@ -33,7 +38,7 @@ PODMAN = ContainerSpec(
     engine="podman", rootfs="/", engine_args=(*RUNSC, "--runtime-flag", "network=none")
 )
 _STATUS = check_container(PODMAN)
-needs_podman = pytest.mark.skipif(not _STATUS.available, reason=_STATUS.message)
+needs_podman = needs(_STATUS, "podman with runsc")
 
 
 @pytest.fixture
@@ -51,7 +56,7 @@ def test_the_container_shows_the_view_the_other_sandboxes_show(ws: Path) -> None
     view = sandbox_view(ws, ws, network=False, deny_read=[".env", "secrets/"])
     argv = container_argv(ContainerSpec(image="python:3.12"), "lathe-x", view)
 
-    assert argv[:6] == ["docker", "run", "--detach", "--rm", "--name", "lathe-x"]
+    assert argv[:6] == ["docker", "run", "--interactive", "--rm", "--name", "lathe-x"]
     assert argv[argv.index("--network") + 1] == "none"
     assert {"--cap-drop", "ALL", "no-new-privileges"} <= set(argv)
     assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
@@ -104,9 +109,9 @@ async def _run(executor: ContainerExecutor, command: str, cwd: Path, timeout: fl
     )
 
 
-def _containers(name: str) -> str:
+def _containers(name: str, by: str = "name") -> str:
     listed = subprocess.run(
-        ["podman", "ps", "--all", "--filter", f"name={name}", "--format", "{{.Names}}"],
+        ["podman", "ps", "--all", "--filter", f"{by}={name}", "--format", "{{.Names}}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     return listed.stdout.strip()
@@ -175,7 +180,7 @@ def test_lathe_run_with_the_container_sandbox(tmp_path, fake_openai) -> None:
 
     assert result.returncode == 0, result.stderr[-3000:]
     tool = next(m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool")
-    assert "while :; do sleep 3600" in tool["content"]  # pid 1 is the container's keeper
+    assert "lathe-keeper-ready" in tool["content"]  # pid 1 is the container's keeper
     assert (
         subprocess.run(
             ["podman", "ps", "--all", "--format", "{{.Names}}"], capture_output=True, text=True
@@ -196,3 +201,53 @@ async def test_a_path_denied_after_the_container_started_is_masked_all_the_same(
 
     assert first.output == "ok\n"
     assert "late-secret" not in later.output and "end" in later.output
+
+
+def _mentioning(*words: str) -> list[str]:
+    """The command lines of live processes that contain one of `words`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if any(w in line for w in words) and process_alive(int(entry.name)):
+                found.append(line)
+    return found
+
+
+@needs_podman
+def test_a_killed_lathe_leaves_neither_its_container_nor_its_command(tmp_path, fake_openai):
+    # After `kill -9` of lathe the container stayed Up with its keeper looping for ever,
+    # the command's `podman exec` and conmon re-parented to init: only `aclose` removed it.
+    ws = calculator(tmp_path)
+    command = "setsid sleep 2001 & uname -n > started; sleep 2002"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Hang(60))
+    engine_args = ", ".join(f'"{a}"' for a in PODMAN.engine_args)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"))
+    lathe = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--sandbox", "container",
+         "-c", "container.engine=podman", "-c", "container.rootfs=/",
+         "-c", f"container.engine_args=[{engine_args}]", "start it"],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    started = ws / "started"
+    container = ""  # its id's first 12 digits: the container's host name
+    try:
+        while_running(lathe, lambda: started.exists() and started.read_text().strip(),
+                      "the command never started in the container")  # fmt: skip
+        container = started.read_text().strip()
+        lathe.kill()
+        lathe.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while _containers(container, by="id") or _mentioning(container, str(ws)):
+            left = [line[:60] for line in _mentioning(container, str(ws))]
+            assert time.monotonic() < deadline, f"{_containers(container, by='id')} and {left}"
+            time.sleep(0.1)
+    finally:
+        lathe.kill()
+        lathe.wait(timeout=10)
+        if container:
+            subprocess.run(["podman", "rm", "--force", "--time", "0", container],
+                           capture_output=True, check=False)  # fmt: skip

@@ -2,23 +2,27 @@
 podman, so the toolchain can differ from the host's.
 
 One long-lived container per executor (a run, or a child of one), started at the first
-command and removed by `aclose` at the end: `ENGINE run -d` of the configured image (or,
-with podman, a root folder mounted with an overlay, so the container's writes never
-reach it) holding a keeper process, then `ENGINE exec` for each command. The workspace
-is bound at its own path and writable, except what `lathe.exec.view` keeps read-only;
-paths denied for reading are masked (a folder as an empty tmpfs with mode 000, a file by
-an unreadable empty file); /tmp is a tmpfs; no network unless asked for (then the
-host's); no capabilities, no new privileges; the command runs as lathe's uid and gid,
-with only lathe's non-interactive settings in its environment (never the host's
+command and removed by `aclose` at the end: `ENGINE run -i --rm` of the configured image
+(or, with podman, a root folder mounted with an overlay, so the container's writes never
+reach it) holding a keeper process, then `ENGINE exec` for each command. The keeper's
+stdin is a pipe only lathe holds, through the engine's client: when lathe ends however
+it ends, even by SIGKILL, the kernel closes lathe's end, the keeper reads end-of-file
+and exits, and with it the container, everything running in it and (`--rm`) its files.
+The workspace is bound at its own path and writable, except what `lathe.exec.view` keeps
+read-only; paths denied for reading are masked (a folder as an empty tmpfs with mode
+000, a file by an unreadable empty file); /tmp is a tmpfs; no network unless asked for
+(then the host's); no capabilities, no new privileges; the command runs as lathe's uid
+and gid, with only lathe's non-interactive settings in its environment (never the host's
 variables, which name host paths and may hold secrets). Deny patterns are matched before
-each command; when what they match changed, the container is started again with the
-new mounts (they cannot change under a running container).
+each command; when what they match changed, the container is started again with the new
+mounts (they cannot change under a running container).
 
 Commands run one at a time. When one ends, times out or is cancelled, every process in
 the container but its keeper is killed (`kill -KILL -1` as the same user), so nothing a
-command starts outlives it; the engine's own client is stopped as a process group by
-`LocalExecutor`. When the engine is missing or cannot start the container, `run` raises
-`ExecutorUnavailable` with the engine's own words; nothing runs elsewhere instead.
+command starts outlives it, its timeout or lathe; the engine's own client is stopped as
+a process group by `LocalExecutor`. When the engine is missing or cannot start the
+container, `run` raises `ExecutorUnavailable` with the engine's own words; nothing runs
+elsewhere instead.
 
 `container_argv` and `exec_argv` build the command lines; tests hold them to a contract
 where no engine works.
@@ -29,8 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import shutil
 import subprocess
+import tempfile
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,9 +50,17 @@ from lathe.exec.sandboxed import SandboxedExecutor
 from lathe.exec.view import SandboxView, unreadable_file
 
 _START_TIMEOUT_S = 120.0
-# The container's first process: it outlives every command, and reaps what they leave
-# (orphans become its children; the shell's wait takes any child that ends).
-_KEEPER = ("sh", "-c", "while :; do sleep 3600 & wait $!; done")
+_CLIENT_EXIT_S = 10.0
+_READY = b"lathe-keeper-ready"
+# The container's first process. It says it runs, then lives until its stdin ends (lathe
+# is gone: see the module) and reaps what commands leave meanwhile: orphans become its
+# children, and the shell's wait for `cat` takes any child that ends. `kill -KILL -1`
+# after each command kills `cat` too (a death by signal): it is started again.
+_KEEPER = (
+    "sh", "-c",
+    f"echo {_READY.decode()}; exec >/dev/null 2>&1; "
+    "while :; do cat; [ $? -gt 128 ] || exit 0; done",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,7 @@ class ContainerSpec:
 
 def container_argv(spec: ContainerSpec, name: str, view: SandboxView) -> list[str]:
     """The engine command that starts the container `name` showing `view`."""
-    argv = [spec.engine, *spec.engine_args, "run", "--detach", "--rm", "--name", name]
+    argv = [spec.engine, *spec.engine_args, "run", "--interactive", "--rm", "--name", name]
     argv += ["--label", "lathe=1"]  # what `ENGINE ps --filter label=lathe` finds if one leaks
     if spec.engine == "podman" and os.geteuid() != 0:
         argv.append("--userns=keep-id")  # rootless: the workspace's owner inside, too
@@ -156,6 +171,7 @@ class ContainerExecutor(SandboxedExecutor):
         self._command_env = {**NONINTERACTIVE_ENV, "TMPDIR": "/tmp", **self.env}
         self._launched = False  # a start was begun: the container may exist
         self._started = False
+        self._client: subprocess.Popen[bytes] | None = None  # `ENGINE run`, attached
         self._mounted: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
         self._one_at_a_time = asyncio.Lock()
         # The engine's client only: the command lives in the container, which
@@ -201,28 +217,54 @@ class ContainerExecutor(SandboxedExecutor):
         whose start was cut short (its `run` may still have created it)."""
         if self._launched:
             self._launched = self._started = False
-            await asyncio.to_thread(self._engine, "rm", "--force", "--time", "0", self.name)
+            await asyncio.to_thread(self._remove)
 
     def _start(self, view: SandboxView) -> None:
         self._launched = True
-        try:
-            started = subprocess.run(
-                container_argv(self.spec, self.name, view), stdin=subprocess.DEVNULL,
-                capture_output=True, timeout=_START_TIMEOUT_S, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise ExecutorUnavailable(
-                f"the container did not start within {_START_TIMEOUT_S:.0f} s (a slow image "
-                f"pull?); start it once by hand (`{self.spec.engine} run`), or choose another "
-                "sandbox"
-            ) from None
-        if started.returncode != 0:
-            raise ExecutorUnavailable(
-                f"the container could not start ({_last_line(started.stderr)}); "
-                f"check `{self.spec.engine} run` with this image, or choose another sandbox"
-            )
+        with tempfile.TemporaryFile() as errors:
+            try:
+                client = subprocess.Popen(
+                    container_argv(self.spec, self.name, view), stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+                )  # fmt: skip
+            except OSError as exc:
+                raise ExecutorUnavailable(
+                    f"cannot start {self.spec.engine}: {exc.strerror or exc}"
+                ) from exc
+            self._client = client
+            ready = _ready(client, time.monotonic() + _START_TIMEOUT_S)
+            if ready is None:
+                raise ExecutorUnavailable(
+                    f"the container did not start within {_START_TIMEOUT_S:.0f} s (a slow "
+                    f"image pull?); start it once by hand (`{self.spec.engine} run`), or "
+                    "choose another sandbox"
+                )
+            if not ready:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    client.wait(_CLIENT_EXIT_S)  # its last words are written before it exits
+                errors.seek(0)
+                raise ExecutorUnavailable(
+                    f"the container could not start ({_last_line(errors.read())}); "
+                    f"check `{self.spec.engine} run` with this image, or choose another sandbox"
+                )
         self._started = True
         self._mounted = (view.read_only, view.hidden)
+
+    def _remove(self) -> None:
+        """Remove the container, then let its client go: closing the keeper's stdin
+        also ends a container the engine could not remove."""
+        self._engine("rm", "--force", "--time", "0", self.name)
+        client, self._client = self._client, None
+        if client is None:
+            return
+        for pipe in (client.stdin, client.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            client.wait(_CLIENT_EXIT_S)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            client.wait()
 
     def _exec_argv(self, command: str, cwd: Path) -> list[str]:
         return exec_argv(self.spec, self.name, command, cwd, self._command_env)
@@ -238,6 +280,24 @@ class ContainerExecutor(SandboxedExecutor):
                 [self.spec.engine, *self.spec.engine_args, *args], stdin=subprocess.DEVNULL,
                 capture_output=True, timeout=_START_TIMEOUT_S, check=False,
             )  # fmt: skip
+
+
+def _ready(client: subprocess.Popen[bytes], deadline: float) -> bool | None:
+    """Whether the keeper said it runs (True) or the client ended first (False); None
+    when `deadline` passed. Reads its stdout up to the keeper's word, which is all the
+    keeper ever writes there."""
+    assert client.stdout is not None
+    seen = b""
+    while _READY not in seen:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        if select.select([client.stdout], [], [], remaining)[0]:
+            chunk = os.read(client.stdout.fileno(), 4096)
+            if not chunk:
+                return False
+            seen = seen[-len(_READY) :] + chunk
+    return True
 
 
 def _last_line(stderr: bytes) -> str:
