@@ -83,7 +83,8 @@ def sandbox_view(
 ) -> SandboxView:
     """The view for a command in `cwd`. `read_only` names workspace entries; `deny_read`
     and `deny_write` are patterns in the dialect of `lathe.patterns`, matched against
-    every file and folder in the workspace now; `hide_git` hides the repository itself."""
+    every file and folder in the workspace now; `hide_git` hides the repositories
+    themselves, the workspace's own and every one nested in it."""
     workspace = Path(os.path.abspath(workspace))
     system = []
     for directory in SYSTEM_DIRS:
@@ -96,8 +97,8 @@ def sandbox_view(
     kept += compiled(tuple(deny_write)).existing(workspace)
     shown_read_only = [_mounted(p, workspace, inside_only=True) for p in kept]
     hidden = compiled(tuple(deny_read)).existing(workspace)
-    if hide_git:
-        hidden.append(workspace / ".git")
+    if hide_git:  # nested ones too: a submodule's objects lie in the outer .git
+        hidden += compiled((".git",)).existing(workspace)
     home = home or Path.home()
     tools = tuple(tool_paths(home, extra_read_only))
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only

@@ -3,7 +3,8 @@
 A read rule hides a file from the tools and from commands in the sandbox, but a file
 that was ever committed, stashed or staged is also in `.git`: `git show HEAD:.env`
 prints it. `denied_in_history` names such files so the sandbox can hide the repository
-itself. It looks at every path in a commit reachable from a ref or a reflog, at the
+itself. It looks, in the workspace's repository and in every one nested in it, at
+every path in a commit reachable from a ref or a reflog, at the
 index, and at whether the denied files' present contents are stored as objects at all
 (a blob staged and then unstaged is in no commit and no index, yet `git cat-file` shows
 it). Any doubt — git failing, refusing the repository, or taking too long — is "maybe".
@@ -34,44 +35,65 @@ class _Doubt(Exception):
 
 
 def denied_in_history(workspace: Path, patterns: Sequence[str]) -> list[str] | None:
-    """The denied paths the repository at `workspace` holds, sorted; [] when none or
-    no repository; None when git could not say (treat as "maybe")."""
+    """The denied paths the repositories in `workspace` hold (its own, and any nested
+    in it: a vendored clone, a submodule, whose objects may lie in the outer `.git`),
+    as workspace paths, sorted; [] when none or no repository; None when git could
+    not say (treat as "maybe")."""
     rules = PathPatterns(patterns)
-    if not rules or not (workspace / ".git").exists():
+    if not rules:
         return []
+    found: set[str] = set()
     try:
-        committed = _paths(workspace, "log", "--all", "--reflog", "--no-show-signature",
-                           "--format=", "--name-only", "--no-renames", "-z")  # fmt: skip
-        staged = _paths(workspace, "ls-files", "--cached", "-z")
-        found = {path for path in committed | staged if rules.matches(path)}
-        found |= _stored_now(workspace, rules)
+        for repository in repositories_in(workspace):
+            found |= _held(workspace, repository, rules)
     except _Doubt:
         return None
     return sorted(found)
 
 
-def _paths(workspace: Path, *args: str) -> set[str]:
-    return {path for path in _git(workspace, *args).split("\0") if path}
+def repositories_in(workspace: Path) -> list[Path]:
+    """Each folder in `workspace` with a `.git` (a folder, or a file naming one)."""
+    return [entry.parent for entry in PathPatterns([".git"]).existing(workspace)]
 
 
-def _stored_now(workspace: Path, rules: PathPatterns) -> set[str]:
-    """Denied files whose present content is an object in the repository."""
-    files = [p for p in rules.existing(workspace) if p.is_file() and not p.is_symlink()]
+def _held(workspace: Path, repository: Path, rules: PathPatterns) -> set[str]:
+    """The workspace paths of denied files `repository` holds."""
+    prefix = os.path.relpath(repository, workspace)
+    prefix = "" if prefix == "." else prefix + "/"
+    committed = _paths(repository, "log", "--all", "--reflog", "--no-show-signature",
+                       "--format=", "--name-only", "--no-renames", "-z")  # fmt: skip
+    staged = _paths(repository, "ls-files", "--cached", "-z")
+    found = {prefix + path for path in committed | staged if rules.matches(prefix + path)}
+    return found | _stored_now(workspace, repository, rules)
+
+
+def _paths(repository: Path, *args: str) -> set[str]:
+    return {path for path in _git(repository, *args).split("\0") if path}
+
+
+def _stored_now(workspace: Path, repository: Path, rules: PathPatterns) -> set[str]:
+    """Denied files in `repository`'s folder whose present content is an object in it."""
+    files = [
+        p
+        for p in rules.existing(workspace)
+        if p.is_relative_to(repository) and p.is_file() and not p.is_symlink()
+    ]
     if not files:
         return set()
-    names = [os.path.relpath(p, workspace) for p in files]
-    hashes = _git(workspace, "hash-object", "--no-filters", "--", *names).split()
+    names = [os.path.relpath(p, repository) for p in files]
+    hashes = _git(repository, "hash-object", "--no-filters", "--", *names).split()
     if len(hashes) != len(names):
         raise _Doubt
-    answer = _git(workspace, "cat-file", "--batch-check", stdin="\n".join(hashes) + "\n")
+    answer = _git(repository, "cat-file", "--batch-check", stdin="\n".join(hashes) + "\n")
     stored = [not line.endswith(" missing") for line in answer.splitlines()]
-    return {name for name, present in zip(names, stored, strict=False) if present}
+    found = (p for p, present in zip(files, stored, strict=False) if present)
+    return {os.path.relpath(p, workspace) for p in found}
 
 
-def _git(workspace: Path, *args: str, stdin: str | None = None) -> str:
+def _git(repository: Path, *args: str, stdin: str | None = None) -> str:
     try:
         done = subprocess.run(
-            ["git", "-C", str(workspace), *_NO_PROGRAMS, *args],
+            ["git", "-C", str(repository), *_NO_PROGRAMS, *args],
             input=stdin, capture_output=True, text=True, timeout=_TIMEOUT_S,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             env={**os.environ, **_GIT_ENV}, check=False,
