@@ -133,3 +133,37 @@ def test_a_warm_server_that_stops_answering_is_reported_and_replaced(
     stop = lathe_local("stop")
     assert stop.stdout == f"Stopped local/{DEFAULT_MODEL} (pid {warm['pid']}).\n"
     assert wait_gone(warm["pid"])
+
+
+def test_start_asked_for_other_options_than_the_running_server_says_so(
+    installed: Path,
+    fake_llama: Path,
+    servers: list[int],
+    lathe_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_LLAMA_ARGV", str(argv_file))
+    first = lathe_local("start", "--ctx-size", "32768", "--threads", "1")
+    assert first.returncode == 0, first.stderr
+    warm = warm_record(lathe_home)
+    servers.append(warm["pid"])
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--ctx-size") + 1] == "32768"
+    assert (warm["ctx_size"], warm["parallel"], warm["chat_template"]) == (32768, 1, "lathe")
+    running = f"local/{DEFAULT_MODEL} at http://127.0.0.1:{warm['port']}/v1"
+    assert first.stdout.startswith(f"Started: {running} (1 thread, 32768-token context, pid ")
+
+    again = lathe_local("start", "--ctx-size", "4096")
+    assert (again.returncode, again.stdout) == (2, "")
+    assert again.stderr == (
+        f"lathe: local/{DEFAULT_MODEL} is already running with --ctx-size 32768, not "
+        "--ctx-size 4096; run `lathe local stop`, then `lathe local start` again to apply "
+        "the new options\n"
+    )
+    # Options left at their defaults ask for nothing: the running server is what it is.
+    same = lathe_local("start")
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.startswith(f"Already running: {running} (1 thread, 32768-token context")
+    assert warm_record(lathe_home) == warm

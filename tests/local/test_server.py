@@ -448,7 +448,7 @@ def test_warm_server_is_reused_reported_and_stopped(
         assert reused and again == warm
         assert srv.read_warm() == warm
         endpoint = srv.ensure_local_server("tiny")
-        assert endpoint == srv.LocalEndpoint(warm.base_url, "tiny-wire", owned=False)
+        assert endpoint == srv.LocalEndpoint(warm.base_url, "tiny-wire", owned=False, ctx_size=8192)
     finally:
         stopped = srv.stop_warm()
     assert stopped == warm
@@ -456,6 +456,19 @@ def test_warm_server_is_reused_reported_and_stopped(
     assert srv.read_warm() is None
     assert not (lathe_home / "local" / "server.json").exists()
     assert srv.stop_warm() is None
+
+
+def test_a_run_on_the_warm_server_is_given_its_real_context_size(
+    installed_tiny: LocalModel, fake_llama: Path
+) -> None:
+    # The run asks for the configured 8192 tokens, but the warm server has 32768: the
+    # run must budget with what the server has.
+    warm = srv.start_warm("tiny", options=srv.ServerOptions(ctx_size=32768, threads=1)).server
+    try:
+        endpoint = srv.ensure_local_server("tiny", options=srv.ServerOptions(ctx_size=8192))
+    finally:
+        srv.stop_warm()
+    assert endpoint == srv.LocalEndpoint(warm.base_url, "tiny-wire", owned=False, ctx_size=32768)
 
 
 def test_a_dead_warm_server_is_forgotten(
@@ -483,7 +496,10 @@ def test_cli_start_status_stop(installed_tiny: LocalModel, fake_llama: Path) -> 
         status = runner.invoke(local, ["status"])
         assert status.exit_code == 0, status.output
         # How many threads it runs with: one where two cores were free is a slow server.
-        shown = f"warm server: local/tiny at {warm.base_url} (3 threads, 2 slots, pid {warm.pid}"
+        shown = (
+            f"warm server: local/tiny at {warm.base_url} (3 threads, 2 slots, 8192-token "
+            f"context each, pid {warm.pid}"
+        )
         assert shown in status.output
         assert "llama-server: " + str(fake_llama) in status.output
     finally:

@@ -448,6 +448,11 @@ class WarmServer:
     """Generation threads it runs with (None: a record from before lathe kept them)."""
     parallel: int = 1
     """Its slots (`ServerOptions.parallel`)."""
+    ctx_size: int | None = None
+    """The context window of each slot (`ServerOptions.ctx_size`); None: a record from
+    before lathe kept it."""
+    chat_template: str | None = None
+    """`ServerOptions.chat_template`: "lathe", "stock" or a file's path; None: unknown."""
 
     @property
     def base_url(self) -> str:
@@ -537,6 +542,8 @@ def start_warm(
             started=time.time(),
             threads=server.threads,
             parallel=server.options.parallel,
+            ctx_size=server.options.ctx_size,
+            chat_template=str(server.options.chat_template),
         )
         _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
     except BaseException:
@@ -577,6 +584,9 @@ class LocalEndpoint(NamedTuple):
     """The wire model id to send."""
     owned: bool
     """True when this process started the server (it stops at exit)."""
+    ctx_size: int
+    """The server's context window of each slot, in tokens: a warm server's own, which
+    can differ from the one asked for. The run's budget is this window."""
 
 
 _managed: dict[str, LocalServer] = {}
@@ -594,18 +604,23 @@ def _require_model(model: LocalModel) -> Path:
 
 def ensure_local_server(model_name: str, *, options: ServerOptions | None = None) -> LocalEndpoint:
     """An endpoint serving `model_name` ("local", "local/1.5b", "0.5b", ...): the warm
-    server when it serves that model, else one started now and stopped at exit."""
+    server when it serves that model, whatever its options, else one started now with
+    `options` and stopped at exit. The endpoint's `ctx_size` is the server's."""
     model = get_model(model_name)
     path = _require_model(model)
+    options = options or ServerOptions()
     warm = read_warm()
     if warm is not None and warm.model == model.name:
-        return LocalEndpoint(warm.base_url, warm.wire_id, owned=False)
+        ctx_size = warm.ctx_size or options.ctx_size
+        return LocalEndpoint(warm.base_url, warm.wire_id, owned=False, ctx_size=ctx_size)
     server = _managed.get(model.name)
     if server is None or server._proc is None or server._proc.poll() is not None:
         server = LocalServer(path, alias=model.wire_id, options=options)
         server.start()
         _managed[model.name] = server
-    return LocalEndpoint(server.base_url, model.wire_id, owned=True)
+    return LocalEndpoint(
+        server.base_url, model.wire_id, owned=True, ctx_size=server.options.ctx_size
+    )
 
 
 def managed_server(model_name: str) -> LocalServer | None:

@@ -167,7 +167,8 @@ def start_cmd(
     from lathe.errors import LatheError, UsageError
     from lathe.local.server import ServerOptions, start_warm
 
-    chat_template: Any = template if template in ("lathe", "stock") else Path(template)
+    # Absolute, so the recorded server names the file whatever directory asks next.
+    chat_template: Any = template if template in ("lathe", "stock") else Path(template).resolve()
     options = ServerOptions(
         ctx_size=ctx_size, threads=threads, parallel=parallel, chat_template=chat_template
     )
@@ -185,6 +186,16 @@ def start_cmd(
                 click.echo(f"Stopped local/{old.model} (pid {old.pid}).")
             case _:
                 assert_never(why)
+    if started.reused:
+        _refuse_other_options(
+            warm,
+            {
+                "ctx_size": ("--ctx-size", warm.ctx_size, ctx_size),
+                "parallel": ("--parallel", warm.parallel, parallel),
+                "threads": ("--threads", warm.threads, threads),
+                "template": ("--template", warm.chat_template, str(chat_template)),
+            },
+        )
     verb = "Already running" if started.reused else "Started"
     click.echo(
         f"{verb}: local/{warm.model} at {warm.base_url} ({_threads(warm)}, pid {warm.pid}, "
@@ -192,10 +203,40 @@ def start_cmd(
     )
 
 
+def _refuse_other_options(warm: Any, options: dict[str, tuple[str, Any, Any]]) -> None:
+    """Fail when an option given on the command line (parameter name: flag, the running
+    server's value, the one asked for) differs from what the running server has: reusing
+    it would silently ignore the option. Options left at their defaults ask for nothing."""
+    from click.core import ParameterSource
+
+    context = click.get_current_context()
+    differ = [
+        (flag, running, asked)
+        for name, (flag, running, asked) in options.items()
+        if context.get_parameter_source(name) is not ParameterSource.DEFAULT
+        and running is not None
+        and running != asked
+    ]
+    if differ:
+        has = " ".join(f"{flag} {running}" for flag, running, _ in differ)
+        wants = " ".join(f"{flag} {asked}" for flag, _, asked in differ)
+        _fail(
+            f"local/{warm.model} is already running with {has}, not {wants}; run `lathe "
+            "local stop`, then `lathe local start` again to apply the new options",
+            2,
+        )
+
+
 def _threads(warm: Any) -> str:
-    """How much of the machine it uses: one thread where two cores were free is slow."""
+    """How much of the machine it uses: one thread where two cores were free is slow;
+    and the window each conversation gets."""
     threads = "threads unknown" if warm.threads is None else plural(warm.threads, "thread")
-    return threads if warm.parallel == 1 else f"{threads}, {plural(warm.parallel, 'slot')}"
+    shown = [threads]
+    if warm.parallel != 1:
+        shown.append(plural(warm.parallel, "slot"))
+    if warm.ctx_size is not None:
+        shown.append(f"{warm.ctx_size}-token context" + (" each" if warm.parallel != 1 else ""))
+    return ", ".join(shown)
 
 
 @local.command("stop")
