@@ -167,3 +167,40 @@ def test_start_asked_for_other_options_than_the_running_server_says_so(
     assert same.returncode == 0, same.stderr
     assert same.stdout.startswith(f"Already running: {running} (1 thread, 32768-token context")
     assert warm_record(lathe_home) == warm
+
+
+def test_stop_with_a_recorded_pid_now_anothers_says_the_record_was_stale(
+    installed: Path, lathe_home: Path
+) -> None:
+    # The warm server died long ago and its pid went to an unrelated program.
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        model = MODELS[DEFAULT_MODEL]
+        record = {
+            "pid": other.pid, "port": 9, "model": model.name, "wire_id": model.wire_id,
+            "model_path": str(installed), "binary": "/x/llama-server", "log": "/x/log",
+            "started": 0.0,
+        }  # fmt: skip
+        (lathe_home / "local").mkdir()
+        (lathe_home / "local" / "server.json").write_text(json.dumps(record))
+
+        stop = lathe_local("stop")
+
+        assert (stop.returncode, stop.stderr) == (0, "")
+        assert stop.stdout == (
+            f"local/{DEFAULT_MODEL} (pid {other.pid}) had already exited, and its pid is now "
+            "another program's, left running; removed its record.\n"
+        )
+        assert other.poll() is None
+        assert not (lathe_home / "local" / "server.json").exists()
+    finally:
+        other.communicate(b"")
+
+    (lathe_home / "local" / "server.json").write_text(json.dumps(record))  # its pid is free
+    stop = lathe_local("stop")
+    assert stop.stdout == (
+        f"local/{DEFAULT_MODEL} (pid {other.pid}) had already exited; removed its record.\n"
+    )
+    assert not (lathe_home / "local" / "server.json").exists()

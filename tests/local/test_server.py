@@ -451,7 +451,7 @@ def test_warm_server_is_reused_reported_and_stopped(
         assert endpoint == srv.LocalEndpoint(warm.base_url, "tiny-wire", owned=False, ctx_size=8192)
     finally:
         stopped = srv.stop_warm()
-    assert stopped == warm
+    assert stopped == srv.WarmStop(warm, "stopped")
     assert not pid_alive(warm.pid)
     assert srv.read_warm() is None
     assert not (lathe_home / "local" / "server.json").exists()

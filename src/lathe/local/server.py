@@ -552,17 +552,33 @@ def start_warm(
     return WarmStart(warm, reused=False, replaced=replaced)
 
 
-def stop_warm() -> WarmServer | None:
-    """Stop the recorded warm server; returns what was stopped, or None."""
+Stopped = Literal["stopped", "exited", "pid reused"]
+"""What `stop_warm` found: the server, which it stopped; or a stale record, the server
+having exited, its pid free or now another program's (left running)."""
+
+
+class WarmStop(NamedTuple):
+    server: WarmServer
+    """The record, which is removed in every case."""
+    how: Stopped
+
+
+def stop_warm() -> WarmStop | None:
+    """Stop the recorded warm server and remove its record; None when there is none."""
     path = _state_file()
     try:
         warm = WarmServer(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if _pid_alive(warm.pid) and _is_our_server(warm):
-        _terminate(warm.pid, 10.0)
+    how: Stopped = "exited"
+    if _pid_alive(warm.pid):
+        if _is_our_server(warm):
+            _terminate(warm.pid, 10.0)
+            how = "stopped"
+        else:
+            how = "pid reused"
     path.unlink(missing_ok=True)
-    return warm
+    return WarmStop(warm, how)
 
 
 def _is_our_server(warm: WarmServer) -> bool:

@@ -244,8 +244,25 @@ def stop_cmd() -> None:
     """Stop the warm server."""
     from lathe.local.server import stop_warm
 
-    warm = stop_warm()
-    click.echo(f"Stopped local/{warm.model} (pid {warm.pid})." if warm else "No warm server.")
+    stopped = stop_warm()
+    if stopped is None:
+        click.echo("No warm server.")
+        return
+    warm = stopped.server
+    match stopped.how:
+        case "stopped":
+            click.echo(f"Stopped local/{warm.model} (pid {warm.pid}).")
+        case "exited":
+            click.echo(
+                f"local/{warm.model} (pid {warm.pid}) had already exited; removed its record."
+            )
+        case "pid reused":
+            click.echo(
+                f"local/{warm.model} (pid {warm.pid}) had already exited, and its pid is now "
+                "another program's, left running; removed its record."
+            )
+        case _:
+            assert_never(stopped.how)
 
 
 @local.command("status")
