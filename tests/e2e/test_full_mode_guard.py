@@ -62,3 +62,31 @@ def test_full_mode_blocks_destruction_of_the_home_directory(tmp_path, fake_opena
     assert "shutil.rmtree (via python3 -c)" in results["call_0"]
     assert "truncate empties ~/.bashrc" in results["call_4"]
     assert "git config sets core.hooksPath" in results["call_7"]
+
+
+def test_full_mode_refuses_a_hard_link_to_a_file_outside_the_workspace(tmp_path, fake_openai):
+    # `ln ~/.bashrc notes.txt` passed; the next call's `>>` and edits of notes.txt then
+    # changed ~/.bashrc (the guard only knew a link made in the same command).
+    home = tmp_path / "user"
+    home.mkdir()
+    (home / ".bashrc").write_text("# the user's shell setup\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    commands = ["ln ~/.bashrc notes.txt", "cp -al ~/.bashrc kept.txt", "cp --link ~/.bashrc b"]
+    fake_openai.enqueue(
+        *[Reply(calls=[Call("bash", {"command": c})]) for c in commands],
+        Reply(calls=[Call("bash", {"command": "echo 'echo owned' >> notes.txt kept.txt b"})]),
+        Reply("Done."),
+    )
+
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+        "--approval", "full", "keep notes",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "lathe-home"),
+                   "HOME": str(home)},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert (home / ".bashrc").read_text() == "# the user's shell setup\n"
+    assert (home / ".bashrc").stat().st_nlink == 1

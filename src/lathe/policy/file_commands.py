@@ -126,7 +126,14 @@ def _copy_like(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | Non
     if fed and not argv.has("-t", "--target-directory"):
         # xargs appends its items: any of them may end up as the destination.
         found += [Change(w, verb, follow) for w in fed]
+    # A hard link is the same file under a second name: every later write through it,
+    # an edit or a `>>` that names only the workspace, changes the source too.
+    hard = (base == "ln" and not argv.has("-s", "--symbolic")) or (
+        base == "cp" and argv.has("-l", "--link")
+    )
     for source, landing in _landings(argv, operands, cwd, base):
+        if hard:
+            found.append(Change(source, f"{base} gives a second name (a hard link) to", True))
         if base == "mv":
             found.append(Change(source, "mv moves", False))
         if landing is not None:
