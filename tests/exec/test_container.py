@@ -8,6 +8,7 @@ runtime works. The real-engine tests use that and say exactly why when it does n
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import subprocess
 import sys
@@ -60,18 +61,43 @@ def test_the_container_shows_the_view_the_other_sandboxes_show(ws: Path) -> None
     assert argv[argv.index("--network") + 1] == "none"
     assert {"--cap-drop", "ALL", "no-new-privileges"} <= set(argv)
     assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
-    volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
-    assert f"{ws}:{ws}:rw" in volumes
-    assert f"{ws / '.git'}:{ws / '.git'}:ro" in volumes  # kept read-only, as in bwrap
-    assert f"{unreadable_file()}:{ws / '.env'}:ro" in volumes  # a masked file
-    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
-    assert f"{ws / 'secrets'}:ro,mode=000" in tmpfs and "/tmp" in tmpfs  # a masked folder
+    mounts = _mounts(argv)
+    assert _bind(ws, ws) in mounts
+    assert _bind(ws / ".git", ws / ".git", "ro") in mounts  # read-only, as in bwrap
+    assert _bind(unreadable_file(), ws / ".env", "ro") in mounts  # a masked file
+    masked_folder = ["type=tmpfs", f"destination={ws / 'secrets'}", "tmpfs-mode=000", "ro"]
+    assert masked_folder in mounts
+    assert argv[argv.index("--tmpfs") + 1] == "/tmp"
     assert argv[-4] == "python:3.12"  # the image, then the keeper
     with_network = container_argv(
         ContainerSpec(engine="podman", rootfs="/srv/root"), "n", sandbox_view(ws, ws, network=True)
     )
     assert with_network[with_network.index("--network") + 1] == "host"
     assert with_network[-5:-3] == ["--rootfs", "/srv/root:O"]  # an overlay: root untouched
+
+
+def _mounts(argv: list[str]) -> list[list[str]]:
+    """The fields of each `--mount`, read as the engines read them: as a CSV line."""
+    return [next(csv.reader([argv[i + 1]])) for i, a in enumerate(argv) if a == "--mount"]
+
+
+def _bind(source: Path, destination: Path, *options: str) -> list[str]:
+    return ["type=bind", f"source={source}", f"destination={destination}", *options]
+
+
+def test_paths_with_colons_commas_and_quotes_are_passed_whole(tmp_path: Path) -> None:
+    # `--volume SRC:DST:ro` split a path on its colons: "incorrect volume format".
+    ws = tmp_path / 'w:s,"1"'
+    (ws / 'a:b,"c".pem').parent.mkdir(parents=True)
+    (ws / 'a:b,"c".pem').write_text("key\n")
+    (ws / "k:e,ys").mkdir()
+    view = sandbox_view(ws, ws, network=False, read_only=(), deny_read=["*.pem", "k:e,ys/"])
+
+    mounts = _mounts(container_argv(ContainerSpec(image="img"), "lathe-x", view))
+
+    assert _bind(ws, ws) in mounts
+    assert _bind(unreadable_file(), ws / 'a:b,"c".pem', "ro") in mounts
+    assert ["type=tmpfs", f"destination={ws / 'k:e,ys'}", "tmpfs-mode=000", "ro"] in mounts
 
 
 def test_a_command_runs_by_exec_with_only_the_given_environment(ws: Path) -> None:
@@ -181,12 +207,10 @@ def test_lathe_run_with_the_container_sandbox(tmp_path, fake_openai) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     tool = next(m for m in fake_openai.chat_bodies()[1]["messages"] if m["role"] == "tool")
     assert "lathe-keeper-ready" in tool["content"]  # pid 1 is the container's keeper
-    assert (
-        subprocess.run(
-            ["podman", "ps", "--all", "--format", "{{.Names}}"], capture_output=True, text=True
-        ).stdout.count("lathe-")
-        == 0
+    mounted = subprocess.run(  # by this run: other tests' containers may run meanwhile
+        ["podman", "ps", "--all", "--format", "{{.Mounts}}"], capture_output=True, text=True
     )
+    assert str(ws) not in mounted.stdout
 
 
 @needs_podman
@@ -251,3 +275,24 @@ def test_a_killed_lathe_leaves_neither_its_container_nor_its_command(tmp_path, f
         if container:
             subprocess.run(["podman", "rm", "--force", "--time", "0", container],
                            capture_output=True, check=False)  # fmt: skip
+
+
+@needs_podman
+@pytest.mark.parametrize("folder", ["ws", "w:s,1"])
+async def test_a_denied_file_with_a_colon_is_masked_and_the_container_still_starts(
+    tmp_path: Path, folder: str
+) -> None:
+    # Created by a command under `--deny 'read(*.pem)'`, `a:b.pem` made every later
+    # command fail: the container could not start again with its mask.
+    ws = tmp_path / folder
+    ws.mkdir()
+    executor = ContainerExecutor(ws, PODMAN, deny_read=["*.pem"])
+    try:
+        made = await _run(executor, "printf 'BEGIN KEY' > 'a:b,c.pem'; echo made", ws)
+        later = await _run(executor, "cat 'a:b,c.pem'; echo second", ws)
+    finally:
+        await executor.aclose()
+
+    assert (made.exit_code, made.output) == (0, "made\n")
+    assert "Permission denied" in later.output and "second" in later.output
+    assert "BEGIN KEY" not in later.output

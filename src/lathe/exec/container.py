@@ -15,7 +15,8 @@ read-only; paths denied for reading are masked (a folder as an empty tmpfs with 
 and gid, with only lathe's non-interactive settings in its environment (never the host's
 variables, which name host paths and may hold secrets). Deny patterns are matched before
 each command; when what they match changed, the container is started again with the new
-mounts (they cannot change under a running container).
+mounts (they cannot change under a running container). Every mount is a `--mount`
+option, which takes any path (`--volume SRC:DST` split one with a colon).
 
 Commands run one at a time. When one ends, times out or is cancelled, every process in
 the container but its keeper is killed (`kill -KILL -1` as the same user), so nothing a
@@ -32,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import csv
+import io
 import os
 import select
 import shutil
@@ -102,17 +105,30 @@ def container_argv(spec: ContainerSpec, name: str, view: SandboxView) -> list[st
     argv += ["--network", "host" if view.network else "none"]
     argv += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     argv += ["--user", f"{os.getuid()}:{os.getgid()}", "--tmpfs", "/tmp"]
-    argv += ["--volume", f"{view.workspace}:{view.workspace}:rw"]
+    argv += _bind(view.workspace, view.workspace)
     for path in view.read_only:
-        argv += ["--volume", f"{path}:{path}:ro"]
+        argv += _bind(path, path, "ro")
     for path in view.hidden:
         if path.is_dir():
-            argv += ["--tmpfs", f"{path}:ro,mode=000"]
+            argv += _mount("type=tmpfs", f"destination={path}", "tmpfs-mode=000", "ro")
         else:
-            argv += ["--volume", f"{unreadable_file()}:{path}:ro"]
+            argv += _bind(unreadable_file(), path, "ro")
     argv += ["--workdir", str(view.workspace)]
     root = spec.root()
     return [*argv, *root, *_KEEPER]
+
+
+def _bind(source: Path, destination: Path, *options: str) -> list[str]:
+    return _mount("type=bind", f"source={source}", f"destination={destination}", *options)
+
+
+def _mount(*fields: str) -> list[str]:
+    """A `--mount` option. Both engines read its value as one CSV line, so a field with
+    a comma or a quote is quoted; `--volume` and `--tmpfs` split paths on their colons,
+    and no quoting gets one through."""
+    line = io.StringIO()
+    csv.writer(line, lineterminator="").writerow(fields)
+    return ["--mount", line.getvalue()]
 
 
 def exec_argv(
