@@ -148,6 +148,13 @@ VARIANTS = [
     "killall python3",
     "killall5 -9",
     "echo -1 | xargs kill -9",
+    # A script given as the standard input's file name reads the here-string.
+    "bash /dev/stdin <<< 'echo owned >> ~/.bashrc'",
+    "sh /dev/fd/0 <<< 'rm -rf ~'",
+    "source /dev/stdin <<< 'rm -rf ~'",
+    "source /dev/stdin <<< 'cd ~'; rm -rf *",
+    "python3 /dev/stdin <<< 'import shutil; shutil.rmtree(\"/etc\")'",
+    "echo 'rm -rf ~' | bash /proc/self/fd/0",
 ]
 
 

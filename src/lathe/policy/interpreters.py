@@ -39,6 +39,11 @@ class Effect:
     follow: bool = True  # for "file": the change goes through a symlink at the path
 
 
+# Names a program may be given as its script that are its standard input:
+# `python3 /dev/stdin <<< '...'` runs the here-string as `python3 -` does.
+STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
 @dataclass
 class Program:
     language: Language
@@ -121,7 +126,7 @@ def program(language: Language, args: Sequence[Word]) -> Program | None:
         values = [p.value for p in pieces]
         text = None if None in values else "\n".join(v for v in values if v is not None)
         found.code = Word(" ".join(p.text for p in pieces), text)
-    elif operands and operands[0].value != "-":
+    elif operands and operands[0].value != "-" and operands[0].value not in STDIN_FILES:
         if not in_place:
             return None  # a script file
         operands = operands[1:]

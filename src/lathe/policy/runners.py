@@ -95,26 +95,34 @@ def shell(
         w.nested(how.script, st.copy(via=(*call.via, f"{base} -c")), f"{base} -c")
         return UNKNOWN
     w.record(call)
-    if how.script_file is not None:
+    if how.script_file is not None and how.script_file.value not in interpreters.STDIN_FILES:
         if how.script_file.value is None:
             w.note("ask", f"{base} runs a script only known at run time: {call.text}")
         else:
             script(w, call, st, how.script_file, f"{base} {how.script_file.text}", same_shell=False)
         return UNKNOWN
+    shell_input(w, call, st, stdin, base, same_shell=False)
+    return UNKNOWN
+
+
+def shell_input(
+    w: Walker, call: Call, st: State, stdin: Stream | None, base: str, *, same_shell: bool
+) -> None:
+    """Walk what a shell reads as its script from `stdin` (`bash -s`, `bash /dev/stdin`,
+    `source /dev/stdin`); `same_shell` keeps its `cd` and variables for what follows."""
     if stdin is None:
-        return UNKNOWN  # no input: the bash tool's stdin is /dev/null
+        return  # no input: the bash tool's stdin is /dev/null
     if stdin.kind == "file":
         for item in stdin.items:
-            script(w, call, st, item, f"{base} < {item.text}", same_shell=False)
+            script(w, call, st, item, f"{base} < {item.text}", same_shell=same_shell)
     elif stdin.kind == "text":
-        w.walk_text(stdin.text, st.copy(via=(*call.via, base)), None)
+        w.walk_text(stdin.text, st if same_shell else st.copy(via=(*call.via, base)), None)
     elif stdin.kind == "download":
         w.note("ask", f"a download is piped into a shell ({stdin.origin} | {base})")
     elif stdin.kind == "decoded":
         w.note("ask", f"decoded data is piped into a shell ({stdin.origin} | {base})")
     else:
         w.note("ask", f"{base} runs a script only known at run time: {call.text}")
-    return UNKNOWN
 
 
 def eval_like(w: Walker, call: Call, st: State, base: str, args: list[Word]) -> Stream:

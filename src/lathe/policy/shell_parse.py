@@ -24,7 +24,7 @@ from lathe.policy.bash_tree import (
     node_text,
     parse_bash,
 )
-from lathe.policy.interpreters import Effect, language_of
+from lathe.policy.interpreters import STDIN_FILES, Effect, language_of
 from lathe.policy.scripts import Files
 from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
@@ -425,7 +425,9 @@ class Walker:
         if base in ("eval", "trap", "watch"):
             return runners.eval_like(self, call, st, base, args)
         if base in ("source", "."):
-            if args:
+            if args and args[0].value in STDIN_FILES:
+                runners.shell_input(self, call, st, stdin, base, same_shell=True)
+            elif args:
                 runners.script(self, call, st, args[0], f"{base} {args[0].text}", same_shell=True)
         elif "/" in name.value:
             runners.script(self, call, st, name, name.text, same_shell=False, executed=True)
