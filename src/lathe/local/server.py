@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from lathe.errors import Transport, UsageError
-from lathe.local.install import find_server, is_verified
+from lathe.local.install import is_verified, require_server
 from lathe.local.machine import usable_cores, usable_cpus
 from lathe.local.models import LocalModel, get_model, local_dir, model_path
 
@@ -298,9 +298,7 @@ class LocalServer:
         if self._proc is not None:
             return
         if self.binary is None:
-            self.binary = find_server()
-            if self.binary is None:
-                raise UsageError("llama-server is not installed; run `lathe local install`.")
+            self.binary = require_server()
         if not self.model.is_file():
             raise UsageError(f"Model file {self.model} does not exist; run `lathe local install`.")
         if self._requested_port is not None and port_in_use(self._requested_port):
@@ -349,14 +347,24 @@ class LocalServer:
         ):
             preexec = _die_with_parent()
         with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=preexec,
-            )
+            try:
+                self._proc = subprocess.Popen(
+                    self.command(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                )
+            except OSError as exc:  # a bad interpreter line, a binary for another machine
+                fix = (
+                    "set LATHE_LLAMA_SERVER to a working llama-server, or unset it"
+                    if os.environ.get("LATHE_LLAMA_SERVER")
+                    else "run `lathe local install` to build it again"
+                )
+                raise UsageError(
+                    f"could not run llama-server {self.binary} ({exc.strerror or exc}); {fix}."
+                ) from None
         if not detach:
             atexit.register(self.stop)
 

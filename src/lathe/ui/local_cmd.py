@@ -268,12 +268,13 @@ def stop_cmd() -> None:
 @local.command("status")
 def status_cmd() -> None:
     """Show the installed models and the warm server."""
-    from lathe.local.install import find_server, is_verified
+    from lathe.local.install import find_server, is_verified, server_override_problem
     from lathe.local.models import model_path
     from lathe.local.server import recorded_warm
 
     binary = find_server()
-    click.echo(f"llama-server: {binary or 'not installed (run `lathe local install`)'}")
+    shown = server_override_problem() or "not installed (run `lathe local install`)"
+    click.echo(f"llama-server: {binary or shown}")
     for model in MODELS.values():
         path = model_path(model)
         state = "installed" if is_verified(path, model.size, model.sha256) else "not installed"
