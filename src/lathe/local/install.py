@@ -238,8 +238,8 @@ def summarise_pip_failure(output: str, what: str, log: Path | None = None) -> In
     if "No matching distribution" in output or "Could not find a version" in output:
         # With retries off pip says only "from versions: none" when it cannot connect.
         return RegistryUnreachable(
-            f"pip found no {what} on the package index ({detail}): the registry is "
-            "unreachable or does not offer it. Check the network connection and pip's index "
+            f"pip could not find {what} on the package index: the registry is unreachable "
+            f"or does not offer it ({detail}). Check the network connection and pip's index "
             f"settings (PIP_INDEX_URL), then run `lathe local install` again.{where}"
         )
     return InstallError(f"pip failed while installing {what}: {detail}.{where}")
