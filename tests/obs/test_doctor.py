@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
+import subprocess
 
+from tests.exec.test_container import PODMAN, needs_podman
 from tests.fakes.openai_server import Reply
 from tests.obs.conftest import lathe
 
@@ -178,3 +181,47 @@ def test_doctor_fails_the_model_check_for_a_provider_kind_nothing_provides(
     assert result.returncode == 1, result.stdout + result.stderr
     line = _line(result.stdout, "model")
     assert line.startswith("FAIL") and "unknown provider kind 'openai-compatibel'" in line
+
+
+def _container_doctor(tmp_path, workspace, *settings: str):
+    env = {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    overrides = [a for s in ("permissions.sandbox.engine=container", *settings) for a in ("-c", s)]
+    return lathe(
+        "doctor", "-C", str(workspace), "--base-url", f"http://127.0.0.1:{_closed_port()}/v1",
+        "-m", "m", *overrides, cwd=workspace, env=env,
+    )  # fmt: skip
+
+
+@needs_podman
+def test_doctor_with_a_container_that_cannot_start_says_there_is_no_sandbox(tmp_path, workspace):
+    # It failed the container, then printed bubblewrap's view of the host marked ok, and
+    # its fix `podman run --rm /nonexist:O true` dropped `--rootfs`.
+    result = _container_doctor(
+        tmp_path, workspace, "container.engine=podman", "container.rootfs=/nonexist"
+    )
+
+    lines = result.stdout.splitlines()
+    container = _line(result.stdout, "container")
+    assert container.startswith("FAIL"), result.stdout
+    rerun = lines[lines.index(container) + 1].split("`")[1]
+    assert rerun == "podman run --rm --network none --rootfs /nonexist:O true"
+    again = subprocess.run(shlex.split(rerun), capture_output=True, text=True, check=False)
+    assert again.returncode != 0 and "/nonexist" in again.stderr  # the check, repeated
+    sandbox = _line(result.stdout, "sandbox")
+    assert not sandbox.startswith("ok") and "container" in sandbox, result.stdout
+    assert "/usr" not in sandbox and "tool folders" not in sandbox
+
+
+@needs_podman
+def test_doctor_describes_what_a_command_sees_in_the_container(tmp_path, workspace):
+    engine_args = ", ".join(f'"{a}"' for a in PODMAN.engine_args)
+    result = _container_doctor(
+        tmp_path, workspace, "container.engine=podman", "container.rootfs=/",
+        f"container.engine_args=[{engine_args}]",
+    )  # fmt: skip
+
+    assert _line(result.stdout, "container").startswith("ok"), result.stdout
+    sandbox = _line(result.stdout, "sandbox")
+    assert sandbox.startswith("ok") and "podman container" in sandbox, result.stdout
+    assert "root folder / through an overlay" in sandbox and "private /tmp" in sandbox
+    assert "none of this machine's tool folders" in sandbox and "/usr" not in sandbox

@@ -37,6 +37,7 @@ import csv
 import io
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -154,12 +155,12 @@ def check_container(spec: ContainerSpec) -> SandboxStatus:
             f"PATH. Install it (e.g. `sudo apt-get install {_package(spec.engine)}`) or "
             "choose another sandbox (`--sandbox bubblewrap`).",
         )
-    root = spec.root()
-    argv = [found, *spec.engine_args, "run", "--rm", "--network", "none", *root, "true"]
+    argv = [spec.engine, *spec.engine_args, "run", "--rm", "--network", "none", *spec.root()]
+    argv.append("true")
     try:
         probe = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_START_TIMEOUT_S,
-            check=False,
+            [found, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=_START_TIMEOUT_S, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxStatus(False, f"Commands cannot run in a container: {found} failed: {exc}")
@@ -169,7 +170,7 @@ def check_container(spec: ContainerSpec) -> SandboxStatus:
         False,
         f"Commands cannot run in a container: {spec.engine} could not start one here "
         f"({_last_line(probe.stderr)}). Check that its daemon or runtime works "
-        f"(`{spec.engine} run --rm {root[-1]} true`), or choose another sandbox.",
+        f"(`{shlex.join(argv)}`), or choose another sandbox.",
         found,
     )
 

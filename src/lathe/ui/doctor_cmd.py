@@ -3,8 +3,10 @@
 Checks, in order: the config files parse and the model resolves; the provider's key
 variable is set (the key itself is never printed); the endpoint answers (GET /models,
 or a one-token chat request with --live); `rg`, `git` and `bwrap` are present and
-work; every installed plugin loads (one that does not is a warning: runs skip it);
-LATHE_HOME is writable. Exit 0 when no check failed, 1 otherwise.
+work; gVisor, and the container when the config chooses it, start; what a command sees
+in the chosen sandbox (none when it cannot start); every installed plugin loads (one
+that does not is a warning: runs skip it); LATHE_HOME is writable. Exit 0 when no
+check failed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -383,9 +385,9 @@ def _command_check(name: str, argv: list[str], fix: str) -> Check:
 
 
 def _bwrap_check() -> Check:
-    from lathe.exec.bwrap import check_bubblewrap
+    from lathe.exec.sandboxes import sandbox_status
 
-    status = check_bubblewrap()
+    status = sandbox_status("bubblewrap")  # probed once: the sandbox line asks again
     if status.available:
         return Check("ok", "bwrap", status.message)
     return Check(
@@ -399,9 +401,9 @@ def _bwrap_check() -> Check:
 def _gvisor_check(*, chosen: bool) -> Check:
     """Whether gVisor can start a sandbox here, and why not; only a failure when the
     configuration chooses it."""
-    from lathe.exec.gvisor import check_gvisor
+    from lathe.exec.sandboxes import sandbox_status
 
-    status = check_gvisor()
+    status = sandbox_status("gvisor")
     if status.available:
         return Check("ok", "gvisor", status.message)
     if chosen:
@@ -417,11 +419,9 @@ def _gvisor_check(*, chosen: bool) -> Check:
 
 def _container_check(loaded) -> Check:
     """Whether the [container] table's engine starts its container here."""
-    from lathe.exec.container import ContainerSpec, check_container
-    from lathe.exec.sandboxes import configured_sandbox
+    from lathe.exec.sandboxes import configured_sandbox, sandbox_status
 
-    _, spec = configured_sandbox(loaded.config)
-    status = check_container(spec or ContainerSpec())
+    status = sandbox_status(*configured_sandbox(loaded.config))
     if status.available:
         return Check("ok", "container", status.message)
     return Check(
@@ -433,7 +433,6 @@ def _container_check(loaded) -> Check:
 def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
     """What a sandboxed command sees, and what the read rules cannot hide."""
     from lathe.errors import UsageError
-    from lathe.exec.view import tool_paths
     from lathe.patterns import PathPatterns
     from lathe.policy.history import denied_in_history
     from lathe.policy.rules import RuleSet
@@ -462,19 +461,7 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
                 "as you (only the command guard's deny list stands)",
             ),
         ]
-    tools = ", ".join(str(p) for p in tool_paths(Path.home()))
-    view = Check(
-        "ok",
-        "sandbox",
-        f"commands see the system read-only (/usr, /etc, /opt, ...), these tool folders "
-        f"read-only: {tools or 'none'}; the workspace read-write except .git and .lathe; "
-        "a private /tmp; no network"
-        + (
-            " (network allowed by permissions.sandbox.network)"
-            if permissions.sandbox.network
-            else ""
-        ),
-    )
+    view = _sandbox_check(loaded.config)
     denied = rules.denied_read_patterns()
     if not denied:
         return [*warnings, view]
@@ -498,6 +485,46 @@ def _sandbox_view_checks(workspace: Path, loaded) -> list[Check]:
         return checks
     checks.append(Check("warn", "history", f"{why}, so sandboxed commands run without .git", fix))
     return checks
+
+
+def _sandbox_check(config) -> Check:
+    """What a command sees in the sandbox the config chooses; that there is none when
+    that sandbox cannot start (its own check above says why)."""
+    from lathe.exec.sandboxes import configured_sandbox, sandbox_status
+    from lathe.exec.view import tool_paths
+
+    engine, container = configured_sandbox(config)
+    if not sandbox_status(engine, container).available:
+        return Check(
+            "warn",
+            "sandbox",
+            f"none: the {engine} sandbox cannot start here (see above), so headless runs "
+            "refuse commands and interactive ones ask before each, then run it unsandboxed",
+        )
+    if container is not None:
+        root = (
+            f"the image {container.image}"
+            if container.rootfs is None
+            else f"the root folder {container.rootfs} through an overlay (they read what it "
+            "holds; what they write there stays in the container)"
+        )
+        seen = (
+            f"commands run in a {container.engine} container whose root is {root}; none of "
+            "this machine's tool folders"
+        )
+    else:
+        tools = ", ".join(str(p) for p in tool_paths(Path.home()))
+        seen = (
+            "commands see the system read-only (/usr, /etc, /opt, ...), these tool folders "
+            f"read-only: {tools or 'none'}"
+        )
+    network = " (network allowed by permissions.sandbox.network)"
+    return Check(
+        "ok",
+        "sandbox",
+        f"{seen}; the workspace read-write except .git and .lathe; a private /tmp; no network"
+        + (network if config.permissions.sandbox.network else ""),
+    )
 
 
 def _home_check() -> Check:
