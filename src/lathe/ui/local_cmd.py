@@ -139,7 +139,11 @@ class PlainProgress:
     help="Generation threads (default: the cores not busy now).",
 )
 @click.option(
-    "--ctx-size", type=int, default=8192, show_default=True, help="Context window of each slot."
+    "--ctx-size",
+    type=click.IntRange(min=1),
+    default=8192,
+    show_default=True,
+    help="Context window of each slot, in tokens.",
 )
 @click.option(
     "--parallel",
