@@ -74,13 +74,20 @@ def wait_gone(pid: int, seconds: float = 15) -> bool:
     return not pid_alive(pid)
 
 
-def test_ctrl_c_while_the_server_loads_stops_it(
+@pytest.mark.parametrize(
+    ("sent", "said", "code"),
+    [(signal.SIGINT, "interrupted", 130), (signal.SIGTERM, "terminated", 128 + signal.SIGTERM)],
+)
+def test_ctrl_c_or_a_kill_while_the_server_loads_stops_it(
     installed: Path,
     fake_llama: Path,
     servers: list[int],
     tmp_path: Path,
     lathe_home: Path,
     monkeypatch: pytest.MonkeyPatch,
+    sent: signal.Signals,
+    said: str,
+    code: int,
 ) -> None:
     monkeypatch.setenv("FAKE_LLAMA_MODE", "never")  # loading, for as long as lathe waits
     pid_file = tmp_path / "server.pid"
@@ -91,10 +98,10 @@ def test_ctrl_c_while_the_server_loads_stops_it(
     )  # fmt: skip
     server_pid = int(wait_for(pid_file))
     servers.append(server_pid)
-    start.send_signal(signal.SIGINT)
+    start.send_signal(sent)
     out, err = start.communicate(timeout=30)
 
-    assert (start.returncode, err.strip()) == (130, "lathe: interrupted"), (out, err)
+    assert (start.returncode, err.strip()) == (code, f"lathe: {said}"), (out, err)
     assert wait_gone(server_pid), "the server lathe was starting still runs"
     assert not (lathe_home / "local" / "server.json").exists()
 

@@ -170,16 +170,23 @@ def start_cmd(
     """Start a server that stays warm across lathe runs."""
     from lathe.errors import LatheError, UsageError
     from lathe.local.server import ServerOptions, start_warm
+    from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
     # Absolute, so the recorded server names the file whatever directory asks next.
     chat_template: Any = template if template in ("lathe", "stock") else Path(template).resolve()
     options = ServerOptions(
         ctx_size=ctx_size, threads=threads, parallel=parallel, chat_template=chat_template
     )
+    # A kill or a closed terminal while the server loads stops it as Ctrl-C does: the
+    # detached server is recorded only once healthy, so nothing else would stop it.
+    came: list[int] = []
     try:
-        started = start_warm(model_name, options=options, port=port)
+        with sigterm_as_ctrl_c(came):
+            started = start_warm(model_name, options=options, port=port)
     except LatheError as exc:
         _fail(str(exc), 2 if isinstance(exc, UsageError) else 1)
+    except KeyboardInterrupt:
+        _fail(*stopped_by(came))
     warm = started.server
     if started.replaced is not None:
         old, why = started.replaced
