@@ -116,6 +116,37 @@ def test_a_run_ended_by_sighup_records_its_turn_so_undo_reverts_that_turn(tmp_pa
     assert (ws / "b.txt").read_text() == "first\n"  # turn 1's kept
 
 
+def test_after_a_kill_mid_turn_undo_reverts_the_turn_that_was_cut(tmp_path, fake_openai):
+    # No "after" checkpoint was written for the killed turn: undo reverted the turn
+    # before it and kept the cut turn's changes, as if the user had made them.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("0\n")
+    started = ws / "started"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "echo first > b.txt"})]),
+        Reply(calls=[Call("bash", {"command": "echo agent > a.txt; touch started; sleep 60"})]),
+        Reply("Done."),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", "two turns"],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    while_running(process, started.exists, "turn 2 never ran")
+
+    process.kill()
+    process.wait(timeout=60)
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.txt").read_text() == "0\n"  # the cut turn's change reverted
+    assert (ws / "b.txt").read_text() == "first\n"  # turn 1's kept
+    listed = lathe(tmp_path, "checkpoints", "list", "-C", str(ws))
+    assert "after turn 2 (cut short)" in listed.stdout, listed.stdout
+
+
 def test_undo_brings_back_a_tracked_file_that_matches_gitignore(tmp_path, fake_openai):
     ws = tmp_path / "ws"
     ws.mkdir()

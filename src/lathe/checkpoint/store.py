@@ -48,6 +48,10 @@ from lathe.home import project_slug
 from lathe.plural import some_of
 
 _FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays small
+# A turn between its before and after snapshots: its number and session, and the lock
+# its process holds meanwhile.
+_OPEN_TURN = "open-turn.json"
+_TURN_LOCK = "turn.lock"
 
 
 def store_root(workspace: Path, home: Path) -> Path:
@@ -74,16 +78,28 @@ class Checkpoints:
         # Checkpoints read by this process, by commit: a commit never changes, so what
         # was read of it stays true, and a snapshot between turns skips two git calls.
         self._known: dict[str, Checkpoint] = {}
+        self._turn_lock: FileLock | None = None  # held while a turn of ours is open
 
     # -- recording ------------------------------------------------------------------
 
-    def before_turn(self, turn: int) -> Checkpoint:
-        return self.snapshot(f"before turn {turn}", turn=turn, kind="before")
+    def before_turn(self, turn: int, session_id: str | None = None) -> Checkpoint:
+        """Record the state a turn starts from, and that the turn is open until
+        `after_turn`: a process killed in between (kill -9, a lost machine) leaves it
+        open, and the next look at the store records where the cut turn left the
+        workspace as that turn's "after" (`_close_cut_turn`), so undo reverts it."""
+        with self._locked(create=True):
+            checkpoint = self._snapshot(f"before turn {turn}", turn=turn, kind="before")
+            self._open_turn(turn, session_id)
+            return checkpoint
 
     def after_turn(self, turn: int, session_id: str | None = None) -> Checkpoint:
         """`session_id`: the session whose turn it was, so that an undo from another
         live session can tell it is not its own."""
-        return self.snapshot(f"after turn {turn}", turn=turn, kind="after", session=session_id)
+        with self._locked(create=True):
+            label = f"after turn {turn}"
+            checkpoint = self._snapshot(label, turn=turn, kind="after", session=session_id)
+            self._close_turn()
+            return checkpoint
 
     def snapshot(
         self,
@@ -253,6 +269,45 @@ class Checkpoints:
         records = self._repo.log()
         return [checkpoint_from(r, len(records) - k) for k, r in enumerate(records)]
 
+    def _open_turn(self, turn: int, session_id: str | None) -> None:
+        """Mark the turn open: its number and session in a file, and a lock held until
+        `after_turn` that tells a live turn from one whose process died."""
+        self._close_turn()
+        lock = FileLock(self._repo.root / _TURN_LOCK)
+        if lock.try_acquire() is not None:
+            return  # another process's turn is open here: it marks its own
+        self._turn_lock = lock
+        record = json.dumps({"turn": turn, "session": session_id})
+        (self._repo.root / _OPEN_TURN).write_text(record, encoding="utf-8")
+
+    def _close_turn(self) -> None:
+        if self._turn_lock is not None:
+            (self._repo.root / _OPEN_TURN).unlink(missing_ok=True)
+            self._turn_lock.release()
+            self._turn_lock = None
+
+    def _close_cut_turn(self) -> None:
+        """Record a turn whose process died before its `after_turn` as ended where it
+        left the workspace (`after turn N (cut short)`)."""
+        marker = self._repo.root / _OPEN_TURN
+        if self._turn_lock is not None or not marker.exists():
+            return
+        probe = FileLock(self._repo.root / _TURN_LOCK)
+        if probe.try_acquire() is not None:
+            return  # that turn goes on in another process
+        try:
+            try:
+                cut = json.loads(marker.read_text(encoding="utf-8"))
+                turn, session = int(cut["turn"]), cut.get("session")
+            except (OSError, ValueError, KeyError, TypeError):
+                marker.unlink(missing_ok=True)  # unreadable: nothing to record it by
+                return
+            label = f"after turn {turn} (cut short)"
+            self._snapshot(label, turn=turn, kind="after", session=session)
+            marker.unlink(missing_ok=True)
+        finally:
+            probe.release()
+
     @contextlib.contextmanager
     def _locked(self, *, create: bool) -> Iterator[None]:
         if not self.workspace.is_dir():
@@ -268,6 +323,8 @@ class Checkpoints:
             # Only lathe, under this lock, writes the shadow index: a lock file git left
             # there is a kill -9's leftover, and would block every snapshot for good.
             (root / "git" / "index.lock").unlink(missing_ok=True)
+            if self._repo.exists():
+                self._close_cut_turn()
             yield
 
 

@@ -140,7 +140,8 @@ class CheckpointRecorder(AgentHooks):
         self.changed = False
 
     async def before_changes(self, turn: int) -> None:
-        self._before = await asyncio.to_thread(self._checkpoints.before_turn, turn)
+        session_id = self._session.id if self._session is not None else None
+        self._before = await asyncio.to_thread(self._checkpoints.before_turn, turn, session_id)
 
     @property
     def unrecorded(self) -> tuple[str, ...]:

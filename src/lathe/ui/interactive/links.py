@@ -61,7 +61,8 @@ class Links(AgentHooks):
             self.recorder.on_compaction(*args)
 
     async def before_changes(self, turn: int) -> None:
-        await self._snapshot("before_turn", turn)
+        session_id = self.session.id if self.session is not None else None
+        await self._snapshot("before_turn", turn, session_id)
 
     async def after_changes(self, turn: int) -> None:
         session_id = self.session.id if self.session is not None else None
