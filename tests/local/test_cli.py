@@ -167,7 +167,7 @@ def test_start_asked_for_other_options_than_the_running_server_says_so(
     assert again.stderr == (
         f"lathe: local/{DEFAULT_MODEL} is already running with --ctx-size 32768, not "
         "--ctx-size 4096; run `lathe local stop`, then `lathe local start` again to apply "
-        "the new options\n"
+        "the new options.\n"
     )
     # Options left at their defaults ask for nothing: the running server is what it is.
     same = lathe_local("start")

@@ -233,7 +233,7 @@ def _refuse_other_options(warm: Any, options: dict[str, tuple[str, Any, Any]]) -
         wants = " ".join(f"{flag} {asked}" for flag, _, asked in differ)
         _fail(
             f"local/{warm.model} is already running with {has}, not {wants}; run `lathe "
-            "local stop`, then `lathe local start` again to apply the new options",
+            "local stop`, then `lathe local start` again to apply the new options.",
             2,
         )
 
