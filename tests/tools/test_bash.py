@@ -108,3 +108,13 @@ async def test_empty_command_is_refused(ctx: ToolContext) -> None:
 def test_summary_of_a_call_is_its_first_line() -> None:
     args = BashTool.parameters.model_validate({"command": "cd src &&\npytest -q"})
     assert bash.summarize_call(args) == "cd src &&"
+
+
+async def test_a_command_the_executor_cannot_start_is_a_tool_error(ctx: ToolContext) -> None:
+    # It reached the loop's catch-all as "internal error in the bash tool:
+    # ExecutorUnavailable" (a container that could not start; here a workspace gone).
+    import shutil
+
+    shutil.rmtree(ctx.workspace)
+    error = await call_error(bash, ctx, command="true")
+    assert error.startswith("cannot start 'bash' in "), error

@@ -16,6 +16,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
+from lathe.exec.base import ExecutorUnavailable
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
 _OMITTED = re.compile(r"\n\[\.\.\. [\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
@@ -55,15 +56,18 @@ class BashTool(Tool):
             raise ToolError("command is empty; give the shell command to run")
         limits = ctx.limits
         timeout = min(args.timeout or limits.bash_default_timeout_s, limits.bash_max_timeout_s)
-        result = await ctx.executor.run(
-            args.command,
-            cwd=ctx.workspace,
-            timeout=timeout,
-            # The notes below must fit too: over the cap, the result was cut again, the
-            # real "omitted" marker with it, and the notice sent the model to a copy.
-            max_output_bytes=max(limits.output_max_bytes - NOTES_ROOM, 0),
-            spill_dir=ctx.spill_dir,
-        )
+        try:
+            result = await ctx.executor.run(
+                args.command,
+                cwd=ctx.workspace,
+                timeout=timeout,
+                # The notes below must fit too: over the cap, the result was cut again, the
+                # real "omitted" marker with it, and the notice sent the model to a copy.
+                max_output_bytes=max(limits.output_max_bytes - NOTES_ROOM, 0),
+                spill_dir=ctx.spill_dir,
+            )
+        except ExecutorUnavailable as exc:  # it says why and the fix
+            raise ToolError(str(exc)) from None
         notes = []
         if args.timeout and args.timeout > limits.bash_max_timeout_s:
             notes.append(f"[timeout capped at {limits.bash_max_timeout_s:g} s]")
