@@ -439,12 +439,12 @@ def test_the_local_model_gets_the_local_profile_unless_a_key_names_one(
 def test_warm_server_is_reused_reported_and_stopped(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:
-    warm, reused, replaced = srv.start_warm("tiny")
+    warm, reused = srv.start_warm("tiny")
     try:
-        assert not reused and replaced is None
+        assert not reused
         state = json.loads((lathe_home / "local" / "server.json").read_text())
         assert state["pid"] == warm.pid and state["model"] == "tiny"
-        again, reused, _ = srv.start_warm("local/tiny")
+        again, reused = srv.start_warm("local/tiny")
         assert reused and again == warm
         assert srv.read_warm() == warm
         endpoint = srv.ensure_local_server("tiny")
@@ -463,7 +463,7 @@ def test_a_run_on_the_warm_server_is_given_its_real_context_size(
 ) -> None:
     # The run asks for the configured 8192 tokens, but the warm server has 32768: the
     # run must budget with what the server has.
-    warm = srv.start_warm("tiny", options=srv.ServerOptions(ctx_size=32768, threads=1)).server
+    warm = srv.start_warm("tiny", options=srv.ServerOptions(ctx_size=32768, threads=1))[0]
     try:
         endpoint = srv.ensure_local_server("tiny", options=srv.ServerOptions(ctx_size=8192))
     finally:
@@ -474,7 +474,7 @@ def test_a_run_on_the_warm_server_is_given_its_real_context_size(
 def test_a_dead_warm_server_is_forgotten(
     installed_tiny: LocalModel, fake_llama: Path, lathe_home: Path
 ) -> None:
-    warm = srv.start_warm("tiny").server
+    warm = srv.start_warm("tiny")[0]
     os.killpg(warm.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while pid_alive(warm.pid) and time.monotonic() < deadline:
@@ -491,7 +491,7 @@ def test_cli_start_status_stop(installed_tiny: LocalModel, fake_llama: Path) -> 
     runner = CliRunner()
     # click.Choice was built from MODELS at import; "tiny" is not among the choices
     # there, so drive start through the library and the rest through the CLI.
-    warm = srv.start_warm("tiny", options=srv.ServerOptions(threads=3, parallel=2)).server
+    warm = srv.start_warm("tiny", options=srv.ServerOptions(threads=3, parallel=2))[0]
     try:
         status = runner.invoke(local, ["status"])
         assert status.exit_code == 0, status.output

@@ -472,14 +472,7 @@ class WarmServer:
 
 
 Replaced = Literal["other model", "other port", "not answering"]
-
-
-class WarmStart(NamedTuple):
-    server: WarmServer
-    reused: bool
-    """True when `server` was already running and serves what was asked."""
-    replaced: tuple[WarmServer, Replaced] | None = None
-    """The recorded server stopped first, and why."""
+"""Why `start_warm` stopped the recorded server before starting another."""
 
 
 def _state_file() -> Path:
@@ -512,25 +505,29 @@ def start_warm(
     options: ServerOptions | None = None,
     port: int | None = None,
     binary: Path | None = None,
-) -> WarmStart:
+    on_replaced: Callable[[WarmServer, Replaced], None] | None = None,
+) -> tuple[WarmServer, bool]:
     """Start a detached server for the model, or reuse the live one serving it.
 
-    The recorded server is stopped first when it serves another model or port, or does
-    not answer: it is never left running unrecorded.
+    Returns (server, reused). The recorded server is stopped first when it serves
+    another model or port, or does not answer, and `on_replaced` told so: it is never
+    left running unrecorded.
     """
     model = get_model(model_name)
     current = recorded_warm()
-    replaced: tuple[WarmServer, Replaced] | None = None
     if current is not None:
+        why: Replaced
         if current.model != model.name:
-            replaced = current, "other model"
+            why = "other model"
         elif port not in (None, current.port):
-            replaced = current, "other port"
+            why = "other port"
         elif not current.answers(timeout=_REPLACE_AFTER_S):
-            replaced = current, "not answering"
+            why = "not answering"
         else:
-            return WarmStart(current, reused=True)
+            return current, True
         stop_warm()
+        if on_replaced is not None:
+            on_replaced(current, why)
     path = _require_model(model)
     log = local_dir() / "logs" / "warm-server.log"
     server = LocalServer(
@@ -557,7 +554,7 @@ def start_warm(
     except BaseException:
         server.stop()  # unrecorded, nothing would ever stop it
         raise
-    return WarmStart(warm, reused=False, replaced=replaced)
+    return warm, False
 
 
 Stopped = Literal["stopped", "exited", "pid reused"]

@@ -6,13 +6,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import click
 
 from lathe.local.models import DEFAULT_MODEL, MODELS
 from lathe.plural import plural
 from lathe.ui.options import LatheGroup
+
+if TYPE_CHECKING:
+    from lathe.local.server import Replaced, WarmServer
 
 _MODEL_CHOICE = click.Choice(sorted(MODELS), case_sensitive=False)
 _STEP_TITLES = {
@@ -182,22 +185,14 @@ def start_cmd(
     came: list[int] = []
     try:
         with sigterm_as_ctrl_c(came):
-            started = start_warm(model_name, options=options, port=port)
+            warm, reused = start_warm(
+                model_name, options=options, port=port, on_replaced=_say_replaced
+            )
     except LatheError as exc:
         _fail(str(exc), 2 if isinstance(exc, UsageError) else 1)
     except KeyboardInterrupt:
         _fail(*stopped_by(came))
-    warm = started.server
-    if started.replaced is not None:
-        old, why = started.replaced
-        match why:
-            case "not answering":
-                click.echo(f"Stopped local/{old.model} (pid {old.pid}), which was not answering.")
-            case "other model" | "other port":
-                click.echo(f"Stopped local/{old.model} (pid {old.pid}).")
-            case _:
-                assert_never(why)
-    if started.reused:
+    if reused:
         _refuse_other_options(
             warm,
             {
@@ -207,11 +202,21 @@ def start_cmd(
                 "template": ("--template", warm.chat_template, str(chat_template)),
             },
         )
-    verb = "Already running" if started.reused else "Started"
+    verb = "Already running" if reused else "Started"
     click.echo(
         f"{verb}: local/{warm.model} at {warm.base_url} ({_threads(warm)}, pid {warm.pid}, "
         f"log {warm.log})"
     )
+
+
+def _say_replaced(old: WarmServer, why: Replaced) -> None:
+    match why:
+        case "not answering":
+            click.echo(f"Stopped local/{old.model} (pid {old.pid}), which was not answering.")
+        case "other model" | "other port":
+            click.echo(f"Stopped local/{old.model} (pid {old.pid}).")
+        case _:
+            assert_never(why)
 
 
 def _refuse_other_options(warm: Any, options: dict[str, tuple[str, Any, Any]]) -> None:
