@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from lathe.exec.base import ExecResult, SandboxStatus
 from lathe.exec.local import LocalExecutor
 from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.scratch import scratch_folder
 from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
 _PROBE_TIMEOUT_S = 30.0
@@ -56,11 +56,12 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
             f"Commands cannot run under gVisor: runsc ({runsc!r}) is not installed or not "
             f"on PATH. {_INSTALL_HINT}",
         )
-    with tempfile.TemporaryDirectory(prefix="lathe-probe-") as folder:
-        workspace = Path(folder) / "workspace"
+    folder = scratch_folder("probe", reachable=True)
+    try:
+        workspace = folder / "workspace"
         workspace.mkdir()
         bundle = _write_bundle(
-            Path(folder) / "bundle",
+            folder / "bundle",
             sandbox_view(workspace, workspace, network=False),
             "true",
             {"PATH": os.defpath},
@@ -75,6 +76,8 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return SandboxStatus(False, f"Commands cannot run under gVisor: {found} failed: {exc}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     if probe.returncode == 0:
         return SandboxStatus(True, f"sandboxed with gVisor ({found})", found)
     lines = probe.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -108,7 +111,7 @@ class GvisorExecutor(SandboxedExecutor):
     async def _run(
         self, command: str, cwd: Path, timeout: float, max_output_bytes: int, spill_dir: Path
     ) -> ExecResult:
-        scratch = Path(tempfile.mkdtemp(prefix="lathe-gvisor-"))
+        scratch = scratch_folder("gvisor", reachable=True)
         try:
             bundle = _write_bundle(scratch, self.view(cwd), command, self._local.environment())
             return await self._local.run(
@@ -124,9 +127,13 @@ class GvisorExecutor(SandboxedExecutor):
 
 
 def _runsc_argv(runsc: str, bundle: Path, *, network: bool) -> list[str]:
-    """runsc running the bundle as a container of its own; its state lives in the
-    bundle's folder, which is removed after the command."""
+    """runsc running the bundle as a container of its own; its state and its temp files
+    live in the bundle's folder, which is removed after the command. runsc writes to
+    TMPDIR after dropping root: one inside a private folder (pam_tmpdir's) failed every
+    command, so it gets the bundle's reachable folder instead."""
     return [
+        "/usr/bin/env",
+        f"TMPDIR={bundle.parent}",
         runsc,
         f"--root={bundle / 'state'}",
         f"--network={'host' if network else 'none'}",

@@ -19,7 +19,6 @@ import functools
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,7 +167,9 @@ def _mounted(path: Path, workspace: Path, *, inside_only: bool = False) -> Path 
 def unreadable_file() -> Path:
     """An empty file nobody may open; without capabilities not even root inside. One a
     process, removed when it exits (every sandbox it bound the file into has ended)."""
-    folder = tempfile.mkdtemp(prefix="lathe-mask-")
+    from lathe.exec.scratch import scratch_folder
+
+    folder = scratch_folder("mask", reachable=True)
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = Path(folder) / "denied"
     path.touch(mode=0)
