@@ -507,3 +507,24 @@ def test_cli_start_status_stop(installed_tiny: LocalModel, fake_llama: Path) -> 
     assert stop.output == f"Stopped local/tiny (pid {warm.pid}).\n"
     assert not pid_alive(warm.pid)
     assert runner.invoke(local, ["stop"]).output == "No warm server.\n"
+
+
+def test_a_run_budgets_with_the_warm_servers_window_not_the_configured_one(
+    installed_tiny: LocalModel, fake_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A warm server started with --ctx-size 32768 was reused, and the run budgeted for
+    # local.ctx_size (8192): max_tokens 1024 against a 32k window.
+    from lathe.config import ENV_KEYS
+    from lathe.ui.setup import RunOptions, prepare
+
+    for var in ENV_KEYS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    srv.start_warm("tiny", options=srv.ServerOptions(ctx_size=32768, threads=1))
+    try:
+        setup = prepare(RunOptions(workspace=tmp_path, model="local/tiny"))
+    finally:
+        srv.stop_warm()
+
+    assert setup.model.context_window == 32768
+    assert setup.model.max_output_tokens > 8192 // 8

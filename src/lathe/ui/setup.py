@@ -217,10 +217,11 @@ def _local_model(loaded: LoadedConfig, name: str) -> ResolvedModel:
         resolved,
         provider="local",
         name=f"local/{known.name}",
-        context_window=options.ctx_size,
+        # The server's own window: a warm one started with another size is reused.
+        context_window=local.ctx_size,
         # A reply of an eighth of the window is room for any edit; more is a small
         # model rambling, at a few tokens a second on a CPU.
-        max_output_tokens=min(resolved.max_output_tokens, options.ctx_size // 8),
+        max_output_tokens=min(resolved.max_output_tokens, local.ctx_size // 8),
         api_key_env=None,
         idle_timeout_s=settings.idle_timeout_s,
         idle_timeout_key="local.idle_timeout_s",
