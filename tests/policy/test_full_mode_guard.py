@@ -155,6 +155,9 @@ VARIANTS = [
     "source /dev/stdin <<< 'cd ~'; rm -rf *",
     "python3 /dev/stdin <<< 'import shutil; shutil.rmtree(\"/etc\")'",
     "echo 'rm -rf ~' | bash /proc/self/fd/0",
+    # A non-interactive bash runs the file BASH_ENV names first.
+    "echo 'rm -rf ~' > x.sh; BASH_ENV=x.sh bash -c true",
+    "echo 'rm -rf ~' > x.sh; env BASH_ENV=x.sh bash -c true",
 ]
 
 
@@ -416,3 +419,20 @@ def test_lathe_makes_itself_non_dumpable_so_its_environment_is_not_readable():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stdout.split() == ["1", "0"], done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["CDPATH=~ cd victim && rm -rf *", "export CDPATH=~; cd victim; rm -rf *",
+     "CDPATH=/nowhere:~ cd victim && rm -rf ./*"],
+)  # fmt: skip
+def test_cd_through_cdpath_is_followed_as_bash_follows_it(tmp_path: Path, command: str) -> None:
+    # `cd victim` went to ~/victim by CDPATH while the guard saw ./victim, inside the
+    # workspace, and let `rm -rf *` delete the user's folder.
+    home, workspace = tmp_path / "home", tmp_path / "project"
+    (home / "victim").mkdir(parents=True)
+    workspace.mkdir()
+    assert analyze(command, workspace=workspace, home=home).decision == "deny"
+    (workspace / "victim").mkdir()  # bash takes a CDPATH folder first all the same
+    assert analyze(command, workspace=workspace, home=home).decision == "deny"
+    assert analyze("cd victim && rm -rf *", workspace=workspace, home=home).decision == "allow"

@@ -86,6 +86,13 @@ def shell(
         if applet in SHELLS and applet != "busybox":
             return shell(w, replace(call, words=args), st, stdin, applet, args[1:])
         return w.dispatch(replace(call, words=args, via=(*call.via, base)), st, stdin) or UNKNOWN
+    startup = dict(call.environment).get("BASH_ENV") if base == "bash" else None
+    if startup is not None:  # a non-interactive bash runs this file before anything
+        label = f"BASH_ENV={startup.text if startup.value is None else startup.value} bash"
+        if startup.value is None:
+            w.note("ask", f"{label} runs a script only known at run time: {call.text}")
+        else:
+            script(w, call, st, startup, label, same_shell=False)
     how = shell_call(args)
     if how is None:
         w.note("ask", f"cannot tell which script {base} runs: {call.text}")

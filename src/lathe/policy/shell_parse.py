@@ -441,7 +441,7 @@ class Walker:
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
-            st.cwd = self._cd(base, args, st)
+            st.cwd = self._cd(base, args, st, call)
         elif base == "tee":
             text = stdin.text if stdin is not None and stdin.kind == "text" else None
             for word in args:
@@ -457,7 +457,7 @@ class Walker:
         self.record(call)
         return output_of(base, args, stdin, call.cwd)
 
-    def _cd(self, base: str, args: list[Word], st: State) -> Path | None:
+    def _cd(self, base: str, args: list[Word], st: State, call: Call) -> Path | None:
         operands = [w for w in args if not (w.value or "x").startswith("-") or w.value == "-"]
         if base == "popd":
             return None
@@ -466,7 +466,25 @@ class Walker:
         target = operands[0]
         if target.value is None or target.glob or target.value == "-":
             return None
+        if base == "cd" and not target.value.startswith(("/", ".")):
+            return self._cd_search(target.value, st, call)
         return join_path(st.cwd, target.value)
+
+    def _cd_search(self, name: str, st: State, call: Call) -> Path | None:
+        """Where `cd name` goes as bash does it: the first CDPATH folder holding `name`,
+        else `./name` (`CDPATH=~ cd victim` is `cd ~/victim` when that exists)."""
+        given = dict(call.environment).get("CDPATH")
+        search = given.value if given is not None else st.variables.get("CDPATH", "")
+        if search is None:
+            return None  # known only at run time
+        for entry in search.split(":") if search else ():
+            if entry == "~" or entry.startswith("~/"):  # after a `:` too, in an assignment
+                entry = str(self.home) + entry[1:]
+            folder = join_path(st.cwd, entry or ".")
+            candidate = None if folder is None else folder / name
+            if candidate is not None and candidate.is_dir():
+                return candidate
+        return join_path(st.cwd, name)
 
     def _substitute(self, node: Any, st: State) -> str | None:
         """The output of `$(echo rm)`: only echo/printf of literal words is predictable."""
