@@ -137,12 +137,16 @@ def test_which_variables_hold_secrets():
         "GITLAB_PAT": "glpat-x1", "MYSQL_PWD": "pw", "PROXY_AUTH": "Basic abc",
         "DATABASE_URL": "postgres://app:s3cretpw@db/app", "NPM_TOKEN": "npm_x",
         "POSTGRES_PASSWORD": "postgres",
+        # Settings, not secrets, though they name one: tools lose them if hidden.
+        "JWT_ALGORITHM": "RS256", "WEBHOOK_PORT": "8080", "COOKIE_DOMAIN": "example.com",
+        "AZURE_AUTH_LOCATION": "/etc/az.json", "COOKIECUTTER_CONFIG": "/etc/cc.yaml",
     }  # fmt: skip
 
     kept = command_environment(environ, passthrough=["NPM_*"])
 
-    assert sorted(kept) == ["HOME_URL", "NPM_TOKEN", "OLDPWD", "PATH", "PWD", "SSH_AUTH_SOCK",
-                            "TERM"]  # fmt: skip
+    assert sorted(kept) == ["AZURE_AUTH_LOCATION", "COOKIECUTTER_CONFIG", "COOKIE_DOMAIN",
+                            "HOME_URL", "JWT_ALGORITHM", "NPM_TOKEN", "OLDPWD", "PATH", "PWD",
+                            "SSH_AUTH_SOCK", "TERM", "WEBHOOK_PORT"]  # fmt: skip
     # A plain word is never masked: it would turn every "postgres" in the code into "…".
     assert secret_values(environ) == ["glpat-x1", "postgres://app:s3cretpw@db/app"]
 

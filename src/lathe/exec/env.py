@@ -16,9 +16,12 @@ from collections.abc import Iterable, Mapping
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
 # PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE ...
 # (not SSH_AUTH_SOCK, a socket's path).
+# The CI names match at the end only: JWT_ALGORITHM, WEBHOOK_PORT, COOKIE_DOMAIN and
+# AZURE_AUTH_LOCATION are settings tools need.
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|JWT|WEBHOOK|COOKIE"
-    r"|_PAT$|_PWD$|_PASS$|_AUTH$|^AUTH_|_AUTH_(?!SOCK$)|_DSN$",
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL"
+    r"|JWT(_V\d+)?$|WEBHOOK(_URL)?$|COOKIE$|_AUTH_CONFIG$"
+    r"|_PAT$|_PWD$|_PASS$|_AUTH$|^AUTH_|_DSN$",
     re.IGNORECASE,
 )
 # A URL carrying a secret before its host: postgres://user:pass@host/db,
