@@ -409,3 +409,21 @@ def test_concurrent_snapshots_are_serialised(ws: Path, home: Path) -> None:
     assert [c.parent for c in chain[:-1]] == [c.commit for c in chain[1:]]
     assert set(Path(ws).iterdir()) >= {ws / f"f{i}" for i in range(12)}
     assert chain[0].tree == Checkpoints(ws, home).snapshot("final").tree
+
+
+def test_looking_at_the_store_while_another_turn_is_open_leaks_no_file(tmp_path: Path) -> None:
+    # Each look opened the turn's lock file to probe it and never closed it: a server
+    # that lists checkpoints would run out of file descriptors.
+    from lathe.checkpoint import Checkpoints
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    working, looking = Checkpoints(ws, tmp_path / "home"), Checkpoints(ws, tmp_path / "home")
+    working.before_turn(1)
+    opened = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        looking.list()
+        looking.before_turn(2)
+    assert len(os.listdir("/proc/self/fd")) <= opened
+    working.after_turn(1)

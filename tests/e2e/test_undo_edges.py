@@ -138,13 +138,22 @@ def test_after_a_kill_mid_turn_undo_reverts_the_turn_that_was_cut(tmp_path, fake
 
     process.kill()
     process.wait(timeout=60)
+    (ws / "b.txt").write_text("edited by hand after the kill\n")
 
+    # Where the cut turn left off is not known: what changed since could be the user's
+    # work, so nothing is reverted until they say so.
     undone = lathe(tmp_path, "undo", "-C", str(ws))
     assert undone.returncode == 0, undone.stderr
-    assert (ws / "a.txt").read_text() == "0\n"  # the cut turn's change reverted
-    assert (ws / "b.txt").read_text() == "first\n"  # turn 1's kept
+    assert "was cut short (lathe was killed)" in undone.stderr, undone.stderr
+    assert (ws / "a.txt").read_text() == "agent\n"
+    assert (ws / "b.txt").read_text() == "edited by hand after the kill\n"
     listed = lathe(tmp_path, "checkpoints", "list", "-C", str(ws))
     assert "after turn 2 (cut short)" in listed.stdout, listed.stdout
+
+    forced = lathe(tmp_path, "undo", "--force", "-C", str(ws))
+    assert forced.returncode == 0, forced.stderr
+    assert (ws / "a.txt").read_text() == "0\n"  # the cut turn's change reverted
+    assert (ws / "b.txt").read_text() == "first\n"  # as turn 1 left it
 
 
 def test_undo_brings_back_a_tracked_file_that_matches_gitignore(tmp_path, fake_openai):

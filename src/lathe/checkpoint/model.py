@@ -69,7 +69,9 @@ class RestoreReport:
     because checkpoints do not hold their current contents: nested git repositories, and
     ignored files standing where a recorded file would be written back. `backup` is the
     state recorded just before restoring (so the restore can be undone); `result` is the
-    state after it, None when nothing needed to change.
+    state after it, None when nothing needed to change. `cut_short`: the undone turn was
+    recorded after its lathe died, so every file it changed counts as the user's (kept
+    unless force): edits made since the kill are in it too.
     """
 
     target: Checkpoint
@@ -81,6 +83,7 @@ class RestoreReport:
     kept: list[str] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    cut_short: bool = False
 
     @property
     def changed(self) -> bool:

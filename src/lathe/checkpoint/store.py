@@ -52,6 +52,7 @@ _FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays sm
 # its process holds meanwhile.
 _OPEN_TURN = "open-turn.json"
 _TURN_LOCK = "turn.lock"
+_CUT_SHORT = " (cut short)"
 
 
 def store_root(workspace: Path, home: Path) -> Path:
@@ -97,7 +98,14 @@ class Checkpoints:
         live session can tell it is not its own."""
         with self._locked(create=True):
             label = f"after turn {turn}"
-            checkpoint = self._snapshot(label, turn=turn, kind="after", session=session_id)
+            try:
+                checkpoint = self._snapshot(label, turn=turn, kind="after", session=session_id)
+            except BaseException:
+                # The mark stays, with no one holding it: the next look records the turn.
+                if self._turn_lock is not None:
+                    self._turn_lock.release()
+                    self._turn_lock = None
+                raise
             self._close_turn()
             return checkpoint
 
@@ -141,8 +149,12 @@ class Checkpoints:
             backup = self._snapshot(f"before undo of {what}", kind="before")
             scope = {c.path for c in self._repo.diff(target.tree, operation.tree)}
             protected = {c.path for c in self._repo.diff(operation.tree, backup.tree)}
+            cut_short = operation.label.endswith(_CUT_SHORT)
+            if cut_short:  # recorded after lathe died: edits since then are in it too
+                protected |= scope
             changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
             report = self._restore(target, backup, changes, protected, force)
+            report.cut_short = cut_short
             # Recorded even when nothing changed: it marks the operation as undone.
             extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
             report.result = self._record(f"undo of {what}", "undo", extra)
@@ -275,6 +287,7 @@ class Checkpoints:
         self._close_turn()
         lock = FileLock(self._repo.root / _TURN_LOCK)
         if lock.try_acquire() is not None:
+            lock.release()  # the file it opened to try
             return  # another process's turn is open here: it marks its own
         self._turn_lock = lock
         record = json.dumps({"turn": turn, "session": session_id})
@@ -294,6 +307,7 @@ class Checkpoints:
             return
         probe = FileLock(self._repo.root / _TURN_LOCK)
         if probe.try_acquire() is not None:
+            probe.release()  # the file it opened to try
             return  # that turn goes on in another process
         try:
             try:
@@ -302,7 +316,7 @@ class Checkpoints:
             except (OSError, ValueError, KeyError, TypeError):
                 marker.unlink(missing_ok=True)  # unreadable: nothing to record it by
                 return
-            label = f"after turn {turn} (cut short)"
+            label = f"after turn {turn}{_CUT_SHORT}"
             self._snapshot(label, turn=turn, kind="after", session=session)
             marker.unlink(missing_ok=True)
         finally:

@@ -150,9 +150,15 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
         )
         _print_paths("", report.forced, err=True)
     if report.kept:
+        why = (
+            "the turn undone was cut short (lathe was killed), so its changes cannot be told "
+            "from edits made since; kept"
+            if report.cut_short
+            else "kept"
+        )
         click.secho(
-            f"lathe: warning: kept {plural(len(report.kept), 'file')} you changed since lathe last "
-            "touched them; rerun with --force to overwrite them:",
+            f"lathe: warning: {why} {plural(len(report.kept), 'file')} you changed since "
+            "lathe last touched them; rerun with --force to overwrite them:",
             fg="yellow",
             err=True,
         )
