@@ -88,3 +88,18 @@ def test_compaction_keeps_the_task_and_the_recent_turns_verbatim():
     assert "Goal: fix the bug" in history[0].content
     assert history[1:] == messages[-len(plan.recent) :]
     assert isinstance(history[1], AssistantMessage)
+
+
+def test_a_request_never_asks_for_no_output_room_at_all() -> None:
+    # With no output reserve and a prompt past the window, max_tokens came out 0, which
+    # servers refuse as a bad request, not as too long.
+    from lathe.agent.compaction import ContextManager
+    from lathe.agent.context import Budget
+
+    manager = ContextManager(
+        Budget(context_window=1_000, output_reserve=0), None, lambda event: None,
+        fixed_tokens=2_000,
+    )  # fmt: skip
+    assert manager.output_tokens(4_096) == 256
+    assert manager.output_tokens(100) == 100
+    assert manager.output_tokens(None) is None

@@ -292,3 +292,34 @@ def test_tokens_written_to_the_prompt_cache_count_toward_the_window(tmp_path, fa
 
     assert done.returncode == 0, done.stderr
     assert max(sizes) <= 30_000, sizes  # the window less the output reserve
+
+
+def test_tool_definitions_a_refusal_counts_apart_are_prompt_too(tmp_path, fake_openai):
+    # OpenAI's "(N in the messages, M in the functions, and K in the completion)": the
+    # tools were left out of the prompt, less output was asked for, and still too much.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    window = 8192
+
+    def openai(body):
+        size, asked = len(json.dumps(body)) // 3, body.get("max_tokens") or 0
+        tools = len(json.dumps(body.get("tools", []))) // 3
+        if size + asked > window:
+            return ErrorReply(
+                400,
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {size + asked} tokens ({size - tools} in the messages, {tools} in "
+                f"the functions, and {asked} in the completion).",
+                "invalid_request_error",
+                "context_length_exceeded",
+            )
+        return Reply("hi", usage={"prompt_tokens": size, "completion_tokens": 5})
+
+    fake_openai.responder = openai
+    done = lathe_run(
+        fake_openai, ws, tmp_path, "-c", "models.m.provider=openai",
+        "-c", f"models.m.context_window={window}", "-c", "models.m.max_output_tokens=8000",
+        "say hi",
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr

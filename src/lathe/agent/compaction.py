@@ -72,6 +72,7 @@ class ContextManager:
         self._retry_at_tokens = 0
         self.too_short = True  # of the last compact(): see there
         self._output_asked: int | None = None  # max_tokens of the last request
+        self._lowered_output = False  # the last shrink only asked for less output
 
     def output_tokens(self, wanted: int | None) -> int | None:
         """The output room the request `prepare` just built may ask for: `wanted` (the
@@ -81,7 +82,8 @@ class ContextManager:
         if wanted is None:
             return None
         left = self.budget.context_window - self.meter.estimate(self._view, self._fixed())
-        self._output_asked = max(min(wanted, left), min(wanted, self.budget.output_reserve))
+        least = min(wanted, max(self.budget.output_reserve, _LEAST_OUTPUT_TOKENS))
+        self._output_asked = max(min(wanted, left), least)
         return self._output_asked
 
     def record_usage(self, usage: Usage, message_count: int) -> None:
@@ -163,9 +165,11 @@ class ContextManager:
         output. False when nothing would make the request smaller: sending it again
         would only be refused again."""
         self._learn_from(refusal, len(history))
+        lowered, self._lowered_output = self._lowered_output and again, False
         if self._asks_less_output(refusal):
+            self._lowered_output = True
             return True
-        if again:
+        if again and not lowered:  # a retry after asking for less output may compact
             return False
         if await self.compact(history, reason="context_too_long"):
             return True
@@ -297,6 +301,7 @@ class ContextManager:
 
 _MIN_SUMMARISED_TOKENS = 400
 _SUMMARY_MAX_TOKENS = 4096
+_LEAST_OUTPUT_TOKENS = 256  # a request asks for no less output room (0 is an error)
 # The fallback when no summary comes: the newest of the model's words and calls.
 _SAID_CHARS = 600
 _MECHANICAL_LINES = 60

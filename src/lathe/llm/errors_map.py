@@ -47,7 +47,15 @@ _CONTEXT_TOO_LONG = re.compile(
 # messages apart from the completion asked for, where given), llama-server, Anthropic's
 # prompt alone and its prompt with max_tokens.
 _WINDOW_AND_REQUEST = (
-    (re.compile(r"maximum context length is (\d+) tokens.*?\((\d+) in the messages", re.S), 1, 2),
+    (
+        re.compile(
+            r"maximum context length is (\d+) tokens.*?"
+            r"\((\d+) in the messages(?:, (\d+) in the functions)?",
+            re.S,
+        ),
+        1,
+        2,
+    ),
     (
         re.compile(
             r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+)", re.S
@@ -280,6 +288,9 @@ def _too_long(message: str, said: str, ctx: ErrorContext) -> ContextTooLong:
     for pattern, window_group, request_group in _WINDOW_AND_REQUEST:
         if found := pattern.search(message):
             window, request = int(found[window_group]), int(found[request_group])
+            # OpenAI counts the tool definitions apart: they are prompt all the same.
+            counted = found.groups()[max(window_group, request_group) :]
+            request += sum(int(more) for more in counted if more)
             break
     return ContextTooLong(
         f"the conversation is too long for {ctx.model}: {said}",
