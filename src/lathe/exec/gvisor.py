@@ -68,7 +68,7 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
         )
         try:
             probe = subprocess.run(
-                _runsc_argv(found, bundle, network=False),
+                _runsc_argv(found, bundle, network=False, scratch=folder),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=_PROBE_TIMEOUT_S,
@@ -123,17 +123,18 @@ class GvisorExecutor(SandboxedExecutor):
 
     def _argv(self, bundle: str, cwd: Path) -> list[str]:
         runsc = self.status.binary or self._runsc
-        return _runsc_argv(runsc, Path(bundle), network=self.network)
+        # The bundle is the command's scratch folder itself (`_run`).
+        return _runsc_argv(runsc, Path(bundle), network=self.network, scratch=Path(bundle))
 
 
-def _runsc_argv(runsc: str, bundle: Path, *, network: bool) -> list[str]:
-    """runsc running the bundle as a container of its own; its state and its temp files
-    live in the bundle's folder, which is removed after the command. runsc writes to
-    TMPDIR after dropping root: one inside a private folder (pam_tmpdir's) failed every
-    command, so it gets the bundle's reachable folder instead."""
+def _runsc_argv(runsc: str, bundle: Path, *, network: bool, scratch: Path) -> list[str]:
+    """runsc running the bundle as a container of its own; its state lives in the
+    bundle's folder and its temp files in `scratch`, the folder made for the command
+    (`scratch_folder`), removed after it. runsc writes to TMPDIR after dropping root,
+    and failed every command with a TMPDIR inside a private folder (pam_tmpdir's)."""
     return [
         "/usr/bin/env",
-        f"TMPDIR={bundle.parent}",
+        f"TMPDIR={scratch}",
         runsc,
         f"--root={bundle / 'state'}",
         f"--network={'host' if network else 'none'}",
