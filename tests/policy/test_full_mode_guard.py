@@ -155,6 +155,11 @@ VARIANTS = [
     "source /dev/stdin <<< 'cd ~'; rm -rf *",
     "python3 /dev/stdin <<< 'import shutil; shutil.rmtree(\"/etc\")'",
     "echo 'rm -rf ~' | bash /proc/self/fd/0",
+    # A hard link to a file outside: later writes through it change that file.
+    "ln ~/.bashrc notes.txt",
+    "cp -al ~/.bashrc notes.txt",
+    "link ~/.bashrc notes.txt",
+    'python3 -c \'import os; os.link("/home/dev/.bashrc", "notes.txt")\'',
     # A non-interactive bash runs the file BASH_ENV names first.
     "echo 'rm -rf ~' > x.sh; BASH_ENV=x.sh bash -c true",
     "echo 'rm -rf ~' > x.sh; env BASH_ENV=x.sh bash -c true",

@@ -436,7 +436,7 @@ class _Judge:
 
 
 _FILE_COMMANDS = frozenset(
-    {"unlink", "shred", "truncate", "cp", "mv", "install", "ln", "rsync", "sed"}
+    {"unlink", "shred", "truncate", "cp", "mv", "install", "ln", "link", "rsync", "sed"}
 )
 
 

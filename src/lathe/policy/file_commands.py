@@ -89,6 +89,13 @@ def changes(
     extra = list(fed or ())
     if base == "unlink":
         return [Change(w, "unlink deletes", False) for w in [*args, *extra]]
+    if base == "link":  # `link FILE1 FILE2`: a hard link, as `ln` makes
+        named = [*_argv(args).operands, *extra]
+        if not named:
+            return []
+        return [Change(named[0], "link gives a second name (a hard link) to", True)] + [
+            Change(w, "link makes a link at", False) for w in named[1:2]
+        ]
     if base == "shred":
         argv = _argv(args, "ns", ["--iterations", "--size", "--random-source"])
         return [Change(w, "shred destroys", True) for w in [*argv.operands, *extra]]

@@ -238,6 +238,8 @@ class _Reader:
             self._effect("file", node.args[0], name, _WRITE_FIRST[name])
         elif name in _WRITE_SECOND and len(node.args) >= 2:
             self._effect("file", node.args[1], name, _WRITE_SECOND[name])
+            if name == "os.link":  # the same file under a second name: writes reach it
+                self._effect("file", node.args[0], name, "gives a second name (a hard link) to")
         elif name in _MOVE and len(node.args) >= 2:
             self._effect("file", node.args[0], name, "moves", follow=False)
             self._effect("file", node.args[1], name, "writes")
