@@ -129,6 +129,38 @@ async def test_run_refuses_instead_of_running_elsewhere(ws: Path, monkeypatch) -
     assert not (ws / "ran").exists()
 
 
+async def test_a_start_that_timed_out_is_removed_before_the_next_try(
+    ws: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # The engine's client of a start that timed out (a slow pull) kept running, and the
+    # next command started a second one under the same name: "Conflict".
+    from lathe.exec import container
+
+    log, bin_dir = tmp_path / "engine.log", tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> {log}\n'
+        'case "$*" in *" true") exit 0;; esac\n'  # the probe
+        '[ "$1" = run ] && exec sleep 300\n'  # a keeper that never says it is ready
+        "exit 0\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(container, "_START_TIMEOUT_S", 1.0)
+    executor = ContainerExecutor(ws, ContainerSpec(engine="docker", image="img"))
+    try:
+        for _ in range(2):
+            with pytest.raises(ExecutorUnavailable, match="did not start"):
+                await _run(executor, "true", ws)
+    finally:
+        await executor.aclose()
+    calls = log.read_text().split()
+    keepers = [i for i, call in enumerate(calls) if call == "run"][1:]  # the probe first
+    assert len(keepers) == 2 and "rm" in calls[keepers[0] : keepers[1]], calls
+
+
 async def _run(executor: ContainerExecutor, command: str, cwd: Path, timeout: float = 60):
     return await executor.run(
         command, cwd=cwd, timeout=timeout, max_output_bytes=64_000, spill_dir=cwd.parent / "sp"

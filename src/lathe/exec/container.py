@@ -220,6 +220,7 @@ class ContainerExecutor(SandboxedExecutor):
         if self._started and self._mounted != (view.read_only, view.hidden):
             await self.aclose()  # a path to protect or hide came or went: new mounts
         if not self._started:
+            await self.aclose()  # what a start cut short or timed out left: its client too
             await asyncio.to_thread(self._start, view)
         try:
             return await self._local.run(
