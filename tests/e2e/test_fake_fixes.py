@@ -86,8 +86,9 @@ def test_a_run_verified_after_the_check_itself_changed_says_which_files(tmp_path
 def test_an_honest_fix_is_verified_with_no_such_reason(tmp_path, fake_openai):
     ws = _repo(tmp_path)
     fake_openai.enqueue(
-        Reply(calls=[Call("edit", {"path": "calc.py", "old_string": "a - b",
-                                   "new_string": "a + b"})]),
+        Reply(
+            calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
+        ),
         Reply("Done."),
     )
     done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
@@ -170,7 +171,7 @@ def test_a_check_failing_again_with_the_same_output_is_not_sent_twice(tmp_path, 
     # pruned: twelve rounds of the same 30 KB failure sent 3.9 MB.
     ws = _repo(tmp_path)
     noise = "print('\\n'.join(f'noise line {n} of the failing check' for n in range(400)))"
-    check = f"python3 -c \"{noise}\"; {VERIFY}"
+    check = f'python3 -c "{noise}"; {VERIFY}'
     rounds = [Reply(calls=[Call("bash", {"command": f"echo try {n}"})]) for n in range(3)]
     replies = [step for r in rounds for step in (r, Reply("Done."))]
     fake_openai.enqueue(*replies)
@@ -202,3 +203,52 @@ def test_evidence_does_not_outlive_a_change_made_through_bash(tmp_path, fake_ope
     )
     again = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "Test it")
     assert _finished(again)["evidence"] is None
+
+
+def _run_with(tmp_path, fake_openai, ws, *calls: Call) -> dict:
+    from tests.e2e.test_calculator import lathe
+
+    fake_openai.enqueue(*[Reply(calls=[c]) for c in calls], *[Reply("Done.")] * 4)
+    done = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws), "--json",
+        "--approval", "full", "--deny", "edit(tests/**)", "--verify", VERIFY,
+        "--max-turns", "4", "Fix add", cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    return _finished(done)
+
+
+def test_a_module_shadowing_the_test_runners_own_is_a_check_file(tmp_path, fake_openai):
+    # `pluggy.py` in the workspace printed "1 passed" and exited 0 for pytest.
+    ws = _repo(tmp_path)
+    fake = "import sys\nprint('1 passed in 0.01s')\nsys.exit(0)\n"
+    finished = _run_with(tmp_path, fake_openai, ws,
+                         Call("write", {"path": "pluggy.py", "content": fake}))  # fmt: skip
+    assert finished["status"] != "verified" or "pluggy.py" in finished["reason"], finished
+
+
+def test_a_passing_line_printed_after_the_runners_failing_summary_is_a_failure(
+    tmp_path, fake_openai
+):
+    # The code under test printed "1 passed" at exit after pytest's "1 failed".
+    code = (
+        "import atexit, os, sys\n\n\ndef _forge():\n"
+        "    sys.stdout.write('1 passed in 0.01s\\n')\n    sys.stdout.flush()\n"
+        "    os._exit(0)\n\n\natexit.register(_forge)\n\n\n"
+        "def add(a, b):\n    return a - b\n"
+    )
+    ws = _repo(tmp_path)
+    finished = _run_with(tmp_path, fake_openai, ws,
+                         Call("bash", {"command": f"cat > calc.py <<'X'\n{code}X"}))  # fmt: skip
+    assert finished["status"] != "verified", finished
+
+
+def test_a_named_pipe_among_the_check_files_does_not_hang_the_run(tmp_path, fake_openai):
+    # Digesting the check files opened testdata/pipe and waited on it for good.
+    ws = _repo(tmp_path)
+    finished = _run_with(
+        tmp_path, fake_openai, ws,
+        Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        Call("bash", {"command": "mkdir -p testdata && mkfifo testdata/pipe"}),
+    )  # fmt: skip
+    assert finished["status"] == "verified", finished

@@ -595,7 +595,23 @@ def passed(result: ExecResult) -> bool:
     if result.exit_code != 0 or result.timed_out:
         return False
     counts = check_counts(result.output)
-    return counts is None or counts["failed"] == 0
+    return (counts is None or counts["failed"] == 0) and not _failing_summary(result.output)
+
+
+# A test runner's closing line: pytest's "1 failed, 2 passed in 0.12s", jest's
+# "Tests: 1 failed", cargo's "test result: FAILED", unittest's "FAILED (failures=1)".
+_SUMMARY = re.compile(r"\bin \d+(\.\d+)?m?s\b|^\W*Tests?:|^test result:|^FAILED \(")
+
+
+def _failing_summary(output: str) -> bool:
+    """Whether any closing summary in `output` reports a failure, not only the last: the
+    code under test printed "1 passed" at exit after pytest's "1 failed"."""
+    for line in output.splitlines():
+        if _SUMMARY.search(line):
+            counts = check_counts(line)
+            if counts is not None and counts["failed"] > 0:
+                return True
+    return False
 
 
 # The shell's own codes for "found but not executable" and "not found".
