@@ -252,3 +252,23 @@ def test_a_named_pipe_among_the_check_files_does_not_hang_the_run(tmp_path, fake
         Call("bash", {"command": "mkdir -p testdata && mkfifo testdata/pipe"}),
     )  # fmt: skip
     assert finished["status"] == "verified", finished
+
+
+def test_a_fix_made_before_the_model_got_stuck_is_checked_and_kept(tmp_path, fake_openai):
+    # The stall guard ended the run `stuck` without checking the fixed files, and
+    # --attempts then put the bug back.
+    ws = _repo(tmp_path)
+    again = Reply(calls=[Call("read", {"path": "calc.py"})])
+    fake_openai.enqueue(
+        Reply(
+            calls=[Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
+        ),
+        *[again] * 8,
+        *[Reply("Done.")] * 3,
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto", "--attempts", "2",
+                     "--verify", VERIFY, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified", finished
+    assert "a + b" in (ws / "calc.py").read_text()
+    assert done.returncode == 0

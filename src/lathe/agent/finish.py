@@ -37,6 +37,10 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
 - `out_of_turns(run)`: the turn limit ran out; the first answer decides, else the run
   ends `max_turns`. It may still act (the verify gate checks a change made since its
   check last ran).
+- `ending(end, run)`: a reply or a batch of calls ends the run as `end` (a handler's
+  finish, the stall guard's `stuck` among them); the first handler that answers
+  replaces it. The verify gate checks a change made since its check last ran before a
+  `stuck` end, as at the turn limit.
 
 A reply without tool calls that no handler takes ends the run `unverified`.
 """
@@ -149,6 +153,9 @@ class FinishHandler:
         return None
 
     async def out_of_turns(self, run: RunState) -> Finish | None:
+        return None
+
+    async def ending(self, end: Finish, run: RunState) -> Finish | None:
         return None
 
 

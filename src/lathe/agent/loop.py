@@ -307,8 +307,11 @@ class Agent:
         """Apply a decision: record its messages, run the calls lathe makes itself and ask
         the handlers about them. The end of the run, or None to go on."""
         for rounds in range(_MAX_LATHE_ROUNDS + 1):
-            if isinstance(decision, Finish):
-                return decision  # its messages enter with the end (`_finished`)
+            if isinstance(decision, Finish):  # its messages enter with the end (`_finished`)
+                for handler in self.handlers:
+                    if (instead := await handler.ending(decision, run)) is not None:
+                        return instead
+                return decision
             for message in decision.messages:
                 self.append(message)
             if not decision.calls or rounds == _MAX_LATHE_ROUNDS:

@@ -314,6 +314,23 @@ class VerifyGate(FinishHandler):
             "deselected, skipped or removed)"
         )
 
+    async def ending(self, end: Finish, run: RunState) -> Finish | None:
+        """A run about to end `stuck` with a change the check has not seen is checked
+        first: a fix the model made before it went round in circles is `verified`, not
+        undone by another attempt."""
+        if end.status is not RunStatus.STUCK or not self._unchecked:
+            return None
+        result = await self._check(run)
+        if not passed(result):
+            return None
+        caveat = await self._caveat(result)
+        reason = f"{end.reason}; the check passed on what it changed before"
+        return Finish(
+            RunStatus.VERIFIED,
+            reason=f"{reason}; {caveat}" if caveat else reason,
+            messages=end.messages,
+        )
+
     async def out_of_turns(self, run: RunState) -> Finish | None:
         """What changed since the check last ran is checked now: a fix made in the last
         turn is `verified`, not ended on the failure it fixed (and so not undone by
