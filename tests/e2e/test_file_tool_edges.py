@@ -361,3 +361,24 @@ def test_arguments_nested_too_deep_are_an_error_result_not_a_crash(tmp_path, fak
     [finished] = [e for e in events if e["type"] == "tool_finished"]
     assert finished["is_error"] and "nested" in finished["output"]
     assert events[-1]["type"] == "run_finished"
+
+
+def test_a_write_never_replaces_lines_the_output_cap_cut_from_a_read(tmp_path, fake_openai):
+    # Stray bytes counted 1 byte when read sized its page and 3 (U+FFFD) once sent: the
+    # cap cut the page's middle, the file counted as seen whole, and a 2-line `write`
+    # replaced 301 lines the model had seen 52 of.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rows = [f"row_{i:03d} = '".encode() + b"\xe9" * 50 + b"'" for i in range(300)]
+    original = b"\n".join(["# caf\u00e9 data".encode(), *rows]) + b"\n"
+    (ws / "d.py").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "d.py"})]),
+        Reply(
+            calls=[Call("write", {"path": "d.py", "content": "# caf\u00e9 data\nrow_000 = 'x'\n"})]
+        ),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Tidy d.py")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "d.py").read_bytes() == original

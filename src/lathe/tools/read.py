@@ -112,14 +112,17 @@ class _Page:
         out: list[str] = []
         # The note and the footer count too: a page past the limit is cut in its middle
         # by the output cap, and a line cut out of a page must not count as seen.
-        size = len(note.encode("utf-8", "surrogateescape")) + _FOOTER_BYTES
+        # A stray byte (a lone surrogate here) goes out as U+FFFD, 3 bytes: counted as
+        # 1, a page past the cap lost its middle yet counted as seen, and `write` then
+        # replaced lines the model never saw. `surrogatepass` counts each as 3.
+        size = len(note.encode("utf-8", "surrogatepass")) + _FOOTER_BYTES
         number = self._first - 1
         more = False
         for number, line in enumerate(lines, 1):
             if number < self._first:
                 continue
             row = f"{number:>6}\t{self._cut(line)}"
-            row_bytes = len(row.encode("utf-8", "surrogateescape")) + 1
+            row_bytes = len(row.encode("utf-8", "surrogatepass")) + 1
             if len(out) >= self._limit or (out and size + row_bytes > self._max_bytes):
                 more = True
                 break
