@@ -36,7 +36,8 @@ def write_atomic(path: Path, data: bytes, *, through_links: bool = False) -> Non
     if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
         _rewrite_in_place(path, data)
         return
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.lathe-tmp")
+    # Short whatever the name: `.<name>.<hex>` was past the limit for a 240-byte name.
+    tmp = path.with_name(f".lathe-{secrets.token_hex(4)}.tmp")
     # 0o666 lets the umask decide a new file's mode, as any editor would.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

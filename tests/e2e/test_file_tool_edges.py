@@ -382,3 +382,19 @@ def test_a_write_never_replaces_lines_the_output_cap_cut_from_a_read(tmp_path, f
     done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Tidy d.py")
     assert done.returncode == 0, done.stderr
     assert (ws / "d.py").read_bytes() == original
+
+
+def test_a_file_with_a_name_near_the_length_limit_can_be_written_and_edited(tmp_path, fake_openai):
+    # The temporary file beside it was named `.<name>.<hex>.lathe-tmp`: 20 bytes past a
+    # legal 240-byte name, "File name too long".
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    name = "n" * 237 + ".py"
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": name, "content": "x = 1\n"})]),
+        Reply(calls=[Call("edit", {"path": name, "old_string": "x = 1", "new_string": "x = 2"})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Make the module")
+    assert done.returncode == 0, done.stderr
+    assert (ws / name).read_text() == "x = 2\n"
