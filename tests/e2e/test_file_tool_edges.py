@@ -196,15 +196,19 @@ def test_an_edit_whose_new_string_leaves_code_out_with_a_placeholder_is_refused(
 
 def test_lines_with_stray_bytes_keep_their_bytes_through_write_and_edit(tmp_path, fake_openai):
     # read shows a stray byte as U+FFFD and says edit and write keep it: write turned it
-    # into U+FFFD's three bytes, and edit could never match a line holding one.
+    # into U+FFFD's three bytes, and edit could never match a line holding one. (More
+    # UTF-8 letters than stray bytes: with fewer, the file is taken for latin-1.)
     ws = tmp_path / "ws"
     ws.mkdir()
-    original = "café\n".encode() + b"raw = b'\xff'  # sentinel\nx = 1\nend = b'\xfe\xfd'\n"
+    original = (
+        "café, naïve résumé\n".encode() + b"raw = b'\xff'  # sentinel\nx = 1\nend = b'\xfe\xfd'\n"
+    )
     (ws / "u8.py").write_bytes(original)
     fake_openai.enqueue(
         Reply(calls=[Call("read", {"path": "u8.py"})]),
-        Reply(calls=[Call("write", {"path": "u8.py", "content": "café\nraw = b'\ufffd'  "
-                                    "# sentinel\nx = 2\nend = b'\ufffd\ufffd'\n"})]),
+        Reply(calls=[Call("write", {"path": "u8.py", "content": "café, naïve résumé\n"
+                                    "raw = b'\ufffd'  # sentinel\nx = 2\n"
+                                    "end = b'\ufffd\ufffd'\n"})]),
         Reply(calls=[Call("edit", {"path": "u8.py", "old_string": "raw = b'\ufffd'  # sentinel",
                                    "new_string": "raw = b'\ufffd'  # kept"})]),
         Reply("Done."),
@@ -214,7 +218,7 @@ def test_lines_with_stray_bytes_keep_their_bytes_through_write_and_edit(tmp_path
     results = _results(fake_openai)
     assert results[1].startswith("Overwrote u8.py") and results[2].startswith("Edited u8.py")
     assert (ws / "u8.py").read_bytes() == (
-        "café\n".encode() + b"raw = b'\xff'  # kept\nx = 2\nend = b'\xfe\xfd'\n"
+        "café, naïve résumé\n".encode() + b"raw = b'\xff'  # kept\nx = 2\nend = b'\xfe\xfd'\n"
     )
 
 
@@ -398,3 +402,22 @@ def test_a_file_with_a_name_near_the_length_limit_can_be_written_and_edited(tmp_
     done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Make the module")
     assert done.returncode == 0, done.stderr
     assert (ws / name).read_text() == "x = 2\n"
+
+
+def test_a_cp1252_file_with_a_pair_that_looks_like_utf8_stays_cp1252(tmp_path, fake_openai):
+    # "„Gruß“" holds DF 93, a valid UTF-8 pair: the file was taken for UTF-8 with stray
+    # bytes, and an edit wrote UTF-8 into it ("Müller" became "MÃ¼ller").
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "greeting = '„Gruß“ aus Köln'\nname = 'X'\n".encode("cp1252")
+    (ws / "g.py").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "g.py"})]),
+        Reply(
+            calls=[Call("edit", {"path": "g.py", "old_string": "'X'", "new_string": "'Müller'"})]
+        ),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Name him")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "g.py").read_bytes() == original.replace(b"'X'", "'Müller'".encode("cp1252"))

@@ -33,11 +33,6 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-# A multi-byte UTF-8 sequence: latin-1 text hardly ever holds one by chance, so a file
-# that has one but fails to decode is UTF-8 with a few stray bytes.
-_UTF8_SEQUENCE = re.compile(
-    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
-)
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 # Control bytes that do not occur in text; tab, newlines, form feed and escape do.
 _NON_TEXT = frozenset(range(0x20)) - {0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1B}
@@ -234,8 +229,9 @@ def decode_text(data: bytes) -> TextContent | None:
     except UnicodeDecodeError:
         if bom:
             return None
-        if _UTF8_SEQUENCE.search(body):  # UTF-8 with a stray byte, not latin-1
-            errors, text = "surrogateescape", body.decode("utf-8", "surrogateescape")
+        text = body.decode("utf-8", "surrogateescape")
+        if _mostly_utf8(text):  # UTF-8 with a stray byte, not latin-1
+            errors = "surrogateescape"
         else:
             encoding, text = "latin-1", body.decode("latin-1")
     newline = "\n"
@@ -243,6 +239,14 @@ def decode_text(data: bytes) -> TextContent | None:
     if crlf and crlf == text.count("\n"):
         newline, text = "\r\n", text.replace("\r\n", "\n")
     return TextContent(text=text, encoding=encoding, bom=bom, newline=newline, errors=errors)
+
+
+def _mostly_utf8(text: str) -> bool:
+    """Whether bytes decoded as UTF-8 (stray bytes kept as lone surrogates) hold more
+    valid multi-byte characters than stray bytes: cp1252's "Gruß“" holds one valid pair
+    by chance among its stray bytes, and edits wrote UTF-8 into it."""
+    stray = len(_ESCAPED_BYTE.findall(text))
+    return sum(1 for char in text if char > "\x7f") - stray > stray
 
 
 def printable(text: str) -> str:
