@@ -421,3 +421,26 @@ def test_a_cp1252_file_with_a_pair_that_looks_like_utf8_stays_cp1252(tmp_path, f
     done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Name him")
     assert done.returncode == 0, done.stderr
     assert (ws / "g.py").read_bytes() == original.replace(b"'X'", "'Müller'".encode("cp1252"))
+
+
+def test_an_old_string_not_found_in_a_big_file_is_answered_at_once(tmp_path, fake_openai):
+    # Looking for the most similar region compared characters pairwise: 200 lines not
+    # in a 20,000-line file blocked the run for minutes, past its --timeout.
+    import random
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    chance = random.Random(1)
+    (ws / "big.py").write_text("".join(
+        f"    value_{i} = compute(alpha_{i % 97}, beta_{i % 89}) + {chance.randint(0, 10**6)}\n"
+        for i in range(20_000)
+    ))  # fmt: skip
+    missing = "\n".join(f"    valu_{i} = compute(alpha_{i}, gamma)" for i in range(200))
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "big.py", "old_string": missing, "new_string": "x"})]),
+        Reply("Could not find it."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--timeout", "60s", "Edit")
+    assert done.returncode == 0, done.stderr
+    told = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert "old_string" in told and "not found" in told.lower()

@@ -43,6 +43,7 @@ _MAX_REGION_LINES = 30
 _WHOLE_FILE_LINES = _MAX_REGION_LINES
 _MIN_SIMILARITY = 0.4
 _MAX_CANDIDATES = 20
+_CHAR_COMPARE_MAX = 2_000  # characters of old_string compared one by one, at most
 _NUMBERED_LINE = re.compile(r"^\s*\d+\t", re.MULTILINE)
 
 
@@ -340,11 +341,19 @@ def _closest_window(lines: list[str], wanted: list[str]) -> int | None:
         for near in difflib.get_close_matches(probe, stripped, n=5, cutoff=0.5):
             votes[stripped.index(near) - targets[probe]] += 1
     target = "\n".join(wanted)
+    # Characters compared pairwise cost their product: past a few thousand, compare
+    # lines (200 lines not found in a 20,000-line file took minutes).
+    by_line = len(target) > _CHAR_COMPARE_MAX
     best, best_score = None, _MIN_SIMILARITY
     for start, _ in votes.most_common(_MAX_CANDIDATES):
         start = min(max(start, 0), max(len(lines) - len(wanted), 0))
-        window = "\n".join(lines[start : start + len(wanted)])
-        score = difflib.SequenceMatcher(None, window, target, autojunk=False).ratio()
+        if by_line:
+            window_lines = stripped[start : start + len(wanted)]
+            matcher = difflib.SequenceMatcher(None, window_lines, [w.strip() for w in wanted])
+        else:
+            window = "\n".join(lines[start : start + len(wanted)])
+            matcher = difflib.SequenceMatcher(None, window, target, autojunk=False)
+        score = matcher.ratio()
         if score > best_score:
             best, best_score = start, score
     return best
