@@ -444,3 +444,23 @@ def test_an_old_string_not_found_in_a_big_file_is_answered_at_once(tmp_path, fak
     assert done.returncode == 0, done.stderr
     told = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
     assert "old_string" in told and "not found" in told.lower()
+
+
+def test_a_write_that_changes_a_line_holding_a_stray_byte_is_refused(tmp_path, fake_openai):
+    # Only a line written back exactly as read showed it got its byte back: a changed
+    # comment on the line turned the byte into U+FFFD's three bytes, with no word.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "café, naïve résumé\n".encode() + b"sep = '\xa7'  # section\nx = 1\n"
+    (ws / "s.py").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "s.py"})]),
+        Reply(calls=[Call("write", {"path": "s.py", "content": "café, naïve résumé\n"
+                                    "sep = '\ufffd'  # the section sign\nx = 1\n"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Comment")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "s.py").read_bytes() == original
+    told = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert "Use edit for the lines around it" in told

@@ -115,6 +115,7 @@ class WriteTool(Tool):
         else:
             if old.bad_bytes:
                 new_text = ShownText(old.text).with_own_lines(new_text)
+                _refuse_replacement_chars(new_text, old.text, shown)
             data, old_text = old.encode(new_text, shown), old.text
         write_atomic(path, data)
         state_of(ctx).record(path, data)
@@ -187,3 +188,17 @@ def suggested_edit(old: str, new: str) -> tuple[str, str] | None:
         if end < len(before):
             end, new_end = end + 1, new_end + 1
     return None
+
+
+def _refuse_replacement_chars(new_text: str, old_text: str, shown: str) -> None:
+    """A U+FFFD left in the new text of a file with stray bytes stands for one of them
+    on a line the model changed: written, the byte would become U+FFFD's three bytes."""
+    if new_text.count("\ufffd") <= old_text.count("\ufffd"):
+        return
+    number = next(n for n, line in enumerate(new_text.split("\n"), 1) if "\ufffd" in line)
+    raise ToolError(
+        f"not written: line {number} of the new content holds U+FFFD where {shown} has a "
+        "byte that is not UTF-8, and writing would turn that byte into U+FFFD's three bytes. "
+        "Use edit for the lines around it (edit keeps such bytes), or write that line back "
+        "exactly as read showed it."
+    )
