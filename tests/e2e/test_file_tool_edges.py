@@ -464,3 +464,26 @@ def test_a_write_that_changes_a_line_holding_a_stray_byte_is_refused(tmp_path, f
     assert (ws / "s.py").read_bytes() == original
     told = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
     assert "Use edit for the lines around it" in told
+
+
+def test_a_crlf_file_whose_last_line_ends_in_lf_keeps_its_endings(tmp_path, fake_openai):
+    # Counted as mixed, its endings were not kept: an inserted line took LF and its
+    # anchor lost its CR, and a `write` turned every line LF.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = b"@echo off\r\nset A=1\r\nset B=2\r\necho done\n"
+    (ws / "a.bat").write_bytes(original)
+    (ws / "b.bat").write_bytes(original)
+    insert = {"path": "a.bat", "old_string": "set A=1", "new_string": "set A=1\nset C=3"}
+    rewrite = "@echo off\nset A=1\nset B=3\necho done\n"
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", insert), Call("read", {"path": "b.bat"})]),
+        Reply(calls=[Call("write", {"path": "b.bat", "content": rewrite})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Set C")
+    assert done.returncode == 0, done.stderr
+    assert (
+        ws / "a.bat"
+    ).read_bytes() == b"@echo off\r\nset A=1\r\nset C=3\r\nset B=2\r\necho done\n"
+    assert (ws / "b.bat").read_bytes() == b"@echo off\r\nset A=1\r\nset B=3\r\necho done\n"

@@ -180,6 +180,8 @@ class TextContent:
     newline: str = "\n"
     errors: str = "strict"
     """"surrogateescape": UTF-8 text with bytes that are not, kept as they were."""
+    lf_at_end: bool = False
+    """A CRLF file whose last line ends in LF alone (a common editor's doing)."""
 
     @property
     def bad_bytes(self) -> int:
@@ -193,6 +195,8 @@ class TextContent:
         """`text` (LF endings) in this file's encoding, BOM and line endings."""
         if self.newline == "\r\n":
             text = text.replace("\n", "\r\n")
+            if self.lf_at_end and text.endswith("\r\n"):
+                text = text[:-2] + "\n"
         try:
             return self.bom + text.encode(self.encoding, self.errors)
         except UnicodeEncodeError as exc:
@@ -235,10 +239,18 @@ def decode_text(data: bytes) -> TextContent | None:
         else:
             encoding, text = "latin-1", body.decode("latin-1")
     newline = "\n"
-    crlf = text.count("\r\n")
-    if crlf and crlf == text.count("\n"):
+    crlf, lf = text.count("\r\n"), text.count("\n")
+    lf_at_end = crlf == lf - 1 and text.endswith("\n") and not text.endswith("\r\n")
+    if crlf and (crlf == lf or lf_at_end):
         newline, text = "\r\n", text.replace("\r\n", "\n")
-    return TextContent(text=text, encoding=encoding, bom=bom, newline=newline, errors=errors)
+    return TextContent(
+        text=text,
+        encoding=encoding,
+        bom=bom,
+        newline=newline,
+        errors=errors,
+        lf_at_end=lf_at_end and newline == "\r\n",
+    )
 
 
 def _mostly_utf8(text: str) -> bool:
