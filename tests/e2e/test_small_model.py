@@ -33,7 +33,7 @@ STATS = '''def mean(values):
 def spread(values):
     return max(values) - min(values)
 '''
-STATS_TESTS = '''from stats import mean, spread
+STATS_TESTS = """from stats import mean, spread
 
 
 def test_mean():
@@ -46,7 +46,7 @@ def test_mean_of_one():
 
 def test_spread():
     assert spread([1, 5, 3]) == 4
-'''
+"""
 THE_FIX = {
     "path": "stats.py",
     "old_string": "    return sum(values) / (len(values) + 1)",
@@ -141,22 +141,22 @@ def lookup(code: str) -> Coupon:
         return Coupon(code, int(match.group(1)))
     raise UnknownCoupon(code)
 ''' + "".join(
-    f"\n\ndef rule_{n}(total: int) -> int:\n    \"\"\"Discount rule {n} of the catalogue, "
-    f"kept for the old checkout.\"\"\"\n    return total - {n}\n"
+    f'\n\ndef rule_{n}(total: int) -> int:\n    """Discount rule {n} of the catalogue, '
+    f'kept for the old checkout."""\n    return total - {n}\n'
     for n in range(40)
 )
-CART = '''from shop import coupons
+CART = """from shop import coupons
 
 
 def apply_coupon(code: str) -> coupons.Coupon:
     return coupons.lookup(code)
-'''
-CART_TESTS = '''from shop.cart import apply_coupon
+"""
+CART_TESTS = """from shop.cart import apply_coupon
 
 
 def test_lower_case_codes_work():
     assert apply_coupon("save10").percent == 10
-'''
+"""
 NORMALIZE = {
     "path": "shop/coupons.py",
     "old_string": "def lookup(code: str) -> Coupon:\n",
@@ -164,9 +164,7 @@ NORMALIZE = {
 }
 
 
-def test_a_failing_check_shows_the_code_it_ran_through_when_none_is_in_view(
-    tmp_path, fake_openai
-):
+def test_a_failing_check_shows_the_code_it_ran_through_when_none_is_in_view(tmp_path, fake_openai):
     ws = tmp_path / "ws"
     (ws / "shop").mkdir(parents=True)
     (ws / "tests").mkdir()
@@ -323,9 +321,7 @@ def test_asking_to_write_an_existing_file_again_and_again_is_a_stall(tmp_path, f
     assert end["turns"] < 10
 
 
-def test_a_reply_that_repeats_an_earlier_one_is_followed_by_a_hotter_sample(
-    tmp_path, fake_openai
-):
+def test_a_reply_that_repeats_an_earlier_one_is_followed_by_a_hotter_sample(tmp_path, fake_openai):
     # The 1.5B, told its fix changed nothing, sent the same code back: at its low
     # temperature the same context gives the same reply. A repeat is not checked again
     # (nothing changed), the model is told, the next sample is drawn hotter, and the
@@ -426,3 +422,22 @@ def test_the_code_behind_a_failure_never_quotes_a_file_the_model_may_not_read(
     sent = json.dumps(fake_openai.chat_bodies())
     assert "def answer():" in sent, run.stderr  # the code behind the failure is shown...
     assert "hunter2-env" not in sent and "sk-live-denied" not in sent  # ...never these
+
+
+def test_applied_code_that_makes_the_check_hang_is_put_back(tmp_path, fake_openai):
+    # A check killed at its time limit printed no counts, so lathe's own applied code,
+    # which never finished, was not "worse" and stayed in the file.
+    ws = stats_workspace(tmp_path)
+    original = (ws / "stats.py").read_text()
+    hang = (
+        'The fix:\n\n```python\ndef mean(values):\n    """The arithmetic mean of `values`."""\n'
+        "    return sum(iter(int, 1)) / len(values)\n```"
+    )
+    fake_openai.enqueue(Reply(hang), Reply("I could not fix it."), Reply("Sorry."))
+
+    run, events = run_local_profile(
+        fake_openai, tmp_path, ws, "-c", "agent.verify_timeout_s=5", "--max-turns", "2"
+    )
+
+    assert finished(events)["status"] != "verified", run.stderr
+    assert (ws / "stats.py").read_text() == original

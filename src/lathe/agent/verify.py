@@ -250,7 +250,10 @@ class VerifyGate(FinishHandler):
                 reason=await self._caveat(after),
             )
         old, new = check_counts(before.output), check_counts(after.output)
-        if self._put_back is not None and made_worse(old, new):
+        # A check that no longer finishes, or no longer says what ran, is worse too.
+        stopped = after.timed_out and not before.timed_out
+        silent = old is not None and new is None
+        if self._put_back is not None and (made_worse(old, new) or stopped or silent):
             self._put_back()
             text = self._words.say(
                 "applied_reverted",
