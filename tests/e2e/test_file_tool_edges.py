@@ -86,7 +86,7 @@ def test_utf8_with_one_stray_byte_is_read_and_edited_as_utf8(tmp_path, fake_open
     assert done.returncode == 0, done.stderr
     shown, edited = _results(fake_openai)
     assert "name = 'José'" in shown and "raw = '\ufffd'" in shown
-    assert "UTF-8 but for 1 byte" in shown
+    assert "UTF-8 but for 1 byte that is not" in shown
     assert edited.startswith("Edited u8.py")
     assert (ws / "u8.py").read_bytes() == original.replace("José".encode(), "crème".encode())
 

@@ -79,9 +79,11 @@ class ReadTool(Tool):
             lines.pop()
         note = ""
         if content.bad_bytes:
+            verb = "is" if content.bad_bytes == 1 else "are"
             note = (
                 f"[note: {shown} is UTF-8 but for {plural(content.bad_bytes, 'byte')} that "
-                f"are not, shown as \ufffd; edit and write keep them as they are]\n"
+                f"{verb} not, shown as \ufffd; edit keeps them as they are, and so does "
+                "write for a line written back as shown]\n"
             )
         elif not content.is_utf8:
             note = (
