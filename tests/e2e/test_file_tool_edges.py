@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 
 import pytest
 from tests.e2e.test_run_edges import lathe_run
@@ -487,3 +488,26 @@ def test_a_crlf_file_whose_last_line_ends_in_lf_keeps_its_endings(tmp_path, fake
         ws / "a.bat"
     ).read_bytes() == b"@echo off\r\nset A=1\r\nset C=3\r\nset B=2\r\necho done\n"
     assert (ws / "b.bat").read_bytes() == b"@echo off\r\nset A=1\r\nset B=3\r\necho done\n"
+
+
+@pytest.mark.parametrize(
+    ("in_file", "named"), [("cafe\u0301", "U+0301"), ("zero\u200bwidth", "U+200B")]
+)
+def test_an_old_string_differing_only_in_invisible_characters_names_them(
+    tmp_path, fake_openai, in_file, named
+):
+    # The "most similar region" looked exactly like old_string: the model could not see
+    # the combining accent or the zero-width space it had to copy.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "t.py").write_text(f"name = '{in_file}'\n")
+    typed = unicodedata.normalize("NFC", in_file).replace("\u200b", "")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "t.py", "old_string": f"name = '{typed}'",
+                                   "new_string": "name = 'x'"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Rename")
+    assert done.returncode == 0, done.stderr
+    told = json.dumps(fake_openai.chat_bodies()[-1]["messages"], ensure_ascii=False)
+    assert named in told, told[-600:]

@@ -289,6 +289,8 @@ def _not_found_message(text: str, old: str, shown: str, elsewhere: str = "") -> 
             " It seems to include line numbers from read; leave out the number and the tab"
             " that follows it."
         )
+    if unseen := _invisible_difference(lines, wanted):
+        return f"{message} {unseen}"
     start = _match_ignoring_whitespace(lines, wanted)
     if start is not None:
         region = _numbered(lines, start, start + len(wanted))
@@ -362,3 +364,36 @@ def _closest_window(lines: list[str], wanted: list[str]) -> int | None:
 def _numbered(lines: list[str], first: int, last: int) -> str:
     last = min(last, first + _MAX_REGION_LINES)
     return "\n".join(f"{n + 1:>6}\t{cut_line(lines[n])}" for n in range(first, last))
+
+
+# Characters a model cannot see in what read shows it: zero-width ones, the soft hyphen,
+# a BOM inside a line.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+def _invisible_difference(lines: list[str], wanted: list[str]) -> str:
+    """Where old_string matches once Unicode normalization and invisible characters are
+    set aside, the lines and the characters that differ, named; else "". The most
+    similar region looked exactly like old_string, and the model could not see why."""
+    import unicodedata
+
+    def canon(text: str) -> str:
+        return unicodedata.normalize("NFC", text).translate(_INVISIBLE)
+
+    old = "\n".join(wanted)
+    at = canon("\n".join(lines)).find(canon(old))
+    if at == -1:
+        return ""
+    first = canon("\n".join(lines)).count("\n", 0, at)
+    last = first + len(wanted)
+    found = "\n".join(lines[first:last])
+    differ = sorted({c for c in set(found) ^ set(old) if ord(c) > 127}, key=ord)
+    if not differ:
+        return ""
+    named = ", ".join(f"U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})" for c in differ)
+    where = f"line {first + 1}" if last - first == 1 else f"lines {first + 1}-{last}"
+    return (
+        f"It matches {where} but for characters that look alike or show as nothing: "
+        f"{named}. Copy those characters into old_string as the file has them, or match "
+        "a shorter part of the line without them."
+    )
