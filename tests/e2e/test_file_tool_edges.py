@@ -511,3 +511,20 @@ def test_an_old_string_differing_only_in_invisible_characters_names_them(
     assert done.returncode == 0, done.stderr
     told = json.dumps(fake_openai.chat_bodies()[-1]["messages"], ensure_ascii=False)
     assert named in told, told[-600:]
+
+
+def test_a_utf8_file_with_a_bom_and_a_stray_byte_is_text(tmp_path, fake_openai):
+    # "bom.txt is a binary file" from read and edit alike: with a BOM, one byte that is
+    # not UTF-8 made the whole file binary.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = b"\xef\xbb\xbfname = 'Jos\xc3\xa9'\nsep = '\xa7'\n"
+    (ws / "bom.txt").write_bytes(original)
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", {"path": "bom.txt", "old_string": "Jos\u00e9",
+                                   "new_string": "Ana"})]),
+        Reply("Done."),
+    )  # fmt: skip
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Rename")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "bom.txt").read_bytes() == b"\xef\xbb\xbfname = 'Ana'\nsep = '\xa7'\n"

@@ -231,10 +231,12 @@ def decode_text(data: bytes) -> TextContent | None:
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError:
-        if bom:
+        if bom and encoding != "utf-8":
             return None
         text = body.decode("utf-8", "surrogateescape")
-        if _mostly_utf8(text):  # UTF-8 with a stray byte, not latin-1
+        if bom:  # the BOM says UTF-8: the odd byte is a stray one, whatever the count
+            errors = "surrogateescape"
+        elif _mostly_utf8(text):  # UTF-8 with a stray byte, not latin-1
             errors = "surrogateescape"
         else:
             encoding, text = "latin-1", body.decode("latin-1")
