@@ -234,9 +234,8 @@ def decode_text(data: bytes) -> TextContent | None:
         if bom and encoding != "utf-8":
             return None
         text = body.decode("utf-8", "surrogateescape")
-        if bom:  # the BOM says UTF-8: the odd byte is a stray one, whatever the count
-            errors = "surrogateescape"
-        elif _mostly_utf8(text):  # UTF-8 with a stray byte, not latin-1
+        # UTF-8 with a stray byte, not latin-1 (a UTF-8 BOM says so whatever the count).
+        if bom or _mostly_utf8(text):
             errors = "surrogateescape"
         else:
             encoding, text = "latin-1", body.decode("latin-1")
