@@ -528,3 +528,17 @@ def test_a_utf8_file_with_a_bom_and_a_stray_byte_is_text(tmp_path, fake_openai):
     done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Rename")
     assert done.returncode == 0, done.stderr
     assert (ws / "bom.txt").read_bytes() == b"\xef\xbb\xbfname = 'Ana'\nsep = '\xa7'\n"
+
+
+def test_a_grep_match_on_a_line_holding_a_form_feed_stays_one_result(tmp_path, fake_openai):
+    # Results were split wherever Python sees a line break (form feed, U+2028): part of
+    # the match came without its path and line number.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.txt").write_text("alpha\x0cbeta needle\nother\u2028needle too\n")
+    fake_openai.enqueue(Reply(calls=[Call("grep", {"pattern": "needle"})]), Reply("Found."))
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Find the needle")
+    assert done.returncode == 0, done.stderr
+    (result,) = _results(fake_openai)
+    rows = [row for row in result.split("\n") if "needle" in row]
+    assert len(rows) == 2 and all(row.startswith("f.txt:") for row in rows), result

@@ -93,7 +93,11 @@ class RgResult:
     def lines(self) -> list[str]:
         """The output lines, without rg's "./"; the last is dropped when the byte cap
         may have split it."""
-        lines = [strip_dot(line) for line in self.stdout.splitlines()]
+        # rg ends a line with "\n" only: `splitlines` also broke one at a form feed
+        # or U+2028 inside it, and part of a match came without its path.
+        lines = [strip_dot(line) for line in self.stdout.split("\n")]
+        if lines and not lines[-1]:
+            lines.pop()
         if self.cut and lines:
             lines.pop()
         return lines
