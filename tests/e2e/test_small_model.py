@@ -441,3 +441,4 @@ def test_applied_code_that_makes_the_check_hang_is_put_back(tmp_path, fake_opena
 
     assert finished(events)["status"] != "verified", run.stderr
     assert (ws / "stats.py").read_text() == original
+    assert "to a check that timed out" in json.dumps(fake_openai.chat_bodies()[1])

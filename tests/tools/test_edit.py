@@ -363,3 +363,15 @@ async def test_a_crlf_new_string_in_an_lf_file_is_written_with_lf(ctx) -> None:
         EditTool(), ctx, path="lf.py", old_string="a = 1\r\n", new_string="a = 1\r\nz = 0\r\n"
     )
     assert path.read_bytes() == b"a = 1\nz = 0\nb = 2\n"
+
+
+async def test_a_long_old_string_not_found_still_gets_its_most_similar_region(
+    ctx: ToolContext,
+) -> None:
+    # Compared line by line for speed, windows scored only on lines equal once stripped:
+    # 60 lines differing only in their quotes got "No similar text was found".
+    lines = [f"    setting_{n} = 'value number {n} for the configuration'" for n in range(300)]
+    (ctx.workspace / "conf.py").write_text("\n".join(lines) + "\n")
+    wanted = "\n".join(line.replace("'", '"') for line in lines[100:160])
+    error = await call_error(EditTool(), ctx, path="conf.py", old_string=wanted, new_string="x")
+    assert "most similar region is lines 99-162" in error, error[:300]

@@ -145,3 +145,14 @@ def test_atomic_write_of_a_new_file_follows_the_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644
+
+
+def test_one_valid_character_and_one_stray_byte_is_still_utf8() -> None:
+    # "# © 2024" with one cp1252 apostrophe: read as latin-1, "©" showed as "Â©" and
+    # the model could no longer write "→" into the file.
+    from lathe.tools.files import decode_text
+
+    content = decode_text("# © 2024 it".encode() + b"\x92s\n")
+    assert content is not None and content.encoding == "utf-8" and content.bad_bytes == 1
+    cp1252 = decode_text("greeting = '„Gruß“ aus Köln'\n".encode("cp1252"))
+    assert cp1252 is not None and cp1252.encoding == "latin-1"

@@ -179,3 +179,17 @@ async def test_a_file_mixing_line_endings_is_written_as_given(ctx: ToolContext) 
     await call(ReadTool(), ctx, path="mixed.txt")
     await call(write, ctx, path="mixed.txt", content="a\r\nb\nc\nd\n")
     assert path.read_bytes() == b"a\r\nb\nc\nd\n"
+
+
+async def test_a_real_replacement_character_is_judged_by_its_own_line(ctx: ToolContext) -> None:
+    # The U+FFFD refusal counted per file: a new line with a real U+FFFD was refused
+    # (naming an unchanged line), and a changed stray-byte line passed when a line
+    # with a real one was dropped.
+    path = ctx.workspace / "m.py"
+    path.write_bytes("real = '\ufffd'\n".encode() + b"sep = '\xa7'  # s\n")
+    await call(ReadTool(), ctx, path="m.py")
+    kept = "real = '\ufffd'\nsep = '\ufffd'  # s\nmore = '\ufffd'\n"
+    assert "line 3" in await call_error(WriteTool(), ctx, path="m.py", content=kept)
+    dropped = "sep = '\ufffd'  # section\n"
+    assert "line 1" in await call_error(WriteTool(), ctx, path="m.py", content=dropped)
+    assert path.read_bytes() == "real = '\ufffd'\n".encode() + b"sep = '\xa7'  # s\n"

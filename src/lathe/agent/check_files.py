@@ -20,9 +20,9 @@ CHECK_FILE = re.compile(
     r"\.\w+|conftest\.py|\.?pytest\.(ini|toml)|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
     r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
     r"|(site|user)customize\.py|pytest\.py)$|(^|/)pytest/[^/]+\.py$"
-    # A module of the runner's own, shadowed from the workspace: `pluggy.py` printed
-    # "1 passed" for pytest.
-    r"|(^|/)(_pytest|pluggy|iniconfig)(\.py$|/)"
+    # A module of the runner's own, shadowed from the workspace's top: `pluggy.py`
+    # printed "1 passed" for pytest (deeper, as in src/_pytest/, it is a project's own).
+    r"|^(_pytest|pluggy|iniconfig)(\.py$|/)"
 )
 # What a runner named in the verify command reads without the command naming it.
 _RUNNER_FILES = {
@@ -57,12 +57,12 @@ def _digest(path: Path) -> str | None:
     pipe the model made among the tests waited for a writer for good."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:

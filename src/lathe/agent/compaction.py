@@ -185,9 +185,9 @@ class ContextManager:
         if not (refusal.request_tokens and refusal.window_tokens and self._output_asked):
             return False
         left = refusal.window_tokens - refusal.request_tokens
-        return min(left, self._output_asked) >= self.budget.output_reserve > 0 and (
-            left < self._output_asked
-        )
+        # Below the least a request asks for, asking again would ask the same: a loop.
+        least = max(self.budget.output_reserve, _LEAST_OUTPUT_TOKENS)
+        return least <= left < self._output_asked
 
     def _learn_from(self, refusal: ContextTooLong, message_count: int) -> None:
         if refusal.request_tokens:

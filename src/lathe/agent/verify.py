@@ -259,7 +259,7 @@ class VerifyGate(FinishHandler):
                 "applied_reverted",
                 applied="\n\n".join(notes),
                 before=counts_text(old),
-                after=counts_text(new),
+                after="a check that timed out" if stopped else counts_text(new),
                 output=self._shown(before),
             )
             return ContinueWith(messages=(lathe_note(text),))
@@ -488,7 +488,8 @@ async def run_verify(
     )
 
 
-_COUNTS = re.compile(r"(\d+) (passed|failed|errors?)\b|\b(failures|errors)=(\d+)")
+# Not unittest's "OK (expected failures=1)": an expected failure is a pass.
+_COUNTS = re.compile(r"(\d+) (passed|failed|errors?)\b|\b(?<!expected )(failures|errors)=(\d+)")
 _RAN = re.compile(r"^Ran (\d+) tests?\b", re.MULTILINE)
 
 
@@ -620,7 +621,10 @@ def passed(result: ExecResult) -> bool:
 
 # A test runner's closing line: pytest's "1 failed, 2 passed in 0.12s", jest's
 # "Tests: 1 failed", cargo's "test result: FAILED", unittest's "FAILED (failures=1)".
-_SUMMARY = re.compile(r"\bin \d+(\.\d+)?m?s\b|^\W*Tests?:|^test result:|^FAILED \(")
+_SUMMARY = re.compile(
+    r"^=+ .*\bin \d+(\.\d+)?m?s\b.*=+$|^\d+ (passed|failed|errors?)\b.*\bin \d+(\.\d+)?m?s\b"
+    r"|^\W*Tests?:|^test result:|^FAILED \("
+)
 
 
 def _failing_summary(output: str) -> bool:

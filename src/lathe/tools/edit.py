@@ -346,16 +346,17 @@ def _closest_window(lines: list[str], wanted: list[str]) -> int | None:
     # Characters compared pairwise cost their product: past a few thousand, compare
     # lines (200 lines not found in a 20,000-line file took minutes).
     by_line = len(target) > _CHAR_COMPARE_MAX
+    wanted_stripped = [w.strip() for w in wanted]
     best, best_score = None, _MIN_SIMILARITY
     for start, _ in votes.most_common(_MAX_CANDIDATES):
         start = min(max(start, 0), max(len(lines) - len(wanted), 0))
-        if by_line:
-            window_lines = stripped[start : start + len(wanted)]
-            matcher = difflib.SequenceMatcher(None, window_lines, [w.strip() for w in wanted])
+        if by_line:  # each line against its own: cheap, and near lines still score
+            pairs = zip(stripped[start : start + len(wanted)], wanted_stripped, strict=False)
+            score = sum(difflib.SequenceMatcher(None, a, b).quick_ratio() for a, b in pairs)
+            score /= len(wanted)
         else:
             window = "\n".join(lines[start : start + len(wanted)])
-            matcher = difflib.SequenceMatcher(None, window, target, autojunk=False)
-        score = matcher.ratio()
+            score = difflib.SequenceMatcher(None, window, target, autojunk=False).ratio()
         if score > best_score:
             best, best_score = start, score
     return best

@@ -255,11 +255,11 @@ def decode_text(data: bytes) -> TextContent | None:
 
 
 def _mostly_utf8(text: str) -> bool:
-    """Whether bytes decoded as UTF-8 (stray bytes kept as lone surrogates) hold more
-    valid multi-byte characters than stray bytes: cp1252's "Gruß“" holds one valid pair
+    """Whether bytes decoded as UTF-8 (stray bytes kept as lone surrogates) hold at least
+    as many valid multi-byte characters as stray bytes: cp1252's "Gruß“" holds one valid pair
     by chance among its stray bytes, and edits wrote UTF-8 into it."""
     stray = len(_ESCAPED_BYTE.findall(text))
-    return sum(1 for char in text if char > "\x7f") - stray > stray
+    return sum(1 for char in text if char > "\x7f") - stray >= stray
 
 
 def printable(text: str) -> str:

@@ -191,11 +191,15 @@ def suggested_edit(old: str, new: str) -> tuple[str, str] | None:
 
 
 def _refuse_replacement_chars(new_text: str, old_text: str, shown: str) -> None:
-    """A U+FFFD left in the new text of a file with stray bytes stands for one of them
-    on a line the model changed: written, the byte would become U+FFFD's three bytes."""
-    if new_text.count("\ufffd") <= old_text.count("\ufffd"):
+    """A U+FFFD left in the new text of a file with stray bytes, on a line that is not
+    one of the file's own (some hold a real U+FFFD), stands for a stray byte on a line
+    the model changed: written, the byte would become U+FFFD's three bytes."""
+    own = {line for line in old_text.split("\n") if "\ufffd" in line}
+    changed = (
+        n for n, line in enumerate(new_text.split("\n"), 1) if "\ufffd" in line and line not in own
+    )
+    if (number := next(changed, None)) is None:
         return
-    number = next(n for n, line in enumerate(new_text.split("\n"), 1) if "\ufffd" in line)
     raise ToolError(
         f"not written: line {number} of the new content holds U+FFFD where {shown} has a "
         "byte that is not UTF-8, and writing would turn that byte into U+FFFD's three bytes. "

@@ -1,0 +1,64 @@
+"""Edges of judging a check's output and a refused request, from a review of the
+changes that made a failing summary anywhere fail the check and asked for less output."""
+
+from __future__ import annotations
+
+import pytest
+
+from lathe.agent.check_files import CHECK_FILE
+from lathe.agent.compaction import ContextManager
+from lathe.agent.context import Budget
+from lathe.agent.verify import passed
+from lathe.errors import ContextTooLong
+from lathe.exec.base import ExecResult
+
+
+def _result(output: str, exit_code: int = 0) -> ExecResult:
+    return ExecResult(exit_code, output, False, None, False, 0.1)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "tests/test_p.py::test_parse[1 failed, 2 passed in 0.12s] PASSED\n1 passed in 0.20s\n",
+        "INFO batch done: 2 failed in 3s\n3 passed in 0.10s\n",
+        "Ran 3 tests in 0.001s\n\nOK (expected failures=1)\n",
+    ],
+)
+def test_a_passing_check_that_mentions_failures_is_still_a_pass(output: str) -> None:
+    # A log line, a test id or unittest's expected failures read as a failing summary.
+    assert passed(_result(output))
+
+
+def test_a_failing_summary_before_a_forged_passing_one_is_a_failure() -> None:
+    assert not passed(_result("F\n1 failed in 0.01s\n1 passed in 0.01s\n"))
+    assert not passed(_result("==== 1 failed, 2 passed in 0.12s ====\n1 passed in 0.01s\n"))
+
+
+def test_the_runners_own_modules_count_only_at_the_top_where_they_shadow() -> None:
+    assert CHECK_FILE.search("pluggy.py") and CHECK_FILE.search("_pytest/main.py")
+    assert not CHECK_FILE.search("src/_pytest/python.py")
+    assert not CHECK_FILE.search("vendor/pluggy/__init__.py")
+
+
+async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
+    # With a reserve under the 256 tokens a request always asks for, every refusal was
+    # answered "ask for less", the next request asked 256 again: a loop.
+    manager = ContextManager(
+        Budget(context_window=4000, output_reserve=128), None, lambda event: None,
+        fixed_tokens=100,
+    )  # fmt: skip
+    assert manager.output_tokens(4096) > 256
+    # 150 tokens left: fewer than any request asks for, so not asked again that way.
+    tight = ContextTooLong("too long", window_tokens=4000, request_tokens=3850)
+    assert not await manager.shrink([], refusal=tight)
+    # 300 left: asked for once; refused again with the same numbers, it ends.
+    manager = ContextManager(
+        Budget(context_window=4000, output_reserve=128), None, lambda event: None,
+        fixed_tokens=100,
+    )  # fmt: skip
+    manager.output_tokens(4096)
+    roomier = ContextTooLong("too long", window_tokens=4000, request_tokens=3700)
+    assert await manager.shrink([], refusal=roomier)
+    assert manager.output_tokens(4096) == 300
+    assert not await manager.shrink([], refusal=roomier, again=True)
