@@ -135,6 +135,31 @@ def test_compact_threshold_sets_where_compaction_starts(tmp_path, fake_openai):
     assert any(not body.get("tools") for body in run("0.3"))
 
 
+def _refusing_past(window: int, *, functions_apart: bool):
+    """A server answering "hi" to a request whose prompt and max_tokens fit `window`,
+    else refusing it in the OpenAI/vLLM wording: the tool definitions counted in the
+    messages (vLLM) or apart from them (OpenAI's "in the functions")."""
+
+    def respond(body):
+        size, asked = len(json.dumps(body)) // 3, body.get("max_tokens") or 0
+        if size + asked <= window:
+            return Reply("hi", usage={"prompt_tokens": size, "completion_tokens": 5})
+        tools = len(json.dumps(body.get("tools", []))) // 3 if functions_apart else 0
+        counted = f"{size - tools} in the messages, " + (
+            f"{tools} in the functions, and " if functions_apart else ""
+        )
+        return ErrorReply(
+            400,
+            f"This model's maximum context length is {window} tokens. However, you "
+            f"requested {size + asked} tokens ({counted}{asked} in the completion). Please "
+            "reduce the length of the messages or completion.",
+            "invalid_request_error",
+            "context_length_exceeded",
+        )
+
+    return respond
+
+
 def test_max_tokens_asks_only_what_the_window_leaves_after_the_prompt(tmp_path, fake_openai):
     # A window of 8,192 and the model's max output of 8,192: every request asked for
     # 8,192 tokens of output on top of its prompt, so vLLM refused each one, and lathe
@@ -143,19 +168,7 @@ def test_max_tokens_asks_only_what_the_window_leaves_after_the_prompt(tmp_path, 
     ws.mkdir()
     window = 8192
 
-    def vllm(body):
-        size, asked = len(json.dumps(body)) // 3, body.get("max_tokens") or 0
-        if size + asked > window:
-            return ErrorReply(
-                400,
-                f"This model's maximum context length is {window} tokens. However, you "
-                f"requested {size + asked} tokens ({size} in the messages, {asked} in the "
-                "completion). Please reduce the length of the messages or completion.",
-                "BadRequestError",
-            )
-        return Reply("hi", usage={"prompt_tokens": size, "completion_tokens": 5})
-
-    fake_openai.responder = vllm
+    fake_openai.responder = _refusing_past(window, functions_apart=False)
     done = lathe_run(
         fake_openai, ws, tmp_path, "-c", "models.m.provider=vllm",
         "-c", f"models.m.context_window={window}", "-c", "models.m.max_output_tokens=8192",
@@ -301,21 +314,7 @@ def test_tool_definitions_a_refusal_counts_apart_are_prompt_too(tmp_path, fake_o
     ws.mkdir()
     window = 8192
 
-    def openai(body):
-        size, asked = len(json.dumps(body)) // 3, body.get("max_tokens") or 0
-        tools = len(json.dumps(body.get("tools", []))) // 3
-        if size + asked > window:
-            return ErrorReply(
-                400,
-                f"This model's maximum context length is {window} tokens. However, you "
-                f"requested {size + asked} tokens ({size - tools} in the messages, {tools} in "
-                f"the functions, and {asked} in the completion).",
-                "invalid_request_error",
-                "context_length_exceeded",
-            )
-        return Reply("hi", usage={"prompt_tokens": size, "completion_tokens": 5})
-
-    fake_openai.responder = openai
+    fake_openai.responder = _refusing_past(window, functions_apart=True)
     done = lathe_run(
         fake_openai, ws, tmp_path, "-c", "models.m.provider=openai",
         "-c", f"models.m.context_window={window}", "-c", "models.m.max_output_tokens=8000",
