@@ -542,3 +542,19 @@ def test_a_grep_match_on_a_line_holding_a_form_feed_stays_one_result(tmp_path, f
     (result,) = _results(fake_openai)
     rows = [row for row in result.split("\n") if "needle" in row]
     assert len(rows) == 2 and all(row.startswith("f.txt:") for row in rows), result
+
+
+def test_an_insert_sent_again_is_not_applied_twice(tmp_path, fake_openai):
+    # new_string held old_string, so the same call sent again (a retry, or after its
+    # result was pruned) matched again and inserted the line a second time.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "m.py").write_text("import os\n\nprint(os.getcwd())\n")
+    insert = {"path": "m.py", "old_string": "import os\n", "new_string": "import os\nimport sys\n"}
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", insert)]), Reply(calls=[Call("edit", insert)]), Reply("Done.")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Import sys")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "m.py").read_text() == "import os\nimport sys\n\nprint(os.getcwd())\n"
+    assert "already reads as new_string" in _results(fake_openai)[-1]

@@ -167,6 +167,12 @@ class EditTool(Tool):
         cut = _cut_word(text, old, starts, shown)
         if cut:
             raise ToolError(cut)
+        if not args.replace_all and (done := _applied_already(text, old, new, starts[0])):
+            raise ToolError(
+                f"not edited: {shown} already reads as new_string at line {done}, so this "
+                "edit looks applied already (by an earlier call); applied again, it would "
+                "insert the new text a second time. Read the file to see where it stands."
+            )
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = content.encode(updated, shown)
         refuse_read_only(path, shown)
@@ -398,3 +404,15 @@ def _invisible_difference(lines: list[str], wanted: list[str]) -> str:
         f"{named}. Copy those characters into old_string as the file has them, or match "
         "a shorter part of the line without them."
     )
+
+
+def _applied_already(text: str, old: str, new: str, start: int) -> int | None:
+    """The line where `text` already holds `new` around the one match of `old`, when
+    `new` contains `old` (an insert): the same call sent twice had inserted twice."""
+    at = new.find(old)
+    while at != -1:
+        begin = start - at
+        if begin >= 0 and text.startswith(new, begin):
+            return _line_of(text, begin)
+        at = new.find(old, at + 1)
+    return None
