@@ -65,6 +65,9 @@ class AgentSettings:
     verify_command: str | None = None
     verify_timeout_s: float = 900.0
     verify_first: bool = False  # run the check before the first turn of a new conversation
+    # The check files' digests to judge the run against (another attempt of one task
+    # keeps the first's); None: taken when the run begins.
+    check_files_at_start: dict[str, str] | None = None
     # Bytes of the check's output the model is shown, when fewer than the tool output limit.
     verify_output_bytes: int | None = None
     # Bytes of the code a failed check ran through shown after its output (None: none),

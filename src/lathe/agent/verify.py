@@ -170,6 +170,11 @@ class VerifyGate(FinishHandler):
         self._pending_result: ExecResult | None = None
         self._check_files = check_files
         self._check_files_before: dict[str, str] | None = None
+        self.check_files_at_start: dict[str, str] | None = None
+        """The check files' digests the run is judged against, taken when it begins
+        unless set before: another attempt of the same task keeps the first attempt's
+        (a file the check itself wrote in attempt 1, which no restore sees, had counted
+        as original in attempt 2)."""
         self._passed_before = False
         self._baseline: ExecResult | None = None  # the check before any change, when run
         self._last_shown = ""  # the output the last failed check showed the model
@@ -181,8 +186,9 @@ class VerifyGate(FinishHandler):
         self._passed_before, self._baseline, self._changed = False, None, False
         self._unchecked = False
         self._last_shown = ""
-        if self._check_files is not None:
-            self._check_files_before = await self._check_files()
+        if self._check_files is not None and self.check_files_at_start is None:
+            self.check_files_at_start = await self._check_files()
+        self._check_files_before = self.check_files_at_start
         if not (self._settings.run_first and run.new_conversation):
             return ()
         command = self._settings.command

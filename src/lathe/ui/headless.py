@@ -124,6 +124,8 @@ class _HeadlessRun:
         self.observer = None
         self.tally = RunTally()  # the attempt's
         self.changes: CheckpointRecorder | None = None  # the attempt's
+        # The first attempt's check files, each later attempt is judged against.
+        self._check_files_at_start: dict[str, str] | None = None
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -216,6 +218,7 @@ class _HeadlessRun:
         budget = agent.deps.settings.budget
         if budget is not None and spent is not None:
             agent.deps.settings.budget = budget.after(spent)
+        agent.deps.settings.check_files_at_start = self._check_files_at_start
         setup = self.setup
         self.emit(
             RunStarted(
@@ -230,6 +233,8 @@ class _HeadlessRun:
         gc.freeze()
         warmup.start()
         finished = redactor.event(await agent.run(task))
+        if (gate := _verify_gate(agent)) is not None:
+            self._check_files_at_start = gate.check_files_at_start
         self.recorder.record_end(finished)
         return finished
 
@@ -356,3 +361,10 @@ def _both(first: Callable[[AgentEvent], None], then: Callable[[AgentEvent], None
         then(event)
 
     return each
+
+
+def _verify_gate(agent):
+    """The agent's verify gate, None when the run has no verify command."""
+    from lathe.agent.verify import VerifyGate
+
+    return next((h for h in agent.handlers if isinstance(h, VerifyGate)), None)
