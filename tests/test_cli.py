@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -42,3 +43,19 @@ def test_version_does_not_import_sdks_or_renderers():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip().splitlines()[-1] == "heavy:"
+
+
+def test_listing_sessions_does_not_import_the_config_schema(tmp_path):
+    # The --base-url check ran for every command, its value unset too, and imported the
+    # config schema and pydantic: about 150 ms on every `lathe sessions list`.
+    code = (
+        "import sys; from lathe.ui.cli import cli\n"
+        "try:\n    cli(['sessions', 'list', '-C', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+        "print('heavy:' + ','.join(m for m in ('pydantic', 'lathe.config.schema')"
+        " if m in sys.modules))"
+    )
+    env = {**os.environ, "LATHE_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env
+    )
+    assert result.stdout.strip().splitlines()[-1] == "heavy:", result.stdout + result.stderr

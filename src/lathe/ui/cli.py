@@ -90,10 +90,12 @@ def _model_given(ctx: click.Context, param: click.Parameter, value: str | None):
 def _endpoint_given(ctx: click.Context, param: click.Parameter, value: str | None):
     """A URL lathe can send requests to: without it, retries of a request that can never
     go out look like an outage (exit 3 after 15 s, not 2 at once)."""
+    if value is None:  # click asks for every option: the schema's import is ~150 ms
+        return value
     from lathe.config.schema import http_url_problem
     from lathe.errors import UsageError
 
-    problem = http_url_problem(value) if value is not None else None
+    problem = http_url_problem(value)
     if problem:
         raise UsageError(f"--base-url{' ' + value if value.strip() else ''}: {problem}")
     return value
