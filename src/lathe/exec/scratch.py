@@ -16,6 +16,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from lathe.exec.supervision import pid_alive
+
 _swept: set[str] = set()  # the kinds this process has swept already
 
 
@@ -52,15 +54,6 @@ def _passable(folder: Path) -> bool:
 def _remove_left_behind(base: Path, kind: str) -> None:
     for folder in base.glob(f"lathe-{kind}-*-*"):
         pid = folder.name.split("-")[2]
-        if pid.isdigit() and not _alive(int(pid)) and folder.is_dir():
+        if pid.isdigit() and not pid_alive(int(pid)) and folder.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True

@@ -146,6 +146,21 @@ class Supervision:
             self._read_fd = -1
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` lives (another user's too); an exited child of this
+    process is reaped first, or `kill(pid, 0)` would see its zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def signal_group(pgid: int, sig: int) -> bool:
     """Send `sig` to the process group `pgid`; False when no process of it is left. When
     lathe may not signal some member, the leader (`pgid` itself) still gets it."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from lathe.errors import Transport, UsageError
+from lathe.exec.supervision import pid_alive
 from lathe.local.install import is_verified, require_server
 from lathe.local.machine import usable_cores, usable_cpus
 from lathe.local.models import LocalModel, get_model, local_dir, model_path
@@ -192,20 +193,6 @@ def _die_with_parent() -> Callable[[], None] | None:
     return lambda: prctl(1, signal.SIGTERM)
 
 
-def _pid_alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError, OSError):
-        # Reap it first if it is our own exited child, or kill(0) would see a zombie.
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _terminate(pid: int, timeout: float) -> None:
     """Stop the process group led by `pid` the way lathe stops any group: SIGTERM, up to
     `timeout` seconds, then SIGKILL (`lathe.exec.supervision.stop_group`). A stopped
@@ -213,7 +200,7 @@ def _terminate(pid: int, timeout: float) -> None:
     from lathe.exec.supervision import signal_group, stop_group
 
     signal_group(pid, signal.SIGCONT)
-    stop_group(pid, grace=timeout, gone=lambda: not _pid_alive(pid))
+    stop_group(pid, grace=timeout, gone=lambda: not pid_alive(pid))
 
 
 class LocalServer:
@@ -487,7 +474,7 @@ def recorded_warm() -> WarmServer | None:
         warm = WarmServer(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if _pid_alive(warm.pid) and _is_our_server(warm):
+    if pid_alive(warm.pid) and _is_our_server(warm):
         return warm
     path.unlink(missing_ok=True)
     return None
@@ -576,7 +563,7 @@ def stop_warm() -> WarmStop | None:
     except (OSError, ValueError, TypeError):
         return None
     how: Stopped = "exited"
-    if _pid_alive(warm.pid):
+    if pid_alive(warm.pid):
         if _is_our_server(warm):
             _terminate(warm.pid, 10.0)
             how = "stopped"
