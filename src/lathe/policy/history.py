@@ -40,44 +40,45 @@ def denied_in_history(workspace: Path, patterns: Sequence[str]) -> list[str] | N
     as workspace paths, sorted; [] when none or no repository; None when git could
     not say (treat as "maybe")."""
     rules = PathPatterns(patterns)
-    if not rules:
+    repositories = _repositories_in(workspace) if rules else []
+    if not repositories:
         return []
+    # The denied files there now, found in one walk of the workspace for every repository.
+    denied = [p for p in rules.existing(workspace) if p.is_file() and not p.is_symlink()]
     found: set[str] = set()
     try:
-        for repository in repositories_in(workspace):
-            found |= _held(workspace, repository, rules)
+        for repository in repositories:
+            found |= _held(workspace, repository, rules, denied)
     except _Doubt:
         return None
     return sorted(found)
 
 
-def repositories_in(workspace: Path) -> list[Path]:
+def _repositories_in(workspace: Path) -> list[Path]:
     """Each folder in `workspace` with a `.git` (a folder, or a file naming one)."""
     return [entry.parent for entry in PathPatterns([".git"]).existing(workspace)]
 
 
-def _held(workspace: Path, repository: Path, rules: PathPatterns) -> set[str]:
-    """The workspace paths of denied files `repository` holds."""
+def _held(workspace: Path, repository: Path, rules: PathPatterns, denied: list[Path]) -> set[str]:
+    """The workspace paths of denied files `repository` holds; `denied`: those present."""
     prefix = os.path.relpath(repository, workspace)
     prefix = "" if prefix == "." else prefix + "/"
     committed = _paths(repository, "log", "--all", "--reflog", "--no-show-signature",
                        "--format=", "--name-only", "--no-renames", "-z")  # fmt: skip
     staged = _paths(repository, "ls-files", "--cached", "-z")
     found = {prefix + path for path in committed | staged if rules.matches(prefix + path)}
-    return found | _stored_now(workspace, repository, rules)
+    return found | _stored_now(
+        workspace, repository, [p for p in denied if p.is_relative_to(repository)]
+    )
 
 
 def _paths(repository: Path, *args: str) -> set[str]:
     return {path for path in _git(repository, *args).split("\0") if path}
 
 
-def _stored_now(workspace: Path, repository: Path, rules: PathPatterns) -> set[str]:
-    """Denied files in `repository`'s folder whose present content is an object in it."""
-    files = [
-        p
-        for p in rules.existing(workspace)
-        if p.is_relative_to(repository) and p.is_file() and not p.is_symlink()
-    ]
+def _stored_now(workspace: Path, repository: Path, files: list[Path]) -> set[str]:
+    """Those of `files` (denied, in `repository`'s folder) whose present content is an
+    object in it."""
     if not files:
         return set()
     names = [os.path.relpath(p, repository) for p in files]
