@@ -96,17 +96,18 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             run_first=settings.verify_first,
             idle_claim_limit=settings.stall_repeat_limit,
         )
-        verify = VerifyGate(
-            gate,
-            run_check,
-            words,
-            reply_code=reply_code,
-            keep_files=keep_files,
-            failing_code=failing_code,
-            check_files=check_files,
+        handlers.append(
+            VerifyGate(
+                gate,
+                run_check,
+                words,
+                reply_code=reply_code,
+                keep_files=keep_files,
+                failing_code=failing_code,
+                check_files=check_files,
+                check_files_at_start=settings.check_files_at_start,
+            )
         )
-        verify.check_files_at_start = settings.check_files_at_start
-        handlers.append(verify)
     handlers.append(StallGuard(words, settings.stall_repeat_limit))
     handlers.append(EvidenceEnd())
     return handlers

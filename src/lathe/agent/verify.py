@@ -150,6 +150,7 @@ class VerifyGate(FinishHandler):
         keep_files: KeepFiles | None = None,
         failing_code: Callable[[ExecResult], str] | None = None,
         check_files: Callable[[], Awaitable[dict[str, str]]] | None = None,
+        check_files_at_start: dict[str, str] | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
         worse after it than before (None: it stays). `failing_code`: the code a failed
@@ -169,8 +170,7 @@ class VerifyGate(FinishHandler):
         self._pending: AssistantMessage | None = None
         self._pending_result: ExecResult | None = None
         self._check_files = check_files
-        self._check_files_before: dict[str, str] | None = None
-        self.check_files_at_start: dict[str, str] | None = None
+        self.check_files_at_start = check_files_at_start
         """The check files' digests the run is judged against, taken when it begins
         unless set before: another attempt of the same task keeps the first attempt's
         (a file the check itself wrote in attempt 1, which no restore sees, had counted
@@ -188,7 +188,6 @@ class VerifyGate(FinishHandler):
         self._last_shown = ""
         if self._check_files is not None and self.check_files_at_start is None:
             self.check_files_at_start = await self._check_files()
-        self._check_files_before = self.check_files_at_start
         if not (self._settings.run_first and run.new_conversation):
             return ()
         command = self._settings.command
@@ -292,11 +291,11 @@ class VerifyGate(FinishHandler):
         return "; ".join(doubt for doubt in doubts if doubt)
 
     async def _changed_check_files(self) -> str:
-        if self._check_files is None or self._check_files_before is None:
+        if self._check_files is None or self.check_files_at_start is None:
             return ""
         from lathe.agent.check_files import changed
 
-        files = changed(self._check_files_before, await self._check_files())
+        files = changed(self.check_files_at_start, await self._check_files())
         if not files:
             return ""
         shown = some_of(files, 10)
