@@ -82,9 +82,14 @@ class ContextManager:
         if wanted is None:
             return None
         left = self.budget.context_window - self.meter.estimate(self._view, self._fixed())
-        least = min(wanted, max(self.budget.output_reserve, _LEAST_OUTPUT_TOKENS))
-        self._output_asked = max(min(wanted, left), least)
+        self._output_asked = max(min(wanted, left), min(wanted, self._least_output))
         return self._output_asked
+
+    @property
+    def _least_output(self) -> int:
+        """The output room no request asks for less than: the reserve, and never so
+        little the answer is useless (0 is a server's error, not "too long")."""
+        return max(self.budget.output_reserve, _LEAST_OUTPUT_TOKENS)
 
     def record_usage(self, usage: Usage, message_count: int) -> None:
         self.meter.report(usage, message_count)
@@ -186,8 +191,7 @@ class ContextManager:
             return False
         left = refusal.window_tokens - refusal.request_tokens
         # Below the least a request asks for, asking again would ask the same: a loop.
-        least = max(self.budget.output_reserve, _LEAST_OUTPUT_TOKENS)
-        return least <= left < self._output_asked
+        return self._least_output <= left < self._output_asked
 
     def _learn_from(self, refusal: ContextTooLong, message_count: int) -> None:
         if refusal.request_tokens:
@@ -278,7 +282,9 @@ class ContextManager:
             messages=[UserMessage(content=ask)],
             tools=[],
             # A summary longer than this no longer shrinks what it replaces much.
-            max_output_tokens=max(256, min(_SUMMARY_MAX_TOKENS, self.budget.context_window // 8)),
+            max_output_tokens=max(
+                _LEAST_OUTPUT_TOKENS, min(_SUMMARY_MAX_TOKENS, self.budget.context_window // 8)
+            ),
         )
         why = "it answered nothing"
         try:
