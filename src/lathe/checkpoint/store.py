@@ -102,9 +102,7 @@ class Checkpoints:
                 checkpoint = self._snapshot(label, turn=turn, kind="after", session=session_id)
             except BaseException:
                 # The mark stays, with no one holding it: the next look records the turn.
-                if self._turn_lock is not None:
-                    self._turn_lock.release()
-                    self._turn_lock = None
+                self._close_turn(recorded=False)
                 raise
             self._close_turn()
             return checkpoint
@@ -293,9 +291,11 @@ class Checkpoints:
         record = json.dumps({"turn": turn, "session": session_id})
         (self._repo.root / _OPEN_TURN).write_text(record, encoding="utf-8")
 
-    def _close_turn(self) -> None:
+    def _close_turn(self, *, recorded: bool = True) -> None:
+        """Let go of our open turn; its mark too once its "after" is `recorded`."""
         if self._turn_lock is not None:
-            (self._repo.root / _OPEN_TURN).unlink(missing_ok=True)
+            if recorded:
+                (self._repo.root / _OPEN_TURN).unlink(missing_ok=True)
             self._turn_lock.release()
             self._turn_lock = None
 
