@@ -387,11 +387,11 @@ def _invisible_difference(lines: list[str], wanted: list[str]) -> str:
     def canon(text: str) -> str:
         return unicodedata.normalize("NFC", text).translate(_INVISIBLE)
 
-    old = "\n".join(wanted)
-    at = canon("\n".join(lines)).find(canon(old))
+    old, text = "\n".join(wanted), canon("\n".join(lines))
+    at = text.find(canon(old))
     if at == -1:
         return ""
-    first = canon("\n".join(lines)).count("\n", 0, at)
+    first = text.count("\n", 0, at)
     last = first + len(wanted)
     found = "\n".join(lines[first:last])
     differ = sorted({c for c in set(found) ^ set(old) if ord(c) > 127}, key=ord)

@@ -241,7 +241,7 @@ def decode_text(data: bytes) -> TextContent | None:
             encoding, text = "latin-1", body.decode("latin-1")
     newline = "\n"
     crlf, lf = text.count("\r\n"), text.count("\n")
-    lf_at_end = crlf == lf - 1 and text.endswith("\n") and not text.endswith("\r\n")
+    lf_at_end = 0 < crlf == lf - 1 and text.endswith("\n") and not text.endswith("\r\n")
     if crlf and (crlf == lf or lf_at_end):
         newline, text = "\r\n", text.replace("\r\n", "\n")
     return TextContent(
@@ -250,7 +250,7 @@ def decode_text(data: bytes) -> TextContent | None:
         bom=bom,
         newline=newline,
         errors=errors,
-        lf_at_end=lf_at_end and newline == "\r\n",
+        lf_at_end=lf_at_end,
     )
 
 
