@@ -8,7 +8,7 @@ import pytest
 from lathe.agent.check_files import CHECK_FILE
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget
-from lathe.agent.verify import passed
+from lathe.agent.verify import only_looks, passed
 from lathe.errors import ContextTooLong
 from lathe.exec.base import ExecResult
 
@@ -62,3 +62,21 @@ async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
     assert await manager.shrink([], refusal=roomier)
     assert manager.output_tokens(4096) == 300
     assert not await manager.shrink([], refusal=roomier, again=True)
+
+
+@pytest.mark.parametrize(
+    ("command", "looks"),
+    [
+        ("ls -la && git status", True),
+        ("python -m pytest -q tests || true", True),
+        ("cd pkg; npm test", True),
+        ("ruff check --fix src", False),
+        ("ruff format src", False),
+        ("npx jest -u", False),
+        ("pytest -q > out.txt", False),
+        ("pytest -q; sed -i s/a/b/ calc.py", False),
+        ("pip install pytest", False),
+    ],
+)
+def test_rerunning_a_check_reads_but_fixing_with_a_checker_writes(command: str, looks: bool):
+    assert only_looks(command, checks_too=True) is looks

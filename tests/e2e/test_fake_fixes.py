@@ -156,6 +156,38 @@ def test_a_check_that_passes_with_nothing_changed_says_it_may_be_flaky(tmp_path,
     assert "nothing was changed" in finished["reason"]
 
 
+def test_commands_that_only_look_or_rerun_the_check_are_no_change(tmp_path, fake_openai):
+    # The caveat had dropped after any bash call that succeeded, `ls` and a re-run too.
+    ws = _repo(tmp_path)
+    flip = tmp_path / "flaky-marker"
+    check = f"test -e {flip} || {{ touch {flip}; false; }}"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "ls -la && git status"})]),
+        Reply(calls=[Call("bash", {"command": f"{VERIFY} tests || true"})]),
+        Reply("It is flaky; it passes now."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
+                     "--verify", check, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified"
+    assert "nothing was changed" in finished["reason"]
+
+
+def test_a_command_that_writes_a_file_is_a_change(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    flip = tmp_path / "flaky-marker"
+    check = f"test -e {flip} || {{ touch {flip}; false; }}"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "ls > listing.txt"})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
+                     "--verify", check, "Fix add")  # fmt: skip
+    finished = _finished(done)
+    assert finished["status"] == "verified"
+    assert "nothing was changed" not in finished.get("reason", "")
+
+
 def test_the_files_a_verify_command_runs_are_check_files_too(tmp_path, fake_openai):
     # `--verify "make test"`: adding `-k zero` to the Makefile's pytest line was unseen.
     ws = _two_tests(tmp_path)

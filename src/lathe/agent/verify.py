@@ -58,9 +58,15 @@ def is_test_like(command: str) -> bool:
     )
 
 
-def only_looks(command: str) -> bool:
+# A checker told to change what it checks (`ruff --fix`, `ruff format`, `jest -u`).
+_CHECK_FIXES = re.compile(r"\s(--fix|--write|-w|--update\S*|-u|format)(\s|=|$)")
+
+
+def only_looks(command: str, *, checks_too: bool = False) -> bool:
     """Whether every part of a shell command only reads (`git diff; cat x`): after any
-    other, files may have changed (`sed -i` after a passing pytest broke the code)."""
+    other, files may have changed (`sed -i` after a passing pytest broke the code).
+    `checks_too`: a part that runs a test runner or checker counts as reading too
+    (`pytest -q || true`), unless it is told to fix what it checks."""
     if ">" in command or "$(" in command or "`" in command:
         return False
     for part in _PARTS.split(command):
@@ -69,9 +75,24 @@ def only_looks(command: str) -> bool:
             continue
         if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
             continue
+        if checks_too and is_test_like(part) and not _CHECK_FIXES.search(part):
+            continue
         if words[0] not in _ONLY_LOOKS:
             return False
     return True
+
+
+def may_change_files(record: CallRecord) -> bool:
+    """Whether a call may have changed the workspace: a tool that writes and succeeded,
+    or a command that did more than look or run a check, whatever its exit code."""
+    if record.tool is None or record.tool.read_only:
+        return False
+    command = record.tool.shell_command(record.arguments or {})
+    if command is None:
+        return not record.output.is_error
+    if record.output.is_error and not _has_exit(record):
+        return False
+    return not only_looks(command, checks_too=True)
 
 
 class VerifyCannotRun(UsageError):
@@ -225,10 +246,7 @@ class VerifyGate(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
-        may_change = any(
-            record.tool is not None and not record.tool.read_only and not record.output.is_error
-            for record in calls
-        )
+        may_change = any(may_change_files(record) for record in calls)
         self._changed = self._changed or may_change
         self._unchecked = self._unchecked or may_change
         if not by_lathe:
