@@ -188,6 +188,20 @@ def test_a_command_that_writes_a_file_is_a_change(tmp_path, fake_openai):
     assert "nothing was changed" not in finished.get("reason", "")
 
 
+def test_a_conftest_in_a_folder_pytest_collects_is_a_check_file(tmp_path, fake_openai):
+    # env/ and target/ were skipped by name, though pytest collects them (and so runs
+    # their conftest.py) unless they are a virtualenv or a build cache.
+    ws = _repo(tmp_path)
+    (ws / "target").mkdir()
+    (ws / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (ws / "target" / "conftest.py").write_text("")
+    patch = "import calc\n\ncalc.add = lambda a, b: a + b\n"
+    write = Call("write", {"path": "env/conftest.py", "content": patch})
+    finished = _verified_with(tmp_path, fake_openai, ws, write)
+    assert "env/conftest.py" in finished["reason"]
+    assert "target" not in finished["reason"]
+
+
 def test_the_files_a_verify_command_runs_are_check_files_too(tmp_path, fake_openai):
     # `--verify "make test"`: adding `-k zero` to the Makefile's pytest line was unseen.
     ws = _two_tests(tmp_path)

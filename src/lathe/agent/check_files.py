@@ -29,8 +29,12 @@ _RUNNER_FILES = {
     "make": ("Makefile", "makefile", "GNUmakefile"),
     "just": ("justfile", "Justfile", ".justfile"),
 }
-# Folders no check file of the project's own lives in, and that can be huge.
-_SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "env", "build", "dist", "target"})
+# Folders no check file of the project's own lives in, and that can be huge; pytest
+# skips them too (`norecursedirs`). Others are skipped when they are a virtualenv or a
+# build cache (`_generated`): pytest collects a plain `env/` or `target/`, and so runs
+# its conftest.py.
+_SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "build", "dist"})
+_GENERATED_MARKS = ("pyvenv.cfg", "conda-meta", "CACHEDIR.TAG")
 
 
 def check_file_digests(workspace: Path, command: str | None = None) -> dict[str, str]:
@@ -41,7 +45,11 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
         if (digest := _digest(workspace / relative)) is not None:
             found[relative] = digest
     for folder, dirs, files in os.walk(workspace):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d not in _SKIPPED and not _generated(Path(folder, d))
+        ]
         base = Path(folder).relative_to(workspace).as_posix()
         for name in files:
             relative = name if base == "." else f"{base}/{name}"
@@ -50,6 +58,12 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
             if (digest := _digest(Path(folder, name))) is not None:
                 found[relative] = digest
     return found
+
+
+def _generated(folder: Path) -> bool:
+    """Whether `folder` is a virtualenv, a conda environment or a tagged build cache
+    (cargo's `target/`), which tools make and pytest does not collect."""
+    return any(os.path.lexists(folder / mark) for mark in _GENERATED_MARKS)
 
 
 def _digest(path: Path) -> str | None:
