@@ -17,7 +17,7 @@ from lathe.types import AssistantMessage, Usage
 TOOL_OUTPUT_CHARS = 4_000
 """The most of a tool's output a `tool_finished` event carries (the session keeps all)."""
 
-EVENTS_SCHEMA_VERSION = 2
+EVENTS_SCHEMA_VERSION = 3
 """The version of the schema `lathe schema events` prints: bump it whenever that schema
 changes (a new event, a new or changed field); tests/test_event_schema.py holds it to that."""
 
@@ -183,6 +183,13 @@ class VerifyFinished(_Event):
     output_tail: str
     baseline: bool = False
     duration_ms: float = 0.0
+    timed_out: bool = False
+
+    def how_it_ended(self) -> str:
+        """`exit 1`, or that it ran out of time (its exit code is then null)."""
+        if self.timed_out:
+            return f"timed out after {self.duration_ms / 1000:.0f}s (agent.verify_timeout_s)"
+        return f"exit {self.exit_code}"
 
 
 class Evidence(BaseModel):

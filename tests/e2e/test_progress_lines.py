@@ -127,3 +127,48 @@ def test_without_a_terminal_a_long_call_shows_life_every_ten_seconds(tmp_path, f
         "  bash sleep 1 -> exit 0",
     ]
     assert not any("\r" in line or "\x1b" in line for line in lines)
+
+
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[?1049h"
+
+
+def test_escape_codes_a_model_wrote_are_shown_not_obeyed(tmp_path, fake_openai):
+    # A reply's title and screen codes reached the terminal raw: on stdout as the answer,
+    # on stderr in the line of the command it ran, and in `sessions export`.
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": f"echo hi # {ESCAPES}"})]),
+        Reply(f"done {ESCAPES} here"),
+    )
+    done = subprocess.run(
+        _argv(fake_openai, ws, "--approval", "full", "say hi"), cwd=tmp_path,
+        env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "\x1b" not in done.stdout and "\x1b" not in done.stderr
+    assert "done \\x1b]0;PWNED\\x07" in done.stdout
+    assert "echo hi # \\x1b]0;PWNED" in done.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "lathe", "sessions", "list"], cwd=ws,
+        env=_env(tmp_path), capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    session_id = listed.stdout.split("\t")[0]
+    exported = subprocess.run(
+        [sys.executable, "-m", "lathe", "sessions", "export", session_id], cwd=ws,
+        env=_env(tmp_path), capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "\x1b" not in exported.stdout and "\x07" not in exported.stdout
+    assert "done \\x1b]0;PWNED\\x07" in exported.stdout
+
+
+def test_a_verify_that_timed_out_says_so_not_exit_none(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("Done."), Reply("Done."), Reply("Done."))
+    done = subprocess.run(
+        _argv(fake_openai, ws, "--approval", "full", "-c", "agent.verify_timeout_s=1",
+              "--verify", "sleep 30", "--max-turns", "1", "fix it"),
+        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "exit None" not in done.stderr
+    assert "timed out after 1s (agent.verify_timeout_s)" in done.stderr

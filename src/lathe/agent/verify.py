@@ -462,6 +462,7 @@ class VerifyGate(FinishHandler):
                 output_tail=_tail(result.output, 2000),
                 baseline=baseline,
                 duration_ms=result.duration_s * 1000,
+                timed_out=result.timed_out,
             )
         )
         return result

@@ -73,10 +73,12 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             click.echo(f"lathe: {exc}", err=True)
             return 2
     if not as_json and finished.answer:
+        from lathe.exec.terminal import visible_text
         from lathe.ui.progress import ReaderMayLeave
 
         answer = ReaderMayLeave.around(sys.stdout)  # `| head -1` may have closed it
-        answer.write(finished.answer.rstrip() + "\n")
+        # Read by a person, or by a script that shows it to one: escape codes written out.
+        answer.write(visible_text(finished.answer.rstrip()) + "\n")
         answer.flush()
     return _EXIT_CODES[finished.status]
 

@@ -28,6 +28,7 @@ from lathe.events import (
     VerifyStarted,
     json_line,
 )
+from lathe.exec.terminal import visible_text
 from lathe.plural import plural, some_of
 
 _VERIFY = "verify"  # the elapsed-time key of the verify command (tool calls use their id)
@@ -88,13 +89,14 @@ class ProgressPrinter:
             case VerifyStarted(command=command, baseline=baseline):
                 self._line(f"  verify{' before the first turn' if baseline else ''}: {command}")
                 self._elapsed.start(_VERIFY, f"verify: {_clip(command, 90)}")
-            case VerifyFinished(passed=passed, exit_code=code, output_tail=tail, baseline=b):
+            case VerifyFinished(passed=passed, output_tail=tail, baseline=b):
                 self._elapsed.stop(_VERIFY)
+                ended = event.how_it_ended()
                 if b:
                     outcome = "passes" if passed else "fails"
-                    self._line(f"  verify {outcome} before any change (exit {code})")
+                    self._line(f"  verify {outcome} before any change ({ended})")
                 else:
-                    self._line(f"  verify {'passed' if passed else 'failed'} (exit {code})")
+                    self._line(f"  verify {'passed' if passed else 'failed'} ({ended})")
                 if not passed and tail.strip():
                     for line in tail.strip().splitlines()[-5:]:
                         self._line(f"    | {_clip(line, 110)}")
@@ -163,7 +165,7 @@ class ProgressPrinter:
             self._line("  no test was run after the last edit; use --verify CMD to check")
 
     def _line(self, text: str) -> None:
-        self._elapsed.write(text)
+        self._elapsed.write(visible_text(text))  # a model's escape codes: shown, not obeyed
 
 
 class ReaderMayLeave:
@@ -225,5 +227,5 @@ def _dollars(amount: float) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = visible_text(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 3] + "..."

@@ -188,6 +188,7 @@ def _family(session: Session) -> str:
 @_fails_cleanly
 def export(session_id: str, output_format: str) -> None:
     """Write session ID to stdout as markdown or JSON."""
+    from lathe.exec.terminal import visible_text
     from lathe.session.transcript import export_json, render_markdown
 
     session = _store().open(session_id, readonly=True)
@@ -195,7 +196,8 @@ def export(session_id: str, output_format: str) -> None:
     if output_format == "json":
         click.echo(export_json(session), nl=False)
     else:
-        click.echo(render_markdown(session, checkpoints=checkpoint_numbers(session)), nl=False)
+        markdown = render_markdown(session, checkpoints=checkpoint_numbers(session))
+        click.echo(visible_text(markdown), nl=False)  # as `show`: escape codes written out
 
 
 @sessions.command("fork")

@@ -360,13 +360,13 @@ class Renderer:
 
     def _verify_line(self, event: VerifyFinished) -> None:
         if event.baseline:
-            outcome = "passes" if event.passed else f"fails (exit {event.exit_code})"
+            outcome = "passes" if event.passed else f"fails ({event.how_it_ended()})"
             self.note(f"verify before any change {outcome}: {event.command}", "dim")
         elif event.passed:
             self.note(f"{self.glyphs.ok} verify passed: {event.command}", "green")
         else:
             self.note(
-                f"{self.glyphs.fail} verify failed (exit {event.exit_code}): {event.command}",
+                f"{self.glyphs.fail} verify failed ({event.how_it_ended()}): {event.command}",
                 "red",
             )
         if event.passed:
