@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lathe.errors import UsageError
-from lathe.types import AssistantMessage, ToolResultMessage
+from lathe.events import ChildEvent, ModelRequestFinished
+from lathe.types import AssistantMessage, ToolResultMessage, Usage
 from lathe.ui.interactive.approval import parse_answer
 from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunOptions
@@ -75,11 +76,11 @@ class InteractiveApp:
         self.links = Links(self.workspace, self._model_label(self.resolved), self.resolved.provider)
         self.queue: list[str] = []
         self.pending_approval: tuple[Any, asyncio.Future[Any]] | None = None
-        self.cost_usd = 0.0
+        self.spent = Spent()  # every reply since the session started, subagents' included
         # What the current (or last) run spent, shown against its budget when one is set:
         # each message's run has the budget `--max-cost` and the others give.
-        self.run_tally = RunTally()  # its turns and usage (what the budget counts)
-        self.run_cost_usd = 0.0
+        self.run_tally = RunTally()  # its turns, and its own replies for its subagents' budget
+        self.run_spent = Spent()  # its replies and its subagents' (what the budget counts)
         self._run_task: asyncio.Task[Any] | None = None
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
@@ -138,16 +139,15 @@ class InteractiveApp:
         return old.model, resolved.model_id
 
     def emit(self, event: Any) -> None:
-        from lathe.events import AssistantReply, ToolFinished
+        from lathe.events import ToolFinished
 
         redactor = getattr(self, "redactor", None)
         if redactor is not None:
             event = redactor.event(event)
             self._session_log(redactor)(event)
         self.run_tally(event)
-        if isinstance(event, AssistantReply):
-            self.cost_usd += self.resolved.cost(event.message.usage)
-            self.run_cost_usd += self.resolved.cost(event.message.usage)
+        self.spent.add(event)
+        self.run_spent.add(event)
         if isinstance(event, ToolFinished) and event.name == self._approved_diff:
             self._approved_diff = None
             if not event.is_error:  # the person approving saw this very diff already
@@ -471,7 +471,7 @@ class InteractiveApp:
         from lathe.events import RunStarted
 
         session = self.links.session
-        self.run_cost_usd = 0.0
+        self.run_spent = Spent()
         self.run_tally.reset()
         self.emit(
             RunStarted(
@@ -633,10 +633,15 @@ class InteractiveApp:
         return _fit(text, self._columns() - 1)
 
     def usage_text(self) -> str:
-        if self.resolved.prices.known:
-            return f"${self.cost_usd:.4f}"
-        usage = self.agent.usage
-        return f"{usage.input_tokens + usage.output_tokens:,} tokens"
+        """The session's spend for the footer: dollars, "$0.12 + unpriced" when some
+        replies had no prices, or tokens when none had."""
+        spent = self.spent
+        cost = spent.cost(priced_now=self.resolved.prices.known)
+        if cost is not None:
+            return f"${cost:.4f}"
+        if spent.priced:
+            return f"${spent.cost_usd:.4f} + unpriced"
+        return f"{spent.usage.total:,} tokens"
 
     def _budget_text(self) -> str:
         """What the run spent against its budget, like " · run: $0.12 of $0.50 · 12k of
@@ -646,21 +651,63 @@ class InteractiveApp:
         budget = self.agent.deps.settings.budget
         if budget is None:
             return ""
-        cost = self.run_cost_usd if self.resolved.prices.known else None
+        run = self.run_spent
+        cost = run.cost(priced_now=self.resolved.prices.known)
         elapsed = time.monotonic() - self.status.started if self.status.running else None
-        spent = spend_text(budget, self.run_tally.usage, cost, elapsed)
+        spent = spend_text(budget, run.usage, cost, elapsed)
         return f" · run: {spent}" if spent else ""
 
     def cost_line(self) -> str:
-        if self.resolved.prices.known:
-            return f"cost: ${self.cost_usd:.4f} (catalog list prices; an estimate)"
-        return f"cost: unknown: no prices for {self.resolved.model_id} in the model catalog"
+        spent = self.spent
+        cost = spent.cost(priced_now=self.resolved.prices.known)
+        if cost is not None:
+            return f"cost: ${cost:.4f} (catalog list prices; an estimate)"
+        unpriced = ", ".join(sorted(spent.unpriced)) or self.resolved.model_id
+        missing = f"no prices for {unpriced} in the model catalog"
+        if not spent.priced:
+            return f"cost: unknown: {missing}"
+        return (
+            f"cost: at least ${spent.cost_usd:.4f} (catalog list prices; an estimate): "
+            f"{missing}, so those replies are not counted"
+        )
 
     def _columns(self) -> int:
         try:
             return int(self.prompt.app.output.get_size().columns)
         except Exception:  # before the prompt exists, or no terminal size
             return 80
+
+
+@dataclasses.dataclass
+class Spent:
+    """What replies used and cost, a subagent's (wrapped in `ChildEvent`, at any depth)
+    as the parent's own: what the run line and `run_finished` count. A reply without
+    prices names its model in `unpriced` and adds nothing to `cost_usd`: unknown, not
+    free. Call `add` with each event."""
+
+    usage: Usage = dataclasses.field(default_factory=Usage)
+    cost_usd: float = 0.0  # the priced replies'
+    priced: bool = False  # a reply had prices
+    unpriced: set[str] = dataclasses.field(default_factory=set)
+
+    def add(self, event: Any) -> None:
+        while isinstance(event, ChildEvent):
+            event = event.event
+        if not isinstance(event, ModelRequestFinished):
+            return
+        self.usage = self.usage + event.usage
+        if event.cost_usd is None:
+            self.unpriced.add(event.model)
+        else:
+            self.cost_usd += event.cost_usd
+            self.priced = True
+
+    def cost(self, *, priced_now: bool) -> float | None:
+        """The whole cost, or None when part of it is unknown; with no reply yet, known
+        when the model in use has prices (`priced_now`)."""
+        if self.unpriced or not (self.priced or priced_now):
+            return None
+        return self.cost_usd
 
 
 def context_tokens(history: list[Any]) -> int:

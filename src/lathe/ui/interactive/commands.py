@@ -11,6 +11,8 @@ session says so when it starts (`load_prompt_commands`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,7 +21,10 @@ from lathe.errors import LatheError
 from lathe.types import AssistantMessage, Usage
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lathe.prompt_commands import PromptCommand
+    from lathe.session import Session, SessionStore
     from lathe.ui.interactive.app import InteractiveApp
 
 PromptCommands = dict[str, "PromptCommand"]
@@ -241,7 +246,7 @@ async def _compact(app: InteractiveApp, argument: str) -> bool:
 
 @_command("/cost", "/cost", "tokens (and cost, where prices are known) so far")
 async def _cost(app: InteractiveApp, argument: str) -> bool:
-    usage = app.agent.usage
+    usage = app.spent.usage  # the subagents' replies too, as the run line counts them
     app.renderer.note(
         f"tokens: {usage.input_tokens:,} in · {usage.output_tokens:,} out · "
         f"{usage.cache_read_tokens:,} cached read · {usage.cache_write_tokens:,} cache write",
@@ -250,16 +255,38 @@ async def _cost(app: InteractiveApp, argument: str) -> bool:
     app.renderer.note(app.cost_line(), "")
     session = app.links.session
     if session is not None:
-        total = Usage()
-        for message in session.messages():
-            if isinstance(message, AssistantMessage):
-                total = total + message.usage
+        # The subagents' sessions are read in a thread; this one's, which a running turn
+        # appends to, here.
+        children = await asyncio.to_thread(_children, app.links.store, session.id, app.workspace)
+        total = sum((_usage(each) for each in [session, *children]), Usage())
         app.renderer.note(
             f"this session so far: {total.input_tokens:,} in · {total.output_tokens:,} out "
-            "(every run of it, resumed ones included)",
+            "(every run of it, resumed ones and subagents included)",
             "",
         )
     return True
+
+
+def _children(store: SessionStore, session_id: str, workspace: Path) -> list[Session]:
+    """The sessions of the subagents `session_id` started, at any depth; one that cannot
+    be read is left out."""
+    started: dict[str, list[str]] = {}
+    for summary in store.list(workspace):
+        if summary.parent_session and summary.parent_call:  # not a fork
+            started.setdefault(summary.parent_session, []).append(summary.id)
+    found: list[Session] = []
+    waiting = list(started.get(session_id, []))
+    while waiting:
+        child_id = waiting.pop()
+        waiting.extend(started.get(child_id, []))
+        with contextlib.suppress(LatheError, OSError):
+            found.append(store.open(child_id, readonly=True))
+    return found
+
+
+def _usage(session: Session) -> Usage:
+    messages = session.messages()
+    return sum((m.usage for m in messages if isinstance(m, AssistantMessage)), Usage())
 
 
 @_command("/verify", "/verify [CMD|off]", "show, set or turn off the verify command")
