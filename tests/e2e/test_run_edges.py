@@ -158,6 +158,24 @@ def test_a_verify_command_that_cannot_run_stops_before_the_first_model_call(tmp_
     assert fake_openai.chat_bodies() == []
 
 
+def test_a_verify_command_that_cannot_run_on_a_continued_run_stops_at_its_first_check(
+    tmp_path, fake_openai
+):
+    # No baseline runs on a conversation that goes on, so `--continue --verify typo` had
+    # told the model "exit 127" after each reply until the run ended stuck.
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply("Nothing to do."), *(Reply("Done.") for _ in range(3)))
+    first = lathe_run(fake_openai, ws, tmp_path, TASK)
+    assert first.returncode == 0, first.stderr
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--continue", "--verify", "pytestx -q")
+
+    assert result.returncode == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "cannot run" in line]
+    assert line.startswith("lathe: ") and "pytestx -q" in line and "127" in line
+    assert len(fake_openai.chat_bodies()) == 2
+
+
 def test_a_check_whose_runner_module_is_missing_stops_before_the_first_model_call(
     tmp_path, fake_openai
 ):

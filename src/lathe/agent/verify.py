@@ -232,6 +232,10 @@ class VerifyGate(FinishHandler):
         if passed(result):
             reason = await self._caveat(result)
             return Finish(RunStatus.VERIFIED, answer=reply.text, reason=reason)
+        if not self._changed and (reason := unusable_reason(self._settings.command, result)):
+            # Nothing this run did can have broken it (a conversation that goes on has no
+            # baseline): the model must not be blamed, turn after turn, for a typo in it.
+            raise VerifyCannotRun(reason)
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
@@ -676,8 +680,8 @@ def unusable_reason(command: str, result: ExecResult) -> str | None:
     if missing:
         return (
             f"the verify command `{command}` cannot run: there is no module {missing} where "
-            f"it runs (exit {result.exit_code}); install {missing} there, or fix --verify "
-            "(or agent.verify), then start again"
+            f"it runs (exit {result.exit_code}); install {missing} there, or fix the verify "
+            "command (--verify, /verify or agent.verify), then start again"
         )
     why = _CANNOT_RUN.get(result.exit_code) if result.exit_code is not None else None
     if why is None:
@@ -686,7 +690,8 @@ def unusable_reason(command: str, result: ExecResult) -> str | None:
     said = f": {last.strip()[:200]}" if last else ""
     return (
         f"the verify command `{command}` cannot run (exit {result.exit_code}, {why}{said}); "
-        "fix --verify (or agent.verify) so it runs here, then start again"
+        "fix the verify command (--verify, /verify or agent.verify) so it runs here, then "
+        "start again"
     )
 
 
