@@ -1,6 +1,8 @@
 """Slash commands of the interactive session.
 
 Each command is an async function `(app, argument) -> bool`; False ends the session.
+A command whose usage names no argument refuses any it is given, before it runs: `/undo
+5` had reverted the newest turn, not "checkpoint 5".
 Commands that change the conversation or the workspace refuse while a turn runs (the
 user interrupts first, with Esc), because the running turn holds both.
 
@@ -39,14 +41,19 @@ class Command:
     help: str
     handler: Handler
     idle_only: bool = False  # refuses while a turn runs
+    alone: str = ""  # what the refusal of an argument says instead of "type NAME alone"
+
+    @property
+    def takes_argument(self) -> bool:
+        return self.usage != self.name
 
 
 _COMMANDS: dict[str, Command] = {}
 
 
-def _command(name: str, usage: str, help_text: str, *, idle_only: bool = False):
+def _command(name: str, usage: str, help_text: str, *, idle_only: bool = False, alone: str = ""):
     def register(handler: Handler) -> Handler:
-        _COMMANDS[name] = Command(name, usage, help_text, handler, idle_only)
+        _COMMANDS[name] = Command(name, usage, help_text, handler, idle_only, alone)
         return handler
 
     return register
@@ -86,6 +93,10 @@ async def dispatch(app: InteractiveApp, line: str) -> bool:
         close = [c for c in names if c.startswith(name.lower())]
         hint = f"; did you mean {', '.join(close)}?" if close else "; /help lists them"
         app.renderer.error(f"unknown command {name}{hint}")
+        return True
+    if argument.strip() and not command.takes_argument:
+        alone = command.alone or f"type {command.name} alone"
+        app.renderer.error(f"{command.name} takes no arguments, not {argument.strip()!r}: {alone}")
         return True
     if command.idle_only and app.running:
         app.renderer.error(f"{name} waits for the turn to finish; press Esc to interrupt it first")
@@ -312,7 +323,14 @@ async def _clear(app: InteractiveApp, argument: str) -> bool:
     return True
 
 
-@_command("/undo", "/undo", "revert the files the last turn changed", idle_only=True)
+@_command(
+    "/undo",
+    "/undo",
+    "revert the files the last turn changed",
+    idle_only=True,
+    alone="/undo alone reverts the newest agent turn, and again the one before; "
+    "`lathe checkpoints restore N` goes back to checkpoint N",
+)
 async def _undo(app: InteractiveApp, argument: str) -> bool:
     await app.links.undo(app)
     return True
