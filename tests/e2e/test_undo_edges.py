@@ -143,7 +143,7 @@ def test_after_a_kill_mid_turn_undo_reverts_the_turn_that_was_cut(tmp_path, fake
     # Where the cut turn left off is not known: what changed since could be the user's
     # work, so nothing is reverted until they say so.
     undone = lathe(tmp_path, "undo", "-C", str(ws))
-    assert undone.returncode == 0, undone.stderr
+    assert undone.returncode == 1, undone.stderr  # every file kept: nothing undone yet
     assert "was cut short (lathe was killed)" in undone.stderr, undone.stderr
     assert (ws / "a.txt").read_text() == "agent\n"
     assert (ws / "b.txt").read_text() == "edited by hand after the kill\n"
@@ -363,3 +363,28 @@ def test_undo_keeps_an_empty_folder_made_after_the_last_checkpoint(tmp_path, fak
     assert undone.returncode == 0, undone.stderr
     assert not (ws / "logs" / "run.txt").exists()
     assert (ws / "logs").is_dir()
+
+
+def test_an_undo_that_kept_every_file_leaves_the_turn_to_undo(tmp_path, fake_openai):
+    # It was recorded as done: a second plain undo reverted the turn before, deleting
+    # run A's file while run B's change, the one asked about, stayed.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    for name in ("a.txt", "b.txt"):
+        fake_openai.enqueue(
+            Reply(calls=[Call("write", {"path": name, "content": "made\n"})]), Reply("Done.")
+        )
+        done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", f"write {name}")
+        assert done.returncode == 0, done.stderr
+    (ws / "b.txt").write_text("made\nand edited by me\n")
+
+    first = lathe(tmp_path, "undo", "-C", str(ws))
+    again = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert first.returncode == again.returncode == 1
+    assert "Nothing was changed" in again.stdout and "--force" in again.stderr
+    assert (ws / "a.txt").is_file() and (ws / "b.txt").is_file()
+    forced = lathe(tmp_path, "undo", "--force", "-C", str(ws))
+    assert forced.returncode == 0, forced.stderr
+    assert (ws / "a.txt").is_file() and not (ws / "b.txt").exists()

@@ -130,8 +130,9 @@ class Checkpoints:
 
         Only the files that operation changed are touched; those the user changed since
         it ended are kept and reported unless `force`. `undo(force=True)` right after an
-        undo that kept files finishes that undo instead of going further back. An undo
-        is taken back by restoring its `backup` checkpoint.
+        undo that kept files finishes that undo instead of going further back; one that
+        kept every file and changed none is not recorded, so the operation is still the
+        one to undo. An undo is taken back by restoring its `backup` checkpoint.
         """
         with self._locked(create=False):
             history = self._history()
@@ -153,7 +154,12 @@ class Checkpoints:
             changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
             report = self._restore(target, backup, changes, protected, force)
             report.cut_short = cut_short
-            # Recorded even when nothing changed: it marks the operation as undone.
+            if report.kept and not report.changed:
+                # Every file it would revert was the user's since: it is still to undo,
+                # by `--force`, and a plain undo again must not move on to an older one.
+                return report
+            # Recorded even when nothing changed (the user had reverted it by hand): it
+            # marks the operation as undone.
             extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
             report.result = self._record(f"undo of {what}", "undo", extra)
             return report

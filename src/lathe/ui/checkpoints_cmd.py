@@ -55,6 +55,7 @@ def undo_command(workspace: Path, force: bool) -> None:
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
     _print_report(report, what="undo")
+    _fail_when_all_kept(report)
 
 
 @click.group("checkpoints", cls=LatheGroup)
@@ -102,6 +103,7 @@ def restore_command(n: int, workspace: Path, force: bool) -> None:
         with _held(checkpoints, "lathe checkpoints restore"):
             report = checkpoints.restore(n, force=force)
     _print_report(report, what="restore")
+    _fail_when_all_kept(report)
 
 
 def _open(workspace: Path) -> Checkpoints:
@@ -175,6 +177,13 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
         n = report.backup.n
         back = "lathe undo" if what == "restore" else f"lathe checkpoints restore {n}"
         click.echo(f"The state before this {what} is checkpoint #{n}: `{back}` brings it back.")
+
+
+def _fail_when_all_kept(report: RestoreReport) -> None:
+    """Exit 1 when nothing was done because every file was the user's: a script must
+    not take it for done."""
+    if report.kept and not report.changed:
+        raise SystemExit(1)
 
 
 def _print_paths(verb: str, paths: list[str], *, err: bool = False) -> None:
