@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -155,6 +156,11 @@ def _from_jsonl(path: Path) -> list[BatchTask]:
 
 
 def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
+    if not task_id.strip():  # it ran, and its files were transcripts/.md and diffs/.diff
+        raise UsageError(
+            f"{where}: the task's `id` is empty; give it one: it names the task's diff and "
+            "transcript in the run folder"
+        )
     for key in ("repo", "task", "verify"):
         if not isinstance(spec.get(key), str) or not spec[key].strip():
             raise UsageError(f"task {task_id} ({where}): `{key}` is missing or empty")
@@ -165,15 +171,21 @@ def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
     for key in ("ref", "setup", "kind"):
         if spec.get(key) is not None and not isinstance(spec[key], str):
             raise UsageError(f"task {task_id} ({where}): `{key}` must be a string")
-    try:
-        timeout = float(spec.get("timeout", DEFAULT_TIMEOUT_S))
-    except (TypeError, ValueError):
-        raise UsageError(f"task {task_id} ({where}): `timeout` is not a number") from None
-    if not timeout > 0:  # NaN included
-        raise UsageError(f"task {task_id} ({where}): `timeout` must be a number of seconds above 0")
+    timeout = spec.get("timeout", DEFAULT_TIMEOUT_S)
+    # A bool is an int to Python (true was 1 s), and "30" is text, not seconds.
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise UsageError(
+            f"task {task_id} ({where}): `timeout` is not a number ({json.dumps(timeout)}); "
+            "give the seconds, like 120"
+        )
+    if not 0 < timeout < math.inf:  # NaN included
+        raise UsageError(
+            f"task {task_id} ({where}): `timeout` must be a number of seconds above 0, not "
+            f"{json.dumps(timeout)}"
+        )
     task = BatchTask(
         id=task_id, repo=spec["repo"], task=spec["task"], verify=spec["verify"],
-        ref=spec.get("ref"), setup=spec.get("setup"), timeout=timeout,
+        ref=spec.get("ref"), setup=spec.get("setup"), timeout=float(timeout),
         protected=tuple(protected), kind=spec.get("kind"), tags=tuple(tags),
     )  # fmt: skip
     if not task.is_git and not Path(task.repo).is_dir():

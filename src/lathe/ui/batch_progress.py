@@ -18,7 +18,8 @@ class _Tally:
         self.solved = 0
         self.errors = 0
         self.tokens = 0
-        self.cost = 0.0
+        self.cost = 0.0  # of the tasks whose cost is known
+        self.unpriced = 0  # tasks whose cost is unknown (no prices): not $0
         self.running: dict[str, float] = {}
         self.started = time.monotonic()
         self.durations: list[float] = []
@@ -41,7 +42,10 @@ class _Tally:
         self.errors += line.get("status") == "error"
         tokens = line.get("tokens") or {}
         self.tokens += int(tokens.get("input", 0)) + int(tokens.get("output", 0))
-        self.cost += float(line.get("cost_usd") or 0.0)
+        if line.get("cost_usd") is None:
+            self.unpriced += 1
+        else:
+            self.cost += float(line["cost_usd"])
 
     def eta(self, workers: int) -> str:
         left = self.total - self.done
@@ -54,9 +58,17 @@ class _Tally:
         queued = self.total - self.done - len(self.running)
         return (
             f"{self.done}/{self.total} done · {len(self.running)} running · {queued} queued · "
-            f"{self.solved} solved · {self.tokens:,} tokens · ${self.cost:.4f} · "
+            f"{self.solved} solved · {self.tokens:,} tokens · {self._cost()} · "
             f"ETA {self.eta(workers)}"
         )
+
+    def _cost(self) -> str:
+        """The tasks' cost: unknown, as the table's "-", or known only in part."""
+        if not self.unpriced:
+            return f"${self.cost:.4f}"
+        if self.unpriced == self.done:
+            return "cost unknown"
+        return f"${self.cost:.4f} + unknown"
 
 
 class PlainProgress:
