@@ -128,3 +128,23 @@ async def test_a_huge_spill_file_is_masked_in_bounded_memory(tmp_path):
     assert KEY.encode() not in data
     assert data.count(mask_secret(KEY).encode()) == 32
     assert data.count(b"\xffplain\n") == 32  # bytes that are not UTF-8 survive as they were
+
+
+def test_deltas_are_masked_across_their_boundaries_and_nothing_is_lost():
+    from lathe.events import AssistantReply, TextDelta, ThinkingDelta
+    from lathe.types import AssistantMessage
+
+    key = "sk-deltas-0123456789abcdefghij"
+    masking = Redactor([key]).streamed()
+    thought = ["think sk-de", "ltas-0123456789abcdefghij", " then sk-"]
+    said = [key[:5], key[5:], "! near sk-deX", " end sk-d"]
+    events = [ThinkingDelta(text=piece) for piece in thought]
+    events += [TextDelta(text=piece) for piece in said]
+    events.append(AssistantReply(message=AssistantMessage(text="whole")))
+    out = [masked for event in events for masked in masking(event)]
+
+    thinking = "".join(e.text for e in out if isinstance(e, ThinkingDelta))
+    text = "".join(e.text for e in out if isinstance(e, TextDelta))
+    assert thinking == "think sk-…ghij then sk-"  # let go when the text begins
+    assert text == "sk-…ghij! near sk-deX end sk-d"  # and before the whole reply
+    assert isinstance(out[-1], AssistantReply)

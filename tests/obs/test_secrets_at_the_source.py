@@ -159,3 +159,24 @@ def test_a_secret_holding_quotes_or_backslashes_is_masked_in_messages():
     masked = Redactor([secret]).message(UserMessage(content=f"the password is {secret}"))
 
     assert secret not in masked.content
+
+
+def test_a_key_streamed_in_pieces_is_masked_in_the_deltas_too(tmp_path, workspace, fake_openai):
+    # Each text_delta was masked on its own, so a key the model repeated, cut into
+    # 4-character deltas, went whole into `--json`, the event log and `attach`.
+    key = f"sk-src-{uuid.uuid4().hex}"
+    fake_openai.enqueue(Reply(f"the header was Bearer {key} ok", text_chunk=4))
+
+    result = lathe(
+        "run", "--json", "--model", "m", "--base-url", fake_openai.base_url,
+        "-C", str(workspace), "say the header", cwd=workspace,
+        env={"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    streamed = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert key not in streamed
+    assert streamed == f"the header was Bearer {key[:3]}…{key[-4:]} ok"
+    logs = list((tmp_path / "home").rglob("*.jsonl"))
+    assert logs and not any(key in log.read_text() for log in logs)

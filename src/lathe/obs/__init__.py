@@ -32,13 +32,14 @@ class Observer:
         self.log = SessionLog(log_path(session_path), session_id, redactor)
         self.tracing = start_tracing(redactor)
         self._face = face
+        self._masked = redactor.streamed()
 
     def __call__(self, event: AgentEvent) -> None:
-        event = self.redactor.event(event)
-        self.log(event)
-        if self.tracing is not None:
-            self.tracing(event)
-        self._face(event)
+        for masked in self._masked(event):
+            self.log(masked)
+            if self.tracing is not None:
+                self.tracing(masked)
+            self._face(masked)
 
     def record_interrupt(self, reason: str) -> None:
         self.log.record_interrupt(reason)

@@ -103,6 +103,25 @@ class Redactor(AgentHooks):
     event = model
     message = model
 
+    def streamed(self) -> Callable[[Any], list[Any]]:
+        """A masker for one stream of events (`DeltaMasking`): text and thinking deltas
+        are masked across their boundaries, every other event as `event` does."""
+        return DeltaMasking(self)
+
+    def start_cut_at_end(self, text: str) -> int:
+        """Where the longest end of `text` that begins a secret starts (`len(text)`
+        when none does): the part a later piece of a stream may complete."""
+        if not self._secrets:
+            return len(text)
+        longest = len(self._secrets[0])
+        firsts = {secret[0] for secret in self._secrets}
+        for start in range(max(len(text) - longest + 1, 0), len(text)):
+            if text[start] in firsts:
+                tail = text[start:]
+                if any(secret.startswith(tail) for secret in self._secrets):
+                    return start
+        return len(text)
+
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
@@ -180,6 +199,42 @@ class _Masked(AgentHooks):
 
     async def after_changes(self, turn: int) -> None:
         await self._inner.after_changes(turn)
+
+
+class DeltaMasking:
+    """Masks a stream of events whose text arrives in pieces. A model that repeats a key
+    sends it cut into deltas of a few characters, and each delta masked on its own held
+    no whole key: the end of the text that may begin one is held back until the next
+    delta completes it or shows it is none, and is let go, masked, before any other
+    event (the complete reply that follows the deltas is masked whole)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        from lathe.events import TextDelta, ThinkingDelta
+
+        self._redactor = redactor
+        self._deltas = (TextDelta, ThinkingDelta)
+        self._held: Any = None  # a delta of the text held back, or None
+
+    def __call__(self, event: Any) -> list[Any]:
+        redactor, held = self._redactor, self._held
+        if held is None and not redactor:
+            return [event]
+        if not isinstance(event, self._deltas):
+            self._held = None
+            return [*([held] if held is not None else []), redactor.event(event)]
+        out: list[Any] = []
+        text = event.text
+        if held is not None:
+            if type(held) is type(event):
+                text = held.text + text
+            else:
+                out.append(held)
+        text = redactor.mask(text)
+        cut = redactor.start_cut_at_end(text)
+        if cut:
+            out.append(event.model_copy(update={"text": text[:cut]}))
+        self._held = event.model_copy(update={"text": text[cut:]}) if cut < len(text) else None
+        return out
 
 
 def _masked_chunks(

@@ -139,12 +139,18 @@ class InteractiveApp:
         return old.model, resolved.model_id
 
     def emit(self, event: Any) -> None:
+        masking = getattr(self, "_masking", None)
+        if masking is None:  # before the redactor is made: nothing secret yet
+            self._show(event)
+            return
+        for masked in masking(event):
+            self._session_log(self.redactor)(masked)
+            self._show(masked)
+
+    def _show(self, event: Any) -> None:
+        """An event, its secrets masked, to the tallies, the screen and the links."""
         from lathe.events import ToolFinished
 
-        redactor = getattr(self, "redactor", None)
-        if redactor is not None:
-            event = redactor.event(event)
-            self._session_log(redactor)(event)
         self.run_tally(event)
         self.spent.add(event)
         self.run_spent.add(event)
@@ -224,6 +230,7 @@ class InteractiveApp:
 
         secrets = [*self.resolved.secrets(), *self.setup.secrets()]
         self.redactor = Redactor.for_run(secrets, os.environ)
+        self._masking = self.redactor.streamed()
         self.provider = self.redactor.provider(self.provider)
         from lathe.home import lathe_home
         from lathe.ui.children import LocalChildren
