@@ -212,6 +212,11 @@ def test_an_unattended_session_denies_an_approval_nobody_answers(served, fake_op
     [resolved] = [e for e in events if e.type == "approval_resolved"]
     assert resolved.data["choice"] == "deny" and resolved.data["by"] == "timeout"
     assert "a - b" in (ws / "calc.py").read_text()
+    # It had read "denied_by": "user", and the model "the user denied this edit call".
+    [result] = [e for e in events if e.type == "tool_finished"]
+    assert result.data["details"]["denied_by"] == "timeout"
+    assert "the user denied" not in result.data["output"]
+    assert "nobody answered" in result.data["output"]
 
 
 def test_a_token_file_is_used_when_present_and_created_private_when_not(tmp_path):

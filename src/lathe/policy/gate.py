@@ -72,6 +72,7 @@ class ApprovalRequest:
 class ApprovalAnswer:
     choice: Literal["once", "always", "deny"]
     reason: str = ""  # a denial's reason, shown to the model
+    by: Literal["user", "timeout"] = "user"  # "timeout": nobody answered in time
 
 
 class Approver(Protocol):
@@ -280,6 +281,9 @@ class PolicyGate(AgentHooks):
         )
         if answer.choice == "deny":
             why = f": {answer.reason}" if answer.reason else ""
+            if answer.by == "timeout":  # not a person steering: the model must not read one
+                text = self.words.say("denied_unanswered", tool=name, why=why)
+                return _denied(text, f"unanswered{why}", by="timeout")
             text = self.words.say("denied_by_user", tool=name, why=why)
             return _denied(text, f"by the user{why}", by="user")
         if answer.choice == "always":
@@ -294,7 +298,7 @@ def _denied(message: str, why: str, *, by: str = "rule") -> ToolOutput:
     or reason, goes to the progress line ("denied: edit(tests/**)") and to
     `details["denied"]` for programs reading the events; `details["denied_by"]` says
     who refused: "rule" (a rule, the mode, the command guard), "no_approver" (it needed
-    a person and there is none) or "user"."""
+    a person and there is none), "timeout" (nobody answered in time) or "user"."""
     return ToolOutput(
         content=message,
         is_error=True,

@@ -130,7 +130,7 @@ class RemoteApprover:
             if future.done():  # answered in the very tick the wait ran out
                 return future.result()
             why = f"nobody answered within {self.timeout_s:g} s (an unattended session)"
-            return self._resolve(approval_id, ApprovalAnswer("deny", why), by="timeout")
+            return self._resolve(approval_id, ApprovalAnswer("deny", why, by="timeout"))
         except asyncio.CancelledError:
             if approval_id in self.pending and not self.closing:  # the run was stopped
                 self._resolve(approval_id, ApprovalAnswer("deny", "the run was stopped"))
@@ -145,7 +145,7 @@ class RemoteApprover:
         restored = [a for a in self.pending if a not in self._waiting]
         for approval_id in restored:
             pending = self.pending[approval_id]
-            denied = self._resolve(approval_id, ApprovalAnswer("deny", why), by=by)
+            denied = self._resolve(approval_id, ApprovalAnswer("deny", why, by=by))
             self._kept[pending.call_id] = (_asked(pending.tool, pending.arguments), denied)
         return bool(restored)
 
@@ -167,20 +167,18 @@ class RemoteApprover:
             self._kept[pending.call_id] = (_asked(pending.tool, pending.arguments), answer)
         return waiting
 
-    def _resolve(
-        self, approval_id: str, answer: ApprovalAnswer, *, by: Literal["user", "timeout"] = "user"
-    ) -> ApprovalAnswer:
+    def _resolve(self, approval_id: str, answer: ApprovalAnswer) -> ApprovalAnswer:
         if self.pending.pop(approval_id, None) is None:  # answered already: the first wins
             future = self._waiting.get(approval_id)
             return future.result() if future is not None and future.done() else answer
         self.session.append(
             ApprovalAnswerEntry(
-                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=by
+                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=answer.by
             )
         )
         self._emit(
             ApprovalResolved(
-                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=by
+                approval_id=approval_id, choice=answer.choice, reason=answer.reason, by=answer.by
             )
         )
         future = self._waiting.get(approval_id)
