@@ -207,15 +207,15 @@ class ServedSession:
         return safety
 
     def _history(self) -> list[Any]:
-        """The conversation to go on from. A call paused on an approval keeps no result
-        (answering the approval runs it); any other call a crash left open gets an
-        "interrupted" one."""
-        from lathe.session import apply_compaction
+        """The conversation to go on from, each call's results right after it (see
+        `service.history`). A call paused on an approval keeps no result (answering the
+        approval runs it); any other call a crash left open gets an "interrupted" one."""
+        from lathe.service.history import conversation
 
         if self.approver.pending:
-            return apply_compaction(self.session.branch())
+            return conversation(self.session, open_tail=True)
         self.session.close_dangling_tool_calls()
-        return self.session.conversation()
+        return conversation(self.session, open_tail=False)
 
     def _agent(self, history: list[Any]) -> Any:
         from lathe.ui.wiring import build_agent
@@ -430,8 +430,8 @@ class ServedSession:
         if not calls:
             return
         runner = ToolRunner(self.agent.deps, self.emit)
-        for record in await runner.run_calls(0, calls):
-            self.agent.append(result_message(record.call, record.output))
+        records = await runner.run_calls(0, calls)
+        self._answer_calls([result_message(record.call, record.output) for record in records])
 
     def _record_interruption(self) -> None:
         """A stopped run leaves a whole conversation: each open call an "interrupted"
@@ -455,13 +455,25 @@ class ServedSession:
         from lathe.agent.tooling import refused_results
 
         waiting = {p.call_id for p in self.approver.pending.values()}
+        results: list[Any] = []
         for call in unanswered_calls(self.agent.messages):
             if self.approver.closing and call.id in waiting:
                 continue
             seen = call.id in self._announced
             summary = text.partition(":")[0]
-            for result in refused_results([call], text, summary, self.emit, started=seen):
-                self.agent.append(result)
+            results += refused_results([call], text, summary, self.emit, started=seen)
+        self._answer_calls(results)
+
+    def _answer_calls(self, results: list[Any]) -> None:
+        """Record the results of the last reply's calls, right after that reply: a
+        message kept since (queued when the server stopped while an approval held a
+        call open) goes after them, as a strict API requires (`service.history`)."""
+        from lathe.service.history import in_call_order
+
+        for result in results:
+            self.agent.append(result)
+        if results:
+            self.agent.messages[:] = in_call_order(self.agent.messages)
 
     async def close(self) -> None:
         """Stop the run and release the session (its file stays). A pending approval

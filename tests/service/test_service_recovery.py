@@ -1,0 +1,120 @@
+"""A served session that comes back (resumed after a DELETE, restored by a server
+started again) goes on from a conversation a strict API accepts."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import Call, ErrorReply, Reply
+from tests.service.scripts import workspace_for
+
+from lathe.session import RunEndEntry, SessionStore
+from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+
+OUT_OF_ORDER = (
+    "An assistant message with 'tool_calls' must be followed by tool messages "
+    "responding to each 'tool_call_id'."
+)
+
+
+def _out_of_order(messages: list[dict]) -> bool:
+    """Whether a call's results do not directly follow it, which api.openai.com refuses."""
+    for index, message in enumerate(messages):
+        calls = {c["id"] for c in message.get("tool_calls") or []}
+        for later in messages[index + 1 :]:
+            if later.get("role") != "tool":
+                break
+            calls.discard(later["tool_call_id"])
+        if calls:
+            return True
+    return False
+
+
+def _strict(respond):
+    """`respond` behind the ordering rule of api.openai.com (an HTTP 400 otherwise)."""
+
+    def strict(body):
+        if _out_of_order(body["messages"]):
+            return ErrorReply(400, OUT_OF_ORDER)
+        return respond(body)
+
+    return strict
+
+
+def _write_then_answer(body):
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply("wrote it")
+    if "WRITE" in str(last.get("content")):
+        return Reply(calls=[Call("write", {"path": "new.txt", "content": "hi\n"})])
+    return Reply("ok")
+
+
+def _conversation(body):
+    return [m for m in body["messages"] if m["role"] != "system"]
+
+
+def _run_after(client, session_id, after):
+    return list(client.events(session_id, after=after, until="run_finished"))
+
+
+def test_a_message_queued_behind_a_pending_approval_goes_after_the_calls_result(
+    served, fake_openai, tmp_path
+):
+    # Kept in the session after the call its approval held open, the message came
+    # before that call's result once it ran: every later request was an HTTP 400.
+    fake_openai.responder = _strict(_write_then_answer)
+    ws = workspace_for(tmp_path, "queued")
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+        client.send(session.id, "WRITE a file")
+        *_, asked = client.events(session.id, until="approval_requested")
+        assert client.send(session.id, "and also add a README") is True
+        client.delete(session.id)
+        resumed = client.resume(session.id)
+        [pending] = client.approvals(session.id)
+        assert pending["id"] == asked.data["approval_id"]
+        client.answer(session.id, pending["id"], "once")
+        answered = _run_after(client, session.id, resumed.raw["last_event_id"])
+        later = client.session(session.id).raw["last_event_id"]
+        client.send(session.id, "anything else?")
+        next_run = _run_after(client, session.id, later)
+    assert [answered[-1].data["status"], next_run[-1].data["status"]] == ["unverified"] * 2
+    assert (ws / "new.txt").read_text() == "hi\n"
+    bodies = fake_openai.chat_bodies()
+    assert not any(_out_of_order(b["messages"]) for b in bodies)
+    answered_with = [(m["role"], m.get("content")) for m in _conversation(bodies[1])]
+    assert [role for role, _ in answered_with[1:4]] == ["assistant", "tool", "user"]
+    assert answered_with[3][1].startswith("and also add a README")
+
+
+def test_a_session_file_with_a_message_between_a_call_and_its_result_is_sent_in_order(
+    served, fake_openai, tmp_path
+):
+    # A file written by the defect above: the call's result came after the message.
+    # The session's repair made it valid by calling the call interrupted and dropping
+    # its real result, so the model was told a write that happened had not.
+    fake_openai.responder = _strict(_write_then_answer)
+    ws = workspace_for(tmp_path, "broken")
+    call = ToolCall(id="call_w", name="write", arguments='{"path": "new.txt"}')
+    with SessionStore(served.home).create(ws, "m") as stored:
+        for message in (
+            UserMessage(content="WRITE a file"),
+            AssistantMessage(tool_calls=(call,)),
+            UserMessage(content="and also add a README"),
+            ToolResultMessage(tool_call_id="call_w", name="write", content="wrote new.txt"),
+            UserMessage(content="Continue the task from where you stopped."),
+            AssistantMessage(text="wrote it"),
+        ):
+            stored.append_message(message)
+        stored.append(RunEndEntry(status="unverified", turns=2))
+    with served.client() as client:
+        client.resume(stored.id, model="m", base_url=fake_openai.base_url)
+        client.send(stored.id, "anything else?")
+        run = _run_after(client, stored.id, 0)
+    assert run[-1].data["status"] == "unverified"
+    [body] = fake_openai.chat_bodies()
+    sent = [(m["role"], m.get("content")) for m in _conversation(body)]
+    assert [role for role, _ in sent[1:4]] == ["assistant", "tool", "user"]
+    assert sent[2][1] == "wrote new.txt"
+    assert sent[3][1].startswith("and also add a README")
