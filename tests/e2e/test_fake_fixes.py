@@ -202,6 +202,29 @@ def test_a_conftest_in_a_folder_pytest_collects_is_a_check_file(tmp_path, fake_o
     assert "target" not in finished["reason"]
 
 
+def test_a_run_that_goes_on_keeps_the_caveat_of_the_check_files_it_changed(tmp_path, fake_openai):
+    # The check files were judged against how each run found them, so `--continue` (or a
+    # follow-up message) after a run that weakened a test ended in a plain `verified`.
+    ws = _repo(tmp_path)
+    (ws / "tests" / "test_other.py").write_text("def test_other():\n    assert True\n")
+    weaken = Call("edit", {"path": "tests/test_calc.py", "old_string": "== 5",
+                           "new_string": "== -1"})  # fmt: skip
+    fake_openai.enqueue(Reply(calls=[weaken]), Reply("Done."), Reply("Still done."))
+    first = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                      "--verify", VERIFY, "Fix add")  # fmt: skip
+    assert "tests/test_calc.py" in _finished(first)["reason"]
+    # The user's own edit of another test between the runs is no caveat.
+    (ws / "tests" / "test_other.py").write_text("def test_other():\n    assert 1\n")
+
+    again = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "auto",
+                      "--verify", VERIFY, "--continue", "are you sure?")  # fmt: skip
+
+    finished = _finished(again)
+    assert finished["status"] == "verified", again.stderr
+    assert "tests/test_calc.py" in finished["reason"]
+    assert "test_other" not in finished["reason"]
+
+
 def test_the_files_a_verify_command_runs_are_check_files_too(tmp_path, fake_openai):
     # `--verify "make test"`: adding `-k zero` to the Makefile's pytest line was unseen.
     ws = _two_tests(tmp_path)

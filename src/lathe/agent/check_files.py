@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Collection
 from pathlib import Path
 
 CHECK_FILE = re.compile(
@@ -41,7 +42,7 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
     """Each check file of `workspace` (relative path) and a digest of its content; with
     the verify `command`, the workspace files it names or its runner reads too."""
     found: dict[str, str] = {}
-    for relative in _named_by(command, workspace) if command else ():
+    for relative in named_by(command, workspace) if command else ():
         if (digest := _digest(workspace / relative)) is not None:
             found[relative] = digest
     for folder, dirs, files in os.walk(workspace):
@@ -60,6 +61,33 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
     return found
 
 
+def is_check_file(relative: str, workspace: Path, named: Collection[str] = ()) -> bool:
+    """Whether the file at `relative` (a posix path in `workspace`) is one that
+    `check_file_digests` reads: `named` are the files the verify command names
+    (`named_by`)."""
+    if relative in named:
+        return True
+    folders = relative.split("/")[:-1]
+    if any(part.startswith(".") or part in _SKIPPED for part in folders):
+        return False
+    if not CHECK_FILE.search(relative):
+        return False
+    return not any(_generated(workspace.joinpath(*folders[: n + 1])) for n in range(len(folders)))
+
+
+def judged_against(now: dict[str, str], earlier: dict[str, bytes | None]) -> dict[str, str]:
+    """The check files' digests a conversation that goes on is judged against: `now`,
+    except each file in `earlier` (as it was before the conversation's first change to
+    it, None: absent) as it was then."""
+    baseline = dict(now)
+    for relative, content in earlier.items():
+        if content is None:
+            baseline.pop(relative, None)
+        else:
+            baseline[relative] = _content_digest(content)
+    return baseline
+
+
 def _generated(folder: Path) -> bool:
     """Whether `folder` is a virtualenv, a conda environment or a tagged build cache
     (cargo's `target/`), which tools make and pytest does not collect."""
@@ -74,9 +102,13 @@ def _digest(path: Path) -> str | None:
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
-            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+            return _content_digest(handle.read())
     except OSError:
         return None
+
+
+def _content_digest(content: bytes) -> str:
+    return hashlib.blake2b(content, digest_size=16).hexdigest()
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -86,7 +118,7 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     )
 
 
-def _named_by(command: str, workspace: Path) -> list[str]:
+def named_by(command: str, workspace: Path) -> list[str]:
     """The workspace files `command` names (`sh run_tests.sh`, `python tools/check.py`)
     or whose runner reads them (`make test`: the Makefile)."""
     try:

@@ -82,14 +82,29 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                     max_bytes=code_bytes,
                 )
 
-        async def check_files() -> dict[str, str]:
+        async def check_files(*, earlier_runs: bool = False) -> dict[str, str]:
+            """The check files' digests now; with `earlier_runs`, with those the
+            conversation's earlier runs changed as they were before (a conversation that
+            goes on is judged against how it began)."""
             import asyncio
 
-            from lathe.agent.check_files import check_file_digests
+            return await asyncio.to_thread(_check_files, earlier_runs)
 
-            return await asyncio.to_thread(
-                check_file_digests, ctx.workspace, settings.verify_command
+        def _check_files(earlier_runs: bool) -> dict[str, str]:
+            from lathe.agent.check_files import (
+                check_file_digests,
+                is_check_file,
+                judged_against,
+                named_by,
             )
+
+            command, workspace = settings.verify_command, ctx.workspace
+            now = check_file_digests(workspace, command)
+            before = settings.files_before_conversation
+            if not earlier_runs or before is None:
+                return now
+            named = named_by(command, workspace) if command else []
+            return judged_against(now, before(lambda path: is_check_file(path, workspace, named)))
 
         gate = VerifySettings(
             command=settings.verify_command,

@@ -68,6 +68,12 @@ class AgentSettings:
     # The check files' digests to judge the run against (another attempt of one task
     # keeps the first's); None: taken when the run begins.
     check_files_at_start: dict[str, str] | None = None
+    # Each file, among those the filter wants, that the conversation's earlier runs
+    # changed, as it was before them (None: absent); None: unknown (no checkpoints). A
+    # conversation that goes on is judged against these (`Checkpoints.before_session`).
+    files_before_conversation: Callable[[Callable[[str], bool]], dict[str, bytes | None]] | None = (
+        None
+    )
     # Bytes of the check's output the model is shown, when fewer than the tool output limit.
     verify_output_bytes: int | None = None
     # Bytes of the code a failed check ran through shown after its output (None: none),

@@ -170,14 +170,16 @@ class VerifyGate(FinishHandler):
         reply_code: ReplyCodeCalls | None = None,
         keep_files: KeepFiles | None = None,
         failing_code: Callable[[ExecResult], str] | None = None,
-        check_files: Callable[[], Awaitable[dict[str, str]]] | None = None,
+        check_files: Callable[..., Awaitable[dict[str, str]]] | None = None,
         check_files_at_start: dict[str, str] | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
         worse after it than before (None: it stays). `failing_code`: the code a failed
         check ran through, shown after its output (None, or "": nothing). `check_files`:
         the digests of the files the check is made of (`agent.check_files`), taken when
-        the run begins and when it is verified; a change is the verified run's reason."""
+        the run begins and when it is verified; a change is the verified run's reason.
+        Called with `earlier_runs=True` when a conversation goes on: the files its
+        earlier runs changed count as they were before them."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
@@ -208,7 +210,8 @@ class VerifyGate(FinishHandler):
         self._unchecked = False
         self._last_shown = ""
         if self._check_files is not None and self.check_files_at_start is None:
-            self.check_files_at_start = await self._check_files()
+            earlier_runs = not run.new_conversation
+            self.check_files_at_start = await self._check_files(earlier_runs=earlier_runs)
         if not (self._settings.run_first and run.new_conversation):
             return ()
         command = self._settings.command

@@ -251,6 +251,14 @@ class ShadowRepo:
             changes.append(Change(path, old_mode, new_mode, old_blob, new_blob))
         return changes
 
+    def read(self, tree: str, path: str) -> bytes | None:
+        """The content of the file at `path` in `tree`; None when it holds none there."""
+        listed = self._git("ls-tree", "-z", tree, "--", path).split(b"\0")[0]
+        meta = listed.split(b"\t", 1)[0].split()
+        if len(meta) != 3 or meta[1] != b"blob":
+            return None
+        return self._git("cat-file", "blob", meta[2].decode())
+
     def directories(self, tree: str) -> set[str]:
         return set(_listed(self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)))
 

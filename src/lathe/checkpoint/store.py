@@ -30,7 +30,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lathe.checkpoint.model import (
@@ -206,6 +206,27 @@ class Checkpoints:
                 return []
             now = self._snapshot("before the session went on", kind="before")
             return sorted(change.path for change in self._repo.diff(left.tree, now.tree))
+
+    def before_session(
+        self, session_id: str, wanted: Callable[[str], bool]
+    ) -> dict[str, bytes | None]:
+        """Each `wanted` file a turn of the session changed, as it was before the first
+        of its turns that changed it (None: absent then): what a conversation that goes
+        on is judged against, not what its earlier runs left."""
+        if not self._repo.exists():
+            return {}
+        with self._locked(create=False):
+            history = self._history()
+            trees = {c.commit: c.tree for c in history}
+            first_before: dict[str, str] = {}
+            for checkpoint in history:  # newest first: the oldest turn's tree stays
+                if checkpoint.kind != "after" or checkpoint.session != session_id:
+                    continue
+                tree = trees.get(checkpoint.parent or "")
+                for change in checkpoint.files:
+                    if tree is not None and wanted(change.path):
+                        first_before[change.path] = tree
+            return {path: self._repo.read(tree, path) for path, tree in first_before.items()}
 
     @property
     def unrecorded(self) -> tuple[str, ...]:

@@ -205,6 +205,7 @@ class _HeadlessRun:
     ) -> RunFinished:
         """One attempt at the task; `spent` (a `Spend`) is what earlier attempts of this
         run used, counted against its budgets."""
+        from lathe.ui.recorder import files_before_conversation
         from lathe.ui.wiring import build_agent
 
         assert self.recorder is not None
@@ -221,6 +222,10 @@ class _HeadlessRun:
         if budget is not None and spent is not None:
             agent.deps.settings.budget = budget.after(spent)
         agent.deps.settings.check_files_at_start = self._check_files_at_start
+        session_id = self.recorder.session.id
+        agent.deps.settings.files_before_conversation = files_before_conversation(
+            checkpoints, lambda: session_id
+        )
         setup = self.setup
         self.emit(
             RunStarted(

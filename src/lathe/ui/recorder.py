@@ -4,8 +4,10 @@ compactions, and the run's end."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lathe.errors import LatheError
 from lathe.events import AgentEvent, ModelRequestFinished, RunFinished, RunStatus, TurnStarted
 from lathe.hooks.base import AgentHooks
 from lathe.plural import some_of
@@ -83,6 +85,24 @@ def changes_note(checkpoints, session: Session) -> Message | None:
         f"[Since this session last ran, these files changed in the workspace (edited by "
         f"the user, or put back by `lathe undo`): {shown}. Re-read them before editing.]"
     )
+
+
+def files_before_conversation(checkpoints, session_id: Callable[[], str | None]):
+    """For `AgentSettings.files_before_conversation`: the files the current session's
+    turns changed, as they were before (`Checkpoints.before_session`); none without a
+    checkpoint store or a session, or when the store cannot be read (which must not stop
+    the work: the checkpoint recorder says so)."""
+
+    def before(wanted: Callable[[str], bool]) -> dict[str, bytes | None]:
+        current = session_id()
+        if checkpoints is None or current is None:
+            return {}
+        try:
+            return checkpoints.before_session(current, wanted)
+        except LatheError:
+            return {}
+
+    return before
 
 
 class RunTally:

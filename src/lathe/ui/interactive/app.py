@@ -247,6 +247,7 @@ class InteractiveApp:
     def _agent_for(self, history: list[Any], usage: Any = None) -> Any:
         """An agent for the current model over `history`, with this session's safety and
         hooks (built once in `_build_agent`)."""
+        from lathe.ui.recorder import files_before_conversation
         from lathe.ui.wiring import build_agent
         from lathe.words import load_words
 
@@ -260,6 +261,9 @@ class InteractiveApp:
             tools=self.safety.tools,
         )
         self.gate.words = load_words(self.resolved.profile.settings.prompts, self.workspace)
+        agent.deps.settings.files_before_conversation = files_before_conversation(
+            self.links.checkpoints, lambda: getattr(self.links.session, "id", None)
+        )
         if usage is not None:
             agent.usage = usage
         return agent
