@@ -700,6 +700,28 @@ def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path,
     assert not any("[child a]" in _first_user_text(b) for b in fake_openai.chat_bodies())
 
 
+def test_a_child_of_unknown_cost_makes_the_runs_cost_unknown_not_lower(tmp_path, fake_openai):
+    # Without a cost budget such a child may run, and its cost was added as $0: the run
+    # reported a known cost that left the child out.
+    ws = _project(tmp_path)
+    agents = ws / ".lathe" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "cheap.md").write_text(
+        "---\ndescription: a cheaper model\nmodel: unpriced\n---\nWork.\n"
+    )
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child a] work", agent="cheap")]), Reply("done")],
+        children={"[child a]": [Reply("a done")]},
+    )
+    priced = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
+              "-c", "models.m.output_price=2.0"]  # fmt: skip
+    result = _run(fake_openai, ws, tmp_path, *priced, "go")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any("[child a]" in _first_user_text(b) for b in fake_openai.chat_bodies())
+    finished = json.loads(result.stdout.splitlines()[-1])
+    assert finished["type"] == "run_finished" and finished["cost_usd"] is None
+
+
 def test_sigterm_while_a_childs_worktree_is_made_leaves_no_copy_behind(
     tmp_path, fake_openai
 ) -> None:

@@ -119,6 +119,7 @@ class RunSpending:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    unpriced_calls: bool = False  # a subagent of unknown cost spent some of it
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
@@ -128,6 +129,7 @@ class RunSpending:
         if output.spent is not None:
             self.usage = self.usage + output.spent
             self.cost_usd += output.spent_usd or 0.0
+            self.unpriced_calls |= output.spent_usd is None and output.spent != Usage()
 
 
 class Agent:
@@ -341,7 +343,12 @@ class Agent:
             answer=end.answer,
             reason=end.reason,
             evidence=end.evidence,
-            cost_usd=spend.cost_usd if self.deps.settings.price else None,
+            # Unknown, not lower, when a part of it is: "$0.0001" would hide a child's.
+            cost_usd=(
+                spend.cost_usd
+                if self.deps.settings.price and not spend.unpriced_calls
+                else None
+            ),
             error=end.error,
         )
         self.emit(event)
