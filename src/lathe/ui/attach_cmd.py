@@ -5,6 +5,8 @@ interactive session draws its own (`interactive.render.Renderer`). A typed line 
 as a message (drawn when its turn starts, and noted when it waits behind a running
 one); while an approval is pending, `y` / `a` / `n [reason]` answer it;
 `/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running.
+A session that stops being served (deleted, or gone after a restart) ends attach with
+exit 1, saying how to serve it again.
 Everything goes through `lathe.client`, the same client any program would use.
 """
 
@@ -50,9 +52,11 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
     except Exception as exc:  # httpx's transport errors: nothing listens there
         raise SystemExit(_fail(f"cannot reach {url}: {exc}")) from None
     try:
-        asyncio.run(_Attached(client, info).main())
+        ended = asyncio.run(_Attached(client, info).main())
     finally:
         client.close()
+    if ended is not None:
+        raise SystemExit(_fail(ended))
 
 
 def _served(client: Any, given: str) -> Any:
@@ -104,11 +108,18 @@ class _Attached:
         # The approvals waiting for an answer, oldest first: a typed answer goes to the
         # first (two calls of one reply can wait at once).
         self.pending: dict[str, dict[str, Any]] = {}
+        # Why attaching ended by itself (the session is no longer served): then the
+        # prompt closes, and this is said instead of "the session goes on".
+        self.ended: str | None = None
+        self._prompt: Any = None
 
-    async def main(self) -> None:
+    async def main(self) -> str | None:
+        """Attached until Ctrl-D (None) or until the session cannot be followed any more
+        (why, in one line)."""
         from prompt_toolkit import PromptSession
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        from lathe.client import ServiceError
         from lathe.ui.interactive.render import Glyphs, Renderer, Status, make_console, unicode_ok
 
         with patch_stdout(raw=True):
@@ -125,17 +136,47 @@ class _Attached:
             # The typed line goes: the session's own echo of it (its run's start, or the
             # queued note) is the one copy on screen.
             prompt: PromptSession[str] = PromptSession(erase_when_done=True)
+            self._prompt = prompt
             try:
-                while True:
+                while self.ended is None:
                     try:
                         text = await prompt.prompt_async("> ")
                     except (EOFError, KeyboardInterrupt):
                         break
-                    if not await asyncio.to_thread(self._handle, text.strip()):
+                    if self.ended is not None:  # the line was typed as attaching ended
                         break
+                    try:
+                        if not await asyncio.to_thread(self._handle, text.strip()):
+                            break
+                    except ServiceError as exc:  # the session is no longer served
+                        self._end(exc)
             finally:
                 stop.set()
-        click.echo(f"detached; the session goes on: lathe attach {self.client.url} {self.info.id}")
+        if self.ended is None:
+            click.echo(
+                f"detached; the session goes on: lathe attach {self.client.url} {self.info.id}"
+            )
+        return self.ended
+
+    def _end(self, error: Any) -> None:
+        """On the loop: the session cannot be followed any more (`error`, a
+        ServiceError); close the prompt and keep why."""
+        if self.ended is not None:
+            return
+        if error.status == 404:
+            import shlex
+
+            sid = self.info.id
+            self.ended = (
+                f"session {sid} is no longer served at {self.client.url} (it was stopped; "
+                f"its file stays): serve it again with POST /v1/sessions/{sid}/resume and "
+                f"attach again, or go on with it on that machine: "
+                f"lathe -C {shlex.quote(self.info.workspace)} --resume {sid}"
+            )
+        else:
+            self.ended = f"the session's stream stopped: {error}"
+        if self._prompt is not None and self._prompt.app.is_running:
+            self._prompt.app.exit(exception=EOFError())
 
     def _follow(self, loop: asyncio.AbstractEventLoop, stop: threading.Event) -> None:
         """Reads the stream in this thread; draws each event on the loop's. A server
@@ -155,8 +196,8 @@ class _Attached:
                         away = False
                     last = event.id
                     loop.call_soon_threadsafe(self._draw, event.data)
-            except ServiceError as exc:  # the server is back, without this session
-                loop.call_soon_threadsafe(self.renderer.error, f"the stream stopped: {exc}")
+            except ServiceError as exc:  # the session was stopped, or a restart lost it
+                loop.call_soon_threadsafe(self._end, exc)
                 return
             except Exception as exc:  # the server went away: say so once, keep the prompt
                 if not away and not stop.is_set():
@@ -199,7 +240,8 @@ class _Attached:
                 self.renderer.status.end()
 
     def _handle(self, text: str) -> bool:
-        """Act on one typed line; False to detach."""
+        """Act on one typed line; False to detach. Raises the ServiceError of a session
+        no longer served."""
         from lathe.client import ServiceError
         from lathe.ui.interactive.approval import parse_answer
 
@@ -215,7 +257,20 @@ class _Attached:
             elif text and self.client.send(self.info.id, text):
                 self.renderer.note(f"queued for the next turn: {text}")
         except ServiceError as exc:
+            if exc.status == 404 and not self._served():
+                raise
             self.renderer.error(str(exc))
+        return True
+
+    def _served(self) -> bool:
+        """Whether the session is still served (a 404 can be an approval answered
+        already)."""
+        from lathe.client import ServiceError
+
+        try:
+            self.client.session(self.info.id)
+        except ServiceError as exc:
+            return exc.status != 404
         return True
 
 
