@@ -103,3 +103,18 @@ def test_a_task_folder_with_a_blank_name_or_a_timeout_not_a_number_is_refused(
     [line] = done.stderr.splitlines()
     assert line.startswith("lathe: ") and str(folder) in line, line
     assert fake_openai.chat_bodies() == []
+
+
+def test_the_reports_cost_says_when_some_tasks_cost_is_unknown(tmp_path) -> None:
+    # It summed the known costs alone: "$0.0300", with a task of unknown cost left out.
+    from lathe.batch.report import _Run, _summary
+
+    tokens = {"input": 100, "output": 10}
+    lines = [
+        {"id": "a", "status": "solved", "solved": True, "cost_usd": 0.03, "tokens": tokens},
+        {"id": "b", "status": "unsolved", "cost_usd": None, "tokens": tokens},
+        {"id": "c", "status": "error", "cost_usd": None, "tokens": {}},  # spent nothing
+    ]
+    page = _summary([_Run(tmp_path, None, lines)])
+    assert "$0.0300 + unknown" in page
+    assert "$0.0300 + unknown" not in _summary([_Run(tmp_path, None, [lines[0], lines[2]])])

@@ -147,7 +147,7 @@ def _summary(runs: list[_Run]) -> str:
         ("Errors (not the agent's)", [_errors(t) for t in totals]),
         ("Claimed verified but failed the check", [str(t.false_verified) for t in totals]),
         ("Tokens (in / out)", [_e(f"{t.tokens:,} ({t.input:,} / {t.output:,})") for t in totals]),
-        ("Cost", [_e(_cost(t.cost)) for t in totals]),
+        ("Cost", [_e(_cost_total(t)) for t in totals]),
         ("Wall time, all tasks", [_e(_seconds(t.wall)) for t in totals]),
     ]  # fmt: skip
     head = ""
@@ -176,6 +176,7 @@ class _Totals:
         self.error_kinds: dict[str, int] = {}
         self.solved = self.false_verified = self.input = self.output = 0
         self.cost: float | None = None
+        self.unpriced = 0  # tasks that spent tokens at no known price
         self.wall = 0.0
         for line in lines:
             status = str(line.get("status"))
@@ -190,6 +191,8 @@ class _Totals:
             self.output += int(tokens.get("output") or 0)
             if line.get("cost_usd") is not None:
                 self.cost = (self.cost or 0.0) + float(line["cost_usd"])
+            elif _tokens(line):
+                self.unpriced += 1
             self.wall += _num(line.get("wall_s"))
 
     @property
@@ -527,6 +530,13 @@ def _diff_stat(line: dict[str, Any]) -> str:
     if not files:
         return "no change"
     return f"+{stat.get('added', 0)} −{stat.get('removed', 0)} in {plural(files, 'file')}"
+
+
+def _cost_total(totals: _Totals) -> str:
+    """The known costs' sum, and that some are unknown (not $0) when they are."""
+    if totals.cost is None or not totals.unpriced:
+        return _cost(totals.cost)
+    return f"{_cost(totals.cost)} + unknown"
 
 
 def _cost(value: Any) -> str:
