@@ -4,7 +4,9 @@ What the session did so far is replayed, then its live events are drawn as the
 interactive session draws its own (`interactive.render.Renderer`). A typed line is sent
 as a message (drawn when its turn starts, and noted when it waits behind a running
 one); while an approval is pending, `y` / `a` / `n [reason]` answer it;
-`/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running.
+`/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running;
+`/help` lists these. Any other `/word` line is refused, never sent (`//` sends a line
+that begins with `/`), as in the interactive session.
 A session that stops being served (deleted, or gone after a restart) ends attach with
 exit 1, saying how to serve it again.
 Everything goes through `lathe.client`, the same client any program would use.
@@ -99,6 +101,13 @@ def _token(token_file: Path | None) -> str:
 
 
 _RECONNECT_S = 2.0  # between tries to reach a server that went away
+_COMMANDS = {
+    "/abort": "stop the run",
+    "/help": "list these",
+    "/quit": "detach; the session goes on (Ctrl-D too)",
+    "/exit": "the same as /quit",
+}
+_KEYS = "Enter sends · y/a/n answer an approval · /abort · /help · Ctrl-D detaches"
 
 
 class _Attached:
@@ -128,7 +137,7 @@ class _Attached:
             self.renderer.note(
                 f"attached to {self.info.id} · {self.info.model} · {self.info.workspace}", "bold"
             )
-            self.renderer.note("Enter sends · y/a/n answer an approval · /abort · Ctrl-D detaches")
+            self.renderer.note(_KEYS)
             loop = asyncio.get_running_loop()
             stop = threading.Event()
             reader = threading.Thread(target=self._follow, args=(loop, stop), daemon=True)
@@ -245,21 +254,45 @@ class _Attached:
         from lathe.client import ServiceError
         from lathe.ui.interactive.approval import parse_answer
 
-        if text in ("/quit", "/exit"):
-            return False
         try:
             if self.pending and (answer := parse_answer(text)) is not None:
                 choice, reason = answer
                 oldest = next(iter(self.pending))
                 self.client.answer(self.info.id, oldest, choice, reason)
-            elif text == "/abort":
-                self.client.abort(self.info.id)
-            elif text and self.client.send(self.info.id, text):
-                self.renderer.note(f"queued for the next turn: {text}")
+            elif text.startswith("/") and not text.startswith("//"):
+                return self._command(text)
+            elif text:
+                message = text.removeprefix("/")  # "//etc/hosts ..." sends "/etc/hosts ..."
+                if self.client.send(self.info.id, message):
+                    self.renderer.note(f"queued for the next turn: {message}")
         except ServiceError as exc:
             if exc.status == 404 and not self._served():
                 raise
             self.renderer.error(str(exc))
+        return True
+
+    def _command(self, line: str) -> bool:
+        """A `/word` line: one of attach's commands, or refused; never a message (the
+        model had got "/clear", which attach does not have). False to detach."""
+        name, _, argument = line.partition(" ")
+        name = name.lower()
+        if name not in _COMMANDS:
+            self.renderer.error(
+                f"unknown command {name}: lathe attach has {', '.join(_COMMANDS)}; "
+                f"start a message with // to send one beginning with /"
+            )
+        elif argument.strip():
+            self.renderer.error(
+                f"{name} takes no arguments, not {argument.strip()!r}: type {name} alone"
+            )
+        elif name in ("/quit", "/exit"):
+            return False
+        elif name == "/abort":
+            self.client.abort(self.info.id)
+        else:
+            for command, meaning in _COMMANDS.items():
+                self.renderer.note(f"{command:<7} {meaning}")
+            self.renderer.note(_KEYS)
         return True
 
     def _served(self) -> bool:

@@ -390,9 +390,10 @@ class Renderer:
         self.note(text, style)
         if event.status.value == "provider_error" and event.turns <= 1:
             # The message stays in the conversation unanswered: the next one goes with it.
+            # No command named: `lathe attach` draws this too, and has no /clear.
             self.note(
                 "your message got no answer; it is sent again with your next one "
-                "(/clear starts afresh without it)",
+                "(a new conversation starts without it)",
                 "yellow",
             )
         self._printed_text = False
