@@ -1,10 +1,12 @@
 """A served session that comes back (resumed after a DELETE, restored by a server
-started again) goes on from a conversation a strict API accepts."""
+started again) goes on from a conversation a strict API accepts, and a run the
+server's crash cut ends on the stream and in the session when the server is back."""
 
 from __future__ import annotations
 
 from tests.fakes.openai_server import Call, ErrorReply, Reply
 from tests.service.scripts import workspace_for
+from tests.service.server import ServeProcess
 
 from lathe.session import RunEndEntry, SessionStore
 from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
@@ -118,3 +120,48 @@ def test_a_session_file_with_a_message_between_a_call_and_its_result_is_sent_in_
     assert [role for role, _ in sent[1:4]] == ["assistant", "tool", "user"]
     assert sent[2][1] == "wrote new.txt"
     assert sent[3][1].startswith("and also add a README")
+
+
+def _sleep_when_asked(body):
+    if "SLEEP" in str(body["messages"][-1].get("content")):
+        return Reply(calls=[Call("bash", {"command": "sleep 30"})])
+    return Reply("ok")
+
+
+def test_a_run_the_servers_crash_cut_ends_when_the_server_is_back(tmp_path, fake_openai):
+    # After kill -9 mid-run the stream never got the run's end: a client following it
+    # until `run_finished` waited for ever, `lathe attach` showed the run going on, and
+    # `last_run` named the run before it.
+    fake_openai.responder = _strict(_sleep_when_asked)
+    home = tmp_path / "home"
+    server = ServeProcess(home).start()
+    with server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "cut")), model="m", base_url=fake_openai.base_url
+        )
+        client.send(session.id, "look around")
+        _run_after(client, session.id, 0)
+        client.send(session.id, "SLEEP a while")
+        *_, started = client.events(session.id, until="tool_started")
+    server.kill()
+    with ServeProcess(home) as again, again.client() as client:
+        restored = client.session(session.id)
+        ended = list(client.events(session.id, after=started.id, follow=False))
+        client.send(session.id, "go on")
+        next_run = _run_after(client, session.id, restored.raw["last_event_id"])
+    assert [e.type for e in ended] == ["tool_finished", "run_finished"]
+    cut, finished = (e.data for e in ended)
+    assert (cut["call_id"], cut["is_error"]) == (started.data["call_id"], True)
+    assert cut["output"].startswith("interrupted")
+    assert finished["status"] == "interrupted" and "server stopped" in finished["reason"]
+    assert restored.status == "idle"
+    assert restored.raw["last_run"] == {
+        "status": "interrupted",
+        "reason": finished["reason"],
+        "turns": 1,
+    }
+    assert next_run[-1].data["status"] == "unverified"
+    [path] = (home / "sessions").rglob(f"*{session.id}.jsonl")
+    stored = SessionStore(home).open_path(path, readonly=True)
+    ends = [e for e in stored.branch() if isinstance(e, RunEndEntry)]
+    assert [e.status for e in ends] == ["unverified", "interrupted", "unverified"]

@@ -160,10 +160,12 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
             [approval] = client.approvals(ids[marker])
             assert approval["id"] == pending[marker].data["approval_id"]
         assert listed[ids["s3"]].status == "idle"
-        # The run the crash cut is over; the session takes the next message.
-        assert listed[ids["s4"]].status == "idle"
+        # The run the crash cut is over, and ended so on the stream (as a run stopped
+        # with the server is); the session takes the next message.
+        s4 = listed[ids["s4"]]
+        assert (s4.status, s4.raw["last_run"]["status"]) == ("idle", "interrupted")
         client.send(ids["s4"], "go on")
-        *_, end = client.events(ids["s4"], until="run_finished")
+        *_, end = client.events(ids["s4"], after=s4.raw["last_event_id"], until="run_finished")
         assert end.data["answer"] == "s4 after the crash"
         # Nothing was lost from the stream: the replay still has every event.
         assert [e.id for e in client.events(ids["s3"], follow=False)] == list(
@@ -172,7 +174,8 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
         # Answering a restored approval runs the paused call, then the run goes on.
         s0 = ids["s0"]
         client.answer(s0, pending["s0"].data["approval_id"], "once")
-        rest = list(client.events(s0, after=pending["s0"].id, until="run_finished"))
+        after = listed[s0].raw["last_event_id"]  # past the cut run's own run_finished
+        rest = list(client.events(s0, after=after, until="run_finished"))
         [edited] = [e for e in rest if e.type == "tool_finished"]
         assert not edited.data["is_error"]
         assert rest[-1].data["status"] == "unverified"
@@ -180,7 +183,8 @@ def test_a_server_killed_with_9_comes_back_with_every_session_and_pending_approv
         # A denied one tells the model and leaves the file alone.
         s1 = ids["s1"]
         client.answer(s1, pending["s1"].data["approval_id"], "deny", "not now")
-        rest = list(client.events(s1, after=pending["s1"].id, until="run_finished"))
+        after = listed[s1].raw["last_event_id"]
+        rest = list(client.events(s1, after=after, until="run_finished"))
         assert "a - b" in (tmp_path / "s1" / "calc.py").read_text()
         assert client.session(s1).status == "idle"
 
@@ -217,11 +221,13 @@ def test_an_unattended_sessions_approval_left_by_a_crash_is_denied_in_time(tmp_p
             approval="ask", approval_timeout_s=5,
         )  # fmt: skip
         client.send(session.id, "task lone: fix add")
-        asked = _wait_for(client, session.id, "approval_requested")
+        _wait_for(client, session.id, "approval_requested")
     server.kill()
     with ServeProcess(home) as again, again.client() as client:
-        assert client.session(session.id).status == "waiting_approval"
-        rest = list(client.events(session.id, after=asked.id, until="run_finished"))
+        restored = client.session(session.id)
+        assert restored.status == "waiting_approval"
+        after = restored.raw["last_event_id"]  # past the cut run's own run_finished
+        rest = list(client.events(session.id, after=after, until="run_finished"))
     resolved = next(e for e in rest if e.type == "approval_resolved")
     assert resolved.data == {**resolved.data, "choice": "deny", "by": "timeout"}
     assert rest[-1].data["status"] == "unverified"

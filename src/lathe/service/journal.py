@@ -12,7 +12,7 @@ lines, never a session. A torn last line is cut off when the journal is opened a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 JOURNAL_SUFFIX = ".events"
@@ -58,6 +58,38 @@ class EventJournal:
                 if number is not None and number > last_seen:
                     yield number, event
 
+    def unfinished_run(self, kinds: Collection[str]) -> list[str] | None:
+        """The events of `kinds` (their JSON, oldest first) of the last run when the
+        journal has its `run_started` and no `run_finished` after it: the server died
+        during it (kill -9). None when the last run ended or none began. Reads back from
+        the end only as far as that run's start."""
+        found: list[str] = []
+        for raw in self._backwards():
+            number, event = _split(raw)
+            kind = _kind(event) if number is not None else ""
+            if kind == "run_finished":
+                return None
+            if kind in kinds:
+                found.append(event)
+            if kind == "run_started":
+                return found[::-1]
+        return None
+
+    def _backwards(self) -> Iterator[bytes]:
+        """The whole lines of the file, last first, a block at a time."""
+        with open(self.path, "rb") as file:
+            position = file.seek(0, os.SEEK_END)
+            part = b""  # the start of a line whose beginning is in an earlier block
+            while position > 0:
+                step = min(_TAIL_BYTES, position)
+                position -= step
+                file.seek(position)
+                lines = (file.read(step) + part).split(b"\n")
+                part = lines.pop(0) if position else b""
+                for line in reversed(lines):
+                    if line:
+                        yield line + b"\n"
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
@@ -78,6 +110,13 @@ def _split(raw: bytes) -> tuple[int | None, str]:
     except ValueError:
         return None, ""
     return number, raw[comma + 9 : -2].decode("utf-8", "surrogateescape")
+
+
+def _kind(event: str) -> str:
+    """An event's type, read from the start of its JSON: each event declares `type`
+    first, so its JSON begins with it."""
+    prefix = '{"type":"'
+    return event[len(prefix) : event.find('"', len(prefix))] if event.startswith(prefix) else ""
 
 
 def _repair_and_count(path: Path) -> int:

@@ -36,6 +36,9 @@ from lathe.types import Usage
 from lathe.ui.recorder import RunTally
 
 CONTINUE_TASK = "Continue the task from where you stopped."
+# What a run the server's death cut is ended with: its turns, usage and started calls.
+_CUT_RUN_EVENTS = frozenset({"turn_started", "model_request", "tool_started",
+                             "tool_finished"})  # fmt: skip
 _SUBSCRIBER_BACKLOG = 10_000
 
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
@@ -152,9 +155,12 @@ class ServedSession:
         if self._restore_approvals() and record.approval_timeout_s is not None:
             # Unattended: what a restart left pending waits its time again, no longer.
             asyncio.get_running_loop().call_later(record.approval_timeout_s, self._expire)
-        self._count_earlier_runs()
         self.safety = await self._safety(lathe_home())
-        self.agent = self._agent(self._history())
+        cut = await asyncio.to_thread(self.journal.unfinished_run, _CUT_RUN_EVENTS)
+        self.agent = self._agent(self._history(cut_run=cut is not None))
+        if cut is not None:
+            self._end_cut_run(cut)
+        self._count_earlier_runs()
 
     def _restore_approvals(self) -> bool:
         from lathe.agent.context import unanswered_calls
@@ -206,16 +212,38 @@ class ServedSession:
         ).register(safety.tools)  # fmt: skip
         return safety
 
-    def _history(self) -> list[Any]:
+    def _history(self, *, cut_run: bool) -> list[Any]:
         """The conversation to go on from, each call's results right after it (see
         `service.history`). A call paused on an approval keeps no result (answering the
-        approval runs it); any other call a crash left open gets an "interrupted" one."""
+        approval runs it); the calls of a run the server's death cut are answered as it
+        ends (`_end_cut_run`); any other call a crash left open (a `lathe run` killed)
+        gets an "interrupted" one."""
         from lathe.service.history import conversation
 
-        if self.approver.pending:
+        if self.approver.pending or cut_run:
             return conversation(self.session, open_tail=True)
         self.session.close_dangling_tool_calls()
         return conversation(self.session, open_tail=False)
+
+    def _end_cut_run(self, events: list[str]) -> None:
+        """End the run the server's death cut (the journal has its start and no end) as
+        a stopped run ends, so a client following the stream sees it end and `last_run`
+        says how: its open calls get "interrupted" results in the conversation and the
+        stream — a call paused on an approval stays open for it, as after SIGTERM — and
+        the run a `run_finished` and a run end in the session, with the turns and usage
+        its `events` (those of `_CUT_RUN_EVENTS`) show."""
+        from pydantic import TypeAdapter
+
+        adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+        for wire in events:
+            with contextlib.suppress(ValueError):  # one an older lathe wrote: not counted
+                event = adapter.validate_json(wire)
+                self.run_tally(event)
+                if isinstance(event, ToolStarted):
+                    self._announced.add(event.call_id)
+                elif isinstance(event, ToolFinished):
+                    self._announced.discard(event.call_id)
+        self._record_interruption("the server stopped (killed or crashed) during the run")
 
     def _agent(self, history: list[Any]) -> Any:
         from lathe.ui.wiring import build_agent
@@ -433,16 +461,18 @@ class ServedSession:
         records = await runner.run_calls(0, calls)
         self._answer_calls([result_message(record.call, record.output) for record in records])
 
-    def _record_interruption(self) -> None:
+    def _record_interruption(self, reason: str = "") -> None:
         """A stopped run leaves a whole conversation: each open call an "interrupted"
-        result — except, when the server shuts down, a call whose approval stays
-        pending for the next start — and the run's end in the session and the stream."""
+        result — except a call whose approval stays pending, for the next start (the
+        server shuts down) or the answer (a restart found it) — and the run's end in the
+        session and the stream, with `reason`, else the abort's."""
         from lathe.session import INTERRUPTED_RESULT
 
         self._close_open_calls(INTERRUPTED_RESULT)
         finished = RunFinished(
             status=RunStatus.INTERRUPTED, turns=self.run_tally.turns,
-            usage=self.run_tally.usage, answer="", reason=self._stop_reason or "stopped",
+            usage=self.run_tally.usage, answer="",
+            reason=reason or self._stop_reason or "stopped",
         )  # fmt: skip
         self.emit(finished)
         self.recorder.record_end(finished)
@@ -450,14 +480,16 @@ class ServedSession:
     def _close_open_calls(self, text: str) -> None:
         """Each call of the last reply still unanswered gets `text` as its result, in
         the conversation and in the stream (a `tool_finished`, after a `tool_started`
-        when the stream has not seen it start)."""
+        when the stream has not seen it start). A call whose approval is still pending
+        keeps waiting for it: only a shutdown or a restart leaves one pending here (a
+        stopped run's requests are denied as it stops)."""
         from lathe.agent.context import unanswered_calls
         from lathe.agent.tooling import refused_results
 
         waiting = {p.call_id for p in self.approver.pending.values()}
         results: list[Any] = []
         for call in unanswered_calls(self.agent.messages):
-            if self.approver.closing and call.id in waiting:
+            if call.id in waiting:
                 continue
             seen = call.id in self._announced
             summary = text.partition(":")[0]
