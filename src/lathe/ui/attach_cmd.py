@@ -47,6 +47,8 @@ def attach_command(url: str, session_id: str, token_file: Path | None) -> None:
         info = _served(client, session_id)
     except ServiceError as exc:
         said = str(exc)
+        if exc.status == 404 and not _answers(client):  # no session route: not lathe's root
+            said = f"no lathe server answered at {url} (HTTP 404); {_root_hint(url)}"
         if exc.status == 401:
             where = token_file or "serve/token in lathe's data dir"
             said += f"; the token in {where} is not this server's: give its token file"
@@ -80,6 +82,27 @@ def _served(client: Any, given: str) -> Any:
         if not matches:
             raise
         return client.session(matches[0])
+
+
+def _answers(client: Any) -> bool:
+    """Whether a lathe server answers at the client's URL (its health route)."""
+    try:
+        client.health()
+    except Exception:  # a 404 from another server, or a path under lathe's root
+        return False
+    return True
+
+
+def _root_hint(url: str) -> str:
+    """What URL to give instead: the one without the API's `/v1...` path."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    segments = parts.path.split("/")
+    if "v1" in segments:
+        root = "/".join(segments[: segments.index("v1")])
+        return f"give its root URL: {parts.scheme}://{parts.netloc}{root}"
+    return "give the URL `lathe serve` printed (http://HOST:PORT)"
 
 
 def _fail(message: str) -> int:
