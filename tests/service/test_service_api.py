@@ -88,6 +88,29 @@ def test_a_task_runs_to_verified_and_streams_the_same_objects_as_run_json(
     assert "a + b" in (ws / "calc.py").read_text()
 
 
+def test_a_follow_up_keeps_the_caveat_of_the_check_files_changed_before(
+    served, fake_openai, tmp_path
+):
+    # Each message's run judged the check files as it found them: after a run that
+    # weakened check.py, the next message ended in a plain "verified".
+    ws = calc_workspace(tmp_path)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    weaken = Call("edit", {"path": "check.py", "old_string": "== 5", "new_string": "== -1"})
+    fake_openai.enqueue(Reply(calls=[weaken]), Reply("Done."), Reply("Yes, done."))
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="full",
+            verify=f"{sys.executable} check.py",
+        )  # fmt: skip
+        client.send(session.id, "fix add")
+        *_, first = client.events(session.id, until="run_finished")
+        assert "check.py" in first.data["reason"]
+        client.send(session.id, "are you sure?")
+        *_, again = client.events(session.id, after=first.id, until="run_finished")
+    assert again.data["status"] == "verified"
+    assert "check.py" in again.data["reason"]
+
+
 def test_a_client_that_reconnects_with_last_event_id_misses_nothing(served, fake_openai, tmp_path):
     ws = calc_workspace(tmp_path)
     _fix_script(fake_openai)

@@ -196,7 +196,7 @@ class ServedSession:
         workspace = self.setup.workspace
         self.approver.diff_of = lambda request: _diff_of(safety.tools, request, workspace)
         safety.executor = LimitedExecutor(safety.executor, self.limits.commands, self.emit)
-        checkpoints = Checkpoints(self.setup.workspace, home)
+        checkpoints = self._checkpoints = Checkpoints(self.setup.workspace, home)
         self.recorder = SessionRecorder(self.session)
         changes = CheckpointRecorder(checkpoints, self.session)
         self.chain = hook_chain(safety, self.redactor, recorders=[self.recorder, changes])
@@ -246,9 +246,10 @@ class ServedSession:
         self._record_interruption("the server stopped (killed or crashed) during the run")
 
     def _agent(self, history: list[Any]) -> Any:
+        from lathe.ui.recorder import files_before_conversation
         from lathe.ui.wiring import build_agent
 
-        return build_agent(
+        agent = build_agent(
             self.setup,
             self.provider,
             self.emit,
@@ -257,6 +258,10 @@ class ServedSession:
             messages=history,
             tools=self.safety.tools,
         )
+        agent.deps.settings.files_before_conversation = files_before_conversation(
+            self._checkpoints, lambda: self.id
+        )
+        return agent
 
     # events
 
