@@ -11,6 +11,9 @@ Three tools over one `SessionManager`, built with the `mcp` SDK's `MCPServer`:
 - `list_sessions`: the stored sessions, newest first (those `lathe run` wrote too).
 - `session_transcript`: one stored session as a readable transcript.
 
+A call's arguments are checked before the tool runs (`_checked`): one the tool does not
+take, or one missing or of the wrong kind, is an error result of one line naming it.
+
 Two transports: stdio (`lathe mcp serve`, `serve_stdio`: the SDK keeps stdout for the
 protocol and points anything else written there at stderr) and streamable HTTP at
 `/mcp` of `lathe serve` (`HttpEndpoint`, behind the service's token).
@@ -141,7 +144,7 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
     from lathe import __version__
     from lathe.errors import LatheError
 
-    server = MCPServer(
+    server = _checked(MCPServer)(
         "lathe",
         version=__version__,
         instructions="lathe is a coding agent: run_task gives it a task in a workspace "
@@ -233,6 +236,51 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
         session_transcript, description=inspect.getdoc(session_transcript), structured_output=False
     )
     return server
+
+
+def _checked(server_class: Any) -> Any:
+    """`server_class` (the SDK's MCPServer) refusing a call's arguments in one line that
+    names them: one the tool does not take (the SDK ignored it), or one missing or of the
+    wrong kind (the SDK answered pydantic's report, several lines long)."""
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class Checked(server_class):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), None)
+            if schema is None:  # an unknown tool: the SDK says so
+                return await super().call_tool(name, arguments, context)
+            takes = list(schema.get("properties", {}))
+            if unknown := [key for key in arguments if key not in takes]:
+                raise ToolError(
+                    f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(f'`{key}`' for key in unknown)}: it takes {', '.join(takes)}"
+                )
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                # The arguments' validation (the tool's own body raises ToolError
+                # from None, and a crash is an UnexpectedToolError).
+                cause = exc.__cause__
+                if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                    raise
+                problems = "; ".join(_problem(e, schema) for e in cause.errors())
+                raise ToolError(f"{name}: {problems}") from None
+
+    return Checked
+
+
+def _problem(error: Any, schema: dict[str, Any]) -> str:
+    """One of pydantic's validation errors of a tool's arguments, in words on one line."""
+    field = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "missing":
+        described = str(schema["properties"].get(field, {}).get("description", "")).rstrip(".")
+        need = f": {described[:1].lower()}{described[1:]}" if described else ""
+        return f"`{field}` is required{need}"
+    given = repr(error.get("input"))
+    given = given if len(given) <= 60 else given[:57] + "..."
+    message = str(error["msg"])
+    return f"`{field}`: {message[:1].lower()}{message[1:]}, not {given}"
 
 
 async def _follow(served: Any, ctx: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
