@@ -166,6 +166,37 @@ def test_a_corrupt_line_holding_a_tool_call_leaves_no_result_without_its_call(
     assert "THE TASK" in json.dumps(sent)
 
 
+def test_a_result_recorded_after_a_queued_message_goes_on_as_the_result(tmp_path, fake_openai):
+    # A served session keeps a message queued at close after a call paused on its
+    # approval, so the call's result comes after it in the file. `--resume` called the
+    # call interrupted and dropped its real result: the model was told a write that
+    # happened had not.
+    from lathe.session import SessionStore
+    from lathe.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    call = ToolCall(id="call_w", name="write", arguments='{"path": "new.txt"}')
+    with SessionStore(tmp_path / "home").create(ws, "m") as stored:
+        for message in (
+            UserMessage(content="WRITE a file"),
+            AssistantMessage(tool_calls=(call,)),
+            UserMessage(content="and also add a README"),
+            ToolResultMessage(tool_call_id="call_w", name="write", content="wrote new.txt"),
+            AssistantMessage(text="wrote it"),
+        ):
+            stored.append_message(message)
+
+    fake_openai.enqueue(Reply("Went on."))
+    resumed = lathe_run(fake_openai, ws, tmp_path, "--resume", stored.id, "go on")
+
+    assert resumed.returncode == 0, resumed.stderr
+    sent = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] != "system"]
+    assert [m["role"] for m in sent[:4]] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["content"] == "wrote new.txt"
+    assert sent[3]["content"].startswith("and also add a README")
+
+
 def test_a_corrupt_first_line_leaves_a_conversation_that_starts_with_the_user(
     tmp_path, fake_openai
 ):

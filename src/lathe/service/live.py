@@ -505,7 +505,7 @@ class ServedSession:
         """Record the results of the last reply's calls, right after that reply: a
         message kept since (queued when the server stopped while an approval held a
         call open) goes after them, as a strict API requires (`service.history`)."""
-        from lathe.service.history import in_call_order
+        from lathe.session.conversation import in_call_order
 
         for result in results:
             self.agent.append(result)

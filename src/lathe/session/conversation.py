@@ -1,7 +1,8 @@
 """From a branch of entries to a conversation a provider accepts. Pure functions.
 
 Order of operations on resume: take the branch (root → leaf), apply the latest
-compaction, then repair tool calls a crash left without results.
+compaction, put each call's results right after it, then repair tool calls a crash left
+without results.
 """
 
 from __future__ import annotations
@@ -53,6 +54,36 @@ def apply_compaction(entries: Sequence[Entry]) -> list[Message]:
     )
     kept = branch_messages(entries[start:])
     return [UserMessage(content=compaction.summary), *kept]
+
+
+def in_call_order(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with the results of each reply's calls moved up to right after it,
+    ahead of the messages between them (up to the next reply). A result whose call is
+    elsewhere stays put, for the repair of dangling calls to judge. A served session
+    keeps a message queued at close after a call paused on its approval, so the call's
+    result comes after that message once it runs: the repair had called the call
+    interrupted and dropped its real result."""
+    ordered: list[Message] = []
+    index, count = 0, len(messages)
+    while index < count:
+        message = messages[index]
+        ordered.append(message)
+        index += 1
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            continue
+        end = index
+        while end < count and not isinstance(messages[end], AssistantMessage):
+            end += 1
+        calls = {call.id for call in message.tool_calls}
+        results: dict[str, Message] = {}
+        for later in messages[index:end]:
+            if isinstance(later, ToolResultMessage) and later.tool_call_id in calls:
+                results.setdefault(later.tool_call_id, later)
+        taken = {id(result) for result in results.values()}
+        ordered += results.values()
+        ordered += (m for m in messages[index:end] if id(m) not in taken)
+        index = end
+    return ordered
 
 
 def repair_dangling_tool_calls(

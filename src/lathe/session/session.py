@@ -29,6 +29,7 @@ from lathe.session import listing, summarise
 from lathe.session.conversation import (
     apply_compaction,
     branch_messages,
+    in_call_order,
     repair_dangling_tool_calls,
     starting_with_the_user,
     unanswered_tail_calls,
@@ -177,10 +178,12 @@ class Session:
         return branch_messages(self.branch(leaf))
 
     def conversation(self, leaf: str | None = None) -> list[Message]:
-        """What to send to the model: the latest compaction applied, any tool call
-        left without a result given an "interrupted" result, and what a corrupt line
-        left unsendable mended (a result whose call was lost, a lost first message)."""
-        repaired, _ = repair_dangling_tool_calls(apply_compaction(self.branch(leaf)))
+        """What to send to the model: the latest compaction applied, each call's
+        results right after it (`in_call_order`), any tool call left without a result
+        given an "interrupted" result, and what a corrupt line left unsendable mended (a
+        result whose call was lost, a lost first message)."""
+        ordered = in_call_order(apply_compaction(self.branch(leaf)))
+        repaired, _ = repair_dangling_tool_calls(ordered)
         return starting_with_the_user(repaired)
 
     def close_dangling_tool_calls(self) -> list[ToolResultMessage]:
