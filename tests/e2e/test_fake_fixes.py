@@ -143,49 +143,46 @@ def test_a_check_that_printed_no_counts_where_it_did_before_says_so(tmp_path, fa
     assert "printed no test counts" in finished["reason"]
 
 
-def test_a_check_that_passes_with_nothing_changed_says_it_may_be_flaky(tmp_path, fake_openai):
-    # The baseline failed, the model only said "it passes now", the re-run passed.
+def _after_a_flaky_check(tmp_path, fake_openai, *replies: Reply) -> dict:
+    """How a run ends whose check fails the first time and passes after, whatever was
+    done in between: `replies` is what the model does."""
     ws = _repo(tmp_path)
     flip = tmp_path / "flaky-marker"
     check = f"test -e {flip} || {{ touch {flip}; false; }}"
-    fake_openai.enqueue(Reply("It is flaky; it passes now."))
+    fake_openai.enqueue(*replies)
     done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
                      "--verify", check, "Fix add")  # fmt: skip
     finished = _finished(done)
-    assert finished["status"] == "verified"
+    assert finished["status"] == "verified", done.stderr
+    return finished
+
+
+def test_a_check_that_passes_with_nothing_changed_says_it_may_be_flaky(tmp_path, fake_openai):
+    # The baseline failed, the model only said "it passes now", the re-run passed.
+    finished = _after_a_flaky_check(tmp_path, fake_openai, Reply("It is flaky; it passes now."))
     assert "nothing was changed" in finished["reason"]
 
 
 def test_commands_that_only_look_or_rerun_the_check_are_no_change(tmp_path, fake_openai):
     # The caveat had dropped after any bash call that succeeded, `ls` and a re-run too.
-    ws = _repo(tmp_path)
-    flip = tmp_path / "flaky-marker"
-    check = f"test -e {flip} || {{ touch {flip}; false; }}"
-    fake_openai.enqueue(
+    finished = _after_a_flaky_check(
+        tmp_path,
+        fake_openai,
         Reply(calls=[Call("bash", {"command": "ls -la && git status"})]),
         Reply(calls=[Call("bash", {"command": f"{VERIFY} tests || true"})]),
         Reply("It is flaky; it passes now."),
     )
-    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
-                     "--verify", check, "Fix add")  # fmt: skip
-    finished = _finished(done)
-    assert finished["status"] == "verified"
     assert "nothing was changed" in finished["reason"]
 
 
 def test_a_command_that_writes_a_file_is_a_change(tmp_path, fake_openai):
-    ws = _repo(tmp_path)
-    flip = tmp_path / "flaky-marker"
-    check = f"test -e {flip} || {{ touch {flip}; false; }}"
-    fake_openai.enqueue(
+    finished = _after_a_flaky_check(
+        tmp_path,
+        fake_openai,
         Reply(calls=[Call("bash", {"command": "ls > listing.txt"})]),
         Reply("Done."),
     )
-    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full",
-                     "--verify", check, "Fix add")  # fmt: skip
-    finished = _finished(done)
-    assert finished["status"] == "verified"
-    assert "nothing was changed" not in finished.get("reason", "")
+    assert "nothing was changed" not in finished["reason"]
 
 
 def test_a_conftest_in_a_folder_pytest_collects_is_a_check_file(tmp_path, fake_openai):

@@ -679,8 +679,13 @@ def test_a_childs_own_token_cap_and_the_runs_budget_each_hold(tmp_path, fake_ope
     assert asked <= 5, f"{asked} requests for a 200-token run of 50-token replies"
 
 
-def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path, fake_openai):
-    # Its cost was unknown, so --max-cost never judged the child: 2.6M tokens spent.
+_PRICED = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
+           "-c", "models.m.output_price=2.0"]  # fmt: skip
+
+
+def _with_an_unpriced_child(tmp_path, fake_openai) -> Path:
+    """A project whose `cheap` profile runs a model with no prices, and a script where
+    the parent hands it one task."""
     ws = _project(tmp_path)
     agents = ws / ".lathe" / "agents"
     agents.mkdir(parents=True)
@@ -691,9 +696,13 @@ def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path,
         parent=[Reply(calls=[_task("a", "[child a] work", agent="cheap")]), Reply("done")],
         children={"[child a]": [Reply("a done")]},
     )
-    priced = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
-              "-c", "models.m.output_price=2.0"]  # fmt: skip
-    result = _run(fake_openai, ws, tmp_path, *priced, "--max-cost", "0.50", "go")
+    return ws
+
+
+def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path, fake_openai):
+    # Its cost was unknown, so --max-cost never judged the child: 2.6M tokens spent.
+    ws = _with_an_unpriced_child(tmp_path, fake_openai)
+    result = _run(fake_openai, ws, tmp_path, *_PRICED, "--max-cost", "0.50", "go")
     outputs = _results(result.stdout)
     assert outputs["call_a"]["is_error"] is True, outputs["call_a"]
     assert "prices" in outputs["call_a"]["output"]
@@ -703,19 +712,8 @@ def test_a_profile_model_with_no_prices_under_a_cost_budget_is_refused(tmp_path,
 def test_a_child_of_unknown_cost_makes_the_runs_cost_unknown_not_lower(tmp_path, fake_openai):
     # Without a cost budget such a child may run, and its cost was added as $0: the run
     # reported a known cost that left the child out.
-    ws = _project(tmp_path)
-    agents = ws / ".lathe" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "cheap.md").write_text(
-        "---\ndescription: a cheaper model\nmodel: unpriced\n---\nWork.\n"
-    )
-    fake_openai.responder = Script(
-        parent=[Reply(calls=[_task("a", "[child a] work", agent="cheap")]), Reply("done")],
-        children={"[child a]": [Reply("a done")]},
-    )
-    priced = ["-c", "models.m.provider=openai", "-c", "models.m.input_price=1.0",
-              "-c", "models.m.output_price=2.0"]  # fmt: skip
-    result = _run(fake_openai, ws, tmp_path, *priced, "go")
+    ws = _with_an_unpriced_child(tmp_path, fake_openai)
+    result = _run(fake_openai, ws, tmp_path, *_PRICED, "go")
     assert result.returncode == 0, result.stderr[-3000:]
     assert any("[child a]" in _first_user_text(b) for b in fake_openai.chat_bodies())
     finished = json.loads(result.stdout.splitlines()[-1])
