@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from lathe.config.trust import ProjectSettings
 
 MCP_JSON = ".mcp.json"
+# Headers that carry credentials whatever their value looks like (besides those named
+# like a secret variable: X-Api-Key, X-Auth-Token).
+_SECRET_HEADER = re.compile(r"auth|cookie", re.IGNORECASE)
 # Keys of the mcpServers shape that mean what lathe's own do (lathe's names included).
 _PASSED_THROUGH = (
     "command", "args", "env", "cwd", "headers", "enabled", "startup_timeout_s",
@@ -81,21 +84,55 @@ class DeclaredServers:
         return [e for e in self.entries if e.trusted and e.config.enabled]
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
-        """The values the servers' `env`, `headers` and `url` take from the environment
-        (`${VAR}`): masked wherever lathe writes, like the model's key, should a server
-        echo one or an error quote the URL. Arguments are left out: a `${HOME}` there
-        would mask every path."""
-        found = {secret for entry in self.entries for secret in entry_secrets(entry, environ)}
+        """The secrets the servers that may start take from the environment
+        (`entry_secrets`): masked wherever lathe writes, like the model's key, should a
+        server echo one or an error quote the URL. A server that is not started (not
+        trusted, disabled) is given nothing, so nothing of its settings is masked."""
+        found = {secret for entry in self.runnable() for secret in entry_secrets(entry, environ)}
         return sorted(found)
 
 
 def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values one server's `env`, `headers` and `url` take from the environment
-    (`DeclaredServers.secrets`)."""
+    """The secrets one server's `env`, `headers` and `url` take from the environment
+    (`${VAR}`): a value whose variable, or the env entry or header it fills, is named
+    like a secret (`exec.env.holds_secret`: `API_TOKEN`, `SERVICE_AUTH`; a header
+    `Authorization`, `Cookie`), or that looks like a credential itself
+    (`looks_like_secret`) — one word, not a path nor a plain word, as for the
+    environment (`exec.env.secret_values`) — and a credential of the url (its password,
+    a `token=`). Its other values are settings (`NODE_ENV=development`): masking them replaced that
+    word in every file the model read, and its edits of them failed. Arguments are left
+    out: a `${HOME}` there would mask every path."""
+    from lathe.config.secrets import looks_like_secret, url_secrets
+    from lathe.exec.env import holds_secret, is_secret_name
+
     environ = os.environ if environ is None else environ
-    texts = (*entry.config.env.values(), *entry.config.headers.values(), entry.config.url or "")
-    names = {name for text in texts for name in env_references(text)}
-    return [environ[name] for name in sorted(names) if environ.get(name)]
+    config = entry.config
+    found: set[str] = set()
+    for key, text, is_header in (
+        *((k, v, False) for k, v in config.env.items()),
+        *((k, v, True) for k, v in config.headers.items()),
+        ("", config.url or "", False),
+    ):
+        secret_key = is_secret_name(key) or (is_header and bool(_SECRET_HEADER.search(key)))
+        for name in env_references(text):
+            value = environ.get(name)
+            if not value or not _maskable(value):
+                continue
+            if secret_key or holds_secret(name, value) or looks_like_secret(value):
+                found.add(value)
+    if config.url:
+        found.update(url_secrets(_expanded_leniently(config.url, environ)))
+    return sorted(found)
+
+
+def _maskable(value: str) -> bool:
+    """As `exec.env.secret_values` judges a secret variable's value: one word, not a
+    path, not a plain word (`SERVICE_AUTH=production` would mask every "production")."""
+    return (
+        not any(c.isspace() for c in value)
+        and not value.startswith(("/", "~", "."))
+        and not value.isalpha()
+    )
 
 
 def declared_servers(
@@ -210,6 +247,11 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
             if named and (pattern := "/" + path.relative_to(root).as_posix()) not in found:
                 found.append(pattern)
     return tuple(found)
+
+
+def _expanded_leniently(value: str, environ: Mapping[str, str]) -> str:
+    """`value` expanded as far as the environment allows (a missing variable: empty)."""
+    return ENV_REF.sub(lambda match: environ.get(match.group(1), ""), value)
 
 
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:

@@ -1,0 +1,55 @@
+"""End to end: which values an MCP server's settings take from the environment are
+masked in what the model reads, and how `${VAR}` references expand for the server
+(`python -m lathe run` with the scripted fake model and the SDK-built fake server)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.test_mcp import (
+    received,
+    run,
+    stdio_server,
+    tool_results,
+    user_config,
+    workspace,
+)
+from tests.fakes.openai_server import Call, Reply
+
+
+def test_only_secrets_of_started_servers_are_masked_not_every_value_they_take(
+    tmp_path, fake_openai, monkeypatch
+):
+    # `"NODE_ENV": "${NODE_ENV}"` of a .mcp.json server nobody trusted made every
+    # "development" in the code read `…`, and the model's edit of it failed for ever.
+    secret = "zq7f3k9x2m4w8v1p6r5t"
+    monkeypatch.setenv("NODE_ENV", "development")
+    monkeypatch.setenv("DOCS_SERVICE_CODE", secret)
+    ws = workspace(tmp_path)
+    (ws / "config.js").write_text('export const debug = process.env.NODE_ENV === "development";\n')
+    docs = {"command": "npx", "args": ["-y", "x"], "env": {"NODE_ENV": "${NODE_ENV}"}}
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": docs}}))
+    mine = stdio_server(
+        tmp_path, env={"NODE_ENV": "${NODE_ENV}", "SERVICE_AUTH": "${DOCS_SERVICE_CODE}"}
+    )
+    user_config(tmp_path, {"srv": mine})
+    edit = {"path": "config.js", "old_string": '"development"', "new_string": '"dev"'}
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "config.js"})]),
+        Reply(calls=[Call("edit", edit)]),
+        Reply(calls=[Call("mcp__srv__getenv", {"name": "SERVICE_AUTH"})]),
+        Reply(calls=[Call("mcp__srv__getenv", {"name": "NODE_ENV"})]),
+        Reply("Done."),
+    )
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    assert '=== "development"' in tool_results(bodies[1])[0]
+    assert (ws / "config.js").read_text().endswith('=== "dev";\n'), tool_results(bodies[2])
+    assert [c["name"] for c in received(tmp_path)] == ["getenv", "getenv"]
+    # A started server's secret is still masked, the same server's NODE_ENV not.
+    masked = tool_results(bodies[3])[-1]
+    assert secret not in masked and "…" in masked
+    assert tool_results(bodies[4])[-1] == "development"
