@@ -51,12 +51,15 @@ def child_status(run: RunStatus) -> ChildStatus:
 @dataclass(frozen=True)
 class Merge:
     """What became of the child's changes: `applied` to the parent's workspace (as one
-    checkpoint, `checkpoint`), or not, with `reason`; `patch_file` holds them either way."""
+    checkpoint, `checkpoint`), or not, with `reason`; `patch_file` holds them either way.
+    Not applied for a clash with the workspace's own changes, `marked` is the patch that
+    applies them to the workspace as it was then, the clashes between conflict markers."""
 
     applied: bool
     patch_file: Path | None = None
     checkpoint: int | None = None
     reason: str = ""
+    marked: Path | None = None
 
 
 @dataclass(frozen=True)

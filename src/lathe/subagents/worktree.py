@@ -10,16 +10,21 @@ difference from `base`. Nothing is written into the user's `.git`: no worktree m
 no refs, no config. Creations for one workspace are serialised by a lock.
 
 `child_changes` is that difference, as files with line counts and as a binary git
-patch; `apply_patch` lands it in the
-parent's workspace only when it applies cleanly as a whole (`git apply --check` first),
-and otherwise leaves the workspace as it was and keeps the patch file for the user.
+patch; `apply_patch` lands it in the parent's workspace only when all of it applies
+(`git apply --check` first). When the workspace has changed those files since the child
+started (a sibling's changes landed), each is merged three ways, from `base`: edits to
+other lines of a file both stay. Where both changed the same lines the workspace is left
+as it was; the patch file is kept for the user, with a second one that applies to the
+workspace as it is, the clashes between conflict markers.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +58,17 @@ class FileStat:
 @dataclass(frozen=True)
 class Applied:
     """The outcome of `apply_patch`: `applied` False means the workspace is untouched and
-    `reason` says why (git's own words)."""
+    `reason` says why: git's own words, or the files the workspace has changed in the
+    same places as the child (`clashes`). Then `marked`, when set, is a patch of the
+    child's changes merged with the workspace's that applies to the workspace as it is
+    now, each clash of text between conflict markers (a file that is not text stays as
+    the workspace has it)."""
 
     applied: bool
     patch_file: Path
     reason: str = ""
+    clashes: tuple[str, ...] = ()
+    marked: Path | None = None
 
 
 def worktrees_root(workspace: Path, home: Path) -> Path:
@@ -176,9 +187,12 @@ def _changed_in(tree: Worktree, submodule: str) -> list[str]:
     return [f"{submodule}/{p}" for p in sorted(differ)]
 
 
-def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:
+def apply_patch(
+    workspace: Path, patch: bytes, patch_file: Path, tree: Worktree | None = None
+) -> Applied:
     """Write `patch` to `patch_file`, then apply it to `workspace` if, and only if, all
-    of it applies cleanly."""
+    of it applies. When it does not apply as it stands and `tree` is the worktree it
+    came from, its files are merged three ways (`_merged`), and applied when all merge."""
     patch_file.parent.mkdir(parents=True, exist_ok=True)
     patch_file.write_bytes(patch)
     if not patch:
@@ -186,11 +200,140 @@ def apply_patch(workspace: Path, patch: bytes, patch_file: Path) -> Applied:
     check = _apply(workspace, patch_file, "--check")
     if check.returncode != 0:
         reason = check.stderr.decode("utf-8", "replace").strip() or "git apply --check failed"
-        return Applied(False, patch_file, reason)
+        if tree is None:
+            return Applied(False, patch_file, reason)
+        try:
+            return _merged(workspace, tree, patch_file)
+        except LatheError:  # no merge to be had (a file turned folder): git's reason stands
+            return Applied(False, patch_file, reason)
     done = _apply(workspace, patch_file)
     if done.returncode != 0:  # checked a moment ago: only a concurrent change gets here
         return Applied(False, patch_file, done.stderr.decode("utf-8", "replace").strip())
     return Applied(True, patch_file)
+
+
+# A path's entry in a tree: (mode, object id); None where there is no file.
+_Entry = tuple[str, str] | None
+_REGULAR = ("100644", "100755")
+_LEAVES = (*_REGULAR, "120000")  # what a merge can write: files and symlinks
+
+
+def _merged(workspace: Path, tree: Worktree, patch_file: Path) -> Applied:
+    """Each file the child changed, merged from what it started from (`tree.base`), what
+    it left and what the workspace has now (`git merge-file` for text). All merged: the
+    merge lands as one patch from the workspace as it is. Otherwise nothing lands, and
+    `marked` holds that patch with the clashes between conflict markers."""
+    listed = _git(tree.path, "diff", "--cached", "--name-only", "--no-renames", "-z", tree.base)
+    paths = [p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p]
+    ours: dict[str, _Entry] = {}
+    result: dict[str, _Entry] = {}
+    lines, whole = [], []  # the clashes: in some lines, or of files not merged by line
+    with tempfile.TemporaryDirectory(prefix="lathe-merge-") as scratch:
+        for path in paths:
+            base = _entry_in(tree, tree.base, path)
+            theirs = _entry_in(tree, None, path)
+            mine = _workspace_entry(tree, workspace, path)
+            if any(e is not None and e[0] not in _LEAVES for e in (base, theirs, mine)):
+                whole.append(path)  # a folder or a submodule: nothing to merge
+                continue
+            ours[path] = mine
+            result[path], clash = _merge_file(tree, Path(scratch), base, mine, theirs)
+            {"lines": lines, "whole": whole, None: []}[clash].append(path)
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        before = _tree_with(tree, ours, index)
+        after = _tree_with(tree, result, index)
+    merged = patch_file.with_name(patch_file.stem + ".merged.patch")
+    merged.write_bytes(_git(tree.path, "diff", "--binary", "--no-renames", before, after))
+    if lines or whole:
+        said = [f"the same lines of {', '.join(lines)}"] if lines else []
+        if whole:
+            said.append(
+                f"{', '.join(whole)}, which cannot be merged by line (the merge keeps yours)"
+            )
+        reason = f"your workspace has changed {' and '.join(said)} since the subagent started"
+        return Applied(False, patch_file, reason, (*lines, *whole), merged)
+    try:
+        for extra in ("--check", None):
+            done = _apply(workspace, merged, *([extra] if extra else []))
+            if done.returncode != 0:
+                why = done.stderr.decode("utf-8", "replace").strip() or "git apply failed"
+                return Applied(False, patch_file, why)
+    finally:
+        merged.unlink()
+    return Applied(True, patch_file)
+
+
+def _merge_file(
+    tree: Worktree, scratch: Path, base: _Entry, ours: _Entry, theirs: _Entry
+) -> tuple[_Entry, str | None]:
+    """One file merged three ways, and its clash: None, "lines" (the text with its
+    conflict markers), or "whole" (not text, made on both sides or removed on one: the
+    workspace's own)."""
+    if ours == base:
+        return theirs, None
+    if theirs == base or ours == theirs:
+        return ours, None
+    if base is None or ours is None or theirs is None:
+        return ours, "whole"
+    if not {base[0], ours[0], theirs[0]} <= set(_REGULAR):
+        return ours, "whole"
+    files = []
+    for name, (_, blob) in (("workspace", ours), ("started", base), ("subagent", theirs)):
+        (scratch / name).write_bytes(_git(tree.path, "cat-file", "blob", blob))
+        files.append(str(scratch / name))
+    merge = _run_git(tree.path, "merge-file", "-p", "-L", "workspace", "-L",
+                     "when the subagent started", "-L", "subagent", *files)  # fmt: skip
+    if merge.returncode < 0 or merge.returncode >= 128:  # not text (or git failed)
+        return ours, "whole"
+    mode = theirs[0] if ours[0] == base[0] else ours[0]
+    blob = _git(tree.path, "hash-object", "-w", "--stdin", "--no-filters", feed=merge.stdout)
+    return (mode, blob.decode().strip()), "lines" if merge.returncode else None
+
+
+def _entry_in(tree: Worktree, commit: str | None, path: str) -> _Entry:
+    """`path`'s entry in `commit`, or in the child's index (everything it left, staged)."""
+    literal = {"GIT_LITERAL_PATHSPECS": "1"}
+    if commit is None:
+        listed = _git(tree.path, "ls-files", "--stage", "-z", "--", path, env=literal)
+    else:
+        listed = _git(tree.path, "ls-tree", "-z", commit, "--", path, env=literal)
+    for record in listed.decode("utf-8", "surrogateescape").split("\0"):
+        # "mode id stage\tpath" or "mode type id\tpath"; a folder's files are not it
+        fields, _, named = record.partition("\t")
+        if named == path:
+            words = fields.split()
+            return words[0], words[1] if commit is None else words[2]
+    return None
+
+
+def _workspace_entry(tree: Worktree, workspace: Path, path: str) -> _Entry:
+    """`path` as the workspace has it, stored in the child's repository (as `git add`
+    would store it there)."""
+    file = workspace / path
+    try:
+        info = file.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        target = os.fsencode(os.readlink(file))
+        blob = _git(tree.path, "hash-object", "-w", "--stdin", "--no-filters", feed=target)
+        return "120000", blob.decode().strip()
+    if not stat.S_ISREG(info.st_mode):
+        return "040000", ""  # a folder where the child has a file
+    blob = _git(tree.path, "hash-object", "-w", f"--path={path}", "--", str(file))
+    return ("100755" if info.st_mode & 0o100 else "100644"), blob.decode().strip()
+
+
+def _tree_with(tree: Worktree, entries: dict[str, _Entry], index: dict[str, str]) -> str:
+    """The tree of `base` with `entries` in place of its own (None: removed)."""
+    _git(tree.path, "read-tree", tree.base, env=index)
+    none = "0" * len(tree.base)
+    lines = "".join(
+        f"{e[0]} {e[1]}\t{p}\0" if e is not None else f"0 {none}\t{p}\0" for p, e in entries.items()
+    )
+    feed = lines.encode("utf-8", "surrogateescape")
+    _git(tree.path, "update-index", "-z", "--index-info", feed=feed, env=index)
+    return _git(tree.path, "write-tree", env=index).decode().strip()
 
 
 def remove_worktree(tree: Worktree) -> None:
@@ -278,18 +421,41 @@ def _apply(workspace: Path, patch_file: Path, *extra: str) -> subprocess.Complet
     )
 
 
-def _git(cwd: Path, *args: str, feed: bytes | None = None, own: bool = True) -> bytes:
+def _git(
+    cwd: Path,
+    *args: str,
+    feed: bytes | None = None,
+    own: bool = True,
+    env: dict[str, str] | None = None,
+) -> bytes:
     """Run git in `cwd`: pinned to `cwd`'s own `.git` (a child's folder), or with `own`
-    False found as git finds it (the parent's repository)."""
+    False found as git finds it (the parent's repository); `env` adds to its
+    environment. A LatheError when it fails."""
+    proc = _run_git(cwd, *args, feed=feed, own=own, env=env)
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip()
+        raise LatheError(f"git {args[0]} in {cwd} failed (exit {proc.returncode}): {detail}")
+    return proc.stdout
+
+
+def _run_git(
+    cwd: Path,
+    *args: str,
+    feed: bytes | None = None,
+    own: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """`_git`, its exit status the caller's to judge."""
     # Hooks are looked for under a folder that cannot exist: none ever runs.
-    env = isolated_git_environment(None, Path(os.devnull))
+    environment = isolated_git_environment(None, Path(os.devnull))
     if own:
-        env["GIT_DIR"], env["GIT_WORK_TREE"] = str(cwd / ".git"), str(cwd)
+        environment["GIT_DIR"], environment["GIT_WORK_TREE"] = str(cwd / ".git"), str(cwd)
+    environment.update(env or {})
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=cwd,
-            env=env,
+            env=environment,
             input=feed,
             stdin=None if feed is not None else subprocess.DEVNULL,
             capture_output=True,
@@ -297,7 +463,3 @@ def _git(cwd: Path, *args: str, feed: bytes | None = None, own: bool = True) -> 
         )
     except FileNotFoundError as exc:
         raise UsageError("git was not found on PATH; subagents need git: install it") from exc
-    if proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip()
-        raise LatheError(f"git {args[0]} in {cwd} failed (exit {proc.returncode}): {detail}")
-    return proc.stdout

@@ -7,9 +7,10 @@ A child gets the parent's provider, configuration and rules, never a looser appr
 session and call. A child that may change files works in its own worktree
 (`subagents/worktree.py`) behind its own sandbox bound to that folder; when it ends,
 its changes come back as one patch, applied to the parent's workspace as one checkpoint
-when it applies whole, kept as a file and reported when it does not. The `explore`
-profile (and any profile that changes nothing, `subagents/profiles.py`) runs in the
-parent's workspace with the read-only tools and no worktree.
+when it applies whole or merges three ways with what the workspace has since, kept as a
+file and reported when it does not. The `explore` profile (and any profile that changes
+nothing, `subagents/profiles.py`) runs in the parent's workspace with the read-only
+tools and no worktree.
 Children run at once up to `agents.max_parallel`; nesting stops at `agents.max_depth`.
 Its events reach the parent's stream wrapped in `ChildEvent`.
 """
@@ -568,18 +569,25 @@ class _Child:
                 self.merged = await job
                 raise
             if not self.merged.applied and self.merged.patch_file is not None:
-                self._tell_kept(self.merged.patch_file, self.merged.reason)
+                self._tell_kept(self.merged.patch_file, self.merged.reason, self.merged.marked)
             return self.merged
 
-    def _tell_kept(self, patch_file: Path, why: str) -> None:
+    def _tell_kept(self, patch_file: Path, why: str, marked: Path | None = None) -> None:
         """Tell the user where a child's changes that did not land are (the model is
-        told in its result; the user, who may have stopped the run, was not)."""
+        told in its result; the user, who may have stopped the run, was not), and the
+        command that applies them: for a clash, the merge with its conflict markers
+        (the child's own patch no longer applies to what the workspace has)."""
+        how = (
+            f"`git apply {marked}` in the workspace applies them merged with your changes, "
+            "the clashes between conflict markers for you to resolve"
+            if marked is not None
+            else f"`git apply {patch_file}` in the workspace applies them"
+        )
         self.parent._emit(
             Notice(
                 level="warning",
                 message=f"the changes of subagent {self.request.description!r} were not "
-                f"applied ({why}); they are kept in {patch_file}: `git apply {patch_file}` "
-                "in the workspace applies them",
+                f"applied ({why}); they are kept in {patch_file}: {how}",
             )
         )
 
@@ -590,7 +598,9 @@ class _Child:
         label = f"subagent {self.session.id}: {self.request.description}"
         if checkpoints is not None:
             checkpoints.snapshot(f"before {label}", kind="before")
-        applied = apply_patch(parent._setup.workspace, patch, self._patch_file())
+        applied = apply_patch(parent._setup.workspace, patch, self._patch_file(), self.tree)
+        if applied.clashes:
+            return Merge(False, applied.patch_file, reason=applied.reason, marked=applied.marked)
         if not applied.applied:
             return Merge(False, applied.patch_file, reason=_conflict(applied.reason))
         number = checkpoints.snapshot(label, kind="after").n if checkpoints is not None else None
