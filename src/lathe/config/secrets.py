@@ -58,6 +58,13 @@ def looks_like_secret(value: str) -> bool:
 
 
 _SECRET_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
+_SECRET_HEADER = re.compile(r"cookie|credential", re.IGNORECASE)
+
+
+def secret_header(name: str) -> bool:
+    """Whether an HTTP header of this name carries a credential, whatever its value
+    looks like (`Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`)."""
+    return bool(_SECRET_PARAMETER.search(name) or _SECRET_HEADER.search(name))
 
 
 def url_secrets(url: str) -> list[str]:

@@ -2,10 +2,16 @@
 `settings.json` `mcpServers`) and appending them to a lathe config file as
 `[mcp.servers.NAME]` tables.
 
-A value that looks like a secret (`looks_like_secret`) is never written: an `env` entry
-becomes `${ITS_NAME}`, a header `${SERVERNAME_HEADER}`, a `url`'s password and secret
-query values `${SERVERNAME_URL_PASSWORD}` and `${SERVERNAME_PARAMETER}`, and the caller
-tells the user which variables to export. Existing text and comments of the target file are kept; a
+A secret is never written: a value that looks like one (`looks_like_secret`), and
+whatever a name says is one, however short or plain — an `env` entry named like a
+secret variable (`DB_PASSWORD`), a credential header (`Authorization`, `X-API-Key`), an
+argument after or in a secret-named option (`--token X`, `--token=X`), and the password
+and secret query values of a URL, in `url` or in an argument. An `env` entry becomes
+`${ITS_NAME}`, a header `${SERVERNAME_HEADER}` (after its `Bearer `), an argument
+`${SERVERNAME_ARG_N}`, a `url`'s password and secret query values
+`${SERVERNAME_URL_PASSWORD}` and `${SERVERNAME_PARAMETER}` (an argument's
+`${SERVERNAME_ARG_N_PASSWORD}`...), and the caller tells the user which variables to
+export. Existing text and comments of the target file are kept; a
 server the file already declares is skipped, not overwritten.
 """
 
@@ -20,11 +26,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from lathe.config.render import toml_value
-from lathe.config.secrets import holds_literal_secret, url_credentials
+from lathe.config.secrets import (
+    ENV_NAME,
+    ENV_REF,
+    holds_literal_secret,
+    secret_header,
+    url_credentials,
+)
 from lathe.errors import UsageError
+from lathe.exec.env import is_secret_name
 from lathe.mcptools.servers import server_config
 
 _DOLLAR_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\b")
+_HEADER_ARG = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)(:\s*)(.+)$")
 
 
 def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
@@ -54,16 +68,19 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
-                if holds_literal_secret(value):
+                scheme, secret = _scheme(value) if key == "headers" else ("", value)
+                by_name = is_secret_name(item) if key == "env" else secret_header(item)
+                if holds_literal_secret(value) or (by_name and _literal(secret)):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
-                    named.setdefault(value, variable)
-                    value = f"${{{variable}}}"
+                    named.setdefault(secret, variable)
+                    value = f"{scheme}${{{variable}}}"
                     replaced.append((f"mcp.servers.{safe}.{key}.{item}", variable))
                 fields[key][item] = value
         if fields.get("args"):
             fields["args"] = _args_without_secrets(fields["args"], safe, named, replaced)
         if fields.get("url"):
-            fields["url"] = _url_without_secrets(fields["url"], safe, replaced)
+            where = f"mcp.servers.{safe}.url"
+            fields["url"] = _url_without_secrets(fields["url"], where, safe, replaced)
         try:
             checked = server_config(fields)
         except ValidationError as exc:
@@ -79,21 +96,72 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
 def _args_without_secrets(
     args: list[Any], safe: str, named: dict[str, str], replaced: list[tuple[str, str]]
 ) -> list[str]:
-    """`args` with each credential (a whole argument, or the value of `--opt=VALUE`) put
-    in a variable: the one an env entry already gives it, else one named after the
-    server and the argument's place."""
+    """`args` with each credential put in a variable: an argument, or the value of
+    `--opt=VALUE`, `NAME=VALUE` or `Header: VALUE`, that looks like one or that a
+    secret's name points at (`--token X`, `--api-key=X`, `DB_PASSWORD=X`,
+    `Authorization: Bearer X`), and a URL's password and secret query values. A value
+    an env entry already gives keeps that entry's variable; else the variable is named
+    after the server and the argument's place."""
     cleaned: list[str] = []
+    after_secret_option = False
     for index, arg in enumerate(str(a) for a in args):
-        option, equals, value = arg.rpartition("=") if arg.startswith("-") else ("", "", arg)
-        if not holds_literal_secret(value):
+        prefix, value, by_name = _split(arg)
+        by_name = by_name or (after_secret_option and not arg.startswith("-"))
+        after_secret_option = "=" not in arg and _secret_option(arg)
+        where = f"mcp.servers.{safe}.args[{index}]"
+        if holds_literal_secret(value) or (by_name and _literal(value)):
+            variable = named.get(value)
+            if variable is None:
+                variable = named[value] = _variable(f"{safe}_arg_{index}")
+                replaced.append((where, variable))
+            cleaned.append(f"{prefix}${{{variable}}}")
+        elif "://" in value:
+            stem = f"{safe}_arg_{index}"
+            url = _url_without_secrets(value, where, stem, replaced, password_as=stem)
+            cleaned.append(f"{prefix}{url}")
+        else:
             cleaned.append(arg)
-            continue
-        variable = named.get(value)
-        if variable is None:
-            variable = named[value] = _variable(f"{safe}_arg_{index}")
-            replaced.append((f"mcp.servers.{safe}.args[{index}]", variable))
-        cleaned.append(f"{option}{equals}${{{variable}}}")
     return cleaned
+
+
+def _split(arg: str) -> tuple[str, str, bool]:
+    """(what stays, the value, whether its name says it is a secret) of one argument:
+    `--opt=VALUE`, `NAME=VALUE` (`docker -e`), `Header: [Bearer ]VALUE` (`mcp-remote
+    --header`), else the whole argument."""
+    if arg.startswith("-") and "=" in arg:
+        option, _, value = arg.partition("=")
+        return f"{option}=", value, _secret_option(option)
+    name, equals, value = arg.partition("=")
+    if equals and ENV_NAME.match(name):
+        return f"{name}=", value, is_secret_name(name)
+    header = _HEADER_ARG.match(arg)
+    if header and not header.group(3).startswith("//"):
+        scheme, value = _scheme(header.group(3))
+        return f"{header.group(1)}{header.group(2)}{scheme}", value, secret_header(header.group(1))
+    return "", arg, False
+
+
+def _secret_option(option: str) -> bool:
+    """`--token`, `--api-key`, `-password`: an option whose value is a secret."""
+    return option.startswith("-") and is_secret_name(option.lstrip("-").replace("-", "_"))
+
+
+def _literal(value: str) -> bool:
+    """Whether a value a secret's name points at holds one: not only references, nor a
+    path (`--key-file ~/.ssh/id`), a flag, a number or a yes/no."""
+    value = ENV_REF.sub("", value).strip()
+    if not value or value.startswith(("/", "~", ".", "-")) or value.isdigit():
+        return False
+    return value.lower() not in ("true", "false", "yes", "no", "on", "off", "none", "null")
+
+
+def _scheme(value: str) -> tuple[str, str]:
+    """("Bearer ", TOKEN) of an Authorization-style value, else ("", value): the
+    variable then holds the token alone, as `bearer_token_env_var` does."""
+    scheme, space, rest = value.partition(" ")
+    if space and rest.strip() and scheme.lower() in ("bearer", "basic", "token"):
+        return f"{scheme} ", rest.strip()
+    return "", value
 
 
 def _lathe_name(path: Path, name: str) -> str:
@@ -169,19 +237,28 @@ def _from_gemini(server: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _url_without_secrets(url: str, server: str, replaced: list[tuple[str, str]]) -> str:
-    """`url` with its password and secret query values as `${SERVER_...}` references,
-    each added to `replaced`."""
+def _url_without_secrets(
+    url: str,
+    where: str,
+    stem: str,
+    replaced: list[tuple[str, str]],
+    *,
+    password_as: str | None = None,
+) -> str:
+    """`url` with its password and secret query values as references
+    (`${STEM_URL_PASSWORD}`, or `${PASSWORD_AS_PASSWORD}`; `${STEM_PARAMETER}`), each
+    added to `replaced` under `where`."""
     from urllib.parse import quote_plus
 
     for what, value in url_credentials(url):
-        variable = _variable(f"{server}_url_password" if what == "password" else f"{server}_{what}")
         if what == "password":
+            variable = _variable(f"{password_as or stem + '_url'}_password")
             url = url.replace(f":{value}@", f":${{{variable}}}@", 1)
         else:  # as it is written in the query, encoded or not
+            variable = _variable(f"{stem}_{what}")
             for spelled in dict.fromkeys((value, quote_plus(value))):
                 url = url.replace(f"={spelled}", f"=${{{variable}}}", 1)
-        replaced.append((f"mcp.servers.{server}.url", variable))
+        replaced.append((where, variable))
     return url
 
 

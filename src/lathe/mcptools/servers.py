@@ -33,9 +33,6 @@ if TYPE_CHECKING:
     from lathe.config.trust import ProjectSettings
 
 MCP_JSON = ".mcp.json"
-# Headers that carry credentials whatever their value looks like (besides those named
-# like a secret variable: X-Api-Key, X-Auth-Token).
-_SECRET_HEADER = re.compile(r"auth|cookie", re.IGNORECASE)
 # Keys of the mcpServers shape that mean what lathe's own do (lathe's names included).
 _PASSED_THROUGH = (
     "command", "args", "env", "cwd", "headers", "enabled", "startup_timeout_s",
@@ -102,7 +99,7 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     a `token=`). Its other values are settings (`NODE_ENV=development`): masking them replaced that
     word in every file the model read, and its edits of them failed. Arguments are left
     out: a `${HOME}` there would mask every path."""
-    from lathe.config.secrets import looks_like_secret, url_secrets
+    from lathe.config.secrets import looks_like_secret, secret_header, url_secrets
     from lathe.exec.env import holds_secret, is_secret_name
 
     environ = os.environ if environ is None else environ
@@ -113,7 +110,7 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
         *((k, v, True) for k, v in config.headers.items()),
         ("", config.url or "", False),
     ):
-        secret_key = is_secret_name(key) or (is_header and bool(_SECRET_HEADER.search(key)))
+        secret_key = secret_header(key) if is_header else is_secret_name(key)
         for name in env_references(text):
             value = environ.get(name)
             if not value or not _maskable(value):

@@ -1,0 +1,72 @@
+"""`lathe mcp import` through the real command line: the secrets another agent's file
+holds in clear become `${VAR}` references, whatever they look like."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+from tests.ui.test_mcp_cmd import lathe
+
+
+def test_import_takes_out_url_passwords_and_secret_headers_and_options(tmp_path):
+    # The DB password in an argument, the bearer token and the API key were written
+    # word for word into the project's .lathe/config.toml: none looked like a key.
+    gemini = tmp_path / "gemini.json"
+    dsn = "postgresql://app:S3cr3tPassw0rd@db.internal:5432/prod"
+    gemini.write_text(
+        json.dumps(
+            {"mcpServers": {
+                "pg": {"command": "npx",
+                       "args": ["-y", "@modelcontextprotocol/server-postgres", dsn]},
+                "api": {"httpUrl": "https://mcp.example.com/mcp",
+                        "headers": {"Authorization": "Bearer 9f8e7d6c5b4a3210",
+                                    "X-API-Key": "AKIAIOSFODNN7EXAMPLE", "X-Org": "acme"}},
+            }}
+        )
+    )  # fmt: skip
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        '[mcp_servers.tool]\ncommand = "tool-server"\n'
+        'args = ["--token=tok_SECRETVALUE12345678", "--verbose", "--mode=fast"]\n'
+        'http_headers = { "X-Api-Key" = "xk_SECRETHEADERVALUE0000" }\n'
+        '[mcp_servers.remote]\ncommand = "npx"\n'
+        'args = ["mcp-remote", "https://r.example/mcp", "--header", "Authorization: Bearer r3m0te",'
+        ' "--api-key", "short-key-1", "-e", "DB_PASSWORD=hunter22", "--key-file", "/etc/k.pem"]\n'
+        'env = { DB_PASSWORD = "hunter22", LOG_LEVEL = "debug" }\n'
+    )
+    proj = tmp_path / "proj"
+    proj.mkdir()
+
+    result = lathe("mcp", "import", "-C", str(proj), "--project", str(gemini), tmp_path=tmp_path)
+    other = lathe("mcp", "import", "-C", str(proj), "--project", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert other.returncode == 0, other.stderr
+    written = (proj / ".lathe" / "config.toml").read_text()
+    for secret in (
+        "S3cr3tPassw0rd", "9f8e7d6c5b4a3210", "AKIAIOSFODNN7EXAMPLE",
+        "tok_SECRETVALUE12345678", "xk_SECRETHEADERVALUE0000", "r3m0te", "short-key-1",
+        "hunter22",
+    ):  # fmt: skip
+        assert secret not in written
+    servers = tomllib.loads(written)["mcp"]["servers"]
+    assert servers["pg"]["args"][2] == "postgresql://app:${PG_ARG_2_PASSWORD}@db.internal:5432/prod"
+    assert servers["api"]["headers"] == {
+        "Authorization": "Bearer ${API_AUTHORIZATION}", "X-API-Key": "${API_X_API_KEY}",
+        "X-Org": "acme",
+    }  # fmt: skip
+    assert servers["tool"]["args"] == ["--token=${TOOL_ARG_0}", "--verbose", "--mode=fast"]
+    assert servers["tool"]["headers"] == {"X-Api-Key": "${TOOL_X_API_KEY}"}
+    assert servers["remote"]["args"] == [
+        "mcp-remote", "https://r.example/mcp", "--header", "Authorization: Bearer ${REMOTE_ARG_3}",
+        "--api-key", "${REMOTE_ARG_5}", "-e", "DB_PASSWORD=${DB_PASSWORD}", "--key-file",
+        "/etc/k.pem",
+    ]  # fmt: skip
+    assert servers["remote"]["env"] == {"DB_PASSWORD": "${DB_PASSWORD}", "LOG_LEVEL": "debug"}
+    told = result.stdout + other.stdout
+    for variable in (
+        "PG_ARG_2_PASSWORD", "API_AUTHORIZATION", "API_X_API_KEY", "TOOL_ARG_0", "TOOL_X_API_KEY",
+        "REMOTE_ARG_3", "REMOTE_ARG_5", "DB_PASSWORD",
+    ):  # fmt: skip
+        assert f"export {variable} " in told, told
