@@ -53,3 +53,25 @@ def test_only_secrets_of_started_servers_are_masked_not_every_value_they_take(
     masked = tool_results(bodies[3])[-1]
     assert secret not in masked and "…" in masked
     assert tool_results(bodies[4])[-1] == "development"
+
+
+def test_a_reference_with_a_default_expands_to_it_when_the_variable_is_unset(
+    tmp_path, fake_openai, monkeypatch
+):
+    # `"MODE": "${MODE:-prod}"`, Claude Code's syntax, reached the server as it was written.
+    monkeypatch.delenv("MODE", raising=False)
+    monkeypatch.setenv("LEVEL", "debug")
+    monkeypatch.setenv("EMPTY", "")
+    ws = workspace(tmp_path)
+    settings = {"MODE": "${MODE:-prod}", "LEVEL": "${LEVEL:-info}", "SHOWN": "${EMPTY:-fallback}"}
+    server = stdio_server(tmp_path, env=settings)
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": server}}))
+    fake_openai.enqueue(
+        Reply(calls=[Call("mcp__proj__getenv", {"name": name}) for name in settings]),
+        Reply("Done."),
+    )
+
+    result = run(fake_openai, tmp_path, ws, "--trust-project-mcp")
+
+    assert result.returncode == 0, result.stderr
+    assert tool_results(fake_openai.chat_bodies()[-1]) == ["prod", "debug", "fallback"]

@@ -12,17 +12,21 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # `=` of base64; a token is never written so.
 _PATH = re.compile(r"^(~|\.{1,2})?/([\w.-]+/)*[\w.-]+/?$")
 # `${VAR}` in a setting: the value is taken from the environment when used, never stored.
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# `${VAR:-default}` (as in `.mcp.json`, after the shell): the default when VAR is unset or
+# empty. Group 1 is the name, group 2 the default (None without one).
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def env_references(text: str) -> list[str]:
-    """The variables `text` takes values from (`${VAR}`)."""
-    return ENV_REF.findall(text)
+    """The variables `text` takes values from (`${VAR}`, `${VAR:-default}`)."""
+    return [match.group(1) for match in ENV_REF.finditer(text)]
 
 
 def holds_literal_secret(value: str) -> bool:
-    """Whether `value`, its `${VAR}` references left out, still looks like a credential."""
-    return looks_like_secret(ENV_REF.sub("", value))
+    """Whether `value`, its `${VAR}` references left out, still looks like a credential,
+    or one of their defaults does (`${TOKEN:-ghp_...}` stores the key all the same)."""
+    defaults = (match.group(2) or "" for match in ENV_REF.finditer(value))
+    return any(looks_like_secret(text) for text in (ENV_REF.sub("", value), *defaults))
 
 
 def refuse_literal_secrets(values: dict[str, str], what: str = "") -> dict[str, str]:

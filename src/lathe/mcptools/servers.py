@@ -10,8 +10,9 @@ that file sets for its servers, recorded per file in LATHE_HOME; a change asks a
 Trust comes from `--trust-project-mcp` (recorded), an interactive yes (recorded), or
 `mcp.trust_project_servers = true` in the user file.
 
-`${VAR}` in `env`, `headers`, `args` and `url` is expanded from the environment only
-when the server starts (`expanded`); the config keeps the reference.
+`${VAR}` (or `${VAR:-default}`) in `command`, `env`, `headers`, `args`, `url` and `cwd`
+is expanded from the environment only when the server starts (`expanded`); the config
+keeps the reference.
 """
 
 from __future__ import annotations
@@ -248,23 +249,34 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
 
 def _expanded_leniently(value: str, environ: Mapping[str, str]) -> str:
     """`value` expanded as far as the environment allows (a missing variable: empty)."""
-    return ENV_REF.sub(lambda match: environ.get(match.group(1), ""), value)
+    return ENV_REF.sub(lambda match: _value_of(match, environ) or "", value)
 
 
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
-    """`value` with each `${VAR}` replaced from the environment; a variable that is not
-    set is an error naming the server and the variable."""
+    """`value` with each `${VAR}` replaced from the environment, and each
+    `${VAR:-default}` too, by the default when VAR is unset or empty (as the shell and
+    Claude Code's `.mcp.json` do); a variable that is not set and has no default is an
+    error naming the server and the variable."""
     environ = os.environ if environ is None else environ
 
     def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in environ:
+        found = _value_of(match, environ)
+        if found is None:
             raise UsageError(
-                f"MCP server {server}: ${{{name}}} is not set in the environment; export it"
+                f"MCP server {server}: ${{{match.group(1)}}} is not set in the environment; "
+                "export it"
             )
-        return environ[name]
+        return found
 
     return ENV_REF.sub(one, value)
+
+
+def _value_of(reference: re.Match[str], environ: Mapping[str, str]) -> str | None:
+    """What one `ENV_REF` match stands for: the variable, else its default, else None."""
+    name, default = reference.group(1), reference.group(2)
+    if default is not None and not environ.get(name):
+        return default
+    return environ.get(name)
 
 
 def references(server: McpServerConfig) -> set[str]:
