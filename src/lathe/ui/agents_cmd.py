@@ -1,5 +1,6 @@
 """`lathe agents list`: the subagent profiles a `task` call may name here
-(`lathe.subagents.profiles`), where each comes from, and the files that cannot be read."""
+(`lathe.subagents.profiles`), where each comes from, and the files that cannot be read
+or are refused (a `tools:` name that neither lathe nor a plugin that loads has)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ def agents_group() -> None:
 @workspace_option("Workspace whose .lathe/agents/ applies (default: the current directory).")
 def list_command(workspace: Path) -> None:
     """List the profiles: name, where it comes from, tools, approval, description."""
+    from lathe.plugins import load_tool_plugins
     from lathe.subagents.profiles import find_profiles
+    from lathe.tools.builtin import OWN_TOOL_NAMES
+    from lathe.ui.safety import TOOLS_ADDED_LATER
     from lathe.ui.table import Column, print_report_table
 
-    found = find_profiles(workspace.expanduser().resolve())
+    # What a run would know: a plugin that fails is `lathe plugins`'s to tell.
+    plugins = [t.name for t in load_tool_plugins(lambda problem: None, set(OWN_TOOL_NAMES))]
+    known = {*plugins, *TOOLS_ADDED_LATER}
+    found = find_profiles(workspace.expanduser().resolve(), known_tools=known)
     columns = [
         Column("NAME", min_width=6),
         Column("FROM"),
@@ -43,7 +50,7 @@ def list_command(workspace: Path) -> None:
     ]
     print_report_table(columns, rows)
     if found.problems:
-        click.echo("\nThese profile files cannot be read; task calls cannot name them:", err=True)
+        click.echo("\nThese profile files cannot be used; task calls cannot name them:", err=True)
         for problem in found.problems:
             click.echo(f"  {problem}", err=True)
         sys.exit(1)

@@ -20,8 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +77,7 @@ class _Family:
     # service's shared limits (`lathe.service.limits`); as they are elsewhere.
     wrap_executor: Callable[[Any], Any] = lambda executor: executor
     wrap_provider: Callable[[Any, Any], Any] = lambda provider, endpoint: provider
+    _profiles: Profiles | None = None
 
     def __post_init__(self) -> None:
         self.slots = asyncio.Semaphore(self.config.max_parallel)
@@ -103,9 +103,21 @@ class _Family:
         if runs != self._children_run:  # the last run's children spent nothing of this one
             self._children_run, self.children_spent = runs, Spend()
 
-    @functools.cached_property
+    def find_profiles(self, tool_names: Iterable[str]) -> Profiles:
+        """The profiles, found once the task tool is first offered: a profile's `tools`
+        may name lathe's own, `tool_names` (the offering run's, its plugins' among
+        them) and those a run adds later."""
+        from lathe.ui.safety import TOOLS_ADDED_LATER
+
+        if self._profiles is None:
+            known = {*tool_names, *TOOLS_ADDED_LATER}
+            self._profiles = find_profiles(self.root, known_tools=known)
+        return self._profiles
+
+    @property
     def profiles(self) -> Profiles:
-        return find_profiles(self.root)
+        assert self._profiles is not None, "found when the task tool is offered"
+        return self._profiles
 
 
 class LocalChildren:
@@ -172,6 +184,7 @@ class LocalChildren:
         profile files cannot be read."""
         if not self.offered():
             return
+        profiles = self._family.find_profiles(tools.names())
         note = ""
         if self._setup.approval == "ask":
             note = (
@@ -179,7 +192,7 @@ class LocalChildren:
                 "no one to ask): use them to read and explore."
             )
         tools.register(TaskTool(self, self._profile_list() + note))
-        for problem in self._family.profiles.problems:
+        for problem in profiles.problems:
             self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
 
     def _profile_list(self) -> str:
@@ -187,7 +200,13 @@ class LocalChildren:
         return "; ".join(f"{p.name}: {p.description}" for p in profiles)
 
     async def run_child(self, request: ChildRequest) -> ChildResult:
-        profile = self._family.profiles.get(request.agent or "general")
+        name = request.agent or "general"
+        profile = self._family.profiles.get(name)
+        if profile is None and name in self._family.profiles.refused:
+            raise ToolError(
+                f"the subagent profile {name!r} cannot be used (fix its file, or name another "
+                f"profile): {self._family.profiles.refused[name]}"
+            )
         if profile is None:
             raise ToolError(
                 f"there is no subagent profile named {request.agent!r}; profiles: "
