@@ -160,3 +160,29 @@ def test_a_merge_lands_whole_or_not_at_all_and_a_file_not_text_is_never_marked(
     assert "c.bin" in clash.reason and "cannot be merged" in clash.reason
     assert (ws / "a.txt").read_text() == "ONE\ntwo\nTHREE\n"  # the clean part waits too
     assert clash.marked is not None and b"c.bin" not in clash.marked.read_bytes()
+
+
+def test_the_notice_command_works_in_a_workspace_below_a_repositorys_top(
+    tmp_path, fake_openai
+) -> None:
+    # Run there, `git apply PATCH` took the patch's paths from the repository's top,
+    # skipped them all as outside the folder and said nothing: exit 0, nothing applied.
+    top = _workspace(tmp_path, "README", "top\n")
+    ws = top / "sub"
+    ws.mkdir()
+    (ws / "a.txt").write_text("line1\nline2\nline3\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], cwd=top, check=True)
+    subprocess.run([*git, "commit", "-qm", "sub"], cwd=top, check=True)
+    fake_openai.responder = _one_after_the_other(
+        ws, "a.txt", ("line2", "line2-A"), ("line2", "line2-B")
+    )
+
+    result = _run(fake_openai, ws, tmp_path, "change line2 twice")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    (notice,) = [m for m in _notices(result.stdout) if "subagent 'B'" in m]
+    command = notice.split("`")[1]
+    applied = subprocess.run(shlex.split(command), cwd=ws, capture_output=True, text=True)
+    assert applied.returncode == 0, (command, applied.stderr)
+    assert "line2-B" in (ws / "a.txt").read_text(), command

@@ -21,6 +21,7 @@ workspace as it is, the clashes between conflict markers.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -334,6 +335,18 @@ def _tree_with(tree: Worktree, entries: dict[str, _Entry], index: dict[str, str]
     feed = lines.encode("utf-8", "surrogateescape")
     _git(tree.path, "update-index", "-z", "--index-info", feed=feed, env=index)
     return _git(tree.path, "write-tree", env=index).decode().strip()
+
+
+def apply_command(workspace: Path, patch_file: Path) -> str:
+    """The command that applies `patch_file` when run in `workspace`. In a folder below a
+    repository's top, git takes a patch's paths from the top and skips those outside the
+    folder without a word: `--directory` puts them back under it."""
+    try:
+        prefix = _git(workspace, "rev-parse", "--show-prefix", own=False).decode().strip()
+    except LatheError:  # not in a repository: the paths are the folder's own
+        prefix = ""
+    directory = f"--directory={shlex.quote(prefix.rstrip('/'))} " if prefix else ""
+    return f"git apply {directory}{shlex.quote(str(patch_file))}"
 
 
 def remove_worktree(tree: Worktree) -> None:

@@ -43,6 +43,7 @@ from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answe
 from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
     Worktree,
+    apply_command,
     apply_patch,
     child_changes,
     create_worktree,
@@ -596,11 +597,12 @@ class _Child:
         told in its result; the user, who may have stopped the run, was not), and the
         command that applies them: for a clash, the merge with its conflict markers
         (the child's own patch no longer applies to what the workspace has)."""
+        workspace = self.parent._setup.workspace
         how = (
-            f"`git apply {marked}` in the workspace applies them merged with your changes, "
-            "the clashes between conflict markers for you to resolve"
+            f"`{apply_command(workspace, marked)}` in the workspace applies them merged with "
+            "your changes, the clashes between conflict markers for you to resolve"
             if marked is not None
-            else f"`git apply {patch_file}` in the workspace applies them"
+            else f"`{apply_command(workspace, patch_file)}` in the workspace applies them"
         )
         self.parent._emit(
             Notice(
