@@ -31,7 +31,13 @@ from lathe.events import Notice
 from lathe.hooks.base import AgentHooks
 from lathe.mcptools.connection import McpConnection
 from lathe.mcptools.servers import DeclaredServers, ServerEntry
-from lathe.mcptools.tools import McpResourceTool, McpTool, ToolSearchTool, mcp_tools
+from lathe.mcptools.tools import (
+    McpResourceTool,
+    McpTool,
+    ToolSearchTool,
+    clashes,
+    mcp_tools,
+)
 from lathe.tools.base import ToolRegistry, tool_spec
 
 
@@ -74,6 +80,8 @@ class McpSession(AgentHooks):
         self._prepared = self._listed = False
         self._refreshes: set[asyncio.Task[None]] = set()
         self._relisting: set[str] = set()
+        self._listing_done = asyncio.Event()
+        self._clashes: set[str] = set()  # the warnings given about names
 
     async def on_run_start(self, task: str) -> None:
         if self._prepared:
@@ -83,8 +91,13 @@ class McpSession(AgentHooks):
             self._emit(Notice(level="warning", message=notice))
         if not self.connections:
             return
-        listed = await asyncio.gather(*(self._tools_of(c) for c in self.connections.values()))
-        tools = [tool for found in listed for tool in found]
+        connections = list(self.connections.values())
+        listed = await asyncio.gather(*(self._tools_of(c) for c in connections))
+        # Named in the servers' declared order, so a clash gives the same names each run.
+        named: dict[str, McpTool] = {}
+        for connection, remote in zip(connections, listed, strict=True):
+            named |= {tool.name: tool for tool in self._wrap(connection, remote, named)}
+        tools = list(named.values())
         self.deferred = schema_tokens(tools) > self._budget
         for tool in tools:
             self._add(tool)
@@ -92,13 +105,14 @@ class McpSession(AgentHooks):
             self._registry.register(ToolSearchTool(tools))
         self._registry.register(McpResourceTool(self.connections))
         self._listed = True
+        self._listing_done.set()
 
-    async def _tools_of(self, connection: McpConnection) -> list[McpTool]:
+    async def _tools_of(self, connection: McpConnection) -> list[dict[str, Any]]:
         cached = self._cached(connection.entry)
         if cached is not None:
             if self._eager:  # start it now, without holding up the first request
                 self._relist(connection)
-            return self._wrap(connection, cached)
+            return cached
         try:
             listed = await connection.list_tools()
         except Exception as exc:  # McpFailure, or a server's malformed listing
@@ -108,12 +122,16 @@ class McpSession(AgentHooks):
             return []
         remote = [remote_tool(tool) for tool in listed]
         self._store(connection.entry, remote)
-        return self._wrap(connection, remote)
+        return remote
 
-    def _wrap(self, connection: McpConnection, remote: list[dict[str, Any]]) -> list[McpTool]:
+    def _wrap(
+        self, connection: McpConnection, remote: list[dict[str, Any]], others: dict[str, McpTool]
+    ) -> list[McpTool]:
+        """The server's tools its filters keep, named apart from `others` (the other
+        servers' tools); a name another server's tool has is a warning, once."""
         config = connection.entry.config
         include, exclude = config.include_tools, config.exclude_tools
-        return mcp_tools(
+        tools = mcp_tools(
             connection,
             [
                 r
@@ -121,11 +139,17 @@ class McpSession(AgentHooks):
                 if (not include or any(fnmatchcase(r["name"], p) for p in include))
                 and not any(fnmatchcase(r["name"], p) for p in exclude)
             ],
+            others,
         )
+        for clash in clashes(tools, others):
+            if clash not in self._clashes:
+                self._clashes.add(clash)
+                self._emit(Notice(level="warning", message=clash))
+        return tools
 
     def _add(self, tool: McpTool) -> None:
         if tool.name in self.tools or self._registry.get(tool.name) is not None:
-            return  # two remote names that map to one lathe name: the first wins
+            return  # known already (a relisting), or one of lathe's own tools has the name
         self.tools[tool.name] = tool
         self._registry.register(tool, advertised=not self.deferred)
 
@@ -149,7 +173,9 @@ class McpSession(AgentHooks):
             finally:
                 self._relisting.discard(connection.name)
             self._store(connection.entry, remote)
-            for tool in self._wrap(connection, remote):
+            # Named once every server's tools are (an eager start can end first).
+            await self._listing_done.wait()
+            for tool in self._wrap(connection, remote, self.tools):
                 self._add(tool)
 
         task = asyncio.create_task(relist())

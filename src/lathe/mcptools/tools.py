@@ -1,7 +1,8 @@
 """MCP servers' tools as lathe tools, the `mcp_resource` tool, and `tool_search`.
 
 A server's tool is `mcp__SERVER__TOOL` (characters a model API refuses become `_`; a
-name past 64 characters is cut and given a short hash) whose spec is the server's own
+name past 64 characters is cut and given a short hash, as is one a sibling or another
+server's tool already has, `clashes` saying so) whose spec is the server's own
 JSON schema. Its arguments are checked against that schema with `jsonschema` before any
 hook runs; a mismatch is an error result holding the schema, so a model that called a
 deferred tool blind learns its parameters from the answer. It is read-only only when the
@@ -18,6 +19,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -48,14 +50,36 @@ def tool_name(server: str, tool: str, taken: frozenset[str] | set[str] = frozens
     return f"{name[: _MAX_NAME - 9]}_{digest}"
 
 
-def mcp_tools(connection: McpConnection, remote: list[dict[str, Any]]) -> list[McpTool]:
-    """The server's tools as lathe tools, each with a name of its own (`tool_name`)."""
+def mcp_tools(
+    connection: McpConnection,
+    remote: list[dict[str, Any]],
+    others: Mapping[str, McpTool] | None = None,
+) -> list[McpTool]:
+    """The server's tools as lathe tools, each with a name of its own (`tool_name`):
+    apart from its siblings' and from `others`, the tools other servers already have
+    by name (`a` + `_x` and `a_` + `x` are both `mcp__a___x`: the second had vanished)."""
     tools: list[McpTool] = []
-    taken: set[str] = set()
+    taken = {name for name, tool in (others or {}).items() if tool.connection is not connection}
     for listed in remote:
         tools.append(McpTool(connection, listed, taken))
         taken.add(tools[-1].name)
     return tools
+
+
+def clashes(tools: list[McpTool], others: Mapping[str, McpTool]) -> list[str]:
+    """One line for each of `tools` whose plain name a tool of another server in
+    `others` has, saying which name each now has."""
+    lines = []
+    for tool in tools:
+        plain = tool_name(tool.connection.name, tool.remote_name)
+        first = others.get(plain)
+        if first is not None and first.connection is not tool.connection and tool.name != plain:
+            lines.append(
+                f"MCP servers {first.connection.name} and {tool.connection.name} both have a "
+                f"tool named {plain}; {first.connection.name}'s keeps it, "
+                f"{tool.connection.name}'s {tool.remote_name!r} is {tool.name}"
+            )
+    return lines
 
 
 class McpTool(Tool):

@@ -43,7 +43,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
     if not declared.entries:
         click.echo("no MCP servers: add [mcp.servers.NAME] to a config file or a .mcp.json")
         return
-    reports = asyncio.run(_probe_all(declared.runnable(), workspace))
+    reports, clashes = asyncio.run(_probe_all(declared.runnable(), workspace))
     rows, details = [], []
     for entry in declared.entries:
         report = reports.get(entry.name)
@@ -72,7 +72,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         click.echo("")
         for line in lines:
             click.echo(line)
-    for notice in declared.notices:
+    for notice in [*declared.notices, *clashes]:
         click.echo(f"lathe: {notice}", err=True)
 
 
@@ -95,7 +95,7 @@ def test_server(name: str, workspace: Path, trust_project_mcp: bool) -> None:
             f"MCP server {name} comes from {entry.origin}, which is not trusted; review it, "
             "then pass --trust-project-mcp"
         )
-    report = asyncio.run(_probe_all([entry], workspace))[name]
+    report = asyncio.run(_probe_all([entry], workspace))[0][name]
     click.echo(f"{name}: {report.health}")
     if not report.ok:
         raise SystemExit(1)
@@ -175,6 +175,7 @@ class _Report:
         self.name = name
         self.ok = False
         self.health = ""
+        self.remote: list[dict[str, Any]] = []
         self.tools: list[Any] = []
         self.tokens = 0
         self.resources: list[str] = []
@@ -192,27 +193,38 @@ class _Report:
         return [visible_text(line) for line in lines]  # the server's words: no escapes
 
 
-async def _probe_all(entries: list[Any], workspace: Path) -> dict[str, _Report]:
+async def _probe_all(entries: list[Any], workspace: Path) -> tuple[dict[str, _Report], list[str]]:
+    """Each server's report by name, and a line for each tool named apart from another
+    server's (`mcptools.tools.clashes`): named in the declared order, as a run does."""
     from lathe.home import lathe_home
     from lathe.mcptools.connection import McpConnection
+    from lathe.mcptools.session import schema_tokens
+    from lathe.mcptools.tools import clashes, mcp_tools
 
     connections = [McpConnection(entry, workspace, lathe_home() / "logs") for entry in entries]
     try:
         reports = await asyncio.gather(*(_probe(c) for c in connections))
     finally:
         await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
-    return {report.name: report for report in reports}
+    named: dict[str, Any] = {}
+    said: list[str] = []
+    for connection, report in zip(connections, reports, strict=True):
+        if not report.ok:
+            continue
+        report.tools = mcp_tools(connection, report.remote, named)
+        report.tokens = schema_tokens(report.tools) if report.tools else 0
+        said += clashes(report.tools, named)
+        named |= {tool.name: tool for tool in report.tools}
+    return {report.name: report for report in reports}, said
 
 
 async def _probe(connection: Any) -> _Report:
-    from lathe.mcptools.session import remote_tool, schema_tokens
-    from lathe.mcptools.tools import mcp_tools
+    from lathe.mcptools.session import remote_tool
 
     report = _Report(connection.name)
     started = time.monotonic()
     try:
-        listed = await connection.list_tools()
-        report.tools = mcp_tools(connection, [remote_tool(tool) for tool in listed])
+        report.remote = [remote_tool(tool) for tool in await connection.list_tools()]
         elapsed = time.monotonic() - started
         report.resources = [str(r.uri) for r in await connection.list_resources()]
         report.prompts = [p.name for p in await connection.list_prompts()]
@@ -220,6 +232,5 @@ async def _probe(connection: Any) -> _Report:
         report.health = f"failed: {exc}"
         return report
     report.ok = True
-    report.tokens = schema_tokens(report.tools) if report.tools else 0
     report.health = f"ok, started in {elapsed:.1f} s ({connection.protocol})"
     return report
