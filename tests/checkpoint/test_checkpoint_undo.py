@@ -427,3 +427,21 @@ def test_looking_at_the_store_while_another_turn_is_open_leaks_no_file(tmp_path:
         looking.before_turn(2)
     assert len(os.listdir("/proc/self/fd")) <= opened
     working.after_turn(1)
+
+
+def test_force_after_an_undo_that_kept_every_file_finishes_that_one(cp: Checkpoints, ws: Path):
+    # An undo that kept every file was not recorded, so --force finished the older
+    # partial undo instead: the user's edit of c.txt was deleted, a.txt left alone.
+    agent_turn(cp, 1, "echo A > a.txt", ws)
+    agent_turn(cp, 2, "echo B > b.txt; echo C > c.txt", ws)
+    write(ws, "c.txt", "C edited\n")
+    assert cp.undo().kept == ["c.txt"]
+    write(ws, "a.txt", "A edited\n")
+    all_kept = cp.undo()
+    assert (all_kept.kept, all_kept.changed) == (["a.txt"], False)
+    assert cp.undo().kept == ["a.txt"]  # again: the same turn, not an older one
+
+    forced = cp.undo(force=True)
+
+    assert forced.forced == ["a.txt"]
+    assert files(ws) == {"c.txt": b"C edited\n"}

@@ -130,9 +130,9 @@ class Checkpoints:
 
         Only the files that operation changed are touched; those the user changed since
         it ended are kept and reported unless `force`. `undo(force=True)` right after an
-        undo that kept files finishes that undo instead of going further back; one that
-        kept every file and changed none is not recorded, so the operation is still the
-        one to undo. An undo is taken back by restoring its `backup` checkpoint.
+        undo that kept files finishes that undo instead of going further back; after one
+        that kept every file and changed none, a plain undo offers the same operation
+        again. An undo is taken back by restoring its `backup` checkpoint.
         """
         with self._locked(create=False):
             history = self._history()
@@ -154,12 +154,9 @@ class Checkpoints:
             changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
             report = self._restore(target, backup, changes, protected, force)
             report.cut_short = cut_short
-            if report.kept and not report.changed:
-                # Every file it would revert was the user's since: it is still to undo,
-                # by `--force`, and a plain undo again must not move on to an older one.
-                return report
-            # Recorded even when nothing changed (the user had reverted it by hand): it
-            # marks the operation as undone.
+            # Recorded even when nothing changed: it marks the operation as undone (the
+            # user had reverted it by hand), or, when it kept every file, as the one
+            # `--force` finishes and a plain undo offers again (`_operation_to_undo`).
             extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
             report.result = self._record(f"undo of {what}", "undo", extra)
             return report
@@ -370,15 +367,13 @@ class Checkpoints:
 
 
 def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | None:
-    newest_by_lathe = next((c for c in history if c.by_lathe), None)
-    if (
-        force
-        and newest_by_lathe is not None
-        and newest_by_lathe.kind == "undo"
-        and (newest_by_lathe.kept)
-    ):
-        # The user saw "kept N files, use --force" and reran: finish that same undo.
-        return next((c for c in history if c.commit == newest_by_lathe.undoes), None)
+    newest = next((c for c in history if c.by_lathe), None)
+    # The user saw "kept N files, use --force" and reran: finish that same undo. One that
+    # kept every file did nothing, so a plain undo offers its operation again, not an
+    # older one.
+    to_finish = newest is not None and newest.kind == "undo" and newest.kept
+    if to_finish and (force or not newest.files):
+        return next((c for c in history if c.commit == newest.undoes), None)
     undone = {c.undoes for c in history if c.kind == "undo"}
     return next(
         (c for c in history if c.kind in UNDOABLE_KINDS and c.commit not in undone and c.parent),
