@@ -76,6 +76,16 @@ async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
         ("pytest -q > out.txt", False),
         ("pytest -q; sed -i s/a/b/ calc.py", False),
         ("pip install pytest", False),
+        # A runner's name in a file-changing command's arguments made it read only.
+        ("sed -i s/a/b/ pytest.ini", False),
+        ("echo ok | tee tox.ini", False),
+        ("git checkout -- pytest.ini", False),
+        ("rm src/jest.setup.js", False),
+        ("ruff check --fix-only", False),
+        ("pytest --snapshot-update", False),
+        ("CI=1 python -m pytest -q", True),
+        ("uv run pytest tests", True),
+        ("npx jest", True),
     ],
 )
 def test_rerunning_a_check_reads_but_fixing_with_a_checker_writes(command: str, looks: bool):

@@ -59,7 +59,22 @@ def is_test_like(command: str) -> bool:
 
 
 # A checker told to change what it checks (`ruff --fix`, `ruff format`, `jest -u`).
-_CHECK_FIXES = re.compile(r"\s(--fix|--write|-w|--update\S*|-u|format)(\s|=|$)")
+_CHECK_FIXES = re.compile(
+    r"\s(--fix\S*|--write|-w|--update\S*|--snapshot-update|-u|format)(\s|=|$)"
+)
+# What may stand before the runner a command part starts (`CI=1 python -m pytest`).
+_RUNNER_PREFIX = re.compile(
+    r"^(\w+=\S*\s+)*((python3?|py)\s+-m\s+|npx\s+|(uv|poetry|pdm|pipenv|hatch)\s+run\s+)?"
+)
+
+
+def runs_a_check(part: str) -> bool:
+    """Whether one part of a shell command starts with a test runner or checker that is
+    not told to fix what it checks: `pytest -q`, `CI=1 python -m pytest`, `npx jest`;
+    not `sed -i ... pytest.ini`, which only names one."""
+    command = _RUNNER_PREFIX.sub("", part.strip(), count=1)
+    started = _TEST_LIKE.match(command)
+    return started is not None and started.start(2) == 0 and not _CHECK_FIXES.search(part)
 
 
 def only_looks(command: str, *, checks_too: bool = False) -> bool:
@@ -75,7 +90,7 @@ def only_looks(command: str, *, checks_too: bool = False) -> bool:
             continue
         if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
             continue
-        if checks_too and is_test_like(part) and not _CHECK_FIXES.search(part):
+        if checks_too and runs_a_check(part):
             continue
         if words[0] not in _ONLY_LOOKS:
             return False
