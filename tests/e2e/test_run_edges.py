@@ -168,11 +168,12 @@ def test_a_verify_command_that_cannot_run_on_a_continued_run_stops_at_its_first_
     first = lathe_run(fake_openai, ws, tmp_path, TASK)
     assert first.returncode == 0, first.stderr
 
-    result = lathe_run(fake_openai, ws, tmp_path, "--continue", "--verify", "pytestx -q")
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--continue", "--verify", "pytestx -q")
 
-    assert result.returncode == 2, result.stderr
-    [line] = [line for line in result.stderr.splitlines() if "cannot run" in line]
-    assert line.startswith("lathe: ") and "pytestx -q" in line and "127" in line
+    assert result.returncode == 1, result.stderr
+    finished = json.loads(result.stdout.splitlines()[-1])  # the run ends, and says why
+    assert finished["type"] == "run_finished" and finished["status"] == "failed"
+    assert "pytestx -q` cannot run (exit 127" in finished["reason"]
     assert len(fake_openai.chat_bodies()) == 2
 
 

@@ -253,7 +253,7 @@ class VerifyGate(FinishHandler):
         if not self._changed and (reason := unusable_reason(self._settings.command, result)):
             # Nothing this run did can have broken it (a conversation that goes on has no
             # baseline): the model must not be blamed, turn after turn, for a typo in it.
-            raise VerifyCannotRun(reason)
+            return Finish(RunStatus.FAILED, answer=reply.text, reason=reason)
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
