@@ -148,3 +148,26 @@ def test_deltas_are_masked_across_their_boundaries_and_nothing_is_lost():
     assert thinking == "think sk-…ghij then sk-"  # let go when the text begins
     assert text == "sk-…ghij! near sk-deX end sk-d"  # and before the whole reply
     assert isinstance(out[-1], AssistantReply)
+
+
+def test_a_secret_inside_a_longer_one_streamed_leaves_nothing_of_the_longer():
+    # Masking before choosing the cut masked the password early, and the rest of the
+    # URL went out in the clear: "postgres://admin:…@db.internal.example:5432/app".
+    from lathe.events import TextDelta
+
+    url = "postgres://admin:Pa55word99@db.internal.example:5432/app"
+    masking = Redactor([url, "Pa55word99"]).streamed()
+    said = f"it is {url} there"
+    out = [e for n in range(0, len(said), 6) for e in masking(TextDelta(text=said[n : n + 6]))]
+    out += masking.flush()
+
+    assert "".join(e.text for e in out) == f"it is {mask_secret(url)} there"
+
+
+def test_flush_lets_go_of_the_held_text_masked_once():
+    from lathe.events import TextDelta
+
+    masking = Redactor([KEY]).streamed()
+    assert [e.text for e in masking(TextDelta(text=f"key {KEY[:6]}"))] == ["key "]
+    assert [e.text for e in masking.flush()] == [KEY[:6]]
+    assert masking.flush() == []

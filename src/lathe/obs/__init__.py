@@ -42,6 +42,8 @@ class Observer:
             self._face(masked)
 
     def record_interrupt(self, reason: str) -> None:
+        for held in self._masked.flush():  # a reply's end, held back as a secret's start
+            self._face(held)
         self.log.record_interrupt(reason)
 
     def close(self) -> None:

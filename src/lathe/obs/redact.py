@@ -103,24 +103,32 @@ class Redactor(AgentHooks):
     event = model
     message = model
 
-    def streamed(self) -> Callable[[Any], list[Any]]:
+    def streamed(self) -> DeltaMasking:
         """A masker for one stream of events (`DeltaMasking`): text and thinking deltas
         are masked across their boundaries, every other event as `event` does."""
         return DeltaMasking(self)
 
-    def start_cut_at_end(self, text: str) -> int:
-        """Where the longest end of `text` that begins a secret starts (`len(text)`
-        when none does): the part a later piece of a stream may complete."""
+    def safe_cut(self, text: str) -> int:
+        """How much of `text`, a stream's text so far, may be let go masked: up to the
+        longest end that begins a secret (a later piece may complete it), and never
+        through a secret (masked whole before, a shorter secret inside a longer one had
+        let the rest of the longer one through)."""
         if not self._secrets:
             return len(text)
-        longest = len(self._secrets[0])
+        cut, longest = len(text), len(self._secrets[0])
         firsts = {secret[0] for secret in self._secrets}
         for start in range(max(len(text) - longest + 1, 0), len(text)):
-            if text[start] in firsts:
-                tail = text[start:]
-                if any(secret.startswith(tail) for secret in self._secrets):
-                    return start
-        return len(text)
+            if text[start] in firsts and any(s.startswith(text[start:]) for s in self._secrets):
+                cut = start
+                break
+        moved = True
+        while moved:  # a secret across the cut moves it back to where the secret starts
+            moved = False
+            for secret in self._secrets:
+                found = text.find(secret, max(cut - len(secret) + 1, 0), cut + len(secret) - 1)
+                if found != -1 and found < cut:
+                    cut, moved = found, True
+        return cut
 
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
@@ -205,8 +213,9 @@ class DeltaMasking:
     """Masks a stream of events whose text arrives in pieces. A model that repeats a key
     sends it cut into deltas of a few characters, and each delta masked on its own held
     no whole key: the end of the text that may begin one is held back until the next
-    delta completes it or shows it is none, and is let go, masked, before any other
-    event (the complete reply that follows the deltas is masked whole)."""
+    delta completes it or shows it is none (`Redactor.safe_cut`), and is let go, masked,
+    before any other event (the complete reply that follows the deltas is masked whole)
+    or by `flush` (a run interrupted mid-reply)."""
 
     def __init__(self, redactor: Redactor) -> None:
         from lathe.events import TextDelta, ThinkingDelta
@@ -220,21 +229,28 @@ class DeltaMasking:
         if held is None and not redactor:
             return [event]
         if not isinstance(event, self._deltas):
-            self._held = None
-            return [*([held] if held is not None else []), redactor.event(event)]
+            return [*self.flush(), redactor.event(event)]
         out: list[Any] = []
         text = event.text
         if held is not None:
             if type(held) is type(event):
                 text = held.text + text
+                self._held = None
             else:
-                out.append(held)
-        text = redactor.mask(text)
-        cut = redactor.start_cut_at_end(text)
+                out += self.flush()
+        cut = redactor.safe_cut(text)
         if cut:
-            out.append(event.model_copy(update={"text": text[:cut]}))
+            out.append(event.model_copy(update={"text": redactor.mask(text[:cut])}))
+        # Held as it came: masked when let go, whole with what completes it.
         self._held = event.model_copy(update={"text": text[cut:]}) if cut < len(text) else None
         return out
+
+    def flush(self) -> list[Any]:
+        """The text held back, masked, as a delta (none when nothing is held)."""
+        held, self._held = self._held, None
+        if held is None:
+            return []
+        return [held.model_copy(update={"text": self._redactor.mask(held.text)})]
 
 
 def _masked_chunks(

@@ -520,6 +520,9 @@ class InteractiveApp:
         """Keep the conversation valid and truthful after a cancelled run: every tool
         call gets a result, and the partial reply is kept with a note."""
         agent, renderer = self.agent, self.renderer
+        if (masking := getattr(self, "_masking", None)) is not None:
+            for held in masking.flush():  # the reply's end, held back as a secret's start
+                self._show(held)
         partial = renderer.partial_reply
         renderer.markdown(renderer.stream.flush())
         renderer.partial_reply = ""
