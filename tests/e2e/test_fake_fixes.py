@@ -186,8 +186,8 @@ def test_a_command_that_writes_a_file_is_a_change(tmp_path, fake_openai):
 
 
 def test_a_conftest_in_a_folder_pytest_collects_is_a_check_file(tmp_path, fake_openai):
-    # env/ and target/ were skipped by name, though pytest collects them (and so runs
-    # their conftest.py) unless they are a virtualenv or a build cache.
+    # env/ was skipped by name, though pytest collects it (and so runs its conftest.py)
+    # unless it is a virtualenv or a build cache.
     ws = _repo(tmp_path)
     (ws / "target").mkdir()
     (ws / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")

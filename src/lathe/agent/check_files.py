@@ -30,11 +30,12 @@ _RUNNER_FILES = {
     "make": ("Makefile", "makefile", "GNUmakefile"),
     "just": ("justfile", "Justfile", ".justfile"),
 }
-# Folders no check file of the project's own lives in, and that can be huge; pytest
-# skips them too (`norecursedirs`). Others are skipped when they are a virtualenv or a
-# build cache (`_generated`): pytest collects a plain `env/` or `target/`, and so runs
-# its conftest.py.
-_SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "build", "dist"})
+# Folders no check file of the project's own lives in, and that can be huge: those
+# pytest skips too (`norecursedirs`), and `target/`, where Maven and sbt copy a
+# project's test resources (seen as check files the check itself added). Others are
+# skipped when they are a virtualenv or a build cache (`_generated`): pytest collects a
+# plain `env/`, and so runs its conftest.py.
+_SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "build", "dist", "target"})
 _GENERATED_MARKS = ("pyvenv.cfg", "conda-meta", "CACHEDIR.TAG")
 
 
