@@ -40,12 +40,14 @@ def test_the_progress_line_of_an_unpriced_model_says_the_cost_is_unknown(tmp_pat
     assert "cost unknown" in last and "$" not in last, last
 
 
-def _progress_line(*costs: float | None) -> str:
+def _progress_line(*costs: float | None, spent: dict[str, int] | None = None) -> str:
     out = io.StringIO()
     progress = PlainProgress(out)
     progress.planned(SimpleNamespace(tasks=costs, done={}, retried=[], skipped=[], to_run=costs))
+    tokens = {"input": 10, "output": 1} if spent is None else spent
     for number, cost in enumerate(costs):
-        progress.finished({"id": f"t{number}", "status": "solved", "cost_usd": cost})
+        line = {"id": f"t{number}", "status": "solved", "cost_usd": cost, "tokens": tokens}
+        progress.finished(line)
     progress.close()
     return out.getvalue().splitlines()[-1]
 
@@ -54,6 +56,8 @@ def test_the_progress_line_counts_known_costs_and_says_when_some_are_unknown() -
     assert "· $0.3000 ·" in _progress_line(0.1, 0.2)
     assert "· $0.1000 + unknown ·" in _progress_line(0.1, None)
     assert "· cost unknown ·" in _progress_line(None, None)
+    # A task that failed before any model call spent nothing: its cost is known.
+    assert "· $0.0000 ·" in _progress_line(None, spent={})
 
 
 def _jsonl(tmp_path: Path, repo: Path, **fields) -> Path:

@@ -41,11 +41,12 @@ class _Tally:
         self.solved += bool(line.get("solved"))
         self.errors += line.get("status") == "error"
         tokens = line.get("tokens") or {}
-        self.tokens += int(tokens.get("input", 0)) + int(tokens.get("output", 0))
-        if line.get("cost_usd") is None:
-            self.unpriced += 1
-        else:
+        spent = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
+        self.tokens += spent
+        if line.get("cost_usd") is not None:
             self.cost += float(line["cost_usd"])
+        elif spent:  # a task that failed before any model call cost nothing
+            self.unpriced += 1
 
     def eta(self, workers: int) -> str:
         left = self.total - self.done
