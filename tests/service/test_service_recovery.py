@@ -165,3 +165,35 @@ def test_a_run_the_servers_crash_cut_ends_when_the_server_is_back(tmp_path, fake
     stored = SessionStore(home).open_path(path, readonly=True)
     ends = [e for e in stored.branch() if isinstance(e, RunEndEntry)]
     assert [e.status for e in ends] == ["unverified", "interrupted", "unverified"]
+
+
+def test_a_cut_run_the_session_went_on_from_elsewhere_is_not_ended_again(tmp_path, fake_openai):
+    # The attach message says `lathe -C WS --resume ID` goes on with a stopped session;
+    # the journal still had the cut run's start, so the next serve recorded a "server
+    # stopped" end after the runs made meanwhile, and last_run said it crashed.
+    import os
+    import subprocess
+    import sys
+
+    fake_openai.responder = _strict(_sleep_when_asked)
+    home = tmp_path / "home"
+    ws = workspace_for(tmp_path, "cut")
+    server = ServeProcess(home).start()
+    with server.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, "SLEEP a while")
+        *_, started = client.events(session.id, until="tool_started")
+    server.kill()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(home))
+    elsewhere = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--resume", session.id, "go on"],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    with ServeProcess(home) as again, again.client() as client:
+        restored = client.session(session.id)
+        after = list(client.events(session.id, after=started.id, follow=False))
+    assert restored.raw["last_run"]["status"] == "unverified"
+    assert not any(e.type == "run_finished" for e in after)

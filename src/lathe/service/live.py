@@ -157,6 +157,8 @@ class ServedSession:
             asyncio.get_running_loop().call_later(record.approval_timeout_s, self._expire)
         self.safety = await self._safety(lathe_home())
         cut = await asyncio.to_thread(self.journal.unfinished_run, _CUT_RUN_EVENTS)
+        if cut is not None and _ended_since_its_message(self.session):
+            cut = None  # the session went on elsewhere (`lathe --resume`), and ended
         self.agent = self._agent(self._history(cut_run=cut is not None))
         if cut is not None:
             self._end_cut_run(cut)
@@ -559,3 +561,17 @@ def _last_run(session: Any) -> dict[str, Any] | None:
         if isinstance(entry, RunEndEntry):
             return {"status": entry.status, "reason": entry.reason, "turns": entry.turns}
     return None
+
+
+def _ended_since_its_message(session: Any) -> bool:
+    """Whether a run ended after the branch's last message of the user's: a run the
+    journal saw cut was gone on with and ended elsewhere (`lathe -C WS --resume ID`)."""
+    from lathe.session import MessageEntry, RunEndEntry
+    from lathe.types import UserMessage
+
+    for entry in reversed(session.branch()):
+        if isinstance(entry, RunEndEntry):
+            return True
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+            return False
+    return False
