@@ -75,3 +75,28 @@ def test_a_reference_with_a_default_expands_to_it_when_the_variable_is_unset(
 
     assert result.returncode == 0, result.stderr
     assert tool_results(fake_openai.chat_bodies()[-1]) == ["prod", "debug", "fallback"]
+
+
+def test_settings_of_mcp_servers_are_hidden_from_commands_only_when_secret(
+    tmp_path, fake_openai, monkeypatch
+):
+    # An untrusted .mcp.json naming `${HOME}` and `${NODE_ENV}` emptied both for every
+    # command the model ran: builds and tests that read them broke.
+    secret = "zq7f3k9x2m4w8v1p6r5t"
+    monkeypatch.setenv("NODE_ENV", "development")
+    monkeypatch.setenv("DOCS_SERVICE_CODE", secret)
+    ws = workspace(tmp_path)
+    docs = {"command": "npx", "args": ["${HOME}"], "env": {"NODE_ENV": "${NODE_ENV}"}}
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": docs}}))
+    mine = stdio_server(
+        tmp_path, env={"NODE_ENV": "${NODE_ENV}", "SERVICE_AUTH": "${DOCS_SERVICE_CODE}"}
+    )
+    user_config(tmp_path, {"srv": mine})
+    probe = 'echo "node=$NODE_ENV home=${HOME:+set} code=${DOCS_SERVICE_CODE:-hidden}"'
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": probe})]), Reply("Done."))
+
+    result = run(fake_openai, tmp_path, ws, "--approval", "full")
+
+    assert result.returncode == 0, result.stderr
+    said = tool_results(fake_openai.chat_bodies()[-1])[-1]
+    assert "node=development home=set code=hidden" in said, said

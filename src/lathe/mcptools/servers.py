@@ -100,12 +100,24 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     a `token=`). Its other values are settings (`NODE_ENV=development`): masking them replaced that
     word in every file the model read, and its edits of them failed. Arguments are left
     out: a `${HOME}` there would mask every path."""
-    from lathe.config.secrets import looks_like_secret, secret_header, url_secrets
-    from lathe.exec.env import holds_secret, is_secret_name
+    from lathe.config.secrets import url_secrets
 
     environ = os.environ if environ is None else environ
+    found = {v for v in secret_variables(entry, environ).values() if _maskable(v)}
+    if entry.config.url:
+        found.update(url_secrets(_expanded_leniently(entry.config.url, environ)))
+    return sorted(found)
+
+
+def secret_variables(entry: ServerEntry, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables, with their values, that one server's `env`, `headers` and `url`
+    take a secret from, as `entry_secrets` judges one (the url's own references all
+    count): what commands are never shown."""
+    from lathe.config.secrets import looks_like_secret, secret_header
+    from lathe.exec.env import holds_secret, is_secret_name
+
     config = entry.config
-    found: set[str] = set()
+    found: dict[str, str] = {}
     for key, text, is_header in (
         *((k, v, False) for k, v in config.env.items()),
         *((k, v, True) for k, v in config.headers.items()),
@@ -114,13 +126,11 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
         secret_key = secret_header(key) if is_header else is_secret_name(key)
         for name in env_references(text):
             value = environ.get(name)
-            if not value or not _maskable(value):
-                continue
-            if secret_key or holds_secret(name, value) or looks_like_secret(value):
-                found.add(value)
-    if config.url:
-        found.update(url_secrets(_expanded_leniently(config.url, environ)))
-    return sorted(found)
+            if value and (
+                secret_key or not key or holds_secret(name, value) or looks_like_secret(value)
+            ):
+                found[name] = value
+    return found
 
 
 def _maskable(value: str) -> bool:
@@ -277,13 +287,6 @@ def _value_of(reference: re.Match[str], environ: Mapping[str, str]) -> str | Non
     if default is not None and not environ.get(name):
         return default
     return environ.get(name)
-
-
-def references(server: McpServerConfig) -> set[str]:
-    """The environment variables a server's settings take values from (secrets: never
-    shown to commands, masked in output)."""
-    texts = [*server.env.values(), *server.headers.values(), *server.args, server.url or ""]
-    return {name for text in texts for name in env_references(text)}
 
 
 def _untrusted(entry: ServerEntry) -> ServerEntry:

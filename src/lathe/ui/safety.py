@@ -4,6 +4,7 @@ the one hook chain both faces run with."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -345,10 +346,11 @@ def _key_variables(setup: RunSetup) -> list[str]:
     names |= {m for p in providers for v in p.headers.values() for m in env_references(v)}
     if setup.model.api_key_env:
         names.add(setup.model.api_key_env)
-    if setup.mcp_servers is not None:  # the secrets MCP servers take from the environment
-        from lathe.mcptools.servers import references
+    if setup.mcp_servers is not None:  # the secrets the servers that start take from it
+        from lathe.mcptools.servers import secret_variables
 
-        names |= {n for entry in setup.mcp_servers.entries for n in references(entry.config)}
+        runnable = setup.mcp_servers.runnable()
+        names |= {n for entry in runnable for n in secret_variables(entry, os.environ)}
     return sorted({KEY_OVERRIDE_ENV, *names})
 
 
