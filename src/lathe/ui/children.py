@@ -419,7 +419,7 @@ class _Child:
     def _setup(self) -> RunSetup:
         """The parent's setup for the child: its folder, its turns, no verify command,
         the stricter of the parent's and the profile's approval, the profile's model, no
-        MCP servers of its own."""
+        MCP servers of its own, the tool hooks but not the start and stop hooks."""
         setup = self.parent._setup
         loaded = setup.loaded
         config = loaded.config
@@ -442,6 +442,9 @@ class _Child:
                     }
                 ),
                 "permissions": config.permissions.model_copy(update={"approval": approval}),
+                # The tool hooks guard a child's calls too; the start and stop hooks are
+                # the user's run's (a "run finished" hook fired once per child, and more).
+                "hooks": config.hooks.model_copy(update={"session_start": [], "stop": []}),
             }
         )
         origins = {**loaded.origins, ("permissions", "approval"): Origin("flag")}
