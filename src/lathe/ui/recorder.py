@@ -136,16 +136,24 @@ class RunTally:
 
 def _conversation_ids(session: Session) -> list[str]:
     """The ids behind `session.conversation()`: the latest compaction (standing for its
-    opening message) then the messages it kept, or every message when there was none."""
+    opening message) then the messages it kept, or every message when there was none;
+    each call's results right after it, as there (`in_call_order`)."""
+    from lathe.session.conversation import in_call_order
+
     branch = session.branch()
     latest = max((i for i, e in enumerate(branch) if isinstance(e, CompactionEntry)), default=None)
-    if latest is None:
-        return [e.id for e in branch if isinstance(e, MessageEntry)]
-    compaction = branch[latest]
-    assert isinstance(compaction, CompactionEntry)
-    kept_from = next((i for i, e in enumerate(branch) if e.id == compaction.first_kept), latest + 1)
-    kept = [e.id for e in branch[kept_from:] if isinstance(e, MessageEntry)]
-    return [compaction.id, *kept]
+    opening: list[str] = []
+    kept_from = 0
+    if latest is not None:
+        compaction = branch[latest]
+        assert isinstance(compaction, CompactionEntry)
+        opening = [compaction.id]
+        kept_from = next(
+            (i for i, e in enumerate(branch) if e.id == compaction.first_kept), latest + 1
+        )
+    kept = [e for e in branch[kept_from:] if isinstance(e, MessageEntry)]
+    ids = {id(e.message): e.id for e in kept}
+    return [*opening, *(ids[id(m)] for m in in_call_order([e.message for e in kept]))]
 
 
 class CheckpointRecorder(AgentHooks):
