@@ -445,3 +445,19 @@ def test_force_after_an_undo_that_kept_every_file_finishes_that_one(cp: Checkpoi
 
     assert forced.forced == ["a.txt"]
     assert files(ws) == {"c.txt": b"C edited\n"}
+
+
+def test_a_turn_whose_undo_kept_every_file_can_be_undone_after_later_turns(
+    cp: Checkpoints, ws: Path
+):
+    # Recorded as undone though nothing was reverted: after another turn and its undo,
+    # "nothing to undo", and --force could not reach it either.
+    agent_turn(cp, 1, "echo A > a.txt", ws)
+    write(ws, "a.txt", "A edited\n")
+    assert cp.undo().changed is False
+    agent_turn(cp, 2, "echo B > b.txt", ws)
+    assert cp.undo().deleted == ["b.txt"]
+
+    forced = cp.undo(force=True)
+
+    assert forced.forced == ["a.txt"] and files(ws) == {}

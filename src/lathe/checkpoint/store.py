@@ -374,7 +374,8 @@ def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | N
     to_finish = newest is not None and newest.kind == "undo" and newest.kept
     if to_finish and (force or not newest.files):
         return next((c for c in history if c.commit == newest.undoes), None)
-    undone = {c.undoes for c in history if c.kind == "undo"}
+    # An undo that kept every file reverted nothing: its operation is still to undo.
+    undone = {c.undoes for c in history if c.kind == "undo" and (c.files or not c.kept)}
     return next(
         (c for c in history if c.kind in UNDOABLE_KINDS and c.commit not in undone and c.parent),
         None,
