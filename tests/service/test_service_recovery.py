@@ -197,3 +197,29 @@ def test_a_cut_run_the_session_went_on_from_elsewhere_is_not_ended_again(tmp_pat
         after = list(client.events(session.id, after=started.id, follow=False))
     assert restored.raw["last_run"]["status"] == "unverified"
     assert not any(e.type == "run_finished" for e in after)
+
+
+def test_a_cut_run_that_went_on_from_an_answered_approval_ends_when_the_server_is_back(
+    tmp_path, fake_openai
+):
+    # Such a run runs the paused call before any message of its own, so "a run ended
+    # since the last message" took the run before it for this one, and its cut was left.
+    fake_openai.responder = _strict(_sleep_when_asked)
+    home = tmp_path / "home"
+    server = ServeProcess(home).start()
+    with server.client() as client:
+        session = client.create_session(
+            str(workspace_for(tmp_path, "asked")), model="m", base_url=fake_openai.base_url,
+            approval="ask",
+        )  # fmt: skip
+        client.send(session.id, "SLEEP a while")
+        *_, asked = client.events(session.id, until="approval_requested")
+        client.delete(session.id)
+        client.resume(session.id)
+        [pending] = client.approvals(session.id)
+        client.answer(session.id, pending["id"], "once")
+        *_, started = client.events(session.id, after=asked.id, until="tool_started")
+    server.kill()
+    with ServeProcess(home) as again, again.client() as client:
+        ended = list(client.events(session.id, after=started.id, follow=False))
+    assert [e.type for e in ended] == ["tool_finished", "run_finished"]

@@ -157,7 +157,7 @@ class ServedSession:
             asyncio.get_running_loop().call_later(record.approval_timeout_s, self._expire)
         self.safety = await self._safety(lathe_home())
         cut = await asyncio.to_thread(self.journal.unfinished_run, _CUT_RUN_EVENTS)
-        if cut is not None and _ended_since_its_message(self.session):
+        if cut is not None and _ended_after(self.session, self.journal.path):
             cut = None  # the session went on elsewhere (`lathe --resume`), and ended
         self.agent = self._agent(self._history(cut_run=cut is not None))
         if cut is not None:
@@ -563,15 +563,17 @@ def _last_run(session: Any) -> dict[str, Any] | None:
     return None
 
 
-def _ended_since_its_message(session: Any) -> bool:
-    """Whether a run ended after the branch's last message of the user's: a run the
-    journal saw cut was gone on with and ended elsewhere (`lathe -C WS --resume ID`)."""
-    from lathe.session import MessageEntry, RunEndEntry
-    from lathe.types import UserMessage
+def _ended_after(session: Any, journal: Path) -> bool:
+    """Whether a run ended in `session` after the server last wrote to its `journal`:
+    the run the journal saw cut was gone on with and ended elsewhere (`lathe -C WS
+    --resume ID`, which writes no journal). Timed, as nothing else ties the two files: a
+    run that went on from an answered approval has no message of its own before it."""
+    import os
 
-    for entry in reversed(session.branch()):
-        if isinstance(entry, RunEndEntry):
-            return True
-        if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
-            return False
-    return False
+    from lathe.session import RunEndEntry
+
+    ended = next((e for e in reversed(session.branch()) if isinstance(e, RunEndEntry)), None)
+    try:
+        return ended is not None and ended.ts.timestamp() > os.stat(journal).st_mtime
+    except OSError:
+        return False
