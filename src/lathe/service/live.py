@@ -568,8 +568,6 @@ def _ended_after(session: Any, journal: Path) -> bool:
     the run the journal saw cut was gone on with and ended elsewhere (`lathe -C WS
     --resume ID`, which writes no journal). Timed, as nothing else ties the two files: a
     run that went on from an answered approval has no message of its own before it."""
-    import os
-
     from lathe.session import RunEndEntry
 
     ended = next((e for e in reversed(session.branch()) if isinstance(e, RunEndEntry)), None)
