@@ -70,3 +70,36 @@ def test_import_takes_out_url_passwords_and_secret_headers_and_options(tmp_path)
         "REMOTE_ARG_3", "REMOTE_ARG_5", "DB_PASSWORD",
     ):  # fmt: skip
         assert f"export {variable} " in told, told
+
+
+def test_import_leaves_settings_that_only_sound_like_secrets_as_they_are(tmp_path):
+    # `--no-auth` took `mcp-server-fetch` as its value (the package was gone), and plain
+    # URLs, a password store's name, a key's file, a tokenizer and an auth scheme all
+    # became ${VAR}s the user had to export before the server started again.
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        '[mcp_servers.fetch]\ncommand = "uvx"\nargs = ["--no-auth", "mcp-server-fetch"]\n'
+        '[mcp_servers.sso]\ncommand = "sso-server"\n'
+        'args = ["--keycloak-url", "https://sso.example.com", "--token-url=https://auth.example/token",'
+        ' "--password-store=basic", "--token", "--verbose", "--api-key", "./keys/api.txt"]\n'
+        'env = { AUTH_URL = "https://login.example.com/oauth", SSL_KEY_FILE = "certs/server.key",'
+        ' TOKENIZER = "cl100k_base" }\n'
+        '[mcp_servers.web]\nurl = "https://mcp.example.com/mcp"\n'
+        'http_headers = { "X-Auth-Scheme" = "oauth2" }\n'
+    )
+
+    result = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    servers = tomllib.loads((tmp_path / "config.toml").read_text())["mcp"]["servers"]
+    assert servers["fetch"]["args"] == ["--no-auth", "mcp-server-fetch"]
+    assert servers["sso"]["args"] == [
+        "--keycloak-url", "https://sso.example.com", "--token-url=https://auth.example/token",
+        "--password-store=basic", "--token", "--verbose", "--api-key", "./keys/api.txt",
+    ]  # fmt: skip
+    assert servers["sso"]["env"] == {
+        "AUTH_URL": "https://login.example.com/oauth", "SSL_KEY_FILE": "certs/server.key",
+        "TOKENIZER": "cl100k_base",
+    }  # fmt: skip
+    assert servers["web"]["headers"] == {"X-Auth-Scheme": "oauth2"}
+    assert "export" not in result.stdout, result.stdout

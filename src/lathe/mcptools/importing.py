@@ -3,10 +3,13 @@
 `[mcp.servers.NAME]` tables.
 
 A secret is never written: a value that looks like one (`looks_like_secret`), and
-whatever a name says is one, however short or plain — an `env` entry named like a
-secret variable (`DB_PASSWORD`), a credential header (`Authorization`, `X-API-Key`), an
+whatever a name says is one, however short — an `env` entry named like a secret
+variable (`DB_PASSWORD`), a credential header (`Authorization`, `X-API-Key`), an
 argument after or in a secret-named option (`--token X`, `--token=X`), and the password
-and secret query values of a URL, in `url` or in an argument. An `env` entry becomes
+and secret query values of a URL, in `url` or in an argument. A name that says which
+setting about a secret it is (`--token-url`, `PASSWORD_STORE`, `SSL_KEY_FILE`,
+`X-Auth-Scheme`) or holds no value (`--no-auth`) names none, nor is a path, a URL
+without credentials or a plain word one. An `env` entry becomes
 `${ITS_NAME}`, a header `${SERVERNAME_HEADER}` (after its `Bearer `), an argument
 `${SERVERNAME_ARG_N}`, a `url`'s password and secret query values
 `${SERVERNAME_URL_PASSWORD}` and `${SERVERNAME_PARAMETER}` (an argument's
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ from lathe.config.secrets import (
     ENV_NAME,
     ENV_REF,
     holds_literal_secret,
+    looks_like_secret,
     secret_header,
     url_credentials,
 )
@@ -38,7 +43,21 @@ from lathe.exec.env import is_secret_name
 from lathe.mcptools.servers import server_config
 
 _DOLLAR_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\b")
+# A URL with a user before its host: https://KEY@o1.ingest.example/2 (a DSN's key).
+_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]+@")
 _HEADER_ARG = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)(:\s*)(.+)$")
+# A name that says which setting about a secret it is, not a secret: TOKEN_URL,
+# KEYCLOAK_URL, PASSWORD_STORE, SSL_KEY_FILE, X-Auth-Scheme (but a webhook's URL is one).
+_SETTING_NAME = re.compile(
+    r"(URL|URI|ENDPOINT|HOST|PORT|FILE|PATH|DIR|STORE|SCHEME|TYPE|MODE|METHOD|PROVIDER)$",
+    re.IGNORECASE,
+)
+# Words a secret's word is only part of (TOKENIZER holds TOKEN, KEYCLOAK KEY).
+_LONGER_WORD = re.compile(r"TOKENIZERS?|KEYCLOAK|KEYBOARD|KEYSPACE|KEYWORDS?", re.IGNORECASE)
+# An option that takes no value, whatever its name: --no-auth, --disable-token-check.
+_SWITCH = re.compile(r"^-+(no|disable|without|skip)[-_]", re.IGNORECASE)
+# A relative path (certs/server.key); a token never has a folder made of name characters.
+_RELATIVE_PATH = re.compile(r"^([\w.-]+/)+[\w.-]+/?$")
 
 
 def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
@@ -69,8 +88,8 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
                 scheme, secret = _scheme(value) if key == "headers" else ("", value)
-                by_name = is_secret_name(item) if key == "env" else secret_header(item)
-                if holds_literal_secret(value) or (by_name and _literal(secret)):
+                by_name = _secret_name(item, secret_header if key == "headers" else None)
+                if holds_literal_secret(value) or (by_name and _literal(secret, item)):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
                     named.setdefault(secret, variable)
                     value = f"{scheme}${{{variable}}}"
@@ -103,13 +122,15 @@ def _args_without_secrets(
     an env entry already gives keeps that entry's variable; else the variable is named
     after the server and the argument's place."""
     cleaned: list[str] = []
-    after_secret_option = False
+    previous = ""
     for index, arg in enumerate(str(a) for a in args):
         prefix, value, by_name = _split(arg)
-        by_name = by_name or (after_secret_option and not arg.startswith("-"))
-        after_secret_option = "=" not in arg and _secret_option(arg)
+        # `--token X`, but neither `--no-auth PACKAGE` nor `--token --verbose`
+        by_name = by_name or (
+            "=" not in previous and _secret_option(previous) and not arg.startswith("-")
+        )
         where = f"mcp.servers.{safe}.args[{index}]"
-        if holds_literal_secret(value) or (by_name and _literal(value)):
+        if holds_literal_secret(value) or (by_name and _literal(value, prefix or previous)):
             variable = named.get(value)
             if variable is None:
                 variable = named[value] = _variable(f"{safe}_arg_{index}")
@@ -121,6 +142,7 @@ def _args_without_secrets(
             cleaned.append(f"{prefix}{url}")
         else:
             cleaned.append(arg)
+        previous = arg
     return cleaned
 
 
@@ -133,24 +155,45 @@ def _split(arg: str) -> tuple[str, str, bool]:
         return f"{option}=", value, _secret_option(option)
     name, equals, value = arg.partition("=")
     if equals and ENV_NAME.match(name):
-        return f"{name}=", value, is_secret_name(name)
+        return f"{name}=", value, _secret_name(name)
     header = _HEADER_ARG.match(arg)
     if header and not header.group(3).startswith("//"):
         scheme, value = _scheme(header.group(3))
-        return f"{header.group(1)}{header.group(2)}{scheme}", value, secret_header(header.group(1))
+        named = _secret_name(header.group(1), secret_header)
+        return f"{header.group(1)}{header.group(2)}{scheme}", value, named
     return "", arg, False
 
 
 def _secret_option(option: str) -> bool:
-    """`--token`, `--api-key`, `-password`: an option whose value is a secret."""
-    return option.startswith("-") and is_secret_name(option.lstrip("-").replace("-", "_"))
+    """`--token`, `--api-key`, `-password`: an option whose value is a secret (not
+    `--no-auth`, which takes none, nor `--token-url`)."""
+    return (
+        option.startswith("-")
+        and not _SWITCH.match(option)
+        and _secret_name(option.lstrip("-").replace("-", "_"))
+    )
 
 
-def _literal(value: str) -> bool:
-    """Whether a value a secret's name points at holds one: not only references, nor a
-    path (`--key-file ~/.ssh/id`), a flag, a number or a yes/no."""
+def _secret_name(name: str, judge: Callable[[str], bool] | None = None) -> bool:
+    """Whether a variable's, option's or header's (`judge`: `secret_header`) name says
+    its value is a secret: named like one, and not a setting about one (`TOKEN_URL`,
+    `PASSWORD_STORE`, `SSL_KEY_FILE`, `X-Auth-Scheme`) nor a longer word (`TOKENIZER`)."""
+    if _SETTING_NAME.search(name) and "WEBHOOK" not in name.upper():
+        return False
+    return (judge or is_secret_name)(_LONGER_WORD.sub("", name))
+
+
+def _literal(value: str, name: str = "") -> bool:
+    """Whether a value a secret's name (`name`, or the text before the value) points at
+    holds one: not only references, nor a path (`--key-file ~/.ssh/id`,
+    `certs/server.key`), a URL without credentials (but a webhook's), a flag, a number,
+    a yes/no or a plain word (`basic`)."""
     value = ENV_REF.sub("", value).strip()
-    if not value or value.startswith(("/", "~", ".", "-")) or value.isdigit():
+    if not value or value.startswith(("/", "~", ".", "-")) or value.isdigit() or value.isalpha():
+        return False
+    if "://" in value and "WEBHOOK" not in name.upper():
+        return bool(_USERINFO.match(value) or url_credentials(value))
+    if _RELATIVE_PATH.match(value) and not looks_like_secret(value):
         return False
     return value.lower() not in ("true", "false", "yes", "no", "on", "off", "none", "null")
 
