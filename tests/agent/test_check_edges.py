@@ -8,7 +8,7 @@ import pytest
 from lathe.agent.check_files import CHECK_FILE
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget
-from lathe.agent.verify import only_looks, passed
+from lathe.agent.verify import is_test_like, only_looks, passed
 from lathe.errors import ContextTooLong
 from lathe.exec.base import ExecResult
 
@@ -86,7 +86,30 @@ async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
         ("CI=1 python -m pytest -q", True),
         ("uv run pytest tests", True),
         ("npx jest", True),
+        # ... and the ways a runner is started from a path or a wrapper read as a change.
+        (".venv/bin/pytest -q", True),
+        ("coverage run -m pytest", True),
+        ("timeout 300 pytest", True),
+        ("python3.12 -m pytest", True),
+        ("./node_modules/.bin/jest", True),
+        ("env CI=1 pytest -q", True),
     ],
 )
 def test_rerunning_a_check_reads_but_fixing_with_a_checker_writes(command: str, looks: bool):
     assert only_looks(command, checks_too=True) is looks
+
+
+@pytest.mark.parametrize(
+    ("command", "runs"),
+    [
+        ("pip install -e . && pytest -q", True),
+        ("cd pkg && python -m pytest -q 2>&1 | tail -5", True),
+        ("make test", True),
+        ("pip install pytest; true", False),
+        # Evidence of a test run, with no verify command, had been a file-changing one.
+        ("sed -i s/x/y/ pytest.ini", False),
+        ("ruff check --fix-only src", False),
+    ],
+)
+def test_test_evidence_is_a_command_that_runs_a_check(command: str, runs: bool):
+    assert is_test_like(command) is runs

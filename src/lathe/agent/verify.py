@@ -34,11 +34,6 @@ _TEST_LIKE = re.compile(
 )
 
 
-# Naming a test runner to install it is not running it (`pip install pytest; true`).
-_INSTALLS = re.compile(
-    r"\b(pip3?|pipx|uv|poetry|pdm|npm|pnpm|yarn|bun|apt(-get)?|brew|cargo|go|gem|conda)"
-    r"\s+(\S+\s+)?(install|add|i|get)\b"
-)
 # Commands that only look: after one of these the test evidence still stands.
 _ONLY_LOOKS = frozenset(
     {"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "tree", "stat", "file",
@@ -51,20 +46,24 @@ _PARTS = re.compile(r"&&|\|\||[;|&\n]")
 
 
 def is_test_like(command: str) -> bool:
-    """Whether a part of the command runs a test runner or checker; a part that only
-    installs one does not (`pip install -e . && pytest -q` does)."""
-    return any(
-        _TEST_LIKE.search(part) and not _INSTALLS.search(part) for part in _PARTS.split(command)
-    )
+    """Whether a part of the command runs a test runner or checker (`runs_a_check`): a
+    part that installs one, names its file (`sed -i ... pytest.ini`) or runs it to fix
+    what it checks does not."""
+    return any(runs_a_check(part) for part in _PARTS.split(command))
 
 
 # A checker told to change what it checks (`ruff --fix`, `ruff format`, `jest -u`).
 _CHECK_FIXES = re.compile(
     r"\s(--fix\S*|--write|-w|--update\S*|--snapshot-update|-u|format)(\s|=|$)"
 )
-# What may stand before the runner a command part starts (`CI=1 python -m pytest`).
+# What may stand before the runner a command part starts: variables, `env`, `timeout
+# N`, an interpreter or a wrapper (`CI=1 python3.12 -m pytest`, `coverage run -m`), and
+# the folder it is run from (`.venv/bin/pytest`, `./node_modules/.bin/jest`).
 _RUNNER_PREFIX = re.compile(
-    r"^(\w+=\S*\s+)*((python3?|py)\s+-m\s+|npx\s+|(uv|poetry|pdm|pipenv|hatch)\s+run\s+)?"
+    r"^((env|timeout\s+\S+|\w+=\S*)\s+)*"
+    r"((python[\d.]*|py)\s+-m\s+|coverage\s+run\s+-m\s+|npx\s+"
+    r"|(uv|poetry|pdm|pipenv|hatch)\s+run\s+)?"
+    r"(\S*/)?"
 )
 
 
