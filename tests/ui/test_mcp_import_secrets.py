@@ -103,3 +103,23 @@ def test_import_leaves_settings_that_only_sound_like_secrets_as_they_are(tmp_pat
     }  # fmt: skip
     assert servers["web"]["headers"] == {"X-Auth-Scheme": "oauth2"}
     assert "export" not in result.stdout, result.stdout
+
+
+def test_import_replaces_a_url_query_secret_where_its_parameter_is(tmp_path):
+    # The token's value was replaced where it first appeared, inside `region=abc123`,
+    # and the token itself stayed in the file.
+    url = "https://h.example.com/mcp?region=abc123&token=abc&next=a%20b"
+    codex = tmp_path / "codex.toml"
+    codex.write_text(
+        f'[mcp_servers.h]\nurl = "{url}"\n'
+        f'[mcp_servers.q]\ncommand = "mcp-remote"\nargs = ["{url}"]\n'
+    )
+
+    result = lathe("mcp", "import", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    servers = tomllib.loads((tmp_path / "config.toml").read_text())["mcp"]["servers"]
+    kept = "https://h.example.com/mcp?region=abc123&token="
+    assert servers["h"]["url"] == kept + "${H_TOKEN}&next=a%20b"
+    assert servers["q"]["args"] == [kept + "${Q_ARG_0_TOKEN}&next=a%20b"]
+    assert "export H_TOKEN " in result.stdout and "export Q_ARG_0_TOKEN " in result.stdout

@@ -290,19 +290,26 @@ def _url_without_secrets(
 ) -> str:
     """`url` with its password and secret query values as references
     (`${STEM_URL_PASSWORD}`, or `${PASSWORD_AS_PASSWORD}`; `${STEM_PARAMETER}`), each
-    added to `replaced` under `where`."""
-    from urllib.parse import quote_plus
+    added to `replaced` under `where`. The rest of the query stays as it is written."""
+    from urllib.parse import unquote_plus, urlsplit
 
-    for what, value in url_credentials(url):
-        if what == "password":
-            variable = _variable(f"{password_as or stem + '_url'}_password")
-            url = url.replace(f":{value}@", f":${{{variable}}}@", 1)
-        else:  # as it is written in the query, encoded or not
-            variable = _variable(f"{stem}_{what}")
-            for spelled in dict.fromkeys((value, quote_plus(value))):
-                url = url.replace(f"={spelled}", f"=${{{variable}}}", 1)
+    found = url_credentials(url)
+    if found and urlsplit(url).password:  # then first, as ("password", it)
+        variable = _variable(f"{password_as or stem + '_url'}_password")
+        url = url.replace(f":{found.pop(0)[1]}@", f":${{{variable}}}@", 1)
         replaced.append((where, variable))
-    return url
+    secret = {what for what, _ in found}
+    head, mark, tail = url.partition("?")
+    query, hash_, fragment = tail.partition("#")
+    pieces = query.split("&")
+    for index, piece in enumerate(pieces):
+        # by the parameter's name: its value may also be part of another's
+        key, equals, value = piece.partition("=")
+        if equals and value and unquote_plus(key) in secret:
+            variable = _variable(f"{stem}_{unquote_plus(key)}")
+            pieces[index] = f"{key}=${{{variable}}}"
+            replaced.append((where, variable))
+    return head + mark + "&".join(pieces) + hash_ + fragment
 
 
 def _variable(text: str) -> str:
