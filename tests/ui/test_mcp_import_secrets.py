@@ -123,3 +123,26 @@ def test_import_replaces_a_url_query_secret_where_its_parameter_is(tmp_path):
     assert servers["h"]["url"] == kept + "${H_TOKEN}&next=a%20b"
     assert servers["q"]["args"] == [kept + "${Q_ARG_0_TOKEN}&next=a%20b"]
     assert "export H_TOKEN " in result.stdout and "export Q_ARG_0_TOKEN " in result.stdout
+
+
+def test_import_takes_a_secret_out_of_a_references_default(tmp_path):
+    # `${DB_PASSWORD:-hunter2}` was written word for word: the reference, default and
+    # all, was left out before the value was judged.
+    gemini = tmp_path / "gemini.json"
+    gemini.write_text(
+        json.dumps(
+            {"mcpServers": {"db": {"command": "db-server",
+                                   "args": ["--password", "${PW:-hunter2}", "--log=${LOG:-info}"],
+                                   "env": {"DB_PASSWORD": "${DB_PASSWORD:-hunter2}"}}}}
+        )
+    )  # fmt: skip
+
+    result = lathe("mcp", "import", str(gemini), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "config.toml").read_text()
+    assert "hunter2" not in written
+    servers = tomllib.loads(written)["mcp"]["servers"]
+    assert servers["db"]["env"] == {"DB_PASSWORD": "${DB_PASSWORD}"}
+    assert servers["db"]["args"] == ["--password", "${DB_ARG_1}", "--log=${LOG:-info}"]
+    assert "export DB_PASSWORD " in result.stdout and "export DB_ARG_1 " in result.stdout

@@ -187,7 +187,10 @@ def _literal(value: str, name: str = "") -> bool:
     """Whether a value a secret's name (`name`, or the text before the value) points at
     holds one: not only references, nor a path (`--key-file ~/.ssh/id`,
     `certs/server.key`), a URL without credentials (but a webhook's), a flag, a number,
-    a yes/no or a plain word (`basic`)."""
+    a yes/no or a plain word (`basic`); nor is a reference, but its default may be
+    (`${PW:-hunter2}`)."""
+    if any(_literal(match.group(2) or "", name) for match in ENV_REF.finditer(value)):
+        return True
     value = ENV_REF.sub("", value).strip()
     if not value or value.startswith(("/", "~", ".", "-")) or value.isdigit() or value.isalpha():
         return False
