@@ -209,8 +209,14 @@ def _build(
 def _expand(
     provider: str, header: str, value: str, environ: Mapping[str, str], secrets: list[str]
 ) -> str:
+    """`value` with each `${VAR}` from `environ`, and each `${VAR:-default}` its default
+    when VAR is unset or empty, as the shell and MCP settings (`servers.expanded`) do; a
+    variable's value goes to `secrets`."""
+
     def lookup(match: re.Match[str]) -> str:
-        var = match.group(1)
+        var, default = match.group(1), match.group(2)
+        if default is not None and not environ.get(var):
+            return default
         if var not in environ:
             raise UsageError(
                 f"providers.{provider}.headers.{header} uses ${{{var}}}, "
