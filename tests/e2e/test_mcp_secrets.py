@@ -100,3 +100,30 @@ def test_settings_of_mcp_servers_are_hidden_from_commands_only_when_secret(
     assert result.returncode == 0, result.stderr
     said = tool_results(fake_openai.chat_bodies()[-1])[-1]
     assert "node=development home=set code=hidden" in said, said
+
+
+def test_a_secret_an_argument_or_a_bearer_header_takes_is_kept_from_commands_and_masked(
+    tmp_path, fake_openai, monkeypatch
+):
+    # `--token ${GH_ARG_4}` (what `lathe mcp import` writes for an argument's secret)
+    # reached every command, and a "Bearer <token>" value was never masked: it holds a
+    # space, so it was taken for a phrase.
+    token = "ghp_" + "k3" * 18
+    monkeypatch.setenv("GH_ARG_4", "hunter2pw")
+    monkeypatch.setenv("GH_AUTH", f"Bearer {token}")
+    ws = workspace(tmp_path)
+    mine = stdio_server(tmp_path, "--token", "${GH_ARG_4}", env={"AUTH_HEADER": "${GH_AUTH}"})
+    user_config(tmp_path, {"srv": mine})
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": 'echo "arg=${GH_ARG_4:-hidden}"'})]),
+        Reply(calls=[Call("mcp__srv__getenv", {"name": "AUTH_HEADER"})]),
+        Reply("Done."),
+    )
+
+    result = run(fake_openai, tmp_path, ws, "--approval", "full")
+
+    assert result.returncode == 0, result.stderr
+    said = tool_results(fake_openai.chat_bodies()[1])[-1]
+    assert "arg=hidden" in said, said
+    echoed = tool_results(fake_openai.chat_bodies()[2])[-1]
+    assert token not in echoed and "Bearer" in echoed, echoed

@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--say-env")
     parser.add_argument("--twins", action="store_true")
     parser.add_argument("--helper-pid-file")
+    parser.add_argument("--token", help="taken and ignored, as a real server's key would be")
     args = parser.parse_args()
     if args.helper_pid_file:
         import subprocess

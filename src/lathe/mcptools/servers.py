@@ -98,39 +98,62 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     (`looks_like_secret`) — one word, not a path nor a plain word, as for the
     environment (`exec.env.secret_values`) — and a credential of the url (its password,
     a `token=`). Its other values are settings (`NODE_ENV=development`): masking them replaced that
-    word in every file the model read, and its edits of them failed. Arguments are left
-    out: a `${HOME}` there would mask every path."""
+    word in every file the model read, and its edits of them failed. An argument counts
+    when the option or `NAME=` it fills is named like a secret (`--token ${X}`), not
+    otherwise: a `${HOME}` there would mask every path. Of a `Bearer <token>` value the
+    token is masked (the whole holds a space, so it had been taken for a phrase)."""
     from lathe.config.secrets import url_secrets
 
     environ = os.environ if environ is None else environ
-    found = {v for v in secret_variables(entry, environ).values() if _maskable(v)}
+    found: set[str] = set()
+    for value in secret_variables(entry, environ).values():
+        scheme, _, token = value.partition(" ")
+        if _maskable(value):
+            found.add(value)
+        elif scheme.lower() in _AUTH_SCHEMES and _maskable(token):
+            found.add(token)
     if entry.config.url:
         found.update(url_secrets(_expanded_leniently(entry.config.url, environ)))
     return sorted(found)
 
 
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot"})
+
+
 def secret_variables(entry: ServerEntry, environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables, with their values, that one server's `env`, `headers` and `url`
-    take a secret from, as `entry_secrets` judges one (the url's own references all
-    count): what commands are never shown."""
+    """The variables, with their values, that one server's `env`, `headers`, `url` and
+    `args` take a secret from, as `entry_secrets` judges one (the url's own references
+    all count): what commands are never shown."""
     from lathe.config.secrets import looks_like_secret, secret_header
     from lathe.exec.env import holds_secret, is_secret_name
 
     config = entry.config
+    filled: list[tuple[bool, str]] = [  # (the key it fills is named like a secret, text)
+        *((is_secret_name(k), v) for k, v in config.env.items()),
+        *((secret_header(k), v) for k, v in config.headers.items()),
+        (True, config.url or ""),
+        *((is_secret_name(_option_of(config.args, n)), a) for n, a in enumerate(config.args)),
+    ]
     found: dict[str, str] = {}
-    for key, text, is_header in (
-        *((k, v, False) for k, v in config.env.items()),
-        *((k, v, True) for k, v in config.headers.items()),
-        ("", config.url or "", False),
-    ):
-        secret_key = secret_header(key) if is_header else is_secret_name(key)
+    for secret_key, text in filled:
         for name in env_references(text):
             value = environ.get(name)
-            if value and (
-                secret_key or not key or holds_secret(name, value) or looks_like_secret(value)
-            ):
+            if value and (secret_key or holds_secret(name, value) or looks_like_secret(value)):
                 found[name] = value
     return found
+
+
+def _option_of(args: list[str], index: int) -> str:
+    """The name the argument at `index` gives a value to, as a variable's name
+    (`--api-key=X`, `--api-key X`, `API_KEY=X`: API_KEY); "" when it gives none."""
+    arg = args[index]
+    named = re.match(r"^-{0,2}([A-Za-z][\w-]*)=", arg)
+    if named:
+        return named.group(1).replace("-", "_").upper()
+    before = args[index - 1] if index else ""
+    if before.startswith("-") and "=" not in before:
+        return before.lstrip("-").replace("-", "_").upper()
+    return ""
 
 
 def _maskable(value: str) -> bool:
