@@ -298,3 +298,36 @@ def test_a_server_lathe_cannot_start_for_an_unset_variable_says_so_plainly(tmp_p
     assert result.returncode != 0
     assert "GITHUB_TOKEN_NOT_SET_HERE" in said
     assert "UsageError" not in said and "what it printed" not in said
+
+
+def test_list_names_only_the_tools_a_run_offers(tmp_path):
+    # `a`'s excluded `_x` was still named, so `a_`'s `x` was listed under a hashed name
+    # with a clash warning, though a run calls it plain mcp__a___x.
+    server = tmp_path / "server.py"
+    server.write_text(
+        "import sys\n"
+        "from mcp.server.mcpserver import MCPServer\n"
+        "server = MCPServer('one-tool')\n"
+        "@server.tool(name=sys.argv[1])\n"
+        "def only() -> str:\n"
+        "    return 'ok'\n"
+        "server.run()\n"
+    )
+    (tmp_path / "config.toml").write_text(
+        "[mcp.servers.a]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}, '_x']\n"
+        "exclude_tools = ['_x']\n"
+        "[mcp.servers.a_]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}, 'x']\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    named = [word for word in result.stdout.split() if word.startswith("mcp__")]
+    assert named == ["mcp__a___x"], result.stdout
+    assert "both have a tool" not in result.stdout + result.stderr
