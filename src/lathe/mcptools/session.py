@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from lathe.mcptools.tools import (
     ToolSearchTool,
     clashes,
     mcp_tools,
+    offered,
 )
 from lathe.tools.base import ToolRegistry, tool_spec
 
@@ -129,18 +129,7 @@ class McpSession(AgentHooks):
     ) -> list[McpTool]:
         """The server's tools its filters keep, named apart from `others` (the other
         servers' tools); a name another server's tool has is a warning, once."""
-        config = connection.entry.config
-        include, exclude = config.include_tools, config.exclude_tools
-        tools = mcp_tools(
-            connection,
-            [
-                r
-                for r in remote
-                if (not include or any(fnmatchcase(r["name"], p) for p in include))
-                and not any(fnmatchcase(r["name"], p) for p in exclude)
-            ],
-            others,
-        )
+        tools = mcp_tools(connection, offered(connection.entry.config, remote), others)
         for clash in clashes(tools, others):
             if clash not in self._clashes:
                 self._clashes.add(clash)

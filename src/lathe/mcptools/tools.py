@@ -20,6 +20,7 @@ import re
 import secrets
 import time
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -48,6 +49,19 @@ def tool_name(server: str, tool: str, taken: frozenset[str] | set[str] = frozens
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
     return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+def offered(config: Any, remote: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools of a server's `remote` list its `include_tools` and `exclude_tools`
+    globs keep: those a run offers, and names (an excluded tool named had pushed another
+    server's tool off its plain name in `lathe mcp list`)."""
+    include, exclude = config.include_tools, config.exclude_tools
+    return [
+        tool
+        for tool in remote
+        if (not include or any(fnmatchcase(tool["name"], p) for p in include))
+        and not any(fnmatchcase(tool["name"], p) for p in exclude)
+    ]
 
 
 def mcp_tools(

@@ -196,12 +196,11 @@ class _Report:
 async def _probe_all(entries: list[Any], workspace: Path) -> tuple[dict[str, _Report], list[str]]:
     """Each server's report by name, and a line for each tool named apart from another
     server's (`mcptools.tools.clashes`): named in the declared order, as a run does."""
-    from fnmatch import fnmatchcase
 
     from lathe.home import lathe_home
     from lathe.mcptools.connection import McpConnection
     from lathe.mcptools.session import schema_tokens
-    from lathe.mcptools.tools import clashes, mcp_tools
+    from lathe.mcptools.tools import clashes, mcp_tools, offered
 
     connections = [McpConnection(entry, workspace, lathe_home() / "logs") for entry in entries]
     try:
@@ -213,17 +212,7 @@ async def _probe_all(entries: list[Any], workspace: Path) -> tuple[dict[str, _Re
     for connection, report in zip(connections, reports, strict=True):
         if not report.ok:
             continue
-        # the tools a run offers, filtered as `McpSession._wrap` does: an excluded tool
-        # named here had pushed another server's tool off its plain name
-        config = connection.entry.config
-        include, exclude = config.include_tools, config.exclude_tools
-        offered = [
-            r
-            for r in report.remote
-            if (not include or any(fnmatchcase(r["name"], p) for p in include))
-            and not any(fnmatchcase(r["name"], p) for p in exclude)
-        ]
-        report.tools = mcp_tools(connection, offered, named)
+        report.tools = mcp_tools(connection, offered(connection.entry.config, report.remote), named)
         report.tokens = schema_tokens(report.tools) if report.tools else 0
         said += clashes(report.tools, named)
         named |= {tool.name: tool for tool in report.tools}
