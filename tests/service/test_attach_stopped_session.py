@@ -11,18 +11,24 @@ from tests.service.scripts import workspace_for
 from tests.ui.tmux import Terminal
 
 
-def test_attach_ends_saying_how_to_serve_the_session_again_when_it_is_stopped(
-    served, fake_openai, tmp_path
-):
+def attached(served, fake_openai, tmp_path, url: str | None = None):
+    """A new session of `served` (in a workspace `ws`), and a terminal running `lathe
+    attach` to it at `url` (the server's own by default), then saying how it exited
+    (tmux does not always reap it to tell)."""
     ws = workspace_for(tmp_path, "ws")
     with served.client() as client:
         session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
            "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
-    # The shell says how attach exited (tmux does not always reap it to tell).
     argv = ["sh", "-c", '"$@"; echo "attach exited $?"', "sh",
-            sys.executable, "-m", "lathe", "attach", served.url, session.id]  # fmt: skip
-    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=200, height=30)
+            sys.executable, "-m", "lathe", "attach", url or served.url, session.id]  # fmt: skip
+    return ws, session, Terminal(argv, env=env, cwd=str(tmp_path), width=250, height=30)
+
+
+def test_attach_ends_saying_how_to_serve_the_session_again_when_it_is_stopped(
+    served, fake_openai, tmp_path
+):
+    ws, session, terminal = attached(served, fake_openai, tmp_path)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
         terminal.wait_for(r"^>\s*$", timeout=20)

@@ -3,25 +3,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
-from tests.service.scripts import workspace_for
-from tests.ui.tmux import Terminal
+from tests.service.test_attach_stopped_session import attached
 
 
 def test_attach_to_the_api_url_says_no_lathe_server_answered_and_gives_the_root_url(
     served, fake_openai, tmp_path
 ):
-    ws = workspace_for(tmp_path, "ws")
-    with served.client() as client:
-        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
-           "LANG": "C.UTF-8", "LATHE_HOME": str(served.home)}  # fmt: skip
-    # The shell says how attach exited.
-    argv = ["sh", "-c", '"$@"; echo "attach exited $?"', "sh",
-            sys.executable, "-m", "lathe", "attach", f"{served.url}/v1", session.id]  # fmt: skip
-    terminal = Terminal(argv, env=env, cwd=str(tmp_path), width=250, height=20)
+    _, _, terminal = attached(served, fake_openai, tmp_path, f"{served.url}/v1")
     try:
         screen = terminal.wait_for(r"attach exited \d+", timeout=30)
     finally:
