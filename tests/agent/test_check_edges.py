@@ -96,7 +96,7 @@ async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
     ],
 )
 def test_rerunning_a_check_reads_but_fixing_with_a_checker_writes(command: str, looks: bool):
-    assert only_looks(command, checks_too=True) is looks
+    assert only_looks(command) is looks
 
 
 @pytest.mark.parametrize(

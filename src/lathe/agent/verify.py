@@ -76,11 +76,10 @@ def runs_a_check(part: str) -> bool:
     return started is not None and started.start(2) == 0 and not _CHECK_FIXES.search(part)
 
 
-def only_looks(command: str, *, checks_too: bool = False) -> bool:
-    """Whether every part of a shell command only reads (`git diff; cat x`): after any
-    other, files may have changed (`sed -i` after a passing pytest broke the code).
-    `checks_too`: a part that runs a test runner or checker counts as reading too
-    (`pytest -q || true`), unless it is told to fix what it checks."""
+def only_looks(command: str) -> bool:
+    """Whether every part of a shell command only reads (`git diff; cat x`) or runs a
+    test runner or checker not told to fix what it checks (`pytest -q || true`): after
+    any other, files may have changed (`sed -i` after a passing pytest broke the code)."""
     if ">" in command or "$(" in command or "`" in command:
         return False
     for part in _PARTS.split(command):
@@ -89,7 +88,7 @@ def only_looks(command: str, *, checks_too: bool = False) -> bool:
             continue
         if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
             continue
-        if checks_too and runs_a_check(part):
+        if runs_a_check(part):
             continue
         if words[0] not in _ONLY_LOOKS:
             return False
@@ -106,7 +105,7 @@ def may_change_files(record: CallRecord) -> bool:
         return not record.output.is_error
     if record.output.is_error and not _has_exit(record):
         return False
-    return not only_looks(command, checks_too=True)
+    return not only_looks(command)
 
 
 class VerifyCannotRun(UsageError):
@@ -130,16 +129,12 @@ class EvidenceEnd(FinishHandler):
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
         for record in calls:
-            if record.tool is None or (record.output.is_error and not _has_exit(record)):
-                continue
-            command = record.tool.shell_command(record.arguments or {})
-            if command is not None:
-                if is_test_like(command):
-                    exit_code = record.output.details.get("exit_code")
-                    self.latest = Evidence(command=command, exit_code=exit_code)
-                elif not only_looks(command):
-                    self.latest = None
-            elif not record.tool.read_only:
+            command = record.tool.shell_command(record.arguments or {}) if record.tool else None
+            ran = command is not None and (_has_exit(record) or not record.output.is_error)
+            if ran and is_test_like(command):
+                exit_code = record.output.details.get("exit_code")
+                self.latest = Evidence(command=command, exit_code=exit_code)
+            elif may_change_files(record):
                 self.latest = None
         return None
 
