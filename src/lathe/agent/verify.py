@@ -362,35 +362,38 @@ class VerifyGate(FinishHandler):
         undone by another attempt."""
         if end.status is not RunStatus.STUCK or not self._unchecked:
             return None
-        result = await self._check(run)
-        if not passed(result):
-            return None
-        caveat = await self._caveat(result)
         reason = f"{end.reason}; the check passed on what it changed before"
-        return Finish(
-            RunStatus.VERIFIED,
-            reason=f"{reason}; {caveat}" if caveat else reason,
-            messages=end.messages,
-        )
+        return await self._verified_now(run, reason, end.messages)
 
     async def out_of_turns(self, run: RunState) -> Finish | None:
         """What changed since the check last ran is checked now: a fix made in the last
         turn is `verified`, not ended on the failure it fixed (and so not undone by
         another attempt). With no such change, a failed check ends the run `failed`."""
         if self._unchecked:
-            result = await self._check(run)
-            if passed(result):
-                caveat = await self._caveat(result)
-                reason = f"the turn limit ({run.turn}) ran out after a change, and the check passed"
-                return Finish(
-                    RunStatus.VERIFIED, reason=f"{reason}; {caveat}" if caveat else reason
-                )
+            reason = f"the turn limit ({run.turn}) ran out after a change, and the check passed"
+            if (verified := await self._verified_now(run, reason)) is not None:
+                return verified
             self._failed = True
         if not self._failed:
             return None
         return Finish(
             RunStatus.FAILED,
             reason=f"the verify command still failed after {plural(run.turn, 'turn')}",
+        )
+
+    async def _verified_now(
+        self, run: RunState, reason: str, messages: Sequence[Message] = ()
+    ) -> Finish | None:
+        """The run `verified` for `reason` (with any caveat) when the check passes now,
+        on a change it had not seen; None when it fails."""
+        result = await self._check(run)
+        if not passed(result):
+            return None
+        caveat = await self._caveat(result)
+        return Finish(
+            RunStatus.VERIFIED,
+            reason=f"{reason}; {caveat}" if caveat else reason,
+            messages=messages,
         )
 
     def _after_failure(
