@@ -33,7 +33,7 @@ _RUNNER_FILES = {
 # Folders no check file of the project's own lives in, and that can be huge: those
 # pytest skips too (`norecursedirs`), and `target/`, where Maven and sbt copy a
 # project's test resources (seen as check files the check itself added). Others are
-# skipped when they are a virtualenv or a build cache (`_generated`): pytest collects a
+# skipped when they are a virtualenv or a build cache (`_left_out`): pytest collects a
 # plain `env/`, and so runs its conftest.py.
 _SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "build", "dist", "target"})
 _GENERATED_MARKS = ("pyvenv.cfg", "conda-meta", "CACHEDIR.TAG")
@@ -47,11 +47,7 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
         if (digest := _digest(workspace / relative)) is not None:
             found[relative] = digest
     for folder, dirs, files in os.walk(workspace):
-        dirs[:] = [
-            d
-            for d in dirs
-            if not d.startswith(".") and d not in _SKIPPED and not _generated(Path(folder, d))
-        ]
+        dirs[:] = [d for d in dirs if not _left_out(Path(folder, d))]
         base = Path(folder).relative_to(workspace).as_posix()
         for name in files:
             relative = name if base == "." else f"{base}/{name}"
@@ -68,12 +64,10 @@ def is_check_file(relative: str, workspace: Path, named: Collection[str] = ()) -
     (`named_by`)."""
     if relative in named:
         return True
-    folders = relative.split("/")[:-1]
-    if any(part.startswith(".") or part in _SKIPPED for part in folders):
-        return False
     if not CHECK_FILE.search(relative):
         return False
-    return not any(_generated(workspace.joinpath(*folders[: n + 1])) for n in range(len(folders)))
+    folders = relative.split("/")[:-1]
+    return not any(_left_out(workspace.joinpath(*folders[: n + 1])) for n in range(len(folders)))
 
 
 def judged_against(now: dict[str, str], earlier: dict[str, bytes | None]) -> dict[str, str]:
@@ -89,9 +83,12 @@ def judged_against(now: dict[str, str], earlier: dict[str, bytes | None]) -> dic
     return baseline
 
 
-def _generated(folder: Path) -> bool:
-    """Whether `folder` is a virtualenv, a conda environment or a tagged build cache
-    (cargo's `target/`), which tools make and pytest does not collect."""
+def _left_out(folder: Path) -> bool:
+    """Whether no check file is looked for in `folder`: a hidden one, one of `_SKIPPED`,
+    or a virtualenv, a conda environment or a tagged build cache, which tools make and
+    pytest does not collect."""
+    if folder.name.startswith(".") or folder.name in _SKIPPED:
+        return True
     return any(os.path.lexists(folder / mark) for mark in _GENERATED_MARKS)
 
 
