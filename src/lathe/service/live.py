@@ -215,17 +215,16 @@ class ServedSession:
         return safety
 
     def _history(self, *, cut_run: bool) -> list[Any]:
-        """The conversation to go on from, each call's results right after it (see
-        `service.history`). A call paused on an approval keeps no result (answering the
-        approval runs it); the calls of a run the server's death cut are answered as it
-        ends (`_end_cut_run`); any other call a crash left open (a `lathe run` killed)
-        gets an "interrupted" one."""
-        from lathe.service.history import conversation
-
+        """The conversation to go on from, each call's results right after it (a message
+        queued when the server stopped while an approval held a call open comes before
+        the call's result in the file; a strict API refuses that). A call paused on an
+        approval keeps no result (answering the approval runs it); the calls of a run the
+        server's death cut are answered as it ends (`_end_cut_run`); any other call a
+        crash left open (a `lathe run` killed) gets an "interrupted" one."""
         if self.approver.pending or cut_run:
-            return conversation(self.session, open_tail=True)
+            return self.session.conversation(open_tail=True)
         self.session.close_dangling_tool_calls()
-        return conversation(self.session, open_tail=False)
+        return self.session.conversation()
 
     def _end_cut_run(self, events: list[str]) -> None:
         """End the run the server's death cut (the journal has its start and no end) as
@@ -506,7 +505,7 @@ class ServedSession:
     def _answer_calls(self, results: list[Any]) -> None:
         """Record the results of the last reply's calls, right after that reply: a
         message kept since (queued when the server stopped while an approval held a
-        call open) goes after them, as a strict API requires (`service.history`)."""
+        call open) goes after them, as a strict API requires (`in_call_order`)."""
         from lathe.session.conversation import in_call_order
 
         for result in results:

@@ -44,7 +44,7 @@ from lathe.session.entries import (
 )
 from lathe.session.lock import SessionLock
 from lathe.session.tree import EntryTree
-from lathe.types import Message, ToolResultMessage
+from lathe.types import AssistantMessage, Message, ToolResultMessage
 
 E = TypeVar("E", bound=BaseEntry)
 
@@ -177,14 +177,21 @@ class Session:
         """The full message history of the branch ending at `leaf`, compactions ignored."""
         return branch_messages(self.branch(leaf))
 
-    def conversation(self, leaf: str | None = None) -> list[Message]:
+    def conversation(self, leaf: str | None = None, *, open_tail: bool = False) -> list[Message]:
         """What to send to the model: the latest compaction applied, each call's
         results right after it (`in_call_order`), any tool call left without a result
         given an "interrupted" result, and what a corrupt line left unsendable mended (a
-        result whose call was lost, a lost first message)."""
+        result whose call was lost, a lost first message). `open_tail`: the calls of the
+        last reply stay without results (a served session's approval waits for one, or
+        the caller answers them)."""
         ordered = in_call_order(apply_compaction(self.branch(leaf)))
-        repaired, _ = repair_dangling_tool_calls(ordered)
-        return starting_with_the_user(repaired)
+        last = len(ordered)
+        if open_tail:
+            last = max(
+                (i for i, m in enumerate(ordered) if isinstance(m, AssistantMessage)), default=0
+            )
+        repaired, _ = repair_dangling_tool_calls(ordered[:last])
+        return starting_with_the_user([*repaired, *ordered[last:]])
 
     def close_dangling_tool_calls(self) -> list[ToolResultMessage]:
         """After a crash mid-tool: append an "interrupted" result for each call of the
