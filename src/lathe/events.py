@@ -6,10 +6,11 @@ the wire form of `lathe run --json` and the service's SSE stream.
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from lathe.errors import ErrorKind, ProviderError
 from lathe.types import AssistantMessage, Usage
@@ -325,6 +326,14 @@ AgentEvent = Annotated[
     Field(discriminator="type"),
 ]
 ChildEvent.model_rebuild()
+
+
+@functools.cache
+def event_adapter() -> TypeAdapter[AgentEvent]:
+    """The adapter that reads an event back from its JSON or a dict, and gives the
+    schema: built once (a client read every event of a stream through a new one)."""
+    return TypeAdapter(AgentEvent)
+
 
 # JSON leaves these raw inside strings, and `str.splitlines` (httpx's `iter_lines` too)
 # breaks a line at each.

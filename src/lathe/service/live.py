@@ -233,9 +233,9 @@ class ServedSession:
         stream — a call paused on an approval stays open for it, as after SIGTERM — and
         the run a `run_finished` and a run end in the session, with the turns and usage
         its `events` (those of `_CUT_RUN_EVENTS`) show."""
-        from pydantic import TypeAdapter
+        from lathe.events import event_adapter
 
-        adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+        adapter = event_adapter()
         for wire in events:
             with contextlib.suppress(ValueError):  # one an older lathe wrote: not counted
                 event = adapter.validate_json(wire)

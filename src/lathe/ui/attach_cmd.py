@@ -239,9 +239,7 @@ class _Attached:
             stop.wait(_RECONNECT_S)
 
     def _draw(self, data: dict[str, Any]) -> None:
-        from pydantic import TypeAdapter
-
-        from lathe.events import AgentEvent
+        from lathe.events import event_adapter
 
         kind = data.get("type")
         if kind == "run_started":
@@ -264,7 +262,7 @@ class _Attached:
                 self.renderer.note(f"next: {waiting['tool']} {_what(waiting)}", "yellow")
         else:
             try:
-                event = TypeAdapter(AgentEvent).validate_python(data)
+                event = event_adapter().validate_python(data)
             except ValueError:  # a newer server's event: nothing to draw
                 return
             self.renderer(event)

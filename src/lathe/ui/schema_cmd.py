@@ -7,16 +7,15 @@ import json
 from typing import Any
 
 import click
-from pydantic import TypeAdapter
 
-from lathe.events import EVENTS_SCHEMA_VERSION, AgentEvent
+from lathe.events import EVENTS_SCHEMA_VERSION, event_adapter
 from lathe.ui.options import LatheGroup
 
 
 def event_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the events as lathe writes them, with its
     version: every field is required, since every line carries every field."""
-    schema = TypeAdapter(AgentEvent).json_schema(mode="serialization")
+    schema = event_adapter().json_schema(mode="serialization")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "lathe events",
