@@ -27,7 +27,7 @@ from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
 from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
-from lathe.config.secrets import ENV_REF
+from lathe.config.secrets import ENV_REF, reference_value
 from lathe.errors import UsageError
 from lathe.types import Usage
 
@@ -214,16 +214,15 @@ def _expand(
     variable's value goes to `secrets`."""
 
     def lookup(match: re.Match[str]) -> str:
-        var, default = match.group(1), match.group(2)
-        if default is not None and not environ.get(var):
-            return default
-        if var not in environ:
+        var, found = match.group(1), reference_value(match, environ)
+        if found is None:
             raise UsageError(
                 f"providers.{provider}.headers.{header} uses ${{{var}}}, "
                 f"but the environment variable {var} is not set"
             )
-        secrets.append(environ[var])
-        return environ[var]
+        if environ.get(var):  # the variable's value, not a default: a secret
+            secrets.append(found)
+        return found
 
     return ENV_REF.sub(lookup, value)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
 _KEY_PREFIX = re.compile(r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_)")
@@ -15,6 +16,15 @@ _PATH = re.compile(r"^(~|\.{1,2})?/([\w.-]+/)*[\w.-]+/?$")
 # `${VAR:-default}` (as in `.mcp.json`, after the shell): the default when VAR is unset or
 # empty. Group 1 is the name, group 2 the default (None without one).
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def reference_value(reference: re.Match[str], environ: Mapping[str, str]) -> str | None:
+    """What one `ENV_REF` match stands for: the variable, else its default (when it is
+    unset or empty), else None."""
+    name, default = reference.group(1), reference.group(2)
+    if default is not None and not environ.get(name):
+        return default
+    return environ.get(name)
 
 
 def env_references(text: str) -> list[str]:

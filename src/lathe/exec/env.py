@@ -60,9 +60,15 @@ def secret_values(environ: Mapping[str, str], *, min_chars: int = 8) -> list[str
     return [
         value
         for name, value in environ.items()
-        if holds_secret(name, value)
-        and len(value) >= min_chars
-        and not any(c.isspace() for c in value)
+        if holds_secret(name, value) and len(value) >= min_chars and maskable(value)
+    ]
+
+
+def maskable(value: str) -> bool:
+    """Whether a secret's value can be masked wherever it appears: one word, not a path,
+    not a plain word (`SERVICE_AUTH=production` would mask every "production")."""
+    return (
+        not any(c.isspace() for c in value)
         and not value.startswith(("/", "~", "."))
         and not value.isalpha()
-    ]
+    )

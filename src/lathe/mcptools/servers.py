@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.config.schema import McpServerConfig
-from lathe.config.secrets import ENV_REF, env_references
+from lathe.config.secrets import ENV_REF, env_references, reference_value
 from lathe.errors import UsageError
 
 if TYPE_CHECKING:
@@ -103,14 +103,15 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     otherwise: a `${HOME}` there would mask every path. Of a `Bearer <token>` value the
     token is masked (the whole holds a space, so it had been taken for a phrase)."""
     from lathe.config.secrets import url_secrets
+    from lathe.exec.env import maskable
 
     environ = os.environ if environ is None else environ
     found: set[str] = set()
     for value in secret_variables(entry, environ).values():
         scheme, _, token = value.partition(" ")
-        if _maskable(value):
+        if maskable(value):
             found.add(value)
-        elif scheme.lower() in _AUTH_SCHEMES and _maskable(token):
+        elif scheme.lower() in _AUTH_SCHEMES and maskable(token):
             found.add(token)
     if entry.config.url:
         found.update(url_secrets(_expanded_leniently(entry.config.url, environ)))
@@ -154,16 +155,6 @@ def _option_of(args: list[str], index: int) -> str:
     if before.startswith("-") and "=" not in before:
         return before.lstrip("-").replace("-", "_").upper()
     return ""
-
-
-def _maskable(value: str) -> bool:
-    """As `exec.env.secret_values` judges a secret variable's value: one word, not a
-    path, not a plain word (`SERVICE_AUTH=production` would mask every "production")."""
-    return (
-        not any(c.isspace() for c in value)
-        and not value.startswith(("/", "~", "."))
-        and not value.isalpha()
-    )
 
 
 def declared_servers(
@@ -282,7 +273,7 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
 
 def _expanded_leniently(value: str, environ: Mapping[str, str]) -> str:
     """`value` expanded as far as the environment allows (a missing variable: empty)."""
-    return ENV_REF.sub(lambda match: _value_of(match, environ) or "", value)
+    return ENV_REF.sub(lambda match: reference_value(match, environ) or "", value)
 
 
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
@@ -293,7 +284,7 @@ def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: st
     environ = os.environ if environ is None else environ
 
     def one(match: re.Match[str]) -> str:
-        found = _value_of(match, environ)
+        found = reference_value(match, environ)
         if found is None:
             raise UsageError(
                 f"MCP server {server}: ${{{match.group(1)}}} is not set in the environment; "
@@ -302,14 +293,6 @@ def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: st
         return found
 
     return ENV_REF.sub(one, value)
-
-
-def _value_of(reference: re.Match[str], environ: Mapping[str, str]) -> str | None:
-    """What one `ENV_REF` match stands for: the variable, else its default, else None."""
-    name, default = reference.group(1), reference.group(2)
-    if default is not None and not environ.get(name):
-        return default
-    return environ.get(name)
 
 
 def _untrusted(entry: ServerEntry) -> ServerEntry:
