@@ -27,6 +27,18 @@ def reference_value(reference: re.Match[str], environ: Mapping[str, str]) -> str
     return environ.get(name)
 
 
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot"})
+
+
+def auth_scheme(value: str) -> tuple[str, str]:
+    """("Bearer ", TOKEN) of an Authorization-style value, else ("", value): the token
+    is the secret, the scheme a word anyone may read."""
+    scheme, space, rest = value.partition(" ")
+    if space and rest.strip() and scheme.lower() in _AUTH_SCHEMES:
+        return f"{scheme} ", rest.strip()
+    return "", value
+
+
 def env_references(text: str) -> list[str]:
     """The variables `text` takes values from (`${VAR}`, `${VAR:-default}`)."""
     return [match.group(1) for match in ENV_REF.finditer(text)]

@@ -33,6 +33,7 @@ from lathe.config.render import toml_value
 from lathe.config.secrets import (
     ENV_NAME,
     ENV_REF,
+    auth_scheme,
     holds_literal_secret,
     looks_like_secret,
     secret_header,
@@ -87,7 +88,7 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
-                scheme, secret = _scheme(value) if key == "headers" else ("", value)
+                scheme, secret = auth_scheme(value) if key == "headers" else ("", value)
                 by_name = _secret_name(item, secret_header if key == "headers" else None)
                 if holds_literal_secret(value) or (by_name and _literal(secret, item)):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
@@ -158,7 +159,7 @@ def _split(arg: str) -> tuple[str, str, bool]:
         return f"{name}=", value, _secret_name(name)
     header = _HEADER_ARG.match(arg)
     if header and not header.group(3).startswith("//"):
-        scheme, value = _scheme(header.group(3))
+        scheme, value = auth_scheme(header.group(3))
         named = _secret_name(header.group(1), secret_header)
         return f"{header.group(1)}{header.group(2)}{scheme}", value, named
     return "", arg, False
@@ -199,15 +200,6 @@ def _literal(value: str, name: str = "") -> bool:
     if _RELATIVE_PATH.match(value) and not looks_like_secret(value):
         return False
     return value.lower() not in ("true", "false", "yes", "no", "on", "off", "none", "null")
-
-
-def _scheme(value: str) -> tuple[str, str]:
-    """("Bearer ", TOKEN) of an Authorization-style value, else ("", value): the
-    variable then holds the token alone, as `bearer_token_env_var` does."""
-    scheme, space, rest = value.partition(" ")
-    if space and rest.strip() and scheme.lower() in ("bearer", "basic", "token"):
-        return f"{scheme} ", rest.strip()
-    return "", value
 
 
 def _lathe_name(path: Path, name: str) -> str:

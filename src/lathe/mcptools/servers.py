@@ -102,23 +102,20 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     when the option or `NAME=` it fills is named like a secret (`--token ${X}`), not
     otherwise: a `${HOME}` there would mask every path. Of a `Bearer <token>` value the
     token is masked (the whole holds a space, so it had been taken for a phrase)."""
-    from lathe.config.secrets import url_secrets
+    from lathe.config.secrets import auth_scheme, url_secrets
     from lathe.exec.env import maskable
 
     environ = os.environ if environ is None else environ
     found: set[str] = set()
     for value in secret_variables(entry, environ).values():
-        scheme, _, token = value.partition(" ")
+        scheme, token = auth_scheme(value)
         if maskable(value):
             found.add(value)
-        elif scheme.lower() in _AUTH_SCHEMES and maskable(token):
+        elif scheme and maskable(token):
             found.add(token)
     if entry.config.url:
         found.update(url_secrets(_expanded_leniently(entry.config.url, environ)))
     return sorted(found)
-
-
-_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot"})
 
 
 def secret_variables(entry: ServerEntry, environ: Mapping[str, str]) -> dict[str, str]:
