@@ -28,6 +28,8 @@ _STORE_NAME = "trusted-projects.json"
 # Keys under these run commands on the host, loosen the sandbox or its rules, say where
 # the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own;
 # a larger memory lets one project's run fill every other project's prompt).
+# Of `serve`, only any_endpoint: its limits decide no one's key or access, and who may
+# connect (--host, --allow-remote, the token) is never in a config file.
 # permissions.approval only when it asks less than `ask`; the verify command only when
 # commands run outside the sandbox (see project_settings).
 _NEEDS_TRUST: tuple[KeyPath, ...] = (
@@ -42,6 +44,7 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "executor"),
     ("container",),
     ("memory", "memory_max_bytes"),  # user memory is in every project's prompt
+    ("serve", "any_endpoint"),  # a client may send the server's key to any URL
 )
 
 
@@ -92,10 +95,19 @@ def project_settings(
     return ProjectSettings(Path(loaded.project_file).resolve(), tuple(chosen))
 
 
+# Keys whose empty or false value asks for nothing (no allow rule, nothing passed through,
+# only local endpoints).
+_TIGHT_WHEN_EMPTY = (
+    ("permissions", "allow"),
+    ("permissions", "env_passthrough"),
+    ("serve", "any_endpoint"),
+)
+
+
 def _needs_trust(path: KeyPath, value: Any) -> bool:
     if path == ("permissions", "approval"):
         return value not in ("read-only", "ask")  # auto or full: fewer questions asked
-    if path in (("permissions", "allow"), ("permissions", "env_passthrough")) and not value:
+    if not value and path in _TIGHT_WHEN_EMPTY:
         return False
     return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)
 
@@ -152,14 +164,33 @@ def revoke(home: Path, file: Path) -> bool:
 
 def untrusted_message(settings: ProjectSettings, home: Path) -> str:
     """Why a run cannot use these settings yet, and the two ways to trust them."""
-    earlier = trusted_fingerprint(home, settings.file)
-    state = "changed since you trusted them" if earlier else "not trusted yet"
+    state = _state(settings, home)
     return (
         f"the project file {settings.file} sets {', '.join(settings.keys)}, which run "
         f"commands on this machine outside the sandbox, loosen the sandbox or its rules, or "
         f"decide where your API key goes, and these settings are {state}. Review the file, "
         "then run `lathe trust` in this workspace, or pass --trust-project for this run"
     )
+
+
+def untrusted_serve_message(settings: ProjectSettings, home: Path) -> str | None:
+    """Why `lathe serve` cannot start with these untrusted settings, when some of them are
+    the server's own (`serve.*`); None when none are (a server uses no other setting of
+    the file where it starts)."""
+    keys = [key for key in settings.keys if key.startswith("serve.")]
+    if not keys:
+        return None
+    return (
+        f"the project file {settings.file} sets {', '.join(keys)}, which lets a client send "
+        f"this server's API key to any endpoint, and these settings are "
+        f"{_state(settings, home)}. Review the file, then run `lathe trust` in "
+        f"{settings.file.parent.parent}, or start the server in another folder"
+    )
+
+
+def _state(settings: ProjectSettings, home: Path) -> str:
+    earlier = trusted_fingerprint(home, settings.file)
+    return "changed since you trusted them" if earlier else "not trusted yet"
 
 
 def _store_path(home: Path) -> Path:

@@ -14,11 +14,14 @@ import asyncio
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lathe.errors import UsageError
 from lathe.service.limits import ServerLimits
 from lathe.service.live import ServedSession, SessionOptions, SessionRecord
+
+if TYPE_CHECKING:
+    from lathe.config.schema import ServeConfig
 
 
 class UnknownSession(LookupError):
@@ -283,19 +286,33 @@ class SessionManager:
 
 def server_manager(max_commands: int | None, *, keep_records: bool = True) -> SessionManager:
     """The manager a server runs: lathe's data dir, the `serve` settings of the config
-    where the server starts (`max_commands` from the command line wins)."""
+    where the server starts (`max_commands` from the command line wins). A project
+    file's `serve` settings that need trust stop the server (UsageError) until trusted."""
     import os
 
-    from lathe.config import load_config
     from lathe.home import lathe_home
 
-    config = load_config(Path.cwd()).config.serve
+    config = _serve_config(lathe_home())
     limits = ServerLimits(
         max_commands or config.max_commands or os.cpu_count() or 1, config.max_model_calls
     )
     return SessionManager(
         lathe_home(), limits, keep_records=keep_records, any_endpoint=config.any_endpoint
     )
+
+
+def _serve_config(home: Path) -> ServeConfig:
+    """The `serve` settings where the server starts, once those that need trust are
+    trusted (a server has no one to ask: it stops, naming `lathe trust`)."""
+    from lathe.config import load_config
+    from lathe.config.trust import untrusted_serve_message, untrusted_settings
+
+    loaded = load_config(Path.cwd())
+    settings = untrusted_settings(loaded, home, commands_sandboxed=True)
+    message = settings and untrusted_serve_message(settings, home)
+    if message:
+        raise UsageError(message)
+    return loaded.config.serve
 
 
 def _discard(session_path: Path) -> None:

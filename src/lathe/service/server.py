@@ -119,11 +119,11 @@ def serve(
     from lathe.service.manager import server_manager
 
     check_host(host, allow_remote)
+    manager = server_manager(max_commands)  # refused config: before a token is made
     home = lathe_home()
     one_server = _hold_data_folder(home)
     token_path = token_file or default_token_file(home)
     token, new = read_or_create_token(token_path)
-    manager = server_manager(max_commands)
 
     loops: list[asyncio.AbstractEventLoop] = []
 
