@@ -206,6 +206,12 @@ def test_headless_auto_runs_commands_inside_the_sandbox(tmp_path, fake_openai):
     assert "Read-only file system" in tool_result["content"]
 
 
+# A write the command guard cannot see before it runs: a script the command creates.
+_WRITE_UNSEEN = (
+    "printf 'open(\"test_calculator.py\", \"w\").write(\"pass\")' > w.py && python w.py"
+)
+
+
 def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     tests_before = (ws / "test_calculator.py").read_bytes()
@@ -213,6 +219,7 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
         Reply(calls=[Call("read", {"path": "test_calculator.py"})]),
         Reply(calls=[Call("write", {"path": "test_calculator.py", "content": "pass\n"})]),
         Reply(calls=[Call("bash", {"command": "echo pass > test_calculator.py"})]),
+        Reply(calls=[Call("bash", {"command": _WRITE_UNSEEN})]),
         Reply(calls=[fix_the_rate(path="test_calculator.py")]),  # the right fix, wrong file
         Reply("done"),
     )
@@ -225,9 +232,10 @@ def test_a_denied_edit_holds_for_write_and_for_commands(tmp_path, fake_openai):
     assert "- no changes to: test_*.py" in messages[0]["content"]  # said up front
     results = [m["content"] for m in messages if m["role"] == "tool"]
     assert "edit(test_*.py)" in results[1]  # write: refused by the rule, naming it
-    assert "Read-only file system" in results[2]  # bash: the sandbox mounted it read-only
+    assert "edit(test_*.py)" in results[2]  # bash: the guard saw the write
+    assert "Read-only file system" in results[3]  # one it cannot see: the sandbox's mount
     # edit, aimed at the wrong file: the refusal names the file that holds the text
-    assert results[3].endswith(
+    assert results[4].endswith(
         "The old_string does occur in calculator.py (line 8): did you mean that file?"
     )
 

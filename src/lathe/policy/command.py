@@ -79,6 +79,8 @@ class Analysis:
     reasons: tuple[str, ...]  # why `decision`: the findings at that level, in order
     findings: tuple[Finding, ...]  # everything noticed, e.g. the sudo ask under a deny
     commands: tuple[SimpleCommand, ...]  # every simple command, for rule matching
+    # The paths it is known to write, overwrite or delete (absolute; a glob as named).
+    changes: tuple[Path, ...] = ()
 
 
 def analyze(
@@ -113,7 +115,8 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     unique = tuple(dict.fromkeys(findings))
     decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
     reasons = tuple(f.reason for f in unique if f.decision == decision)
-    return Analysis(decision, reasons, unique, tuple(script.commands))
+    changes = tuple(dict.fromkeys(judge.places.changed))
+    return Analysis(decision, reasons, unique, tuple(script.commands), changes)
 
 
 def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = False) -> bool:

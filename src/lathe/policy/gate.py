@@ -10,6 +10,7 @@ denial explained to the model.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -140,7 +141,7 @@ class Policy:
                 guarded = self._protected_change(tool, spelling, is_dir, verdict)
                 if guarded:
                     return guarded
-        if verdict:
+        if verdict and not (changes_files and self.mode is Mode.READ_ONLY):
             action, rule = verdict
             reason = f"{named} matches the rule {rule.key}"
             return Decision(action, reason, rule.key, preview, brief=rule.key)
@@ -185,6 +186,9 @@ class Policy:
             return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
         if analysis.decision == "ask" and self.mode is not Mode.FULL:
             return Decision("ask", "; ".join(analysis.reasons), key, command, brief=first)
+        guarded = self._command_changes(analysis.changes, key, command)
+        if guarded:
+            return guarded
         if self.mode is Mode.READ_ONLY and not self.sandboxed:
             reason = "read-only mode runs commands only in a sandbox that keeps files as they are"
             return Decision("deny", reason, key, command, brief="no read-only sandbox")
@@ -195,6 +199,27 @@ class Policy:
             reason = "the sandbox is not available to contain it"
             return Decision("ask", reason, key, command, brief="no sandbox to contain it")
         return self._mode_default("bash", False, key, command)
+
+    def _command_changes(
+        self, changes: tuple[Path, ...], key: str, command: str
+    ) -> Decision | None:
+        """What a command's known writes and deletions decide, as for `edit`: one an edit
+        rule denies is refused; one of a protected path asks unless a sandbox keeps it
+        read-only (an allow rule for the command must not let it plant `.git/config`)."""
+        for path in changes:
+            is_dir = _is_dir(path)
+            for name in workspace_names(self.workspace, path):
+                verdict = self.rules.for_path("bash", name, is_dir=is_dir, changes_files=True)
+                if verdict and verdict[0] == "deny":
+                    rule = verdict[1].key
+                    reason = f"it changes {name}, which the rule {rule} denies"
+                    return Decision("deny", reason, rule, command, brief=rule)
+                if self.sandboxed:
+                    continue
+                guarded = self._protected_change("bash", name, is_dir, verdict)
+                if guarded:
+                    return dataclasses.replace(guarded, key=key, preview=command)
+        return None
 
     def _reveals_denied_path(self, analysis: Any) -> str | None:
         patterns = self.rules.denied_read_patterns()

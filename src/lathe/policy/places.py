@@ -52,6 +52,9 @@ class Places:
             if not (home.is_relative_to(custom) or workspace.is_relative_to(custom)):
                 roots.append(custom)
         self.links: dict[Path, Path] = {}
+        # Every path a change or deletion was judged for, as named (a glob kept as its
+        # pattern): the gate asks about protected ones where no sandbox keeps them.
+        self.changed: list[Path] = []
         self.temp_roots = tuple(
             dict.fromkeys([*roots, *(Path(os.path.realpath(r)) for r in roots)])
         )
@@ -114,6 +117,7 @@ class Places:
         path, pattern = self.path(word, cwd)
         if path is None:
             return Finding("ask", f"{how} on {shown}, a path only known at run time")
+        self.changed.append(path / pattern if pattern else path)
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
         # A trailing `/`, or a glob below the folder, goes through a link there.
@@ -143,6 +147,7 @@ class Places:
         path, pattern = self.path(word, cwd)
         if path is None:
             return None
+        self.changed.append(path / pattern if pattern else path)
         if follow and is_device(path):
             return Finding("deny", f"{how} the device {path}: {word.text}")
         if follow and str(path).startswith("/dev/"):

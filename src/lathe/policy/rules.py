@@ -1,7 +1,7 @@
 """Permission rules: `bash(git diff:*)`, `bash(npm test)`, `edit(src/**)`, `read(.env)`,
-`mcp__server__tool`, `mcp__server__*` (a `*` in a bare tool name matches any run of
-characters, so one rule covers every tool of a server). Precedence between lists is
-deny > ask > allow.
+`mcp__server__tool`, `mcp__server__*` (a `*` in a tool name matches any run of
+characters, so one rule covers every tool of a server, and `--deny '*'` every tool).
+Precedence between lists is deny > ask > allow.
 
 Path patterns are .gitignore's, in the one dialect of `lathe.patterns`: a pattern without
 a slash matches that name at any depth (`.env`, `*.pem`, `secrets/`); one with a slash
@@ -155,10 +155,10 @@ class RuleSet:
         )
 
     def denied_read_patterns(self) -> list[str]:
-        return [r.pattern for r in self.deny if r.tool == "read" and r.pattern]
+        return [r.pattern for r in self.deny if names_tool(r.tool, "read") and r.pattern]
 
     def denied_edit_patterns(self) -> list[str]:
-        return [r.pattern for r in self.deny if r.tool == "edit" and r.pattern]
+        return [r.pattern for r in self.deny if names_tool(r.tool, "edit") and r.pattern]
 
     def for_path(
         self, tool: str, relative_path: str, *, is_dir: bool = False, changes_files: bool = False
@@ -169,9 +169,9 @@ class RuleSet:
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
                 applies = (
-                    rule.tool == tool
-                    or (rule.tool == "edit" and changes_files)
-                    or (action == "deny" and rule.tool == "read")
+                    names_tool(rule.tool, tool)
+                    or (names_tool(rule.tool, "edit") and changes_files)
+                    or (action == "deny" and names_tool(rule.tool, "read"))
                 )
                 if applies and (
                     rule.pattern is None or path_matches(relative_path, rule.pattern, is_dir=is_dir)
@@ -190,9 +190,11 @@ class RuleSet:
         # only for exactly its command.
         for action, rules in (("deny", self.deny), ("ask", self.ask)):
             for rule in rules:
-                if rule.tool == "bash" and any(matches(c, rule, could=True) for c in commands):
+                if names_tool(rule.tool, "bash") and any(
+                    matches(c, rule, could=True) for c in commands
+                ):
                     return action, rule  # type: ignore[return-value]
-        bash_allows = [r for r in self.allow if r.tool == "bash"]
+        bash_allows = [r for r in self.allow if names_tool(r.tool, "bash")]
         if commands and bash_allows:
             matched = [next((r for r in bash_allows if matches(c, r)), None) for c in commands]
             if all(matched):
