@@ -88,6 +88,13 @@ def test_dollars_keep_what_two_decimals_would_hide():
     ]  # fmt: skip
 
 
+def test_dollars_never_show_a_tiny_amount_as_zero():
+    # `--max-cost 0.000001` had stopped a run at "the cost budget ($0.0000)".
+    assert [dollars(x) for x in (0.000001, 0.0000123, 0.00004)] == [
+        "$0.000001", "$0.000012", "$0.00004",
+    ]  # fmt: skip
+
+
 def test_unanswered_calls_are_those_of_the_last_reply_without_a_result():
     one, two = ToolCall(id="a", name="read", arguments="{}"), ToolCall(id="b", name="ls")
     answered = ToolResultMessage(tool_call_id="a", name="read", content="x")

@@ -124,10 +124,14 @@ def tokens_of(usage: Usage) -> int:
 
 
 def dollars(amount: float) -> str:
-    """$0.50, $2.00; four decimals when two would hide the amount ($0.0042)."""
+    """$0.50, $2.00; four decimals when two would hide the amount ($0.0042), and two
+    significant digits when four would show an amount above zero as none ($0.000012)."""
     if abs(amount - round(amount, 2)) < 1e-9:
         return f"${amount:,.2f}"
-    return f"${amount:,.4f}"
+    if abs(amount) >= 0.00005:
+        return f"${amount:,.4f}"
+    digits = 1 - math.floor(math.log10(abs(amount)))
+    return f"${amount:.{digits}f}".rstrip("0")
 
 
 def duration(seconds: float) -> str:
