@@ -10,6 +10,7 @@ from __future__ import annotations
 # there, and everything here passes it. Each phrase is shown to users as it is.
 FULL_MODE_GAPS: tuple[str, ...] = (
     "anything only known at run time: variables, command output, downloads",
+    "commands other programs run that lathe does not follow (ssh, make, tmux send-keys)",
     "code a program reads from a file or downloads at run time",
     "writes by compiled programs and by scripts in languages lathe does not parse",
     "Python, Perl, Ruby, Node or PHP code that builds its paths or commands at run time",

@@ -34,6 +34,7 @@ from lathe.policy.wrappers import (
     SHELLS,
     TRANSPARENT,
     find_call,
+    written_by,
 )
 
 Decision = Literal["deny", "ask", "allow"]
@@ -417,6 +418,8 @@ class Walker:
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
         if base in TRANSPARENT or base in PRIVILEGED:
+            for target in written_by(base, args):
+                self.note("ask", f"{base} writes {target.text} itself: {call.text}")
             return runners.wrapper(self, call, st, stdin, base, args)
         if base == "xargs":
             return runners.xargs(self, call, st, stdin, args)
