@@ -2,7 +2,7 @@
 
 `env -i X=1 timeout 5 nice -n 3 rm -rf /` runs `rm -rf /`; the guard must judge the rm,
 and rules must see it too. Each wrapper's argv is read the way its own parser reads it
-(`_Syntax`), because a spelling read differently hides the inner command: getopt reads
+(`Syntax`), because a spelling read differently hides the inner command: getopt reads
 `script -qc CMD FILE` as `-q -c CMD` and `strace -fqo F cmd` as `-f -q -o F`. `unwrap`
 returns None when the argv is not statically known, so the caller treats the command as
 unresolved rather than guessing.
@@ -15,9 +15,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Literal
 
 from lathe.policy.shell_words import Word
+from lathe.policy.wrapper_syntax import SYNTAX, Syntax, options
 
 PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "run0", "runuser"})
 # Environment variables whose value a program runs as a command line (git, less, man...):
@@ -30,261 +30,8 @@ COMMAND_VARIABLES = frozenset(
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 
 
-def _o(options: str) -> frozenset[str]:
-    return frozenset(options.split())
-
-
-@dataclass(frozen=True)
-class _Syntax:
-    """How one wrapper reads its argv, as its source does."""
-
-    values: frozenset[str] = frozenset()  # take a value: `-o F`, `-oF`, `--out F`, `--out=F`
-    optional: frozenset[str] = frozenset()  # take one only attached: `-t[F]`, `--timing[=F]`
-    flags: frozenset[str] = frozenset()  # long options taking none, to tell abbreviations
-    # "getopt": GNU getopt_long that stops at the first operand; "words": each option a
-    # word of its own, `--name=value` included; "listed": only the listed words are
-    # options, anything else is the first operand; "letter": an option is known by the
-    # letter after its dash alone (`-qf` is `-q`).
-    style: Literal["getopt", "words", "listed", "letter"] = "getopt"
-    permutes: bool = False  # getopt without "+": options may follow operands
-    skip: int = 0  # operands before the command: a duration, a lock file, a new root
-    runs: frozenset[str] = frozenset()  # options whose value a shell runs (`script -c`)
-    splits: frozenset[str] = frozenset()  # options whose value is read as argv (`env -S`)
-    chdir: frozenset[str] = frozenset()  # options naming the directory the command runs in
-    writes: frozenset[str] = frozenset()  # options naming a file the wrapper writes itself
-
-
-_HELP = "--help --version"
-_SYNTAX: dict[str, _Syntax] = {
-    "env": _Syntax(
-        values=_o("-u --unset -C --chdir -S --split-string -a --argv0"),
-        optional=_o("--block-signal --default-signal --ignore-signal"),
-        flags=_o(f"--ignore-environment --null --debug --list-signal-handling {_HELP}"),
-        splits=_o("-S --split-string"),
-        chdir=_o("-C --chdir"),
-    ),
-    "nice": _Syntax(values=_o("-n --adjustment"), flags=_o(_HELP)),
-    "timeout": _Syntax(
-        values=_o("-s --signal -k --kill-after"),
-        flags=_o(f"--foreground --preserve-status --verbose {_HELP}"),
-        skip=1,
-    ),
-    "nohup": _Syntax(flags=_o(_HELP)),
-    "command": _Syntax(),
-    "builtin": _Syntax(),
-    "exec": _Syntax(values=_o("-a")),
-    "time": _Syntax(
-        values=_o("-f --format -o --output"),
-        flags=_o(f"--append --portability --quiet --verbose {_HELP}"),
-        writes=_o("-o --output"),
-    ),
-    "setsid": _Syntax(flags=_o(f"--ctty --fork --wait {_HELP}")),
-    "stdbuf": _Syntax(values=_o("-i -o -e --input --output --error"), flags=_o(_HELP)),
-    "ionice": _Syntax(
-        values=_o("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
-        flags=_o(f"--ignore {_HELP}"),
-    ),
-    "chronic": _Syntax(),
-    "coproc": _Syntax(),
-    "flock": _Syntax(
-        values=_o("-w --wait --timeout -E --conflict-exit-code"),
-        flags=_o(
-            f"--shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose {_HELP}"
-        ),
-        skip=1,
-    ),
-    "taskset": _Syntax(flags=_o(f"--all-tasks --pid --cpu-list {_HELP}"), skip=1),
-    "chrt": _Syntax(
-        values=_o("-T --sched-runtime -P --sched-period -D --sched-deadline"),
-        flags=_o(
-            f"--batch --deadline --fifo --idle --other --rr --reset-on-fork --all-tasks "
-            f"--max --pid --verbose {_HELP}"
-        ),
-        skip=1,
-    ),
-    "prlimit": _Syntax(
-        values=_o("-p --pid -o --output"),
-        optional=_o(
-            "-c -d -e -f -i -l -m -n -q -r -s -t -u -v -x -y --core --data --nice "
-            "--fsize --sigpending --memlock --rss --nofile --msgqueue --rtprio --stack "
-            "--cpu --nproc --as --locks --rttime"
-        ),
-        flags=_o(f"--noheadings --raw --verbose {_HELP}"),
-    ),
-    "setpriv": _Syntax(
-        values=_o(
-            "--ruid --euid --rgid --egid --reuid --regid --groups --inh-caps "
-            "--ambient-caps --bounding-set --securebits --pdeathsig --selinux-label "
-            "--apparmor-profile --landlock-access --landlock-rule --ptracer"
-        ),
-        flags=_o(
-            f"--dump --nnp --no-new-privs --clear-groups --keep-groups --init-groups "
-            f"--reset-env {_HELP}"
-        ),
-    ),
-    "strace": _Syntax(
-        values=_o(
-            "-a -b -e -E -I -o -O -p -P -s -S -u -U -X --abbrev --attach --columns "
-            "--const-print-style --decode-pids --detach-on --env --fault --inject "
-            "--interruptible --kvm --output --raw --read --signal --status "
-            "--string-limit --summary-columns --summary-sort-by "
-            "--summary-syscall-overhead --trace --trace-fds --trace-path --user "
-            "--verbose --write --argv0 --syscall-limit"
-        ),
-        optional=_o(
-            "--absolute-timestamps --daemonize --decode-fds --quiet --silence "
-            "--relative-timestamps --strings-in-hex --syscall-times --tips "
-            "--timestamps --stack-trace --secontext"
-        ),
-        flags=_o(
-            f"--follow-forks --output-separately --output-append-mode --seccomp-bpf "
-            f"--summary --summary-only --summary-wall-clock --no-abbrev "
-            f"--instruction-pointer --syscall-number --successful-only --failed-only "
-            f"--stack-traces --debug --pidns-translation {_HELP}"
-        ),
-        writes=_o("-o --output"),
-    ),
-    "ltrace": _Syntax(
-        values=_o(
-            "-a -A -D -e -F -l -n -o -p -s -u -w -x -X --align --config --debug "
-            "--indent --library --output --where"
-        ),
-        flags=_o(f"--demangle --no-signals {_HELP}"),
-        writes=_o("-o --output"),
-    ),
-    "numactl": _Syntax(
-        values=_o(
-            "-i -p -c -N -C -m -S -f -o -L -M -I -P -w --interleave --preferred "
-            "--cpubind --cpunodebind --physcpubind --membind --shm --file --offset "
-            "--length --shmmode --shmid --preferred-many --weighted-interleave"
-        ),
-        flags=_o(
-            f"--show --localalloc --hardware --strict --dump --huge --touch --verify "
-            f"--all --balancing {_HELP}"
-        ),
-    ),
-    "chroot": _Syntax(values=_o("--userspec --groups"), flags=_o(f"--skip-chdir {_HELP}"), skip=1),
-    "unshare": _Syntax(
-        values=_o(
-            "-S -G -R -w -l --setuid --setgid --root --wd --load-interp --map-user "
-            "--map-group --map-users --map-groups --propagation --setgroups "
-            "--monotonic --boottime"
-        ),
-        optional=_o(
-            "--mount --uts --ipc --net --pid --user --cgroup --time --kill-child "
-            "--mount-proc --mount-binfmt"
-        ),
-        flags=_o(f"--fork --map-root-user --map-current-user --map-auto --keep-caps {_HELP}"),
-        chdir=_o("-w --wd"),
-    ),
-    "nsenter": _Syntax(
-        values=_o("-t -S -G -W --target --setuid --setgid --wdns"),
-        optional=_o(
-            "-m -u -i -n -p -C -U -T -r -w --mount --uts --ipc --net --pid --cgroup "
-            "--user --time --root --wd"
-        ),
-        flags=_o(
-            f"--all --preserve-credentials --no-fork --follow-context --user-parent "
-            f"--keep-caps --env --join-cgroup {_HELP}"
-        ),
-        chdir=_o("-w --wd -W --wdns"),
-    ),
-    "script": _Syntax(
-        values=_o(
-            "-c -E -I -O -B -T -m -o --command --echo --log-in --log-out --log-io "
-            "--log-timing --logging-format --output-limit"
-        ),
-        optional=_o("-t --timing"),
-        flags=_o(f"--append --return --flush --force --quiet {_HELP}"),
-        permutes=True,  # util-linux script: `script FILE -qc CMD` works too
-        runs=_o("-c --command"),
-        writes=_o("-I -O -B -T -t --log-in --log-out --log-io --log-timing --timing"),
-    ),
-    "fakeroot": _Syntax(
-        values=_o("-l -f -i -s -b --lib --faked --fd-base"),
-        flags=_o(f"--unknown-is-real {_HELP}"),
-        writes=_o("-s"),  # the state it saves on exit
-    ),
-    "xvfb-run": _Syntax(
-        values=_o(
-            "-e -f -n -p -s -w --error-file --auth-file --server-num --xauth-protocol "
-            "--server-args --wait"
-        ),
-        flags=_o("--auto-servernum --auto-display --listen-tcp --help"),
-        writes=_o("-e -f --error-file --auth-file"),
-    ),
-    "unbuffer": _Syntax(flags=_o("-p"), style="listed"),
-    "catchsegv": _Syntax(flags=_o(_HELP), style="listed"),
-    "firejail": _Syntax(style="words", writes=_o("--output --output-stderr")),
-    "valgrind": _Syntax(
-        style="words",
-        writes=_o(
-            "--log-file --xml-file --callgrind-out-file --cachegrind-out-file "
-            "--massif-out-file --dhat-out-file"
-        ),
-    ),
-    "faketime": _Syntax(
-        values=_o("-p --date-prog"),
-        flags=_o("-m -f --exclude-monotonic --disable-shm --no-cache -v --version -h --help"),
-        style="listed",
-        skip=1,
-    ),
-    "proxychains": _Syntax(values=_o("-f"), style="letter"),
-    "proxychains4": _Syntax(values=_o("-f"), style="letter"),
-    "torsocks": _Syntax(
-        values=_o("-u --user -p --pass -a --address -P --port"),
-        flags=_o("-i --isolate -d --debug -q --quiet --shell -h --help --version"),
-        style="listed",
-    ),
-    "sudo": _Syntax(
-        values=_o(
-            "-a -C -c -D -g -p -R -r -T -t -U -u --close-from --chdir --group --host "
-            "--prompt --chroot --role --command-timeout --type --other-user --user"
-        ),
-        optional=_o("-h --preserve-env"),
-        flags=_o(
-            f"--askpass --background --bell --edit --set-home --login "
-            f"--remove-timestamp --reset-timestamp --list --non-interactive "
-            f"--preserve-groups --stdin --shell --validate {_HELP}"
-        ),
-        chdir=_o("-D --chdir"),
-    ),
-    "doas": _Syntax(values=_o("-a -C -u")),
-    "pkexec": _Syntax(
-        values=_o("-u --user"),
-        flags=_o("--disable-internal-agent --keep-cwd --help --version"),
-        style="listed",
-    ),
-    "run0": _Syntax(
-        values=_o(
-            "-u -g -D --user --group --chdir --setenv --property --unit --description "
-            "--slice --nice --machine --background --shell-prompt-prefix"
-        ),
-        flags=_o(f"--no-ask-password --slice-inherit {_HELP}"),
-        chdir=_o("-D --chdir"),
-    ),
-    "runuser": _Syntax(
-        values=_o(
-            "-u -g -G -s -w -c --user --group --supp-group --shell "
-            "--whitelist-environment --command --session-command"
-        ),
-        flags=_o(f"--login --preserve-environment --pty {_HELP}"),
-        runs=_o("-c --command --session-command"),
-    ),
-    "xargs": _Syntax(
-        values=_o(
-            "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs "
-            "--max-chars --process-slot-var"
-        ),
-        optional=_o("-e -i -l --eof --replace --max-lines"),
-        flags=_o(
-            f"--null --interactive --no-run-if-empty --verbose --exit --open-tty "
-            f"--show-limits {_HELP}"
-        ),
-    ),
-}
 # tmux and screen read their argv in ways of their own (`_tmux`, `_screen`).
-TRANSPARENT = (frozenset(_SYNTAX) | {"tmux", "screen"}) - PRIVILEGED - {"xargs"}
+TRANSPARENT = (frozenset(SYNTAX) | {"tmux", "screen"}) - PRIVILEGED - {"xargs"}
 
 
 @dataclass
@@ -308,7 +55,7 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     it cannot be told before run time."""
     if name in ("tmux", "screen"):
         return _tmux(args) if name == "tmux" else _screen(args)
-    syntax = _SYNTAX.get(name)
+    syntax = SYNTAX.get(name)
     parsed = None if syntax is None else _parse(syntax, args)
     if syntax is None or parsed is None:
         return None
@@ -343,7 +90,7 @@ def written_by(name: str, args: Sequence[Word]) -> list[Word]:
     return [] if unwrapped is None else unwrapped.writes
 
 
-def _note(result: Unwrapped, syntax: _Syntax, option: str, value: Word | None) -> None:
+def _note(result: Unwrapped, syntax: Syntax, option: str, value: Word | None) -> None:
     if option in syntax.chdir:
         result.chdir = value or Word(option, None)  # `nsenter -w`: the target's, unknown
     if option in syntax.runs:
@@ -358,7 +105,7 @@ class _Parsed:
     operands: list[Word] = field(default_factory=list)
 
 
-def _parse(syntax: _Syntax, args: Sequence[Word]) -> _Parsed | None:
+def _parse(syntax: Syntax, args: Sequence[Word]) -> _Parsed | None:
     """The options and operands of `args` as the wrapper reads them; None when a word
     that may be an option is only known at run time, or an option lacks its value."""
     parsed = _Parsed()
@@ -391,7 +138,7 @@ def _parse(syntax: _Syntax, args: Sequence[Word]) -> _Parsed | None:
 _LITERAL_START = re.compile(r"[\w./~=:@%+,]")
 
 
-def _is_option(syntax: _Syntax, value: str) -> bool:
+def _is_option(syntax: Syntax, value: str) -> bool:
     if value == "--":
         return syntax.style in ("getopt", "words")
     if syntax.style == "listed":
@@ -400,7 +147,7 @@ def _is_option(syntax: _Syntax, value: str) -> bool:
 
 
 def _read_option(
-    syntax: _Syntax, args: Sequence[Word], i: int, options: list[tuple[str, Word | None]]
+    syntax: Syntax, args: Sequence[Word], i: int, options: list[tuple[str, Word | None]]
 ) -> int | None:
     """Read the option at `args[i]` into `options`; the index of the word after it."""
     word = args[i]
@@ -425,7 +172,7 @@ def _read_option(
 
 
 def _read_cluster(
-    syntax: _Syntax, args: Sequence[Word], i: int, options: list[tuple[str, Word | None]]
+    syntax: Syntax, args: Sequence[Word], i: int, options: list[tuple[str, Word | None]]
 ) -> int | None:
     """getopt's `-abc`: letters until one that takes a value, which is the rest of the
     word or else the next word."""
@@ -445,7 +192,7 @@ def _read_cluster(
     return i + 1
 
 
-def _full_name(syntax: _Syntax, name: str) -> str:
+def _full_name(syntax: Syntax, name: str) -> str:
     """getopt_long's long option for `name`: itself, or the one it abbreviates (`--comm`
     for `--command`); an ambiguous abbreviation is an error there, read as a flag here."""
     known = [o for o in syntax.values | syntax.optional | syntax.flags if o.startswith("--")]
@@ -495,17 +242,17 @@ def _as_shell_word(word: Word) -> str | None:
     return "".join(p if p in ("*", "?", "[", "]") else shlex.quote(p) for p in pieces if p)
 
 
-_TMUX = _Syntax(values=_o("-c -f -L -S -T"), runs=_o("-c"))
+_TMUX = Syntax(values=options("-c -f -L -S -T"), runs=options("-c"))
 # The tmux commands that start a program: one word is a shell command line, several an
 # argv; `-c` is where it runs.
 _TMUX_STARTS = {
-    "new-session": _Syntax(values=_o("-c -e -f -F -n -s -t -x -y"), chdir=_o("-c")),
-    "new-window": _Syntax(values=_o("-c -e -F -n -t"), chdir=_o("-c")),
-    "split-window": _Syntax(values=_o("-c -e -F -l -p -t"), chdir=_o("-c")),
+    "new-session": Syntax(values=options("-c -e -f -F -n -s -t -x -y"), chdir=options("-c")),
+    "new-window": Syntax(values=options("-c -e -F -n -t"), chdir=options("-c")),
+    "split-window": Syntax(values=options("-c -e -F -l -p -t"), chdir=options("-c")),
 }
 _TMUX_ALIASES = {"new": "new-session", "neww": "new-window", "splitw": "split-window"}
 # tmux commands that neither start a program nor type into one.
-_TMUX_QUIET = _o(
+_TMUX_QUIET = options(
     "ls list-sessions lsw list-windows lsp list-panes has has-session kill-session "
     "kill-server killw kill-window killp kill-pane capturep capture-pane attach "
     "attach-session detach detach-client rename rename-session renamew rename-window "
