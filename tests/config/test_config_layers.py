@@ -88,13 +88,13 @@ def test_environment_variables_map_to_their_keys(
     monkeypatch.setenv("LATHE_MODEL", "deepseek-chat")
     monkeypatch.setenv("LATHE_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://proxy.internal/v1")
-    monkeypatch.setenv("LATHE_VERIFY", "")  # empty means unset
+    monkeypatch.setenv("LATHE_MAX_TURNS", "")  # empty means unset (not LATHE_VERIFY's)
     loaded = load_config(workspace)
     assert loaded.config.model == "deepseek-chat"
     assert loaded.config.base_url == "http://127.0.0.1:9/v1"
     assert loaded.config.providers["openai"].base_url == "http://proxy.internal/v1"
     assert loaded.origin("providers.openai.base_url") == "env OPENAI_BASE_URL"
-    assert loaded.config.agent.verify is None
+    assert loaded.config.agent.max_turns == 50
 
 
 def test_project_file_is_found_from_a_subdirectory_but_not_above_the_repo(

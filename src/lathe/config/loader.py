@@ -51,6 +51,11 @@ ENV_KEYS: dict[str, KeyPath] = {
     "ANTHROPIC_BASE_URL": ("providers", "anthropic", "base_url"),
 }
 
+# Variables that count as given when set but empty (any other empty one is unset): an
+# empty LATHE_VERIFY is a `LATHE_VERIFY=$CMD` with CMD unset, and the schema refuses it
+# rather than run with no check.
+_EMPTY_IS_GIVEN = frozenset({"LATHE_VERIFY"})
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -185,7 +190,7 @@ def load_config(
     if project_file is not None:
         layers.append((Origin("project", str(project_file)), _read_toml(project_file)))
     for var, path in ENV_KEYS.items():
-        if environ.get(var):
+        if environ.get(var) or (var in _EMPTY_IS_GIVEN and var in environ):
             layers.append((Origin("env", var), nest(path, _env_value(environ[var]))))
     for key, value in (flags or {}).items():
         if value is not None:

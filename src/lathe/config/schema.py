@@ -138,6 +138,16 @@ def _http_url(url: str) -> str:
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 
 
+def _command(text: str) -> str:
+    # A blank command exits 0: run as a check it would report `verified` for anything.
+    if not text.strip():
+        raise ValueError("empty command; give a command to run, or leave it out for no check")
+    return text
+
+
+Command = Annotated[str, AfterValidator(_command)]
+
+
 class ProviderConfig(Section):
     """One model endpoint: `[providers.NAME]`."""
 
@@ -378,9 +388,10 @@ class AgentConfig(Section):
     max_turns: int = Field(default=50, gt=0)
     """Most model turns in one run before it stops with status max_turns."""
 
-    verify: str | None = Field(default=None, examples=["pytest -q"])
+    verify: Command | None = Field(default=None, examples=["pytest -q"])
     """Shell command lathe runs itself when the model says it is done (e.g. "pytest -q");
-    a non-zero exit goes back to the model. Unset: no verification."""
+    a non-zero exit goes back to the model. Unset: no verification (an empty or blank
+    command is an error, never a check)."""
 
     verify_timeout_s: float = Field(default=900.0, gt=0)
     """Seconds the verify command may run before it counts as failed."""
