@@ -381,3 +381,51 @@ def test_an_aborted_run_ends_every_call_it_announced_in_the_stream(served, fake_
     finished = [e.data["call_id"] for e in events if e.type == "tool_finished"]
     assert sorted(started) == sorted(finished) == ["a", "b"]
     assert events[-1].data["status"] == "interrupted"
+
+
+def test_text_holding_a_lone_surrogate_is_a_422_and_creates_nothing(served, tmp_path):
+    # A plain-text 500 that had created the session anyway: from then on every
+    # GET /v1/sessions was a 500 too, until a restart listed it as unreadable.
+    ws = calc_workspace(tmp_path)
+    headers = {"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"}
+    bodies = [
+        '{"workspace": "%s", "verify": "echo \\ud800"}' % ws,
+        '{"workspace": "/tmp/\\udc80x"}',
+        '{"workspace": "%s", "model": "m\\udfff"}' % ws,
+    ]
+    for body in bodies:
+        told = httpx.post(served.url + "/v1/sessions", content=body.encode(), headers=headers)
+        assert told.status_code == 422, told.text
+        assert "lone surrogate" in told.json()["error"]
+    listed = httpx.get(served.url + "/v1/sessions", headers=headers)
+    assert listed.status_code == 200 and listed.json()["sessions"] == []
+    # A pair of escapes that makes one character is text like any other.
+    emoji = '{"workspace": "%s", "verify": "echo \\ud83d\\ude00"}' % ws
+    made = httpx.post(served.url + "/v1/sessions", content=emoji.encode(), headers=headers)
+    assert made.status_code == 201, made.text
+
+
+def test_a_body_that_is_not_json_says_how_to_send_it(served, tmp_path):
+    ws = calc_workspace(tmp_path)
+    token = {"Authorization": f"Bearer {served.token}"}
+    plain = httpx.post(
+        served.url + "/v1/sessions", content=json.dumps({"workspace": str(ws)}), headers=token
+    )
+    assert plain.status_code == 422
+    assert "Content-Type: application/json" in plain.json()["error"]
+    broken = httpx.post(
+        served.url + "/v1/sessions",
+        content='{"workspace": "%s",}' % ws,
+        headers={**token, "Content-Type": "application/json"},
+    )
+    assert broken.status_code == 422
+    error = broken.json()["error"]
+    assert error.startswith("bad request: the body is not valid JSON") and "character" in error
+
+
+def test_an_approval_timeout_must_be_a_finite_number(served, tmp_path):
+    ws = calc_workspace(tmp_path)
+    headers = {"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"}
+    body = '{"workspace": "%s", "approval_timeout_s": 1e999}' % ws
+    told = httpx.post(served.url + "/v1/sessions", content=body, headers=headers)
+    assert told.status_code == 422 and "approval_timeout_s" in told.json()["error"]

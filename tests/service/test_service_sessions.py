@@ -427,6 +427,13 @@ def test_a_message_queued_when_the_server_stops_is_kept_in_the_session(tmp_path,
         assert client.session(session.id).raw["queued_messages"] == 1
     [path] = (home / "sessions").rglob("*.jsonl")
     assert "QUEUED: then fix add" in path.read_text()
+    # And its stream says so: the page had gone on showing "Queued" for a message that
+    # then appeared nowhere.
+    with ServeProcess(home) as again, again.client() as client:
+        assert client.session(session.id).raw["queued_messages"] == 0
+        told = [e.data["message"] for e in client.events(session.id, follow=False)
+                if e.type == "notice"]  # fmt: skip
+    assert any("QUEUED: then fix add" in text and "next message" in text for text in told), told
 
 
 def test_a_restarted_server_shows_how_each_sessions_last_run_ended(tmp_path, fake_openai):

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lathe.errors import LatheError
 from lathe.service.approvals import UnknownApproval, pending_json
-from lathe.service.live import SessionOptions
+from lathe.service.live import SessionOptions, Text
 from lathe.service.manager import SessionConflict, SessionManager, UnknownSession
 
 API_VERSION = "v1"
@@ -47,7 +47,7 @@ _ERRORS = {
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str = Field(
+    text: Text = Field(
         pattern=r"\S",  # not only whitespace: `lathe run "   "` is refused too
         description="The user's message: a task or a follow-up.",
     )
@@ -56,19 +56,19 @@ class Message(BaseModel):
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     choice: Literal["once", "always", "deny"]
-    reason: str = Field(default="", description="A denial's reason, given to the model.")
+    reason: Text = Field(default="", description="A denial's reason, given to the model.")
 
 
 class ResumeOptions(BaseModel):
     """Changes to a stored session's options when it is served again."""
 
     model_config = ConfigDict(extra="forbid")
-    model: str | None = None
-    base_url: str | None = None
+    model: Text | None = None
+    base_url: Text | None = None
     approval: Literal["read-only", "ask", "auto", "full"] | None = None
-    verify: str | None = None
+    verify: Text | None = None
     max_turns: int | None = Field(default=None, gt=0)
-    approval_timeout_s: float | None = Field(default=None, gt=0)
+    approval_timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 def create_app(manager: SessionManager, token: str) -> FastAPI:
@@ -111,11 +111,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'][1:]) or 'body'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        return JSONResponse({"error": f"bad request: {problems}"}, 422)
+        return JSONResponse({"error": f"bad request: {_body_problems(request, exc)}"}, 422)
 
     @app.exception_handler(LatheError)
     async def _lathe_error(request: Request, exc: LatheError) -> JSONResponse:
@@ -276,6 +272,26 @@ _PAGE = {
     "Cache-Control": "no-store",
 }
 _ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+def _body_problems(request: Request, exc: RequestValidationError) -> str:
+    """What was wrong with a body, in a line: a JSON error's position as a character
+    (`34: JSON decode error` read like a field), a body not sent as JSON named so."""
+    problems = []
+    for error in exc.errors():
+        where = error["loc"][1:]
+        if error["type"] == "json_invalid":
+            at = f" at character {where[0]}" if where else ""
+            cause = error.get("ctx", {}).get("error", "")
+            problems.append(f"the body is not valid JSON{at}" + (f" ({cause})" if cause else ""))
+        elif not where and not request.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            problems.append("send the body as JSON, with Content-Type: application/json")
+        else:
+            shown = ".".join(str(part) for part in where) or "body"
+            problems.append(f"{shown}: {error['msg']}")
+    return "; ".join(dict.fromkeys(problems))
 
 
 class _TokenGate:

@@ -15,9 +15,9 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from lathe.events import (
     AgentEvent,
@@ -44,23 +44,40 @@ _SUBSCRIBER_BACKLOG = 10_000
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
 
 
+def _preview(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _whole_text(value: str) -> str:
+    """JSON can spell half a character (`"\\ud800"`); such a string cannot be written
+    as UTF-8, so the session record, journal or command it went into failed later."""
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        raise ValueError("holds a lone surrogate (half of a \\uXXXX pair): send whole characters")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_whole_text)]
+"""A string of a request body: whole characters only."""
+
+
 class SessionOptions(BaseModel):
     """What a client may choose for a session (`POST /v1/sessions`); unset ones come
     from the workspace's config layers, as for `lathe run`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    workspace: str = Field(description="The directory the session works in.")
-    model: str | None = Field(default=None, description="A model name or id (like --model).")
-    base_url: str | None = Field(default=None, description="An OpenAI-compatible endpoint.")
+    workspace: Text = Field(description="The directory the session works in.")
+    model: Text | None = Field(default=None, description="A model name or id (like --model).")
+    base_url: Text | None = Field(default=None, description="An OpenAI-compatible endpoint.")
     approval: Literal["read-only", "ask", "auto", "full"] | None = Field(
         default=None, description="The approval mode (default: the config's, else auto)."
     )
-    verify: str | None = Field(default=None, description="The command that proves the work.")
+    verify: Text | None = Field(default=None, description="The command that proves the work.")
     max_turns: int | None = Field(default=None, gt=0, description="Model turns per message.")
     approval_timeout_s: float | None = Field(
         default=None,
         gt=0,
+        allow_inf_nan=False,
         description="An unattended session: deny an approval nobody answers in this time.",
     )
 
@@ -523,9 +540,18 @@ class ServedSession:
             queued = "\n\n".join(self._messages)
             await self.abort("the server stopped, or stopped serving this session")
             if queued:  # the person's words stay: the next run (a resume) reads them
+                from lathe.events import Notice
                 from lathe.types import UserMessage
 
                 self.agent.append(UserMessage(content=queued))
+                self.emit(
+                    Notice(
+                        level="warning",
+                        message="the server stopped before your queued message ran; it is "
+                        "kept in the conversation and the model reads it with your next "
+                        f"message: {_preview(queued)}",
+                    )
+                )
         self.stopped = True
         for subscriber in list(self._subscribers):
             subscriber.stop()
