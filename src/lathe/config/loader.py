@@ -207,6 +207,8 @@ def load_config(
         for path, value, is_leaf in _flatten(raw, _ROOT, (), origin):
             if origin.layer == "project" and is_leaf:
                 project_values.append((path, value))
+            if path in _ACCUMULATING:
+                _check_rules(path, value, origin)
             leaf_origin = origin
             if path in _ACCUMULATING and path in origins and isinstance(value, list):
                 value = _added_up(_lookup(merged, path), value)
@@ -226,6 +228,19 @@ def load_config(
         project_root=project_root(workspace),
         project_values=tuple(project_values),
     )
+
+
+def _check_rules(path: KeyPath, rules: Any, origin: Origin) -> None:
+    """Refuse a permission rule of one layer that cannot work (`rule_problem`), naming the
+    layer and the entry, counted in that layer (the lists add up across layers). A value
+    that is no list of strings is the schema's to report."""
+    from lathe.config.permission_rules import rule_problem
+
+    if not isinstance(rules, list):
+        return
+    for index, text in enumerate(rules):
+        if isinstance(text, str) and (problem := rule_problem(text)):
+            raise UsageError(f"{_blame(path, {path: origin})}[{index}]: {problem}")
 
 
 def _lookup(merged: dict[str, Any], path: KeyPath) -> Any:
