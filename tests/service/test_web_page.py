@@ -297,3 +297,27 @@ def test_a_shown_session_that_stops_being_served_is_said_so_without_an_error_eac
         with page.expect_request(lambda r: r.url.endswith("/v1/sessions")):
             pass
     expect(page.get_by_test_id("error")).to_be_hidden()
+
+
+def test_a_click_on_a_session_row_lands_though_the_list_refreshes_meanwhile(
+    served, page: Page, tmp_path
+):
+    # The list was rebuilt at every refresh: one between the press and the release
+    # released the pointer over a new row, and the click opened nothing.
+    offline = "http://127.0.0.1:9/v1"
+    with served.client() as client:
+        first = client.create_session(str(calc_workspace(tmp_path, "one")), model="m",
+                                      base_url=offline)  # fmt: skip
+    page.goto(f"{served.url}/#token={served.token}")
+    rows = page.get_by_test_id("session-row")
+    expect(rows).to_have_count(1)
+    box = rows.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 5, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    with served.client() as client:
+        client.create_session(str(calc_workspace(tmp_path, "two")), model="m", base_url=offline)
+    expect(rows).to_have_count(2)  # a refresh went by
+    page.mouse.up()
+
+    expect(page.get_by_test_id("session-title")).to_contain_text(first.id)

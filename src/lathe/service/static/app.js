@@ -117,32 +117,49 @@ const sessionPath = (id, rest = "") => `/v1/sessions/${encodeURIComponent(id)}${
 async function refreshSessions() {
   const data = await api("GET", "/v1/sessions");
   sessions = data.sessions;
-  // Rebuilt whole; keyboard focus on a row's button goes to its new button (it fell to
-  // the page body at every refresh, so Enter opened nothing).
-  const focused = document.activeElement?.closest?.("[data-session-id]")?.dataset.sessionId;
-  $("session-list").replaceChildren(...sessions.map(sessionRow));
-  if (focused) {
-    $("session-list").querySelector(`[data-session-id="${CSS.escape(focused)}"] button`)?.focus();
-  }
+  showSessions();
   $("problems").replaceChildren(...data.problems.map((problem) => el("li", {}, problem)));
   showSessionHead();
   // Served again (resumed after a delete): follow it again, as a click would.
   if (current?.stale && sessions.some((s) => s.id === current.id)) select(current.id);
 }
 
-function sessionRow(session) {
-  const cost = formatCost(session.cost_usd, session.usage.total_tokens);
+// Rows are kept and updated in place, keyed by session id: rebuilt at every refresh, a
+// refresh between a press and its release lost the click, and keyboard focus fell to
+// the page body.
+function showSessions() {
+  const list = $("session-list");
+  const rows = new Map([...list.children].map((row) => [row.dataset.sessionId, row]));
+  sessions.forEach((session, index) => {
+    const row = rows.get(session.id) ?? sessionRow(session.id);
+    rows.delete(session.id);
+    fillRow(row, session);
+    if (list.children[index] !== row) list.insertBefore(row, list.children[index] ?? null);
+  });
+  for (const gone of rows.values()) gone.remove();
+}
+
+function sessionRow(id) {
   const row = el(
     "tr",
-    { testid: "session-row", "data-session-id": session.id, onclick: () => select(session.id) },
-    el("td", {}, el("button", { type: "button", class: "link" }, session.id)),
+    { testid: "session-row", "data-session-id": id, onclick: () => select(id) },
+    el("td", {}, el("button", { type: "button", class: "link" }, id)),
     // <bdi>: the cell is right-to-left so that a long path loses its start, not its end
-    el("td", { class: "workspace", title: session.workspace }, el("bdi", {}, session.workspace)),
-    el("td", {}, el("span", { class: "badge", "data-status": session.status }, session.status)),
-    el("td", { testid: "session-cost" }, cost),
+    el("td", { class: "workspace" }, el("bdi")),
+    el("td", {}, el("span", { class: "badge" })),
+    el("td", { testid: "session-cost" }),
   );
-  row.classList.toggle("selected", session.id === current?.id);
+  row.classList.toggle("selected", id === current?.id);
   return row;
+}
+
+function fillRow(row, session) {
+  const [, workspace, status, cost] = row.children;
+  workspace.title = session.workspace;
+  workspace.firstChild.textContent = session.workspace;
+  status.firstChild.textContent = session.status;
+  status.firstChild.dataset.status = session.status;
+  cost.textContent = formatCost(session.cost_usd, session.usage.total_tokens);
 }
 
 function showSessionHead() {
