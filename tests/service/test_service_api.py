@@ -429,3 +429,27 @@ def test_an_approval_timeout_must_be_a_finite_number(served, tmp_path):
     body = '{"workspace": "%s", "approval_timeout_s": 1e999}' % ws
     told = httpx.post(served.url + "/v1/sessions", content=body, headers=headers)
     assert told.status_code == 422 and "approval_timeout_s" in told.json()["error"]
+
+
+def test_tokens_are_counted_alike_in_a_session_its_run_end_and_the_metrics(
+    served, fake_openai, tmp_path
+):
+    # The run's end counted cached tokens (as --max-tokens does) and the session's row
+    # and /v1/metrics did not: 101,000 tokens in one place, 11,000 in the other.
+    usage = {"prompt_tokens": 100_000, "completion_tokens": 1_000, "total_tokens": 101_000,
+             "prompt_tokens_details": {"cached_tokens": 90_000}}  # fmt: skip
+    fake_openai.enqueue(Reply("Done.", usage=usage))
+    with served.client() as client:
+        session = client.create_session(
+            str(calc_workspace(tmp_path)), model="m", base_url=fake_openai.base_url
+        )
+        client.send(session.id, "look around")
+        *_, end = client.events(session.id, until="run_finished")
+        counted = client.session(session.id).raw["usage"]
+        metrics = httpx.get(
+            served.url + "/v1/metrics", headers={"Authorization": f"Bearer {served.token}"}
+        ).json()
+    assert sum(end.data["usage"].values()) == 101_000
+    assert counted["total_tokens"] == 101_000
+    assert counted["cache_read_tokens"] == 90_000
+    assert metrics["tokens"] == 101_000

@@ -44,6 +44,20 @@ _SUBSCRIBER_BACKLOG = 10_000
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
 
 
+def usage_json(usage: Usage) -> dict[str, int]:
+    """A session's or run's tokens as the API gives them: `total_tokens` counts every
+    kind, cache reads included, as `--max-tokens` does and a run's end adds them up."""
+    from lathe.agent.budget import tokens_of
+
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "total_tokens": tokens_of(usage),
+    }
+
+
 def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -368,11 +382,7 @@ class ServedSession:
             "last_run": self.last_run,
             "queued_messages": len(self._messages),
             "pending_approvals": len(self.approver.pending),
-            "usage": {
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-                "total_tokens": self.usage.total,
-            },
+            "usage": usage_json(self.usage),
             "cost_usd": self.cost_usd,
             "last_event_id": self.journal.last_id,
         }

@@ -165,6 +165,8 @@ class SessionManager:
         await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)
 
     def metrics(self) -> dict[str, Any]:
+        from lathe.agent.budget import tokens_of
+
         sessions = list(self.sessions.values())
         costs = [s.cost_usd for s in sessions]
         return {
@@ -176,7 +178,7 @@ class SessionManager:
             "max_commands": self.limits.commands.limit,
             "model_calls_in_flight": self.limits.model_calls_in_flight,
             "queued_model_calls": self.limits.queued_model_calls,
-            "tokens": sum(s.usage.total for s in sessions),
+            "tokens": sum(tokens_of(s.usage) for s in sessions),
             "cost_usd": None if None in costs else round(sum(c or 0.0 for c in costs), 6),
         }
 

@@ -348,7 +348,7 @@ def _result(
         evidence = Evidence(source="model_command", command=shown["command"],
                             exit_code=shown["exit_code"], passed=None)  # fmt: skip
     usage = dict(finished["usage"])
-    usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    usage["total_tokens"] = sum(usage.values())  # every kind, as --max-tokens counts
     return RunResult(
         session_id=session_id,
         status=finished["status"],
