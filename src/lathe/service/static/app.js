@@ -332,7 +332,13 @@ const DRAW = {
   run_started(view, event) {
     view.bubble = null;
     $("message-note").textContent = ""; // a queued message runs now
-    add(el("div", { class: "user", testid: "user-message" }, event.task));
+    // A run an answer started while none went (the calls a restart left waiting for
+    // their approvals) has lathe's words for its task ("Continue the task…"), not the
+    // person's: the event does not say whose they are.
+    if (view.answeredIdle) add(el("div", { class: "lathe", testid: "lathe-message" }, event.task));
+    else add(el("div", { class: "user", testid: "user-message" }, event.task));
+    view.running = true;
+    view.answeredIdle = false;
   },
   turn_started(view) {
     view.bubble = null;
@@ -363,7 +369,10 @@ const DRAW = {
     else add(card);
     view.approvals.set(event.approval_id, card);
   },
-  approval_resolved: approvalResolved,
+  approval_resolved(view, event) {
+    approvalResolved(view, event);
+    if (!view.running) view.answeredIdle = true;
+  },
   verify_finished(view, event) {
     const verdict = event.passed ? "passed" : "failed";
     add(el(
@@ -376,6 +385,8 @@ const DRAW = {
   },
   run_finished(view, event) {
     view.bubble = null;
+    view.running = false;
+    view.answeredIdle = false;
     const tokens = Object.values(event.usage).reduce((sum, count) => sum + count, 0);
     add(el(
       "div",
@@ -429,6 +440,9 @@ function bubble(view) {
 }
 
 function toolStarted(view, event) {
+  // A call a restart left waiting for its approval starts again with its id: its block
+  // (with the approval) goes on.
+  if (view.tools.has(event.call_id)) return;
   const result = el("span", { class: "result" });
   const details = el(
     "details",
