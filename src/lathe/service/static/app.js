@@ -206,7 +206,7 @@ function select(id) {
   if (current?.id === id && !current.stale) return; // a stale one (no longer followed) restarts
   current?.controller.abort();
   const view = { id, controller: new AbortController(), bubble: null, tools: new Map(),
-    approvals: new Map() };
+    approvals: new Map(), lastId: 0, runs: [], history: null };
   current = view;
   history.replaceState(null, "", `#session=${encodeURIComponent(id)}`);
   $("nothing-selected").hidden = true;
@@ -220,6 +220,7 @@ function select(id) {
   }
   showSessionHead();
   follow(view);
+  loadHistory(view).catch(() => {}); // without it, the journal alone is shown
   refreshPending(view).catch((error) => showError(error.message));
 }
 
@@ -262,7 +263,6 @@ async function* sseEvents(body, onData) {
 
 async function follow(view) {
   const selection = view.controller.signal;
-  let lastId = 0;
   let failures = 0;
   while (!selection.aborted) {
     const connection = new AbortController();
@@ -275,7 +275,7 @@ async function follow(view) {
     };
     try {
       const headers = { Authorization: `Bearer ${token}` };
-      if (lastId) headers["Last-Event-ID"] = String(lastId);
+      if (view.lastId) headers["Last-Event-ID"] = String(view.lastId);
       rearm();
       const response = await fetch(sessionPath(view.id, "/events"), { headers, signal: connection.signal });
       if (response.status === 401) return askForToken("The server refused the token.");
@@ -285,19 +285,108 @@ async function follow(view) {
       }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       for await (const event of sseEvents(response.body, rearm)) {
-        if (event.id <= lastId) continue; // already shown
-        lastId = event.id;
+        if (event.id <= view.lastId) continue; // already shown
+        view.lastId = event.id;
         failures = 0;
-        render(view, event.data);
+        render(view, event);
+        drawHistory(view);
       }
     } catch {
-      // a dropped or silent stream: pick up after lastId below
+      // a dropped or silent stream: pick up after view.lastId below
     } finally {
       clearTimeout(watchdog);
       selection.removeEventListener("abort", drop);
     }
     if (selection.aborted) return;
     await sleep(Math.min(MAX_RETRY_MS, 250 * 2 ** failures++));
+  }
+}
+
+// ---- the earlier history: a session's journal begins when it is first served, so what
+// came before (a fork's parent's conversation, a `lathe run` served later) is read from
+// its transcript (GET .../transcript, session/transcript.py's render_text), drawn above
+
+// A block starts at a message's header ("── user (id)", "── lathe (id)", "── assistant
+// (id)", "  ← read (id)") or at a bracketed line of the session's own ("[run ended …]").
+const BLOCK_START =
+  /^(?:── (user|lathe|assistant) \(\w+\)|  ← (.+) \(\w+\)|(\[(?:run ended|compaction|checkpoint|model →|label|approval)\b.*\]))$/;
+
+function transcriptBlocks(text) {
+  const blocks = [];
+  for (const line of text.split("\n")) {
+    const start = BLOCK_START.exec(line);
+    if (start) {
+      const kind = start[1] ?? (start[2] ? "tool" : "event");
+      blocks.push({ kind, head: start[2] ?? start[3], lines: [] });
+    } else {
+      blocks.at(-1)?.lines.push(line); // the lines before the first block are the title
+    }
+  }
+  for (const block of blocks) {
+    const indented = block.kind === "tool" || block.kind === "lathe";
+    block.text = block.lines.map((line) => (indented ? line.replace(/^ {4}/, "") : line))
+      .join("\n").trimEnd();
+  }
+  return blocks;
+}
+
+async function loadHistory(view) {
+  // The journal as it is now, then the transcript: what the transcript holds of the
+  // journal is at most its runs up to `known`.
+  const { last_event_id: known } = await api("GET", sessionPath(view.id));
+  const { text } = await api("GET", sessionPath(view.id, "/transcript"));
+  view.history = { known, blocks: transcriptBlocks(text) };
+  drawHistory(view);
+}
+
+// Once the journal is read up to `known`: its runs are matched to the transcript's
+// messages from the end (a run that failed before its message was recorded matches
+// none), and what comes before the first one matched is drawn as earlier history.
+function drawHistory(view) {
+  const { history } = view;
+  if (!history || history.drawn || view.lastId < history.known || view !== current) return;
+  history.drawn = true;
+  const { blocks } = history;
+  let start = blocks.length;
+  const tasks = view.runs.filter((run) => run.id <= history.known).map((run) => run.task);
+  for (const task of tasks.reverse()) {
+    for (let index = start - 1; index >= 0; index--) {
+      if (blocks[index].text === task && ["user", "lathe"].includes(blocks[index].kind)) {
+        start = index;
+        break;
+      }
+    }
+  }
+  const earlier = blocks.slice(0, start);
+  if (!earlier.some((block) => block.kind !== "event")) return;
+  const log = $("transcript");
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  log.prepend(el(
+    "section",
+    { class: "history", testid: "earlier-history" },
+    el("p", { class: "note" }, "Earlier in this session, from its record:"),
+    ...earlier.map(historyBlock),
+  ));
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+function historyBlock({ kind, head, text }) {
+  switch (kind) {
+    case "user":
+      return el("div", { class: "user", testid: "user-message" }, text);
+    case "lathe":
+      return el("div", { class: "lathe", testid: "lathe-message" }, text);
+    case "assistant":
+      return el("div", { class: "assistant", testid: "assistant-message" }, text);
+    case "tool":
+      return el(
+        "details",
+        { class: head.endsWith(" error") ? "tool failed" : "tool done", testid: "tool-result" },
+        el("summary", {}, `← ${head}`),
+        el("pre", { class: "output" }, text),
+      );
+    default:
+      return el("p", { class: "note" }, head);
   }
 }
 
@@ -309,7 +398,7 @@ async function follow(view) {
 // read after each event, it cost a full layout per event, and a 4,000-line reply froze
 // the tab for minutes.
 let stickToBottom = null; // this frame's answer; null: not asked yet
-function render(view, data) {
+function render(view, { id, data }) {
   if (view !== current) return;
   const log = $("transcript");
   if (stickToBottom === null) {
@@ -321,6 +410,7 @@ function render(view, data) {
   }
   try {
     const event = JSON.parse(data);
+    if (event.type === "run_started") view.runs.push({ id, task: event.task.trimEnd() });
     DRAW[event.type]?.(view, event); // types this page does not know are skipped
     if (CHANGES_STATE.has(event.type)) refreshSoon(view);
   } catch (error) {
