@@ -4,6 +4,7 @@ a restart left waiting for its approval, and a message queued when the run stopp
 from __future__ import annotations
 
 import re
+import socket
 
 from playwright.sync_api import Page, expect
 from tests.browser import needs_chromium
@@ -51,3 +52,73 @@ def test_a_call_approved_after_a_restart_is_one_block_and_lathes_continue_is_not
 
         expect(transcript.get_by_test_id("run-status")).to_have_count(2)
         assert transcript.inner_text() == shown
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_message_queued_when_the_server_restarts_is_not_shown_queued_for_ever(
+    tmp_path, fake_openai, page: Page
+):
+    # The server keeps a message still queued when it stops in the conversation, and
+    # the session comes back idle with none queued: the page still said "Queued".
+    port = _free_port()
+    home = tmp_path / "home"
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply("running it", calls=[Call("bash", {"command": "sleep 30"})]))
+    with ServeProcess(home, "--port", str(port)) as first:
+        with first.client() as client:
+            session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        page.goto(f"{first.url}/#token={first.token}&session={session.id}")
+        transcript = page.get_by_test_id("transcript")
+        box = page.get_by_test_id("message-input")
+        box.fill("first")
+        page.get_by_test_id("message-send").click()
+        expect(transcript.get_by_test_id("tool")).to_have_count(1)
+        box.fill("IMPORTANT follow-up")
+        page.get_by_test_id("message-send").click()
+        expect(page.get_by_test_id("message-note")).to_have_text(
+            "Queued: it runs after the current run."
+        )
+
+    with ServeProcess(home, "--port", str(port)):  # the page goes on at the same address
+        note = page.get_by_test_id("message-note")
+        expect(note).to_contain_text("kept in the conversation")
+        expect(note).not_to_contain_text("Queued")
+        expect(box).to_have_value("")  # the model reads it: sent again, it would twice
+
+
+def test_a_queued_message_an_abort_drops_is_said_so_and_put_back_in_the_box(
+    served, fake_openai, page: Page, tmp_path
+):
+    # Abort drops what is queued: the page said only "Stopped the run.", and the text
+    # was gone.
+    ws = calc_workspace(tmp_path)
+    fake_openai.enqueue(Reply("try", calls=[Call("bash", {"command": "touch a.txt"})]))
+    with served.client() as client:
+        session = client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+    page.goto(f"{served.url}/#token={served.token}&session={session.id}")
+    box = page.get_by_test_id("message-input")
+    box.fill("go")
+    page.get_by_test_id("message-send").click()
+    expect(page.get_by_test_id("pending-approvals").get_by_test_id("approval-card")).to_have_count(
+        1
+    )
+    box.fill("queued follow-up")
+    page.get_by_test_id("message-send").click()
+    note = page.get_by_test_id("message-note")
+    expect(note).to_have_text("Queued: it runs after the current run.")
+
+    page.get_by_test_id("abort").click()
+
+    expect(note).to_have_text(
+        "Stopped the run. Your queued message did not run: it is back in the box."
+    )
+    expect(box).to_have_value("queued follow-up")
+    expect(page.get_by_test_id("transcript").get_by_test_id("run-status")).to_have_count(1)
+    assert len(fake_openai.chat_bodies()) == 1

@@ -18,6 +18,10 @@ let sessions = null; // the last GET /v1/sessions
 let current = null; // the selected session: {id, controller, bubble, tools, approvals}
 let polling = false;
 let refreshTimer = null;
+// The messages this page sent that wait behind a run, by session id: [{text, after, at}]
+// (`after`: the last event id drawn then; `at`: when the server said it queued it).
+const waiting = new Map();
+const QUEUED = "Queued: it runs after the current run.";
 
 // ---- helpers
 
@@ -115,6 +119,7 @@ const sessionPath = (id, rest = "") => `/v1/sessions/${encodeURIComponent(id)}${
 // ---- the session list
 
 async function refreshSessions() {
+  const asked = performance.now();
   const data = await api("GET", "/v1/sessions");
   sessions = data.sessions;
   showSessions();
@@ -122,6 +127,7 @@ async function refreshSessions() {
   showSessionHead();
   // Served again (resumed after a delete): follow it again, as a click would.
   if (current?.stale && sessions.some((s) => s.id === current.id)) select(current.id);
+  checkQueue(current, asked);
 }
 
 // Rows are kept and updated in place, keyed by session id: rebuilt at every refresh, a
@@ -214,7 +220,7 @@ function select(id) {
   $("transcript").replaceChildren();
   $("pending-list").replaceChildren();
   $("pending").hidden = true;
-  $("message-note").textContent = "";
+  showNote(view);
   for (const row of $("session-list").children) {
     row.classList.toggle("selected", row.dataset.sessionId === id);
   }
@@ -222,6 +228,61 @@ function select(id) {
   follow(view);
   loadHistory(view).catch(() => {}); // without it, the journal alone is shown
   refreshPending(view).catch((error) => showError(error.message));
+}
+
+// ---- the note under the message box, and this page's queued messages
+
+// What became of the last message or abort (view.said), and of this page's queued
+// messages (view.queueSaid).
+function showNote(view) {
+  if (view !== current) return;
+  $("message-note").textContent = [view.said, view.queueSaid].filter(Boolean).join(" ");
+}
+
+// Whether a run's task holds a queued message: the server sends those waiting in one
+// run, joined by blank lines.
+function carries(task, text) {
+  const [all, one] = [task.trimEnd(), text.trimEnd()];
+  return all === one || all.startsWith(`${one}\n\n`) || all.endsWith(`\n\n${one}`) ||
+    all.includes(`\n\n${one}\n\n`);
+}
+
+// The session says none is queued, in a list asked for after ours were, and every event
+// up to then is drawn, none a run of ours: they went without running. An abort drops
+// them; a stopping server keeps them in the conversation for the next run (GET
+// .../transcript says which). Dropped, they go back in the box, so nothing typed is lost.
+async function checkQueue(view, asked) {
+  const mine = view && waiting.get(view.id);
+  const session = mine && sessions.find((s) => s.id === view.id);
+  if (!session) return;
+  if (session.queued_messages > 0) {
+    view.queueSaid = QUEUED;
+    return showNote(view);
+  }
+  if (view.lastId < session.last_event_id || mine.some((message) => message.at > asked)) return;
+  waiting.delete(view.id);
+  const texts = mine.map((message) => message.text);
+  let kept = false;
+  try {
+    const { text } = await api("GET", sessionPath(view.id, "/transcript"));
+    const last = transcriptBlocks(text).filter((block) => block.kind === "user").at(-1);
+    kept = Boolean(last) && texts.every((queued) => carries(last.text, queued));
+  } catch {
+    // not known: they go back in the box
+  }
+  if (view !== current) { // said when it is shown again
+    waiting.set(view.id, mine);
+    return;
+  }
+  if (kept) {
+    view.queueSaid = "Your queued message did not run before the session stopped: it is kept" +
+      " in the conversation, and the model reads it when the session runs again.";
+  } else {
+    const box = $("message-form").elements.text;
+    box.value = [...texts, box.value].filter((part) => part.trim()).join("\n\n");
+    view.queueSaid = "Your queued message did not run: it is back in the box.";
+  }
+  showNote(view);
 }
 
 // ---- the event stream: fetch + SSE (EventSource cannot send the token), resumed with
@@ -411,7 +472,7 @@ function render(view, { id, data }) {
   try {
     const event = JSON.parse(data);
     if (event.type === "run_started") view.runs.push({ id, task: event.task.trimEnd() });
-    DRAW[event.type]?.(view, event); // types this page does not know are skipped
+    DRAW[event.type]?.(view, event, id); // types this page does not know are skipped
     if (CHANGES_STATE.has(event.type)) refreshSoon(view);
   } catch (error) {
     reportError(error);
@@ -419,9 +480,17 @@ function render(view, { id, data }) {
 }
 
 const DRAW = {
-  run_started(view, event) {
+  run_started(view, event, id) {
     view.bubble = null;
-    $("message-note").textContent = ""; // a queued message runs now
+    view.said = "";
+    const mine = waiting.get(view.id) ?? [];
+    const left = mine.filter((message) => !(id > message.after && carries(event.task, message.text)));
+    if (left.length < mine.length) { // ours runs now
+      if (left.length) waiting.set(view.id, left);
+      else waiting.delete(view.id);
+      view.queueSaid = left.length ? QUEUED : "";
+    }
+    showNote(view);
     // A run an answer started while none went (the calls a restart left waiting for
     // their approvals) has lathe's words for its task ("Continue the task…"), not the
     // person's: the event does not say whose they are.
@@ -681,7 +750,13 @@ function wireForms() {
       try {
         const { queued } = await api("POST", sessionPath(view.id, "/messages"), { text });
         messageForm.reset();
-        $("message-note").textContent = queued ? "Queued: it runs after the current run." : "";
+        if (queued) {
+          const mine = waiting.get(view.id) ?? [];
+          waiting.set(view.id, [...mine, { text, after: view.lastId, at: performance.now() }]);
+          view.queueSaid = QUEUED;
+        }
+        view.said = "";
+        showNote(view);
       } finally {
         send.disabled = false;
       }
@@ -696,7 +771,9 @@ function wireForms() {
     if (!view) return;
     guarded(async () => {
       const { aborted } = await api("POST", sessionPath(view.id, "/abort"));
-      $("message-note").textContent = aborted ? "Stopped the run." : "No run was going.";
+      view.said = aborted ? "Stopped the run." : "No run was going.";
+      showNote(view);
+      refreshSoon(view); // it dropped the messages queued: checkQueue says so
     });
   });
 }
