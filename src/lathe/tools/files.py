@@ -373,17 +373,53 @@ def current_text(workspace: Path, path: str) -> str | None:
 
 
 def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
+    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    # Only what lies between the lines alike at both ends is compared: difflib takes a
+    # line repeated in over 1% of a long file for noise ("autojunk"), and had shown a
+    # one-line edit in a file of repeated rows as a rewrite of every line.
+    start = _alike_at_start(before, after)
+    end = _alike_at_start(before[start:][::-1], after[start:][::-1])
+    skip, tail = max(0, start - context), max(0, end - context)
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        before[skip : len(before) - tail],
+        after[skip : len(after) - tail],
         fromfile=f"a/{shown}",
         tofile=f"b/{shown}",
         n=context,
     )
     marked = (
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+        _shifted_hunk(line, skip)
+        if line.startswith("@@")
+        else line
+        if line.endswith("\n")
+        else line + "\n\\ No newline at end of file\n"
+        for line in lines
     )
     return "".join(marked)
+
+
+def _alike_at_start(a: list[str], b: list[str]) -> int:
+    """How many lines `a` and `b` begin with alike."""
+    count = 0
+    for line_a, line_b in zip(a, b, strict=False):
+        if line_a != line_b:
+            break
+        count += 1
+    return count
+
+
+_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _shifted_hunk(header: str, lines: int) -> str:
+    """A hunk header of a diff of the text after its first `lines` lines, for the whole."""
+    if not lines:
+        return header
+    return _HUNK.sub(
+        lambda m: f"@@ -{int(m[1]) + lines}{m[2] or ''} +{int(m[3]) + lines}{m[4] or ''} @@",
+        header,
+        count=1,
+    )
 
 
 SHOWN_LINE_CHARS = 2000  # as `read` cuts a line (`limits.read_max_line_chars`)
