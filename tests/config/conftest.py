@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -9,17 +10,20 @@ _KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY", KEY_OVER
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No config from the machine running the tests: no LATHE_* or key variables, and a
-    user file that lives in the test's temporary directory."""
+    """No config from the machine running the tests: no LATHE_* or key variables, and no
+    user file (LATHE_CONFIG=/dev/null; a named file that is missing is an error)."""
     for var in (*ENV_KEYS, *_KEY_VARS):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "user" / "config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", os.devnull)
 
 
 @pytest.fixture
-def user_file(tmp_path: Path) -> Path:
+def user_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user file LATHE_CONFIG names, in the test's temporary directory; not written
+    yet (its folder is)."""
     path = tmp_path / "user" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("LATHE_CONFIG", str(path))
     return path
 
 

@@ -192,3 +192,23 @@ def test_a_config_variable_naming_a_folder_is_an_error(
     assert error_of(workspace) == (
         f"LATHE_CONFIG names a folder, {tmp_path}: give the path of the config file"
     )
+
+
+def test_a_config_variable_naming_no_file_is_an_error(
+    workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # A typo in the path ran with no user config and no notice, its deny rules dropped.
+    typo = tmp_path / "user" / "confg.toml"
+    monkeypatch.setenv("LATHE_CONFIG", str(typo))
+    assert error_of(workspace) == (
+        f"LATHE_CONFIG names {typo}, which does not exist; fix the path, create the file "
+        "(`lathe config init` writes a starter one there), or set LATHE_CONFIG=/dev/null "
+        "for no user file"
+    )
+
+
+def test_a_config_variable_naming_dev_null_means_no_user_file(workspace: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LATHE_CONFIG", "/dev/null")
+    loaded = load_config(workspace)
+    assert loaded.config.permissions.deny == []
+    assert loaded.origin("model") == "default"

@@ -14,6 +14,7 @@ def test_one_key_set_at_every_layer_takes_the_highest_and_names_it(
         loaded = load_config(workspace, **kwargs)  # type: ignore[arg-type]
         return loaded.config.agent.max_turns, loaded.origin("agent.max_turns")
 
+    user_file.write_text("")
     assert turns() == (50, "default")
     user_file.write_text("[agent]\nmax_turns = 11\n")
     assert turns() == (11, f"user file {user_file}")

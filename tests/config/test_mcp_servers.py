@@ -55,6 +55,7 @@ def test_an_mcp_json_server_and_the_user_wide_trust(workspace, user_file, tmp_pa
         json.dumps({"mcpServers": {"web": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}})
     )
     home = tmp_path / "home"
+    user_file.write_text("")
     [entry] = _declared(workspace, home).entries
     assert (entry.transport, entry.trusted) == ("sse", False)
     assert entry.origin.startswith(".mcp.json ")

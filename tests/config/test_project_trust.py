@@ -22,9 +22,7 @@ HOOK = '[[hooks.session_start]]\ncommand = "touch START_RAN"\n'
 
 def lathe(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update(
-        {"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(home), "LATHE_CONFIG": str(home / "u")}
-    )
+    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(home), "LATHE_CONFIG": os.devnull})
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,

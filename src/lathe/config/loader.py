@@ -182,10 +182,7 @@ def load_config(
     project_file = find_project_file(workspace)
 
     layers: list[tuple[Origin, dict[str, Any]]] = [(Origin("default"), Config().model_dump())]
-    if user_file.is_dir():  # every user setting (a deny rule too) would be dropped
-        named = "LATHE_CONFIG names" if environ.get("LATHE_CONFIG") else "the user config is"
-        raise UsageError(f"{named} a folder, {user_file}: give the path of the config file")
-    if user_file.is_file():
+    if _user_file_exists(user_file, named=bool(environ.get("LATHE_CONFIG"))):
         layers.append((Origin("user", str(user_file)), _read_toml(user_file)))
     if project_file is not None:
         layers.append((Origin("project", str(project_file)), _read_toml(project_file)))
@@ -241,6 +238,23 @@ def _check_rules(path: KeyPath, rules: Any, origin: Origin) -> None:
     for index, text in enumerate(rules):
         if isinstance(text, str) and (problem := rule_problem(text)):
             raise UsageError(f"{_blame(path, {path: origin})}[{index}]: {problem}")
+
+
+def _user_file_exists(user_file: Path, *, named: bool) -> bool:
+    """Whether there is a user file to read. One that cannot be read as meant is refused
+    (UsageError), since every user setting, a deny rule too, would be dropped: a folder,
+    or a file LATHE_CONFIG (`named`) names that is not there. `/dev/null` reads as empty:
+    no user file, on purpose. Only the platform's default file may be missing."""
+    if user_file.is_dir():
+        named_as = "LATHE_CONFIG names" if named else "the user config is"
+        raise UsageError(f"{named_as} a folder, {user_file}: give the path of the config file")
+    if named and not user_file.exists():
+        raise UsageError(
+            f"LATHE_CONFIG names {user_file}, which does not exist; fix the path, create "
+            "the file (`lathe config init` writes a starter one there), or set "
+            "LATHE_CONFIG=/dev/null for no user file"
+        )
+    return user_file.exists()
 
 
 def _lookup(merged: dict[str, Any], path: KeyPath) -> Any:
