@@ -558,3 +558,41 @@ def test_an_insert_sent_again_is_not_applied_twice(tmp_path, fake_openai):
     assert done.returncode == 0, done.stderr
     assert (ws / "m.py").read_text() == "import os\nimport sys\n\nprint(os.getcwd())\n"
     assert "already reads as new_string" in _results(fake_openai)[-1]
+
+
+def test_a_write_puts_back_each_stray_byte_line_at_its_own_place(tmp_path, fake_openai):
+    # Lines 2 and 4 show alike (each byte as U+FFFD): written back as shown, both got
+    # line 2's byte, the first line that showed so.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "# café naïve résumé\n".encode() + b"MARK = '\xa7'\nx = 1\nMARK = '\xb6'\n"
+    (ws / "s.py").write_bytes(original)
+    content = "# café naïve résumé\nMARK = '\ufffd'\nx = 2\nMARK = '\ufffd'\n"
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "s.py"})]),
+        Reply(calls=[Call("write", {"path": "s.py", "content": content})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Set x to 2")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "s.py").read_bytes() == original.replace(b"x = 1", b"x = 2")
+
+
+def test_a_moved_line_that_shows_like_two_is_refused_not_guessed(tmp_path, fake_openai):
+    # Moved away from its place, a line showing as two lines that differ in their
+    # stray byte cannot be told apart: the first one's byte was written.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    original = "# café naïve résumé\n".encode() + b"MARK = '\xa7'\nx = 1\nMARK = '\xb6'\n"
+    (ws / "s.py").write_bytes(original)
+    content = "# café naïve résumé\nMARK = '\ufffd'\nMARK = '\ufffd'\nx = 1\n"
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "s.py"})]),
+        Reply(calls=[Call("write", {"path": "s.py", "content": content})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Group the marks")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "s.py").read_bytes() == original
+    refused = _results(fake_openai)[-1]
+    assert "line 2 of the new content shows as lines 2 and 4 of s.py do" in refused

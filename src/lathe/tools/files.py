@@ -18,7 +18,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,17 +326,78 @@ class ShownText:
             at = found + len(as_shown)
         return "".join(out) + copied[at:]
 
-    def with_own_lines(self, copied: str) -> str:
-        """`copied` (a whole new text) with each line that is one of the text's lines
-        holding stray bytes, as shown, put back as that line."""
-        own: dict[str, str] = {}
-        for line in self.text.splitlines():
-            if _STRAY_RUN.search(line):
-                own.setdefault(printable(line), line)
-        if not own or "\ufffd" not in copied:
+    def with_own_lines(self, copied: str, name: str) -> str:
+        """`copied` (a whole new text of the file `name`) with each line that shows as
+        one of the text's lines holding stray bytes put back as that line: the line at
+        its place (`line_places`), else the one line that shows so. ToolError when lines
+        differing only in such bytes show so and its place does not tell which it is."""
+        if not self._strays or "\ufffd" not in copied:
             return copied
-        lines = copied.split("\n")
-        return "\n".join(own.get(line, line) for line in lines)
+        own, lines = self.text.split("\n"), copied.split("\n")
+        alike: dict[str, dict[str, int]] = {}
+        for number, line in enumerate(own, 1):
+            if _STRAY_RUN.search(line):
+                alike.setdefault(printable(line), {}).setdefault(line, number)
+        out = []
+        for number, (line, (place, same)) in enumerate(
+            zip(lines, line_places(own, lines, key=printable), strict=True), 1
+        ):
+            found = alike.get(line, {})
+            if same:
+                out.append(own[place])
+            elif len(found) > 1:
+                at = " and ".join(map(str, sorted(found.values())))
+                raise ToolError(
+                    f"not written: line {number} of the new content shows as lines {at} "
+                    f"of {name} do, which differ in bytes that are not UTF-8 (shown as "
+                    "\ufffd), and where it stands does not tell which of them it is. Keep "
+                    "that line where it was, or use edit (it keeps such bytes)."
+                )
+            else:
+                out.append(next(iter(found), line))
+        return "\n".join(out)
+
+
+def line_places(
+    old: list[str], new: list[str], key: Callable[[str], str] = str
+) -> list[tuple[int, bool]]:
+    """For each of the `new` lines, its place among the `old` ones (not empty) and
+    whether it is that line unchanged, by a diff alignment: lines the same to the byte
+    at the start and end, then the rest matched in order by `key`. A changed line's
+    place is the line it replaces (the last, past their number), an added line's the
+    line before it (the first line, at the start). A line that is the same as an old
+    line only elsewhere is not taken for it: two lines showing alike kept only the
+    first one's bytes."""
+    head, tail = _common_ends(old, new)
+    places = [(n, True) for n in range(head)]
+    middle = difflib.SequenceMatcher(
+        None,
+        [key(line) for line in old[head : len(old) - tail]],
+        [key(line) for line in new[head : len(new) - tail]],
+        autojunk=False,
+    )
+    for tag, i1, i2, j1, j2 in middle.get_opcodes():
+        i1, i2 = head + i1, head + i2
+        for k in range(j2 - j1):
+            if tag == "equal":
+                places.append((i1 + k, True))
+            elif tag == "replace":
+                places.append((min(i1 + k, i2 - 1), False))
+            else:
+                places.append((max(i1 - 1, 0), False))
+    return places + [(len(old) - tail + n, True) for n in range(tail)]
+
+
+def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """How many lines `old` and `new` share at their start, then at their end."""
+    most = min(len(old), len(new))
+    head = 0
+    while head < most and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 @contextlib.contextmanager

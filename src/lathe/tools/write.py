@@ -114,7 +114,7 @@ class WriteTool(Tool):
             data, old_text = args.content.encode("utf-8"), ""
         else:
             if old.bad_bytes:
-                new_text = ShownText(old.text).with_own_lines(new_text)
+                new_text = ShownText(old.text).with_own_lines(new_text, shown)
                 _refuse_replacement_chars(new_text, old.text, shown)
             data, old_text = old.encode(new_text, shown), old.text
         write_atomic(path, data)
