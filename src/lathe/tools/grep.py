@@ -36,6 +36,7 @@ RG_COMMON = ["--no-config", "--hidden", "--glob=!.git", "--no-require-git", "--c
 _MAX_LINES = 200
 _MAX_COLUMNS = 400
 _RG_TIMEOUT_S = 60.0
+_REAP_TIMEOUT_S = 5.0
 _STDERR_KEEP = 4000
 
 
@@ -104,7 +105,12 @@ class RgResult:
 
 
 async def run_rg(args: list[str], *, cwd: Path, max_bytes: int) -> RgResult:
-    """Run rg with `args`; stdout is kept up to `max_bytes`, then rg is stopped."""
+    """Run rg with `args`; stdout is kept up to `max_bytes`, then rg is stopped.
+
+    Both pipes are read to their end, past the cap and when the search is stopped too:
+    asyncio pauses a pipe read more than 128 KB behind and tells `wait()` a process
+    ended only once all its pipes have, so rg killed with a paused pipe left unread was
+    never reaped and the run hung (a 58.9 MB log, `grep request`)."""
     proc = await asyncio.create_subprocess_exec(
         rg_binary(),
         *args,
@@ -115,22 +121,38 @@ async def run_rg(args: list[str], *, cwd: Path, max_bytes: int) -> RgResult:
     )
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        (out, cut), err = await asyncio.wait_for(
-            asyncio.gather(_read_capped(proc, max_bytes), _read_stderr(proc.stderr)),
-            timeout=_RG_TIMEOUT_S,
-        )
-        code = await proc.wait()
+        async with asyncio.timeout(_RG_TIMEOUT_S):
+            (out, cut), err = await asyncio.gather(
+                _read_capped(proc, max_bytes), _read_stderr(proc.stderr)
+            )
+            code = await proc.wait()
     except TimeoutError:
         raise ToolError(
             f"the search took longer than {_RG_TIMEOUT_S:g} s and was stopped; search a "
             f"smaller path or add a glob"
         ) from None
     finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        await _reap(proc)
     return RgResult(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), cut)
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill rg if it still runs, read what its pipes still hold and wait for its end;
+    bounded, though once rg is killed its pipes end at once (it starts no process that
+    could hold them)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_REAP_TIMEOUT_S):
+            await asyncio.gather(_drain(proc.stdout), _drain(proc.stderr))
+            await proc.wait()
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
 
 
 async def _read_capped(proc: asyncio.subprocess.Process, max_bytes: int) -> tuple[bytes, bool]:
@@ -140,6 +162,7 @@ async def _read_capped(proc: asyncio.subprocess.Process, max_bytes: int) -> tupl
         data += chunk
         if len(data) > max_bytes:
             proc.kill()
+            await _drain(proc.stdout)
             return bytes(data[:max_bytes]), True
     return bytes(data), False
 
