@@ -10,8 +10,15 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.plural import plural
+from lathe.tools import vendored
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
-from lathe.tools.grep import RG_COMMON, readable_paths, run_rg, search_target, strip_dot
+from lathe.tools.grep import (
+    RG_COMMON,
+    readable_paths,
+    run_rg_project_first,
+    search_target,
+    strip_dot,
+)
 from lathe.tools.paths import place
 
 _MAX_FILES = 200
@@ -47,24 +54,54 @@ class GlobTool(Tool):
         resolved, shown, target = search_target(ctx, args.path)
         if not resolved.is_dir():
             raise ToolError(f"{shown} is a file, not a directory; glob searches directories")
-        argv = [*RG_COMMON, "--files", f"--glob={pattern}", "--", target]
-        result = await run_rg(argv, cwd=ctx.workspace, max_bytes=_LIST_BYTES)
-        files = readable_paths(result.lines(), ctx.deny_read)
-        if result.code == 2 and not files:
+        split = await run_rg_project_first(
+            [*RG_COMMON, "--files", f"--glob={pattern}"],
+            target,
+            cwd=ctx.workspace,
+            max_bytes=_LIST_BYTES,
+            path_of=lambda line: line,
+            split=not vendored.named_in(pattern),
+        )
+        result = split.result
+        own = readable_paths(split.own, ctx.deny_read)
+        others = readable_paths(split.others, ctx.deny_read)
+        if result.code == 2 and not own and not others:
             raise ToolError(f"rg failed: {result.stderr.strip() or 'no message'}")
-        if not files:
+        if not own and not others:
             return ToolOutput(
                 content=f"No files match {pattern!r} in {place(shown)}.", summary="no files"
             )
-        files.sort(key=lambda name: (-_mtime(ctx.workspace / name), name))
+        for files in (own, others):
+            files.sort(key=lambda name: (-_mtime(ctx.workspace / name), name))
+        files = own + others
         listed = files[:_MAX_FILES]
         body = "\n".join(listed)
-        if len(files) > _MAX_FILES or result.cut:
-            total = f"more than {len(files)}" if result.cut else str(len(files))
-            body += (
-                f"\n\n[Showing the {len(listed)} newest of {total} files. Narrow the pattern "
-                f"or give a path.]"
-            )
+        cut = result.cut or split.others_cut
+        if len(files) > _MAX_FILES or cut:
+            total = f"more than {len(files):,}" if cut else f"{len(files):,}"
+            narrow = "Narrow the pattern or give a path."
+            if others:
+                where = vendored.folders(others, vendored.prefix(target))
+                count = f"more than {len(others):,}" if split.others_cut else f"{len(others):,}"
+                folders = f"in folders of dependencies or build output ({where})"
+                seen = len(listed) - min(len(own), _MAX_FILES)
+                if seen:
+                    what = (
+                        f"{len(listed)} of {total} files: the project's own first "
+                        f"({len(own):,}), then the {seen:,} newest of {count} {folders}"
+                    )
+                else:
+                    mine = f"more than {len(own):,}" if result.cut else f"{len(own):,}"
+                    what = (
+                        f"the {len(listed)} newest of the project's own {mine} files; "
+                        f"{count} more {folders} are not shown"
+                    )
+                body += (
+                    f"\n\n[Showing {what}. To list only those, give one as path, e.g. "
+                    f'path="{where.split(", ")[0]}". {narrow}]'
+                )
+            else:
+                body += f"\n\n[Showing the {len(listed)} newest of {total} files. {narrow}]"
         return ToolOutput(content=body, summary=plural(len(files), "file"))
 
 

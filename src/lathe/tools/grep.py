@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -29,6 +30,7 @@ from pydantic.json_schema import SkipJsonSchema
 from lathe.errors import ToolError
 from lathe.patterns import compiled
 from lathe.plural import plural, some_of
+from lathe.tools import vendored
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.paths import existing_path, place
 
@@ -167,6 +169,51 @@ async def _read_capped(proc: asyncio.subprocess.Process, max_bytes: int) -> tupl
     return bytes(data), False
 
 
+@dataclass(frozen=True)
+class Split:
+    """A search's output lines: the project's own apart from those in folders of
+    dependencies or build output (`vendored`)."""
+
+    result: RgResult  # the search the project's lines come from (its code, stderr, cut)
+    own: list[str]
+    others: list[str]
+    others_cut: bool  # the search that found `others` was cut: there are more
+
+
+async def run_rg_project_first(
+    args: list[str],
+    target: str,
+    *,
+    cwd: Path,
+    max_bytes: int,
+    path_of: Callable[[str], str | None],
+    split: bool = True,
+) -> Split:
+    """rg `args` over `target` (as `search_target` gives it), its lines split by
+    `vendored.inside` below `target` (`path_of` gives a line's path, None to keep it
+    with the line before). rg lists files in no set order, so when that search was cut
+    holding lines of those folders, the project's own may be past the cut: it is
+    searched again without them. `split=False` (a search that names such a folder)
+    keeps every line the project's."""
+    first = await run_rg([*args, "--", target], cwd=cwd, max_bytes=max_bytes)
+    if not split:
+        return Split(first, first.lines(), [], False)
+    below = vendored.prefix(target)
+    own: list[str] = []
+    others: list[str] = []
+    into = own
+    for line in first.lines():
+        path = path_of(line)
+        if path is not None:
+            into = others if vendored.inside(path, below) else own
+        into.append(line)
+    if others and first.cut:
+        args = [*args, *vendored.EXCLUDE_GLOBS, "--", target]
+        project = await run_rg(args, cwd=cwd, max_bytes=max_bytes)
+        return Split(project, project.lines(), others, True)
+    return Split(first, own, others, False)
+
+
 async def _read_stderr(stream: asyncio.StreamReader) -> bytes:
     kept = bytearray()
     while chunk := await stream.read(65536):
@@ -228,10 +275,20 @@ class GrepTool(Tool):
             argv.append(f"--context={args.context}")
         if args.glob:
             argv.append(f"--glob={args.glob}")
-        argv += ["--regexp", args.pattern, "--", target]
-        result = await run_rg(argv, cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes)
-        binary = _binary_matches(result.lines(), ctx.deny_read)
-        lines = _readable_lines(result.lines(), ctx.deny_read)
+        argv += ["--regexp", args.pattern]
+        split = await run_rg_project_first(
+            argv,
+            target,
+            cwd=ctx.workspace,
+            max_bytes=ctx.limits.output_max_bytes,
+            path_of=_line_path,
+            split=not vendored.named_in(args.glob),
+        )
+        result = split.result
+        binary = _binary_matches(split.own + split.others, ctx.deny_read)
+        own = _readable_lines(split.own, ctx.deny_read)
+        others = _readable_lines(split.others, ctx.deny_read)
+        lines = [*own, *(["--"] if args.context and own and others else []), *others]
         if result.code == 2 and not lines:
             raise ToolError(_rg_error(result.stderr))
         if not lines and not binary:
@@ -239,7 +296,9 @@ class GrepTool(Tool):
             return ToolOutput(
                 content=f"No matches for {args.pattern!r} in {where}.", summary="no matches"
             )
-        output = _matches_output(lines, result, context=bool(args.context))
+        paths = sorted({path for line in split.others if (path := _line_path(line))})
+        where = vendored.folders(readable_paths(paths, ctx.deny_read), vendored.prefix(target))
+        output = _matches_output(lines, result, split, others, where, context=bool(args.context))
         if binary:
             names = some_of(binary, _MAX_BINARY_NAMED)
             note = (
@@ -286,20 +345,52 @@ def _readable_lines(lines: list[str], deny_read: tuple[str, ...]) -> list[str]:
     return kept
 
 
-def _matches_output(lines: list[str], result: RgResult, *, context: bool) -> ToolOutput:
+def _matches_output(
+    lines: list[str],
+    result: RgResult,
+    split: Split,
+    others: list[str],
+    where: str,
+    *,
+    context: bool,
+) -> ToolOutput:
+    """The lines, the project's own first; when cut, a notice saying how many lines lie
+    in folders of dependencies or build output and how to search only those."""
     shown = lines[:_MAX_LINES]
     body = "\n".join(shown)
-    if len(lines) > _MAX_LINES or result.cut:
-        body += (
-            f"\n\n[Output cut at {len(shown)} lines. Narrow the search: a more specific "
-            f"pattern, a path, or a glob.]"
-        )
+    cut = len(lines) > _MAX_LINES or result.cut or split.others_cut
+    noun, nouns = ("line", "lines") if context else ("match", "matches")
+    if cut:
+        narrow = "Narrow the search: a more specific pattern, a path, or a glob."
+        if others:
+            found = sum(line != "--" for line in others)
+            count = f"more than {found:,}" if split.others_cut else f"{found:,}"
+            seen = sum(line != "--" for line in shown[len(lines) - len(others) :])
+            folders = f"in folders of dependencies or build output ({where})"
+            if seen:
+                what = f": the project's own {nouns} first, then {seen:,} of {count} {folders}"
+            else:
+                what = f", all the project's own; {count} {nouns} {folders} are not shown"
+            body += (
+                f"\n\n[Output cut at {len(shown)} lines{what}. To search only there, give "
+                f'one as path, e.g. path="{where.split(", ")[0]}". {narrow}]'
+            )
+        else:
+            body += f"\n\n[Output cut at {len(shown)} lines. {narrow}]"
     if result.code == 2:
         body += f"\n\n[rg also reported problems: {result.stderr.strip()}]"
-    noun, nouns = ("line", "lines") if context else ("match", "matches")
-    if len(lines) > _MAX_LINES or result.cut:
+    if cut:
         return ToolOutput(content=body, summary=f"{len(shown)}+ {nouns}")
     return ToolOutput(content=body, summary=plural(len(shown), noun, nouns))
+
+
+def _line_path(line: str) -> str | None:
+    """The path of one of rg's lines (`path NUL rest`, or a binary file's note); None for
+    a context separator."""
+    if "\0" in line:
+        return line.split("\0", 1)[0]
+    match = _BINARY_MATCH.match(line)
+    return match.group(1) if match else None
 
 
 def _rg_error(stderr: str) -> str:
