@@ -15,11 +15,12 @@ from pathlib import Path
 
 import click
 import pytest
+from tests.fakes.user_config import user_config_file
 
 
 def lathe(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update({"LATHE_HOME": str(home), "LATHE_CONFIG": str(home / "none.toml")})
+    env.update({"LATHE_HOME": str(home), "LATHE_CONFIG": user_config_file(home / "none.toml")})
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,

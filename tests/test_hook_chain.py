@@ -6,6 +6,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from tests.fakes.user_config import user_config_file
 
 from lathe.config import ENV_KEYS
 from lathe.hooks.command import CommandHooks
@@ -26,7 +27,7 @@ KEY = "sk-test-chain-0123456789"
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ENV_KEYS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "user" / "config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", user_config_file(tmp_path / "user" / "config.toml"))
     monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # a secret, so the recorders are masked
 

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from tests.fakes.user_config import user_config_file
 
 from lathe.config import ENV_KEYS
 from lathe.config.profiles import resolve_profile
@@ -21,7 +22,7 @@ SNAPSHOT_END = "----- end of files -----"
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ENV_KEYS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "user" / "config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", user_config_file(tmp_path / "user" / "config.toml"))
     monkeypatch.setenv("LATHE_HOME", str(tmp_path / "home"))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.openai_server import Call, Reply
+from tests.fakes.user_config import user_config_file
 
 KEY = "sk-live-0123456789abcdef"
 
@@ -23,7 +24,7 @@ def lathe(
     env.update(
         OPENAI_API_KEY=KEY,
         LATHE_HOME=str(tmp_path / "home"),
-        LATHE_CONFIG=str(tmp_path / "config" / "config.toml"),
+        LATHE_CONFIG=user_config_file(tmp_path / "config" / "config.toml"),
     )
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=env, capture_output=True,

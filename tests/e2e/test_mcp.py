@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.fakes.openai_server import Call, Reply
+from tests.fakes.user_config import user_config_file
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 
@@ -24,7 +25,7 @@ def lathe(*args: str, tmp_path: Path, timeout: float = 120) -> subprocess.Comple
     env.update(
         OPENAI_API_KEY="sk-test",
         LATHE_HOME=str(tmp_path / "home"),
-        LATHE_CONFIG=str(tmp_path / "config.toml"),
+        LATHE_CONFIG=user_config_file(tmp_path / "config.toml"),
     )
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args],
@@ -376,7 +377,7 @@ def test_ctrl_c_during_a_call_leaves_no_server_behind(tmp_path, fake_openai):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env |= {
         "OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home"),
-        "LATHE_CONFIG": str(tmp_path / "config.toml"),
+        "LATHE_CONFIG": user_config_file(tmp_path / "config.toml"),
     }  # fmt: skip
     lathe_run = subprocess.Popen(
         [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",

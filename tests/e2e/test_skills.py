@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.fakes.openai_server import Call, Reply
+from tests.fakes.user_config import user_config_file
 
 
 def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -19,7 +20,7 @@ def lathe_run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.Comple
     env.update({
         "OPENAI_API_KEY": "sk-test",
         "LATHE_HOME": str(tmp_path / "home"),
-        "LATHE_CONFIG": str(tmp_path / "user" / "config.toml"),
+        "LATHE_CONFIG": user_config_file(tmp_path / "user" / "config.toml"),
     })  # fmt: skip
     return subprocess.run(
         [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url", server.base_url,

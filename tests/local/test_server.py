@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.fakes.user_config import user_config_file
 
 from lathe.errors import Transport, UsageError
 from lathe.local import server as srv
@@ -386,7 +387,7 @@ def test_the_local_model_waits_longer_for_its_first_byte(
 
     for var in ENV_KEYS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", user_config_file(tmp_path / "no-user-config.toml"))
     try:
         # A provider-wide idle limit that a CPU model reading a long prompt would trip.
         options = RunOptions(
@@ -421,7 +422,7 @@ def test_the_local_model_gets_the_local_profile_unless_a_key_names_one(
 
     for var in ENV_KEYS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", user_config_file(tmp_path / "no-user-config.toml"))
     try:
         setup = prepare(RunOptions(workspace=tmp_path, model="local/tiny", profile=profile))
     finally:
@@ -519,7 +520,7 @@ def test_a_run_budgets_with_the_warm_servers_window_not_the_configured_one(
 
     for var in ENV_KEYS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LATHE_CONFIG", str(tmp_path / "no-user-config.toml"))
+    monkeypatch.setenv("LATHE_CONFIG", user_config_file(tmp_path / "no-user-config.toml"))
     srv.start_warm("tiny", options=srv.ServerOptions(ctx_size=32768, threads=1))
     try:
         setup = prepare(RunOptions(workspace=tmp_path, model="local/tiny"))

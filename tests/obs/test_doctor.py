@@ -161,7 +161,9 @@ def test_doctor_fails_on_the_rules_a_run_refuses_and_says_full_mode_has_no_sandb
     for rule in ('permissions.deny=["bash(rm *)"]', 'permissions.allow=["Edit(src/**)"]'):
         result = lathe("doctor", "-C", str(workspace), "-c", rule, *base, cwd=workspace, env=env)
         assert result.returncode == 1
-        assert _line(result.stdout, "rules").startswith("FAIL"), result.stdout
+        # Found as the config loads: the line names where the rule came from.
+        line = _line(result.stdout, "config")
+        assert line.startswith("FAIL") and "permissions." in line, result.stdout
     full = lathe("doctor", "-C", str(workspace), "-c", 'permissions.approval="full"', *base,
                  cwd=workspace, env=env)  # fmt: skip
     sandbox = _line(full.stdout, "sandbox")

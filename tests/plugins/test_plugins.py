@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from tests.fakes.openai_server import Call, Reply
+from tests.fakes.user_config import user_config_file
 
 _SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -114,7 +115,7 @@ def lathe(tmp_path: Path, site: Path | None, *args: str) -> subprocess.Completed
     env.update({
         "OPENAI_API_KEY": "sk-test",
         "LATHE_HOME": str(tmp_path / "home"),
-        "LATHE_CONFIG": str(tmp_path / "user" / "config.toml"),
+        "LATHE_CONFIG": user_config_file(tmp_path / "user" / "config.toml"),
         "PYTHONPATH": os.pathsep.join([*([str(site)] if site else []), str(_SRC)]),
     })  # fmt: skip
     return subprocess.run(

@@ -389,9 +389,9 @@ def test_text_holding_a_lone_surrogate_is_a_422_and_creates_nothing(served, tmp_
     ws = calc_workspace(tmp_path)
     headers = {"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"}
     bodies = [
-        '{"workspace": "%s", "verify": "echo \\ud800"}' % ws,
+        f'{{"workspace": "{ws}", "verify": "echo \\ud800"}}',
         '{"workspace": "/tmp/\\udc80x"}',
-        '{"workspace": "%s", "model": "m\\udfff"}' % ws,
+        f'{{"workspace": "{ws}", "model": "m\\udfff"}}',
     ]
     for body in bodies:
         told = httpx.post(served.url + "/v1/sessions", content=body.encode(), headers=headers)
@@ -400,7 +400,7 @@ def test_text_holding_a_lone_surrogate_is_a_422_and_creates_nothing(served, tmp_
     listed = httpx.get(served.url + "/v1/sessions", headers=headers)
     assert listed.status_code == 200 and listed.json()["sessions"] == []
     # A pair of escapes that makes one character is text like any other.
-    emoji = '{"workspace": "%s", "verify": "echo \\ud83d\\ude00"}' % ws
+    emoji = f'{{"workspace": "{ws}", "verify": "echo \\ud83d\\ude00"}}'
     made = httpx.post(served.url + "/v1/sessions", content=emoji.encode(), headers=headers)
     assert made.status_code == 201, made.text
 
@@ -415,7 +415,7 @@ def test_a_body_that_is_not_json_says_how_to_send_it(served, tmp_path):
     assert "Content-Type: application/json" in plain.json()["error"]
     broken = httpx.post(
         served.url + "/v1/sessions",
-        content='{"workspace": "%s",}' % ws,
+        content=f'{{"workspace": "{ws}",}}',
         headers={**token, "Content-Type": "application/json"},
     )
     assert broken.status_code == 422
@@ -426,7 +426,7 @@ def test_a_body_that_is_not_json_says_how_to_send_it(served, tmp_path):
 def test_an_approval_timeout_must_be_a_finite_number(served, tmp_path):
     ws = calc_workspace(tmp_path)
     headers = {"Authorization": f"Bearer {served.token}", "Content-Type": "application/json"}
-    body = '{"workspace": "%s", "approval_timeout_s": 1e999}' % ws
+    body = f'{{"workspace": "{ws}", "approval_timeout_s": 1e999}}'
     told = httpx.post(served.url + "/v1/sessions", content=body, headers=headers)
     assert told.status_code == 422 and "approval_timeout_s" in told.json()["error"]
 

@@ -12,13 +12,17 @@ import tomllib
 from pathlib import Path
 
 import psutil
+from tests.fakes.user_config import user_config_file
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 
 
 def lathe(*args: str, tmp_path: Path, env: dict[str, str] | None = None):
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    environ |= {"LATHE_HOME": str(tmp_path / "home"), "LATHE_CONFIG": str(tmp_path / "config.toml")}
+    environ |= {
+        "LATHE_HOME": str(tmp_path / "home"),
+        "LATHE_CONFIG": user_config_file(tmp_path / "config.toml"),
+    }
     return subprocess.run(
         [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=environ | (env or {}),
         capture_output=True, text=True, timeout=120,
