@@ -9,6 +9,7 @@ timeout is an error result, since it never finished what was asked.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -106,13 +107,23 @@ NOTES_ROOM = 600  # bytes kept under the output cap for what lathe adds below an
 
 
 def paging_notice(output: str, full_output_path: Path | None) -> str:
-    """What the model reads under a cut output: where the whole is and how to page it."""
+    """What the model reads under a cut output: where the whole is and how to page it.
+    A cut inside a line is paged by bytes with bash: read shows a line only to its
+    2,000th character, and a long one-line output was never seen past its head."""
     if full_output_path is None:
         return "[output truncated: the middle part is lost; rerun with less output]"
     marker = _OMITTED.search(output)
-    head_lines = output.count("\n", 0, marker.start()) if marker else 0
+    head = output[: marker.start()] if marker else ""
+    where = f"[output truncated: the full output is in {full_output_path}."
+    if head and not head.endswith("\n"):
+        start = len(head.encode("utf-8")) + 1
+        path = shlex.quote(str(full_output_path))
+        return (
+            f"{where} The cut is inside a line too long for read: see the omitted part "
+            f"with bash, e.g. `tail -c +{start} {path} | head -c 20000` (change the first "
+            f"number to move), or search it with grep]"
+        )
     return (
-        f"[output truncated: the full output is in {full_output_path}. Read the "
-        f"omitted part with read(path=\"{full_output_path}\", "
-        f"offset={head_lines + 1}), or search it with grep]"
+        f'{where} Read the omitted part with read(path="{full_output_path}", '
+        f"offset={head.count(chr(10)) + 1}), or search it with grep]"
     )

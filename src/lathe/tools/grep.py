@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -286,8 +287,9 @@ class GrepTool(Tool):
         )
         result = split.result
         binary = _binary_matches(split.own + split.others, ctx.deny_read)
-        own = _readable_lines(split.own, ctx.deny_read)
-        others = _readable_lines(split.others, ctx.deny_read)
+        windows = await _windows(split.own + split.others, args, ctx)
+        own = _readable_lines(_windowed(split.own, windows), ctx.deny_read)
+        others = _readable_lines(_windowed(split.others, windows), ctx.deny_read)
         lines = [*own, *(["--"] if args.context and own and others else []), *others]
         if result.code == 2 and not lines:
             raise ToolError(_rg_error(result.stderr))
@@ -299,6 +301,8 @@ class GrepTool(Tool):
         paths = sorted({path for line in split.others if (path := _line_path(line))})
         where = vendored.folders(readable_paths(paths, ctx.deny_read), vendored.prefix(target))
         output = _matches_output(lines, result, split, others, where, context=bool(args.context))
+        if long_note := _long_lines_note(split.own + split.others, windows, ctx.deny_read):
+            output = ToolOutput(content=f"{output.content}\n\n{long_note}", summary=output.summary)
         if binary:
             names = some_of(binary, _MAX_BINARY_NAMED)
             note = (
@@ -311,6 +315,99 @@ class GrepTool(Tool):
 
 
 _LINE_NUMBER = re.compile(r"\d+([:-])")
+
+
+# rg's mark after the first `_MAX_COLUMNS` of a longer line (--max-columns-preview).
+_PREVIEW_END = re.compile(r" \[\.\.\. (?:omitted end of long line|\d+ more match(?:es)?)\]$")
+_AROUND = 150  # characters shown either side of a long line's first match
+_WINDOWS_MAX = _MAX_LINES
+_CUT = "[...]"
+
+
+@dataclass(frozen=True)
+class _Window:
+    text: str  # the first match with up to `_AROUND` characters either side, cuts marked
+    column: int  # the byte (from 1) the text starts at in its line
+
+
+async def _windows(raw: list[str], args: GrepParams, ctx: ToolContext) -> dict[str, _Window]:
+    """For each match line rg cut at `_MAX_COLUMNS` (by its `path NUL N` key), the part
+    around its first match: rg shows a line's start, and a match at column 2.5M of a
+    minified file was never seen. One more rg over those files, the pattern inside a
+    window of `_AROUND` characters either side; a line it cannot window keeps rg's cut."""
+    cut = [key for line in raw if (key := _match_key(line)) and _PREVIEW_END.search(line)]
+    keys = set(cut[:_WINDOWS_MAX])
+    if not keys:
+        return {}
+    files = sorted({key.split("\0", 1)[0] for key in keys})
+    argv = [*RG_COMMON, "--null", "--line-number", "--column", "--no-heading", "--with-filename"]
+    argv += ["--only-matching", "--max-columns=2000", "--max-columns-preview"]
+    if args.ignore_case:
+        argv.append("--ignore-case")
+    # `more` takes the character after the window, when the line goes on past it.
+    window = f"(?P<lathe_window>.{{0,{_AROUND}}}(?:{args.pattern}).{{0,{_AROUND}}})"
+    argv += [
+        "--regexp",
+        f"{window}(?P<lathe_more>.?)",
+        "--replace",
+        "${lathe_window}\x1f${lathe_more}",
+    ]
+    result = await run_rg(
+        [*argv, "--", *files], cwd=ctx.workspace, max_bytes=ctx.limits.output_max_bytes
+    )
+    found: dict[str, _Window] = {}
+    for line in result.lines():
+        path, _, rest = line.partition("\0")
+        number, _, rest = rest.partition(":")
+        column, _, text = rest.partition(":")
+        key = f"{path}\0{number}"
+        if key not in keys or key in found or not column.isdigit():
+            continue
+        text, mark, more = text.rpartition("\x1f")
+        if not mark:  # the window itself was cut by --max-columns
+            text, more = _PREVIEW_END.sub("", more), "more"
+        before = _CUT if int(column) > 1 else ""
+        found[key] = _Window(f"{before}{text}{_CUT if more else ''}", int(column))
+    return found
+
+
+def _match_key(raw: str) -> str | None:
+    """`path NUL N` for rg's line of a match (not a context line)."""
+    path, sep, rest = raw.partition("\0")
+    number = _LINE_NUMBER.match(rest)
+    return f"{path}\0{number.group()[:-1]}" if sep and number and number.group(1) == ":" else None
+
+
+def _windowed(raw: list[str], windows: dict[str, _Window]) -> list[str]:
+    """`raw` with each long match line that has a window shown as that window."""
+    if not windows:
+        return raw
+    shown = []
+    for line in raw:
+        key = _match_key(line)
+        window = windows.get(key) if key else None
+        shown.append(f"{key}:{window.text}" if window else line)
+    return shown
+
+
+def _long_lines_note(raw: list[str], windows: dict[str, _Window], deny: tuple[str, ...]) -> str:
+    """When a shown line was cut: what the cut shows, and a bash command showing more of
+    one (`read` cuts a line at 2,000 characters, so it cannot)."""
+    cut = [line.partition("\0") for line in raw if "\0" in line and _PREVIEW_END.search(line)]
+    allowed = set(readable_paths(sorted({path for path, _, _ in cut}), deny))
+    cut = [(path, rest) for path, _, rest in cut if path in allowed]
+    if not cut:
+        return ""
+    path, rest = cut[0]
+    number = _LINE_NUMBER.match(rest).group()[:-1]  # type: ignore[union-attr]
+    window = windows.get(f"{path}\0{number}")
+    start = max(1, window.column - 1000) if window else _MAX_COLUMNS + 1
+    command = f"sed -n '{number}p' {shlex.quote(path)} | cut -b {start}-{start + 3999}"
+    return (
+        f"[Lines over {_MAX_COLUMNS} characters are cut: a matching line shows the part "
+        f"around its first match, {_CUT} marking what is left out. To see more of one, "
+        f"use bash with its line number and a byte range, e.g. `{command}`]"
+    )
 
 
 _BINARY_MATCH = re.compile(r"^(.*): binary file matches \(")
