@@ -78,5 +78,6 @@ def test_a_folder_is_judged_below_the_folder_searched() -> None:
     below = vendored.prefix("node_modules/react")
     assert not vendored.inside("node_modules/react/index.js", below)
     assert vendored.inside("node_modules/react/node_modules/x/i.js", below)
+    assert not vendored.inside("node_modules/x/i.js", vendored.prefix("node_modules/x/i.js"))
     assert vendored.named_in("node_modules/**/*.js")
     assert not vendored.named_in("*.js")

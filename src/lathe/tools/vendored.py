@@ -30,7 +30,10 @@ def prefix(target: str) -> str:
 
 
 def inside(path: str, below: str = "") -> bool:
-    """Whether `path` lies in one of these folders below `below` (a `prefix`)."""
+    """Whether `path` lies in one of these folders below `below` (a `prefix`); the
+    file searched, when a file was, never does."""
+    if below and path == below[:-1]:
+        return False
     relative = path[len(below) :] if path.startswith(below) else path
     return any(part in FOLDERS for part in relative.split("/")[:-1])
 
