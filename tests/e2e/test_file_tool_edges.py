@@ -596,3 +596,36 @@ def test_a_moved_line_that_shows_like_two_is_refused_not_guessed(tmp_path, fake_
     assert (ws / "s.py").read_bytes() == original
     refused = _results(fake_openai)[-1]
     assert "line 2 of the new content shows as lines 2 and 4 of s.py do" in refused
+
+
+def test_a_file_mixing_line_endings_keeps_each_untouched_lines_ending(tmp_path, fake_openai):
+    # An insert took the CR off its anchor line, an old_string over a CRLF/LF/CRLF run
+    # wrote all three back LF, and a write of one changed line made all twelve LF (the
+    # diff showed every line rewritten). A new line takes the ending of the line it
+    # replaces, or of the line before it when added.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "m.py").write_bytes(b"a = 1\r\nb = 2\r\nc = 3\nd = 4\r\ne = 5\r\n")
+    twelve = b"".join(b"line %d\r\n" % n for n in range(1, 9)) + b"lf line\n"
+    twelve += b"line 10\r\nline 11\r\nline 12\r\n"
+    (ws / "r.txt").write_bytes(twelve)
+    (ws / "w.txt").write_bytes(twelve)
+    insert = {"path": "m.py", "old_string": "b = 2", "new_string": "b = 2\nbb = 22"}
+    run = {"path": "r.txt", "old_string": "line 8\nlf line\nline 10\n",
+           "new_string": "line 8\nLF line\nline 10\n"}  # fmt: skip
+    content = twelve.decode().replace("\r\n", "\n").replace("line 11", "line 11 changed")
+    fake_openai.enqueue(
+        Reply(calls=[Call("edit", insert), Call("edit", run), Call("read", {"path": "w.txt"})]),
+        Reply(calls=[Call("write", {"path": "w.txt", "content": content})]),
+        Reply("Done."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Change them")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "m.py").read_bytes() == b"a = 1\r\nb = 2\r\nbb = 22\r\nc = 3\nd = 4\r\ne = 5\r\n"
+    assert (ws / "r.txt").read_bytes() == twelve.replace(b"lf line", b"LF line")
+    assert (ws / "w.txt").read_bytes() == twelve.replace(b"line 11", b"line 11 changed")
+    diff = _results(fake_openai)[-1].split("@@")[-1]
+    assert [row for row in diff.split("\n") if row.startswith(("+", "-"))] == [
+        "-line 11\r",
+        "+line 11 changed\r",
+    ]

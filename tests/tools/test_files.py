@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
-from lathe.tools.files import FileState, decode_text
+from lathe.tools.files import FileState, decode_text, with_line_endings_of
 
 
 def test_utf8_text_decodes_with_lf_endings() -> None:
@@ -62,6 +62,19 @@ def test_mixed_line_endings_are_left_alone() -> None:
     assert content is not None
     assert content.newline == "\n"
     assert content.text == "a\r\nb\nc\r\n"
+
+
+@pytest.mark.parametrize(
+    ("new", "written"),
+    [
+        ("z\na\nb\nc\n", "z\r\na\r\nb\nc\r\n"),  # added first: the first line's
+        ("a\nb\nb2\nc", "a\r\nb\nb2\nc"),  # added: the line before's; no end kept
+        ("a\r\nB\r\nc\n", "a\r\nB\nc\r\n"),  # changed: the replaced line's
+        ("a\nc\n", "a\r\nc\r\n"),  # a line dropped: the others keep theirs
+    ],
+)
+def test_a_file_mixing_line_endings_keeps_each_lines_own(new: str, written: str) -> None:
+    assert with_line_endings_of("a\r\nb\nc\r\n", new) == written
 
 
 def test_encoding_a_character_the_file_cannot_hold_is_a_clear_error() -> None:

@@ -173,7 +173,7 @@ async def test_a_read_only_file_is_not_replaced(ctx: ToolContext) -> None:
     assert path.read_text() == "keep\n"
 
 
-async def test_a_file_mixing_line_endings_is_written_as_given(ctx: ToolContext) -> None:
+async def test_a_file_mixing_line_endings_keeps_its_lines_endings(ctx: ToolContext) -> None:
     path = ctx.workspace / "mixed.txt"
     path.write_bytes(b"a\r\nb\nc\n")
     await call(ReadTool(), ctx, path="mixed.txt")

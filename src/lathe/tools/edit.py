@@ -32,6 +32,7 @@ from lathe.tools.files import (
     refuse_read_only,
     state_of,
     unified_diff,
+    with_line_endings_of,
 )
 from lathe.tools.locate import code_used_by, elsewhere_note
 from lathe.tools.paths import display_path, resolve_path
@@ -173,7 +174,8 @@ class EditTool(Tool):
                 "edit looks applied already (by an earlier call); applied again, it would "
                 "insert the new text a second time. Read the file to see where it stands."
             )
-        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        replaced = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        updated = with_line_endings_of(text, replaced) if content.mixes_endings else replaced
         data = content.encode(updated, shown)
         refuse_read_only(path, shown)
         knew_whole = state_of(ctx).knows_whole(path)
@@ -182,7 +184,7 @@ class EditTool(Tool):
 
         diff = unified_diff(shown, text, updated)
         delta = len(new) - len(old)
-        at = [_line_of(updated, s + k * delta) for k, s in enumerate(starts[:20])]
+        at = [_line_of(replaced, s + k * delta) for k, s in enumerate(starts[:20])]
         where = f"line {at[0]}" if len(at) == 1 else "lines " + ", ".join(map(str, at))
         count = f"{len(starts)} occurrences" if len(starts) > 1 else "1 occurrence"
         added, removed = _diff_stats(diff)

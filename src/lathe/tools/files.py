@@ -6,7 +6,8 @@ its BOM kept), UTF-16 with a BOM, UTF-8 with a few bytes that are not (each kept
 lone surrogate, shown as U+FFFD and written back as the byte it was), and any other
 bytes as latin-1, which maps every byte to one character and back. CRLF files are
 handed to tools with LF line endings and written back with CRLF; a file mixing both is
-left as it is.
+handed over as it is, and each line a change keeps keeps its ending
+(`with_line_endings_of`).
 """
 
 from __future__ import annotations
@@ -186,6 +187,11 @@ class TextContent:
     @property
     def bad_bytes(self) -> int:
         return len(_ESCAPED_BYTE.findall(self.text)) if self.errors != "strict" else 0
+
+    @property
+    def mixes_endings(self) -> bool:
+        """LF and CRLF lines, each written back with its own (`with_line_endings_of`)."""
+        return self.newline == "\n" and "\r\n" in self.text
 
     @property
     def is_utf8(self) -> bool:
@@ -374,7 +380,6 @@ def line_places(
         None,
         [key(line) for line in old[head : len(old) - tail]],
         [key(line) for line in new[head : len(new) - tail]],
-        autojunk=False,
     )
     for tag, i1, i2, j1, j2 in middle.get_opcodes():
         i1, i2 = head + i1, head + i2
@@ -386,6 +391,21 @@ def line_places(
             else:
                 places.append((max(i1 - 1, 0), False))
     return places + [(len(old) - tail + n, True) for n in range(tail)]
+
+
+def with_line_endings_of(old: str, new: str) -> str:
+    """`new`, a new version of `old` (a text mixing LF and CRLF lines), with each line
+    ending in CRLF where the line at its place in `old` does (`line_places`, matching
+    lines without their CR): a line kept keeps its ending, a changed line takes the
+    ending of the line it replaces, an added line that of the line before it. The
+    endings written in `new` do not count: models write LF, whatever read showed."""
+    before, after = old.split("\n"), new.split("\n")
+    places = line_places(before, after, key=lambda line: printable(line.removesuffix("\r")))
+    ended = [
+        line.removesuffix("\r") + ("\r" if before[place].endswith("\r") else "")
+        for line, (place, _) in zip(after[:-1], places, strict=False)
+    ]
+    return "\n".join([*ended, after[-1]])
 
 
 def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:

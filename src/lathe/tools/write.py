@@ -29,6 +29,7 @@ from lathe.tools.files import (
     refuse_read_only,
     state_of,
     unified_diff,
+    with_line_endings_of,
 )
 from lathe.tools.paths import display_path, refuse_special, resolve_path
 
@@ -113,6 +114,8 @@ class WriteTool(Tool):
         if old is None:
             data, old_text = args.content.encode("utf-8"), ""
         else:
+            if old.mixes_endings:
+                new_text = with_line_endings_of(old.text, new_text)
             if old.bad_bytes:
                 new_text = ShownText(old.text).with_own_lines(new_text, shown)
                 _refuse_replacement_chars(new_text, old.text, shown)
