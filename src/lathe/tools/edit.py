@@ -21,6 +21,7 @@ from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 from lathe.tools.files import (
+    SHOWN_LINE_CHARS,
     ShownText,
     added_elisions,
     clip_diff,
@@ -265,10 +266,17 @@ def _cut_word(text: str, old: str, starts: list[int], shown: str) -> str:
         line_start = text.rfind("\n", 0, at) + 1
         line_end = text.find("\n", at)
         line = text[line_start : len(text) if line_end == -1 else line_end]
+        quote, what = line, "the whole line"
+        if len(line) > SHOWN_LINE_CHARS:  # a 5 MB minified line was quoted whole
+            while start > 0 and text[start - 1] in _WORD_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in _WORD_CHARS:
+                end += 1
+            quote, what = cut_line(text[start:end]), "old_string widened to whole words"
         return (
             f"old_string {side} inside the word `{text[first:last]}` on line "
             f"{_line_of(text, at)} of {shown}, so the edit would change part of a word. "
-            f"Make old_string begin and end at whole words, e.g. the whole line: `{line}`"
+            f"Make old_string begin and end at whole words, e.g. {what}: `{quote}`"
         )
     return ""
 
