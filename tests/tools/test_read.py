@@ -55,6 +55,9 @@ async def test_long_lines_are_cut_with_a_marker(ctx: ToolContext) -> None:
     assert out.content.splitlines() == [
         "     1\t" + "a" * 20 + " [... line cut: 50 characters in total]",
         "     2\tshort",
+        "",
+        "[Lines longer than 20 characters are cut; see the rest of one with bash, e.g. "
+        "line 1: `sed -n '1p' min.js | cut -b 21-4020`]",
     ]
 
 

@@ -4,6 +4,8 @@ and the tail with the whole in the spill folder, and a note saying how to page i
 
 from __future__ import annotations
 
+import shlex
+
 from lathe.tools.base import ToolContext, ToolOutput
 
 
@@ -23,3 +25,11 @@ def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str 
         summary=summary,
         details={"truncated": True, "full_output_path": str(spill) if spill else None},
     )
+
+
+def line_part(path: str, number: int, first: int, count: int = 4000) -> str:
+    """A bash command printing `count` bytes of line `number` of the file `path` (as
+    shown, from the workspace root) from byte `first`: read shows a line only to its
+    2,000th character and grep only around a match, so a notice about a longer line
+    names this."""
+    return f"sed -n '{number}p' {shlex.quote(path)} | cut -b {first}-{first + count - 1}"

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import functools
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from lathe.patterns import compiled
 from lathe.plural import plural, some_of
 from lathe.tools import vendored
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+from lathe.tools.capping import line_part
 from lathe.tools.paths import existing_path, place
 
 RG_COMMON = ["--no-config", "--hidden", "--glob=!.git", "--no-require-git", "--color=never"]
@@ -402,7 +402,7 @@ def _long_lines_note(raw: list[str], windows: dict[str, _Window], deny: tuple[st
     number = _LINE_NUMBER.match(rest).group()[:-1]  # type: ignore[union-attr]
     window = windows.get(f"{path}\0{number}")
     start = max(1, window.column - 1000) if window else _MAX_COLUMNS + 1
-    command = f"sed -n '{number}p' {shlex.quote(path)} | cut -b {start}-{start + 3999}"
+    command = line_part(path, int(number), start)
     return (
         f"[Lines over {_MAX_COLUMNS} characters are cut: a matching line shows the part "
         f"around its first match, {_CUT} marking what is left out. To see more of one, "

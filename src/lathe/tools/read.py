@@ -12,6 +12,7 @@ from pydantic.json_schema import SkipJsonSchema
 from lathe.errors import ToolError
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+from lathe.tools.capping import line_part
 from lathe.tools.files import (
     MAX_TEXT_BYTES,
     cut_line,
@@ -120,11 +121,14 @@ class _Page:
         size = len(note.encode("utf-8", "surrogatepass")) + _FOOTER_BYTES
         number = self._first - 1
         more = False
+        cut_note = ""
         for number, line in enumerate(lines, 1):
             if number < self._first:
                 continue
             row = f"{number:>6}\t{self._cut(line)}"
             row_bytes = len(row.encode("utf-8", "surrogatepass")) + 1
+            if len(line) > self._max_chars and not cut_note:
+                row_bytes += len(self._cut_note(number).encode()) + 2
             if len(out) >= self._limit or (out and size + row_bytes > self._max_bytes):
                 more = True
                 break
@@ -132,13 +136,15 @@ class _Page:
             size += row_bytes
             if len(line) <= self._max_chars:
                 self._mark_shown(number)
+            elif not cut_note:
+                cut_note = self._cut_note(number)
         if not out:
             count = number if total is None else total
             raise ToolError(
                 f"{self._shown} has {plural(count, 'line')}; offset {self._first} is past the end"
             )
         last = self._first + len(out) - 1
-        body = note + "\n".join(out)
+        body = note + "\n".join(out) + (f"\n\n{cut_note}" if cut_note else "")
         if more:
             of_total = f" of {total}" if total is not None else ""
             body += (
@@ -163,3 +169,12 @@ class _Page:
 
     def _cut(self, line: str) -> str:
         return cut_line(line, self._max_chars)
+
+    def _cut_note(self, number: int) -> str:
+        # read shows no more of a line: a 7 MB one-line file showed its first 2,000
+        # characters and no way to see the rest.
+        command = line_part(self._shown, number, self._max_chars + 1)
+        return (
+            f"[Lines longer than {self._max_chars:,} characters are cut; see the rest of "
+            f"one with bash, e.g. line {number}: `{command}`]"
+        )

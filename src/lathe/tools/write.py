@@ -17,6 +17,7 @@ from lathe.atomic_write import write_atomic
 from lathe.errors import ToolError, ToolRefusal
 from lathe.plural import plural
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
+from lathe.tools.capping import line_part
 from lathe.tools.files import (
     ShownText,
     added_elisions,
@@ -93,8 +94,8 @@ class WriteTool(Tool):
             raise ToolError(
                 f"{shown} already exists and you have not read all of it "
                 f"({state.lines_shown(path)}), so a whole-file write would lose what you "
-                "have not seen. To change part of it, use edit; to replace it whole, read "
-                "the rest first"
+                "have not seen. To change part of it, use edit; "
+                + _to_know_it_whole(path, shown, ctx.limits.read_max_line_chars)
             )
         refuse_read_only(path, shown)
         before = path.read_bytes()
@@ -132,6 +133,22 @@ class WriteTool(Tool):
 
 
 _MAX_SUGGESTED_LINES = 30
+
+
+def _to_know_it_whole(path: Path, shown: str, max_chars: int) -> str:
+    """How to see the rest of a file before replacing it whole: read, unless a line is
+    longer than read shows (it said "read the rest first" of a file read cannot show)."""
+    content = decode_text(path.read_bytes())
+    lines = content.text.split("\n") if content else []
+    long = next((n for n, line in enumerate(lines, 1) if len(line) > max_chars), None)
+    if long is None:
+        return "to replace it whole, read the rest first"
+    command = line_part(shown, long, max_chars + 1)
+    return (
+        f"line {long} is longer than read shows ({len(lines[long - 1]):,} characters), so "
+        f"read cannot show all of it: see the rest with bash, e.g. `{command}`, and change "
+        f"the file with edit"
+    )
 
 
 def _use_edit_instead(path: Path, shown: str, content: str) -> str:
