@@ -456,7 +456,7 @@ function historyBlock({ kind, head, text }) {
 // Events are drawn in batches, at most one each DRAW_EVERY_MS, consecutive text (or
 // thinking) fragments joined into one: drawn one by one as they came, a fragment a text
 // node and the page laid out and painted every frame, a reload of a session of 40,000
-// events kept the tab busy for 14 s. A reader at the bottom of the transcript stays
+// events kept the tab busy for about 16 s. A reader at the bottom of the transcript stays
 // there: where the reader is, is read before a batch changes the transcript, and the
 // scroll done once after it (read after each event, it cost a layout per event and a
 // 4,000-line reply froze the tab for minutes). A page bug is reported, not taken for a
