@@ -222,3 +222,19 @@ def test_a_wrapper_that_writes_a_file_of_its_own_is_not_allowed_as_its_command(t
     p = policy(tmp_path, "auto", sandboxed=False, allow=["bash(ls:*)"])
     assert p.decide("bash", {"command": command}).action == "ask", command
     assert p.decide("bash", {"command": "strace -o /dev/null ls"}).action == "allow"
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_a_command_writing_where_an_edit_rule_asks_asks_whatever_allows_the_command(
+    tmp_path, sandboxed
+):
+    # An ask rule had made _command_changes stand aside, and the bash allow rule then
+    # ran `echo x > .git/config` unasked (an ask rule loosened the gate).
+    (tmp_path / ".git").mkdir()
+    gate = policy(tmp_path, "ask", sandboxed=sandboxed, allow=["bash(echo:*)", "bash(sed:*)"],
+                  ask=["edit(.git/**)", "edit(src/**)"])  # fmt: skip
+    for command in ("echo x > .git/config", "sed -i s/a/b/ src/x.py"):
+        decision = gate.decide("bash", {"command": command})
+        assert decision.action == "ask", (command, decision)
+        assert decision.key == f"bash({command})"
+    assert gate.decide("bash", {"command": "echo x > notes.txt"}).action == "allow"

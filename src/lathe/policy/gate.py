@@ -204,16 +204,19 @@ class Policy:
         self, changes: tuple[Path, ...], key: str, command: str
     ) -> Decision | None:
         """What a command's known writes and deletions decide, as for `edit`: one an edit
-        rule denies is refused; one of a protected path asks unless a sandbox keeps it
-        read-only (an allow rule for the command must not let it plant `.git/config`)."""
+        rule denies is refused, one it asks about asks; one of a protected path asks unless
+        a sandbox keeps it read-only (an allow rule for the command must not let it plant
+        `.git/config`)."""
         for path in changes:
             is_dir = _is_dir(path)
             for name in workspace_names(self.workspace, path):
-                verdict = self.rules.for_path("bash", name, is_dir=is_dir, changes_files=True)
-                if verdict and verdict[0] == "deny":
+                verdict = self.rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
+                if verdict and verdict[0] != "allow":
                     rule = verdict[1].key
-                    reason = f"it changes {name}, which the rule {rule} denies"
-                    return Decision("deny", reason, rule, command, brief=rule)
+                    reason = f"it changes {name}, which the rule {rule} " + (
+                        "denies" if verdict[0] == "deny" else "asks about"
+                    )
+                    return Decision(verdict[0], reason, key, command, brief=rule)
                 if self.sandboxed:
                     continue
                 guarded = self._protected_change("bash", name, is_dir, verdict)
