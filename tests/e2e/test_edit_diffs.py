@@ -49,3 +49,12 @@ def test_the_diff_keeps_its_line_numbers_and_no_newline_marks(tmp_path):
     ]  # fmt: skip
     assert unified_diff("f.txt", "", "new\n").splitlines()[2] == "@@ -0,0 +1 @@"
     assert unified_diff("f.txt", "same\n", "same\n") == ""
+
+
+def test_a_change_is_not_aligned_into_the_lines_alike_at_its_ends(tmp_path):
+    # Compared with its context lines, difflib had aligned `c -> d` as `+c +d ... -c -c`:
+    # a hunk without trailing context that `patch -F0` refused, counted as +2 -2.
+    old = "b\nc\nc\nc\nc\nc\nc\nb\nc\nb\n"
+    diff = unified_diff("f", old, old.replace("b\nc\n", "b\nd\n", 1), context=3)
+    changed = [line for line in diff.splitlines()[3:] if line[:1] in "+-"]
+    assert changed == ["-c", "+d"], diff

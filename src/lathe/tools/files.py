@@ -455,28 +455,65 @@ def current_text(workspace: Path, path: str) -> str | None:
 
 def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
     before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    # Only what lies between the lines alike at both ends is compared: difflib takes a
-    # line repeated in over 1% of a long file for noise ("autojunk"), and had shown a
-    # one-line edit in a file of repeated rows as a rewrite of every line.
+    lines = [f"--- a/{shown}\n", f"+++ b/{shown}\n"]
+    for hunk in _hunks(_changes(before, after), context):
+        (_, a_from, _, b_from, _), (_, _, a_to, _, b_to) = hunk[0], hunk[-1]
+        a_from, b_from = max(0, a_from - context), b_from - min(context, a_from)
+        a_to, b_to = min(len(before), a_to + context), b_to + min(context, len(before) - a_to)
+        lines.append(f"@@ -{_span(a_from, a_to)} +{_span(b_from, b_to)} @@\n")
+        shown_to = a_from
+        for _, i1, i2, j1, j2 in hunk:
+            lines += [" " + line for line in before[shown_to:i1]]
+            lines += ["-" + line for line in before[i1:i2]]
+            lines += ["+" + line for line in after[j1:j2]]
+            shown_to = i2
+        lines += [" " + line for line in before[shown_to:a_to]]
+    if len(lines) == 2:
+        return ""
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+Change = tuple[str, int, int, int, int]  # difflib's opcode: tag, before[i1:i2], after[j1:j2]
+
+
+def _changes(before: list[str], after: list[str]) -> list[Change]:
+    """difflib's opcodes that change something, for the lines between those alike at
+    both ends: compared whole, difflib takes a line repeated through a long file for
+    noise ("autojunk"), and had shown a one-line edit in a file of repeated rows as a
+    rewrite of every line; the ends given as context, it aligned a change into them."""
     start = _alike_at_start(before, after)
     end = _alike_at_start(before[start:][::-1], after[start:][::-1])
-    skip, tail = max(0, start - context), max(0, end - context)
-    lines = difflib.unified_diff(
-        before[skip : len(before) - tail],
-        after[skip : len(after) - tail],
-        fromfile=f"a/{shown}",
-        tofile=f"b/{shown}",
-        n=context,
+    middle = difflib.SequenceMatcher(
+        None, before[start : len(before) - end], after[start : len(after) - end]
     )
-    marked = (
-        _shifted_hunk(line, skip)
-        if line.startswith("@@")
-        else line
-        if line.endswith("\n")
-        else line + "\n\\ No newline at end of file\n"
-        for line in lines
-    )
-    return "".join(marked)
+    return [
+        (tag, i1 + start, i2 + start, j1 + start, j2 + start)
+        for tag, i1, i2, j1, j2 in middle.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _hunks(changes: list[Change], context: int) -> list[list[Change]]:
+    """The changes in groups a unified diff shows as one hunk: those whose unchanged
+    lines between are few enough to show as context of both."""
+    hunks: list[list[Change]] = []
+    for change in changes:
+        if hunks and change[1] - hunks[-1][-1][2] <= 2 * context:
+            hunks[-1].append(change)
+        else:
+            hunks.append([change])
+    return hunks
+
+
+def _span(start: int, stop: int) -> str:
+    """A hunk's range as unified diffs write it: 1-based, the count left out when 1, and
+    the line before when empty."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def _alike_at_start(a: list[str], b: list[str]) -> int:
@@ -487,20 +524,6 @@ def _alike_at_start(a: list[str], b: list[str]) -> int:
             break
         count += 1
     return count
-
-
-_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def _shifted_hunk(header: str, lines: int) -> str:
-    """A hunk header of a diff of the text after its first `lines` lines, for the whole."""
-    if not lines:
-        return header
-    return _HUNK.sub(
-        lambda m: f"@@ -{int(m[1]) + lines}{m[2] or ''} +{int(m[3]) + lines}{m[4] or ''} @@",
-        header,
-        count=1,
-    )
 
 
 SHOWN_LINE_CHARS = 2000  # as `read` cuts a line (`limits.read_max_line_chars`)
