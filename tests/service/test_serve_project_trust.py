@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.openai_server import Reply
 from tests.service.scripts import workspace_for
 from tests.service.server import ServeProcess
 
@@ -97,3 +98,19 @@ def test_limits_need_no_trust_and_a_far_endpoint_stays_refused(tmp_path):
         client.create_session(str(ws), model="m", base_url=EVIL)
     assert refused.value.status == 400
     assert "serve.any_endpoint" in str(refused.value)
+
+
+
+def test_a_run_in_that_folder_needs_no_trust_for_the_servers_setting(tmp_path, fake_openai):
+    # `lathe run` stopped with exit 2 on an untrusted serve.any_endpoint it never uses.
+    _project(tmp_path, ANY_ENDPOINT)
+    fake_openai.enqueue(Reply("Done."))
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(tmp_path), "look around"],
+        env=_environ(tmp_path / "home"), cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    assert ran.returncode == 0, ran.stderr

@@ -70,13 +70,13 @@ class ProjectSettings:
 
 
 def project_settings(
-    loaded: LoadedConfig, *, commands_sandboxed: bool = False
+    loaded: LoadedConfig, *, commands_sandboxed: bool = False, serving: bool = True
 ) -> ProjectSettings | None:
     """What the project file sets that may need trust; None when none of it needs trust
     for this run (or there is no project file). A setting a flag, `-c` or the environment
     overrides does not apply. The verify command needs trust only when commands run
-    outside the sandbox (it would run on this machine, before the first model call), but
-    it is part of the fingerprint either way."""
+    outside the sandbox (it would run on this machine, before the first model call), and
+    `serve.*` only to a server (`serving`); both are part of the fingerprint either way."""
     if loaded.project_file is None:
         return None
     chosen, needed = [], False
@@ -89,7 +89,12 @@ def project_settings(
         if overridden and not origin.earlier:
             continue
         chosen.append((format_key(path), value))
-        needed = needed or not verify or not commands_sandboxed
+        if verify:
+            needed = needed or not commands_sandboxed
+        elif path[:1] == ("serve",):
+            needed = needed or serving
+        else:
+            needed = True
     if not needed:
         return None
     return ProjectSettings(Path(loaded.project_file).resolve(), tuple(chosen))
@@ -138,11 +143,11 @@ def is_trusted(home: Path, settings: ProjectSettings) -> bool:
 
 
 def untrusted_settings(
-    loaded: LoadedConfig, home: Path, *, commands_sandboxed: bool
+    loaded: LoadedConfig, home: Path, *, commands_sandboxed: bool, serving: bool = False
 ) -> ProjectSettings | None:
     """What the project file sets that needs trust (`project_settings`) when it is not
     trusted yet; None when nothing needs it or all of it is trusted."""
-    settings = project_settings(loaded, commands_sandboxed=commands_sandboxed)
+    settings = project_settings(loaded, commands_sandboxed=commands_sandboxed, serving=serving)
     return None if settings is None or is_trusted(home, settings) else settings
 
 

@@ -310,7 +310,7 @@ def _serve_config(home: Path) -> ServeConfig:
     from lathe.config.trust import untrusted_serve_message, untrusted_settings
 
     loaded = load_config(Path.cwd())
-    settings = untrusted_settings(loaded, home, commands_sandboxed=True)
+    settings = untrusted_settings(loaded, home, commands_sandboxed=True, serving=True)
     message = settings and untrusted_serve_message(settings, home)
     if message:
         raise UsageError(message)
