@@ -453,3 +453,15 @@ def test_tokens_are_counted_alike_in_a_session_its_run_end_and_the_metrics(
     assert counted["total_tokens"] == 101_000
     assert counted["cache_read_tokens"] == 90_000
     assert metrics["tokens"] == 101_000
+
+
+def test_a_blank_verify_command_is_a_422_naming_verify(served, tmp_path):
+    # It reached `lathe run`'s check and came back as "--verify: empty command", naming a
+    # flag the client never used.
+    headers = {"Authorization": f"Bearer {served.token}"}
+    ws = calc_workspace(tmp_path)
+    for blank in ("", "   "):
+        body = {"workspace": str(ws), "verify": blank}
+        told = httpx.post(served.url + "/v1/sessions", json=body, headers=headers)
+        assert told.status_code == 422, told.text
+        assert told.json()["error"].startswith("bad request: verify:"), told.text

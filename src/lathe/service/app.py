@@ -66,7 +66,7 @@ class ResumeOptions(BaseModel):
     model: Text | None = None
     base_url: Text | None = None
     approval: Literal["read-only", "ask", "auto", "full"] | None = None
-    verify: Text | None = None
+    verify: Text | None = Field(default=None, pattern=r"\S")
     max_turns: int | None = Field(default=None, gt=0)
     approval_timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 

@@ -86,7 +86,9 @@ class SessionOptions(BaseModel):
     approval: Literal["read-only", "ask", "auto", "full"] | None = Field(
         default=None, description="The approval mode (default: the config's, else auto)."
     )
-    verify: Text | None = Field(default=None, description="The command that proves the work.")
+    verify: Text | None = Field(
+        default=None, pattern=r"\S", description="The command that proves the work."
+    )
     max_turns: int | None = Field(default=None, gt=0, description="Model turns per message.")
     approval_timeout_s: float | None = Field(
         default=None,
@@ -169,7 +171,8 @@ class ServedSession:
             model=record.model,
             base_url=record.base_url,
             approval=record.approval,
-            verify=record.verify,
+            # A record made before a blank verify was refused: blank meant no check.
+            verify=(record.verify or "").strip() or None,
             max_turns=record.max_turns,
         )
         self.setup = setup = await asyncio.to_thread(prepare, options)

@@ -157,7 +157,8 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
         task: Annotated[str, Field(min_length=1, description="What to do, in words.")],
         ctx: Context,
         verify: Annotated[
-            str | None, Field(description="A shell command whose success proves the work.")
+            str | None,
+            Field(pattern=r"\S", description="A shell command whose success proves the work."),
         ] = None,
         model: Annotated[str | None, Field(description="A model name or id.")] = None,
         base_url: Annotated[str | None, Field(description="An OpenAI-compatible endpoint.")] = None,
