@@ -28,6 +28,9 @@ def _analyze(command: str):
 
 # Each reached the inner command's deny only when spelt the one way the guard knew.
 HIDDEN = [
+    # GNU env takes a lone `-` for -i: it was judged as the command, and `rm` ran.
+    "env - rm -rf ~",
+    "env -i - X=1 rm -rf ~",
     # util-linux script reads options anywhere (getopt without "+"), clustered or not.
     "script -q /dev/null -c 'echo x >> ~/.bashrc'",
     "script /dev/null -qc 'rm -rf ~'",

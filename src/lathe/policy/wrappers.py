@@ -67,7 +67,13 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     if last is not None and last[0] in syntax.splits and last[1] is not None:
         result.split_string, result.inner = _env_split(last[1], parsed.operands), []
     elif name == "env":
-        inner = _assignments(result, parsed.operands)
+        # A lone `-` first is GNU env's old spelling of -i, not the command.
+        operands = (
+            parsed.operands[1:]
+            if parsed.operands[:1] and parsed.operands[0].value == "-"
+            else parsed.operands
+        )
+        inner = _assignments(result, operands)
         if inner is None:
             return None
         result.inner = inner
