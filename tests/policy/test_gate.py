@@ -214,14 +214,16 @@ def test_read_only_mode_runs_an_allowed_command_only_in_its_sandbox(tmp_path, sa
 
 
 @pytest.mark.parametrize(
-    "command",
-    ["strace -o ~/.bashrc ls", "strace --output=x.log ls", "script -q -c ls ~/.bashrc"],
-)
-def test_a_wrapper_that_writes_a_file_of_its_own_is_not_allowed_as_its_command(tmp_path, command):
-    # Peeled, `strace -o ~/.bashrc ls` met bash(ls:*) as `ls` and wrote outside.
-    p = policy(tmp_path, "auto", sandboxed=False, allow=["bash(ls:*)"])
-    assert p.decide("bash", {"command": command}).action == "ask", command
-    assert p.decide("bash", {"command": "strace -o /dev/null ls"}).action == "allow"
+    ("command", "expected"),
+    [("strace -o ~/.bashrc ls", "deny"), ("script -q -c ls ~/.bashrc", "deny"),
+     ("strace --output=x.log ls", "allow"), ("strace -o /dev/null ls", "allow")],
+)  # fmt: skip
+def test_a_file_a_wrapper_writes_itself_is_judged_as_a_redirect(tmp_path, command, expected):
+    # Peeled, `strace -o ~/.bashrc ls` met bash(ls:*) as `ls` and wrote outside; then
+    # it only asked, which full mode turns into a yes. Judged as `ls > F` is.
+    for mode in ("auto", "full"):
+        p = policy(tmp_path, mode, sandboxed=False, allow=["bash(ls:*)"])
+        assert p.decide("bash", {"command": command}).action == expected, (mode, command)
 
 
 @pytest.mark.parametrize("sandboxed", [True, False])

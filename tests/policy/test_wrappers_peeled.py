@@ -165,10 +165,11 @@ def test_rules_see_the_command_inside() -> None:
     ],
 )
 def test_a_wrapper_writing_a_file_of_its_own_is_not_passed_as_its_command(command) -> None:
-    # Peeled, `strace -o ~/.bashrc ls` met bash(ls:*) as `ls` and wrote outside.
+    # Peeled, `strace -o ~/.bashrc ls` met bash(ls:*) as `ls` and wrote outside; then it
+    # only asked, which full mode turns into a yes. The file is judged as `> F` is.
     analysis = _analyze(command)
-    assert analysis.decision == "ask", analysis.findings
-    assert " writes " in analysis.reasons[0] and "itself" in analysis.reasons[0]
+    assert analysis.decision == "deny", analysis.findings
+    assert ".bashrc" in analysis.reasons[0] and "outside the workspace" in analysis.reasons[0]
 
 
 @pytest.mark.parametrize(

@@ -418,8 +418,11 @@ class Walker:
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
         if base in TRANSPARENT or base in PRIVILEGED:
+            # A file the wrapper writes itself (`strace -o F`) is judged as `> F` would be.
             for target in written_by(base, args):
-                self.note("ask", f"{base} writes {target.text} itself: {call.text}")
+                self.script.redirects.append(
+                    Redirect(">", target, st.cwd, "", self.file_depth > 0)
+                )
             return runners.wrapper(self, call, st, stdin, base, args)
         if base == "xargs":
             return runners.xargs(self, call, st, stdin, args)
