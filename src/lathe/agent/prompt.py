@@ -135,7 +135,9 @@ def workspace_overview(
     `max_files` names in `max_bytes` (150 long paths once made a 582 KB prompt), the
     project's own before those of installed packages and build output (a .venv's
     files filled the list of a project without git)."""
-    ordered = sorted(files, key=lambda path: (_installed(path), path))
+    from lathe.tools.vendored import inside
+
+    ordered = sorted(files, key=lambda path: (inside(path), path))
     shown: list[str] = []
     size = 0
     for path in ordered[:max_files]:
@@ -146,17 +148,6 @@ def workspace_overview(
     more = len(files) - len(shown)
     tail = f"\n... and {more} more (use glob or ls)" if more else ""
     return f"Files in the workspace ({len(files)}):\n" + "\n".join(shown) + tail
-
-
-_INSTALLED = frozenset(
-    {".venv", "venv", "env", "node_modules", "site-packages", "__pycache__", ".tox", "dist",
-     "build", "target", "vendor", ".git"}
-)  # fmt: skip
-
-
-def _installed(path: str) -> bool:
-    """Whether `path` lies in a folder of installed packages or build output."""
-    return any(part in _INSTALLED for part in path.split("/")[:-1])
 
 
 def workspace_snapshot(
