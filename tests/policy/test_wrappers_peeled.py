@@ -109,7 +109,9 @@ def test_the_command_a_wrapper_runs_is_judged(command: str) -> None:
     "command",
     ["script /dev/null -qc 'rm -rf ~'", "env -iS 'sh -c \"echo x >> ~/.bashrc\"'",
      "strace -fqo /dev/null rm -rf ~", "screen -dm sh -c 'rm -rf ~'",
-     "fakeroot sh -c 'rm -rf ~'", "xvfb-run -a rm -rf ~"],
+     "fakeroot sh -c 'rm -rf ~'", "xvfb-run -a rm -rf ~",
+     # Its input unknown, it only asked; xargs runs it once with no input at all.
+     "xargs rm -rf ~", "xargs -0 rm -rf /"],
 )  # fmt: skip
 def test_full_mode_refuses_them(command: str) -> None:
     policy = Policy(Mode.FULL, RuleSet.from_strings(), WORKSPACE, HOME, sandboxed=False)

@@ -366,9 +366,12 @@ class _Judge:
             changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
             return self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
+        # The paths written out are judged even when more come at run time: xargs runs
+        # `xargs rm -rf ~` once with no input at all.
+        findings = [self.places.deletion(how, word, cmd.cwd) for word in [*operands, *fed]]
         if cmd.fed == ():
-            return [Finding("ask", f"{how} on paths only known at run time: {cmd.text}")]
-        return [self.places.deletion(how, word, cmd.cwd) for word in [*operands, *fed]]
+            findings.append(Finding("ask", f"{how} on paths only known at run time: {cmd.text}"))
+        return findings
 
     def _find_delete(self, cmd: SimpleCommand, args: list[Word]) -> list[Finding]:
         call = find_call(args)
