@@ -46,7 +46,15 @@ class Usage:
 
     @property
     def total(self) -> int:
-        return self.input_tokens + self.output_tokens
+        """Every token of the request and its reply, cache reads and writes included: what
+        budgets count and every face shows as "tokens" (it had been input + output here
+        alone, so the transcript and the footer said 11,000 where a run's end said 101,000)."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
 
 
 class StopReason(StrEnum):
@@ -118,9 +126,7 @@ class ToolResultMessage:
     is_error: bool = False
 
 
-Message = Annotated[
-    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
-]
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)

@@ -446,13 +446,16 @@ def test_tokens_are_counted_alike_in_a_session_its_run_end_and_the_metrics(
         client.send(session.id, "look around")
         *_, end = client.events(session.id, until="run_finished")
         counted = client.session(session.id).raw["usage"]
-        metrics = httpx.get(
-            served.url + "/v1/metrics", headers={"Authorization": f"Bearer {served.token}"}
-        ).json()
+        headers = {"Authorization": f"Bearer {served.token}"}
+        metrics = httpx.get(served.url + "/v1/metrics", headers=headers).json()
+        transcript = httpx.get(
+            f"{served.url}/v1/sessions/{session.id}/transcript", headers=headers
+        ).json()["text"]
     assert sum(end.data["usage"].values()) == 101_000
     assert counted["total_tokens"] == 101_000
     assert counted["cache_read_tokens"] == 90_000
     assert metrics["tokens"] == 101_000
+    assert "101,000 tokens" in transcript, transcript  # the run's end, as the record says it
 
 
 def test_a_blank_verify_command_is_a_422_naming_verify(served, tmp_path):

@@ -115,12 +115,7 @@ class RunBudget:
 
 def tokens_of(usage: Usage) -> int:
     """The tokens a budget counts for `usage`: every kind, input, output and cache."""
-    return (
-        usage.input_tokens
-        + usage.output_tokens
-        + usage.cache_read_tokens
-        + usage.cache_write_tokens
-    )
+    return usage.total
 
 
 def dollars(amount: float) -> str:
