@@ -376,13 +376,7 @@ def line_places(
     first one's bytes."""
     head, tail = _common_ends(old, new)
     places = [(n, True) for n in range(head)]
-    middle = difflib.SequenceMatcher(
-        None,
-        [key(line) for line in old[head : len(old) - tail]],
-        [key(line) for line in new[head : len(new) - tail]],
-    )
-    for tag, i1, i2, j1, j2 in middle.get_opcodes():
-        i1, i2 = head + i1, head + i2
+    for tag, i1, i2, j1, j2 in _middle_opcodes(old, new, head, tail, key):
         for k in range(j2 - j1):
             if tag == "equal":
                 places.append((i1 + k, True))
@@ -406,6 +400,28 @@ def with_line_endings_of(old: str, new: str) -> str:
         for line, (place, _) in zip(after[:-1], places, strict=False)
     ]
     return "\n".join([*ended, after[-1]])
+
+
+Change = tuple[str, int, int, int, int]  # difflib's opcode: tag, old[i1:i2], new[j1:j2]
+
+
+def _middle_opcodes(
+    old: list[str], new: list[str], head: int, tail: int, key: Callable[[str], str] = str
+) -> list[Change]:
+    """difflib's opcodes for the lines between the `head` and `tail` lines `old` and
+    `new` share (`_common_ends`), as indexes into the whole lists: compared whole,
+    difflib takes a line repeated through a long file for noise ("autojunk"), and had
+    shown a one-line edit in a file of repeated rows as a rewrite of every line; given
+    the ends as context, it aligned a change into them."""
+    middle = difflib.SequenceMatcher(
+        None,
+        [key(line) for line in old[head : len(old) - tail]],
+        [key(line) for line in new[head : len(new) - tail]],
+    )
+    return [
+        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+        for tag, i1, i2, j1, j2 in middle.get_opcodes()
+    ]
 
 
 def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
@@ -456,7 +472,10 @@ def current_text(workspace: Path, path: str) -> str | None:
 def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
     before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
     lines = [f"--- a/{shown}\n", f"+++ b/{shown}\n"]
-    for hunk in _hunks(_changes(before, after), context):
+    changes = [
+        c for c in _middle_opcodes(before, after, *_common_ends(before, after)) if c[0] != "equal"
+    ]
+    for hunk in _hunks(changes, context):
         (_, a_from, _, b_from, _), (_, _, a_to, _, b_to) = hunk[0], hunk[-1]
         a_from, b_from = max(0, a_from - context), b_from - min(context, a_from)
         a_to, b_to = min(len(before), a_to + context), b_to + min(context, len(before) - a_to)
@@ -473,26 +492,6 @@ def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
-
-
-Change = tuple[str, int, int, int, int]  # difflib's opcode: tag, before[i1:i2], after[j1:j2]
-
-
-def _changes(before: list[str], after: list[str]) -> list[Change]:
-    """difflib's opcodes that change something, for the lines between those alike at
-    both ends: compared whole, difflib takes a line repeated through a long file for
-    noise ("autojunk"), and had shown a one-line edit in a file of repeated rows as a
-    rewrite of every line; the ends given as context, it aligned a change into them."""
-    start = _alike_at_start(before, after)
-    end = _alike_at_start(before[start:][::-1], after[start:][::-1])
-    middle = difflib.SequenceMatcher(
-        None, before[start : len(before) - end], after[start : len(after) - end]
-    )
-    return [
-        (tag, i1 + start, i2 + start, j1 + start, j2 + start)
-        for tag, i1, i2, j1, j2 in middle.get_opcodes()
-        if tag != "equal"
-    ]
 
 
 def _hunks(changes: list[Change], context: int) -> list[list[Change]]:
@@ -514,16 +513,6 @@ def _span(start: int, stop: int) -> str:
     if length == 1:
         return str(start + 1)
     return f"{start + 1 if length else start},{length}"
-
-
-def _alike_at_start(a: list[str], b: list[str]) -> int:
-    """How many lines `a` and `b` begin with alike."""
-    count = 0
-    for line_a, line_b in zip(a, b, strict=False):
-        if line_a != line_b:
-            break
-        count += 1
-    return count
 
 
 SHOWN_LINE_CHARS = 2000  # as `read` cuts a line (`limits.read_max_line_chars`)
