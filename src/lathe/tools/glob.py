@@ -83,7 +83,7 @@ class GlobTool(Tool):
             if others:
                 where = vendored.folders(others, vendored.prefix(target))
                 count = f"more than {len(others):,}" if split.others_cut else f"{len(others):,}"
-                folders = f"in folders of dependencies or build output ({where})"
+                folders = vendored.named(where)
                 seen = len(listed) - min(len(own), _MAX_FILES)
                 if seen:
                     what = (
@@ -98,7 +98,7 @@ class GlobTool(Tool):
                     )
                 body += (
                     f"\n\n[Showing {what}. To list only those, give one as path, e.g. "
-                    f'path="{where.split(", ")[0]}". {narrow}]'
+                    f"{vendored.path_example(where)}. {narrow}]"
                 )
             else:
                 body += f"\n\n[Showing the {len(listed)} newest of {total} files. {narrow}]"

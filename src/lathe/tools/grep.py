@@ -463,14 +463,14 @@ def _matches_output(
             found = sum(line != "--" for line in others)
             count = f"more than {found:,}" if split.others_cut else f"{found:,}"
             seen = sum(line != "--" for line in shown[len(lines) - len(others) :])
-            folders = f"in folders of dependencies or build output ({where})"
+            folders = vendored.named(where)
             if seen:
                 what = f": the project's own {nouns} first, then {seen:,} of {count} {folders}"
             else:
                 what = f", all the project's own; {count} {nouns} {folders} are not shown"
             body += (
                 f"\n\n[Output cut at {len(shown)} lines{what}. To search only there, give "
-                f'one as path, e.g. path="{where.split(", ")[0]}". {narrow}]'
+                f"one as path, e.g. {vendored.path_example(where)}. {narrow}]"
             )
         else:
             body += f"\n\n[Output cut at {len(shown)} lines. {narrow}]"

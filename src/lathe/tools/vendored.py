@@ -55,3 +55,13 @@ def folders(paths: Iterable[str], below: str = "") -> str:
             found[below + "/".join(parts[: cut + 1])] += 1
     names = [name for name, _ in found.most_common(_NAMED_MAX)]
     return ", ".join(names) + (", ..." if len(found) > _NAMED_MAX else "")
+
+
+def named(where: str) -> str:
+    """How a notice names the folders `folders` gave."""
+    return f"in folders of dependencies or build output ({where})"
+
+
+def path_example(where: str) -> str:
+    """The path argument that searches only the first of the folders `folders` gave."""
+    return f'path="{where.split(", ")[0]}"'
