@@ -69,8 +69,14 @@ class Provider(Protocol):
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def has_surrogate(text: str) -> bool:
+    """Whether `text` holds a surrogate, half of a pair or a whole one unjoined: a scan in
+    C, not in Python (it runs per streamed delta and per request string)."""
+    return _SURROGATE.search(text) is not None
+
+
 def whole_text(text: str) -> str:
     """`text` with surrogate pairs joined and lone surrogates replaced (U+FFFD)."""
-    if not _SURROGATE.search(text):  # per streamed delta: a scan in C, not in Python
+    if not has_surrogate(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -29,6 +29,7 @@ from lathe.events import (
     ToolStarted,
     json_line,
 )
+from lathe.llm.base import has_surrogate
 from lathe.service.approvals import RemoteApprover
 from lathe.service.journal import EventJournal, journal_path
 from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
@@ -62,15 +63,15 @@ def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _whole_text(value: str) -> str:
+def _refuse_surrogates(value: str) -> str:
     """JSON can spell half a character (`"\\ud800"`); such a string cannot be written
     as UTF-8, so the session record, journal or command it went into failed later."""
-    if any("\ud800" <= char <= "\udfff" for char in value):
+    if has_surrogate(value):
         raise ValueError("holds a lone surrogate (half of a \\uXXXX pair): send whole characters")
     return value
 
 
-Text = Annotated[str, AfterValidator(_whole_text)]
+Text = Annotated[str, AfterValidator(_refuse_surrogates)]
 """A string of a request body: whole characters only."""
 
 
