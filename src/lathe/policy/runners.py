@@ -38,6 +38,10 @@ def wrapper(
             w.note("ask", f"cannot tell which command {base} runs: {call.text}")
         w.record(call)
         return UNKNOWN
+    # A file the wrapper writes itself (`strace -o F`) is judged as `> F` would be:
+    # peeled, only the inner command met the rules, and `strace -o ~/.bashrc ls` passed.
+    for target in unwrapped.writes:
+        w.writes_file(target, st)
     for command in unwrapped.commands_in_variables:
         w.nested(command, st.copy(via=via), f"{base} {command.text.split('=', 1)[0]}=")
     if unwrapped.lookup_only or not (unwrapped.inner or unwrapped.split_string):

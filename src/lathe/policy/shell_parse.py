@@ -34,7 +34,6 @@ from lathe.policy.wrappers import (
     SHELLS,
     TRANSPARENT,
     find_call,
-    written_by,
 )
 
 Decision = Literal["deny", "ask", "allow"]
@@ -145,6 +144,10 @@ class Walker:
             return
         if (decision, reason) not in self.script.notes:
             self.script.notes.append((decision, reason))
+
+    def writes_file(self, target: Word, st: State) -> None:
+        """A file a command writes other than by a redirection, judged as `> target`."""
+        self.script.redirects.append(Redirect(">", target, st.cwd, "", self.file_depth > 0))
 
     def scope(self, st: State) -> Scope:
         return Scope(self.home, st.cwd, st.variables, lambda node: self._substitute(node, st))
@@ -418,11 +421,6 @@ class Walker:
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
         if base in TRANSPARENT or base in PRIVILEGED:
-            # A file the wrapper writes itself (`strace -o F`) is judged as `> F` would be.
-            for target in written_by(base, args):
-                self.script.redirects.append(
-                    Redirect(">", target, st.cwd, "", self.file_depth > 0)
-                )
             return runners.wrapper(self, call, st, stdin, base, args)
         if base == "xargs":
             return runners.xargs(self, call, st, stdin, args)

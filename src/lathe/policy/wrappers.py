@@ -88,14 +88,6 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     return result
 
 
-def written_by(name: str, args: Sequence[Word]) -> list[Word]:
-    """Files wrapper `name` writes itself besides running its command (`strace -o F`):
-    peeled, only the inner command met the rules, and `strace -o ~/.bashrc ls` passed as
-    `ls`."""
-    unwrapped = unwrap(name, args) if name != "su" else None
-    return [] if unwrapped is None else unwrapped.writes
-
-
 def _note(result: Unwrapped, syntax: Syntax, option: str, value: Word | None) -> None:
     if option in syntax.chdir:
         result.chdir = value or Word(option, None)  # `nsenter -w`: the target's, unknown
