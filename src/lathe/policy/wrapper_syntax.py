@@ -4,6 +4,7 @@ to find the command a wrapper runs (`script -qc CMD FILE` is `-q -c CMD` to geto
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 
@@ -29,6 +30,16 @@ class Syntax:
     splits: frozenset[str] = frozenset()  # options whose value is read as argv (`env -S`)
     chdir: frozenset[str] = frozenset()  # options naming the directory the command runs in
     writes: frozenset[str] = frozenset()  # options naming a file the wrapper writes itself
+
+    @cached_property
+    def known(self) -> frozenset[str]:
+        """Every option it knows, short and long."""
+        return self.values | self.optional | self.flags
+
+    @cached_property
+    def long_names(self) -> tuple[str, ...]:
+        """Its long options, for telling what an abbreviation stands for."""
+        return tuple(sorted(o for o in self.known if o.startswith("--")))
 
 
 HELP = "--help --version"

@@ -140,7 +140,7 @@ def _is_option(syntax: Syntax, value: str) -> bool:
     if value == "--":
         return syntax.style in ("getopt", "words")
     if syntax.style == "listed":
-        return value in syntax.values | syntax.optional | syntax.flags
+        return value in syntax.known
     return value.startswith("-") and value != "-"
 
 
@@ -193,10 +193,9 @@ def _read_cluster(
 def _full_name(syntax: Syntax, name: str) -> str:
     """getopt_long's long option for `name`: itself, or the one it abbreviates (`--comm`
     for `--command`); an ambiguous abbreviation is an error there, read as a flag here."""
-    known = [o for o in syntax.values | syntax.optional | syntax.flags if o.startswith("--")]
-    if name in known:
+    if name in syntax.known:
         return name
-    matches = sorted(o for o in known if o.startswith(name))
+    matches = [o for o in syntax.long_names if o.startswith(name)]
     kinds = {(o in syntax.values, o in syntax.optional) for o in matches}
     return matches[0] if len(kinds) == 1 else name
 
