@@ -248,13 +248,14 @@ def _user_file_exists(user_file: Path, *, named: bool) -> bool:
     if user_file.is_dir():
         named_as = "LATHE_CONFIG names" if named else "the user config is"
         raise UsageError(f"{named_as} a folder, {user_file}: give the path of the config file")
-    if named and not user_file.exists():
+    exists = user_file.exists()
+    if named and not exists:
         raise UsageError(
             f"LATHE_CONFIG names {user_file}, which does not exist; fix the path, create "
             "the file (`lathe config init` writes a starter one there), or set "
             "LATHE_CONFIG=/dev/null for no user file"
         )
-    return user_file.exists()
+    return exists
 
 
 def _lookup(merged: dict[str, Any], path: KeyPath) -> Any:
