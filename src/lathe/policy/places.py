@@ -117,7 +117,7 @@ class Places:
         path, pattern = self.path(word, cwd)
         if path is None:
             return Finding("ask", f"{how} on {shown}, a path only known at run time")
-        self.changed.append(path / pattern if pattern else path)
+        self._note_change(path, pattern)
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
         # A trailing `/`, or a glob below the folder, goes through a link there.
@@ -140,6 +140,9 @@ class Places:
             return None
         return self.outside(path, pattern, follow=follow)
 
+    def _note_change(self, path: Path, pattern: str | None) -> None:
+        self.changed.append(path / pattern if pattern else path)
+
     def change(self, how: str, word: Word, cwd: Path | None, *, follow: bool) -> Finding | None:
         """Judge removing, overwriting or creating the file `word` names: deny when it is
         outside the workspace and the temp directories. `follow`: the change goes through
@@ -147,7 +150,7 @@ class Places:
         path, pattern = self.path(word, cwd)
         if path is None:
             return None
-        self.changed.append(path / pattern if pattern else path)
+        self._note_change(path, pattern)
         if follow and is_device(path):
             return Finding("deny", f"{how} the device {path}: {word.text}")
         if follow and str(path).startswith("/dev/"):
