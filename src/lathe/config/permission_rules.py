@@ -15,7 +15,7 @@ from lathe.errors import UsageError
 def rule_problem(text: str) -> str | None:
     """Why the rule `text` cannot do what it says, as far as the config alone tells; None
     when nothing is wrong that can be known before the run."""
-    from lathe.policy.rules import Rule, command_pattern_problem, parse_rule, unknown_tools
+    from lathe.policy.rules import command_pattern_problem, misnamed_tool, parse_rule
 
     try:
         rule = parse_rule(text)
@@ -23,15 +23,11 @@ def rule_problem(text: str) -> str | None:
         return str(exc)
     if problem := command_pattern_problem(rule):
         return problem
-    if rule.tool == rule.tool.lower():
-        return None  # any other lower-case name may be a plugin's tool
     from lathe.tools.builtin import OWN_TOOL_NAMES
 
-    meant = unknown_tools([rule.tool], OWN_TOOL_NAMES).get(rule.tool)
-    if meant != rule.tool.lower():
+    # Any other name may be a plugin's tool, or an MCP server's.
+    if rule.tool in OWN_TOOL_NAMES or rule.tool.lower() not in OWN_TOOL_NAMES:
         return None
-    return (
-        f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
-        f"{Rule(meant, rule.pattern).key!r}? Tool names are lower case: "
-        f"{', '.join(sorted(OWN_TOOL_NAMES))}, a plugin's, and mcp__SERVER__TOOL"
+    return misnamed_tool(
+        rule, rule.tool.lower(), f"{', '.join(sorted(OWN_TOOL_NAMES))}, a plugin's"
     )

@@ -84,6 +84,16 @@ def unknown_tools(names: Iterable[str], known: Collection[str]) -> dict[str, str
     return found
 
 
+def misnamed_tool(rule: Rule, meant: str, listed: str) -> str:
+    """The refusal of a rule naming a tool lathe has in another spelling (`meant`), at
+    load or at run start; `listed` names the tool names there are."""
+    return (
+        f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
+        f"{Rule(meant, rule.pattern).key!r}? Tool names are lower case: {listed}, and "
+        "mcp__SERVER__TOOL"
+    )
+
+
 def command_pattern_problem(rule: Rule) -> str | None:
     """Why a `bash(...)` rule's pattern would match no command it seems to name, or None.
     A pattern is the command's words, or its first words then `:*`; a `*` anywhere else

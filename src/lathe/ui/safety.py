@@ -16,7 +16,7 @@ from lathe.events import Notice
 from lathe.exec.base import Executor
 from lathe.hooks.base import AgentHooks, HookChain
 from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
-from lathe.policy.rules import Rule, RuleSet, protected_patterns
+from lathe.policy.rules import RuleSet, protected_patterns
 from lathe.tools.base import ToolRegistry
 from lathe.ui.setup import RunSetup
 
@@ -217,7 +217,7 @@ def check_rule_tools(
     tool of lathe's own, whatever the profile offers, the plugins' and those added
     later."""
     from lathe.errors import UsageError
-    from lathe.policy.rules import command_pattern_problem, unknown_tools
+    from lathe.policy.rules import command_pattern_problem, misnamed_tool, unknown_tools
     from lathe.tools.builtin import OWN_TOOL_NAMES
 
     every_rule = (*rules.deny, *rules.ask, *rules.allow)
@@ -242,10 +242,7 @@ def check_rule_tools(
             warn(f"the permission rule {rule.key!r} names no tool this run has, so it "
                  "matches nothing")  # fmt: skip
             continue
-        raise UsageError(
-            f"the permission rule {rule.key!r} names no tool lathe has; did you mean "
-            f"{Rule(meant, rule.pattern).key!r}? {names}, and mcp__SERVER__TOOL"
-        )
+        raise UsageError(misnamed_tool(rule, meant, ", ".join(sorted(known))))
 
 
 def _check_tool_names(profile: str, names: list[str]) -> None:
