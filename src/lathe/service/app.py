@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lathe.errors import LatheError
 from lathe.service.approvals import UnknownApproval, pending_json
-from lathe.service.live import SessionOptions, Text
+from lathe.service.live import Approval, Seconds, SessionOptions, Text, Turns, Verify
 from lathe.service.manager import SessionConflict, SessionManager, UnknownSession
 
 API_VERSION = "v1"
@@ -65,10 +65,10 @@ class ResumeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: Text | None = None
     base_url: Text | None = None
-    approval: Literal["read-only", "ask", "auto", "full"] | None = None
-    verify: Text | None = Field(default=None, pattern=r"\S")
-    max_turns: int | None = Field(default=None, gt=0)
-    approval_timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    approval: Approval | None = None
+    verify: Verify | None = None
+    max_turns: Turns | None = None
+    approval_timeout_s: Seconds | None = None
 
 
 def create_app(manager: SessionManager, token: str) -> FastAPI:

@@ -73,6 +73,11 @@ def _refuse_surrogates(value: str) -> str:
 
 Text = Annotated[str, AfterValidator(_refuse_surrogates)]
 """A string of a request body: whole characters only."""
+# The options a session is created or resumed with, constrained alike in both bodies.
+Approval = Literal["read-only", "ask", "auto", "full"]
+Verify = Annotated[Text, Field(pattern=r"\S")]  # blank would run as a check that passes
+Turns = Annotated[int, Field(gt=0)]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class SessionOptions(BaseModel):
@@ -84,17 +89,13 @@ class SessionOptions(BaseModel):
     workspace: Text = Field(description="The directory the session works in.")
     model: Text | None = Field(default=None, description="A model name or id (like --model).")
     base_url: Text | None = Field(default=None, description="An OpenAI-compatible endpoint.")
-    approval: Literal["read-only", "ask", "auto", "full"] | None = Field(
+    approval: Approval | None = Field(
         default=None, description="The approval mode (default: the config's, else auto)."
     )
-    verify: Text | None = Field(
-        default=None, pattern=r"\S", description="The command that proves the work."
-    )
-    max_turns: int | None = Field(default=None, gt=0, description="Model turns per message.")
-    approval_timeout_s: float | None = Field(
+    verify: Verify | None = Field(default=None, description="The command that proves the work.")
+    max_turns: Turns | None = Field(default=None, description="Model turns per message.")
+    approval_timeout_s: Seconds | None = Field(
         default=None,
-        gt=0,
-        allow_inf_nan=False,
         description="An unattended session: deny an approval nobody answers in this time.",
     )
 
