@@ -19,7 +19,6 @@ priced at 0 (`prices.known` is False). Each model gets its profile here too
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,7 +26,7 @@ from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
 from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
-from lathe.config.secrets import ENV_REF, reference_value
+from lathe.config.secrets import expand_references
 from lathe.errors import UsageError
 from lathe.types import Usage
 
@@ -213,18 +212,13 @@ def _expand(
     when VAR is unset or empty, as the shell and MCP settings (`servers.expanded`) do; a
     variable's value goes to `secrets`."""
 
-    def lookup(match: re.Match[str]) -> str:
-        var, found = match.group(1), reference_value(match, environ)
-        if found is None:
-            raise UsageError(
-                f"providers.{provider}.headers.{header} uses ${{{var}}}, "
-                f"but the environment variable {var} is not set"
-            )
-        if environ.get(var):  # the variable's value, not a default: a secret
-            secrets.append(found)
-        return found
+    def missing(var: str) -> str:
+        raise UsageError(
+            f"providers.{provider}.headers.{header} uses ${{{var}}}, "
+            f"but the environment variable {var} is not set"
+        )
 
-    return ENV_REF.sub(lookup, value)
+    return expand_references(value, environ, missing, secrets)
 
 
 def _unknown_provider(config: Config, provider: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
 _KEY_PREFIX = re.compile(r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_)")
@@ -25,6 +25,27 @@ def reference_value(reference: re.Match[str], environ: Mapping[str, str]) -> str
     if default is not None and not environ.get(name):
         return default
     return environ.get(name)
+
+
+def expand_references(
+    value: str,
+    environ: Mapping[str, str],
+    missing: Callable[[str], str],
+    variables: list[str] | None = None,
+) -> str:
+    """`value` with each `ENV_REF` as `reference_value` reads it; a variable that is not
+    set and has no default is `missing(name)` (which may raise). The values taken from
+    variables, not defaults, go to `variables`: those are secrets."""
+
+    def one(match: re.Match[str]) -> str:
+        found = reference_value(match, environ)
+        if found is None:
+            return missing(match.group(1))
+        if variables is not None and environ.get(match.group(1)):
+            variables.append(found)
+        return found
+
+    return ENV_REF.sub(one, value)
 
 
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "bot"})

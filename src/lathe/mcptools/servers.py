@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.config.schema import McpServerConfig
-from lathe.config.secrets import ENV_REF, env_references, reference_value
+from lathe.config.secrets import env_references, expand_references
 from lathe.errors import UsageError
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
 
 def _expanded_leniently(value: str, environ: Mapping[str, str]) -> str:
     """`value` expanded as far as the environment allows (a missing variable: empty)."""
-    return ENV_REF.sub(lambda match: reference_value(match, environ) or "", value)
+    return expand_references(value, environ, lambda _name: "")
 
 
 def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: str) -> str:
@@ -280,16 +280,12 @@ def expanded(value: str, environ: Mapping[str, str] | None = None, *, server: st
     error naming the server and the variable."""
     environ = os.environ if environ is None else environ
 
-    def one(match: re.Match[str]) -> str:
-        found = reference_value(match, environ)
-        if found is None:
-            raise UsageError(
-                f"MCP server {server}: ${{{match.group(1)}}} is not set in the environment; "
-                "export it"
-            )
-        return found
+    def missing(name: str) -> str:
+        raise UsageError(
+            f"MCP server {server}: ${{{name}}} is not set in the environment; export it"
+        )
 
-    return ENV_REF.sub(one, value)
+    return expand_references(value, environ, missing)
 
 
 def _untrusted(entry: ServerEntry) -> ServerEntry:
