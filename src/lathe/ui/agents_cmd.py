@@ -24,13 +24,12 @@ def list_command(workspace: Path) -> None:
     from lathe.plugins import load_tool_plugins
     from lathe.subagents.profiles import find_profiles
     from lathe.tools.builtin import OWN_TOOL_NAMES
-    from lathe.ui.safety import TOOLS_ADDED_LATER
+    from lathe.ui.safety import known_tool_names
     from lathe.ui.table import Column, print_report_table
 
     # What a run would know: a plugin that fails is `lathe plugins`'s to tell.
     plugins = [t.name for t in load_tool_plugins(lambda problem: None, set(OWN_TOOL_NAMES))]
-    known = {*plugins, *TOOLS_ADDED_LATER}
-    found = find_profiles(workspace.expanduser().resolve(), known_tools=known)
+    found = find_profiles(workspace.expanduser().resolve(), known_tools=known_tool_names(plugins))
     columns = [
         Column("NAME", min_width=6),
         Column("FROM"),

@@ -108,11 +108,10 @@ class _Family:
         """The profiles, found once the task tool is first offered: a profile's `tools`
         may name lathe's own, `tool_names` (the offering run's, its plugins' among
         them) and those a run adds later."""
-        from lathe.ui.safety import TOOLS_ADDED_LATER
+        from lathe.ui.safety import known_tool_names
 
         if self._profiles is None:
-            known = {*tool_names, *TOOLS_ADDED_LATER}
-            self._profiles = find_profiles(self.root, known_tools=known)
+            self._profiles = find_profiles(self.root, known_tools=known_tool_names(tool_names))
         return self._profiles
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -207,6 +207,14 @@ def build_safety(
 TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
 
 
+def known_tool_names(loaded: Iterable[str]) -> set[str]:
+    """The tool names a rule, hook or subagent profile may name in a run: lathe's own,
+    `loaded` (the run's, its plugins' among them) and those a run adds later."""
+    from lathe.tools.builtin import OWN_TOOL_NAMES
+
+    return {*OWN_TOOL_NAMES, *loaded, *TOOLS_ADDED_LATER}
+
+
 def check_rule_tools(
     rules: RuleSet, hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
 ) -> None:
@@ -218,13 +226,12 @@ def check_rule_tools(
     later."""
     from lathe.errors import UsageError
     from lathe.policy.rules import command_pattern_problem, misnamed_tool, unknown_tools
-    from lathe.tools.builtin import OWN_TOOL_NAMES
 
     every_rule = (*rules.deny, *rules.ask, *rules.allow)
     for rule in every_rule:
         if problem := command_pattern_problem(rule):
             raise UsageError(problem)
-    known = {*OWN_TOOL_NAMES, *tools.names(), *TOOLS_ADDED_LATER}
+    known = known_tool_names(tools.names())
     names = f"Tool names are lower case: {', '.join(sorted(known))}"
     hook_of = {tool: hook for hook in (*hooks.pre_tool, *hooks.post_tool) for tool in hook.tools}
     for tool, meant in unknown_tools(hook_of, known).items():
