@@ -421,7 +421,7 @@ function drawHistory(view) {
   const earlier = blocks.slice(0, start);
   if (!earlier.some((block) => block.kind !== "event")) return;
   const log = $("transcript");
-  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  const atBottom = isAtBottom(log);
   log.prepend(el(
     "section",
     { class: "history", testid: "earlier-history" },
@@ -471,12 +471,16 @@ function receive(view, event) {
   setTimeout(() => drawInbox(view), wait);
 }
 
+// Whether the reader is at the end of `log` (then what is drawn keeps it there).
+function isAtBottom(log) {
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+}
 function drawInbox(view) {
   const events = view.inbox.splice(0);
   if (view !== current) return;
   view.drawnAt = performance.now();
   const log = $("transcript");
-  const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  const stick = isAtBottom(log);
   let joined = null; // the fragments since the last other event
   for (const { id, data } of events) {
     view.lastId = id;
