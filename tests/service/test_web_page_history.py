@@ -78,3 +78,27 @@ def test_a_session_lathe_run_made_shows_its_conversation_once_served(
     expect(history.get_by_test_id("user-message")).to_have_text(["look at calc"])
     expect(history.get_by_test_id("assistant-message")).to_have_text(["CLI answer"])
     expect(page.get_by_test_id("transcript").get_by_test_id("run-status")).to_have_count(0)
+
+
+def test_earlier_history_keeps_messages_whose_lines_look_like_the_transcripts_own(
+    served, fake_openai, page: Page, tmp_path
+):
+    # The page read the transcript's text: a line of a message shaped like one of its
+    # headers ("── user (…)", "[label: …]") split the message there.
+    ws = calc_workspace(tmp_path)
+    asked = "look at calc\n[label: not a label]\nand say"
+    answered = "Here:\n── user (abc123)\nwas quoted"
+    fake_openai.enqueue(Reply(answered))
+    with served.client() as client:
+        session = client.create_session(str(ws), model="m", base_url=fake_openai.base_url)
+        client.send(session.id, asked)
+        list(client.events(session.id, until="run_finished"))
+        fork = client.fork(session.id)
+    page.goto(f"{served.url}/#token={served.token}&session={fork.id}")
+
+    history = page.get_by_test_id("earlier-history")
+    expect(history.get_by_test_id("user-message")).to_have_text([asked])
+    expect(history.get_by_test_id("assistant-message")).to_have_text([answered])
+    expect(history.locator("p.note")).to_have_text(
+        ["Earlier in this session, from its record:", re.compile(r"^\[run ended unverified")]
+    )

@@ -206,12 +206,16 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.get(f"{v1}/sessions/{{session_id}}/transcript")
     async def transcript(session_id: str) -> dict[str, Any]:
-        from lathe.session.transcript import render_text
+        from dataclasses import asdict
+
+        from lathe.session.transcript import render_text, transcript_blocks
         from lathe.ui.sessions_cmd import checkpoint_numbers
 
         session = served(session_id).session
-        text = render_text(session, checkpoints=checkpoint_numbers(session))
-        return {"id": session_id, "text": text}
+        numbers = checkpoint_numbers(session)
+        text = render_text(session, checkpoints=numbers)
+        blocks = [asdict(block) for block in transcript_blocks(session, checkpoints=numbers)]
+        return {"id": session_id, "text": text, "blocks": blocks}
 
     @app.get(
         f"{v1}/sessions/{{session_id}}/events",

@@ -12,7 +12,8 @@ list` shows it) when the caller passes the numbers, else by its commit."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import assert_never
 
 from lathe.plural import plural
@@ -100,24 +101,52 @@ def _event_line(entry: Entry, checkpoints: Mapping[str, int]) -> str | None:
             assert_never(entry)
 
 
-def _message_text(message: Message, entry_id: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One block of a transcript, for a program that draws it (the web page) and must not
+    parse the text, where a message's own line can look like a header.
+
+    `kind` is user, lathe, assistant, tool or event (any entry that is not a message).
+    `head` is a tool result's tool name, with " error" when it failed, or an event's
+    bracketed line; `text` is as the text transcript shows it, lathe's notes and tool
+    results abbreviated and an assistant's calls summarised one per line."""
+
+    kind: str
+    head: str
+    text: str
+    entry_id: str
+
+
+def _message_block(message: Message, entry_id: str) -> Block:
     match message:
         case UserMessage(origin="lathe"):
-            return f"── lathe ({entry_id})\n{_indent(_abbreviate(message.content))}"
+            return Block("lathe", "", _abbreviate(message.content), entry_id)
         case UserMessage():
-            return f"── user ({entry_id})\n{message.content.rstrip()}"
+            return Block("user", "", message.content.rstrip(), entry_id)
         case AssistantMessage():
-            parts = [f"── assistant ({entry_id})"]
-            if message.text.strip():
-                parts.append(message.text.rstrip())
-            parts.extend(f"  → {call_summary(call)}" for call in message.tool_calls)
-            return "\n".join(parts)
+            lines = [message.text.rstrip()] if message.text.strip() else []
+            lines.extend(f"  → {call_summary(call)}" for call in message.tool_calls)
+            return Block("assistant", "", "\n".join(lines), entry_id)
         case ToolResultMessage():
             status = " error" if message.is_error else ""
-            body = _indent(_abbreviate(message.content))
-            return f"  ← {message.name}{status} ({entry_id})\n{body}"
+            return Block("tool", f"{message.name}{status}", _abbreviate(message.content), entry_id)
         case _:
             assert_never(message)
+
+
+def _block_text(block: Block) -> str:
+    match block.kind:
+        case "event":
+            return block.head
+        case "user":
+            return f"── user ({block.entry_id})\n{block.text}"
+        case "lathe":
+            return f"── lathe ({block.entry_id})\n{_indent(block.text)}"
+        case "assistant":
+            body = f"\n{block.text}" if block.text else ""
+            return f"── assistant ({block.entry_id}){body}"
+        case _:
+            return f"  ← {block.head} ({block.entry_id})\n{_indent(block.text)}"
 
 
 def _title(session: Session) -> str:
@@ -138,14 +167,21 @@ def render_text(
 ) -> str:
     """The current branch as a readable transcript, tool results abbreviated;
     `checkpoints` maps a checkpoint's commit to its number."""
-    blocks = [_title(session)]
+    shown = [_block_text(block) for block in transcript_blocks(session, leaf, checkpoints)]
+    return "\n\n".join([_title(session), *shown]) + "\n"
+
+
+def transcript_blocks(
+    session: Session, leaf: str | None = None, checkpoints: Mapping[str, int] | None = None
+) -> Iterator[Block]:
+    """The blocks `render_text` shows after its title, in order."""
     for entry in session.branch(leaf):
         line = _event_line(entry, checkpoints or {})
-        if line is None:
+        if line is not None:
+            yield Block("event", line, "", entry.id)
+        else:
             assert isinstance(entry, MessageEntry)
-            line = _message_text(entry.message, entry.id)
-        blocks.append(line)
-    return "\n\n".join(blocks) + "\n"
+            yield _message_block(entry.message, entry.id)
 
 
 def _fence(text: str) -> str:

@@ -264,8 +264,8 @@ async function checkQueue(view, asked) {
   const texts = mine.map((message) => message.text);
   let kept = false;
   try {
-    const { text } = await api("GET", sessionPath(view.id, "/transcript"));
-    const last = transcriptBlocks(text).filter((block) => block.kind === "user").at(-1);
+    const { blocks } = await api("GET", sessionPath(view.id, "/transcript"));
+    const last = blocks.filter((block) => block.kind === "user").at(-1);
     kept = Boolean(last) && texts.every((queued) => carries(last.text, queued));
   } catch {
     // not known: they go back in the box
@@ -365,38 +365,16 @@ async function follow(view) {
 
 // ---- the earlier history: a session's journal begins when it is first served, so what
 // came before (a fork's parent's conversation, a `lathe run` served later) is read from
-// its transcript (GET .../transcript, session/transcript.py's render_text), drawn above
-
-// A block starts at a message's header ("── user (id)", "── lathe (id)", "── assistant
-// (id)", "  ← read (id)") or at a bracketed line of the session's own ("[run ended …]").
-const BLOCK_START =
-  /^(?:── (user|lathe|assistant) \(\w+\)|  ← (.+) \(\w+\)|(\[(?:run ended|compaction|checkpoint|model →|label|approval)\b.*\]))$/;
-
-function transcriptBlocks(text) {
-  const blocks = [];
-  for (const line of text.split("\n")) {
-    const start = BLOCK_START.exec(line);
-    if (start) {
-      const kind = start[1] ?? (start[2] ? "tool" : "event");
-      blocks.push({ kind, head: start[2] ?? start[3], lines: [] });
-    } else {
-      blocks.at(-1)?.lines.push(line); // the lines before the first block are the title
-    }
-  }
-  for (const block of blocks) {
-    const indented = block.kind === "tool" || block.kind === "lathe";
-    block.text = block.lines.map((line) => (indented ? line.replace(/^ {4}/, "") : line))
-      .join("\n").trimEnd();
-  }
-  return blocks;
-}
+// its transcript's blocks (GET .../transcript, session/transcript.py's transcript_blocks:
+// kind user, lathe, assistant, tool or event, with head and text) and drawn above the
+// journal's events.
 
 async function loadHistory(view) {
   // The journal as it is now, then the transcript: what the transcript holds of the
   // journal is at most its runs up to `known`.
   const { last_event_id: known } = await api("GET", sessionPath(view.id));
-  const { text } = await api("GET", sessionPath(view.id, "/transcript"));
-  view.history = { known, blocks: transcriptBlocks(text) };
+  const { blocks } = await api("GET", sessionPath(view.id, "/transcript"));
+  view.history = { known, blocks };
   drawHistory(view);
 }
 
