@@ -18,7 +18,7 @@ from lathe.types import AssistantMessage, Usage
 TOOL_OUTPUT_CHARS = 4_000
 """The most of a tool's output a `tool_finished` event carries (the session keeps all)."""
 
-EVENTS_SCHEMA_VERSION = 3
+EVENTS_SCHEMA_VERSION = 4
 """The version of the schema `lathe schema events` prints: bump it whenever that schema
 changes (a new event, a new or changed field); tests/test_event_schema.py holds it to that."""
 
@@ -48,6 +48,9 @@ class RunStarted(_Event):
     model: str
     workspace: str
     session_id: str | None = None  # None: the run is recorded in no session
+    # Whose the task is: a person's; lathe's own words when it goes on by itself
+    # (the `continue_task` words); or, for a subagent, its parent model's brief.
+    origin: Literal["user", "lathe", "parent"] = "user"
 
 
 class Notice(_Event):

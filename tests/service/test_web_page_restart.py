@@ -48,10 +48,12 @@ def test_a_call_approved_after_a_restart_is_one_block_and_lathes_continue_is_not
         )
         shown = transcript.inner_text()
 
-        page.reload()  # the replay draws the same
+        page.reload()  # the replay draws the same, lathe's words as lathe's
 
         expect(transcript.get_by_test_id("run-status")).to_have_count(2)
         assert transcript.inner_text() == shown
+        expect(transcript.get_by_test_id("user-message")).to_have_text(["fix add"])
+        expect(transcript.get_by_test_id("lathe-message")).to_have_count(1)
 
 
 def _free_port() -> int:

@@ -36,7 +36,6 @@ from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
 from lathe.types import Usage
 from lathe.ui.recorder import RunTally
 
-CONTINUE_TASK = "Continue the task from where you stopped."
 # What a run the server's death cut is ended with: its turns, usage and started calls.
 _CUT_RUN_EVENTS = frozenset({"turn_started", "model_request", "tool_started",
                              "tool_finished"})  # fmt: skip
@@ -451,10 +450,11 @@ class ServedSession:
         from lathe.workspace_lock import hold_workspace
 
         setup = self.setup
-        task = text if text is not None else CONTINUE_TASK
+        task = text if text is not None else self.agent.deps.words.say("continue_task")
         self.run_tally.reset()
         self.emit(RunStarted(task=task, model=setup.model.model_id,
-                             workspace=str(setup.workspace), session_id=self.id))  # fmt: skip
+                             workspace=str(setup.workspace), session_id=self.id,
+                             origin="user" if text is not None else "lathe"))  # fmt: skip
         try:
             with contextlib.ExitStack() as held:
                 if setup.approval != "read-only":

@@ -374,6 +374,7 @@ class _Child:
                 model=child_setup.model.model_id,
                 workspace=str(child_setup.workspace),
                 session_id=session.id,
+                origin="parent",
             )
             observer(started)
             try:

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -35,7 +35,6 @@ _EXIT_CODES = {
     RunStatus.PROVIDER_ERROR: 3,
     RunStatus.INTERRUPTED: 130,
 }
-CONTINUE_TASK = "Continue the task from where you stopped."
 # Ends after which another attempt may still succeed; the others are final (out_of_budget
 # among them: the budgets bound the whole command, every attempt included).
 _ANOTHER_ATTEMPT_MAY_HELP = {RunStatus.FAILED, RunStatus.STUCK, RunStatus.MAX_TURNS}
@@ -126,6 +125,7 @@ class _HeadlessRun:
         self.observer = None
         self.tally = RunTally()  # the attempt's
         self.changes: CheckpointRecorder | None = None  # the attempt's
+        self.origin: Literal["user", "lathe"] = "user"  # whose the task is (RunStarted)
         # The first attempt's check files, each later attempt is judged against.
         self._check_files_at_start: dict[str, str] | None = None
 
@@ -144,7 +144,7 @@ class _HeadlessRun:
         )
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
-            task = CONTINUE_TASK
+            task, self.origin = _words(setup).say("continue_task"), "lathe"
         if not task or not task.strip():
             raise UsageError('give the task as an argument: lathe run "fix the failing test"')
         for notice in setup.notices:
@@ -233,6 +233,7 @@ class _HeadlessRun:
                 model=setup.model.model_id,
                 workspace=str(setup.workspace),
                 session_id=self.recorder.session.id,
+                origin=self.origin,
             )
         )
         # What lathe imported and built so far lives as long as the process: collections
@@ -368,6 +369,12 @@ def _both(first: Callable[[AgentEvent], None], then: Callable[[AgentEvent], None
         then(event)
 
     return each
+
+
+def _words(setup: RunSetup):
+    from lathe.words import load_words
+
+    return load_words(setup.model.profile.settings.prompts, setup.workspace)
 
 
 def _verify_gate(agent):

@@ -505,12 +505,10 @@ const DRAW = {
     }
     showNote(view);
     // A run an answer started while none went (the calls a restart left waiting for
-    // their approvals) has lathe's words for its task ("Continue the task…"), not the
-    // person's: the event does not say whose they are.
-    if (view.answeredIdle) add(el("div", { class: "lathe", testid: "lathe-message" }, event.task));
+    // their approvals) has lathe's words for its task ("Continue the task…").
+    if (event.origin === "lathe") add(el("div", { class: "lathe", testid: "lathe-message" }, event.task));
     else add(el("div", { class: "user", testid: "user-message" }, event.task));
     view.running = true;
-    view.answeredIdle = false;
   },
   turn_started(view) {
     closeBubble(view);
@@ -543,7 +541,6 @@ const DRAW = {
   },
   approval_resolved(view, event) {
     approvalResolved(view, event);
-    if (!view.running) view.answeredIdle = true;
   },
   verify_finished(view, event) {
     const verdict = event.passed ? "passed" : "failed";
@@ -558,7 +555,6 @@ const DRAW = {
   run_finished(view, event) {
     closeBubble(view);
     view.running = false;
-    view.answeredIdle = false;
     const tokens = Object.values(event.usage).reduce((sum, count) => sum + count, 0);
     add(el(
       "div",
