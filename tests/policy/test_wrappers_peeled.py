@@ -96,6 +96,19 @@ HIDDEN = [
     "torsocks rm -rf ~",
     "torsocks -i -u me rm -rf ~",
     "/usr/bin/time -f %e -- rm -rf ~",
+    # su and runuser cluster -c with their other flags (util-linux getopt); sg runs the
+    # word after its group with /bin/sh -c.
+    "su -lc 'rm -rf ~'",
+    "su -l root -c 'rm -rf ~'",
+    "su - -c 'rm -rf ~'",
+    "su -c'rm -rf ~'",
+    "su --comm='rm -rf ~'",
+    "su root --session-command 'rm -rf ~'",
+    "runuser -l dev -c 'rm -rf ~'",
+    "runuser -lc 'rm -rf ~' dev",
+    "runuser -u dev -- rm -rf ~",
+    "sg dev -c 'rm -rf ~'",
+    "sg - dev 'rm -rf ~'",
 ]
 
 
@@ -237,3 +250,36 @@ def test_full_mode_end_to_end_refuses_wrapped_destruction(tmp_path, fake_openai)
     assert sorted(results) == [f"call_{i}" for i in range(len(commands))]
     for content in results.values():
         assert "Denied: bash was blocked: " in content, content
+
+
+@pytest.mark.parametrize(
+    "rule, command",
+    [("bash(env:*)", "env -S ls"), ("bash(env:*)", "env -iS 'make test'"),
+     ("bash(sg:*)", "sg dev ls"), ("bash(script:*)", "script -qc ls /dev/null"),
+     ("bash(su:*)", "su -lc ls"), ("bash(flock:*)", "flock /tmp/l -c ls")],
+)  # fmt: skip
+def test_a_deny_rule_on_a_wrapper_holds_when_it_runs_a_command_string(rule, command):
+    # Peeled to the string it runs, the wrapper itself met no rule: `env -S ls` ran
+    # under --deny 'bash(env:*)'.
+    rules = RuleSet.from_strings(deny=[rule])
+    policy = Policy(Mode.FULL, rules, WORKSPACE, HOME, sandboxed=False)
+    assert policy.decide("bash", {"command": command}).action == "deny"
+
+
+def test_a_deny_rule_on_a_wrapper_holds_in_a_real_run(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": "env -S 'touch made'"}, id="call_0")]),
+        Reply("I could not."),
+    )
+    result = lathe(
+        "run", "--model", "m", "--base-url", fake_openai.base_url, "-C", str(ws),
+        "--approval", "full", "--deny", "bash(env:*)", "make it",
+        cwd=tmp_path,
+        env_extra={"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "lathe-home")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not (ws / "made").exists()
+    told = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "Denied" in told[0]["content"] and "env" in told[0]["content"], told

@@ -133,7 +133,9 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     command matches when it *may* be the pattern's — a word known only at run time may
     be any word, a variable may change nothing, sudo may be left out, a path to the
     program is its name, and git's own options before the subcommand (`git -C . push`,
-    `git -c alias.pu=push pu`) are looked through.
+    `git -c alias.pu=push pu`) are looked through. Such a rule also holds through the
+    wrappers a command was run by, named by their program alone: `strace:*` and
+    `env:*` cover `strace ls` and `env -S ls`.
     """
     prefix = rule_pattern.endswith(":*")
     try:
@@ -147,6 +149,8 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
         words = [w.value for w in command.words]
         canonical = _canonical(words, configured=git_config.set_by_environment(command.assigned))
         spellings = [privileged + words, privileged + canonical, canonical]
+        runners = [v.split()[0] for v in command.via]
+        spellings += [runners[i:] + words for i in range(len(runners))]
         exact_ok = command.fed is None
         return any(_may_be(s, wanted, prefix=prefix, exact_ok=exact_ok) for s in spellings)
     if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):

@@ -27,15 +27,9 @@ def wrapper(
     w: Walker, call: Call, st: State, stdin: Stream | None, base: str, args: list[Word]
 ) -> Stream:
     via = (*call.via, base)
-    command_string = _dash_c(args) if base in ("su", "runuser") else None
-    if command_string is not None:
-        w.nested(command_string, st.copy(via=via), f"{base} -c")
-        w.record(call)
-        return UNKNOWN
-    unwrapped = unwrap(base, args) if base != "su" else None
+    unwrapped = unwrap(base, args)
     if unwrapped is None:
-        if base != "su":
-            w.note("ask", f"cannot tell which command {base} runs: {call.text}")
+        w.note("ask", f"cannot tell which command {base} runs: {call.text}")
         w.record(call)
         return UNKNOWN
     # A file the wrapper writes itself (`strace -o F`) is judged as `> F` would be:
@@ -166,15 +160,6 @@ def find_execs(w: Walker, call: Call, st: State, find: FindCall) -> None:
                 words.append(Word(word.text, value, glob=True))
         if words:
             w.dispatch(replace(call, words=words, via=(*call.via, "find -exec")), st.copy(), None)
-
-
-def _dash_c(args: list[Word]) -> Word | None:
-    for i, word in enumerate(args):
-        if word.value in ("-c", "--command") and i + 1 < len(args):
-            return args[i + 1]
-        if word.value is not None and word.value.startswith("--command="):
-            return Word(word.text, word.value.split("=", 1)[1])
-    return None
 
 
 def _watch_command(args: list[Word]) -> list[Word]:

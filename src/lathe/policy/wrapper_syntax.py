@@ -253,13 +253,25 @@ SYNTAX: dict[str, Syntax] = {
         flags=options(f"--no-ask-password --slice-inherit {HELP}"),
         chdir=options("-D --chdir"),
     ),
+    # util-linux: options anywhere; the operands are a user and the shell's arguments
+    # (`wrappers.unwrap`), what runs is -c's; runuser -u's operands are the command.
+    "su": Syntax(
+        values=options(
+            "-g -G -s -w -c --group --supp-group --shell --whitelist-environment "
+            "--command --session-command"
+        ),
+        flags=options(f"--fast --login --preserve-environment --pty {HELP}"),
+        runs=options("-c --command --session-command"),
+        permutes=True,
+    ),
     "runuser": Syntax(
         values=options(
             "-u -g -G -s -w -c --user --group --supp-group --shell "
             "--whitelist-environment --command --session-command"
         ),
-        flags=options(f"--login --preserve-environment --pty {HELP}"),
+        flags=options(f"--fast --login --preserve-environment --pty {HELP}"),
         runs=options("-c --command --session-command"),
+        permutes=True,
     ),
     "xargs": Syntax(
         values=options(

@@ -31,7 +31,7 @@ SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"
 
 
 # tmux and screen read their argv in ways of their own (`_tmux`, `_screen`).
-TRANSPARENT = (frozenset(SYNTAX) | {"tmux", "screen"}) - PRIVILEGED - {"xargs"}
+TRANSPARENT = (frozenset(SYNTAX) | {"tmux", "screen", "sg"}) - PRIVILEGED - {"xargs"}
 
 
 @dataclass
@@ -55,6 +55,8 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     it cannot be told before run time."""
     if name in ("tmux", "screen"):
         return _tmux(args) if name == "tmux" else _screen(args)
+    if name == "sg":
+        return _sg(args)
     syntax = SYNTAX.get(name)
     parsed = None if syntax is None else _parse(syntax, args)
     if syntax is None or parsed is None:
@@ -77,6 +79,8 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
         if inner is None:
             return None
         result.inner = inner
+    elif name == "su" or (name == "runuser" and not _any(parsed, "-u", "--user")):
+        result.inner = []  # a user and the shell's arguments: what runs is -c's
     elif name == "script":
         result.writes += parsed.operands  # its typescript; what it runs is `-c`'s
         result.inner = []
@@ -85,6 +89,23 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             return None
         result.split_string, result.inner = result.inner[1], []  # a shell runs it
     result.writes = [w for w in result.writes if w.value != "/dev/null"]
+    return result
+
+
+def _any(parsed: _Parsed, *names: str) -> bool:
+    return any(option in names for option, _ in parsed.options)
+
+
+def _sg(args: Sequence[Word]) -> Unwrapped | None:
+    """shadow's `sg [-] GROUP [-c] COMMAND`: /bin/sh -c runs the word after the group."""
+    words = list(args[1:] if args[:1] and args[0].value == "-" else args)
+    if any(word.value is None for word in words[:2]):
+        return None
+    if len(words) >= 2 and words[1].value == "-c":
+        del words[1]
+    result = Unwrapped(inner=[])
+    if len(words) >= 2:
+        result.split_string = words[1]
     return result
 
 
