@@ -375,3 +375,10 @@ async def test_a_long_old_string_not_found_still_gets_its_most_similar_region(
     wanted = "\n".join(line.replace("'", '"') for line in lines[100:160])
     error = await call_error(EditTool(), ctx, path="conf.py", old_string=wanted, new_string="x")
     assert "most similar region is lines 99-162" in error, error[:300]
+
+
+async def test_an_edit_in_a_cp1252_file_keeps_its_bytes_and_may_add_a_euro_sign(ctx) -> None:
+    path = ctx.workspace / "price.py"
+    path.write_bytes(b'price = "\x80 5"  # caf\xe9\nname = "x"\n')
+    await call(EditTool(), ctx, path="price.py", old_string='"x"', new_string='"€ y"')
+    assert path.read_bytes() == b'price = "\x80 5"  # caf\xe9\nname = "\x80 y"\n'

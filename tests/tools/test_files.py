@@ -168,4 +168,5 @@ def test_one_valid_character_and_one_stray_byte_is_still_utf8() -> None:
     content = decode_text("# © 2024 it".encode() + b"\x92s\n")
     assert content is not None and content.encoding == "utf-8" and content.bad_bytes == 1
     cp1252 = decode_text("greeting = '„Gruß“ aus Köln'\n".encode("cp1252"))
-    assert cp1252 is not None and cp1252.encoding == "latin-1"
+    assert cp1252 is not None and cp1252.encoding == "cp1252"
+    assert cp1252.text == "greeting = '„Gruß“ aus Köln'\n"  # not latin-1's control characters

@@ -139,3 +139,17 @@ async def test_the_page_budget_counts_bytes_not_characters(ctx) -> None:
     out = await call(ReadTool(), ctx, path="cjk.txt")
     assert len(out.content.encode()) <= ctx.limits.output_max_bytes + 200
     assert "More lines follow" in out.content
+
+
+async def test_a_file_mixing_line_endings_shows_no_carriage_returns(ctx: ToolContext) -> None:
+    # The CR of each CRLF line in a file that also has LF lines was shown as part of the
+    # line, and an edit copying it matched nothing.
+    (ctx.workspace / "mixed.py").write_bytes(b"a = 1\r\nb = 2\nc = 3\r\n")
+    out = await call(read, ctx, path="mixed.py")
+    assert out.content == "     1\ta = 1\n     2\tb = 2\n     3\tc = 3"
+
+
+async def test_a_cp1252_euro_sign_shows_as_the_euro_sign(ctx: ToolContext) -> None:
+    (ctx.workspace / "price.py").write_bytes(b'price = "\x80 5"  # caf\xe9\n')
+    out = await call(read, ctx, path="price.py")
+    assert out.content.endswith('     1\tprice = "€ 5"  # café'), out.content

@@ -4,7 +4,8 @@ are `lathe.atomic_write`).
 Decoding is lossless so that an edit rewrites only what it was asked to: UTF-8 (with
 its BOM kept), UTF-16 with a BOM, UTF-8 with a few bytes that are not (each kept as a
 lone surrogate, shown as U+FFFD and written back as the byte it was), and any other
-bytes as latin-1, which maps every byte to one character and back. CRLF files are
+bytes as cp1252 where its characters in 0x80-0x9f (€, “, ”) are there and it defines them
+all, else as latin-1, which maps every byte to one character and back. CRLF files are
 handed to tools with LF line endings and written back with CRLF; a file mixing both is
 handed over as it is, and each line a change keeps keeps its ending
 (`with_line_endings_of`).
@@ -244,7 +245,8 @@ def decode_text(data: bytes) -> TextContent | None:
         if bom or _mostly_utf8(text):
             errors = "surrogateescape"
         else:
-            encoding, text = "latin-1", body.decode("latin-1")
+            encoding = _single_byte_encoding(body)
+            text = body.decode(encoding)
     newline = "\n"
     crlf, lf = text.count("\r\n"), text.count("\n")
     lf_at_end = 0 < crlf == lf - 1 and text.endswith("\n") and not text.endswith("\r\n")
@@ -258,6 +260,18 @@ def decode_text(data: bytes) -> TextContent | None:
         errors=errors,
         lf_at_end=lf_at_end,
     )
+
+
+_CP1252_PRINTABLE = re.compile(rb"[\x80-\x9f]")
+_CP1252_UNDEFINED = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")
+
+
+def _single_byte_encoding(body: bytes) -> str:
+    """cp1252 for bytes in 0x80-0x9f it defines: there latin-1 has control characters,
+    and a Windows file its € and curly quotes; both decode and encode back losslessly."""
+    if _CP1252_PRINTABLE.search(body) and not _CP1252_UNDEFINED.search(body):
+        return "cp1252"
+    return "latin-1"
 
 
 def _mostly_utf8(text: str) -> bool:

@@ -78,6 +78,8 @@ class ReadTool(Tool):
         lines = content.text.split("\n")
         if content.text.endswith("\n"):
             lines.pop()
+        if content.mixes_endings:  # edit matches a line without its CR as with it
+            lines = [line.removesuffix("\r") for line in lines]
         note = ""
         if content.bad_bytes:
             verb = "is" if content.bad_bytes == 1 else "are"
