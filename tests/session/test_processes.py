@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.fakes.openai_server import Reply
 
 from lathe.errors import UsageError
 from lathe.session import MessageEntry, SessionStore
@@ -30,6 +31,17 @@ while True:
     # Entries of varying size so the kill lands inside a write now and then.
     session.append_message(UserMessage(content=f"entry {n} " + "x" * (n * 997 % 20000)))
     n += 1
+"""
+
+STARTER = """
+import sys, time
+from pathlib import Path
+from lathe.session import SessionStore
+
+# What the interactive face does at start: a new session, empty until the first message.
+session = SessionStore(Path(sys.argv[1])).create(Path(sys.argv[2]), "m")
+print(session.id, flush=True)
+time.sleep(60)
 """
 
 HOLDER = """
@@ -104,3 +116,39 @@ def test_the_lock_is_released_on_close(store: SessionStore, workspace: Path) -> 
     session.close()  # idempotent
     with store.open(session.id) as again:
         assert again.writable
+
+
+def test_continue_passes_over_a_session_a_kill_left_empty(
+    store: SessionStore, home: Path, workspace: Path, fake_openai
+) -> None:
+    # An interactive lathe killed before its first message (kill -9, the OOM killer, a
+    # power cut) leaves a header-only session, newer than the real conversation:
+    # `--continue` went on with it, and the conversation was silently dropped.
+    fake_openai.enqueue(Reply("looked around"), Reply("going on"))
+    _lathe_run("look around", home=home, workspace=workspace, base_url=fake_openai.base_url)
+    child = _spawn(STARTER, str(home), str(workspace))
+    assert child.stdout is not None
+    empty = child.stdout.readline().strip()
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert store.open(empty, readonly=True).entries == []
+
+    _lathe_run("--continue", "go on", home=home, workspace=workspace, base_url=fake_openai.base_url)
+
+    sent = [(m["role"], m["content"]) for m in fake_openai.chat_bodies()[-1]["messages"]]
+    assert sent[1:] == [
+        ("user", "look around"),
+        ("assistant", "looked around"),
+        ("user", "go on"),
+    ]
+
+
+def _lathe_run(*args: str, home: Path, workspace: Path, base_url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": "sk-test-sessions", "LATHE_HOME": str(home)})
+    ran = subprocess.run(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url", base_url,
+         "-C", str(workspace), *args],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr

@@ -210,11 +210,16 @@ def test_latest_is_the_most_recently_modified_session_of_the_workspace(
 ) -> None:
     assert store.latest(workspace) is None
     with store.create(workspace, "m") as older, store.create(workspace, "m") as newer:
-        pass
+        older.append_message(user("older"))
+        newer.append_message(user("newer"))
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
-    with store.create(elsewhere, "m"):
+    with store.create(elsewhere, "m") as other:
+        other.append_message(user("elsewhere"))
+    # Newest of all, a session with no entry: its run was killed before its first message.
+    with store.create(workspace, "m") as empty:
         pass
+    os.utime(empty.path, (3_000_000_000, 3_000_000_000))
     os.utime(older.path, (2_000_000_000, 2_000_000_000))
     os.utime(newer.path, (1_000_000_000, 1_000_000_000))
 
@@ -227,6 +232,7 @@ def test_latest_is_the_most_recently_modified_session_of_the_workspace(
 
 def test_latest_on_a_session_in_use_names_the_holder(store: SessionStore, workspace: Path) -> None:
     with store.create(workspace, "m") as session:
+        session.append_message(user("the task"))
         with pytest.raises(
             UsageError, match=rf"session {session.id} is in use .*pid {os.getpid()}"
         ):

@@ -5,7 +5,7 @@ validates every line under the crash rules (`session.loader`).
 
 The counts mirror `session.summarise`: the title is the first line of the first user
 message, a turn is an assistant message, its tokens are its usage's input plus output,
-and the session's end is a run's end that no message followed."""
+each line is an entry, and the session's end is a run's end that no message followed."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
     if len(data) != end - start or not data.endswith(b"\n"):
         return None
     title, turns, tokens, ended = fields["title"], fields["turns"], fields["tokens"], None
-    for line in data[:-1].split(b"\n"):
+    lines = data[:-1].split(b"\n")
+    for line in lines:
         entry = _entry(line)
         if entry is None:
             return None
@@ -44,6 +45,7 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
         "title": title,
         "turns": turns,
         "tokens": tokens,
+        "entries": fields["entries"] + len(lines),
         "ended": fields["ended"] if ended is None else ended,
     }
 

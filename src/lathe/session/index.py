@@ -22,7 +22,7 @@ from typing import Any
 from lathe.atomic_write import write_atomic
 
 INDEX_NAME = ".index.json"
-_VERSION = 3  # 3: a summary's tokens count cache reads and writes too
+_VERSION = 4  # 4: a summary counts its entries
 _DIGEST_BYTES = 4096
 
 

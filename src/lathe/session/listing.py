@@ -32,6 +32,7 @@ class SessionSummary:
     title: str  # first line of the first user message, "" when there is none
     turns: int  # assistant messages in the file
     tokens: int  # input + output tokens over every assistant message in the file
+    entries: int  # entries in the file (none: its run was killed before its first message)
     status: str  # "running" (locked), the last run's status, or "unfinished" (crashed)
     parent_session: str | None = None
     parent_call: str | None = None  # a subagent's: the parent's task call (else a fork)
@@ -65,6 +66,7 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
         title=cached["title"],
         turns=cached["turns"],
         tokens=cached["tokens"],
+        entries=cached["entries"],
         status="running" if is_locked(path) else cached["ended"],
         parent_session=cached["parent_session"],
         parent_call=cached.get("parent_call"),  # not in an index written before it

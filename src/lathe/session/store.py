@@ -187,9 +187,11 @@ class SessionStore:
     def latest(self, workspace: Path, *, readonly: bool = False) -> Session | None:
         """The most recently modified session of `workspace` the user worked in, or
         None: a subagent's session (it names its parent's call) is not one, nor is a
-        file that cannot be read as a session (`lathe sessions list` warns of those)."""
+        file that cannot be read as a session (`lathe sessions list` warns of those), nor
+        one with no entry (a run killed before its first message, which had no chance to
+        `close_or_discard` it: continuing it dropped the conversation before it)."""
         for summary in self.list(workspace):
-            if summary.parent_call is None:
+            if summary.parent_call is None and summary.entries:
                 return self.open_path(summary.path, readonly=readonly)
         return None
 

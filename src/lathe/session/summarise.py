@@ -1,4 +1,4 @@
-"""A session's summary (title, turns, tokens, how it ended) from its entries: what
+"""A session's summary (title, turns, tokens, entries, how it ended) from its entries: what
 `session.listing` computes for a file the index cannot answer. Kept apart so that the
 listing imports the entry models only when a file must be read."""
 
@@ -32,7 +32,8 @@ def _ended_status(entries: Sequence[Entry]) -> str:
 
 
 def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
-    """The title (first line of the first user message), turns and tokens of a session."""
+    """The title (first line of the first user message), turns, tokens and entries of a
+    session."""
     title = ""
     turns = tokens = 0
     for entry in entries:
@@ -44,7 +45,7 @@ def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
         elif isinstance(message, AssistantMessage):
             turns += 1
             tokens += message.usage.total
-    return {"title": title, "turns": turns, "tokens": tokens}
+    return {"title": title, "turns": turns, "tokens": tokens, "entries": len(entries)}
 
 
 def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:
