@@ -533,3 +533,22 @@ def test_a_cost_budget_for_a_model_with_no_prices_is_refused_before_any_task(
     [line] = done.stderr.splitlines()
     assert line.startswith("lathe: ") and budget[0] in line and "prices" in line, line
     assert fake_openai.chat_bodies() == []
+
+
+@pytest.mark.parametrize(
+    "extra, said",
+    [(["--lathe-arg=--bogus"], "no such option"),
+     (["--lathe-arg=--deny", "--lathe-arg=Edit(calc.py)"], "Edit"),
+     (["--lathe-arg=--max-turns", "--lathe-arg=zero"], "zero")],
+)  # fmt: skip
+def test_a_lathe_arg_every_task_would_refuse_stops_the_batch_before_any_task(
+    tmp_path, tasks, fake_openai, extra, said
+):
+    # Each task started, failed on it and was recorded as an error to retry; fixing the
+    # argument then needed --force --retry-errors.
+    done = _batch(tmp_path, tasks, tmp_path / "run", fake_openai, *extra)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("lathe: --lathe-arg:") and said in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert fake_openai.chat_bodies() == []

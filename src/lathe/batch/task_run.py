@@ -270,11 +270,13 @@ def _setup(command: str, work: Path) -> None:
         raise _Failed(f"the setup command exited {done[0]}: {done[1][-500:]}")
 
 
-def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskResult) -> None:
-    argv = [sys.executable, "-m", "lathe", "run", "--json", "-C", str(work)]
+def run_arguments(settings: RunSettings, work: Path, verify: str, timeout: float) -> list[str]:
+    """The arguments of the `lathe run` (after `run`) that works on a task in `work`,
+    the task itself on its standard input."""
+    argv = ["--json", "-C", str(work)]
     wall = f"{settings.max_wall_s:g}s" if settings.max_wall_s else None
     options = {
-        "--verify": task.verify,
+        "--verify": verify,
         "--model": settings.model,
         "--base-url": settings.base_url,
         "--max-turns": settings.max_turns,
@@ -286,7 +288,12 @@ def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskR
         if value is not None:
             argv += [flag, str(value)]
     # lathe's own check gets the task's time limit too (its default is 15 minutes).
-    argv += ["-c", f"agent.verify_timeout_s={task.timeout:g}", *settings.lathe_args]
+    return [*argv, "-c", f"agent.verify_timeout_s={timeout:g}", *settings.lathe_args]
+
+
+def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskResult) -> None:
+    arguments = run_arguments(settings, work, task.verify, task.timeout)
+    argv = [sys.executable, "-m", "lathe", "run", *arguments]
     limit = (settings.max_wall_s or 3600.0) + _GRACE_S
     code, out, err, killed = _run(argv, work, limit, stdin=task.task)
     _read_events(out, result)

@@ -78,6 +78,17 @@ def _session_id_given(ctx: click.Context, param: click.Parameter, value: str | N
     return value
 
 
+def _rules_given(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
+    """A rule that cannot do what it says, as far as the rule alone tells (`Edit(...)`
+    denied nothing), refused as a config file's is: before the run starts."""
+    from lathe.config.permission_rules import rule_problem
+
+    for rule in value:
+        if problem := rule_problem(rule):
+            raise click.BadParameter(problem)
+    return value
+
+
 def _model_given(ctx: click.Context, param: click.Parameter, value: str | None):
     """`--model ""` (a variable that was not set) would be sent as the model id."""
     from lathe.errors import UsageError
@@ -154,9 +165,19 @@ def _agent_options(func):
             "docker or podman container of the [container] config table.",
         ),
         click.option(
-            "--allow", multiple=True, metavar="RULE", help="Allow rule, e.g. 'bash(npm test)'."
+            "--allow",
+            multiple=True,
+            metavar="RULE",
+            callback=_rules_given,
+            help="Allow rule, e.g. 'bash(npm test)'.",
         ),
-        click.option("--deny", multiple=True, metavar="RULE", help="Deny rule, e.g. 'read(.env)'."),
+        click.option(
+            "--deny",
+            multiple=True,
+            metavar="RULE",
+            callback=_rules_given,
+            help="Deny rule, e.g. 'read(.env)'.",
+        ),
         click.option(
             "--continue", "continue_last", is_flag=True, help="Continue the latest session here."
         ),
@@ -192,7 +213,8 @@ def _agent_options(func):
     return func
 
 
-def _run_options(headless: bool, **values):
+def run_options(headless: bool, **values):
+    """The `RunOptions` of `lathe run`'s (or the interactive app's) parsed options."""
     from lathe.errors import UsageError
     from lathe.ui.setup import RunOptions
 
@@ -218,7 +240,7 @@ def cli(ctx: click.Context, **values) -> None:
         return
     from lathe.ui.interactive.app import run_interactive
 
-    sys.exit(run_interactive(_run_options(False, **values)))
+    sys.exit(run_interactive(run_options(False, **values)))
 
 
 def _full_mode_epilog() -> str:
@@ -275,7 +297,7 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
         sys.exit(
             run_headless(
                 expand_command(workspace, prompt_command, " ".join(task)),
-                _run_options(True, **values),
+                run_options(True, **values),
                 as_json=as_json,
             )
         )
@@ -287,7 +309,7 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
     text = task[0] if task else None
     if (not text or not text.strip()) and not sys.stdin.isatty():
         text = whole_text(sys.stdin.read())
-    sys.exit(run_headless(text, _run_options(True, **values), as_json=as_json))
+    sys.exit(run_headless(text, run_options(True, **values), as_json=as_json))
 
 
 def main() -> None:

@@ -136,7 +136,7 @@ class LatheGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            click.echo(f"lathe: {_click_message(exc)}", err=True)
+            click.echo(f"lathe: {click_message(exc)}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo("lathe: interrupted", err=True)
@@ -157,7 +157,7 @@ class LatheGroup(click.Group):
 _DID_YOU_MEAN = re.compile(r"\.?\s*\((did you mean[^)]*)\)$", re.IGNORECASE)
 
 
-def _click_message(exc: click.ClickException) -> str:
+def click_message(exc: click.ClickException) -> str:
     """Click's message in lathe's voice: "No such option '--x'." becomes "no such option
     '--x' (see `lathe run --help`)"; lathe's own ClickExceptions pass as they are."""
     message = exc.format_message()
