@@ -545,7 +545,7 @@ def test_short_credentials_in_the_base_url_are_masked_in_provider_errors(tmp_pat
 def test_a_post_tool_hooks_replacement_is_held_to_the_output_cap(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     (ws / ".lathe").mkdir()
-    big = "python3 -c 'import json; print(json.dumps({\"content\": \"Z\" * 900000}))'"
+    big = 'python3 -c \'import json; print(json.dumps({"content": "Z" * 900000}))\''
     (ws / ".lathe" / "config.toml").write_text(
         f"[[hooks.post_tool]]\ncommand = {json.dumps(big)}\n"
     )
@@ -743,3 +743,33 @@ def test_call_ids_a_server_reuses_across_turns_are_made_unique(tmp_path, fake_op
     calls = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     answers = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert len(set(calls)) == 2 and answers == calls
+
+
+def test_ctrl_c_keeps_the_result_of_a_call_that_finished_before_it(tmp_path, fake_openai):
+    # The write had run and shown ✓, yet the record (and the model, on --continue) said
+    # it was interrupted before it finished: the model was told a change did not happen.
+    ws = _workspace(tmp_path)
+    started = ws / "command-started"
+    calls = [Call("write", {"path": "new.txt", "content": "made\n"}, id="call_w"),
+             Call("bash", {"command": "touch command-started; sleep 60"}, id="call_b")]  # fmt: skip
+    fake_openai.enqueue(Reply(calls=calls), Reply("going on"))
+    process = subprocess.Popen(
+        _argv(fake_openai, ws, "--approval", "full", TASK),
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    while_running(process, started.exists, "the command never ran")
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    assert (ws / "new.txt").read_text() == "made\n"
+
+    went_on = lathe_run(fake_openai, ws, tmp_path, "--continue", "go on")
+
+    assert went_on.returncode == 0, went_on.stderr
+    told = {
+        m["tool_call_id"]: m["content"]
+        for m in fake_openai.chat_bodies()[-1]["messages"]
+        if m["role"] == "tool"
+    }
+    assert "interrupted" not in told["call_w"] and "new.txt" in told["call_w"], told
+    assert "interrupted" in told["call_b"], told

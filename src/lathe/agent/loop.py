@@ -203,6 +203,11 @@ class Agent:
             end = limit.end(spend.elapsed_s())
             self._answer_cut_calls(runner, end.reason)
             finished = self._finished(end, run, spend)
+        except asyncio.CancelledError:
+            # The face answers the calls left (`interrupted`); one that finished keeps its
+            # result: the model had been told a file it wrote was never written.
+            self._answer_finished_calls(runner)
+            raise
         with contextlib.suppress(TimeoutError):  # stop hooks past the deadline are cut
             async with asyncio.timeout_at(timer.when()):
                 await hooks.on_run_end(finished)
@@ -213,11 +218,8 @@ class Agent:
         of the last reply need results so the conversation can be sent again
         (`--continue`). A call that finished gets its real result, one still running says
         it may have run in part, one not started that it never ran."""
+        self._answer_finished_calls(runner)
         for call in unanswered_calls(self.messages):
-            output = runner.finished.get(call.id)
-            if output is not None:
-                self.append(result_message(call, output))
-                continue
             began = runner.running.get(call.id)
             running = began is not None
             text = self.deps.words.say(
@@ -230,6 +232,13 @@ class Agent:
                 [call], text, summary, self.emit, started=seen, duration_ms=ran_ms
             ):
                 self.append(result)
+
+    def _answer_finished_calls(self, runner: ToolRunner) -> None:
+        """The real result of each call of the last reply that finished before the step
+        was cut short."""
+        for call in unanswered_calls(self.messages):
+            if (output := runner.finished.get(call.id)) is not None:
+                self.append(result_message(call, output))
 
     async def _steps(self, run: RunState, spend: RunSpending, runner: ToolRunner) -> RunFinished:
         settings = self.deps.settings
@@ -345,9 +354,7 @@ class Agent:
             evidence=end.evidence,
             # Unknown, not lower, when a part of it is: "$0.0001" would hide a child's.
             cost_usd=(
-                spend.cost_usd
-                if self.deps.settings.price and not spend.unpriced_calls
-                else None
+                spend.cost_usd if self.deps.settings.price and not spend.unpriced_calls else None
             ),
             error=end.error,
         )
