@@ -59,3 +59,13 @@ def test_config_show_refuses_it_and_config_init_creates_it(tmp_path):
     written = lathe("config", "init", cwd=tmp_path, config=user)
     assert (written.returncode, written.stdout) == (0, f"wrote {user}\n")
     assert lathe("config", "show", cwd=tmp_path, config=user).returncode == 0
+
+
+def test_dev_null_is_shown_as_no_user_file(tmp_path):
+    # It read "(not found)", the words for a typo, for the one way of asking for none.
+    shown = lathe("config", "show", cwd=tmp_path, config=Path(os.devnull))
+    located = lathe("config", "path", cwd=tmp_path, config=Path(os.devnull))
+
+    assert shown.returncode == 0 and located.returncode == 0, shown.stderr + located.stderr
+    assert "# user file: /dev/null  (none: LATHE_CONFIG=/dev/null)" in shown.stdout
+    assert "user file:    /dev/null  (none: LATHE_CONFIG=/dev/null)" in located.stdout

@@ -6,6 +6,7 @@ schema) is imported inside each command so `lathe --help` stays fast.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,8 @@ def _project_file(workspace: Path) -> Path:
 def _exists(file: Path | None) -> str:
     if file is None:
         return ""
+    if file == Path(os.devnull):
+        return f"  (none: LATHE_CONFIG={os.devnull})"
     return "  (exists)" if file.is_file() else "  (not found)"
 
 
