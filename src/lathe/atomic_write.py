@@ -13,9 +13,12 @@ import stat
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, *, through_links: bool = False) -> None:
+def write_atomic(
+    path: Path, data: bytes, *, through_links: bool = False, mode: int | None = None
+) -> None:
     """Replace `path` with `data` in one step, keeping an existing file's mode and, where
-    lathe may set it, its owner.
+    lathe may set it, its owner. A file of lathe's own that others must not read gives
+    its `mode` (0o600), which holds whatever mode an existing file had.
 
     The data is written to a temporary file beside `path` and fsynced before it is
     renamed over it; on any failure the temporary file is removed and the error raised.
@@ -34,12 +37,12 @@ def write_atomic(path: Path, data: bytes, *, through_links: bool = False) -> Non
     if info is not None and stat.S_ISLNK(info.st_mode):
         info = None  # the link itself is replaced, as a new file
     if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
-        _rewrite_in_place(path, data)
+        _rewrite_in_place(path, data, mode)
         return
     # Short whatever the name: `.<name>.<hex>` was past the limit for a 240-byte name.
     tmp = path.with_name(f".lathe-{secrets.token_hex(4)}.tmp")
     # 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -47,7 +50,7 @@ def write_atomic(path: Path, data: bytes, *, through_links: bool = False) -> Non
             os.fsync(handle.fileno())
             if info is not None:
                 _keep_owner(handle.fileno(), info)
-                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+                os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode) if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -65,8 +68,10 @@ def _keep_owner(fd: int, info: os.stat_result) -> None:
         os.fchown(fd, info.st_uid, info.st_gid)
 
 
-def _rewrite_in_place(path: Path, data: bytes) -> None:
+def _rewrite_in_place(path: Path, data: bytes, mode: int | None) -> None:
     with open(path, "r+b") as handle:
+        if mode is not None:
+            os.fchmod(handle.fileno(), mode)
         handle.write(data)
         handle.truncate()
         handle.flush()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 
@@ -29,3 +30,24 @@ def project_slug(workspace: Path) -> str:
     tail = re.sub(r"[^A-Za-z0-9._-]+", "-", resolved.strip("/"))[-60:].strip("-") or "root"
     digest = hashlib.sha256(resolved.encode()).hexdigest()[:8]
     return f"{tail}-{digest}"
+
+
+def private_folder(folder: Path) -> Path:
+    """`folder`, a project's own under lathe's home (its sessions, its checkpoints),
+    made readable by lathe's user alone: what lathe keeps there (titles, a workspace's
+    files as git stores them, 0444 whatever the original's mode) is then out of other
+    users' reach whatever its own modes. A missing folder is created 0700, with those
+    above it that are missing; an existing one made with looser modes is tightened.
+    Only `folder` itself is ever chmodded, never a link there, nor the folders above
+    it (LATHE_HOME may be one the user made for more than lathe)."""
+    missing = []
+    for path in (folder, *folder.parents):
+        if path.is_dir():
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+        folder.chmod(0o700)
+    return folder

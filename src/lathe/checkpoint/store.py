@@ -44,7 +44,7 @@ from lathe.checkpoint.restore import apply_restore, plan_restore
 from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import UsageError
 from lathe.file_lock import FileLock
-from lathe.home import project_slug
+from lathe.home import private_folder, project_slug
 from lathe.plural import some_of
 
 _FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays small
@@ -356,7 +356,7 @@ class Checkpoints:
                 f"no checkpoints for {self.workspace} yet: lathe records them when an "
                 "agent turn runs there (use -C DIR to name another workspace)"
             )
-        root.mkdir(parents=True, exist_ok=True)
+        private_folder(root)  # it holds copies of the workspace's files
         with FileLock(root / "lock"):
             # Only lathe, under this lock, writes the shadow index: a lock file git left
             # there is a kill -9's leftover, and would block every snapshot for good.

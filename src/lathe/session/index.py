@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.atomic_write import write_atomic
+from lathe.home import private_folder
 
 INDEX_NAME = ".index.json"
 _VERSION = 4  # 4: a summary counts its entries
@@ -92,7 +93,8 @@ class SummaryIndex:
         data = json.dumps({"version": _VERSION, "sessions": self._entries}, default=str)
         # A cache lathe cannot write is a parse next time, nothing more.
         with contextlib.suppress(OSError):
-            write_atomic(self._path, data.encode())
+            private_folder(self._path.parent)  # one an older lathe left open to all
+            write_atomic(self._path, data.encode(), mode=0o600)  # titles, workspaces
 
     def _read(self) -> dict[str, dict[str, Any]]:
         try:

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from lathe.errors import UsageError
+from lathe.home import private_folder
 from lathe.plural import some_of
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header, new_session_id
 from lathe.session.listing import (
@@ -91,8 +92,7 @@ class SessionStore:
         return self._write_new(header, [])
 
     def _write_new(self, header: Header, entries: list[Entry]) -> Session:
-        directory = self.project_dir(Path(header.cwd))
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_folder(self.project_dir(Path(header.cwd)))
         path = directory / f"{header.created:%Y%m%dT%H%M%SZ}_{header.id}.jsonl"
         lock = SessionLock.acquire(path, header.id)
         try:
