@@ -195,3 +195,25 @@ def test_the_ascii_and_printable_shortcuts_change_no_width_and_no_cleaning(text:
     assert table.cell_width(text) == sum(table._char_width(char) for char in text)
     cleaned = "".join(c if c.isprintable() else " " for c in text)
     assert table._clean(text) == " ".join(cleaned.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (("sessions", "list"), "no sessions for"),
+        (("sessions", "list", "--all"), "no sessions"),
+        (("checkpoints", "list"), "No checkpoints for"),
+    ],
+)
+def test_an_empty_list_piped_prints_nothing_on_stdout(tmp_path, args, sentence):
+    # `--resume $(lathe sessions list | head -1 | cut -f1)` had taken the sentence as an id.
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+
+    piped = _lathe(*args, "-C", str(ws), cwd=tmp_path, env=_env(home))
+    shown = on_terminal(*args, "-C", str(ws), cwd=tmp_path, env=_env(home), columns=80)
+
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == ""
+    assert sentence in piped.stderr
+    assert shown.startswith(sentence)  # a person at a terminal still reads it there

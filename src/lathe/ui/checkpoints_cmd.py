@@ -69,13 +69,13 @@ def list_command(workspace: Path) -> None:
     """Show checkpoints, newest first. #N is a checkpoint's number for good: #1 is the
     first recorded here, and `lathe sessions show` names them the same way. Piped, each
     is one tab-separated line: #N, time, kind, label, files."""
-    from lathe.ui.table import Column, clip, heading, print_list, terminal_width
+    from lathe.ui.table import Column, clip, heading, print_empty, print_list, terminal_width
 
     with _errors_exit():
         store = _open(workspace)
         checkpoints = store.list()
     if not checkpoints:
-        click.echo(f"No checkpoints for {store.workspace} yet.")
+        print_empty(f"No checkpoints for {store.workspace} yet.")
         return
     width = terminal_width()
     if width is not None:

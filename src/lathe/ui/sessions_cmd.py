@@ -90,7 +90,7 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
     status, turns, tokens, (workspace,) task."""
     from lathe.home import lathe_home
     from lathe.session import listing
-    from lathe.ui.table import Column, print_list
+    from lathe.ui.table import Column, print_empty, print_list
 
     # Not through SessionStore: a listing the index answers needs no entry models.
     root = listing.sessions_root(lathe_home())
@@ -104,7 +104,7 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
         )
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
-        click.echo(f"no sessions{where}")
+        print_empty(f"no sessions{where}")
         return
     columns = [
         Column("ID"),

@@ -5,8 +5,9 @@ must stay whole (ids, numbers, times) keep their width, flexible ones (a task's 
 path) shrink with an ellipsis, and when that is not enough optional columns are left
 out, the least useful first. A row is always one line. Piped, a list is one
 tab-separated line per row, nothing cut, no header and no styling, so that
-`lathe sessions list | cut -f1` (or `awk '{print $1}'`) gives the ids; a report (`lathe
-stats`) stays aligned with its headers but is not cut either.
+`lathe sessions list | cut -f1` (or `awk '{print $1}'`) gives the ids, and an empty list
+prints nothing there (its sentence goes to stderr); a report (`lathe stats`) stays
+aligned with its headers but is not cut either.
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def print_list(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None
         lines = aligned(columns, rows, width)
     if lines:  # one write: `sessions list` prints a line per session, a thousand or more
         click.echo("\n".join(lines))
+
+
+def print_empty(sentence: str) -> None:
+    """What a list with no rows prints: `sentence` on a terminal; piped, nothing on
+    stdout, where `lathe sessions list | head -1 | cut -f1` would read it as an id, and
+    the sentence on stderr."""
+    click.echo(sentence, err=terminal_width() is None)
 
 
 def print_report_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
