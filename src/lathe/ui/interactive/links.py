@@ -9,6 +9,7 @@ optional at import time: without `lathe.checkpoint`, /undo and /checkpoints say 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +30,11 @@ _NO_CHECKPOINTS = (
 
 
 class Links(AgentHooks):
-    """Records the conversation into the current session (through the shared
-    `SessionRecorder`) and snapshots the workspace around turns that may change files.
-    One of the agent's hooks; the session can be swapped (/clear, /resume, /fork)."""
+    """Records the conversation into the current session and snapshots the workspace
+    around turns that may change files, each such turn's checkpoint an entry of the
+    session too (through the shared `SessionRecorder` and `CheckpointRecorder`, as
+    `lathe run` does). One of the agent's hooks; the session can be swapped (/clear,
+    /resume, /fork)."""
 
     def __init__(self, workspace: Path, model: str, provider: str) -> None:
         from lathe.session import SessionStore
@@ -42,6 +45,7 @@ class Links(AgentHooks):
         self.store = SessionStore(lathe_home())
         self.session: Any = None
         self.recorder: Any = None
+        self.changes: Any = None  # the session's `CheckpointRecorder`
         try:
             from lathe.checkpoint import Checkpoints
 
@@ -61,18 +65,16 @@ class Links(AgentHooks):
             self.recorder.on_compaction(*args)
 
     async def before_changes(self, turn: int) -> None:
-        session_id = self.session.id if self.session is not None else None
-        await self._snapshot("before_turn", turn, session_id)
+        if self.changes is not None:
+            await self._snapshot(self.changes.before_changes(turn))
 
     async def after_changes(self, turn: int) -> None:
-        session_id = self.session.id if self.session is not None else None
-        await self._snapshot("after_turn", turn, session_id)
+        if self.changes is not None:
+            await self._snapshot(self.changes.after_changes(turn))
 
-    async def _snapshot(self, method: str, *args: Any) -> None:
-        if self.checkpoints is None:
-            return
+    async def _snapshot(self, snapshot: Awaitable[None]) -> None:
         try:
-            await asyncio.to_thread(getattr(self.checkpoints, method), *args)
+            await snapshot
         except LatheError as exc:  # a broken checkpoint store must not stop the work
             self.checkpoint_error = str(exc)
 
@@ -111,7 +113,7 @@ class Links(AgentHooks):
 
     async def close(self) -> None:
         self._drop(self.session)
-        self.session = self.recorder = None
+        self.session = self.recorder = self.changes = None
 
     def _drop(self, session: Any) -> None:
         """Close a session; one that never got an entry is removed, so opening lathe
@@ -134,7 +136,7 @@ class Links(AgentHooks):
 
     def _adopt(self, session: Any) -> list[Message]:
         from lathe.session import ModelChangeEntry
-        from lathe.ui.recorder import SessionRecorder, changes_note
+        from lathe.ui.recorder import CheckpointRecorder, SessionRecorder, changes_note
 
         self.session = session
         if session.entries:
@@ -142,6 +144,8 @@ class Links(AgentHooks):
             if session.header.model != self.model:
                 session.append(ModelChangeEntry(provider=self.provider, model=self.model))
         self.recorder = SessionRecorder(session)
+        if self.checkpoints is not None:
+            self.changes = CheckpointRecorder(self.checkpoints, session)
         conversation = session.conversation()
         if session.entries and self.checkpoints is not None:
             try:
