@@ -3,6 +3,7 @@ the index it keeps is a cache whose loss or damage costs a parse, nothing else."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -255,3 +256,25 @@ def test_a_listing_the_index_answers_loads_no_entry_models(
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "False", "False"]
+
+
+def test_cached_tokens_and_a_long_title_read_alike_grown_or_parsed_in_full(
+    store: SessionStore, workspace: Path
+) -> None:
+    # Grown, a session counted only input and output tokens (11,000 where the parse and
+    # the run's end said 101,000); and a one-line task of 1.5 MB made a 1.5 MB index.
+    with store.create(workspace, "m") as session:
+        pass
+    store.list(workspace)
+    cached = Usage(input_tokens=10_000, output_tokens=1_000, cache_read_tokens=90_000)
+    more = [  # by a writer that has not closed the session
+        MessageEntry(id="m1", message=user("x" * 100_000)),
+        MessageEntry(id="m2", parent="m1", message=dataclasses.replace(reply(), usage=cached)),
+    ]
+    with store.find(session.id).open("ab") as handle:
+        handle.write(b"".join(ENTRY_ADAPTER.dump_json(entry) + b"\n" for entry in more))
+    grown = {s.id: s for s in store.list(workspace)}
+
+    assert grown == _listed_from_scratch(store, workspace)
+    assert grown[session.id].tokens == 101_000
+    assert len(grown[session.id].title) == 1_000

@@ -4,14 +4,23 @@ loads no entry models. Only the listing reads this way; loading a session still
 validates every line under the crash rules (`session.loader`).
 
 The counts mirror `session.summarise`: the title is the first line of the first user
-message, a turn is an assistant message, its tokens are its usage's input plus output,
-each line is an entry, and the session's end is a run's end that no message followed."""
+message (`title_of`), a turn is an assistant message, its tokens are every kind its usage
+counts (`Usage.total`), each line is an entry, and the session's end is a run's end that
+no message followed."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+TITLE_CHARS = 1_000  # a one-line task of 1.5 MB had made a 1.5 MB index
+
+
+def title_of(task: str) -> str:
+    """A session's title: the first line of its first user message, cut short."""
+    line = next(iter(task.strip().splitlines()), "")
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
 def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str, Any] | None:
@@ -35,11 +44,10 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
             message = entry["message"]
             ended = "unfinished"
             if message["role"] == "user" and not title:
-                title = next(iter(message["content"].strip().splitlines()), "")
+                title = title_of(message["content"])
             elif message["role"] == "assistant":
-                usage = message.get("usage", {})
                 turns += 1
-                tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+                tokens += sum(message.get("usage", {}).values())  # its kinds, as Usage.total
     return {
         **fields,
         "title": title,

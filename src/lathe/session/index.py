@@ -23,7 +23,7 @@ from lathe.atomic_write import write_atomic
 from lathe.home import private_folder
 
 INDEX_NAME = ".index.json"
-_VERSION = 4  # 4: a summary counts its entries
+_VERSION = 5  # 4: a summary counts its entries; 5: every kind of token, a title cut short
 _DIGEST_BYTES = 4096
 
 

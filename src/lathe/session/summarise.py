@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lathe.session.appended import title_of
 from lathe.session.entries import (
     FORMAT_VERSION,
     Entry,
@@ -41,7 +42,7 @@ def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
             continue
         message = entry.message
         if isinstance(message, UserMessage) and not title:
-            title = next(iter(message.content.strip().splitlines()), "")
+            title = title_of(message.content)
         elif isinstance(message, AssistantMessage):
             turns += 1
             tokens += message.usage.total
