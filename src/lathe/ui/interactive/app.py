@@ -492,6 +492,8 @@ class InteractiveApp:
                 session_id=session.id if session is not None else None,
             )
         )
+        for note in self.links.take_notes():  # the model reads them with the message
+            self.agent.append(note)
         self._run_task = asyncio.create_task(self.agent.run(message))
         try:
             await self._run_task

@@ -46,6 +46,11 @@ class Links(AgentHooks):
         self.session: Any = None
         self.recorder: Any = None
         self.changes: Any = None  # the session's `CheckpointRecorder`
+        # lathe's notes for the model (an /undo's), which enter the conversation with
+        # the next message: appended now, a session left before it would end on them,
+        # listed as unfinished. One left unsent is not lost: a session that goes on is
+        # told the files that changed since (`changes_note`).
+        self.notes: list[Message] = []
         try:
             from lathe.checkpoint import Checkpoints
 
@@ -138,7 +143,7 @@ class Links(AgentHooks):
         from lathe.session import ModelChangeEntry
         from lathe.ui.recorder import CheckpointRecorder, SessionRecorder, changes_note
 
-        self.session = session
+        self.session, self.notes = session, []  # it gets a note of its own
         if session.entries:
             session.close_dangling_tool_calls()
             if session.header.model != self.model:
@@ -246,7 +251,7 @@ class Links(AgentHooks):
         old = self.session.id
         forked = self.store.fork(old)
         self._drop(self.session)
-        self._adopt(forked)
+        app.agent.messages[:] = self._adopt(forked)  # with the note it may have got
         app.gate.remembered = self.remembered_approvals()
         app.renderer.note(f"forked session {old} into {forked.id}; continuing in the fork", "green")
 
@@ -287,15 +292,20 @@ class Links(AgentHooks):
                 "yellow",
             )
         if changed:
-            app.agent.append(
-                UserMessage(
-                    content="[The user undid the last change to the workspace with /undo; "
+            from lathe.agent.finish import note
+
+            self.notes.append(
+                note(
+                    "[The user undid the last change to the workspace with /undo; "
                     f"these files were reverted: {', '.join(changed)}. Re-read files before "
-                    "editing them.]",
-                    origin="lathe",
+                    "editing them.]"
                 )
             )
-            app.agent.append(AssistantMessage(text="Understood; I will re-read before editing."))
+
+    def take_notes(self) -> list[Message]:
+        """lathe's notes waiting for the next message (see `notes`); none wait after."""
+        taken, self.notes = self.notes, []
+        return taken
 
     def _refuse_another_live_sessions_turn(self) -> None:
         """UsageError when the turn an undo would revert is another session's, and that
