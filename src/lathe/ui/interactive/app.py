@@ -448,7 +448,7 @@ class InteractiveApp:
     async def _turn(self, text: str) -> None:
         from lathe.ui.interactive.input import expand_references
 
-        message, attached, problems = expand_references(text, self.workspace)
+        message, attached, problems = expand_references(text, self.workspace, self.gate.policy)
         if self.carried:
             message = "\n\n".join([*self.carried, message])
             self.carried.clear()

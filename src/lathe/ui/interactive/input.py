@@ -4,12 +4,14 @@ Keys: Enter sends; Alt-Enter, Ctrl-J and Shift-Enter (in terminals that send a d
 sequence for it: xterm's modifyOtherKeys or the kitty protocol) insert a newline;
 Ctrl-R searches the history, which is kept per workspace under
 `$LATHE_HOME/history/`. Tab completes `/commands` and `@path` references; a reference
-to a workspace file attaches the file's content to the message when it is sent.
+to a workspace file attaches the file's content to the message when it is sent, unless
+the permission rules deny the read tool that file.
 Ctrl-C, Esc and Ctrl-D are bound by the app (see `KeyActions`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -18,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lathe.errors import ToolError
 from lathe.home import lathe_home, project_slug
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
+
+    from lathe.policy.gate import Policy
 
 # `@path`, or `@"a path with spaces"` (as completion writes one).
 _REFERENCE = re.compile(r'(?<![\w@])@(?:"([^"\n]+)"|([\w./~+-]+))')
@@ -69,16 +74,25 @@ def workspace_files(workspace: Path) -> list[str]:
     return found
 
 
-def expand_references(text: str, workspace: Path) -> tuple[str, list[str], list[str]]:
+def expand_references(
+    text: str, workspace: Path, policy: Policy
+) -> tuple[str, list[str], list[str]]:
     """The message with the content of each `@path` workspace file appended.
 
     Returns (message, attached paths, problems). A reference that is not a readable
-    text file inside the workspace is left as typed and reported in `problems`.
+    text file inside the workspace, or that `policy` refuses the read tool (a rule
+    denies reading it), is left as typed and reported in `problems`. A read a rule asks
+    about is attached: the person it would ask is the one sending it.
     """
     attached: list[str] = []
     problems: list[str] = []
     blocks: list[str] = []
     root = workspace.resolve()
+    if policy.tools.get("read") is None:  # a profile without it: its rules still hold
+        from lathe.tools.base import ToolRegistry
+        from lathe.tools.read import ReadTool
+
+        policy = dataclasses.replace(policy, tools=ToolRegistry([ReadTool()]))
     for match in _REFERENCE.finditer(text):
         name = match.group(1) or match.group(2).rstrip(".,;:")
         if name in attached:
@@ -90,6 +104,14 @@ def expand_references(text: str, workspace: Path) -> tuple[str, list[str], list[
         if not path.is_file():
             if path.exists() or "/" in name or "." in name:
                 problems.append(f"@{name} is not a file in the workspace; not attached")
+            continue
+        try:  # the model's read of it is judged so, whatever the spelling (a link to it)
+            decision = policy.decide("read", {"path": name})
+        except ToolError as exc:
+            problems.append(f"@{name} is not attached: {exc}")
+            continue
+        if decision.action == "deny":
+            problems.append(f"@{name} is not attached: {decision.reason}")
             continue
         try:  # no further than is attached: a 3 GB log was read whole first
             with path.open("rb") as file:
