@@ -116,7 +116,8 @@ async def _help(app: InteractiveApp, argument: str) -> bool:
         app.renderer.note(f"  {usage.ljust(width)}  {prompt_command.description}".rstrip(), "")
     app.renderer.note(
         "  keys: Enter send · Alt-Enter/Ctrl-J newline · Ctrl-R history search · Tab complete"
-        " · @path attach a file · Esc/Ctrl-C interrupt · Ctrl-C twice or Ctrl-D exit"
+        " · @path attach a file · Esc/Ctrl-C interrupt · Ctrl-Z suspend"
+        " · Ctrl-C twice or Ctrl-D exit"
     )
     return True
 

@@ -2,6 +2,7 @@
 
 Keys: Enter sends; Alt-Enter, Ctrl-J and Shift-Enter (in terminals that send a distinct
 sequence for it: xterm's modifyOtherKeys or the kitty protocol) insert a newline;
+Ctrl-Z suspends lathe to the shell that started it (nothing without job control);
 Ctrl-R searches the history, which is kept per workspace under
 `$LATHE_HOME/history/`. Tab completes `/commands` and `@path` references; a reference
 to a workspace file attaches the file's content to the message when it is sent, unless
@@ -171,6 +172,16 @@ def _register_shift_enter() -> None:
         ANSI_SEQUENCES.setdefault(sequence, (Keys.Escape, Keys.ControlM))
 
 
+def _job_control() -> bool:
+    """Whether a shell can start lathe again once Ctrl-Z stops it: a job-control shell
+    runs each job in a process group of its own, not the session's. Otherwise (lathe
+    the session's leader, or in its group) the stop would be ignored or would last."""
+    try:
+        return os.getpgrp() != os.getsid(0)
+    except OSError:
+        return False
+
+
 def build_prompt(
     workspace: Path,
     *,
@@ -208,6 +219,12 @@ def build_prompt(
     @bindings.add("escape", filter=Condition(actions.interrupt_active))
     def _escape(event: Any) -> None:
         actions.escape(event)
+
+    @bindings.add("c-z")
+    def _suspend(event: Any) -> None:
+        # Unbound, the key put a raw \x1a in the message.
+        if _job_control():
+            event.app.suspend_to_background()  # drawn again after `fg`
 
     history: Any
     try:
