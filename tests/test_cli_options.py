@@ -165,3 +165,15 @@ def test_an_ask_rule_from_the_config_holds_in_a_headless_run(tmp_path, fake_open
     assert not (ws / "made").exists()
     [refused] = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
     assert "bash(touch:*)" in refused["content"]
+
+
+def test_a_folder_given_twice_differently_is_named_as_typed(tmp_path):
+    # The refusal showed "PosixPath('A') and PosixPath('B')".
+    (tmp_path / "A").mkdir()
+    (tmp_path / "B").mkdir()
+    result = lathe("-C", "A", "sessions", "list", "-C", "B", cwd=tmp_path, home=tmp_path / "h")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "lathe: -C/--cwd is given before and after `list` with different values ('A' and "
+        "'B'); give it once\n"
+    )

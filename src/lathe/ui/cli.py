@@ -81,11 +81,14 @@ def _session_id_given(ctx: click.Context, param: click.Parameter, value: str | N
 def _rules_given(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
     """A rule that cannot do what it says, as far as the rule alone tells (`Edit(...)`
     denied nothing), refused as a config file's is: before the run starts."""
+    if not value:
+        return value  # nothing to import the config package for
     from lathe.config.permission_rules import rule_problem
+    from lathe.errors import UsageError
 
     for rule in value:
         if problem := rule_problem(rule):
-            raise click.BadParameter(problem)
+            raise UsageError(problem)
     return value
 
 

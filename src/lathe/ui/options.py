@@ -15,11 +15,12 @@ read more, and keeps click's exit code 2 for a usage error.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, TypeVar
 
 import click
@@ -108,10 +109,16 @@ class LatheCommand(click.Command):
         elif param.multiple:
             ctx.params[param.name] = (*value, *ctx.params[param.name])
         elif value != ctx.params[param.name]:
+            spellings = "/".join(sorted(given.opts, key=len))  # -C/--cwd: either was typed
+            first, second = (_as_typed(v) for v in (given.value, ctx.params[param.name]))
             raise UsageError(
-                f"{given.flag} is given before and after `{ctx.info_name}` with different "
-                f"values ({given.value!r} and {ctx.params[param.name]!r}); give it once"
+                f"{spellings} is given before and after `{ctx.info_name}` with different "
+                f"values ({first} and {second}); give it once"
             )
+
+
+def _as_typed(value: Any) -> str:
+    return repr(os.fspath(value) if isinstance(value, PurePath) else value)
 
 
 class LatheGroup(click.Group):
