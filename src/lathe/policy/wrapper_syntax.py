@@ -3,7 +3,7 @@ to find the command a wrapper runs (`script -qc CMD FILE` is `-q -c CMD` to geto
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -43,6 +43,17 @@ class Syntax:
 
 
 HELP = "--help --version"
+# util-linux su and runuser: options anywhere; the operands are a user and the shell's
+# arguments (`wrappers.unwrap`), what runs is -c's; runuser -u's operands are the command.
+_SU = Syntax(
+    values=options(
+        "-g -G -s -w -c --group --supp-group --shell --whitelist-environment "
+        "--command --session-command"
+    ),
+    flags=options(f"--fast --login --preserve-environment --pty {HELP}"),
+    runs=options("-c --command --session-command"),
+    permutes=True,
+)
 SYNTAX: dict[str, Syntax] = {
     "env": Syntax(
         values=options("-u --unset -C --chdir -S --split-string -a --argv0"),
@@ -253,26 +264,8 @@ SYNTAX: dict[str, Syntax] = {
         flags=options(f"--no-ask-password --slice-inherit {HELP}"),
         chdir=options("-D --chdir"),
     ),
-    # util-linux: options anywhere; the operands are a user and the shell's arguments
-    # (`wrappers.unwrap`), what runs is -c's; runuser -u's operands are the command.
-    "su": Syntax(
-        values=options(
-            "-g -G -s -w -c --group --supp-group --shell --whitelist-environment "
-            "--command --session-command"
-        ),
-        flags=options(f"--fast --login --preserve-environment --pty {HELP}"),
-        runs=options("-c --command --session-command"),
-        permutes=True,
-    ),
-    "runuser": Syntax(
-        values=options(
-            "-u -g -G -s -w -c --user --group --supp-group --shell "
-            "--whitelist-environment --command --session-command"
-        ),
-        flags=options(f"--fast --login --preserve-environment --pty {HELP}"),
-        runs=options("-c --command --session-command"),
-        permutes=True,
-    ),
+    "su": _SU,
+    "runuser": replace(_SU, values=_SU.values | options("-u --user")),
     "xargs": Syntax(
         values=options(
             "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs "
