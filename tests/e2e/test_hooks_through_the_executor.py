@@ -88,8 +88,7 @@ def test_a_hook_whose_tools_are_a_glob_guards_every_tool_it_names(tmp_path, fake
     # never ran, and nothing said so.
     ws = _with_hooks(
         workspace(tmp_path),
-        "[[hooks.pre_tool]]\ncommand = 'echo blocked by the guard >&2; exit 2'\n"
-        "tools = ['b*']\n",
+        "[[hooks.pre_tool]]\ncommand = 'echo blocked by the guard >&2; exit 2'\ntools = ['b*']\n",
     )
     fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "touch ran.txt"})]), Reply("ok"))
 
@@ -99,3 +98,25 @@ def test_a_hook_whose_tools_are_a_glob_guards_every_tool_it_names(tmp_path, fake
     [blocked] = _tool_results(fake_openai)
     assert "blocked by the guard" in blocked["content"]
     assert not (ws / "ran.txt").exists()
+
+
+def test_a_hook_reply_that_is_not_one_json_object_is_warned_of(tmp_path, fake_openai) -> None:
+    # A guard that logged a line before its JSON, or lost a brace, did nothing, unseen.
+    ws = _with_hooks(
+        workspace(tmp_path),
+        "[[hooks.pre_tool]]\n"
+        """command = '''echo checking...; echo '{"arguments": {"command": "echo NEW"}}' '''\n"""
+        "[[hooks.post_tool]]\n"
+        """command = '''echo '{"content": "REPLACED"' '''\n""",
+    )
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo orig"})]), Reply("ok"))
+
+    result = run_against(fake_openai, ws, tmp_path, "--approval", "full", "--trust-project", "go")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    [told] = _tool_results(fake_openai)
+    assert told["content"].startswith("orig")
+    warned = [line for line in result.stderr.splitlines() if "one JSON object" in line]
+    assert len(warned) == 2, result.stderr
+    assert "the call went on as the model made it" in warned[0]
+    assert "the bash result went to the model as it was" in warned[1]

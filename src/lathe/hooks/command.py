@@ -124,6 +124,20 @@ class CommandHooks(AgentHooks):
             )
         return result
 
+    def _reply(self, hook: HookCommand, result: HookRun, key: str, instead: str) -> dict | None:
+        """The JSON object a hook that exited 0 printed; one that names `key` but is not
+        one whole object (a log line before it, a brace lost) is warned of, not dropped
+        unseen."""
+        if result.exit_code != 0:
+            return None
+        reply = _json_object(result.stdout)
+        if reply is None and f'"{key}"' in result.stdout:
+            self._warn(
+                f"the hook `{hook.command}` printed {key!r} but not as one JSON object (its "
+                f"whole output must be the object); {instead}"
+            )
+        return reply
+
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
         return [h for h in hooks if not h.tools or any(names_tool(t, tool) for t in h.tools)]
 
@@ -149,7 +163,7 @@ class CommandHooks(AgentHooks):
                 return ToolOutput(
                     content=f"Blocked by a hook: {reason}", is_error=True, summary="blocked"
                 )
-            reply = _json_object(result.stdout) if result.exit_code == 0 else None
+            reply = self._reply(hook, result, "arguments", "the call went on as the model made it")
             if reply and isinstance(reply.get("arguments"), dict):
                 rewritten = reply["arguments"]
         return rewritten if rewritten is not None and rewritten != arguments else None
@@ -165,7 +179,9 @@ class CommandHooks(AgentHooks):
             result = await self._run(
                 "post_tool", hook, event, f"the {name} result went to the model as it was"
             )
-            reply = _json_object(result.stdout) if result.exit_code == 0 else None
+            reply = self._reply(
+                hook, result, "content", f"the {name} result went to the model as it was"
+            )
             if reply and isinstance(reply.get("content"), str):
                 output = dataclasses.replace(output, content=reply["content"])
         return output
