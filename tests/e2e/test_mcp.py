@@ -509,3 +509,18 @@ def test_what_a_server_started_stops_with_lathe(tmp_path, fake_openai):
         os.kill(helper, signal.SIGKILL)
     assert not alive, "the server's helper outlived lathe"
     assert_server_gone(tmp_path)
+
+
+def test_a_server_command_path_that_cannot_run_says_why_in_the_runs_warning(tmp_path, fake_openai):
+    # "failed to start: MCPError: Connection closed; what it printed is in ..."
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"abs": {"command": str(tmp_path / "no" / "server")}})
+    fake_openai.enqueue(Reply("No tools."))
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "MCP server abs" in line]
+    assert len(said) == 1, result.stderr
+    assert f"{tmp_path / 'no' / 'server'}' does not exist" in said[0]
+    assert "Connection closed" not in said[0]

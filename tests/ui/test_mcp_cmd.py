@@ -79,7 +79,10 @@ def test_test_reports_a_server_that_cannot_start(tmp_path):
     result = lathe("mcp", "test", "broken", tmp_path=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("broken: failed: MCP server broken failed to start")
+    assert result.stdout == (
+        "broken: failed: MCP server broken cannot start: command '/nonexistent/server' "
+        "does not exist\n"
+    )
     missing = lathe("mcp", "test", "nope", tmp_path=tmp_path)
     assert missing.returncode == 2
     assert missing.stderr.startswith("lathe: there is no MCP server named 'nope'")
@@ -335,3 +338,30 @@ def test_list_names_only_the_tools_a_run_offers(tmp_path):
     named = [word for word in result.stdout.split() if word.startswith("mcp__")]
     assert named == ["mcp__a___x"], result.stdout
     assert "both have a tool" not in result.stdout + result.stderr
+
+
+def test_a_command_path_that_cannot_run_is_named_with_the_reason(tmp_path):
+    # Each was "failed to start: MCPError: Connection closed", the reason only in the log.
+    ws = tmp_path / "ws"
+    (ws / "bin").mkdir(parents=True)
+    (ws / "bin" / "plain").write_text("#!/bin/sh\n")
+    (tmp_path / "config.toml").write_text(
+        '[mcp.servers.gone]\ncommand = "./bin/server"\n'
+        '[mcp.servers.plain]\ncommand = "bin/plain"\n'
+        '[mcp.servers.folder]\ncommand = "./bin"\n'
+        # Relative to the server's own cwd, where it is started.
+        '[mcp.servers.there]\ncommand = "./plain"\ncwd = "bin"\n'
+    )
+    expected = {
+        "gone": f"command './bin/server' ({ws / 'bin' / 'server'}) does not exist",
+        "plain": f"command 'bin/plain' ({ws / 'bin' / 'plain'}) is not executable",
+        "folder": f"command './bin' ({ws / 'bin'}) is a directory",
+        "there": f"command './plain' ({ws / 'bin' / 'plain'}) is not executable",
+    }
+
+    for name, problem in expected.items():
+        result = lathe("mcp", "test", name, "-C", str(ws), tmp_path=tmp_path)
+
+        assert result.returncode == 1
+        assert result.stdout == f"{name}: failed: MCP server {name} cannot start: {problem}\n"
+

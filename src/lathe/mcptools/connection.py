@@ -256,11 +256,13 @@ class McpConnection:
             env = {key: expanded(value, server=name) for key, value in config.env.items()}
             command = expanded(config.command, server=name)
             # Found here, as the SDK would: the supervisor's own "cannot start" would
-            # reach the model as a closed connection.
+            # reach the model as a closed connection. A path is the server's cwd's.
             search = env.get("PATH", os.environ.get("PATH"))
             found = shutil.which(command, path=search) if "/" not in command else command
             if found is None:
-                raise McpFailure(f"MCP server {name}: command {command!r} not found on PATH")
+                raise McpFailure(f"command {command!r} not found on PATH")
+            if problem := _path_problem(command, self._workspace / cwd):
+                raise McpFailure(problem)
             # Under lathe's supervisor: what the server starts (node under npx, a
             # browser) stops with it, also when it exits at once on its stdin closing.
             argv = supervised(
@@ -349,6 +351,22 @@ class McpConnection:
 
     async def aclose(self) -> None:
         await self._end_task()
+
+
+def _path_problem(command: str, cwd: Path) -> str | None:
+    """Why the command, a path (taken from `cwd` when relative), cannot be run, naming
+    it; None for a bare name or a path that can run."""
+    if "/" not in command:
+        return None
+    path = cwd / Path(command)
+    named = repr(command) if path == Path(command) else f"{command!r} ({path})"
+    if path.is_dir():
+        return f"command {named} is a directory"
+    if not path.exists():
+        return f"command {named} does not exist"
+    if not os.access(path, os.X_OK):
+        return f"command {named} is not executable"
+    return None
 
 
 def _describe(exc: BaseException) -> str:
