@@ -365,3 +365,35 @@ def test_a_command_path_that_cannot_run_is_named_with_the_reason(tmp_path):
         assert result.returncode == 1
         assert result.stdout == f"{name}: failed: MCP server {name} cannot start: {problem}\n"
 
+
+def test_what_test_and_list_print_of_a_failing_server_keeps_its_url_secret(tmp_path):
+    # The 404's URL was printed whole, the token in its query string with it.
+    token = "tok_Q9w8e7r6t5y4u3i2o1p0LKJHGFDSA"
+    port_file = tmp_path / "port"
+    server = subprocess.Popen(
+        [sys.executable, FAKE_SERVER, "--transport", "streamable-http", "--port-file",
+         str(port_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not port_file.exists():
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        (tmp_path / "config.toml").write_text(
+            "[mcp.servers.web]\n"
+            f'url = "http://127.0.0.1:{port_file.read_text()}/wrongpath?token=${{TOK}}"\n'
+        )
+        ws = tmp_path / "ws"
+        ws.mkdir()
+
+        for command in ("test", "list"):
+            args = ("mcp", command, *(["web"] if command == "test" else []), "-C", str(ws))
+            result = lathe(*args, tmp_path=tmp_path, env={"TOK": token})
+
+            said = result.stdout + result.stderr
+            assert "404 Not Found" in said, said
+            assert token not in said and token[:6] not in said, said
+    finally:
+        server.terminate()
+        server.wait(10)

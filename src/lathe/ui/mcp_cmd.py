@@ -6,6 +6,7 @@ Every server the first three start is stopped before they return."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         click.echo("no MCP servers: add [mcp.servers.NAME] to a config file or a .mcp.json")
         return
     reports, clashes = asyncio.run(_probe_all(declared.runnable(), workspace))
+    mask = _redactor(declared).mask
     rows, details = [], []
     for entry in declared.entries:
         report = reports.get(entry.name)
@@ -57,7 +59,8 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         tools = str(len(report.tools)) if report and report.ok else "-"
         tokens = f"{report.tokens:,}" if report and report.ok else "-"
         trust = "user" if not entry.from_project else ("trusted" if entry.trusted else "untrusted")
-        rows.append([entry.name, entry.transport, trust, health, tools, tokens, entry.origin])
+        row = [entry.name, entry.transport, trust, health, tools, tokens, entry.origin]
+        rows.append([mask(cell) for cell in row])
         if report and report.ok:
             details.append(report.describe())
     print_list(
@@ -71,9 +74,9 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
     for lines in details:
         click.echo("")
         for line in lines:
-            click.echo(line)
+            click.echo(mask(line))
     for notice in [*declared.notices, *clashes]:
-        click.echo(f"lathe: {notice}", err=True)
+        click.echo(f"lathe: {mask(notice)}", err=True)
 
 
 @mcp_group.command("test")
@@ -96,11 +99,12 @@ def test_server(name: str, workspace: Path, trust_project_mcp: bool) -> None:
             "then pass --trust-project-mcp"
         )
     report = asyncio.run(_probe_all([entry], workspace))[0][name]
-    click.echo(f"{name}: {report.health}")
+    mask = _redactor(declared).mask
+    click.echo(mask(f"{name}: {report.health}"))
     if not report.ok:
         raise SystemExit(1)
     for line in report.describe():
-        click.echo(line)
+        click.echo(mask(line))
 
 
 @mcp_group.command("import")
@@ -168,6 +172,14 @@ def _declared(workspace: Path, trust_now: bool):
     from lathe.mcptools.servers import declared_servers
 
     return declared_servers(load_config(workspace), workspace, trust_now=trust_now)
+
+
+def _redactor(declared):
+    """What masks the secrets in what these commands print, as `lathe run` masks them:
+    the servers' (an error quotes the URL, token and all) and the environment's."""
+    from lathe.obs import Redactor
+
+    return Redactor.for_run(declared.secrets(), os.environ)
 
 
 class _Report:
