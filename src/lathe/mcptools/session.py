@@ -37,6 +37,7 @@ from lathe.mcptools.tools import (
     clashes,
     mcp_tools,
     offered,
+    tool_name,
 )
 from lathe.tools.base import ToolRegistry, tool_spec
 
@@ -69,6 +70,8 @@ class McpSession(AgentHooks):
         self._eager = eager
         self._emit = emit
         self._notices = list(declared.notices)
+        self._declared = [entry.name for entry in declared.entries]
+        self._names: dict[str, set[str]] = {}  # by server, once listed (`server_tools`)
         self.connections = {
             entry.name: McpConnection(entry, workspace, home / "logs")
             for entry in declared.runnable()
@@ -96,18 +99,32 @@ class McpSession(AgentHooks):
         # Named in the servers' declared order, so a clash gives the same names each run.
         named: dict[str, McpTool] = {}
         for connection, remote in zip(connections, listed, strict=True):
+            if remote is None:
+                continue
             named |= {tool.name: tool for tool in self._wrap(connection, remote, named)}
+            self._names[connection.name] = {tool_name(connection.name, t["name"]) for t in remote}
         tools = list(named.values())
         self.deferred = schema_tokens(tools) > self._budget
         for tool in tools:
             self._add(tool)
+        for tool in self.tools.values():
+            self._names[tool.connection.name].add(tool.name)
         if self.deferred:
             self._registry.register(ToolSearchTool(tools))
         self._registry.register(McpResourceTool(self.connections))
         self._listed = True
         self._listing_done.set()
 
-    async def _tools_of(self, connection: McpConnection) -> list[dict[str, Any]]:
+    def server_tools(self) -> dict[str, set[str] | None]:
+        """Each declared server's tool names as this run names them, those its filters
+        leave out too (a rule may name one), or None where the run does not know them:
+        not listed (it did not start, is not trusted or not enabled), or not yet (its
+        first run has not started)."""
+        return {name: self._names.get(name) for name in self._declared}
+
+    async def _tools_of(self, connection: McpConnection) -> list[dict[str, Any]] | None:
+        """The server's tool list, from the cache or the server; None when it cannot
+        be listed (a notice says why)."""
         cached = self._cached(connection.entry)
         if cached is not None:
             if self._eager:  # start it now, without holding up the first request
@@ -119,7 +136,7 @@ class McpSession(AgentHooks):
             self._emit(
                 Notice(level="warning", message=f"{exc}; its tools are not offered in this run")
             )
-            return []
+            return None
         remote = [remote_tool(tool) for tool in listed]
         self._store(connection.entry, remote)
         return remote

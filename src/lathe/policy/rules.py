@@ -18,7 +18,7 @@ import difflib
 import os
 import re
 import shlex
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -54,6 +54,11 @@ def parse_rule(text: str) -> Rule:
             "e.g. bash(git diff:*), edit(src/**), read(.env)"
         )
     tool, pattern = match.group("tool"), match.group("pattern")
+    if pattern is not None and tool.lower().startswith("mcp__"):
+        raise UsageError(
+            f"the permission rule {text.strip()!r} matches no call: an MCP tool's arguments "
+            f"are not matched against a pattern; write {tool!r} for every call of it"
+        )
     if pattern is not None and tool != "bash":  # a command pattern is words, not a path
         from lathe.patterns import pattern_problem
 
@@ -66,22 +71,76 @@ def parse_rule(text: str) -> Rule:
     return Rule(tool, pattern.strip() if pattern is not None else None)
 
 
-def unknown_tools(names: Iterable[str], known: Collection[str]) -> dict[str, str | None]:
-    """Each of `names` (the tools rules or hooks name) that is none of `known`, no MCP
-    tool (`mcp__...`) and no pattern of names (`*`), so it matches no call, with the
-    known name it likely means: itself in lower case, or the nearest (a capitalised
-    `Edit(tests/**)` denied nothing), else None (a plugin's tool whose plugin did not
-    load)."""
+def unknown_tools(
+    names: Iterable[str],
+    known: Collection[str],
+    *,
+    servers: Mapping[str, Collection[str] | None] | None = None,
+) -> dict[str, str | None]:
+    """Each of `names` (the tools rules or hooks name) that is none of `known` and no
+    pattern of names (`*`), so it matches no call, with the tool it likely means: a
+    known one in another case, or the nearest (a capitalised `Edit(tests/**)` denied
+    nothing), else None (a plugin's tool whose plugin did not load).
+
+    An MCP tool's name (`mcp__...`) is judged only once the run knows its MCP tools,
+    given `servers`: each configured server's name and the names of its tools, or None
+    where the run does not know them (it did not start, or is not trusted), which makes
+    no name of that server a near miss. What it means is then the configured server in
+    its own case (`mcp__FK__echo`: `mcp__fk__echo`, a glob's too), every tool of it for
+    the server alone (`mcp__fk`: `mcp__fk__*`), or the nearest of its tools
+    (`mcp__fk__ech`: `mcp__fk__echo`); a server not configured means nothing."""
+    every = {*known, *(n for tools in (servers or {}).values() for n in tools or ())}
+    cased = {name.lower(): name for name in sorted(every, reverse=True)}
     ordered = sorted(known)
     found: dict[str, str | None] = {}
     for name in names:
-        if name in known or name.startswith("mcp__") or "*" in name:
+        if name in every:
             continue
-        meant = name.lower() if name.lower() in known else None
-        found[name] = meant or next(
+        if name.lower().startswith("mcp__"):
+            if servers is not None and (meant := _mcp_meant(name, servers, cased)) != name:
+                found[name] = meant
+            continue
+        if "*" in name:
+            continue
+        found[name] = cased.get(name.lower()) or next(
             iter(difflib.get_close_matches(name.lower(), ordered, n=1)), None
         )
     return found
+
+
+def _mcp_meant(
+    name: str, servers: Mapping[str, Collection[str] | None], cased: Mapping[str, str]
+) -> str | None:
+    """What the MCP tool name (or glob) `name` likely means (see `unknown_tools`): the
+    name itself when it may match (a glob), None when there is nothing to suggest."""
+    rest = name[len("mcp__") :]
+    if not name.startswith("mcp__"):  # `MCP__`: no tool is named so
+        fixed = f"mcp__{rest}"
+        return fixed if "*" in fixed else _mcp_meant(fixed, servers, cased) or fixed
+    named = [
+        server
+        for server in servers
+        if rest[: len(server)].lower() == server.lower()
+        and (len(rest) == len(server) or rest[len(server) :].startswith("__"))
+    ]
+    # The server as written before one in another case; `a_` before `a` (`mcp__a___x`).
+    server = max(named, key=lambda s: (rest.startswith(s), len(s)), default=None)
+    if server is None:
+        return name if "*" in name else cased.get(name.lower())
+    tool = rest[len(server) + 2 :]
+    if not rest.startswith(server):
+        fixed = f"mcp__{server}__{tool or '*'}"
+        return fixed if "*" in fixed else _mcp_meant(fixed, servers, cased) or fixed
+    if not tool:
+        return f"mcp__{server}__*"
+    if "*" in tool:
+        return name
+    if name.lower() in cased:
+        return cased[name.lower()]
+    prefix = f"mcp__{server}__"
+    theirs = {t[len(prefix) :].lower(): t for t in servers[server] or () if t.startswith(prefix)}
+    near = difflib.get_close_matches(tool.lower(), sorted(theirs), n=1)
+    return theirs[near[0]] if near else None
 
 
 def misnamed_tool(rule: Rule, meant: str, listed: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -187,7 +187,14 @@ def build_safety(
         on_remember=remember,
         words=load_words(setup.model.profile.settings.prompts, setup.workspace),
     )
-    hooks = _hooks(setup, warn, hide_env=hidden, keep_env=keep) + ([mcp] if mcp else [])
+    hooks = _hooks(setup, warn, hide_env=hidden, keep_env=keep)
+    if mcp is not None:
+
+        def check_mcp_names() -> None:
+            hook_config = setup.loaded.config.hooks
+            check_rule_tools(rules, hook_config, tools, warn, mcp=mcp.server_tools())
+
+        hooks += [mcp, _McpToolNames(check_mcp_names)]
     if tools.get("bash") is not None:
         from lathe.warmup import import_ahead
 
@@ -216,14 +223,21 @@ def known_tool_names(loaded: Iterable[str]) -> set[str]:
 
 
 def check_rule_tools(
-    rules: RuleSet, hooks: HooksConfig, tools: ToolRegistry, warn: Callable[[str], None]
+    rules: RuleSet,
+    hooks: HooksConfig,
+    tools: ToolRegistry,
+    warn: Callable[[str], None],
+    *,
+    mcp: Mapping[str, Collection[str] | None] | None = None,
 ) -> None:
     """A rule, or a hook's `tools` entry, that matches nothing. A command pattern with a
     stray `*` (`bash(rm *)`) or a known tool's name misspelt or capitalised is a
     UsageError naming the one meant (the deny or the guard the user counts on would be
     off); a tool no plugin provides (its plugin did not load) a warning. Known: every
     tool of lathe's own, whatever the profile offers, the plugins' and those added
-    later."""
+    later. MCP tools' names (`mcp__...`) are judged only given `mcp`, each configured
+    server's tool names (`McpSession.server_tools`), once the run has listed them, and
+    then alone: the others were judged as the run was built."""
     from lathe.errors import UsageError
     from lathe.policy.rules import command_pattern_problem, misnamed_tool, unknown_tools
 
@@ -234,13 +248,17 @@ def check_rule_tools(
     known = known_tool_names(tools.names())
     names = f"Tool names are lower case: {', '.join(sorted(known))}"
     hook_of = {tool: hook for hook in (*hooks.pre_tool, *hooks.post_tool) for tool in hook.tools}
-    for tool, meant in unknown_tools(hook_of, known).items():
+    if mcp is not None:
+        every_rule = tuple(r for r in every_rule if r.tool.lower().startswith("mcp__"))
+        hook_of = {t: hook for t, hook in hook_of.items() if t.lower().startswith("mcp__")}
+        names = "`lathe mcp list` names each MCP server's tools"
+    for tool, meant in unknown_tools(hook_of, known, servers=mcp).items():
         said = f"the hook `{hook_of[tool].command}` names the tool {tool!r}"
         if meant is None:
             warn(f"{said}, which this run lacks")
             continue
         raise UsageError(f"{said}, which lathe does not have; did you mean {meant!r}? {names}")
-    unknown = unknown_tools((rule.tool for rule in every_rule), known)
+    unknown = unknown_tools((rule.tool for rule in every_rule), known, servers=mcp)
     for rule in every_rule:
         if rule.tool not in unknown:
             continue
@@ -249,7 +267,35 @@ def check_rule_tools(
             warn(f"the permission rule {rule.key!r} names no tool this run has, so it "
                  "matches nothing")  # fmt: skip
             continue
-        raise UsageError(misnamed_tool(rule, meant, ", ".join(sorted(known))))
+        if mcp is None:
+            raise UsageError(misnamed_tool(rule, meant, ", ".join(sorted(known))))
+        raise UsageError(
+            f"the permission rule {rule.key!r} names no tool this run has; did you mean "
+            f"{meant!r}? {names}"
+        )
+
+
+class _McpToolNames(AgentHooks):
+    """Judges the rules and hooks naming MCP tools (`check`: `check_rule_tools`) as the
+    first run starts, after the MCP session before it in the chain has listed the
+    servers' tools; a refusal stops every later run too, as the rules stay."""
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        self._check = check
+        self._checked = False
+        self._refusal: str | None = None
+
+    async def on_run_start(self, task: str) -> None:
+        from lathe.errors import UsageError
+
+        if not self._checked:
+            self._checked = True
+            try:
+                self._check()
+            except UsageError as exc:
+                self._refusal = str(exc)
+        if self._refusal is not None:
+            raise UsageError(self._refusal)
 
 
 def _check_tool_names(profile: str, names: list[str]) -> None:
