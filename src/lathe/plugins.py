@@ -2,7 +2,9 @@
 
 - `lathe.tools`: an object that is a `Tool`, or a callable taking no argument and
   returning a Tool or a list of them. Their tools join every run's registry after the
-  built-ins; a name already taken is a problem, and that tool is skipped.
+  built-ins; a name already taken, or one lathe may give a tool of its own in a run
+  (`task`, registered after the plugins, and an MCP server's `mcp__...` too), is a
+  problem, and that tool is skipped.
 - `lathe.providers`: the entry point's name is a provider `kind` (`[providers.NAME]
   kind = "..."`), its object a factory `(Endpoint) -> Provider` (see llm/registry.py).
   Read only when a config names a kind lathe does not have itself.
@@ -44,7 +46,7 @@ class PluginStatus:
     target: str  # "module:attribute", as the distribution declares it
     distribution: str  # "name version", or "?" when importlib.metadata cannot say
     problem: str | None = None  # why it did not load; None: it loaded
-    provides: str = ""  # what it brings, e.g. the tool names
+    provides: str = ""  # what it brings, e.g. the tool names and those a run skips
 
     @property
     def status(self) -> str:
@@ -90,8 +92,9 @@ def problem_line(entry: EntryPoint, problem: str) -> str:
 
 
 def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> list[Any]:
-    """The tools of every `lathe.tools` plugin, none named like one in `taken` (nor
-    like one another); each plugin that fails, or tool skipped, goes to `on_problem`."""
+    """The tools of every `lathe.tools` plugin, none named like one in `taken`, like a
+    tool lathe may register in a run, nor like one another; each plugin that fails, or
+    tool skipped, goes to `on_problem`."""
     tools: list[Any] = []
     for entry in entry_points_of(TOOLS):
         try:
@@ -99,13 +102,41 @@ def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> lis
         except LOAD_FAILURES as exc:  # a broken plugin must not stop the agent
             on_problem(problem_line(entry, describe_failure(exc)))
             continue
-        for tool in made:
-            if tool.name in taken:
-                on_problem(problem_line(entry, f"a tool named {tool.name!r} exists already"))
-                continue
-            taken.add(tool.name)
-            tools.append(tool)
+        kept, skipped = _named_apart(made, taken)
+        for name, why in skipped.items():
+            on_problem(problem_line(entry, _SKIPPED[why].format(name=name)))
+        tools.extend(kept)
     return tools
+
+
+_SKIPPED = {
+    "own": "the tool name {name!r} is lathe's own",
+    "mcp": "the tool name {name!r} is kept for MCP servers' tools (mcp__SERVER__TOOL)",
+    "taken": "a tool named {name!r} exists already",
+}
+
+
+def _named_apart(made: list[Any], taken: set[str]) -> tuple[list[Any], dict[str, str]]:
+    """The tools of `made` a run registers, their names added to `taken`, and why each
+    other was skipped (a key of `_SKIPPED`). Lathe's own names are reserved whether or
+    not this run registers them yet: the task tool and MCP's come after the plugins,
+    and a plugin's tool of that name had ended every run."""
+    from lathe.ui.safety import known_tool_names
+
+    own = known_tool_names(())
+    kept: list[Any] = []
+    skipped: dict[str, str] = {}
+    for tool in made:
+        if tool.name in own:
+            skipped[tool.name] = "own"
+        elif tool.name.lower().startswith("mcp__"):
+            skipped[tool.name] = "mcp"
+        elif tool.name in taken:
+            skipped[tool.name] = "taken"
+        else:
+            taken.add(tool.name)
+            kept.append(tool)
+    return kept, skipped
 
 
 def _tools_from(entry: EntryPoint) -> list[Any]:
@@ -159,16 +190,26 @@ def names_in(group: str) -> list[str]:
     return [entry.name for entry in entry_points_of(group)]
 
 
+# Why a tool was skipped, as `lathe plugins` says it beside the tools kept.
+_SAID = {"own": "lathe's own name", "mcp": "a name for MCP tools", "taken": "another plugin's"}
+
+
 def survey() -> list[PluginStatus]:
     """Every plugin entry point, each loaded (imported; a tools plugin's tools made) to
-    say whether it works. For `lathe plugins` and `lathe doctor`."""
+    say whether it works, and a tools plugin's tools a run skips. For `lathe plugins`
+    and `lathe doctor`."""
     found: list[PluginStatus] = []
+    taken: set[str] = set()  # as a run takes the plugins' tools: in order, first kept
     for group in GROUPS:
         for entry in entry_points_of(group):
             problem, provides = None, ""
             try:
                 if group == TOOLS:
-                    provides = ", ".join(tool.name for tool in _tools_from(entry))
+                    kept, skipped = _named_apart(_tools_from(entry), taken)
+                    provides = "; ".join([
+                        *([", ".join(tool.name for tool in kept)] if kept else []),
+                        *(f"{name} skipped: {_SAID[why]}" for name, why in skipped.items()),
+                    ])  # fmt: skip
                 elif group == HOOKS:
                     hooks_from(entry, Path.cwd())
                 elif not callable(entry.load()):

@@ -142,9 +142,8 @@ def test_lathe_plugins_lists_each_with_its_distribution_and_status(tmp_path):
     assert rows[0] == ["NAME", "GROUP", "DISTRIBUTION", "STATUS"]
     assert ["boom", "lathe.tools", "lathe-broken", "0.3", "failed:", "RuntimeError:", "the",
             "broken", "plugin", "exploded"] in rows  # fmt: skip
-    assert ["demo-tools", "lathe.tools", "lathe-demo", "1.2.0", "loaded", "(shout,", "read)"] in (
-        rows
-    )
+    assert ["demo-tools", "lathe.tools", "lathe-demo", "1.2.0", "loaded", "(shout;", "read",
+            "skipped:", "lathe's", "own", "name)"] in rows  # fmt: skip
     assert ["marker", "lathe.hooks", "lathe-demo", "1.2.0", "loaded"] in rows
     assert ["demo-kind", "lathe.providers", "lathe-demo", "1.2.0", "loaded"] in rows
     assert ["logged", "lathe.executors", "lathe-demo", "1.2.0", "loaded"] in rows
@@ -188,8 +187,8 @@ def test_a_run_uses_plugin_tools_and_hooks_and_skips_the_broken_one(tmp_path, fa
         "plugin exploded" in notices
     )
     assert (
-        "plugin 'demo-tools' (lathe.tools, from lathe-demo 1.2.0) skipped: a tool named 'read' "
-        "exists already" in notices
+        "plugin 'demo-tools' (lathe.tools, from lathe-demo 1.2.0) skipped: the tool name 'read' "
+        "is lathe's own" in notices
     )
     first, second = fake_openai.chat_bodies()
     names = [t["function"]["name"] for t in first["tools"]]
@@ -279,7 +278,7 @@ def test_a_project_file_choosing_the_executor_needs_trust(tmp_path, fake_openai)
     assert fake_openai.chat_bodies() == []
 
 
-_RAISING = '''
+_RAISING = """
 from lathe.hooks.base import AgentHooks
 
 
@@ -293,7 +292,7 @@ class _Raising(AgentHooks):
 
 def hooks(workspace):
     return _Raising()
-'''
+"""
 
 
 def test_a_plugin_hook_that_raises_blocks_the_call_and_the_run_goes_on(tmp_path, fake_openai):
