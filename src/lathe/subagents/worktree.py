@@ -4,10 +4,11 @@
 repository) holding what the parent sees at that moment: for a workspace that is a git
 repository's top level, a local clone checked out at the parent's HEAD with the parent's
 uncommitted changes and untracked files laid over it (ignored files stay behind); for
-any other workspace, a copy. Either way the child's folder is a repository of its own
-whose first commit, `base`, is that state, so the child's changes are exactly the
-difference from `base`. Nothing is written into the user's `.git`: no worktree metadata,
-no refs, no config. Creations for one workspace are serialised by a lock.
+any other workspace, a copy. Neither holds a nested repository's `.git`, only its files.
+Either way the child's folder is a repository of its own whose first commit, `base`, is
+that state, so the child's changes are exactly the difference from `base`. Nothing is
+written into the user's `.git`: no worktree metadata, no refs, no config. Creations for
+one workspace are serialised by a lock.
 
 `child_changes` is that difference, as files with line counts and as a binary git
 patch; `apply_patch` lands it in the parent's workspace only when all of it applies
@@ -372,7 +373,7 @@ def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
         source = workspace / path
         if source.is_dir():
             shutil.copytree(source, destination / path, symlinks=True, dirs_exist_ok=True,
-                            ignore=_ignore_in(source, ".git"))  # fmt: skip
+                            ignore=_not_copied)  # fmt: skip
     uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", own=False)
     if uncommitted:
         _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
@@ -385,15 +386,16 @@ def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if relative.endswith("/"):  # a repository of its own inside: listed as a folder
             # Its files, as the parent sees them; its history stays with it.
-            outer_git = _ignore_in(source, ".git")
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=outer_git)
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=_not_copied)
         else:
             shutil.copy2(source, target, follow_symlinks=False)
 
 
-def _ignore_in(folder: Path, name: str):
-    """A copytree filter leaving out `name` directly inside `folder` only."""
-    return lambda where, names: [name] if Path(where) == folder and name in names else []
+def _not_copied(where: str, names: list[str]) -> list[str]:
+    """A copytree filter leaving out every repository's `.git`, at any depth: in the
+    child's repository a folder holding one is a gitlink, whose files no patch carries
+    (a child's edits in a nested repository were dropped unsaid)."""
+    return [".git"] if ".git" in names else []
 
 
 def _user_ignores() -> list[str]:
@@ -404,7 +406,7 @@ def _user_ignores() -> list[str]:
 
 
 def _copy_tree(workspace: Path, destination: Path) -> None:
-    shutil.copytree(workspace, destination, symlinks=True)
+    shutil.copytree(workspace, destination, symlinks=True, ignore=_not_copied)
     _git(destination, "init", "--quiet")
 
 

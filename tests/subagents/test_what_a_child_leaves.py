@@ -1,0 +1,56 @@
+"""What a child's end leaves, through `lathe run` against the fake model: its work in a
+nested repository comes back."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.fakes.openai_server import Reply
+from tests.subagents.test_task_tool import Script, _edit, _results, _run, _task
+
+_GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+
+
+def _nested_repository(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "f.txt").write_text("one\n")
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    subprocess.run([*_GIT, "add", "-A"], cwd=folder, check=True)
+    subprocess.run([*_GIT, "commit", "-qm", "one"], cwd=folder, check=True)
+
+
+@pytest.mark.parametrize("workspace_is_a_repository", [False, True])
+def test_a_childs_edits_inside_a_nested_repository_come_back(
+    tmp_path, fake_openai, workspace_is_a_repository
+) -> None:
+    # In a workspace that is no repository, the copy kept sub/.git: the child's folder
+    # recorded sub/ as a gitlink, its edit of sub/f.txt never reached the patch, and the
+    # result said "Files changed: top.txt" with nothing named as left behind.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "top.txt").write_text("top\n")
+    if workspace_is_a_repository:
+        subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+        subprocess.run([*_GIT, "add", "top.txt"], cwd=ws, check=True)
+        subprocess.run([*_GIT, "commit", "-qm", "top"], cwd=ws, check=True)
+    _nested_repository(ws / "sub")
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("n", "[child N] edit both")]), Reply("ok")],
+        children={"[child N]": [Reply(calls=[_edit("sub/f.txt", "one", "TWO"),
+                                             _edit("top.txt", "top", "TOP")]),
+                                Reply("done")]},
+    )  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "delegate")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    told = _results(result.stdout)["call_n"]["output"]
+    assert (ws / "top.txt").read_text() == "TOP\n", told
+    assert (ws / "sub" / "f.txt").read_text() == "TWO\n", told
+    assert "sub/f.txt" in told and "top.txt" in told
+    # The nested repository is still the user's, its history untouched.
+    log = subprocess.run(["git", "log", "--oneline"], cwd=ws / "sub", capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert len(log.stdout.splitlines()) == 1
