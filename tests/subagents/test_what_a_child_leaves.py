@@ -1,9 +1,12 @@
 """What a child's end leaves, through `lathe run` against the fake model: its work in a
-nested repository comes back."""
+nested repository comes back, and the special files of a copied workspace stop no child."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +57,33 @@ def test_a_childs_edits_inside_a_nested_repository_come_back(
     log = subprocess.run(["git", "log", "--oneline"], cwd=ws / "sub", capture_output=True,
                          text=True, check=True)  # fmt: skip
     assert len(log.stdout.splitlines()) == 1
+
+
+def test_a_named_pipe_or_a_socket_in_the_workspace_stops_no_child(tmp_path, fake_openai) -> None:
+    # The copy of a workspace that is no repository failed on them, and every `general`
+    # child ended with a raw "`/…/ws/pipe` is a named pipe".
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    os.mkfifo(ws / "pipe")
+    listening = socket.socket(socket.AF_UNIX)
+    short = Path(f"/tmp/lathe-sock-{os.getpid()}-{time.monotonic_ns()}")  # a path limit
+    short.mkdir()
+    try:
+        listening.bind(str(short / "s"))
+        os.rename(short / "s", ws / "app.sock")
+        fake_openai.responder = Script(
+            parent=[Reply(calls=[_task("p", "[child P] edit")]), Reply("ok")],
+            children={"[child P]": [Reply(calls=[_edit("a.txt", "a", "X")]), Reply("done")]},
+        )
+
+        result = _run(fake_openai, ws, tmp_path, "--approval", "full", "delegate")
+    finally:
+        listening.close()
+        short.rmdir()
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    told = _results(result.stdout)["call_p"]
+    assert not told["is_error"], told["output"]
+    assert (ws / "a.txt").read_text() == "X\n"
+    assert (ws / "pipe").exists() and (ws / "app.sock").exists()  # never touched

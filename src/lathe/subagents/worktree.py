@@ -394,8 +394,19 @@ def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
 def _not_copied(where: str, names: list[str]) -> list[str]:
     """A copytree filter leaving out every repository's `.git`, at any depth: in the
     child's repository a folder holding one is a gitlink, whose files no patch carries
-    (a child's edits in a nested repository were dropped unsaid)."""
-    return [".git"] if ".git" in names else []
+    (a child's edits in a nested repository were dropped unsaid). And what is neither
+    file, folder nor link (a named pipe, a socket, a device), as git leaves them out:
+    copying one failed every child of the workspace."""
+    left_out = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(where, name)).st_mode
+        except FileNotFoundError:  # gone meanwhile: nothing to copy
+            left_out.append(name)
+            continue
+        if name == ".git" or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            left_out.append(name)
+    return left_out
 
 
 def _user_ignores() -> list[str]:
