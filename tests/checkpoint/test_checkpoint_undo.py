@@ -212,6 +212,29 @@ def test_restore_n_goes_further_back(cp: Checkpoints, ws: Path) -> None:
     assert files(ws) == {"a": b"2\n"}
 
 
+def test_undo_does_not_go_back_into_an_attempt_a_reset_discarded(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "a", "0\n")
+    agent_turn(cp, 1, "echo earlier > a", ws)  # a run before this one
+    start = cp.snapshot("before the run")  # unchanged: that run's last turn
+    agent_turn(cp, 1, "echo 1 > b", ws)
+    agent_turn(cp, 2, "echo 1 > c", ws)
+    cp.start_over(start, 2)
+    assert files(ws) == {"a": b"earlier\n"}
+    agent_turn(cp, 1, "echo 2 > b", ws)
+    assert cp.list()[1].kind == "reset" and cp.list()[1].label == (
+        "reset to #2 (after turn 1) for attempt 2"
+    )
+
+    cp.undo()
+    assert files(ws) == {"a": b"earlier\n"}
+    earlier = cp.undo()  # the turn before the run, not the discarded attempt's
+
+    assert earlier.target.label == "before turn 1"
+    assert files(ws) == {"a": b"0\n"}
+    with pytest.raises(UsageError, match="nothing to undo"):
+        cp.undo()
+
+
 def test_restore_keeps_changes_made_since_lathes_last_operation(cp: Checkpoints, ws: Path) -> None:
     write(ws, "a", "0\n")
     agent_turn(cp, 1, "echo 1 > a", ws)

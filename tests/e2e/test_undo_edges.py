@@ -7,11 +7,14 @@
 - a relative LATHE_HOME crashed the run with a traceback and left a git repository
   inside the workspace;
 - a run ended by SIGHUP (the terminal closed) skipped the checkpoint after its turn, so
-  undo reverted the turn before it.
+  undo reverted the turn before it;
+- lathe's start-over between `--attempts` was undoable like a user's restore: undo after
+  the run brought the failed attempts' files back, one attempt at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -388,3 +391,38 @@ def test_an_undo_that_kept_every_file_leaves_the_turn_to_undo(tmp_path, fake_ope
     forced = lathe(tmp_path, "undo", "--force", "-C", str(ws))
     assert forced.returncode == 0, forced.stderr
     assert (ws / "a.txt").is_file() and not (ws / "b.txt").exists()
+
+
+def test_undo_after_attempts_goes_back_before_the_run_not_into_a_failed_attempt(
+    tmp_path, fake_openai
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "o.txt").write_text("orig\n")
+    attempt = itertools.count(1)
+    fake_openai.responder = lambda body: (
+        Reply(calls=[Call("write", {"path": "a.txt", "content": f"attempt {next(attempt)}\n"})])
+        if len(body["messages"]) == 2  # an attempt's first request: system, task
+        else Reply("Done.")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--verify", "false", "--attempts", "3",
+                     "--max-turns", "2", "write a.txt")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert (ws / "a.txt").read_text() == "attempt 3\n"
+
+    first = lathe(tmp_path, "undo", "-C", str(ws))
+    assert first.returncode == 0, first.stderr
+    assert not (ws / "a.txt").exists()
+    again = lathe(tmp_path, "undo", "-C", str(ws))
+
+    # Before, this undo brought back attempt 2's a.txt, the next one took it away, the
+    # next brought back attempt 1's...
+    assert again.returncode == 2 and "nothing to undo" in again.stderr, again
+    assert {p.name: p.read_text() for p in ws.iterdir() if p.is_file()} == {"o.txt": "orig\n"}
+    # The list says what lathe did between the attempts.
+    listed = lathe(tmp_path, "checkpoints", "list", "-C", str(ws)).stdout.splitlines()
+    resets = [line.split("\t")[2:4] for line in listed if "\treset\t" in line]
+    assert resets == [
+        ["reset", "reset to #1 (before the run) for attempt 3"],
+        ["reset", "reset to #1 (before the run) for attempt 2"],
+    ]

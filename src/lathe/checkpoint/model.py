@@ -12,9 +12,11 @@ from lathe.checkpoint.shadow import LogRecord
 FileStatus = Literal["added", "modified", "deleted"]
 
 # Checkpoints that are the result of something lathe did to the workspace: an agent turn
-# ("after"), a restore, an undo. The first two are what `undo` reverts, newest first.
+# ("after"), a restore, an undo, a run's reset between its attempts. The first two are
+# what `undo` reverts, newest first; a reset is part of the run, whose failed attempts it
+# discarded.
 UNDOABLE_KINDS = frozenset({"after", "restore"})
-LATHE_KINDS = UNDOABLE_KINDS | {"undo"}
+LATHE_KINDS = UNDOABLE_KINDS | {"undo", "reset"}
 
 _STATUS = {"A": "added", "D": "deleted"}
 
@@ -34,7 +36,8 @@ class Checkpoint:
     restore adds checkpoints, it removes none). `files` are the changes from the previous
     checkpoint; empty for the first one (`parent` is None).
     An undo's checkpoint names the checkpoint it reverted (`undoes`) and how many files
-    it `kept` because the user had changed them.
+    it `kept` because the user had changed them; a reset's, the checkpoint it brought the
+    workspace back to (`back_to`): what was recorded between the two, undo passes over.
     """
 
     n: int
@@ -47,6 +50,7 @@ class Checkpoint:
     kind: str
     files: tuple[FileChange, ...]
     undoes: str | None = None
+    back_to: str | None = None
     session: str | None = None
     """The session whose turn made an "after" checkpoint, when it was recorded."""
     folders: tuple[str, ...] = ()
@@ -119,6 +123,7 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
             for status, path in record.changes
         ),
         undoes=trailers.get("Lathe-Undoes"),
+        back_to=trailers.get("Lathe-Back-To"),
         session=trailers.get("Lathe-Session"),
         kept=int(kept) if kept.isdigit() else 0,
         folders=_folders(trailers.get("Lathe-Folders")),

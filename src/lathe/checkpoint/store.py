@@ -14,6 +14,8 @@ yet, and run again goes one further back. It first records the current state (a
 `before` checkpoint, the undo's `backup`), then an `undo` checkpoint naming what it
 reverted; restoring the backup takes the undo back. `restore(n)` records the same
 backup, then a `restore` checkpoint, which a later `undo` reverts like a turn.
+`start_over` is a run's own restore between its attempts: its `reset` checkpoint is not
+undone, and undo passes over it and the failed attempts it discarded.
 
 Checkpoints are numbered in order of creation (`Checkpoint.n`, 1 = the first): the
 chain only grows, so a number names one checkpoint for good, in `list()`, in a session's
@@ -176,13 +178,24 @@ class Checkpoints:
             if not 1 <= n <= len(history):
                 raise UsageError(_out_of_range(n, len(history), self.workspace))
             target = history[len(history) - n]
-            reference = next((c for c in history if c.by_lathe), history[0])
-            backup = self._snapshot(f"before restore of #{n} ({target.label})", kind="before")
-            protected = {c.path for c in self._repo.diff(reference.tree, backup.tree)}
-            changes = self._repo.diff(backup.tree, target.tree)
-            report = self._restore(target, backup, changes, protected, force)
+            label = f"restore of #{n} ({target.label})"
+            report = self._restore_to(history, target, label, force)
             if report.changed:
-                report.result = self._snapshot(f"restore of #{n} ({target.label})", kind="restore")
+                report.result = self._snapshot(label, kind="restore")
+            return report
+
+    def start_over(self, start: Checkpoint, attempt: int) -> RestoreReport:
+        """Bring the workspace back to `start`, taken before a run's first attempt, for
+        its attempt number `attempt`; files the user changed meanwhile are kept. Its
+        checkpoint (kind "reset") names `start`: undo reverts neither it nor what was
+        recorded between the two (`_not_discarded`), the failed attempts. As a restore,
+        it was undoable: undo after the run brought each failed attempt back in turn."""
+        with self._locked(create=False):
+            history = self._history()
+            label = f"reset to #{start.n} ({start.label}) for attempt {attempt}"
+            report = self._restore_to(history, start, label, False)
+            if report.backup.commit != start.commit:  # else nothing to pass over
+                report.result = self._record(label, "reset", {"Back-To": start.commit})
             return report
 
     def changed_since(self, session_id: str, left_at: str | None = None) -> builtins.list[str]:
@@ -284,6 +297,17 @@ class Checkpoints:
             self._known[commit] = known
         return known
 
+    def _restore_to(
+        self, history: builtins.list[Checkpoint], target: Checkpoint, label: str, force: bool
+    ) -> RestoreReport:
+        """Record the workspace, then bring it back to `target`; files changed since
+        lathe's last operation are kept unless `force`. `label` names the restore."""
+        reference = next((c for c in history if c.by_lathe), history[0])
+        backup = self._snapshot(f"before {label}", kind="before")
+        protected = {c.path for c in self._repo.diff(reference.tree, backup.tree)}
+        changes = self._repo.diff(backup.tree, target.tree)
+        return self._restore(target, backup, changes, protected, force)
+
     def _restore(
         self,
         target: Checkpoint,
@@ -377,9 +401,23 @@ def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | N
     # An undo that kept every file reverted nothing: its operation is still to undo.
     undone = {c.undoes for c in history if c.kind == "undo" and (c.files or not c.kept)}
     return next(
-        (c for c in history if c.kind in UNDOABLE_KINDS and c.commit not in undone and c.parent),
+        (
+            c
+            for c in _not_discarded(history)
+            if c.kind in UNDOABLE_KINDS and c.commit not in undone and c.parent
+        ),
         None,
     )
+
+
+def _not_discarded(history: list[Checkpoint]) -> Iterator[Checkpoint]:
+    """`history` (newest first) without what a reset discarded: the checkpoints between
+    it and the one it went back to, a run's failed attempts."""
+    back_to = None
+    for checkpoint in history:
+        if back_to is None or checkpoint.commit == back_to:
+            back_to = checkpoint.back_to
+            yield checkpoint
 
 
 def _describe(operation: Checkpoint) -> str:

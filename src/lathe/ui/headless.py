@@ -177,7 +177,8 @@ class _HeadlessRun:
                 if over:
                     self.emit(Notice(level="info", message=f"no further attempt: {over}"))
                     break
-                kept = await asyncio.to_thread(self._start_over, checkpoints, start)
+                reset = await asyncio.to_thread(checkpoints.start_over, start, attempt)
+                kept = sorted(reset.kept)
                 self.emit(
                     AttemptStarted(
                         attempt=attempt,
@@ -305,13 +306,6 @@ class _HeadlessRun:
 
         budget = run_budget(self.setup.loaded.config.agent)
         return budget.after(spent).exceeded(Usage(), 0.0, 0.0) if budget else None
-
-    def _start_over(self, checkpoints, start) -> list[str]:
-        """Bring the workspace back to `start`; files someone else changed meanwhile stay
-        as they are and are returned."""
-        position = next(c.n for c in checkpoints.list() if c.commit == start.commit)
-        report = checkpoints.restore(position)
-        return sorted(report.kept)
 
     def _checkpoints(self):
         from lathe.checkpoint import Checkpoints
