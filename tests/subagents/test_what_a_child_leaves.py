@@ -1,5 +1,6 @@
 """What a child's end leaves, through `lathe run` against the fake model: its work in a
-nested repository comes back, and the special files of a copied workspace stop no child."""
+nested repository comes back, the special files of a copied workspace stop no child, and
+nothing of it stays under `worktrees/`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.openai_server import Reply
-from tests.subagents.test_task_tool import Script, _edit, _results, _run, _task
+from tests.subagents.test_task_tool import Script, _edit, _project, _results, _run, _task
 
 _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -87,3 +88,26 @@ def test_a_named_pipe_or_a_socket_in_the_workspace_stops_no_child(tmp_path, fake
     assert not told["is_error"], told["output"]
     assert (ws / "a.txt").read_text() == "X\n"
     assert (ws / "pipe").exists() and (ws / "app.sock").exists()  # never touched
+
+
+def test_nothing_of_a_finished_child_stays_under_worktrees(tmp_path, fake_openai) -> None:
+    # A child that started a grandchild left worktrees/<its folder's slug>/.create.lock
+    # for good: one folder more for every such child.
+    ws = _project(tmp_path)
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("c", "[child C] delegate")]), Reply("ok")],
+        children={
+            "[child C]": [Reply(calls=[_task("g", "[grandchild G] edit")]), Reply("c done")],
+            "[grandchild G]": [Reply(calls=[_edit("a.py", "A = 1", "A = 2")]),
+                               Reply("g done")],
+        },
+    )  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "full", "delegate")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (ws / "a.py").read_text() == "A = 2\n"
+    worktrees = tmp_path / "home" / "worktrees"
+    # The workspace's own folder and lock stay (another run may be creating there).
+    left = sorted(p.relative_to(worktrees).as_posix() for p in worktrees.rglob("*"))
+    assert len(left) == 2 and left[1] == f"{left[0]}/.create.lock", left

@@ -351,7 +351,25 @@ def apply_command(workspace: Path, patch_file: Path) -> str:
 
 
 def remove_worktree(tree: Worktree) -> None:
+    """The child's folder, and the one its own children's folders were made in, with
+    their creation lock (each child that started one had left it for good). That one
+    stays while it holds a folder a child of this child left (its work not yet saved)."""
+    # `worktrees_root` of the child's folder, which lies in `worktrees/` too.
+    own_root = tree.path.parent.parent / project_slug(tree.path)
     shutil.rmtree(tree.path, ignore_errors=True)
+    lock_file = own_root / ".create.lock"
+    if not lock_file.exists():
+        return
+    # Only this child's own run made folders there, and it has ended: no one waits on
+    # the lock whose file goes. Taken all the same, in case one is still being made.
+    lock = FileLock(lock_file)
+    lock.acquire(record="removing a finished child's folder\n")
+    try:
+        if [entry.name for entry in own_root.iterdir()] == [lock_file.name]:
+            lock_file.unlink()
+            own_root.rmdir()
+    finally:
+        lock.release()
 
 
 def _repository_head(workspace: Path) -> str | None:
