@@ -368,3 +368,21 @@ def test_a_check_file_planted_in_one_attempt_is_named_in_the_next(tmp_path, fake
                      "Fix add")  # fmt: skip
     finished = _finished(done)
     assert finished["status"] != "verified" or "conftest.py" in finished["reason"], finished
+
+
+def test_a_cut_check_output_failing_again_alike_is_not_sent_twice(tmp_path, fake_openai):
+    # Output past the cap names the file holding the whole of it, a new file each time:
+    # no two failures read alike, and 16 rounds of the same failure sent 256 KB a request.
+    ws = _repo(tmp_path)
+    noise = (
+        "print('\\n'.join(f'noise line {n} of the failing check ' + 'x' * 80 for n in range(3000)))"
+    )
+    check = f'python3 -c "{noise}"; exit 1'
+    rounds = [Reply(calls=[Call("bash", {"command": f"echo try {n}"})]) for n in range(3)]
+    replies = [step for r in rounds for step in (r, Reply("Done."))]
+    fake_openai.enqueue(*replies)
+    lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "--verify", check,
+              "--max-turns", "6", "Fix add")  # fmt: skip
+    last = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
+    assert last.count("noise line 2900 of the failing check") == 1  # the baseline's alone
+    assert "the same output as the last failed check" in last

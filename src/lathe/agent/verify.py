@@ -209,7 +209,7 @@ class VerifyGate(FinishHandler):
         as original in attempt 2)."""
         self._passed_before = False
         self._baseline: ExecResult | None = None  # the check before any change, when run
-        self._last_shown = ""  # the output the last failed check showed the model
+        self._last_shown = ""  # what the last failed check showed the model, as compared
         self._changed = False  # a call that may change files succeeded since then
         self._unchecked = False  # one succeeded since the check last ran (or the run began)
 
@@ -461,11 +461,13 @@ class VerifyGate(FinishHandler):
         code = self._failing_code(result) if self._failing_code else ""
         shown = _output(result)
         shown = shown + "\n\n" + self._words.say("failing_code", code=code) if code else shown
-        if self._last_shown and _timeless(shown) == _timeless(self._last_shown):
+        # Compared without the file a cut output is kept in, a new one each time.
+        alike = _timeless(result.output.rstrip() + code)
+        if self._last_shown and alike == self._last_shown:
             # Its end stays, should a compaction have taken the rest.
             end = "\n".join(shown.splitlines()[-_SUMMARY_LINES:])[-1000:]
             return f"[the same output as the last failed check, above; it ended:]\n{end}"
-        self._last_shown = shown
+        self._last_shown = alike
         return shown
 
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
