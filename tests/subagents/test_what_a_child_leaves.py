@@ -1,9 +1,11 @@
 """What a child's end leaves, through `lathe run` against the fake model: its work in a
-nested repository comes back, the special files of a copied workspace stop no child, and
-nothing of it stays under `worktrees/`."""
+nested repository comes back, what lathe set aside from its commands outlives its
+folder, the special files of a copied workspace stop no child, and nothing of it stays
+under `worktrees/`."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -11,8 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import Reply
+from tests.fakes.openai_server import Call, Reply
+from tests.sandboxes import needs
 from tests.subagents.test_task_tool import Script, _edit, _project, _results, _run, _task
+
+from lathe.exec.bwrap import check_bubblewrap
 
 _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -111,3 +116,32 @@ def test_nothing_of_a_finished_child_stays_under_worktrees(tmp_path, fake_openai
     # The workspace's own folder and lock stay (another run may be creating there).
     left = sorted(p.relative_to(worktrees).as_posix() for p in worktrees.rglob("*"))
     assert len(left) == 2 and left[1] == f"{left[0]}/.create.lock", left
+
+
+@needs(check_bubblewrap(), "bubblewrap")
+def test_what_lathe_sets_aside_from_a_childs_command_outlives_its_folder(
+    tmp_path, fake_openai
+) -> None:
+    # It was moved into the child's folder, which goes when the child ends: the notice
+    # named a path that no longer existed.
+    ws = _project(tmp_path)
+    command = "echo '{\"x\": 1}' > .mcp.json; echo made"
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("m", "[child M] set up")]), Reply("ok")],
+        children={"[child M]": [Reply(calls=[Call("bash", {"command": command})]),
+                                Reply("done")]},
+    )  # fmt: skip
+
+    result = _run(fake_openai, ws, tmp_path, "--approval", "auto", "delegate")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (ws / ".mcp.json").exists()
+    said = next(
+        e["event"]["output"]
+        for e in map(json.loads, result.stdout.splitlines())
+        if e["type"] == "child_event" and e["event"]["type"] == "tool_finished"
+    )
+    assert "moved it to" in said, said
+    folder = Path(said.split("moved it to ", 1)[1].split("]", 1)[0])
+    assert (folder / ".mcp.json").read_text() == '{"x": 1}\n', said
+    assert not folder.is_relative_to(tmp_path / "home" / "worktrees")

@@ -39,6 +39,11 @@ class SandboxedExecutor(ABC):
     `ExecutorUnavailable` with the reason and the fix: nothing runs unsandboxed instead.
     """
 
+    set_aside_dir: Path | None = None
+    """Where what a command creates under a protected name is moved (a folder for each
+    command in it); None: `set-aside` in the spill folder. A subagent's lies outside its
+    own folder, which goes when it ends."""
+
     def __init__(
         self,
         workspace: Path,
@@ -109,15 +114,16 @@ class SandboxedExecutor(ABC):
         created = [path for path in guarded.existing(self.workspace) if path not in before]
         if not created:
             return result
-        note = _set_aside(self.workspace, created, spill_dir)
+        note = _set_aside(self.workspace, created, self.set_aside_dir or spill_dir / "set-aside")
         return dataclasses.replace(result, output=result.output + note)
 
 
-def _set_aside(workspace: Path, created: Sequence[Path], spill_dir: Path) -> str:
+def _set_aside(workspace: Path, created: Sequence[Path], aside: Path) -> str:
     """Move what a command created under a protected or edit-denied name out of the way
     (a sandbox can mount only what exists, so such a path can be created but not kept),
-    and say so in the output. Moved, not deleted: nothing the command wrote is lost."""
-    folder = spill_dir / "set-aside" / time.strftime("%Y%m%d-%H%M%S")
+    into a folder in `aside`, and say so in the output. Moved, not deleted: nothing the
+    command wrote is lost."""
+    folder = aside / time.strftime("%Y%m%d-%H%M%S")
     moved, failed = [], []
     for path in created:
         relative = path.relative_to(workspace)

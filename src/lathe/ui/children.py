@@ -331,10 +331,11 @@ class _Child:
         self.session.close()
 
     async def _work(self) -> RunFinished:
+        from lathe.exec.sandboxed import SandboxedExecutor
         from lathe.obs import Observer
         from lathe.ui.recorder import SessionRecorder
         from lathe.ui.safety import build_safety, hook_chain
-        from lathe.ui.wiring import build_agent
+        from lathe.ui.wiring import build_agent, spill_dir
 
         parent, session = self.parent, self.session
         assert session is not None
@@ -344,6 +345,11 @@ class _Child:
             safety = build_safety(
                 child_setup, session, approver=None, emit=observer, start_mcp=False
             )
+            if self.tree is not None and isinstance(safety.executor, SandboxedExecutor):
+                # Beside the user's run's own, not in the child's folder, which goes
+                # when it ends: the output had named a path that no longer existed.
+                aside = spill_dir(parent._family.root) / "set-aside" / f"subagent-{session.id}"
+                safety.executor.set_aside_dir = aside
             tools = self._tools(safety.tools)
             if not self.profile.read_only:
                 LocalChildren(
