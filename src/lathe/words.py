@@ -7,7 +7,8 @@ uses `string.Template` placeholders (`$command`, `${output}`); one trailing newl
 each file is dropped.
 
 A user's set is checked when it is loaded: a template that asks for a placeholder its
-default does not provide is a `UsageError` then, not a crash in the middle of a run.
+default does not provide, or a file that cannot be read as UTF-8 text, is a `UsageError`
+then, not a crash in the middle of a run.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def load_words(name: str = DEFAULT_SET, relative_to: Path | None = None) -> Word
             f"prompts {name!r}: no such template set; use one of {', '.join(builtin_sets())} "
             "or the path of a folder of NAME.md templates"
         )
-    own = _read_folder(folder)
+    own = _read_folder(folder, name)
     for template_name, template in own.items():
         if template_name not in default:
             raise UsageError(
@@ -73,9 +74,26 @@ def load_words(name: str = DEFAULT_SET, relative_to: Path | None = None) -> Word
     return Words({**default, **own}, source=str(folder))
 
 
-def _read_folder(folder: Path) -> dict[str, Template]:
+def _read_folder(folder: Path, name: str = DEFAULT_SET) -> dict[str, Template]:
+    """The folder's templates; a file that cannot be read as UTF-8 text is a UsageError
+    naming the set (`name`, as the profile gives it) and the file."""
     templates = {}
     for path in sorted(folder.glob("*.md")):
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"prompts {name!r}: {path.name} cannot be read: {_unreadable(path, exc)}"
+            ) from exc
         templates[path.stem] = Template(text.removesuffix("\n"))
     return templates
+
+
+def _unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at {exc.start})"
+    if path.is_dir():
+        return "it is a folder"
+    if path.is_symlink() and not path.exists():
+        return "it is a link to nothing"
+    return exc.strerror or type(exc).__name__
