@@ -127,4 +127,4 @@ def test_empty_list(cli: click.Group, ws: Path, home: Path) -> None:
 
     assert result.exit_code == 0
     assert result.stdout == ""  # piped: nothing a script could take for a checkpoint
-    assert result.stderr == f"No checkpoints for {ws.resolve()} yet.\n"
+    assert result.stderr == f"lathe: no checkpoints for {ws.resolve()} yet.\n"

@@ -90,8 +90,10 @@ def test_sessions_list_names_a_file_it_could_not_read(tmp_path, fake_openai):
     listed = _lathe(tmp_path, "sessions", "list", "-C", str(ws), prefix=[])
 
     assert listed.returncode == 0, listed.stderr
-    [line] = listed.stderr.splitlines()
+    assert listed.stdout == ""  # piped, nothing to list says so on stderr
+    line, nothing = listed.stderr.splitlines()
     assert line.startswith("lathe: warning: ") and str(session) in line, line
+    assert nothing.startswith("lathe: no sessions for"), nothing
 
 
 def test_a_session_write_that_fails_ends_the_run_in_one_line_and_continue_goes_on(

@@ -60,8 +60,11 @@ def print_list(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None
 def print_empty(sentence: str) -> None:
     """What a list with no rows prints: `sentence` on a terminal; piped, nothing on
     stdout, where `lathe sessions list | head -1 | cut -f1` would read it as an id, and
-    the sentence on stderr."""
-    click.echo(sentence, err=terminal_width() is None)
+    the sentence on stderr, in lathe's voice there."""
+    if terminal_width() is None:
+        click.echo(f"lathe: {sentence[:1].lower()}{sentence[1:]}", err=True)
+    else:
+        click.echo(sentence)
 
 
 def print_report_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
