@@ -1,21 +1,32 @@
 """What a child's end leaves, through `lathe run` against the fake model: its work in a
 nested repository comes back, what lathe set aside from its commands outlives its
-folder, the special files of a copied workspace stop no child, and nothing of it stays
-under `worktrees/`."""
+folder, the special files of a copied workspace stop no child, nothing of it stays under
+`worktrees/`, and a run stopped while it works counts what it spent."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.fakes.openai_server import Call, Reply
+from tests.fakes.openai_server import Call, Hang, Reply
 from tests.sandboxes import needs
-from tests.subagents.test_task_tool import Script, _edit, _project, _results, _run, _task
+from tests.subagents.test_task_tool import (
+    Script,
+    _edit,
+    _first_user_text,
+    _project,
+    _results,
+    _run,
+    _task,
+)
 
 from lathe.exec.bwrap import check_bubblewrap
 
@@ -145,3 +156,65 @@ def test_what_lathe_sets_aside_from_a_childs_command_outlives_its_folder(
     folder = Path(said.split("moved it to ", 1)[1].split("]", 1)[0])
     assert (folder / ".mcp.json").read_text() == '{"x": 1}\n', said
     assert not folder.is_relative_to(tmp_path / "home" / "worktrees")
+
+
+def _stopped_while_children_work(
+    tmp_path: Path, fake_openai, *args: str
+) -> tuple[subprocess.Popen, dict[str, Any]]:
+    ws = _project(tmp_path)
+    child = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("a", "[child A] edit"), _task("b", "[child B] edit")])],
+        children={
+            "[child A]": [Reply(calls=[_edit("a.py", "A = 1", "A = 2")], usage=child), Hang(120)],
+            "[child B]": [Reply(calls=[_edit("b.py", "B = 1", "B = 2")], usage=child), Hang(120)],
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"),
+               LATHE_CONFIG=os.devnull)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
+         fake_openai.base_url, "-C", str(ws), "--approval", "full", *args, "go"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return process, {"child_input": 1000, "child_output": 100}
+
+
+def _waiting_children(fake_openai) -> int:
+    """How many children have asked for their second reply (the one that hangs)."""
+    return sum(
+        1
+        for body in fake_openai.chat_bodies()
+        if "[child" in _first_user_text(body)
+        and sum(1 for m in body["messages"] if m["role"] == "assistant") == 1
+    )
+
+
+def _parent_run_end(tmp_path: Path) -> dict[str, Any]:
+    for path in (tmp_path / "home" / "sessions").rglob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        if not lines[0].get("parent_call"):
+            return [e for e in lines if e.get("type") == "run_end"][-1]
+    raise AssertionError("no parent session")
+
+
+def test_a_run_stopped_while_its_children_work_counts_what_they_spent(
+    tmp_path, fake_openai
+) -> None:
+    # Its run_end held the parent's own replies only (a normal end counts the children).
+    process, spent = _stopped_while_children_work(tmp_path, fake_openai)
+    try:
+        deadline = time.monotonic() + 60
+        while _waiting_children(fake_openai) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _waiting_children(fake_openai) == 2
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+
+    assert process.returncode != 0, stderr[-3000:]
+    usage = _parent_run_end(tmp_path)["usage"]
+    parent_input = 12  # the fake server's default usage for the parent's one reply
+    assert usage["input_tokens"] == parent_input + 2 * spent["child_input"], usage

@@ -510,7 +510,8 @@ class _Child:
             RunEndEntry(
                 status=RunStatus.INTERRUPTED.value,
                 turns=self.tally.turns,
-                usage=self.tally.usage,
+                # Its children's too, as a normal end counts them.
+                usage=self.tally.usage + self.tally.children_usage,
                 reason="the parent stopped",
             )
         )

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lathe.errors import LatheError
-from lathe.events import AgentEvent, ModelRequestFinished, RunFinished, RunStatus, TurnStarted
+from lathe.events import (
+    AgentEvent,
+    ChildEvent,
+    ModelRequestFinished,
+    RunFinished,
+    RunStatus,
+    TurnStarted,
+)
 from lathe.hooks.base import AgentHooks
 from lathe.plural import some_of
 from lathe.session import CheckpointEntry, CompactionEntry, MessageEntry, RunEndEntry, Session
@@ -61,7 +68,7 @@ class SessionRecorder(AgentHooks):
             RunEndEntry(
                 status=RunStatus.INTERRUPTED.value,
                 turns=tally.turns,
-                usage=tally.usage,
+                usage=tally.usage + tally.children_usage,
                 reason=reason,
             )
         )
@@ -107,7 +114,9 @@ def files_before_conversation(checkpoints, session_id: Callable[[], str | None])
 
 class RunTally:
     """The turns and usage of a run so far, from its events: what a run stopped before
-    its `RunFinished` records. Call it with each event."""
+    its `RunFinished` records. Call it with each event. `usage` is the run's own
+    replies; `children_usage` its subagents' at any depth (their `ChildEvent`s), which
+    a normal end counts as the run's (`ToolOutput.spent`) and a stopped one had left out."""
 
     def __init__(self) -> None:
         self.runs = 0  # resets so far: which run the figures are of
@@ -118,6 +127,7 @@ class RunTally:
         self.turns = 0
         self.usage = Usage()
         self.cost_usd: float | None = 0.0  # None once a reply's cost was unknown
+        self.children_usage = Usage()
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
@@ -126,6 +136,12 @@ class RunTally:
             self.usage = self.usage + event.usage
             if self.cost_usd is not None:
                 self.cost_usd = None if event.cost_usd is None else self.cost_usd + event.cost_usd
+        elif isinstance(event, ChildEvent):
+            inner = event.event
+            while isinstance(inner, ChildEvent):  # a grandchild's, wrapped once more
+                inner = inner.event
+            if isinstance(inner, ModelRequestFinished):
+                self.children_usage = self.children_usage + inner.usage
 
     def spend(self) -> Spend:
         """What the run's own replies spent so far, as a budget counts it."""
