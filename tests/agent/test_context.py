@@ -103,3 +103,32 @@ def test_a_request_never_asks_for_no_output_room_at_all() -> None:
     assert manager.output_tokens(4_096) == 256
     assert manager.output_tokens(100) == 100
     assert manager.output_tokens(None) is None
+
+
+def test_a_second_compaction_replaces_the_first_summary_and_keeps_the_request():
+    # Each compaction kept every earlier summary in the opening message (the summariser
+    # had read them, so the new one covers them): five compactions, five summaries.
+    heading, asked = "[Summary]", "[The latest request]"
+
+    def grown(history, n):
+        for i in range(n):
+            call = ToolCall(id=f"r{len(history)}_{i}", name="bash", arguments="{}")
+            history += [
+                AssistantMessage(text=f"step {i}", tool_calls=(call,)),
+                ToolResultMessage(tool_call_id=call.id, name="bash", content="out " * 500),
+            ]
+        return history
+
+    messages = grown([UserMessage(content="fix the bug"), UserMessage(content="and the docs")], 6)
+    kept = ("AGENTS.md says: run make",)
+    first = compacted_history(plan_compaction(messages, 1200), "summary one", heading, kept, asked)
+    second = compacted_history(
+        plan_compaction(grown(first, 6), 1200), "summary two", heading, kept, asked
+    )
+
+    opening = second[0].content
+    assert opening.startswith("fix the bug")
+    assert opening.count(heading) == 1 and "summary two" in opening
+    assert "summary one" not in opening
+    assert opening.count("AGENTS.md says: run make") == 1
+    assert opening.count("and the docs") == 1 and opening.endswith(f"{asked}\nand the docs")

@@ -222,14 +222,29 @@ def compacted_history(
     request_heading: str = "[The latest request, word for word]",
 ) -> list[Message]:
     """The task, then `kept` (texts that must survive word for word: instructions read
-    mid-run) unless the recent part still holds them, then the summary, then the
-    person's latest request when the summary replaced it."""
-    recent = [m.content for m in plan.recent if not isinstance(m, AssistantMessage)]
-    carried = [text for text in kept if not any(text in content for content in recent)]
-    parts = [plan.task.content, *carried, f"{heading}\n{summary.strip()}"]
+    mid-run) unless the task or the recent part still holds them, then the summary, then
+    the person's latest request when the summary replaced it. A task an earlier
+    compaction opened with loses that summary, which the new one covers (the summariser
+    read it), and keeps its request unless a newer one came."""
+    task, request = _before_compaction(plan.task.content, heading, request_heading)
     if plan.request is not None:
-        parts.append(f"{request_heading}\n{plan.request.content}")
+        request = plan.request.content
+    recent = [m.content for m in plan.recent if not isinstance(m, AssistantMessage)]
+    carried = [t for t in kept if t not in task and not any(t in c for c in recent)]
+    parts = [task, *carried, f"{heading}\n{summary.strip()}"]
+    if request is not None:
+        parts.append(f"{request_heading}\n{request}")
     return [UserMessage(content="\n\n".join(parts)), *plan.recent]
+
+
+def _before_compaction(opening: str, heading: str, request_heading: str) -> tuple[str, str | None]:
+    """What a history's opening message held before a compaction wrote into it (the task,
+    with the texts kept word for word), and the request it carried; the opening itself,
+    None, when no compaction did."""
+    task, compacted, rest = opening.partition(f"\n\n{heading}\n")
+    if not compacted:
+        return opening, None
+    return task, rest.partition(f"\n\n{request_heading}\n")[2] or None
 
 
 def request_messages(messages: Sequence[Message]) -> list[Message]:
