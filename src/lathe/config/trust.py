@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 _STORE_NAME = "trusted-projects.json"
 # Keys under these run commands on the host, loosen the sandbox or its rules, say where
 # the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own;
-# a larger memory lets one project's run fill every other project's prompt).
+# a larger memory lets one project's run fill every other project's prompt), or raise
+# what every request sends or what a run may spend: a project's 100 MB instruction
+# budget sent 570 KB with each request. A model entry's window sizes every share of it
+# (skills, MCP schemas, outputs) and its prices what max_cost_usd counts. Turn limits
+# and timeouts stay a project's own to set, as they were.
 # Of `serve`, only any_endpoint: its limits decide no one's key or access, and who may
 # connect (--host, --allow-remote, the token) is never in a config file.
 # permissions.approval only when it asks less than `ask`; the verify command only when
@@ -44,6 +48,15 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "executor"),
     ("container",),
     ("memory", "memory_max_bytes"),  # user memory is in every project's prompt
+    ("memory", "instructions_max_bytes"),
+    ("skills", "prompt_share"),
+    ("mcp", "schema_share"),
+    ("tools", "output_max_bytes"),
+    ("models",),
+    ("agent", "max_cost_usd"),
+    ("agent", "max_tokens"),
+    ("agents", "max_tokens"),
+    ("agents", "max_total_tokens"),
     ("serve", "any_endpoint"),  # a client may send the server's key to any URL
 )
 
