@@ -33,7 +33,8 @@ Script items, served one per POST /v1/chat/completions in order:
   sent, and `cut_after=n` to close the connection after n chunks without a
   finish_reason or [DONE]; `error_after=n, error=message` sends n chunks, then the error
   as the next event (`data: {"error": {"message": ...}}`, as vLLM and OpenRouter report
-  a failure once the stream has begun) and ends the stream. Pacing:
+  a failure once the stream has begun; a mapping `error` is sent as the whole error
+  object, code and type included) and ends the stream. Pacing:
   `stall_after=n, stall_s=s` sends the headers and n chunks, then nothing for s seconds
   (or until the server stops), then the rest;
   `trickle_s=s` waits s seconds before every chunk after the first, so each gap is short
@@ -103,7 +104,7 @@ class Reply:
     stream: bool | None = None  # None: as the request asks; False: one JSON body
     cut_after: int | None = None
     error_after: int | None = None
-    error: str = "scripted mid-stream error"
+    error: str | Mapping[str, Any] = "scripted mid-stream error"
     done: bool = True
     model: str | None = None  # None: echo the requested model
     stall_after: int | None = None
@@ -385,7 +386,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop_connection()  # no terminating chunk: the body is incomplete
             return
         if reply.error_after is not None:
-            error = {"message": reply.error, "type": "server_error", "code": None}
+            error = reply.error
+            if isinstance(error, str):
+                error = {"message": error, "type": "server_error", "code": None}
             events = [*events[: reply.error_after], json.dumps({"error": error})]
         elif reply.done:
             events.append("[DONE]")

@@ -238,3 +238,22 @@ async def test_an_error_event_mid_stream_has_no_http_status(fake_anthropic, clau
 
     assert type(error) is Overloaded
     assert error.status is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected", "words"),
+    [
+        ("billing_error", BadRequest, "quota is used up"),
+        ("authentication_error", AuthError, "the API key was rejected"),
+    ],
+)
+async def test_an_error_event_that_no_wait_can_cure_says_so(
+    fake_anthropic, claude, kind, expected, words
+):
+    # A billing_error event was "refused the request", unlike the 402 it stands for.
+    fake_anthropic.enqueue(Reply(error=(kind, "Your credit balance is too low")))
+
+    error = await failure(claude)
+
+    assert type(error) is expected and words in str(error)
+    assert error.status is None  # the server answered 200

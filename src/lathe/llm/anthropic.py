@@ -59,7 +59,7 @@ from typing import Any, assert_never
 
 from lathe.chunked import ChunkCache
 from lathe.config.secrets import masked_url
-from lathe.errors import AuthError, BadRequest, ContextTooLong, ProviderError, Transport
+from lathe.errors import BadRequest, ProviderError, Transport
 from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
 from lathe.llm.errors_map import (
     ErrorContext,
@@ -107,20 +107,6 @@ _STOP_REASONS = {
     "max_tokens": StopReason.MAX_TOKENS,
     "model_context_window_exceeded": StopReason.MAX_TOKENS,
     "refusal": StopReason.CONTENT_FILTER,
-}
-# The error types of the API's error bodies, as the HTTP status they stand for, so an
-# `error` event mid-stream maps exactly like the same error before the stream.
-_ERROR_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
 }
 
 
@@ -517,7 +503,9 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
         return exc
     if isinstance(exc, anthropic.APIStatusError):
         if exc.status_code < 400:  # an `error` event inside a 200 stream
-            error = _stream_error_event(exc.body, ctx)
+            body = exc.body
+            inner = body.get("error") if isinstance(body, Mapping) else None
+            error = stream_error(inner if inner is not None else body, ctx)
             return error.reworded(str(error), request_id=request_id(exc.response.headers))
         if exc.status_code == 404:
             said = scrub(server_message(exc), ctx)
@@ -542,21 +530,3 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
     if isinstance(exc, anthropic.AnthropicError | httpx2.HTTPError):
         return BadRequest(scrub(f"the Anthropic client refused the request: {exc}", ctx))
     return None
-
-
-def _stream_error_event(body: object, ctx: ErrorContext) -> ProviderError:
-    error = body.get("error") if isinstance(body, Mapping) else None
-    kind = error.get("type") if isinstance(error, Mapping) else None
-    message = error.get("message") if isinstance(error, Mapping) else None
-    said = " ".join(str(message or body or "(no message)").split())[:500]
-    status = _ERROR_STATUS.get(str(kind))
-    if status is None:
-        return stream_error(said, ctx)
-    # Mapped as the status the error type stands for, but the server answered 200: the
-    # error carries no HTTP status.
-    mapped = from_status(status, {}, said, ctx)
-    if isinstance(mapped, AuthError | ContextTooLong):
-        return mapped.reworded(str(mapped), status=None)
-    return mapped.reworded(
-        f"{ctx.base_url} reported {kind} mid-stream: {scrub(said, ctx)}", status=None
-    )

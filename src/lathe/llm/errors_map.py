@@ -99,7 +99,7 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
     if isinstance(exc, MalformedReply):
         return Transport(f"{ctx.base_url} sent a reply lathe cannot read: {exc}")
     if isinstance(exc, ReportedError):
-        return stream_error(server_words(exc.body), ctx)
+        return stream_error(exc.body, ctx)
     if isinstance(exc, TotalTimeExceeded | httpx2.TimeoutException | TimeoutError):
         return timed_out(exc, ctx)
     if isinstance(exc, httpx2.TransportError | OSError):
@@ -154,17 +154,20 @@ def from_status(
 ) -> ProviderError:
     """Map an HTTP error status (with its headers and the server's message). The error
     keeps the status and the provider's request id."""
-    error = _for_status(status, headers, message, ctx)
+    error = _for_status(status, headers, message, ctx, f"HTTP {status}")
     error.status, error.request_id = status, request_id(headers)
     return error
 
 
 def _for_status(
-    status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
+    status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext, said_as: str
 ) -> ProviderError:
+    """The error for `status`; `said_as` is how the server said it ("HTTP 401", or the
+    code of an error it reported in a 200 reply), which the message names."""
     said = scrub(message, ctx)
-    where = f"{ctx.base_url} (HTTP {status})"
-    if status == 429 and _QUOTA.search(message):  # billing: no wait makes it pass
+    where = f"{ctx.base_url} ({said_as})"
+    # billing: no wait makes it pass
+    if status == 402 or (status == 429 and _QUOTA.search(message)):
         return BadRequest(
             f"{where} says the account's quota is used up: {said}; add credit or raise the "
             "limit with the provider (retrying cannot help)"
@@ -172,7 +175,7 @@ def _for_status(
     if status == 429:
         return RateLimited(f"rate limited by {where}: {said}", retry_after=retry_after(headers))
     if status in (401, 403):
-        return AuthError(_auth_message(status, ctx))
+        return AuthError(_auth_message(status, ctx, said_as))
     if status in (400, 413, 422) and _CONTEXT_TOO_LONG.search(message):
         return _too_long(message, said, ctx)
     if status == 404:
@@ -299,14 +302,71 @@ def _too_long(message: str, said: str, ctx: ErrorContext) -> ContextTooLong:
     )
 
 
-def stream_error(message: str, ctx: ErrorContext) -> ProviderError:
-    """An error the server reported inside a 200 reply (an SSE error event or JSON body)."""
+def stream_error(error: object, ctx: ErrorContext, *, streamed: bool = True) -> ProviderError:
+    """An error the server reported inside a 200 reply: `error` is the error object (or
+    its text) of an SSE event (`streamed`) or of a JSON body. Its `status`, `code` or
+    `type` is read as the HTTP status it stands for and mapped as that status is (a
+    rejected key is AuthError, a spent quota or an unknown model a BadRequest: none is
+    retried); with none of them known, or a 5xx, it is Overloaded as an outage is. The
+    error has no HTTP status: the server answered 200."""
+    message = server_words(error)
     said = scrub(message, ctx)
+    how = "mid-stream" if streamed else "in its reply"
     if _CONTEXT_TOO_LONG.search(message):
         return _too_long(message, said, ctx)
-    if "rate limit" in message.lower():
-        return RateLimited(f"rate limited by {ctx.base_url} mid-stream: {said}")
-    return Overloaded(f"{ctx.base_url} reported an error mid-stream: {said}")
+    reported = _reported_status(error)
+    if reported is not None and 400 <= reported[0] < 500:
+        status, code = reported
+        return _for_status(status, {}, message, ctx, f"{code} {how}")
+    if "rate limit" in message.lower():  # an outage's code on a rate limit's words
+        return RateLimited(f"rate limited by {ctx.base_url} {how}: {said}")
+    what = reported[1] if reported is not None else "an error"
+    return Overloaded(f"{ctx.base_url} reported {what} {how}: {said}")
+
+
+# The codes and types of error objects (OpenAI's codes, Anthropic's types, Google's
+# statuses) as the HTTP status each stands for, so an error reported inside a 200 reply
+# maps as the same error answered with that status.
+_REPORTED_STATUS = {
+    "invalid_request_error": 400,
+    "context_length_exceeded": 400,
+    "invalid_api_key": 401,
+    "authentication_error": 401,
+    "unauthenticated": 401,
+    "insufficient_quota": 402,
+    "billing_error": 402,
+    "permission_error": 403,
+    "permission_denied": 403,
+    "model_not_found": 404,
+    "not_found_error": 404,
+    "not_found": 404,
+    "request_too_large": 413,
+    "rate_limit_exceeded": 429,
+    "rate_limit_error": 429,
+    "resource_exhausted": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "unavailable": 503,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def _reported_status(error: object) -> tuple[int, str] | None:
+    """The HTTP status an error object stands for and the words that said it (`error
+    401`, `insufficient_quota`): a number in its `status` or `code` first, then a code,
+    status or type lathe knows; None when it names none."""
+    if not isinstance(error, Mapping):
+        return None
+    fields = [error.get(key) for key in ("status", "code", "type")]
+    for value in fields:
+        text = str(value).strip() if isinstance(value, int | str) else ""
+        if text.isdigit() and 400 <= int(text) < 600:
+            return int(text), f"error {text}"
+    for value in fields:
+        if isinstance(value, str) and value.lower() in _REPORTED_STATUS:
+            return _REPORTED_STATUS[value.lower()], value
+    return None
 
 
 NO_KEY = "no-key"
@@ -314,19 +374,18 @@ NO_KEY = "no-key"
 vLLM accept anything): a refusal of it means the server wants a key after all."""
 
 
-def _auth_message(status: int, ctx: ErrorContext) -> str:
+def _auth_message(status: int, ctx: ErrorContext, said_as: str) -> str:
     if ctx.api_key in ("", NO_KEY):
         return (
-            f"{ctx.base_url} requires an API key (HTTP {status}) and none is set; "
-            f"set {ctx.api_key_env}"
+            f"{ctx.base_url} requires an API key ({said_as}) and none is set; set {ctx.api_key_env}"
         )
     if status == 403:
         return (
-            f"{ctx.base_url} refused the API key access to model {ctx.model!r} (HTTP 403); "
+            f"{ctx.base_url} refused the API key access to model {ctx.model!r} ({said_as}); "
             f"check {ctx.api_key_env} holds a key allowed to use this model"
         )
     return (
-        f"the API key was rejected by {ctx.base_url} (HTTP {status}); "
+        f"the API key was rejected by {ctx.base_url} ({said_as}); "
         f"check {ctx.api_key_env} holds a valid key for this endpoint"
     )
 

@@ -565,9 +565,7 @@ def _completion_as_chunk(body: object, ctx: ErrorContext) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise Transport(f"{ctx.base_url} answered with JSON that is not a completion")
     if body.get("error"):
-        error = body["error"]
-        message = error.get("message") if isinstance(error, Mapping) else str(error)
-        raise stream_error(str(message), ctx)
+        raise stream_error(body["error"], ctx, streamed=False)
     choices = []
     for choice in _choices(body):
         if not isinstance(choice, Mapping):
