@@ -12,7 +12,8 @@ entry of its own. `MemoryStore` changes a file under its lock (`file_lock.FileLo
 writing at once both keep their entries and a reader never sees half a file. Each file
 holds at most `max_bytes`: a write past that is refused with the entries listed, so the
 model can consolidate. The caller masks secrets before a write (the `memory` tool runs
-the redactor over the text).
+the redactor over the text, and refuses a text holding a key-shaped word or a private
+key: `credentials_in`).
 
 The files are read once, at the start of a session, into the system prompt
 (`prompt_section`): a write during a run changes the file, not that run's prompt, so
@@ -271,6 +272,12 @@ class MemoryTool(Tool):
         text = self._mask(args.text)
         if args.action != "remove" and not text.strip():
             raise ToolError(f"{args.action} needs text: the entry to write")
+        if found := credentials_in(text):
+            raise ToolError(
+                f"the text holds what looks like a credential ({', '.join(found)}), and "
+                "memory never holds a secret: store where it is kept (the variable's name, "
+                "the file's path, the secret manager's entry), not the value, then try again"
+            )
         if args.action != "add" and not args.old_text.strip():
             raise ToolError(f"{args.action} needs old_text: a part of the entry to change")
         try:
@@ -292,6 +299,26 @@ class MemoryTool(Tool):
             else ""
         )
         return ToolOutput(content=f"Done: {said}{masked}.", summary=said)
+
+
+_WORD = re.compile(r"[A-Za-z0-9_\-.+/]+")  # a key's characters: quotes, = and : end it
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+
+
+def credentials_in(text: str) -> list[str]:
+    """What in `text` is shaped like a credential, each named without its secret part
+    (`'ghp_…'`, `a PEM private key`): a word starting as a provider's keys do
+    (`config.secrets.key_prefix`) and holding a digit, as generated keys do and words
+    like `sk-learn-compatible` do not, or a private key block. Only exact values of the
+    run's secrets are masked (the redactor); a key pasted into the conversation is not
+    one of them."""
+    from lathe.config.secrets import key_prefix
+
+    found = [f"{prefix!r}…" for word in _WORD.findall(text)
+             if (prefix := key_prefix(word)) and any(c.isdigit() for c in word)]  # fmt: skip
+    if _PRIVATE_KEY.search(text):
+        found.append("a PEM private key")
+    return list(dict.fromkeys(found))
 
 
 def memory_tools(workspace: Path, settings, secrets: Sequence[str], session) -> list[Tool]:

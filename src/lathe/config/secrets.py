@@ -6,7 +6,9 @@ import re
 from collections.abc import Callable, Mapping
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
-_KEY_PREFIX = re.compile(r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_)")
+_KEY_PREFIX = re.compile(
+    r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_|AKIA|ASIA)"
+)
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-.+/=]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A file path: rooted (/, ~/, ./, ../) and made of named folders, with none of the `+` and
@@ -94,7 +96,7 @@ def looks_like_secret(value: str) -> bool:
     value = value.strip()
     if value.lower().startswith("bearer "):
         return looks_like_secret(value[7:])
-    if _KEY_PREFIX.match(value) and len(value) >= 16:
+    if key_prefix(value):
         return True
     if len(value) < 32 or not _TOKEN_CHARS.match(value) or value.isupper():
         return False
@@ -102,6 +104,13 @@ def looks_like_secret(value: str) -> bool:
         return False
     # Long mixed-case-and-digit runs are random tokens; SHOUTING_NAMES are variables.
     return any(c.isdigit() for c in value) and any(c.islower() for c in value)
+
+
+def key_prefix(value: str) -> str | None:
+    """The prefix a provider gives its keys (`ghp_`, `sk-`, `AKIA`) when `value` starts
+    with one and is long enough to be a key; None otherwise."""
+    match = _KEY_PREFIX.match(value)
+    return match.group() if match and len(value) >= 16 else None
 
 
 _SECRET_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)

@@ -1,0 +1,78 @@
+"""The memory never holds a credential: a `memory` write whose text holds one shaped
+like a key (`AKIA...`, `ghp_...`, `sk-...`, `github_pat_...`, a PEM private key) is
+refused, naming what looked like one and where to store it instead. Only exact values
+of the environment's variables were masked; a key pasted into the conversation was
+stored and put in every later session's system prompt."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.e2e.test_instructions_and_memory import run
+from tests.fakes.openai_server import Call, Reply
+
+GITHUB = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq98ZgFQcR2\n-----END RSA PRIVATE KEY-----"
+CREDENTIALS = [
+    ("The deploy key is AKIAIOSFODNN7EXAMPLE for us-east-1.", "AKIAIOSFODNN7EXAMPLE", "'AKIA'…"),
+    (f"CI pushes with token {GITHUB}.", GITHUB, "'ghp_'…"),
+    ("OPENAI_API_KEY=sk-9f8e7d6c5b4a39281706f5e4 works here.", "sk-9f8e7d6c5b4a39281706f5e4",
+     "'sk-'…"),
+    ("Use 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv'.",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "'github_pat_'…"),
+    (f"The server key:\n{PEM}", "MIIEowIBAAKCAQEA7bq98ZgFQcR2", "a PEM private key"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (tmp_path / "config").mkdir()
+    return repo
+
+
+@pytest.mark.parametrize(("text", "secret", "named"), CREDENTIALS)
+def test_a_memory_write_holding_a_credential_is_refused(
+    tmp_path, ws, fake_openai, text, secret, named
+):
+    replace = {"action": "replace", "scope": "project", "old_text": "tox", "text": text}
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "add", "scope": "project", "text": text})]),
+        Reply(calls=[Call("memory", {"action": "add", "scope": "project", "text": "Use tox."})]),
+        Reply(calls=[Call("memory", replace)]),
+        Reply("Done."),
+        Reply("Next."),
+    )
+
+    first = run(fake_openai, ws, tmp_path, "remember it")
+    second = run(fake_openai, ws, tmp_path, "go on")
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    results = [
+        m["content"] for m in fake_openai.chat_bodies()[3]["messages"] if m["role"] == "tool"
+    ]
+    refused, added, replaced = results
+    for said in (refused, replaced):
+        assert said.startswith("Error: "), said
+        assert "looks like a credential" in said and named in said, said
+        assert "where it is kept" in said, said
+        assert secret not in said
+    assert added.startswith("Done")
+    system = fake_openai.chat_bodies()[-1]["messages"][0]["content"]
+    assert "Use tox." in system and secret not in system
+
+
+def test_words_that_only_begin_like_a_key_are_kept(tmp_path, ws, fake_openai):
+    text = "Use sk-learn-compatible estimators; skip_ci_for_docs_only_changes in CI."
+    fake_openai.enqueue(
+        Reply(calls=[Call("memory", {"action": "add", "scope": "project", "text": text})]),
+        Reply("Done."),
+    )
+
+    result = run(fake_openai, ws, tmp_path, "remember it")
+
+    assert result.returncode == 0, result.stderr
+    assert fake_openai.chat_bodies()[-1]["messages"][-1]["content"].startswith("Done")
