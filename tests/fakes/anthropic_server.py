@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.openai_server import Hang, ScriptedServer, _Handler
+from tests.fakes.openai_server import Hang, ScriptedServer, _Handler, _route
 
 AUTO = "auto"
 DEFAULT_USAGE: Mapping[str, int] = {
@@ -164,7 +164,7 @@ class FakeAnthropicServer(ScriptedServer):
         self.handler = _AnthropicHandler
 
     def message_bodies(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if r.path.rstrip("/").endswith("/v1/messages")]
+        return [r.body for r in self.requests if _route(r.path).endswith("/v1/messages")]
 
     def _script_ran_out(self) -> Item:
         return ErrorReply(500, "fake server: the script ran out (no queued item and no responder)")
@@ -185,7 +185,7 @@ class _AnthropicHandler(_Handler):
         except json.JSONDecodeError:
             body = raw.decode(errors="replace")
         self.fake._record(self._recorded(body))
-        if self.path.rstrip("/") != "/v1/messages":
+        if _route(self.path) != "/v1/messages":
             self._send_error(ErrorReply(404, f"no route for POST {self.path}", "not_found_error"))
             return
         if not isinstance(body, dict):

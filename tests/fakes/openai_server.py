@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
+from urllib.parse import urlsplit
 
 AUTO = "auto"
 DEFAULT_USAGE: Mapping[str, int] = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
@@ -282,10 +283,15 @@ class FakeOpenAIServer(ScriptedServer):
         self.handler = _Handler
 
     def chat_bodies(self) -> list[dict[str, Any]]:
-        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+        return [r.body for r in self.requests if _route(r.path).endswith("/chat/completions")]
 
     def _script_ran_out(self) -> Item:
         return ErrorReply(500, "fake server: the script ran out (no queued item and no responder)")
+
+
+def _route(path: str) -> str:
+    """A request's path without its query (an endpoint's ?api-version=...) or end slash."""
+    return urlsplit(path).path.rstrip("/")
 
 
 class _Server(ThreadingHTTPServer):
@@ -308,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.fake._record(self._recorded(None))
-        if self.path.rstrip("/").endswith("/models"):
+        if _route(self.path).endswith("/models"):
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
             self._send_json(200, {"object": "list", "data": data})
         else:
@@ -322,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode(errors="replace")
         self.fake._record(self._recorded(body))
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not _route(self.path).endswith("/chat/completions"):
             self._send_error(ErrorReply(404, f"no route for POST {self.path}"))
             return
         if not isinstance(body, dict):

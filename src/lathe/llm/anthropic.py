@@ -72,7 +72,7 @@ from lathe.llm.errors_map import (
     stream_error,
     timed_out,
 )
-from lathe.llm.http_stream import LazyClient
+from lathe.llm.http_stream import LazyClient, without_query
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
@@ -124,14 +124,18 @@ class AnthropicProvider:
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._model = model
-        url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        given = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        # The SDK adds its paths to the URL's: a query (?api-version=...) goes with every
+        # request instead, after the path.
+        url, self._query = without_query(given)
+        url = url.rstrip("/")
         self._base_url = url[: -len("/v1")] if url.endswith("/v1") else url
         self._api_key = api_key
         self._timeouts = timeouts
         self._extra_headers = dict(extra_headers or {})
         # Messages name the endpoint with its credentials masked: too short to look like
         # secrets, a ?api_key= or a password was printed whole in every error.
-        shown = masked_url(self._base_url)
+        shown = masked_url(given)
         self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts)
         self._client = LazyClient(self._new_client, close=lambda client: client.close())
         self._turns: ChunkCache[Message, _Blocks, tuple[dict[str, Any], ...]] = ChunkCache(
@@ -187,6 +191,7 @@ class AnthropicProvider:
             timeout=self._timeouts.for_httpx(),
             max_retries=0,
             default_headers=self._extra_headers or None,
+            default_query=dict(self._query) or None,
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

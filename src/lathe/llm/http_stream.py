@@ -78,19 +78,41 @@ class LazyClient:
 
 def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     """An httpx2 AsyncClient for `base_url`: every request carries `headers` (with
-    lathe's User-Agent unless they set one), each operation (connect, write, read, pool)
-    times out after `idle_s` seconds without progress, and redirects are followed, as
-    the vendors' SDKs follow them."""
+    lathe's User-Agent unless they set one) and the base URL's query after its own path,
+    each operation (connect, write, read, pool) times out after `idle_s` seconds without
+    progress, and redirects are followed, as the vendors' SDKs follow them."""
     import httpx2
 
     _import_transport()
+    base, query = without_query(base_url)
     return httpx2.AsyncClient(
-        base_url=base_url.rstrip("/") + "/",
+        base_url=base.rstrip("/") + "/",
+        params=query,
         headers={"User-Agent": USER_AGENT, **headers},
         timeout=httpx2.Timeout(idle_s),
         follow_redirects=True,
         verify=_tls_context(),
     )
+
+
+def without_query(url: str) -> tuple[str, list[tuple[str, str]]]:
+    """`url` without its query, and the query's pairs, for a client that adds each
+    request's path to the URL's path and sends the pairs after it: left in the URL, an
+    Azure-style `?api-version=...` went before the path (`/v1?api-version=.../models`)."""
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    return urlunsplit(parts._replace(query="", fragment="")), pairs
+
+
+def url_for(base_url: str, path: str) -> str:
+    """`path` added to the path of `base_url`, the base URL's query kept after it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    joined = parts.path.rstrip("/") + "/" + path.lstrip("/")
+    return urlunsplit(parts._replace(path=joined, fragment=""))
 
 
 @functools.cache

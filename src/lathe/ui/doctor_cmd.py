@@ -238,7 +238,9 @@ def _key_check(checks: list[Check], model) -> bool:
 def _endpoint_check(model) -> Check:
     import httpx
 
-    url = model.base_url.rstrip("/") + "/models"
+    from lathe.llm.http_stream import url_for
+
+    url = url_for(model.base_url, "models")
     try:
         response = httpx.get(url, headers=_auth_headers(model), timeout=_ENDPOINT_TIMEOUT_S)
     except httpx.HTTPError as exc:
