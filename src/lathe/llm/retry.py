@@ -28,6 +28,8 @@ from lathe.errors import NothingListening, ProviderError
 from lathe.llm.base import StreamEvent
 from lathe.plural import plural
 
+_DAY_S = 24 * 3600
+
 OnRetry = Callable[[int, int, float, ProviderError], object]
 
 
@@ -108,7 +110,9 @@ def _wait_s(
     if error.retry_after is None:
         return policy.backoff_s(failed_attempt, rand())
     if error.retry_after > policy.max_retry_after_s:
-        when = time.strftime("%H:%M:%S", time.localtime(time.time() + error.retry_after))
+        # A time more than a day away is said with its date: 07:28:00 alone reads as today.
+        shape = "%H:%M:%S" if error.retry_after <= _DAY_S else "%Y-%m-%d %H:%M:%S"
+        when = time.strftime(shape, time.localtime(time.time() + error.retry_after))
         raise error.reworded(
             f"{error} (the server asked to wait {error.retry_after:.0f}s, more than the "
             f"{policy.max_retry_after_s:.0f}s lathe waits; try again after {when})",
