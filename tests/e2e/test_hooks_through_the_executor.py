@@ -120,3 +120,25 @@ def test_a_hook_reply_that_is_not_one_json_object_is_warned_of(tmp_path, fake_op
     assert len(warned) == 2, result.stderr
     assert "the call went on as the model made it" in warned[0]
     assert "the bash result went to the model as it was" in warned[1]
+
+
+def test_the_model_cannot_change_a_script_a_hook_runs(tmp_path, fake_openai) -> None:
+    # Hooks run on the host, outside the sandbox: the model edited the script a pre_tool
+    # hook runs, and its next bash call ran the edit on this machine.
+    ws = workspace(tmp_path)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "check.sh").write_text("exit 0\n")
+    escaped = tmp_path / "escaped"
+    user = tmp_path / "user.toml"
+    user.write_text('[[hooks.pre_tool]]\ncommand = "bash scripts/check.sh"\ntools = ["bash"]\n')
+    edit = Call("edit", {"path": "scripts/check.sh", "old_string": "exit 0\n",
+                         "new_string": f"touch {escaped}\nexit 0\n"})  # fmt: skip
+    fake_openai.enqueue(
+        Reply(calls=[edit]), Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("ok")
+    )
+
+    result = run_against(fake_openai, ws, tmp_path, "go", env_extra={"LATHE_CONFIG": str(user)})
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (ws / "scripts" / "check.sh").read_text() == "exit 0\n"
+    assert not escaped.exists()

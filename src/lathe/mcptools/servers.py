@@ -248,23 +248,16 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
     config it loads), as patterns anchored at the workspace: protected, so that code a
     server runs on the host changes only with the user's approval (the model had edited
     a trusted server's script, and its next call ran the edit outside the sandbox)."""
-    root = workspace.resolve()
+    from lathe.policy.rules import files_named
+
     found: list[str] = []
     for entry in entries:
         config = entry.config
         if config.command is None:
             continue
         base = workspace / config.cwd if config.cwd else workspace
-        for word in (config.command, *config.args):
-            if "${" in word or not word.strip():
-                continue
-            try:
-                path = (base / Path(word).expanduser()).resolve()
-                named = path.is_file() and path.is_relative_to(root)
-            except (OSError, ValueError):  # a NUL, a loop of links, a name too long
-                continue
-            if named and (pattern := "/" + path.relative_to(root).as_posix()) not in found:
-                found.append(pattern)
+        words = (config.command, *config.args)
+        found += [p for p in files_named(words, base, workspace) if p not in found]
     return tuple(found)
 
 

@@ -202,6 +202,27 @@ def workspace_names(workspace: Path, path: str | Path) -> list[str]:
     return names
 
 
+def files_named(words: Iterable[str], base: Path, workspace: Path) -> list[str]:
+    """The workspace files `words` name (relative to `base`: a script, a config a program
+    loads), as patterns anchored at the workspace: what code run on the host — an MCP
+    server, a hook — reads, to protect so that it changes only with the user's approval
+    (the model had edited such a script, and the next run of it was the edit, outside the
+    sandbox). A word holding a `${VAR}` is left out."""
+    root = workspace.resolve()
+    found: list[str] = []
+    for word in words:
+        if "${" in word or not word.strip():
+            continue
+        try:
+            path = (base / Path(word).expanduser()).resolve()
+            named = path.is_file() and path.is_relative_to(root)
+        except (OSError, ValueError):  # a NUL, a loop of links, a name too long
+            continue
+        if named and (pattern := "/" + path.relative_to(root).as_posix()) not in found:
+            found.append(pattern)
+    return found
+
+
 def protected_patterns(user: Iterable[str]) -> tuple[str, ...]:
     """Every protected path pattern: ALWAYS_PROTECTED, then the user's (permissions.protect)."""
     return (*ALWAYS_PROTECTED, *user)
