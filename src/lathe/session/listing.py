@@ -31,11 +31,17 @@ class SessionSummary:
     cwd: str
     title: str  # first line of the first user message, "" when there is none
     turns: int  # assistant messages in the file
-    tokens: int  # input + output tokens over every assistant message in the file
+    tokens: int  # every kind of token over every assistant message in the file
     entries: int  # entries in the file (none: its run was killed before its first message)
     status: str  # "running" (locked), the last run's status, or "unfinished" (crashed)
     parent_session: str | None = None
     parent_call: str | None = None  # a subagent's: the parent's task call (else a fork)
+
+    @property
+    def worked_in(self) -> bool:
+        """A session the user worked in, to go on with: not a subagent's, nor one with no
+        entry (a run killed before its first message)."""
+        return self.parent_call is None and self.entries > 0
 
 
 def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:

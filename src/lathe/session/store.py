@@ -191,7 +191,7 @@ class SessionStore:
         one with no entry (a run killed before its first message, which had no chance to
         `close_or_discard` it: continuing it dropped the conversation before it)."""
         for summary in self.list(workspace):
-            if summary.parent_call is None and summary.entries:
+            if summary.worked_in:
                 return self.open_path(summary.path, readonly=readonly)
         return None
 

@@ -228,7 +228,8 @@ class Links(AgentHooks):
     async def resume(self, app: InteractiveApp, session_id: str | None) -> None:
         if session_id is None:
             current = self.session.id if self.session is not None else None
-            others = [s for s in self.store.list(self.workspace) if s.id != current]
+            listed = self.store.list(self.workspace)
+            others = [s for s in listed if s.id != current and s.worked_in]
             if not others:
                 app.renderer.note("no other session in this workspace to resume")
                 return
