@@ -509,7 +509,7 @@ class ServedSession:
         self._close_open_calls(INTERRUPTED_RESULT)
         finished = RunFinished(
             status=RunStatus.INTERRUPTED, turns=self.run_tally.turns,
-            usage=self.run_tally.usage, answer="",
+            usage=self.run_tally.total_usage, answer="",
             reason=reason or self._stop_reason or "stopped",
         )  # fmt: skip
         self.emit(finished)

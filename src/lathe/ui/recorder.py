@@ -68,7 +68,7 @@ class SessionRecorder(AgentHooks):
             RunEndEntry(
                 status=RunStatus.INTERRUPTED.value,
                 turns=tally.turns,
-                usage=tally.usage + tally.children_usage,
+                usage=tally.total_usage,
                 reason=reason,
             )
         )
@@ -142,6 +142,11 @@ class RunTally:
                 inner = inner.event
             if isinstance(inner, ModelRequestFinished):
                 self.children_usage = self.children_usage + inner.usage
+
+    @property
+    def total_usage(self) -> Usage:
+        """What the run spent, its subagents' replies included: what its end records."""
+        return self.usage + self.children_usage
 
     def spend(self) -> Spend:
         """What the run's own replies spent so far, as a budget counts it."""
