@@ -4,6 +4,7 @@ endpoints want) went before the path (`/v1?api-version=2024-06-01/chat/completio
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -65,3 +66,24 @@ def test_a_query_in_an_anthropic_base_url_stays_after_the_messages_path(tmp_path
 
     assert result.returncode == 0, result.stderr
     assert [r.path for r in fake_anthropic.requests] == [f"/v1/messages?{QUERY}"]
+
+
+def test_a_base_url_with_user_and_password_keeps_the_api_key_as_bearer(tmp_path, fake_openai):
+    # The URL's credentials went as Basic auth in place of the key, which was dropped.
+    fake_openai.enqueue(Reply("Nothing to do."), Reply("Nothing to do."))
+    url = fake_openai.base_url.replace("http://", "http://alice:pw-0123456789abcdef@")
+
+    with_key = _lathe(
+        tmp_path, "run", "--model", "m", "--base-url", url, "say hi",
+        env={"OPENAI_API_KEY": "sk-test"},
+    )  # fmt: skip
+    without_key = _lathe(tmp_path, "run", "--model", "m", "--base-url", url, "say hi", env={})
+
+    for result in (with_key, without_key):
+        assert result.returncode == 0, result.stderr
+        assert "pw-0123456789abcdef" not in result.stdout + result.stderr
+    basic = "Basic " + base64.b64encode(b"alice:pw-0123456789abcdef").decode()
+    assert [r.headers.get("authorization") for r in fake_openai.requests] == [
+        "Bearer sk-test",
+        basic,
+    ]

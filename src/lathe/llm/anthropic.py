@@ -172,7 +172,7 @@ class AnthropicProvider:
                     yield delta
         finally:
             await events.close()
-        yield Completed(reply.finish(self._base_url))
+        yield Completed(reply.finish(self._ctx.base_url))
 
     def warm_up(self) -> None:
         """Import the SDK and build its client, with the parts the first request loads

@@ -78,17 +78,30 @@ class LazyClient:
 
 def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     """An httpx2 AsyncClient for `base_url`: every request carries `headers` (with
-    lathe's User-Agent unless they set one) and the base URL's query after its own path,
+    lathe's User-Agent unless they set one; the URL's user:password as Basic auth unless
+    they hold an Authorization header) and the base URL's query after its own path,
     each operation (connect, write, read, pool) times out after `idle_s` seconds without
     progress, and redirects are followed, as the vendors' SDKs follow them."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
     import httpx2
 
     _import_transport()
     base, query = without_query(base_url)
+    parts = urlsplit(base)
+    sent = {"User-Agent": USER_AGENT, **headers}
+    # The URL's user:password is Basic auth only where no Authorization header is set:
+    # httpx would otherwise send it in place of the API key's Bearer, the key dropped.
+    if parts.username is not None:
+        base = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        if not any(name.lower() == "authorization" for name in sent):
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            sent["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
     return httpx2.AsyncClient(
         base_url=base.rstrip("/") + "/",
         params=query,
-        headers={"User-Agent": USER_AGENT, **headers},
+        headers=sent,
         timeout=httpx2.Timeout(idle_s),
         follow_redirects=True,
         verify=_tls_context(),

@@ -31,7 +31,9 @@ Decisions:
   (`lathe.chunked`) encoding reused while the chunk is unchanged, byte for byte what
   encoding the whole body gives (`_encoded_body`).
 - An empty API key sends no `Authorization` header: local servers need none, and one
-  that wants a key answers 401, reported as AuthError naming the variable to set.
+  that wants a key answers 401, reported as AuthError naming the variable to set. A
+  base URL's user:password is sent as Basic auth only when no key is set: a key is
+  never dropped for it.
 - Nothing here retries: `lathe.llm.retry` owns retrying.
 - Each stream is bounded by `timeouts` (`lathe.llm.timeouts`): the idle limit is the
   httpx2 timeout, the total a deadline around the whole attempt.
@@ -44,6 +46,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
+from urllib.parse import urlsplit
 
 from lathe.chunked import ChunkCache
 from lathe.config.secrets import masked_url
@@ -57,6 +60,7 @@ from lathe.llm.base import (
     whole_text,
 )
 from lathe.llm.errors_map import (
+    NO_KEY,
     ErrorContext,
     guarded,
     mentions_stream_options,
@@ -186,7 +190,7 @@ class OpenAIChatProvider:
             return
         for event in reply.flush():
             yield event
-        message = reply.finish(self._base_url)
+        message = reply.finish(self._ctx.base_url)
         if not message.tool_calls and request.tools:
             from lathe.llm.text_calls import with_text_calls
 
@@ -214,7 +218,10 @@ class OpenAIChatProvider:
 
     def _new_client(self) -> Any:
         headers = dict(self._extra_headers)
-        if self._api_key:
+        # A key is sent as Bearer; the URL's user:password goes as Basic auth only when
+        # no key is set (lathe's placeholder for a local server is none).
+        placeholder = self._api_key == NO_KEY and "@" in urlsplit(self._base_url).netloc
+        if self._api_key and not placeholder:
             headers.setdefault("Authorization", f"Bearer {self._api_key}")
         return new_client(self._base_url, headers, self._timeouts.idle_s)
 
