@@ -18,8 +18,10 @@ Only regular files are read, never a link that leads out of the repository, nor 
 file a read rule denies or named like a secret. All of them share `max_bytes`: a file
 that does not fit whole is cut at a line, the text says where, and `notes` records it
 for a notice; so does a file skipped for where it leads (a link out of the repository,
-one that leads nowhere, one that cannot be read): left out without a word, it looked
-read.
+one that leads nowhere, one that cannot be read) or for what it holds (not text): left
+out without a word, it looked read. Text is read as the file tools read it
+(`tools.files.decode_text`: UTF-16 with its BOM, what PowerShell's `echo >` writes, a
+UTF-8 BOM, CRLF).
 """
 
 from __future__ import annotations
@@ -137,13 +139,18 @@ class Instructions:
         if within is not None and self._denied(path):
             return []  # the user's own rule, or a secret's name: said by neither
         # No more than the budget left can be shown: a 3 GB file took 56 s and 6 GB to read.
+        # Twice that, as UTF-16 takes two bytes for a character UTF-8 writes in one.
         try:
             with real.open("rb") as handle:
-                raw = handle.read(max(self.max_bytes - self._spent, 0) + 4)
+                raw = handle.read(2 * max(self.max_bytes - self._spent, 0) + 4)
         except OSError as exc:
             self.notes.append(f"{label} skipped: it cannot be read ({exc.strerror})")
             return []
-        text = raw.decode("utf-8", errors="replace").strip()
+        text = _decoded(raw, whole=len(raw) >= info.st_size)
+        if text is None:
+            self.notes.append(f"{label} skipped: it is not text (a binary file?)")
+            return []
+        text = text.strip()
         if not text:
             return []
         text, cut = self._fit(label, text, info.st_size)
@@ -183,6 +190,22 @@ class Instructions:
         names = {*workspace_names(self.workspace, path), *workspace_names(self._root, path)}
         names.discard(".")
         return any(matches_any(n, (*self.no_read, *SECRET_LIKE)) for n in names)
+
+
+def _decoded(raw: bytes, *, whole: bool) -> str | None:
+    """The text of a file's first bytes, read as the file tools read it (UTF-16 and a
+    BOM included, CRLF as LF, a stray byte as U+FFFD); None for a binary file. A read
+    that stopped inside a character (`whole` false) is read up to it: the cut character
+    alone had made a UTF-8 file read as cp1252, or a UTF-16 one as no text."""
+    from lathe.tools.files import decode_text, printable
+
+    ends = [] if whole else [end for end in range(len(raw), len(raw) - 4, -1) if end > 0]
+    for end in ends:
+        decoded = decode_text(raw[:end])
+        if decoded is not None and decoded.errors == "strict" and decoded.encoding[:3] == "utf":
+            return printable(decoded.text)
+    decoded = decode_text(raw)
+    return None if decoded is None else printable(decoded.text)
 
 
 def _home_label(path: Path) -> str:
