@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import shlex
 import socket
 import subprocess
+import threading
 
 from tests.exec.test_container import PODMAN, needs_podman
 from tests.fakes.openai_server import Reply
@@ -227,3 +229,32 @@ def test_doctor_describes_what_a_command_sees_in_the_container(tmp_path, workspa
     assert sandbox.startswith("ok") and "podman container" in sandbox, result.stdout
     assert "root folder / through an overlay" in sandbox and "private /tmp" in sandbox
     assert "none of this machine's tool folders" in sandbox and "/usr" not in sandbox
+
+
+def test_doctor_keeps_the_key_and_masks_credentials_in_the_base_url(tmp_path, workspace):
+    # Its /models check sent the URL's user:password as Basic in place of the key's
+    # Bearer, and a failing answer printed the URL with the password in it.
+    key = "sk-doctor-key-4f3a2b1c0d9e"
+    env = {"OPENAI_API_KEY": key, "LATHE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    seen: list[str] = []
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://alice:pw-5ecret-77@127.0.0.1:{server.server_address[1]}/v1"
+        result = lathe(
+            "doctor", "--model", "m", "--base-url", url, "-C", str(workspace),
+            cwd=workspace, env=env,
+        )  # fmt: skip
+        server.shutdown()
+    assert "pw-5ecret-77" not in result.stdout + result.stderr
+    assert "HTTP 500" in _line(result.stdout, "endpoint"), result.stdout
+    assert seen == [f"Bearer {key}"]

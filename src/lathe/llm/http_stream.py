@@ -82,22 +82,11 @@ def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     they hold an Authorization header) and the base URL's query after its own path,
     each operation (connect, write, read, pool) times out after `idle_s` seconds without
     progress, and redirects are followed, as the vendors' SDKs follow them."""
-    import base64
-    from urllib.parse import unquote, urlsplit, urlunsplit
-
     import httpx2
 
     _import_transport()
     base, query = without_query(base_url)
-    parts = urlsplit(base)
-    sent = {"User-Agent": USER_AGENT, **headers}
-    # The URL's user:password is Basic auth only where no Authorization header is set:
-    # httpx would otherwise send it in place of the API key's Bearer, the key dropped.
-    if parts.username is not None:
-        base = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-        if not any(name.lower() == "authorization" for name in sent):
-            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-            sent["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    base, sent = credentials_as_header(base, {"User-Agent": USER_AGENT, **headers})
     return httpx2.AsyncClient(
         base_url=base.rstrip("/") + "/",
         params=query,
@@ -106,6 +95,23 @@ def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
         follow_redirects=True,
         verify=_tls_context(),
     )
+
+
+def credentials_as_header(url: str, headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """`url` without its user:password, and `headers` with them as Basic auth unless
+    they hold an Authorization header: httpx would send the URL's in place of the API
+    key's Bearer, the key dropped."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    sent = dict(headers)
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, sent
+    if not any(name.lower() == "authorization" for name in sent):
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        sent["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), sent
 
 
 def without_query(url: str) -> tuple[str, list[tuple[str, str]]]:

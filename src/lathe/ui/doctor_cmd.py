@@ -238,11 +238,13 @@ def _key_check(checks: list[Check], model) -> bool:
 def _endpoint_check(model) -> Check:
     import httpx
 
-    from lathe.llm.http_stream import url_for
+    from lathe.config.secrets import masked_url
+    from lathe.llm.http_stream import credentials_as_header, url_for
 
     url = url_for(model.base_url, "models")
+    bare, headers = credentials_as_header(url, _auth_headers(model))
     try:
-        response = httpx.get(url, headers=_auth_headers(model), timeout=_ENDPOINT_TIMEOUT_S)
+        response = httpx.get(bare, headers=headers, timeout=_ENDPOINT_TIMEOUT_S)
     except httpx.HTTPError as exc:
         return Check(
             "fail",
@@ -270,7 +272,7 @@ def _endpoint_check(model) -> Check:
         return Check(
             "fail" if response.status_code >= 500 else "warn",
             "endpoint",
-            f"GET {url} answered HTTP {response.status_code}",
+            f"GET {masked_url(url)} answered HTTP {response.status_code}",
             "try again later, or run `lathe doctor --live`",
         )
     ids = _model_ids(response)
