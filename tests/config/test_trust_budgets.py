@@ -21,10 +21,6 @@ from lathe.config.trust import project_settings
         "[tools]\noutput_max_bytes = 10000000\n",
         '[models.m]\nprovider = "openai"\ncontext_window = 10000000\n',
         '[models.m]\nprovider = "openai"\ninput_price = 0.0\n',
-        "[agent]\nmax_cost_usd = 1000.0\n",
-        "[agent]\nmax_tokens = 100000000\n",
-        "[agents]\nmax_tokens = 100000000\n",
-        "[agents]\nmax_total_tokens = 100000000\n",
     ],
 )
 def test_a_project_file_lifting_a_size_or_cost_budget_needs_trust(tmp_path, setting):
@@ -48,3 +44,12 @@ def test_an_untrusted_prompt_budget_stops_the_run_before_any_request(tmp_path, f
     assert "memory.instructions_max_bytes" in result.stderr
     assert "skills.prompt_share" in result.stderr and "--trust-project" in result.stderr
     assert fake_openai.chat_bodies() == []
+
+
+@pytest.mark.parametrize(
+    "setting", ["[agent]\nmax_cost_usd = 2.0\n", "[agent]\nmax_tokens = 500000\n",
+                "[agent]\nmax_turns = 40\n"],
+)  # fmt: skip
+def test_a_project_files_own_budget_needs_no_trust(tmp_path, setting):
+    # A team caps its runs in the repository; CI must not need --trust-project for that.
+    assert project_settings(load_config(_project(tmp_path, setting))) is None

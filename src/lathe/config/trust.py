@@ -30,8 +30,10 @@ _STORE_NAME = "trusted-projects.json"
 # a larger memory lets one project's run fill every other project's prompt), or raise
 # what every request sends or what a run may spend: a project's 100 MB instruction
 # budget sent 570 KB with each request. A model entry's window sizes every share of it
-# (skills, MCP schemas, outputs) and its prices what max_cost_usd counts. Turn limits
-# and timeouts stay a project's own to set, as they were.
+# (skills, MCP schemas, outputs) and its prices what max_cost_usd counts. Turn limits,
+# timeouts and the token and cost budgets stay a project's own to set, as they were: a
+# team caps its runs there (asking trust for that pushed CI to --trust-project, which
+# trusts hooks too), and a flag outranks it.
 # Of `serve`, only any_endpoint: its limits decide no one's key or access, and who may
 # connect (--host, --allow-remote, the token) is never in a config file.
 # permissions.approval only when it asks less than `ask`; the verify command only when
@@ -53,10 +55,6 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("mcp", "schema_share"),
     ("tools", "output_max_bytes"),
     ("models",),
-    ("agent", "max_cost_usd"),
-    ("agent", "max_tokens"),
-    ("agents", "max_tokens"),
-    ("agents", "max_total_tokens"),
     ("serve", "any_endpoint"),  # a client may send the server's key to any URL
 )
 
