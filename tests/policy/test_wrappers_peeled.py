@@ -109,6 +109,11 @@ HIDDEN = [
     "runuser -u dev -- rm -rf ~",
     "sg dev -c 'rm -rf ~'",
     "sg - dev 'rm -rf ~'",
+    # The arguments after su's user go to that user's shell, -c and all.
+    "su root -- -c 'rm -rf ~'",
+    "su - root -c 'rm -rf ~'",
+    "su -l root -- -lc 'rm -rf ~'",
+    "runuser dev -- -c 'rm -rf ~'",
 ]
 
 

@@ -80,7 +80,22 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
             return None
         result.inner = inner
     elif name == "su" or (name == "runuser" and not _any(parsed, "-u", "--user")):
-        result.inner = []  # a user and the shell's arguments: what runs is -c's
+        # A user, then arguments for that user's shell: `su root -- -c CMD` runs CMD
+        # as su's own -c would (the shell's -c and su's are both walked).
+        result.inner = []
+        operands = parsed.operands
+        login = operands[:1] and operands[0].value == "-"
+        shell_args = operands[2:] if login else operands[1:]
+        if shell_args:
+            how = shell_call(shell_args)
+            if how is None or how.script is None or how.script.value is None:
+                return None  # a script file, or a string only known at run time
+            given = result.split_string
+            if given is not None and given.value is not None:
+                joined = f"{given.value}\n{how.script.value}"
+                result.split_string = Word(f"{given.text} {how.script.text}", joined)
+            elif given is None:
+                result.split_string = how.script
     elif name == "script":
         result.writes += parsed.operands  # its typescript; what it runs is `-c`'s
         result.inner = []
