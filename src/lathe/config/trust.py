@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.config.keys import KeyPath, format_key
+from lathe.config.schema import Config
 
 if TYPE_CHECKING:
     from lathe.config.loader import LoadedConfig
@@ -27,17 +28,15 @@ if TYPE_CHECKING:
 _STORE_NAME = "trusted-projects.json"
 # Keys under these run commands on the host, loosen the sandbox or its rules, say where
 # the key goes, or put words in lathe's mouth (a profile's prompts replace lathe's own;
-# a larger memory lets one project's run fill every other project's prompt), or raise
-# what every request sends or what a run may spend: a project's 100 MB instruction
-# budget sent 570 KB with each request. A model entry's window sizes every share of it
-# (skills, MCP schemas, outputs) and its prices what max_cost_usd counts. Turn limits,
-# timeouts and the token and cost budgets stay a project's own to set, as they were: a
-# team caps its runs there (asking trust for that pushed CI to --trust-project, which
-# trusts hooks too), and a flag outranks it.
+# a larger memory lets one project's run fill every other project's prompt). Turn
+# limits, timeouts and the token and cost budgets stay a project's own to set, as they
+# were: a team caps its runs there (asking trust for that pushed CI to --trust-project,
+# which trusts hooks too), and a flag outranks it.
 # Of `serve`, only any_endpoint: its limits decide no one's key or access, and who may
 # connect (--host, --allow-remote, the token) is never in a config file.
 # permissions.approval only when it asks less than `ask`; the verify command only when
-# commands run outside the sandbox (see project_settings).
+# commands run outside the sandbox (see project_settings); the keys below only as they
+# say.
 _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("hooks",),
     ("providers",),
@@ -50,13 +49,27 @@ _NEEDS_TRUST: tuple[KeyPath, ...] = (
     ("permissions", "executor"),
     ("container",),
     ("memory", "memory_max_bytes"),  # user memory is in every project's prompt
+    ("serve", "any_endpoint"),  # a client may send the server's key to any URL
+)
+
+# What every request sends, only when the project raises it past the schema's default:
+# a project's 100 MB instruction budget sent 570 KB with each request; one that lowers
+# it asks for less than any run gets.
+_NEEDS_TRUST_RAISED: tuple[KeyPath, ...] = (
     ("memory", "instructions_max_bytes"),
     ("skills", "prompt_share"),
     ("mcp", "schema_share"),
     ("tools", "output_max_bytes"),
-    ("models",),
-    ("serve", "any_endpoint"),  # a client may send the server's key to any URL
 )
+
+# Of a [models.NAME] entry, what sizes every share of the window (skills, MCP schemas,
+# outputs) or what max_cost_usd counts. Its provider, id and profile choose no more than
+# the top-level `model`, `provider` and `profile` a project sets freely: a provider or
+# profile it defines itself needs trust under [providers] or [profiles].
+_MODEL_KEYS_NEEDING_TRUST = frozenset(
+    {"context_window", "max_output_tokens", "input_price", "output_price",
+     "cached_input_price", "cache_write_price"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,7 +138,18 @@ def _needs_trust(path: KeyPath, value: Any) -> bool:
         return value not in ("read-only", "ask")  # auto or full: fewer questions asked
     if not value and path in _TIGHT_WHEN_EMPTY:
         return False
+    if path in _NEEDS_TRUST_RAISED:
+        return not isinstance(value, int | float) or value > _schema_default(path)
+    if path[:1] == ("models",):
+        return path[-1] in _MODEL_KEYS_NEEDING_TRUST
     return any(path[: len(prefix)] == prefix for prefix in _NEEDS_TRUST)
+
+
+def _schema_default(path: KeyPath) -> Any:
+    section: Any = Config
+    for part in path[:-1]:
+        section = section.model_fields[part].annotation
+    return section.model_fields[path[-1]].default
 
 
 _DECLINED = "declined:"
