@@ -132,3 +132,74 @@ def test_a_second_compaction_replaces_the_first_summary_and_keeps_the_request():
     assert "summary one" not in opening
     assert opening.count("AGENTS.md says: run make") == 1
     assert opening.count("and the docs") == 1 and opening.endswith(f"{asked}\nand the docs")
+
+
+def _opened_by_a_compaction(task: str, summary: str, recent_user: str | None = None) -> list:
+    """A history a first compaction opened: the task, its summary, then turns."""
+    from lathe.words import load_words
+
+    words = load_words()
+    opening = (
+        f"{task}\n\n{words.say('summary_heading')}\n{summary}\n\n"
+        f"{words.say('request_heading')}\nfix bug A"
+    )
+    history = [UserMessage(content=opening)]
+    for i in range(8):
+        call = ToolCall(id=f"c{i}", name="bash", arguments="{}")
+        history += [
+            AssistantMessage(text=f"step {i}", tool_calls=(call,)),
+            ToolResultMessage(tool_call_id=call.id, name="bash", content="out " * 800),
+        ]
+        if i == 6 and recent_user is not None:
+            history.append(UserMessage(content=recent_user))
+    return history
+
+
+async def test_a_second_summariser_reads_the_first_summary_whatever_the_tasks_length():
+    # The summariser saw the opening message cut at a quarter of its room: a long task
+    # pushed the first summary out of what it read, and the second compaction lost it.
+    from lathe.agent.compaction import ContextManager
+    from lathe.agent.context import Budget
+    from lathe.llm.scripted import ScriptedProvider, reply
+
+    provider = ScriptedProvider([reply("SUMMARY-TWO")])
+    manager = ContextManager(
+        Budget(context_window=8_000, output_reserve=1_000), provider, lambda event: None,
+        fixed_tokens=100,
+    )  # fmt: skip
+    history = _opened_by_a_compaction("T" * 20_000, "SUMMARY-ONE-FACTS")
+
+    assert await manager.compact(history, reason="test")
+
+    asked = provider.requests[0].messages[0].content
+    assert "SUMMARY-ONE-FACTS" in asked and "fix bug A" in asked
+
+
+async def test_a_summary_that_fails_keeps_the_first_summary():
+    from lathe.agent.compaction import ContextManager
+    from lathe.agent.context import Budget
+    from lathe.llm.scripted import ScriptedProvider
+
+    manager = ContextManager(
+        Budget(context_window=8_000, output_reserve=1_000), ScriptedProvider([]),
+        lambda event: None, fixed_tokens=100,
+    )  # fmt: skip
+    history = _opened_by_a_compaction("fix the bug", "SUMMARY-ONE-FACTS")
+
+    assert await manager.compact(history, reason="test")
+
+    assert "SUMMARY-ONE-FACTS" in history[0].content
+
+
+def test_a_request_the_recent_part_holds_replaces_the_carried_one():
+    history = _opened_by_a_compaction("T", "S1", recent_user="now do B")
+    plan = plan_compaction(history, 1500)
+    assert any(m.content == "now do B" for m in plan.recent if isinstance(m, UserMessage))
+
+    from lathe.words import load_words
+
+    words = load_words()
+    heading, asked = words.say("summary_heading"), words.say("request_heading")
+    opening = compacted_history(plan, "S2", heading, (), asked)[0].content
+
+    assert "fix bug A" not in opening and asked not in opening

@@ -17,6 +17,7 @@ from lathe.agent.context import (
     Budget,
     TokenMeter,
     compacted_history,
+    compaction_parts,
     conversation_tokens,
     estimate_tokens,
     plan_compaction,
@@ -269,7 +270,14 @@ class ContextManager:
         """The summary of `older`, asked with the task at the head of the transcript so
         the summary's goal is the task's (a long transcript loses its start instead)."""
         limit_chars = self.budget.prompt_limit * 2  # about half the window, in tokens
-        head = _transcript([task])[: limit_chars // 4]
+        opening, earlier, _ = self._opening_parts(task)
+        # What an earlier compaction wrote goes whole after the task's cut head: the new
+        # summary replaces that one, so it must have read it.
+        written = task.content[len(opening) :]
+        head = (
+            _transcript([UserMessage(content=opening)])[: limit_chars // 4]
+            + written[: limit_chars // 2]
+        )
         transcript = _transcript(older)
         if len(head) + len(transcript) > limit_chars:
             kept = transcript[-(limit_chars - len(head)) :]
@@ -302,7 +310,12 @@ class ContextManager:
                 "it is replaced by what the model said and the calls it made",
             )
         )
-        return _mechanical_summary(older)
+        mechanical = _mechanical_summary(older)
+        return f"{earlier.strip()}\n\n{mechanical}" if earlier else mechanical
+
+    def _opening_parts(self, task: UserMessage) -> tuple[str, str | None, str | None]:
+        heading, asked = self._words.say("summary_heading"), self._words.say("request_heading")
+        return compaction_parts(task.content, heading, asked)
 
 
 _MIN_SUMMARISED_TOKENS = 400

@@ -226,9 +226,11 @@ def compacted_history(
     the person's latest request when the summary replaced it. A task an earlier
     compaction opened with loses that summary, which the new one covers (the summariser
     read it), and keeps its request unless a newer one came."""
-    task, request = _before_compaction(plan.task.content, heading, request_heading)
+    task, _, request = compaction_parts(plan.task.content, heading, request_heading)
     if plan.request is not None:
         request = plan.request.content
+    elif any(isinstance(m, UserMessage) and m.origin == "user" for m in plan.recent):
+        request = None  # a newer one is there, word for word
     recent = [m.content for m in plan.recent if not isinstance(m, AssistantMessage)]
     carried = [t for t in kept if t not in task and not any(t in c for c in recent)]
     parts = [task, *carried, f"{heading}\n{summary.strip()}"]
@@ -237,14 +239,17 @@ def compacted_history(
     return [UserMessage(content="\n\n".join(parts)), *plan.recent]
 
 
-def _before_compaction(opening: str, heading: str, request_heading: str) -> tuple[str, str | None]:
-    """What a history's opening message held before a compaction wrote into it (the task,
-    with the texts kept word for word), and the request it carried; the opening itself,
-    None, when no compaction did."""
+def compaction_parts(
+    opening: str, heading: str, request_heading: str
+) -> tuple[str, str | None, str | None]:
+    """A history's opening message as a compaction wrote it: what it held before (the
+    task, with the texts kept word for word), the summary, and the request it carried;
+    the opening itself, None, None when no compaction did."""
     task, compacted, rest = opening.partition(f"\n\n{heading}\n")
     if not compacted:
-        return opening, None
-    return task, rest.partition(f"\n\n{request_heading}\n")[2] or None
+        return opening, None, None
+    summary, _, request = rest.partition(f"\n\n{request_heading}\n")
+    return task, summary, request or None
 
 
 def request_messages(messages: Sequence[Message]) -> list[Message]:
