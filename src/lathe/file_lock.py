@@ -8,10 +8,12 @@
     lock.release()                      # or let the process end: the kernel drops it
 
 The kernel drops the lock when the holder closes the file or dies (kill -9 included), so
-a crashed lathe never leaves anything locked. The file is never deleted: unlinking a
-lock file while another process waits on it would let two processes "hold" two
-different files. The holder writes a short record into it (its pid, what it is doing)
-only so that others can say who holds it. Used for sessions (`session/lock.py`),
+a crashed lathe never leaves anything locked. The file is not deleted while anyone may
+still wait on it: unlinking a lock file another process waits on would let two
+processes "hold" two different files (the one exception, a finished subagent's own
+worktrees folder, which only its ended run used: `worktree.remove_worktree`). The
+holder writes a short record into it (its pid, what it is doing) only so that others
+can say who holds it. Used for sessions (`session/lock.py`),
 workspaces (`workspace_lock.py`) and the checkpoint store.
 
 A shared lock (`FileLock(path, shared=True)`) may be held by many processes at once and

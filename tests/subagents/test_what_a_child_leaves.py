@@ -218,3 +218,21 @@ def test_a_run_stopped_while_its_children_work_counts_what_they_spent(
     usage = _parent_run_end(tmp_path)["usage"]
     parent_input = 12  # the fake server's default usage for the parent's one reply
     assert usage["input_tokens"] == parent_input + 2 * spent["child_input"], usage
+
+
+def test_a_childs_folder_and_its_kept_patches_are_private(tmp_path) -> None:
+    # Sessions and checkpoints were made 0700; a child's copy of the workspace (a 0600
+    # .env stored by git as a 0444 object) and the patches of its changes were not.
+    from lathe.subagents.worktree import create_worktree, remove_worktree
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    (ws / ".env").write_text("TOKEN=x\n")
+    (ws / ".env").chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        tree = create_worktree(ws, home, "c1")
+    finally:
+        os.umask(old)
+    assert (tree.path.parent.stat().st_mode & 0o777) == 0o700
+    remove_worktree(tree)

@@ -21,6 +21,7 @@ workspace as it is, the clashes between conflict markers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -33,7 +34,7 @@ from pathlib import Path
 from lathe.checkpoint.shadow import global_excludes_file, isolated_git_environment
 from lathe.errors import LatheError, UsageError
 from lathe.file_lock import FileLock
-from lathe.home import project_slug
+from lathe.home import private_folder, project_slug
 
 _BASE_MESSAGE = "lathe: the parent's workspace when the child started"
 
@@ -80,8 +81,7 @@ def worktrees_root(workspace: Path, home: Path) -> Path:
 def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
     """A new worktree named `name` (unique per workspace) holding the parent's state now."""
     workspace = workspace.resolve()
-    root = worktrees_root(workspace, home)
-    root.mkdir(parents=True, exist_ok=True)
+    root = private_folder(worktrees_root(workspace, home))  # copies of the workspace's files
     destination = root / name
     lock = FileLock(root / ".create.lock")
     lock.acquire(record=f"creating {name}\n")
@@ -362,14 +362,16 @@ def remove_worktree(tree: Worktree) -> None:
         return
     # Only this child's own run made folders there, and it has ended: no one waits on
     # the lock whose file goes. Taken all the same, in case one is still being made.
-    lock = FileLock(lock_file)
-    lock.acquire(record="removing a finished child's folder\n")
-    try:
-        if [entry.name for entry in own_root.iterdir()] == [lock_file.name]:
-            lock_file.unlink()
-            own_root.rmdir()
-    finally:
-        lock.release()
+    # Tidying only: a failure leaves an empty folder, never a child's end undone.
+    with contextlib.suppress(OSError):
+        lock = FileLock(lock_file)
+        lock.acquire(record="removing a finished child's folder\n")
+        try:
+            if [entry.name for entry in own_root.iterdir()] == [lock_file.name]:
+                lock_file.unlink()
+                own_root.rmdir()
+        finally:
+            lock.release()
 
 
 def _repository_head(workspace: Path) -> str | None:

@@ -511,7 +511,7 @@ class _Child:
                 status=RunStatus.INTERRUPTED.value,
                 turns=self.tally.turns,
                 # Its children's too, as a normal end counts them.
-                usage=self.tally.usage + self.tally.children_usage,
+                usage=self.tally.total_usage,
                 reason="the parent stopped",
             )
         )
@@ -638,12 +638,11 @@ class _Child:
         return Merge(True, applied.patch_file, checkpoint=number)
 
     def _patch_file(self) -> Path:
-        from lathe.home import project_slug
+        from lathe.home import private_folder, project_slug
 
         assert self.session is not None
         family = self.parent._family
-        folder = family.home / "patches" / project_slug(family.root)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_folder(family.home / "patches" / project_slug(family.root))
         return folder / f"{self.session.id}.patch"
 
 
