@@ -276,6 +276,10 @@ def _check_lathe_args(settings: Any, scratch: Path) -> None:
         prepare(run_options(True, **values))
     except click.ClickException as exc:
         raise UsageError(f"--lathe-arg: {click_message(exc)}") from None
+    except click.exceptions.Exit:  # --help: it would print help, every task unrun
+        raise UsageError(
+            "--lathe-arg: --help prints `lathe run`'s help instead of running a task; leave it out"
+        ) from None
     except UsageError as exc:
         raise UsageError(f"--lathe-arg: {exc}") from None
 
