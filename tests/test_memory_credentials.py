@@ -2,7 +2,9 @@
 like a key (`AKIA...`, `ghp_...`, `sk-...`, `github_pat_...`, a PEM private key) is
 refused, naming what looked like one and where to store it instead. Only exact values
 of the environment's variables were masked; a key pasted into the conversation was
-stored and put in every later session's system prompt."""
+stored and put in every later session's system prompt. A word that only begins like a
+key (a variable's name, a path, a snake_case identifier) is kept: the refusal itself
+tells the model to store the variable's name."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ CREDENTIALS = [
     ("Use 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv'.",
      "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "'github_pat_'…"),
     (f"The server key:\n{PEM}", "MIIEowIBAAKCAQEA7bq98ZgFQcR2", "a PEM private key"),
+    ("The session key id is ASIAY34FZKBOKMUTVV7A.", "ASIAY34FZKBOKMUTVV7A", "'ASIA'…"),
+    ("Stripe: rk_live_0123456789abcdefghij.", "rk_live_0123456789abcdefghij", "'rk_'…"),
 ]  # fmt: skip
 
 
@@ -65,8 +69,17 @@ def test_a_memory_write_holding_a_credential_is_refused(
     assert "Use tox." in system and secret not in system
 
 
-def test_words_that_only_begin_like_a_key_are_kept(tmp_path, ws, fake_openai):
-    text = "Use sk-learn-compatible estimators; skip_ci_for_docs_only_changes in CI."
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use sk-learn-compatible estimators; skip_ci_for_docs_only_changes in CI.",
+        "The deploy reads its key from $ASIA_PACIFIC_KEY_V2.",
+        "The deploy reads its key from ASIA_PACIFIC_KEY_V2.",
+        "Models are cached in hf_cache/bert-base-uncased-v2.",
+        "The orders table's key column is pk_orders_2024_id.",
+    ],
+)
+def test_words_that_only_begin_like_a_key_are_kept(tmp_path, ws, fake_openai, text):
     fake_openai.enqueue(
         Reply(calls=[Call("memory", {"action": "add", "scope": "project", "text": text})]),
         Reply("Done."),

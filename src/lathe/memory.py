@@ -301,7 +301,11 @@ class MemoryTool(Tool):
         return ToolOutput(content=f"Done: {said}{masked}.", summary=said)
 
 
-_WORD = re.compile(r"[A-Za-z0-9_\-.+/]+")  # a key's characters: quotes, = and : end it
+# A key's characters: quotes, = and : end it, and a sentence's full stop is not in it.
+_WORD = re.compile(r"[A-Za-z0-9_\-.+/]*[A-Za-z0-9_\-+/]")
+# Names, not values: SHOUTING_SNAKE variables, and snake_case identifiers of short
+# parts (pk_orders_2024_id); a key's random part is one long run (sk_ and 32 hex).
+_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[a-z][a-z0-9]*(_[a-z0-9]{1,15})+")
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 
 
@@ -309,13 +313,15 @@ def credentials_in(text: str) -> list[str]:
     """What in `text` is shaped like a credential, each named without its secret part
     (`'ghp_…'`, `a PEM private key`): a word starting as a provider's keys do
     (`config.secrets.key_prefix`) and holding a digit, as generated keys do and words
-    like `sk-learn-compatible` do not, or a private key block. Only exact values of the
-    run's secrets are masked (the redactor); a key pasted into the conversation is not
-    one of them."""
+    like `sk-learn-compatible` do not, and neither a path (`hf_cache/bert-base-v2`) nor
+    a name (`$ASIA_PACIFIC_KEY_V2`, `pk_orders_2024_id`: the refusal asks for names), or
+    a private key block. Only exact values of the run's secrets are masked (the
+    redactor); a key pasted into the conversation is not one of them."""
     from lathe.config.secrets import key_prefix
 
     found = [f"{prefix!r}…" for word in _WORD.findall(text)
-             if (prefix := key_prefix(word)) and any(c.isdigit() for c in word)]  # fmt: skip
+             if (prefix := key_prefix(word)) and any(c.isdigit() for c in word)
+             and "/" not in word and not _NAME.fullmatch(word)]  # fmt: skip
     if _PRIVATE_KEY.search(text):
         found.append("a PEM private key")
     return list(dict.fromkeys(found))

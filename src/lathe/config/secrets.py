@@ -6,8 +6,10 @@ import re
 from collections.abc import Callable, Mapping
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
+# An AWS key id is one only whole (its prefix begins names: ASIA_OPENAI_API_KEY).
 _KEY_PREFIX = re.compile(
-    r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_|AKIA|ASIA)"
+    r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_"
+    r"|(AKIA|ASIA)(?=[A-Z0-9]{16}\b))"
 )
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-.+/=]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -108,7 +110,8 @@ def looks_like_secret(value: str) -> bool:
 
 def key_prefix(value: str) -> str | None:
     """The prefix a provider gives its keys (`ghp_`, `sk-`, `AKIA`) when `value` starts
-    with one and is long enough to be a key; None otherwise."""
+    with one and is long enough to be a key (an AWS key id: all of its 20 characters);
+    None otherwise."""
     match = _KEY_PREFIX.match(value)
     return match.group() if match and len(value) >= 16 else None
 
