@@ -121,7 +121,7 @@ def _named_apart(made: list[Any], taken: set[str]) -> tuple[list[Any], dict[str,
     other was skipped (a key of `_SKIPPED`). Lathe's own names are reserved whether or
     not this run registers them yet: the task tool and MCP's come after the plugins,
     and a plugin's tool of that name had ended every run."""
-    from lathe.ui.safety import known_tool_names
+    from lathe.tools.builtin import known_tool_names
 
     own = known_tool_names(())
     kept: list[Any] = []

@@ -6,6 +6,6 @@ from __future__ import annotations
 def test_the_tools_a_run_adds_later_are_named_as_their_classes_name_them():
     from lathe.mcptools.tools import McpResourceTool, ToolSearchTool
     from lathe.subagents.task_tool import TaskTool
-    from lathe.ui.safety import TOOLS_ADDED_LATER
+    from lathe.tools.builtin import TOOLS_ADDED_LATER
 
     assert set(TOOLS_ADDED_LATER) == {TaskTool.name, ToolSearchTool.name, McpResourceTool.name}

@@ -23,8 +23,7 @@ def list_command(workspace: Path) -> None:
     """List the profiles: name, where it comes from, tools, approval, description."""
     from lathe.plugins import load_tool_plugins
     from lathe.subagents.profiles import find_profiles
-    from lathe.tools.builtin import OWN_TOOL_NAMES
-    from lathe.ui.safety import known_tool_names
+    from lathe.tools.builtin import OWN_TOOL_NAMES, known_tool_names
     from lathe.ui.table import Column, print_report_table
 
     # What a run would know: a plugin that fails is `lathe plugins`'s to tell.

@@ -108,7 +108,7 @@ class _Family:
         """The profiles, found once the task tool is first offered: a profile's `tools`
         may name lathe's own, `tool_names` (the offering run's, its plugins' among
         them) and those a run adds later."""
-        from lathe.ui.safety import known_tool_names
+        from lathe.tools.builtin import known_tool_names
 
         if self._profiles is None:
             self._profiles = find_profiles(self.root, known_tools=known_tool_names(tool_names))

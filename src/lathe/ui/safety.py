@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -227,19 +227,6 @@ def build_safety(
     )  # fmt: skip
 
 
-# Tools a run adds after its safety is built: a child's task tool, MCP's search and
-# resource tools (tests/policy holds these to the classes' names).
-TOOLS_ADDED_LATER = ("task", "tool_search", "mcp_resource")
-
-
-def known_tool_names(loaded: Iterable[str]) -> set[str]:
-    """The tool names a rule, hook or subagent profile may name in a run: lathe's own,
-    `loaded` (the run's, its plugins' among them) and those a run adds later."""
-    from lathe.tools.builtin import OWN_TOOL_NAMES
-
-    return {*OWN_TOOL_NAMES, *loaded, *TOOLS_ADDED_LATER}
-
-
 def check_rule_tools(
     rules: RuleSet,
     hooks: HooksConfig,
@@ -258,6 +245,7 @@ def check_rule_tools(
     then alone: the others were judged as the run was built."""
     from lathe.errors import UsageError
     from lathe.policy.rules import command_pattern_problem, misnamed_tool, unknown_tools
+    from lathe.tools.builtin import known_tool_names
 
     every_rule = (*rules.deny, *rules.ask, *rules.allow)
     for rule in every_rule:
