@@ -104,15 +104,16 @@ def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> lis
             continue
         kept, skipped = _named_apart(made, taken)
         for name, why in skipped.items():
-            on_problem(problem_line(entry, _SKIPPED[why].format(name=name)))
+            on_problem(problem_line(entry, f"the tool {name!r} has {_SKIPPED[why]}"))
         tools.extend(kept)
     return tools
 
 
+# Why a plugin's tool is skipped: a run's notice and `lathe plugins` both say it.
 _SKIPPED = {
-    "own": "the tool name {name!r} is lathe's own",
-    "mcp": "the tool name {name!r} is kept for MCP servers' tools (mcp__SERVER__TOOL)",
-    "taken": "a tool named {name!r} exists already",
+    "own": "lathe's own name",
+    "mcp": "a name kept for MCP servers' tools (mcp__SERVER__TOOL)",
+    "taken": "another plugin's name",
 }
 
 
@@ -190,10 +191,6 @@ def names_in(group: str) -> list[str]:
     return [entry.name for entry in entry_points_of(group)]
 
 
-# Why a tool was skipped, as `lathe plugins` says it beside the tools kept.
-_SAID = {"own": "lathe's own name", "mcp": "a name for MCP tools", "taken": "another plugin's"}
-
-
 def survey() -> list[PluginStatus]:
     """Every plugin entry point, each loaded (imported; a tools plugin's tools made) to
     say whether it works, and a tools plugin's tools a run skips. For `lathe plugins`
@@ -208,7 +205,7 @@ def survey() -> list[PluginStatus]:
                     kept, skipped = _named_apart(_tools_from(entry), taken)
                     provides = "; ".join([
                         *([", ".join(tool.name for tool in kept)] if kept else []),
-                        *(f"{name} skipped: {_SAID[why]}" for name, why in skipped.items()),
+                        *(f"{name} skipped: {_SKIPPED[why]}" for name, why in skipped.items()),
                     ])  # fmt: skip
                 elif group == HOOKS:
                     hooks_from(entry, Path.cwd())

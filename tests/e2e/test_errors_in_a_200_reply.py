@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import ErrorReply, Reply
+from tests.e2e.test_run_edges import lathe_run
+from tests.fakes.openai_server import Call, ErrorReply, Reply
 
 
 def _run(server, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -83,3 +84,41 @@ def test_an_error_in_a_200_reply_is_mapped_as_its_code_says(
     assert words in error["message"], error["message"]
     if isinstance(item, ErrorReply):  # one JSON document: nothing was streamed
         assert "mid-stream" not in error["message"]
+
+
+# The code says the prompt is past the window; the words say it as no pattern knows.
+TOO_LONG = {"message": "Input exceeds the model's limit.", "code": "context_length_exceeded",
+            "type": "invalid_request_error"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        _streamed(TOO_LONG),
+        _whole(TOO_LONG),
+        ErrorReply(400, raw_body=json.dumps({"error": TOO_LONG})),
+    ],
+    ids=["streamed", "whole", "http-400"],
+)
+def test_a_too_long_code_in_other_words_is_compacted_and_the_run_goes_on(
+    tmp_path, fake_openai, refusal
+):
+    # It had been a plain bad request: the run ended where compacting would have fit.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for n in range(4):
+        (ws / f"log{n}.txt").write_text(f"entry {n} " * 2_000)
+    fake_openai.enqueue(
+        *(Reply(calls=[Call("read", {"path": f"log{n}.txt"})]) for n in range(4)),
+        refusal,
+        Reply("Goal: read the logs. Progress: all four read."),  # the compaction summary
+        Reply("All four logs read."),
+    )
+
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Read the logs")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "All four logs read." in done.stdout
+    bodies = fake_openai.chat_bodies()
+    assert len(bodies) == 7
+    assert len(bodies[-1]["messages"]) < len(bodies[4]["messages"])  # compacted, then sent

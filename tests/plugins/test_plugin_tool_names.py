@@ -65,8 +65,8 @@ def test_a_plugin_tool_named_task_is_skipped_and_the_run_goes_on(tmp_path, fake_
     assert "Traceback" not in result.stderr
     for plugin, name in (("clash", "task"), ("clash", "tool_search"), ("just-task", "task")):
         assert (
-            f"plugin {plugin!r} (lathe.tools, from lathe-clash 0.1) skipped: the tool name "
-            f"{name!r} is lathe's own" in result.stderr
+            f"plugin {plugin!r} (lathe.tools, from lathe-clash 0.1) skipped: the tool "
+            f"{name!r} has lathe's own name" in result.stderr
         )
     [body] = fake_openai.chat_bodies()
     names = [t["function"]["name"] for t in body["tools"]]

@@ -187,8 +187,8 @@ def test_a_run_uses_plugin_tools_and_hooks_and_skips_the_broken_one(tmp_path, fa
         "plugin exploded" in notices
     )
     assert (
-        "plugin 'demo-tools' (lathe.tools, from lathe-demo 1.2.0) skipped: the tool name 'read' "
-        "is lathe's own" in notices
+        "plugin 'demo-tools' (lathe.tools, from lathe-demo 1.2.0) skipped: the tool 'read' has "
+        "lathe's own name" in notices
     )
     first, second = fake_openai.chat_bodies()
     names = [t["function"]["name"] for t in first["tools"]]

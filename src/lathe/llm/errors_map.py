@@ -42,6 +42,10 @@ _CONTEXT_TOO_LONG = re.compile(
     r"|reduce the length of the messages|exceed context limit",
     re.IGNORECASE,
 )
+# The code of an error object saying the prompt is past the window, whatever its words
+# (OpenAI's, and the servers copying its errors). Anthropic has none: its type is
+# invalid_request_error, its words "prompt is too long", which the pattern knows.
+_TOO_LONG_CODE = "context_length_exceeded"
 # The numbers servers give when they refuse a request as too long, as (pattern, which
 # group is the window, which the prompt), the first that matches: OpenAI and vLLM (the
 # messages apart from the completion asked for, where given), llama-server, Anthropic's
@@ -93,8 +97,11 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
         return exc
     if isinstance(exc, StatusError):
         words = server_words(exc.body)
-        if _error_code(exc.body) == "insufficient_quota" and "quota" not in words:
+        code = _error_code(exc.body)
+        if code == "insufficient_quota" and "quota" not in words:
             words += " (insufficient_quota)"
+        elif code == _TOO_LONG_CODE and not _CONTEXT_TOO_LONG.search(words):
+            words += f" ({code})"  # said so, it is compacted as the words would be
         return from_status(exc.status, exc.headers, words, ctx)
     if isinstance(exc, MalformedReply):
         return Transport(f"{ctx.base_url} sent a reply lathe cannot read: {exc}")
@@ -304,15 +311,16 @@ def _too_long(message: str, said: str, ctx: ErrorContext) -> ContextTooLong:
 
 def stream_error(error: object, ctx: ErrorContext, *, streamed: bool = True) -> ProviderError:
     """An error the server reported inside a 200 reply: `error` is the error object (or
-    its text) of an SSE event (`streamed`) or of a JSON body. Its `status`, `code` or
-    `type` is read as the HTTP status it stands for and mapped as that status is (a
-    rejected key is AuthError, a spent quota or an unknown model a BadRequest: none is
-    retried); with none of them known, or a 5xx, it is Overloaded as an outage is. The
-    error has no HTTP status: the server answered 200."""
+    its text) of an SSE event (`streamed`) or of a JSON body. A prompt past the window,
+    by its words or by its code, is ContextTooLong (the run compacts and sends it again).
+    Else its `status`, `code` or `type` is read as the HTTP status it stands for and
+    mapped as that status is (a rejected key is AuthError, a spent quota or an unknown
+    model a BadRequest: none is retried); with none of them known, or a 5xx, it is
+    Overloaded as an outage is. The error has no HTTP status: the server answered 200."""
     message = server_words(error)
     said = scrub(message, ctx)
     how = "mid-stream" if streamed else "in its reply"
-    if _CONTEXT_TOO_LONG.search(message):
+    if _CONTEXT_TOO_LONG.search(message) or _error_code(error) == _TOO_LONG_CODE:
         return _too_long(message, said, ctx)
     reported = _reported_status(error)
     if reported is not None and 400 <= reported[0] < 500:
@@ -326,10 +334,10 @@ def stream_error(error: object, ctx: ErrorContext, *, streamed: bool = True) -> 
 
 # The codes and types of error objects (OpenAI's codes, Anthropic's types, Google's
 # statuses) as the HTTP status each stands for, so an error reported inside a 200 reply
-# maps as the same error answered with that status.
+# maps as the same error answered with that status (a too-long prompt's code is
+# ContextTooLong before any status: see stream_error).
 _REPORTED_STATUS = {
     "invalid_request_error": 400,
-    "context_length_exceeded": 400,
     "invalid_api_key": 401,
     "authentication_error": 401,
     "unauthenticated": 401,
