@@ -80,6 +80,28 @@ def _timed_out(hook: HookCommand) -> HookRun:
     return HookRun(None, "", f"the hook `{hook.command}` timed out after {hook.timeout_s}s")
 
 
+def files_hooks_run(hooks: HooksConfig, workspace: Path) -> tuple[str, ...]:
+    """The workspace files the hooks' commands name, as `rules.files_named` gives them:
+    a hook runs on the host, outside the sandbox, so they are protected. Each command
+    is split as the shell splits it (`./guard.sh>/dev/null; true` names guard.sh), in
+    the workspace, where hooks run ($PWD is it)."""
+    import shlex
+
+    from lathe.policy.rules import files_named
+
+    found: list[str] = []
+    for hook in (*hooks.session_start, *hooks.pre_tool, *hooks.post_tool, *hooks.stop):
+        command = hook.command.replace("${PWD}", "$PWD").replace("$PWD", str(workspace))
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        try:
+            words = list(lexer)
+        except ValueError:  # quotes the shell would refuse too
+            continue
+        found += [p for p in files_named(words, workspace, workspace) if p not in found]
+    return tuple(found)
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)

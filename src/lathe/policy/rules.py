@@ -207,19 +207,26 @@ def files_named(words: Iterable[str], base: Path, workspace: Path) -> list[str]:
     loads), as patterns anchored at the workspace: what code run on the host — an MCP
     server, a hook — reads, to protect so that it changes only with the user's approval
     (the model had edited such a script, and the next run of it was the edit, outside the
-    sandbox). A word holding a `${VAR}` is left out."""
+    sandbox). A link is named with its target: replaced, it would run another file. A
+    word holding a `${VAR}` is left out."""
     root = workspace.resolve()
     found: list[str] = []
     for word in words:
         if "${" in word or not word.strip():
             continue
         try:
-            path = (base / Path(word).expanduser()).resolve()
-            named = path.is_file() and path.is_relative_to(root)
+            spelled = Path(os.path.normpath(base.resolve() / Path(word).expanduser()))
+            target = spelled.resolve()
+            named = [
+                path
+                for path, there in ((target, target.is_file()), (spelled, spelled.is_symlink()))
+                if there and path.is_relative_to(root)
+            ]
         except (OSError, ValueError):  # a NUL, a loop of links, a name too long
             continue
-        if named and (pattern := "/" + path.relative_to(root).as_posix()) not in found:
-            found.append(pattern)
+        for path in named:
+            if (pattern := "/" + path.relative_to(root).as_posix()) not in found:
+                found.append(pattern)
     return found
 
 

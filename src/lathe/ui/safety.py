@@ -66,24 +66,6 @@ def _server_files(setup: RunSetup) -> tuple[str, ...]:
     return files_they_run(setup.mcp_servers.entries, setup.workspace)
 
 
-def _hook_files(setup: RunSetup) -> tuple[str, ...]:
-    """The workspace files the config's hook commands name: protected like the servers',
-    since a hook runs on the host, outside the sandbox."""
-    import shlex
-
-    from lathe.policy.rules import files_named
-
-    hooks = setup.loaded.config.hooks
-    found: list[str] = []
-    for hook in (*hooks.session_start, *hooks.pre_tool, *hooks.post_tool, *hooks.stop):
-        try:
-            words = shlex.split(hook.command)
-        except ValueError:  # quotes the shell would refuse too
-            continue
-        found += [p for p in files_named(words, setup.workspace, setup.workspace) if p not in found]
-    return tuple(found)
-
-
 def permission_rules(setup: RunSetup) -> RuleSet:
     """The config's rules plus the run's --allow/--deny."""
     config = setup.loaded.config.permissions
@@ -111,6 +93,7 @@ def build_safety(
     """The run's executor, gate, tools and hooks. `start_mcp` False (a subagent) keeps
     the declared MCP servers' variables out of commands but starts none of them."""
     from lathe.exec.local import LocalExecutor
+    from lathe.hooks.command import files_hooks_run
     from lathe.memory import memory_tools
     from lathe.plugins import load_tool_plugins
     from lathe.session import ApprovalEntry
@@ -124,7 +107,11 @@ def build_safety(
     mode = Mode.parse(setup.approval)
     hide_own_environment()
     rules = permission_rules(setup)
-    protect = (*config.protect, *_server_files(setup), *_hook_files(setup))
+    protect = (
+        *config.protect,
+        *_server_files(setup),
+        *files_hooks_run(setup.loaded.config.hooks, setup.workspace),
+    )
     hidden = _key_variables(setup)
     keep = config.env_passthrough
     executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
