@@ -106,3 +106,22 @@ def test_globs_and_exact_names_of_mcp_tools_still_hold(tmp_path, fake_openai):
     refused = tool_results(fake_openai.chat_bodies()[1])
     assert "mcp__fk__e*" in refused[0] and "mcp__fk__add" in refused[1]
     assert received(tmp_path) == []
+
+
+def test_a_near_miss_against_a_cached_tool_list_is_a_warning(tmp_path, fake_openai):
+    # The tools a server offered last time come from a cache; a newer release may have
+    # the tool a rule names. Refused, the run never started the server, so the cache
+    # was never refreshed and every run was refused for good.
+    ws = workspace(tmp_path)
+    user_config(tmp_path, {"fk": stdio_server(tmp_path)})
+    fake_openai.enqueue(Reply("Listed."))
+    assert run(fake_openai, tmp_path, ws).returncode == 0  # the list is cached now
+    [cache] = (tmp_path / "home" / "mcp-tools").glob("fk-*.json")
+    cache.write_text(cache.read_text().replace('"echo"', '"echo_v1"'))
+    fake_openai.enqueue(Reply("Done."))
+
+    result = run(fake_openai, tmp_path, ws, "--deny", "mcp__fk__echo")
+
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "mcp__fk__echo" in line]
+    assert len(warned) == 1 and "as last listed" in warned[0], result.stderr

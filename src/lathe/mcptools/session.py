@@ -72,6 +72,9 @@ class McpSession(AgentHooks):
         self._notices = list(declared.notices)
         self._declared = [entry.name for entry in declared.entries]
         self._names: dict[str, set[str]] = {}  # by server, once listed (`server_tools`)
+        self.listed_from_cache: set[str] = set()
+        """The servers whose tools this run knows from the cache (a newer release of the
+        server may have others); their list is refreshed in the background."""
         self.connections = {
             entry.name: McpConnection(entry, workspace, home / "logs")
             for entry in declared.runnable()
@@ -127,6 +130,7 @@ class McpSession(AgentHooks):
         be listed (a notice says why)."""
         cached = self._cached(connection.entry)
         if cached is not None:
+            self.listed_from_cache.add(connection.name)
             if self._eager:  # start it now, without holding up the first request
                 self._relist(connection)
             return cached

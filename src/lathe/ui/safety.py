@@ -197,7 +197,10 @@ def build_safety(
 
         def check_mcp_names() -> None:
             hook_config = setup.loaded.config.hooks
-            check_rule_tools(rules, hook_config, tools, warn, mcp=mcp.server_tools())
+            check_rule_tools(
+                rules, hook_config, tools, warn,
+                mcp=mcp.server_tools(), cached=mcp.listed_from_cache,
+            )  # fmt: skip
 
         hooks += [mcp, _McpToolNames(check_mcp_names)]
     if tools.get("bash") is not None:
@@ -221,6 +224,7 @@ def check_rule_tools(
     warn: Callable[[str], None],
     *,
     mcp: Mapping[str, Collection[str] | None] | None = None,
+    cached: Collection[str] = (),
 ) -> None:
     """A rule, or a hook's `tools` entry, that matches nothing. A command pattern with a
     stray `*` (`bash(rm *)`) or a known tool's name misspelt or capitalised is a
@@ -229,7 +233,9 @@ def check_rule_tools(
     tool of lathe's own, whatever the profile offers, the plugins' and those added
     later. MCP tools' names (`mcp__...`) are judged only given `mcp`, each configured
     server's tool names (`McpSession.server_tools`), once the run has listed them, and
-    then alone: the others were judged as the run was built."""
+    then alone: the others were judged as the run was built. A near miss of a server
+    whose list came from the cache (`cached`) is a warning: a newer release of it may
+    have the tool, and a refusal would never let the cache be listed again."""
     from lathe.errors import UsageError
     from lathe.policy.rules import command_pattern_problem, misnamed_tool, unknown_tools
     from lathe.tools.builtin import known_tool_names
@@ -245,12 +251,20 @@ def check_rule_tools(
         every_rule = tuple(r for r in every_rule if r.tool.lower().startswith("mcp__"))
         hook_of = {t: hook for t, hook in hook_of.items() if t.lower().startswith("mcp__")}
         names = "`lathe mcp list` names each MCP server's tools"
+
+    def maybe_stale(meant: str) -> bool:
+        return any(meant.startswith(f"mcp__{server}__") for server in cached)
+
     for tool, meant in unknown_tools(hook_of, known, servers=mcp).items():
         said = f"the hook `{hook_of[tool].command}` names the tool {tool!r}"
         if meant is None:
             warn(f"{said}, which this run lacks")
             continue
-        raise UsageError(f"{said}, which lathe does not have; did you mean {meant!r}? {names}")
+        refusal = f"{said}, which lathe does not have; did you mean {meant!r}?"
+        if maybe_stale(meant):
+            warn(f"{refusal} (the server's tools as last listed)")
+            continue
+        raise UsageError(f"{refusal} {names}")
     unknown = unknown_tools((rule.tool for rule in every_rule), known, servers=mcp)
     for rule in every_rule:
         if rule.tool not in unknown:
@@ -262,10 +276,13 @@ def check_rule_tools(
             continue
         if mcp is None:
             raise UsageError(misnamed_tool(rule, meant, ", ".join(sorted(known))))
-        raise UsageError(
-            f"the permission rule {rule.key!r} names no tool this run has; did you mean "
-            f"{meant!r}? {names}"
+        refusal = (
+            f"the permission rule {rule.key!r} names no tool this run has; did you mean {meant!r}?"
         )
+        if maybe_stale(meant):
+            warn(f"{refusal} (the server's tools as last listed)")
+            continue
+        raise UsageError(f"{refusal} {names}")
 
 
 class _McpToolNames(AgentHooks):
