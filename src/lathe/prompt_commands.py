@@ -71,7 +71,13 @@ def discover_commands(workspace: Path) -> CommandCatalog:
             continue
         for path in files:
             name = path.stem
-            if name in catalog.commands or name in catalog.skipped or not _NAME.fullmatch(name):
+            if name in catalog.commands or name in catalog.skipped:
+                continue
+            if not _NAME.fullmatch(name):
+                catalog.skipped[name] = (
+                    f"prompt command {path} skipped: a command's name is letters, digits, '.', "
+                    "'_' and '-', starting with a letter or digit; rename the file"
+                )
                 continue
             refused = _not_a_command_file(path, workspace if folder == project else None)
             if refused:
@@ -117,7 +123,12 @@ def expand_command(workspace: Path, name: str, arguments: str) -> str:
     name = name.removeprefix("/")
     command = catalog.commands.get(name)
     if command is not None:
-        return command.expand(arguments)
+        if not (message := command.expand(arguments)):
+            raise UsageError(
+                f"the prompt command {name!r} sends nothing: {command.path} holds no "
+                "message; write the one it sends there, or give it arguments"
+            )
+        return message
     if name in catalog.skipped:
         raise UsageError(catalog.skipped[name])
     raise UsageError(unknown_command(name, catalog))

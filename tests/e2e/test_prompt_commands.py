@@ -93,9 +93,7 @@ def test_several_task_words_without_a_command_are_refused(tmp_path, fake_openai)
     )
 
 
-def test_a_command_leading_out_of_the_workspace_or_to_a_secret_is_never_sent(
-    tmp_path, fake_openai
-):
+def test_a_command_leading_out_of_the_workspace_or_to_a_secret_is_never_sent(tmp_path, fake_openai):
     # A repository's `.lathe/commands/review.md` linked to ~/.aws/credentials: `lathe
     # run --command review` sent the credentials to the model as the task.
     ws = _workspace(tmp_path)
@@ -127,3 +125,29 @@ def test_front_matter_after_a_bom_or_with_a_list_at_the_margin_is_read(tmp_path,
 
     assert done.returncode == 0, done.stderr
     assert _first_user_message(fake_openai) == "BOM body"
+
+
+def test_an_empty_command_file_is_named_in_its_error(tmp_path, fake_openai):
+    # "give the task as an argument: lathe run ..." named no file and no command.
+    ws = _workspace(tmp_path)
+    empty = ws / ".lathe" / "commands" / "empty.md"
+    empty.write_text("---\ndescription: nothing yet\n---\n\n")
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--command", "empty")
+
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    said = result.stderr
+    assert said.startswith("lathe: the prompt command 'empty' sends nothing"), said
+    assert str(empty) in result.stderr
+    assert fake_openai.chat_bodies() == []
+
+
+def test_a_command_file_whose_name_is_no_command_name_says_so(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    (ws / ".lathe" / "commands" / "my cmd.md").write_text("Deploy.\n")
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--command", "my cmd")
+
+    assert result.returncode == 2
+    assert "my cmd.md skipped" in result.stderr and "rename" in result.stderr, result.stderr
