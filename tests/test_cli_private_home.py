@@ -100,3 +100,13 @@ def test_folders_an_older_lathe_left_open_are_closed_on_the_next_run(tmp_path, f
     assert _mode(index) == 0o600
     # What is not lathe's own, LATHE_HOME itself included, keeps its modes.
     assert (_mode(home), _mode(ws), _mode(tmp_path)) == (0o755, 0o755, above)
+
+
+def test_the_workspace_locks_are_private_too(tmp_path, fake_openai):
+    # LATHE_HOME/locks was 0755: each lock's name ends in its workspace's path, and its
+    # record says what lathe is doing there.
+    ws, home = _workspace(tmp_path), tmp_path / "home"
+
+    _run_a_turn(fake_openai, ws, home)
+
+    assert _mode(home / "locks") == 0o700

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lathe.errors import UsageError
 from lathe.file_lock import FileLock
+from lathe.home import private_folder
 
 
 class WorkspaceBusy(UsageError):
@@ -50,7 +51,7 @@ def hold_workspace(
     try:
         for folder in folders:
             path = lock_file(folder)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(path.parent)  # a lock's name tells its workspace, its record what runs
             lock = FileLock(path, shared=folder is not workspace)
             busy = lock.try_acquire(record)
             if busy is not None:
