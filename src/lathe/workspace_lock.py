@@ -48,10 +48,11 @@ def hold_workspace(
     record = f"{os.getpid()}\n{doing}\n{time.strftime('%H:%M:%S')}\n"
     folders = [*reversed(workspace.resolve().parents), workspace]  # the outermost first
     held: list[FileLock] = []
+    # Every lock lies in one folder: a lock's name tells its workspace, its record what runs.
+    private_folder(lock_file(workspace).parent)
     try:
         for folder in folders:
             path = lock_file(folder)
-            private_folder(path.parent)  # a lock's name tells its workspace, its record what runs
             lock = FileLock(path, shared=folder is not workspace)
             busy = lock.try_acquire(record)
             if busy is not None:
