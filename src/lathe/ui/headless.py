@@ -144,7 +144,7 @@ class _HeadlessRun:
         )
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
-            task, self.origin = _words(setup).say("continue_task"), "lathe"
+            task, self.origin = setup.words().say("continue_task"), "lathe"
         if not task or not task.strip():
             raise UsageError('give the task as an argument: lathe run "fix the failing test"')
         for notice in setup.notices:
@@ -363,12 +363,6 @@ def _both(first: Callable[[AgentEvent], None], then: Callable[[AgentEvent], None
         then(event)
 
     return each
-
-
-def _words(setup: RunSetup):
-    from lathe.words import load_words
-
-    return load_words(setup.model.profile.settings.prompts, setup.workspace)
 
 
 def _verify_gate(agent):

@@ -183,14 +183,12 @@ def build_safety(
         if session is not None:
             session.append(ApprovalEntry(rule=key, decision="allow"))
 
-    from lathe.words import load_words
-
     gate = PolicyGate(
         policy,
         approver,
         remembered=remembered,
         on_remember=remember,
-        words=load_words(setup.model.profile.settings.prompts, setup.workspace),
+        words=setup.words(),
     )
     hooks = _hooks(setup, warn, hide_env=hidden, keep_env=keep)
     if mcp is not None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from lathe.config.trust import ProjectSettings
     from lathe.llm.registry import Endpoint
     from lathe.mcptools.servers import DeclaredServers
+    from lathe.words import Words
 
 
 @dataclass
@@ -72,6 +73,12 @@ class RunSetup:
         headers, and what the MCP servers' settings take from the environment."""
         servers = self.mcp_servers.secrets() if self.mcp_servers is not None else []
         return [*self.model.secrets(), *servers]
+
+    def words(self) -> Words:
+        """What lathe says to the model in this run: its model profile's template set."""
+        from lathe.words import load_words
+
+        return load_words(self.model.profile.settings.prompts, self.workspace)
 
     @property
     def approval(self) -> str:

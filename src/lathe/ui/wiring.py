@@ -13,7 +13,6 @@ from lathe.llm.base import Provider
 from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.types import Message
 from lathe.ui.setup import RunSetup
-from lathe.words import load_words
 
 
 def spill_dir(workspace: Path) -> Path:
@@ -173,7 +172,7 @@ def build_agent(
     settings = agent_settings(setup)
     instructions, nested = _instructions(setup, tools, no_read, emit)
     hooks = HookChain([nested, hooks or AgentHooks()])
-    words = load_words(profile.prompts, setup.workspace)
+    words = setup.words()
     skills = skill_catalog(tools)
     prompt = system_prompt(
         setup.workspace,
