@@ -158,10 +158,9 @@ def test_what_lathe_sets_aside_from_a_childs_command_outlives_its_folder(
     assert not folder.is_relative_to(tmp_path / "home" / "worktrees")
 
 
-def _stopped_while_children_work(
-    tmp_path: Path, fake_openai, *args: str
-) -> tuple[subprocess.Popen, dict[str, Any]]:
-    ws = _project(tmp_path)
+def two_children_that_hang(fake_openai) -> None:
+    """The parent starts two children; each edits a file, spending 1,000 tokens in and
+    100 out, then hangs on its next request (`waiting_children` counts them there)."""
     child = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
     fake_openai.responder = Script(
         parent=[Reply(calls=[_task("a", "[child A] edit"), _task("b", "[child B] edit")])],
@@ -170,6 +169,13 @@ def _stopped_while_children_work(
             "[child B]": [Reply(calls=[_edit("b.py", "B = 1", "B = 2")], usage=child), Hang(120)],
         },
     )
+
+
+def _stopped_while_children_work(
+    tmp_path: Path, fake_openai, *args: str
+) -> tuple[subprocess.Popen, dict[str, Any]]:
+    ws = _project(tmp_path)
+    two_children_that_hang(fake_openai)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"),
                LATHE_CONFIG=os.devnull)  # fmt: skip
@@ -181,7 +187,7 @@ def _stopped_while_children_work(
     return process, {"child_input": 1000, "child_output": 100}
 
 
-def _waiting_children(fake_openai) -> int:
+def waiting_children(fake_openai) -> int:
     """How many children have asked for their second reply (the one that hangs)."""
     return sum(
         1
@@ -206,9 +212,9 @@ def test_a_run_stopped_while_its_children_work_counts_what_they_spent(
     process, spent = _stopped_while_children_work(tmp_path, fake_openai)
     try:
         deadline = time.monotonic() + 60
-        while _waiting_children(fake_openai) < 2 and time.monotonic() < deadline:
+        while waiting_children(fake_openai) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _waiting_children(fake_openai) == 2
+        assert waiting_children(fake_openai) == 2
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
