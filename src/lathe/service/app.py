@@ -208,14 +208,13 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     async def transcript(session_id: str) -> dict[str, Any]:
         from dataclasses import asdict
 
-        from lathe.session.transcript import render_text, transcript_blocks
+        from lathe.session.transcript import text_of, transcript_blocks
         from lathe.ui.sessions_cmd import checkpoint_numbers
 
         session = served(session_id).session
-        numbers = checkpoint_numbers(session)
-        text = render_text(session, checkpoints=numbers)
-        blocks = [asdict(block) for block in transcript_blocks(session, checkpoints=numbers)]
-        return {"id": session_id, "text": text, "blocks": blocks}
+        blocks = list(transcript_blocks(session, checkpoints=checkpoint_numbers(session)))
+        text = text_of(session, blocks)
+        return {"id": session_id, "text": text, "blocks": [asdict(block) for block in blocks]}
 
     @app.get(
         f"{v1}/sessions/{{session_id}}/events",

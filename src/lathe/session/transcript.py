@@ -12,7 +12,7 @@ list` shows it) when the caller passes the numbers, else by its commit."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -167,8 +167,12 @@ def render_text(
 ) -> str:
     """The current branch as a readable transcript, tool results abbreviated;
     `checkpoints` maps a checkpoint's commit to its number."""
-    shown = [_block_text(block) for block in transcript_blocks(session, leaf, checkpoints)]
-    return "\n\n".join([_title(session), *shown]) + "\n"
+    return text_of(session, transcript_blocks(session, leaf, checkpoints))
+
+
+def text_of(session: Session, blocks: Iterable[Block]) -> str:
+    """The text transcript of `blocks` (`transcript_blocks`), under the session's title."""
+    return "\n\n".join([_title(session), *map(_block_text, blocks)]) + "\n"
 
 
 def transcript_blocks(
