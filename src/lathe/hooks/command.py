@@ -89,7 +89,7 @@ def files_hooks_run(hooks: HooksConfig, workspace: Path) -> tuple[str, ...]:
 
     from lathe.policy.rules import files_named
 
-    found: list[str] = []
+    found: dict[str, None] = {}  # in the order named, once each
     for hook in (*hooks.session_start, *hooks.pre_tool, *hooks.post_tool, *hooks.stop):
         command = hook.command.replace("${PWD}", "$PWD").replace("$PWD", str(workspace))
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
@@ -98,7 +98,7 @@ def files_hooks_run(hooks: HooksConfig, workspace: Path) -> tuple[str, ...]:
             words = list(lexer)
         except ValueError:  # quotes the shell would refuse too
             continue
-        found += [p for p in files_named(words, workspace, workspace) if p not in found]
+        found |= dict.fromkeys(files_named(words, workspace, workspace))
     return tuple(found)
 
 

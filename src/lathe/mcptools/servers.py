@@ -250,14 +250,14 @@ def files_they_run(entries: list[ServerEntry], workspace: Path) -> tuple[str, ..
     a trusted server's script, and its next call ran the edit outside the sandbox)."""
     from lathe.policy.rules import files_named
 
-    found: list[str] = []
+    found: dict[str, None] = {}  # in the order named, once each
     for entry in entries:
         config = entry.config
         if config.command is None:
             continue
         base = workspace / config.cwd if config.cwd else workspace
         words = (config.command, *config.args)
-        found += [p for p in files_named(words, base, workspace) if p not in found]
+        found |= dict.fromkeys(files_named(words, base, workspace))
     return tuple(found)
 
 

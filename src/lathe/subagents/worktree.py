@@ -354,8 +354,8 @@ def remove_worktree(tree: Worktree) -> None:
     """The child's folder, and the one its own children's folders were made in, with
     their creation lock (each child that started one had left it for good). That one
     stays while it holds a folder a child of this child left (its work not yet saved)."""
-    # `worktrees_root` of the child's folder, which lies in `worktrees/` too.
-    own_root = tree.path.parent.parent / project_slug(tree.path)
+    # The child's folder lies in `home/worktrees/<slug>/` too.
+    own_root = worktrees_root(tree.path, home=tree.path.parents[2])
     shutil.rmtree(tree.path, ignore_errors=True)
     lock_file = own_root / ".create.lock"
     if not lock_file.exists():
