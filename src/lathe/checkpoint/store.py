@@ -78,6 +78,7 @@ class Checkpoints:
         self.workspace = workspace.resolve()
         self.home = home
         self._repo = ShadowRepo(self.workspace, store_root(self.workspace, home), home)
+        self._private = False  # its folder made 0700 (once a store, not every snapshot)
         # Checkpoints read by this process, by commit: a commit never changes, so what
         # was read of it stays true, and a snapshot between turns skips two git calls.
         self._known: dict[str, Checkpoint] = {}
@@ -380,7 +381,9 @@ class Checkpoints:
                 f"no checkpoints for {self.workspace} yet: lathe records them when an "
                 "agent turn runs there (use -C DIR to name another workspace)"
             )
-        private_folder(root)  # it holds copies of the workspace's files
+        if not self._private:  # it holds copies of the workspace's files
+            private_folder(root)
+            self._private = True
         with FileLock(root / "lock"):
             # Only lathe, under this lock, writes the shadow index: a lock file git left
             # there is a kill -9's leftover, and would block every snapshot for good.

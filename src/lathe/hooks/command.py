@@ -193,17 +193,14 @@ class CommandHooks(AgentHooks):
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
+        instead = f"the {name} result went to the model as it was"
         for hook in self._for_tool(self._config.post_tool, name):
             event = {
                 "event": "post_tool", "tool": name, "arguments": arguments,
                 "content": output.content, "is_error": output.is_error,
             }  # fmt: skip
-            result = await self._run(
-                "post_tool", hook, event, f"the {name} result went to the model as it was"
-            )
-            reply = self._reply(
-                hook, result, "content", f"the {name} result went to the model as it was"
-            )
+            result = await self._run("post_tool", hook, event, instead)
+            reply = self._reply(hook, result, "content", instead)
             if reply and isinstance(reply.get("content"), str):
                 output = dataclasses.replace(output, content=reply["content"])
         return output

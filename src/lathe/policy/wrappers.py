@@ -64,7 +64,7 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     result = Unwrapped(inner=parsed.operands[syntax.skip :])
     for option, value in parsed.options:
         _note(result, syntax, option, value)
-    result.lookup_only = name == "command" and any(o in ("-v", "-V") for o, _ in parsed.options)
+    result.lookup_only = name == "command" and _any(parsed, "-v", "-V")
     last = parsed.options[-1] if parsed.options else None
     if last is not None and last[0] in syntax.splits and last[1] is not None:
         result.split_string, result.inner = _env_split(last[1], parsed.operands), []
