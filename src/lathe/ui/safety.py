@@ -250,19 +250,20 @@ def check_rule_tools(
         hook_of = {t: hook for t, hook in hook_of.items() if t.lower().startswith("mcp__")}
         names = "`lathe mcp list` names each MCP server's tools"
 
-    def maybe_stale(meant: str) -> bool:
-        return any(meant.startswith(f"mcp__{server}__") for server in cached)
+    def refuse(refusal: str, meant: str) -> None:
+        """Raise `refusal`, or only warn of it where `meant` is a tool of a server whose
+        list came from the cache (a newer release may have the tool named)."""
+        if any(meant.startswith(f"mcp__{server}__") for server in cached):
+            warn(f"{refusal} (the server's tools as last listed)")
+        else:
+            raise UsageError(f"{refusal} {names}")
 
     for tool, meant in unknown_tools(hook_of, known, servers=mcp).items():
         said = f"the hook `{hook_of[tool].command}` names the tool {tool!r}"
         if meant is None:
             warn(f"{said}, which this run lacks")
             continue
-        refusal = f"{said}, which lathe does not have; did you mean {meant!r}?"
-        if maybe_stale(meant):
-            warn(f"{refusal} (the server's tools as last listed)")
-            continue
-        raise UsageError(f"{refusal} {names}")
+        refuse(f"{said}, which lathe does not have; did you mean {meant!r}?", meant)
     unknown = unknown_tools((rule.tool for rule in every_rule), known, servers=mcp)
     for rule in every_rule:
         if rule.tool not in unknown:
@@ -274,13 +275,10 @@ def check_rule_tools(
             continue
         if mcp is None:
             raise UsageError(misnamed_tool(rule, meant, ", ".join(sorted(known))))
-        refusal = (
-            f"the permission rule {rule.key!r} names no tool this run has; did you mean {meant!r}?"
+        refuse(
+            f"the permission rule {rule.key!r} names no tool this run has; did you mean {meant!r}?",
+            meant,
         )
-        if maybe_stale(meant):
-            warn(f"{refusal} (the server's tools as last listed)")
-            continue
-        raise UsageError(f"{refusal} {names}")
 
 
 class _McpToolNames(AgentHooks):
