@@ -508,9 +508,7 @@ def _to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError |
         return exc
     if isinstance(exc, anthropic.APIStatusError):
         if exc.status_code < 400:  # an `error` event inside a 200 stream
-            body = exc.body
-            inner = body.get("error") if isinstance(body, Mapping) else None
-            error = stream_error(inner if inner is not None else body, ctx)
+            error = stream_error(exc.body, ctx)
             return error.reworded(str(error), request_id=request_id(exc.response.headers))
         if exc.status_code == 404:
             said = scrub(server_message(exc), ctx)

@@ -363,7 +363,10 @@ _REPORTED_STATUS = {
 def _reported_status(error: object) -> tuple[int, str] | None:
     """The HTTP status an error object stands for and the words that said it (`error
     401`, `insufficient_quota`): a number in its `status` or `code` first, then a code,
-    status or type lathe knows; None when it names none."""
+    status or type lathe knows; None when it names none. A body wrapping the object
+    (`{"error": {...}}`) is read as the object, as `server_words` reads it."""
+    if isinstance(error, Mapping) and isinstance(error.get("error"), Mapping):
+        error = error["error"]
     if not isinstance(error, Mapping):
         return None
     fields = [error.get(key) for key in ("status", "code", "type")]
