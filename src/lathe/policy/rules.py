@@ -113,10 +113,14 @@ def _mcp_meant(
 ) -> str | None:
     """What the MCP tool name (or glob) `name` likely means (see `unknown_tools`): the
     name itself when it may match (a glob), None when there is nothing to suggest."""
+
+    def judged_again(fixed: str) -> str:
+        """`fixed`, a spelling mended, or what it in turn likely means."""
+        return fixed if "*" in fixed else _mcp_meant(fixed, servers, cased) or fixed
+
     rest = name[len("mcp__") :]
     if not name.startswith("mcp__"):  # `MCP__`: no tool is named so
-        fixed = f"mcp__{rest}"
-        return fixed if "*" in fixed else _mcp_meant(fixed, servers, cased) or fixed
+        return judged_again(f"mcp__{rest}")
     named = [
         server
         for server in servers
@@ -129,8 +133,7 @@ def _mcp_meant(
         return name if "*" in name else cased.get(name.lower())
     tool = rest[len(server) + 2 :]
     if not rest.startswith(server):
-        fixed = f"mcp__{server}__{tool or '*'}"
-        return fixed if "*" in fixed else _mcp_meant(fixed, servers, cased) or fixed
+        return judged_again(f"mcp__{server}__{tool or '*'}")
     if not tool:
         return f"mcp__{server}__*"
     if "*" in tool:
