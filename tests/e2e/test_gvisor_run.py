@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from tests.e2e.test_calculator import run_against, workspace
-from tests.fakes.openai_server import Call, Hang, Reply
+from tests.fakes.openai_server import Call, Reply
 from tests.sandboxes import needs
 from tests.waiting import while_running
 
@@ -118,9 +118,8 @@ def test_the_scratch_folders_of_a_killed_lathe_are_removed_by_the_next_one(tmp_p
     ws = workspace(tmp_path)
     (ws / "secret.txt").write_text("hidden\n")
     argv = _argv(fake_openai, ws, "--deny", "read(secret.txt)")
-    fake_openai.enqueue(
-        Reply(calls=[Call("bash", {"command": "touch started; sleep 300"})]), Hang(60)
-    )
+    # Nothing more is queued: the next run's first request must find its own replies.
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "touch started; sleep 300"})]))
     killed = subprocess.Popen([*argv, "wait"], cwd=tmp_path, env=_env(tmp_path),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               stdin=subprocess.DEVNULL)  # fmt: skip
