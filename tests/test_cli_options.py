@@ -177,3 +177,26 @@ def test_a_folder_given_twice_differently_is_named_as_typed(tmp_path):
         "lathe: -C/--cwd is given before and after `list` with different values ('A' and "
         "'B'); give it once\n"
     )
+
+
+def test_an_argument_that_looks_like_an_option_is_told_to_go_after_dashes(tmp_path):
+    # `lathe run --command review --staged` said only "no such option '--staged'": the
+    # prompt command's argument needs `--` before it, which neither the help nor the
+    # error said.
+    ws = _workspace(tmp_path)
+    (ws / ".lathe" / "commands").mkdir(parents=True)
+    (ws / ".lathe" / "commands" / "review.md").write_text("Review $ARGUMENTS\n")
+
+    result = lathe("run", "--command", "review", "--staged", cwd=ws, home=tmp_path / "home")
+
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("lathe: no such option '--staged'"), line
+    assert line.endswith("an argument that starts with '-' goes after `--`"), line
+
+
+def test_a_subcommand_without_arguments_gets_no_dashes_advice(tmp_path):
+    result = lathe("sessions", "list", "--bogus", cwd=tmp_path, home=tmp_path / "home")
+
+    assert result.returncode == 2
+    assert "--`" not in result.stderr, result.stderr

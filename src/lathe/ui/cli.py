@@ -266,7 +266,8 @@ def _full_mode_epilog() -> str:
     "prompt_command",
     metavar="NAME",
     help="Send the prompt command NAME (.lathe/commands/NAME.md, or commands/NAME.md "
-    "beside the user config) as the task, the arguments after it in place of $ARGUMENTS.",
+    "beside the user config) as the task, the arguments after it in place of $ARGUMENTS "
+    "(one that starts with '-' goes after `--`: --command review -- --staged).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line on stdout.")
 @click.option(

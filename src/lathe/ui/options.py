@@ -143,7 +143,7 @@ class LatheGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            click.echo(f"lathe: {click_message(exc)}", err=True)
+            click.echo(f"lathe: {click_message(exc)}{_typed_words_advice(exc)}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo("lathe: interrupted", err=True)
@@ -175,6 +175,20 @@ def click_message(exc: click.ClickException) -> str:
         message = message[0].lower() + message[1:]
     message = message.removesuffix(".")
     return f"{message} (see `{exc.ctx.command_path} --help`)" if exc.ctx else message
+
+
+def _typed_words_advice(exc: click.ClickException) -> str:
+    """For an unknown option typed on the command line of a command that takes words (a
+    task, a prompt command's arguments): how to pass a word like `--staged` as one."""
+    if isinstance(exc, click.NoSuchOption) and exc.ctx and _takes_free_arguments(exc.ctx.command):
+        return "; an argument that starts with '-' goes after `--`"
+    return ""
+
+
+def _takes_free_arguments(command: click.Command) -> bool:
+    """Whether `command` takes any number of words (a task, a prompt command's
+    arguments), where a word like `--staged` is read as an option unless after `--`."""
+    return any(isinstance(p, click.Argument) and p.nargs == -1 for p in command.params)
 
 
 def _long_name(param: click.Option) -> str:
