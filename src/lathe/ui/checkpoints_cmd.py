@@ -35,7 +35,8 @@ class _CheckpointNumber(click.ParamType):
         if isinstance(value, int):
             return value
         digits = str(value).strip().removeprefix("#")
-        if not digits.isdigit() or int(digits) < 1:
+        # ASCII only: `isdigit` takes "²" (which `int` refuses) and "٣" (which it reads as 3).
+        if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:
             self.fail(f"{value!r} is not a checkpoint number such as 7 or #7", param, ctx)
         return int(digits)
 
