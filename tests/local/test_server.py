@@ -529,3 +529,15 @@ def test_a_run_budgets_with_the_warm_servers_window_not_the_configured_one(
 
     assert setup.model.context_window == 32768
     assert setup.model.max_output_tokens > 8192 // 8
+
+
+def test_a_pid_below_one_is_no_process_and_no_group_to_signal() -> None:
+    # kill(0) reaches the caller's own group, kill(-1) every process it may signal, and
+    # waitpid(0 or -1) reaps any child: a record naming such a pid stopped lathe's group.
+    from lathe.exec.supervision import pid_alive as alive
+    from lathe.exec.supervision import signal_group
+
+    assert not alive(0) and not alive(-1)
+    for pgid in (0, -1):
+        with pytest.raises(ValueError, match="not a process group"):
+            signal_group(pgid, 0)

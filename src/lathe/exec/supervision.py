@@ -148,7 +148,11 @@ class Supervision:
 
 def pid_alive(pid: int) -> bool:
     """Whether a process `pid` lives (another user's too); an exited child of this
-    process is reaped first, or `kill(pid, 0)` would see its zombie."""
+    process is reaped first, or `kill(pid, 0)` would see its zombie. A pid below 1 names
+    no process: False, never asked, since kill and waitpid read it as a group (0: this
+    process's own) or as every process and any child."""
+    if pid < 1:
+        return False
     with contextlib.suppress(ChildProcessError, OSError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return False
@@ -163,7 +167,10 @@ def pid_alive(pid: int) -> bool:
 
 def signal_group(pgid: int, sig: int) -> bool:
     """Send `sig` to the process group `pgid`; False when no process of it is left. When
-    lathe may not signal some member, the leader (`pgid` itself) still gets it."""
+    lathe may not signal some member, the leader (`pgid` itself) still gets it. A `pgid`
+    below 1 raises ValueError: killpg would read 0 as lathe's own group."""
+    if pgid < 1:
+        raise ValueError(f"{pgid} is not a process group")
     try:
         os.killpg(pgid, sig)
     except ProcessLookupError:
