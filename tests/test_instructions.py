@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,10 @@ from lathe.agent.context import Budget
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings
 from lathe.events import Compacted, RunStatus
 from lathe.exec.local import LocalExecutor
+from lathe.hooks.base import AgentHooks, HookChain
 from lathe.instructions import Instructions, NestedInstructions, prompt_section
 from lathe.llm.base import Completed, ModelRequest
-from lathe.tools.base import ToolContext, ToolRegistry
+from lathe.tools.base import Limits, ToolContext, ToolRegistry
 from lathe.tools.ls import ls
 from lathe.types import AssistantMessage, ToolCall
 
@@ -201,3 +203,59 @@ async def test_an_instruction_file_loaded_mid_run_survives_pruning_and_compactio
         listing = [m for m in request.messages if getattr(m, "tool_call_id", "") == "c1"]
         pruned_before_compaction += bool(listing and listing[0].content.startswith("[pruned"))
     assert pruned_before_compaction  # the file's tool output was gone, the file was not
+
+
+class Pads(AgentHooks):
+    """A later after_tool hook that puts 50,000 characters before what it got, as a
+    post_tool command may."""
+
+    async def after_tool(self, name, arguments, output):
+        return replace(output, content="Z" * 50_000 + output.content)
+
+
+class ListsSub:
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def model(self) -> str:
+        return "scripted"
+
+    async def stream(self, request: ModelRequest):
+        self.requests.append(request)
+        if len(self.requests) > 1:
+            yield Completed(AssistantMessage(text="done"))
+            return
+        call = ToolCall(id="c1", name="ls", arguments=json.dumps({"path": "sub"}))
+        yield Completed(AssistantMessage(tool_calls=(call,)))
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_cap_holds_what_a_later_hook_adds_and_never_cuts_a_nested_file(tree: Path):
+    (tree / "sub" / "AGENTS.md").write_text(
+        "".join(f"sub rule {n}\n" for n in range(400))  # 5 KB: more than the cap
+    )
+    model = ListsSub()
+    tools = ToolRegistry([ls])
+    found = Instructions(tree)
+    found.standing()
+    nested = NestedInstructions(found, tools, on_cut=lambda cut: None)
+    limits = Limits(output_max_bytes=3_000)
+    deps = AgentDeps(
+        provider=model,
+        tools=tools,
+        tool_context=ToolContext(tree, LocalExecutor(), tree, None, limits=limits),
+        system_prompt="test",
+        settings=AgentSettings(max_turns=3),
+        hooks=HookChain([nested, Pads()]),
+    )
+
+    await Agent(deps, [].append).run("List sub.")
+
+    (result,) = [m for m in model.requests[1].messages if getattr(m, "tool_call_id", "")]
+    (text,) = nested.kept_verbatim()
+    assert result.content.endswith("\n\n" + text)
+    rest = result.content.removesuffix("\n\n" + text)
+    assert "omitted" in rest and len(rest.encode()) <= limits.output_max_bytes

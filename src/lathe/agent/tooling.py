@@ -104,7 +104,8 @@ class ToolRunner:
         self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
-        output = _within_cap(_printable_output(output), self._context)
+        kept = self._deps.hooks.kept_verbatim()
+        output = _within_cap(_printable_output(output), self._context, kept)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -159,6 +160,9 @@ class ToolRunner:
                 is_error=True,
                 summary=f"internal error: {type(exc).__name__}",
             )
+        # Capped before the hooks: what they add is theirs to bound, and a nested
+        # AGENTS.md appended to a `read` page cut a hole in the middle of the page.
+        output = _within_cap(_printable_output(output), self._context)
         return await hooks.after_tool(item.tool.name, arguments, output), refused
 
 
@@ -213,17 +217,32 @@ def _shared_room(ctx: ToolContext, calls: int) -> ToolContext:
 _SMALLEST_SHARE = 2_000  # bytes: a page of a few dozen lines, an error in full
 
 
-def _within_cap(output: ToolOutput, ctx: ToolContext) -> ToolOutput:
+def _within_cap(output: ToolOutput, ctx: ToolContext, kept: Sequence[str] = ()) -> ToolOutput:
     """`output` no larger than the tool output cap, whatever produced it: a post_tool
-    hook's replacement of 900,000 characters went to the model whole."""
-    if len(output.content) * 4 <= ctx.limits.output_max_bytes:  # fits whatever it holds
+    hook's replacement of 900,000 characters went to the model whole. The texts of
+    `kept` it holds (what a hook must keep word for word: a nested AGENTS.md, which the
+    instruction budget bounds) are not counted and never cut: they follow the rest,
+    capped without them."""
+    if _fits(output.content, ctx):
         return output
-    if len(output.content.encode()) <= ctx.limits.output_max_bytes:
+    rest, held = output.content, []
+    for text in kept:
+        if text and text in rest:
+            rest = rest.replace(text, "", 1)
+            held.append(text)
+    if held and _fits(rest, ctx):
         return output
     from lathe.tools.capping import capped
 
-    cut = capped(output.content, ctx, is_error=output.is_error, summary=output.summary)
-    return replace(output, content=cut.content, details={**output.details, **cut.details})
+    rest = rest.rstrip() if held else rest
+    cut = capped(rest, ctx, is_error=output.is_error, summary=output.summary)
+    content = "\n\n".join([cut.content, *held])
+    return replace(output, content=content, details={**output.details, **cut.details})
+
+
+def _fits(text: str, ctx: ToolContext) -> bool:
+    limit = ctx.limits.output_max_bytes
+    return len(text) * 4 <= limit or len(text.encode()) <= limit  # the first: whatever it holds
 
 
 def _printable_output(output: ToolOutput) -> ToolOutput:
