@@ -148,9 +148,7 @@ def test_undo_of_a_turn_with_no_session_names_its_label(tmp_path, fake_openai):
 @pytest.mark.parametrize(
     ("command", "doing"), [(("undo",), "undo"), (("checkpoints", "restore", "1"), "restore")]
 )
-def test_a_command_that_walks_up_names_the_workspace_it_used(
-    tmp_path, fake_openai, command, doing
-):
+def test_a_command_that_walks_up_names_the_workspace_it_used(tmp_path, fake_openai, command, doing):
     par = tmp_path / "par"
     (par / "proj").mkdir(parents=True)
     (par / "notes.txt").write_text("n0\n")
@@ -162,8 +160,7 @@ def test_a_command_that_walks_up_names_the_workspace_it_used(
     assert undone.returncode == 0, undone.stderr
     assert (par / "notes.txt").read_text() == "n0\n"
     assert undone.stdout.splitlines()[0] == (
-        f"{doing} in {par} "
-        "(the nearest folder lathe has checkpoints for)"
+        f"{doing} in {par} (the nearest folder lathe has checkpoints for)"
     ), undone.stdout
 
 

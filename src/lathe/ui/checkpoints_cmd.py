@@ -52,9 +52,14 @@ _force_option = click.option(
 def undo_command(workspace: Path, force: bool) -> None:
     """Restore the workspace to before the last agent turn that changed files."""
     with _errors_exit():
-        checkpoints = _open(workspace)
+        checkpoints = _open(workspace, "undo")
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
+            # The undo's own checkpoint names, by commit, the operation it reverted.
+            undoes = report.result.undoes if report.result is not None else None
+            undone = next((c for c in checkpoints.list() if c.commit == undoes), None)
+    if undone is not None:
+        click.echo(f"Undo of {_operation(undone, checkpoints.workspace)}:")
     _print_report(report, what="undo")
     _fail_when_all_kept(report)
 
@@ -73,7 +78,7 @@ def list_command(workspace: Path) -> None:
     from lathe.ui.table import Column, clip, heading, print_empty, print_list, terminal_width
 
     with _errors_exit():
-        store = _open(workspace)
+        store = _open(workspace, "checkpoints list", err=True)
         checkpoints = store.list()
     if not checkpoints:
         print_empty(f"No checkpoints for {store.workspace} yet.")
@@ -100,16 +105,43 @@ def list_command(workspace: Path) -> None:
 def restore_command(n: int, workspace: Path, force: bool) -> None:
     """Restore the workspace to checkpoint N (or #N) of `lathe checkpoints list`."""
     with _errors_exit():
-        checkpoints = _open(workspace)
+        checkpoints = _open(workspace, "restore")
         with _held(checkpoints, "lathe checkpoints restore"):
             report = checkpoints.restore(n, force=force)
     _print_report(report, what="restore")
     _fail_when_all_kept(report)
 
 
-def _open(workspace: Path) -> Checkpoints:
+def _open(workspace: Path, doing: str, *, err: bool = False) -> Checkpoints:
+    """The checkpoints of `workspace`, or of the nearest folder above it that has some,
+    which is named (on stderr when `err`, in lathe's voice): the files a command there
+    touches may lie outside the folder given."""
     home = lathe_home()
-    return Checkpoints(find_workspace(workspace, home), home)
+    found = find_workspace(workspace, home)
+    if found != workspace.resolve():
+        where = f"{doing} in {found} (the nearest folder lathe has checkpoints for)"
+        click.echo(f"lathe: {where}" if err else where, err=err)
+    return Checkpoints(found, home)
+
+
+def _operation(checkpoint: Checkpoint, workspace: Path) -> str:
+    """An undone operation as the user knows it, so an earlier run's turn is not taken
+    for the one just run: the turn, its session and the session's task (its title, while
+    the session is stored), or its label."""
+    from lathe.session.store import SessionStore
+    from lathe.ui.table import clip
+
+    if checkpoint.kind == "after" and checkpoint.turn is not None:
+        what = checkpoint.label.removeprefix("after ")  # "turn 2", "turn 2 (cut short)"
+    else:
+        what = f'"{checkpoint.label}"'
+    when = f"recorded {_local_time(checkpoint)}"
+    if checkpoint.session is None:
+        return f"{what} ({when})"
+    sessions = SessionStore(lathe_home()).list(workspace)
+    title = next((s.title for s in sessions if s.id == checkpoint.session), "")
+    task = f'"{clip(" ".join(title.split()), 60)}", ' if title.strip() else ""
+    return f"{what} of session {checkpoint.session} ({task}{when})"
 
 
 def _held(checkpoints: Checkpoints, doing: str):
