@@ -16,6 +16,11 @@ from tests.e2e.test_instructions_and_memory import run
 from tests.fakes.openai_server import Call, Reply
 
 GITHUB = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq98ZgFQcR2\n-----END RSA PRIVATE KEY-----"
 CREDENTIALS = [
     ("The deploy key is AKIAIOSFODNN7EXAMPLE for us-east-1.", "AKIAIOSFODNN7EXAMPLE", "'AKIA'…"),
@@ -27,6 +32,21 @@ CREDENTIALS = [
     (f"The server key:\n{PEM}", "MIIEowIBAAKCAQEA7bq98ZgFQcR2", "a PEM private key"),
     ("The session key id is ASIAY34FZKBOKMUTVV7A.", "ASIAY34FZKBOKMUTVV7A", "'ASIA'…"),
     ("Stripe: rk_live_0123456789abcdefghij.", "rk_live_0123456789abcdefghij", "'rk_'…"),
+    # Reproduced: each of these was added and sent in every later session's prompt.
+    ("DATABASE_URL=postgres://admin:S3cr3tPassw0rd@db.internal:5432/app", "S3cr3tPassw0rd",
+     "'postgres://admin:…@db.internal:5432/app'"),
+    ("GitLab token glpat-abcdEFGH1234ijklMNOP for the registry.", "glpat-abcdEFGH1234ijklMNOP",
+     "'glpat-'…"),
+    ("slack xoxb-123456789012-1234567890123-abcdefABCDEF posts the report.",
+     "123456789012-1234567890123-abcdefABCDEF", "'xoxb-'…"),
+    (f"Publish with {NPM}.", NPM[4:], "'npm_'…"),
+    (f"The staging API accepts {JWT}", JWT.split(".")[2], "a JWT"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "an AWS secret access key"),
+    ("The webhook is https://hooks.example.com/in?token=Zq81mXr0Lk27pW93", "Zq81mXr0Lk27pW93",
+     "'https://hooks.example.com/in?token=…'"),
+    ("curl -H 'Authorization: Bearer 4f9a0c1e-77b2-4d1a-9c3e-5b6a7d8e9f01x' $API",
+     "4f9a0c1e-77b2-4d1a-9c3e-5b6a7d8e9f01x", "a bearer token"),
 ]  # fmt: skip
 
 
@@ -77,6 +97,13 @@ def test_a_memory_write_holding_a_credential_is_refused(
         "The deploy reads its key from ASIA_PACIFIC_KEY_V2.",
         "Models are cached in hf_cache/bert-base-uncased-v2.",
         "The orders table's key column is pk_orders_2024_id.",
+        # Neither a hash, a UUID, a path nor a reference to where a secret is kept.
+        "The fixture commit is 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39; run 123e4567-e89b-"
+        "12d3-a456-426614174000 logs to /var/log/app/2024-01-01T00:00:00.log.",
+        "The DSN is postgres://app:${DB_PASSWORD}@localhost:5432/app (DB_PASSWORD in .env).",
+        "Docs: https://docs.example.com/api?page=2&token_type=bearer and https://x.org/a:b@c.",
+        "Set AWS_SECRET_ACCESS_KEY in the CI secrets; aws_secret_access_key comes from ~/.aws.",
+        "Send the Bearer token from $API_TOKEN; JWTs start with eyJ.",
     ],
 )
 def test_words_that_only_begin_like_a_key_are_kept(tmp_path, ws, fake_openai, text):
