@@ -5,58 +5,21 @@ and the fake server never reads it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lathe.local.models import DEFAULT_MODEL, MODELS, model_path
+from lathe.local.models import DEFAULT_MODEL, MODELS
 
-from .conftest import pid_alive
+from .conftest import lathe_local, pid_alive
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
-
-
-def lathe_local(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lathe", "local", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-@pytest.fixture
-def installed(lathe_home: Path) -> Path:
-    """The default model, 'installed': a sparse file of its size and its verified record."""
-    model = MODELS[DEFAULT_MODEL]
-    path = model_path(model)
-    path.parent.mkdir(parents=True)
-    with path.open("wb") as f:
-        f.truncate(model.size)
-    path.with_name(path.name + ".sha256").write_text(model.sha256 + "\n")
-    return path
-
-
-@pytest.fixture
-def servers(lathe_home: Path) -> Iterator[list[int]]:
-    """Pids of servers a test started; any still running at its end are killed, with
-    whatever server.json still names."""
-    pids: list[int] = []
-    yield pids
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        pids.append(json.loads((lathe_home / "local" / "server.json").read_text())["pid"])
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
 
 
 def wait_for(path: Path, seconds: float = 30) -> str:
@@ -297,4 +260,96 @@ def test_a_context_size_below_one_is_refused_like_threads(
     )
     assert start.stderr == threads.stderr.replace("--threads", "--ctx-size")
     assert not argv_file.exists()
+    assert not (lathe_home / "local" / "server.json").exists()
+
+
+def _record(**fields: object) -> str:
+    model = MODELS[DEFAULT_MODEL]
+    record = {
+        "pid": 999_999_999, "port": 1, "model": model.name, "wire_id": model.wire_id,
+        "model_path": "/x/model.gguf", "binary": "/x/llama-server", "log": "/x/log", "started": 0,
+    }  # fmt: skip
+    record.update(fields)
+    return json.dumps({k: v for k, v in record.items() if v is not ...})
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        (_record(pid=None), "pid is null, not a process id"),
+        (_record(pid="abc"), 'pid is "abc", not a process id'),
+        (_record(pid=0), "pid is 0, not a process id"),  # kill(0) is lathe's own group
+        (_record(pid=-1), "pid is -1, not a process id"),
+        (_record(port="x"), 'port is "x", not a port'),
+        (_record(model_path=...), "no model_path"),
+        ("[]", "not a JSON object"),
+        ("{bad", "not JSON"),
+    ],
+    ids=[
+        "pid-null",
+        "pid-text",
+        "pid-0",
+        "pid-minus-1",
+        "port-text",
+        "no-model-path",
+        "list",
+        "bad",
+    ],
+)
+def test_a_warm_server_record_lathe_cannot_read_is_removed_in_one_line(
+    lathe_home: Path, record: str, why: str
+) -> None:
+    path = lathe_home / "local" / "server.json"
+    path.parent.mkdir(parents=True)
+    removed = f"removed {path}, which lathe cannot read ({why})"
+    path.write_text(record)
+    status = lathe_local("status")
+    assert (status.returncode, status.stderr) == (0, ""), status.stderr
+    assert status.stdout.endswith(f"warm server: none; {removed}\n"), status.stdout
+    assert not path.exists()
+
+    path.write_text(record)
+    stop = lathe_local("stop")
+    assert (stop.returncode, stop.stderr, stop.stdout) == (0, "", f"No warm server; {removed}.\n")
+    assert not path.exists()
+
+
+def test_start_replaces_a_record_it_cannot_read_and_says_so(
+    installed: Path, fake_llama: Path, servers: list[int], lathe_home: Path
+) -> None:
+    path = lathe_home / "local" / "server.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(_record(pid=None))
+
+    start = lathe_local("start")
+
+    assert (start.returncode, start.stderr) == (0, ""), start.stderr
+    warm = warm_record(lathe_home)
+    servers.append(warm["pid"])
+    assert start.stdout.startswith(
+        f"Removed {path}, which lathe cannot read (pid is null, not a process id).\n"
+        f"Started: local/{DEFAULT_MODEL} at http://127.0.0.1:{warm['port']}/v1"
+    ), start.stdout
+
+
+def test_a_live_server_recorded_with_fields_this_lathe_does_not_know_is_still_stopped(
+    installed: Path, fake_llama: Path, servers: list[int], lathe_home: Path
+) -> None:
+    # Written by another lathe version: a field this one has not heard of, and one it
+    # knows holding what it cannot read. What it can read still names a live server.
+    assert lathe_local("start").returncode == 0
+    warm = warm_record(lathe_home)
+    servers.append(warm["pid"])
+    (lathe_home / "local" / "server.json").write_text(
+        json.dumps({**warm, "gpu_layers": 99, "threads": "many"})
+    )
+
+    status = lathe_local("status")
+    assert status.stdout.endswith(
+        f"warm server: local/{DEFAULT_MODEL} at http://127.0.0.1:{warm['port']}/v1 (threads "
+        f"unknown, 8192-token context, pid {warm['pid']}, up 0 min, log {warm['log']})\n"
+    ), status.stdout
+    stop = lathe_local("stop")
+    assert stop.stdout == f"Stopped local/{DEFAULT_MODEL} (pid {warm['pid']}).\n", stop.stderr
+    assert wait_gone(warm["pid"])
     assert not (lathe_home / "local" / "server.json").exists()

@@ -28,10 +28,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+from lathe.atomic_write import write_atomic
 from lathe.errors import Transport, UsageError
 from lathe.exec.supervision import pid_alive
 from lathe.local.install import is_verified, require_server
@@ -462,17 +463,98 @@ Replaced = Literal["other model", "other port", "not answering"]
 """Why `start_warm` stopped the recorded server before starting another."""
 
 
+def _whole(low: int, high: int | None = None) -> Callable[[object], bool]:
+    return lambda v: type(v) is int and v >= low and (high is None or v <= high)
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+_RECORD_FIELDS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "pid": ("a process id", _whole(1)),  # 0 and -1 are groups to kill(), not processes
+    "port": ("a port", _whole(1, 65535)),
+    "model": ("a string", _text),
+    "wire_id": ("a string", _text),
+    "model_path": ("a string", _text),
+    "binary": ("a string", _text),
+    "log": ("a string", _text),
+    "started": ("a time", lambda v: type(v) in (int, float)),
+    "threads": ("a thread count", lambda v: v is None or _whole(1)(v)),
+    "parallel": ("a slot count", _whole(1)),
+    "ctx_size": ("a context size", lambda v: v is None or _whole(1)(v)),
+    "chat_template": ("a string", lambda v: v is None or _text(v)),
+}
+"""What each field of server.json must hold, as the reason says it when it does not."""
+
+
+def _load_record(data: bytes) -> WarmServer:
+    """The warm server `data` records; ValueError saying why when it records none.
+
+    Read what can be read: a field this lathe does not know (another version wrote it)
+    is left out, and an optional one it cannot read keeps its default, so a live server
+    such a record names is still found and stopped. A required field missing or of the
+    wrong type fails: a record naming no process, or one lathe could not tell its
+    server by, is no record."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        raise ValueError("not JSON") from None
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    values: dict[str, Any] = {}  # each checked against its field below
+    for spec in fields(WarmServer):
+        required = spec.default is MISSING and spec.default_factory is MISSING
+        if spec.name not in record:
+            if required:
+                raise ValueError(f"no {spec.name}")
+            continue
+        value = record[spec.name]
+        kind, fits = _RECORD_FIELDS[spec.name]
+        if fits(value):
+            values[spec.name] = value
+        elif required:
+            raise ValueError(f"{spec.name} is {json.dumps(value)[:40]}, not {kind}")
+    return WarmServer(**values)
+
+
 def _state_file() -> Path:
     return local_dir() / "server.json"
 
 
-def recorded_warm() -> WarmServer | None:
-    """The recorded warm server while its process lives and is that server, answering or
-    not (`WarmServer.answers`); else None, and the stale record is removed."""
+def _read_record() -> WarmServer | None:
+    """The recorded warm server, alive or not; None when there is no record, and when it
+    cannot be read, which is removed: it names no server lathe could reach or stop."""
     path = _state_file()
     try:
-        warm = WarmServer(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+        return _load_record(path.read_bytes())
+    except OSError:
+        return None
+    except ValueError:
+        path.unlink(missing_ok=True)
+        return None
+
+
+def forget_unreadable_record() -> tuple[Path, str] | None:
+    """Remove the record when it holds no warm server lathe can read, and return it with
+    why (for the terminal to say); None when there is no record or it reads."""
+    path = _state_file()
+    try:
+        _load_record(path.read_bytes())
+    except OSError:
+        return None
+    except ValueError as exc:
+        path.unlink(missing_ok=True)
+        return path, str(exc)
+    return None
+
+
+def recorded_warm() -> WarmServer | None:
+    """The recorded warm server while its process lives and is that server, answering or
+    not (`WarmServer.answers`); else None, and the stale or unreadable record is removed."""
+    path = _state_file()
+    warm = _read_record()
+    if warm is None:
         return None
     if pid_alive(warm.pid) and _is_our_server(warm):
         return warm
@@ -537,7 +619,8 @@ def start_warm(
             ctx_size=server.options.ctx_size,
             chat_template=str(server.options.chat_template),
         )
-        _state_file().write_text(json.dumps(asdict(warm), indent=2) + "\n")
+        # Whole or not at all: a record cut short would name no server, leaving it running.
+        write_atomic(_state_file(), (json.dumps(asdict(warm), indent=2) + "\n").encode())
     except BaseException:
         server.stop()  # unrecorded, nothing would ever stop it
         raise
@@ -556,11 +639,11 @@ class WarmStop(NamedTuple):
 
 
 def stop_warm() -> WarmStop | None:
-    """Stop the recorded warm server and remove its record; None when there is none."""
+    """Stop the recorded warm server and remove its record; None when there is none (an
+    unreadable record is removed)."""
     path = _state_file()
-    try:
-        warm = WarmServer(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+    warm = _read_record()
+    if warm is None:
         return None
     how: Stopped = "exited"
     if pid_alive(warm.pid):

@@ -175,6 +175,9 @@ def start_cmd(
     from lathe.local.server import ServerOptions, start_warm
     from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
+    if removed := _unreadable_record_removed():
+        click.echo(removed[0].upper() + removed[1:] + ".")
+
     # Absolute, so the recorded server names the file whatever directory asks next.
     chat_template: Any = template if template in ("lathe", "stock") else Path(template).resolve()
     options = ServerOptions(
@@ -255,11 +258,25 @@ def _threads(warm: Any) -> str:
     return ", ".join(shown)
 
 
+def _unreadable_record_removed() -> str | None:
+    """That the warm server's record was removed, lathe being unable to read it, and why."""
+    from lathe.local.server import forget_unreadable_record
+
+    forgotten = forget_unreadable_record()
+    if forgotten is None:
+        return None
+    path, why = forgotten
+    return f"removed {path}, which lathe cannot read ({why})"
+
+
 @local.command("stop")
 def stop_cmd() -> None:
     """Stop the warm server."""
     from lathe.local.server import stop_warm
 
+    if removed := _unreadable_record_removed():
+        click.echo(f"No warm server; {removed}.")
+        return
     stopped = stop_warm()
     if stopped is None:
         click.echo("No warm server.")
@@ -295,9 +312,10 @@ def status_cmd() -> None:
         path = model_path(model)
         state = "installed" if is_verified(path, model.size, model.sha256) else "not installed"
         click.echo(f"local/{model.name}: {state} ({path})")
+    removed = _unreadable_record_removed()
     warm = recorded_warm()
     if warm is None:
-        click.echo("warm server: none")
+        click.echo("warm server: none" + (f"; {removed}" if removed else ""))
     elif not warm.answers():
         click.echo(
             f"warm server: local/{warm.model} at {warm.base_url} (pid {warm.pid}) is not "
