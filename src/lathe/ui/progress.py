@@ -32,6 +32,7 @@ from lathe.exec.terminal import visible_text
 from lathe.plural import plural, some_of
 
 _VERIFY = "verify"  # the elapsed-time key of the verify command (tool calls use their id)
+_WRITERS = frozenset({"edit", "write"})  # the tools whose finished event names the file
 
 
 class ProgressPrinter:
@@ -55,6 +56,9 @@ class ProgressPrinter:
         self._elapsed = ElapsedLine(self._out)
         self._files_changed = files_changed
         self._unrecorded = unrecorded or tuple
+        # The files the attempt's edits and writes changed, by their events: when its
+        # checkpoints saw no change, these are files they do not keep (ignored ones).
+        self._written: dict[str, None] = {}
 
     def __call__(self, event: AgentEvent) -> None:
         match event:
@@ -65,6 +69,11 @@ class ProgressPrinter:
                 self._elapsed.start(call_id, _clip(event.label, 90))
             case ToolFinished(call_id=call_id, name=name, is_error=is_error, summary=summary):
                 self._elapsed.stop(call_id)
+                details = event.details
+                # A write of what the file held already has no diff: it changed nothing.
+                changed = details.get("created") or details.get("diff")
+                if name in _WRITERS and not is_error and changed and details.get("path"):
+                    self._written[str(details["path"])] = None
                 label = self._started.pop(call_id, name)
                 mark = "!!" if is_error else "->"
                 self._line(f"  {_clip(label, 90)} {mark} {_clip(summary, 100)}")
@@ -75,6 +84,7 @@ class ProgressPrinter:
             case Notice(level=level, message=message):
                 self._line(f"lathe: {level}: {message}")
             case AttemptStarted(attempt=n, attempts=total, previous_status=status, kept=kept):
+                self._written.clear()  # the workspace went back: `files_changed` did too
                 kept_note = f"; kept files changed meanwhile: {', '.join(kept)}" if kept else ""
                 self._line(
                     f"attempt {n}/{total}: the last one ended {status}; workspace restored, "
@@ -155,7 +165,14 @@ class ProgressPrinter:
         evidence = event.evidence
         if self._files_changed is not None and not self._files_changed() and not nested_repos:
             ran = f"; `{evidence.command}` exited {evidence.exit_code}" if evidence else ""
-            self._line(f"  no file was changed{ran}")
+            if self._written:  # an ignored `.env` it edited: not "no file was changed"
+                them = "it" if len(self._written) == 1 else "them"
+                self._line(
+                    f"  changed only files that checkpoints do not keep "
+                    f"({some_of(list(self._written), 5)}): undo cannot bring {them} back{ran}"
+                )
+            else:
+                self._line(f"  no file was changed{ran}")
         elif evidence:
             self._line(
                 f"  evidence: `{evidence.command}` exited {evidence.exit_code} "
