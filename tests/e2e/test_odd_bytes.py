@@ -62,3 +62,19 @@ def test_a_file_name_that_is_not_utf8_leaves_the_run_able_to_start(tmp_path, fak
     assert done.returncode == 0, done.stderr.decode()
     system = fake_openai.chat_bodies()[-1]["messages"][0]["content"]
     assert "app.py" in system
+
+
+def test_a_command_holding_a_nul_byte_is_refused_in_words_the_model_can_act_on(
+    tmp_path, fake_openai
+):
+    # It came back as "internal error in the bash tool: ValueError: embedded null byte".
+    from tests.fakes.openai_server import Call
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo a\u0000b"})]), Reply("Ok."))
+    done = _run(fake_openai, ws, tmp_path, b"print it")
+    assert done.returncode == 0, done.stderr.decode()
+    [result] = [m for m in fake_openai.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert "NUL byte" in result["content"], result["content"]
+    assert "internal error" not in result["content"], result["content"]

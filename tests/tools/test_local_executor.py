@@ -305,3 +305,16 @@ async def test_a_program_that_cannot_start_is_executor_unavailable(tmp_path: Pat
     executor = LocalExecutor(argv_builder=lambda command, cwd: ["/nonexistent/bwrap", command])
     with pytest.raises(ExecutorUnavailable, match="cannot start '/nonexistent/bwrap'"):
         await _run("true", tmp_path, executor=executor)
+
+
+def test_a_command_holding_a_nul_byte_is_refused_and_leaves_no_descriptor_open(tmp_path):
+    # Popen's ValueError went past the `except OSError` that closes the output pipes:
+    # two descriptors lost per call.
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_descriptors()
+    for _ in range(3):
+        with pytest.raises(ExecutorUnavailable, match="NUL byte"):
+            asyncio.run(_run("echo a\0b", tmp_path))
+    assert open_descriptors() == before

@@ -120,6 +120,11 @@ class LocalExecutor:
         joins the output; kept apart, it also gets lathe's note on what it had to stop,
         so stdout holds only what the command wrote). `spill_dir` None drops the middle
         of a cut output instead of spilling it."""
+        if "\0" in command:
+            raise ExecutorUnavailable(
+                "cannot run a command that holds a NUL byte (\\0): no shell takes one; "
+                "write it without (printf '\\0' makes one when the command runs)"
+            )
         started = time.monotonic()
         argv = self._argv_builder(command, cwd)
         env = self.environment()
@@ -144,13 +149,12 @@ class LocalExecutor:
                     env=env,
                     pass_fds=ending.pass_fds,
                 )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the environment
             for capture in captures:
                 capture.close()
             ending.close()
-            raise ExecutorUnavailable(
-                f"cannot start {argv[0]!r} in {cwd}: {exc.strerror or exc}"
-            ) from exc
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ExecutorUnavailable(f"cannot start {argv[0]!r} in {cwd}: {reason}") from exc
         finally:
             for capture in captures:  # the child holds its own copy; ours would block EOF
                 capture.close_write()
