@@ -597,7 +597,7 @@ def start_warm(
         stop_warm()
         if on_replaced is not None:
             on_replaced(current, why)
-    path = _require_model(model)
+    path = require_model(model)
     log = local_dir() / "logs" / "warm-server.log"
     server = LocalServer(
         path, alias=model.wire_id, binary=binary, port=port, options=options, log_path=log
@@ -683,7 +683,9 @@ class LocalEndpoint(NamedTuple):
 _managed: dict[str, LocalServer] = {}
 
 
-def _require_model(model: LocalModel) -> Path:
+def require_model(model: LocalModel) -> Path:
+    """The model's file, or a `UsageError` saying how to install it: what a run says, and
+    `lathe doctor` with it."""
     path = model_path(model)
     if not is_verified(path, model.size, model.sha256):
         raise UsageError(
@@ -698,7 +700,7 @@ def ensure_local_server(model_name: str, *, options: ServerOptions | None = None
     server when it serves that model, whatever its options, else one started now with
     `options` and stopped at exit. The endpoint's `ctx_size` is the server's."""
     model = get_model(model_name)
-    path = _require_model(model)
+    path = require_model(model)
     options = options or ServerOptions()
     warm = read_warm()
     if warm is not None and warm.model == model.name:

@@ -1,12 +1,13 @@
 """`lathe doctor`: check that lathe can run here, each check with ok/warn/fail and a fix.
 
-Checks, in order: the config files parse and the model resolves; the provider's key
-variable is set (the key itself is never printed); the endpoint answers (GET /models,
-or a one-token chat request with --live); `rg`, `git` and `bwrap` are present and
-work; gVisor, and the container when the config chooses it, start; what a command sees
-in the chosen sandbox (none when it cannot start); every installed plugin loads (one
-that does not is a warning: runs skip it); LATHE_HOME is writable. Exit 0 when no
-check failed, 1 otherwise.
+Checks, in order: the config files parse and the model resolves (the embedded model as
+`lathe run` takes it: installed, llama-server found, a warm server answering, none
+started to check); the provider's key variable is set (the key itself is never
+printed); the endpoint answers (GET /models, or a one-token chat request with --live);
+`rg`, `git` and `bwrap` are present and work; gVisor, and the container when the config
+chooses it, start; what a command sees in the chosen sandbox (none when it cannot
+start); every installed plugin loads (one that does not is a warning: runs skip it);
+LATHE_HOME is writable. Exit 0 when no check failed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -75,8 +76,12 @@ def run_checks(
     *,
     live: bool,
 ) -> list[Check]:
+    from lathe.ui.setup import _is_local
+
     checks: list[Check] = []
     loaded, resolved = _config_checks(checks, workspace, model, base_url, overrides)
+    if loaded is not None and _is_local(loaded.config.model):
+        checks.extend(_local_checks(loaded, live=live))
     if loaded is not None and not _trust_check(checks, loaded):
         resolved = None  # the key must not go where an untrusted project file points
     if resolved is not None:
@@ -149,6 +154,10 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         f"project {loaded.project_file}" if loaded.project_file else "no project file",
     ]
     checks.append(Check("ok", "config", "parsed: " + "; ".join(files)))
+    from lathe.ui.setup import _is_local
+
+    if _is_local(loaded.config.model):
+        return loaded, None  # no catalog entry: `_local_checks` takes it as a run does
     try:
         resolved = resolve_model(loaded.config)
         from lathe.llm.registry import check_kind
@@ -167,6 +176,97 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         )
     )
     return loaded, resolved
+
+
+def _local_checks(loaded, *, live: bool) -> list[Check]:
+    """The embedded model as `lathe run` takes it (`ui/setup._local_model`), in its words,
+    without starting a server to check: the model is installed; llama-server is found
+    (only a warning while a warm server of the model answers: a run uses that one); the
+    warm server answers, else a run starts its own; with --live, one token from it."""
+    import dataclasses
+
+    from lathe.config import resolve_model
+    from lathe.errors import UsageError
+    from lathe.local import get_model
+    from lathe.local.install import require_server
+    from lathe.local.server import recorded_warm, require_model
+
+    try:
+        model = get_model(loaded.config.model)
+    except UsageError as exc:
+        return [Check("fail", "model", str(exc), "choose a model with --model")]
+    try:
+        path = require_model(model)
+    except UsageError as exc:
+        fix = f"run `lathe local install --model {model.name}`"
+        return [Check("fail", "model", str(exc), fix)]
+    checks = [
+        Check("ok", "model", f"local/{model.name} ({model.wire_id}), installed at {path}"),
+        Check("ok", "api key", "the local model needs no key"),
+    ]
+    warm = recorded_warm()
+    serving = warm if warm is not None and warm.model == model.name else None
+    answers = serving is not None and serving.answers()
+    try:
+        checks.append(Check("ok", "server", f"llama-server {require_server()}"))
+    except UsageError as exc:
+        fix = (
+            "set LATHE_LLAMA_SERVER to a llama-server binary, or unset it"
+            if os.environ.get("LATHE_LLAMA_SERVER")
+            else "run `lathe local install`"
+        )
+        if not answers:
+            checks.append(Check("fail", "server", str(exc), fix))
+            return checks
+        meanwhile = f"{str(exc).rstrip('.')}; until it stops, runs use the warm server"
+        checks.append(Check("warn", "server", meanwhile, fix))
+    if serving is not None and answers:
+        at = f"the warm server (pid {serving.pid}) answers at {serving.base_url}"
+        checks.append(Check("ok", "endpoint", at))
+    elif serving is not None:
+        checks.append(
+            Check(
+                "warn",
+                "endpoint",
+                f"the warm server (pid {serving.pid}) at {serving.base_url} is not answering, "
+                "so a run starts llama-server for itself",
+                "`lathe local start` replaces it, `lathe local stop` stops it",
+            )
+        )
+    else:
+        other = f" for local/{model.name} (the warm one serves local/{warm.model})" if warm else ""
+        checks.append(
+            Check(
+                "ok",
+                "endpoint",
+                f"no warm server{other}: a run starts llama-server for itself "
+                "(`lathe local start` keeps one warm between runs)",
+            )
+        )
+    if not live:
+        return checks
+    if serving is None or not answers:
+        checks.append(
+            Check(
+                "warn",
+                "live",
+                "not checked: doctor starts no server to check",
+                "run `lathe local start`, then `lathe doctor --live` again",
+            )
+        )
+        return checks
+    try:
+        resolved = resolve_model(
+            loaded.config,
+            serving.wire_id,
+            base_url_override=serving.base_url,
+            fallback_profile=model.profile,
+        )
+    except UsageError as exc:
+        checks.append(Check("fail", "live", str(exc), "correct the key named above"))
+        return checks
+    checks.append(_live_check(dataclasses.replace(resolved, provider="local", api_key_env=None)))
+    return checks
 
 
 def _trust_check(checks: list[Check], loaded) -> bool:
