@@ -113,6 +113,22 @@ def test_the_budget_cuts_at_a_line_and_says_where(tree: Path):
     )
 
 
+def test_a_small_window_holds_the_budget_to_its_share_and_says_so(tree: Path):
+    (tree / "AGENTS.md").write_text("".join(f"line {n}\n" for n in range(100)))
+    found = Instructions(tree, max_bytes=32 * 1024, window_tokens=100)  # 37 bytes
+
+    *_, workspace = found.standing()
+
+    assert found.budget == 37
+    assert workspace.text.startswith("line 0\n[AGENTS.md is cut here, 7 of 790 bytes")
+    assert found.notes == [
+        "AGENTS.md was cut after 7 of its 790 bytes: the instruction files of a run share "
+        "37 bytes, 12.5% of the model's 100-token window (a larger window gets more: the "
+        "model's context_window, local.ctx_size for the local model)"
+    ]
+    assert Instructions(tree, max_bytes=20, window_tokens=100_000).budget == 20
+
+
 def test_an_agents_md_that_cannot_be_read_leaves_the_folders_claude_md(tree: Path):
     # An AGENTS.md leading out of the repository was skipped, and so was CLAUDE.md.
     outside = tree.parent.parent.parent / "elsewhere.md"

@@ -1,7 +1,8 @@
 """Instruction files: AGENTS.md (or CLAUDE.md, or the names configured) the user wrote
 for agents, found and read within one budget.
 
-    found = Instructions(workspace, names=["AGENTS.md", "CLAUDE.md"], max_bytes=32768)
+    found = Instructions(workspace, names=["AGENTS.md", "CLAUDE.md"], max_bytes=32768,
+                         window_tokens=8192)
     found.standing()          # the user file, then the repository root down to workspace
     found.below(path)         # files in the folders between the workspace and `path`
                               # not read yet (each folder is looked at once)
@@ -15,11 +16,13 @@ Where they come from, in the order they are joined:
   an `after_tool` hook that appends the text to that tool's result).
 
 Only regular files are read, never a link that leads out of the repository, nor a
-file a read rule denies or named like a secret. All of them share `max_bytes`: a file
-that does not fit whole is cut at a line, the text says where, and `notes` records it
-for a notice; so does a file skipped for where it leads (a link out of the repository,
-one that leads nowhere, one that cannot be read) or for what it holds (not text): left
-out without a word, it looked read. Text is read as the file tools read it
+file a read rule denies or named like a secret. All of them share one budget:
+`max_bytes` (the setting), and no more than `WINDOW_SHARE` of the model's window
+(`window_tokens`, at about 3 bytes a token). A file that does not fit whole is cut at a
+line, the text says where, and `notes` records it for a notice naming the limit that
+cut it; so does a file skipped for where it leads (a link out of the repository, one
+that leads nowhere, one that cannot be read) or for what it holds (not text): left out
+without a word, it looked read. Text is read as the file tools read it
 (`tools.files.decode_text`: UTF-16 with its BOM, what PowerShell's `echo >` writes, a
 UTF-8 BOM, CRLF).
 """
@@ -36,6 +39,11 @@ from typing import Any
 from lathe.hooks.base import AgentHooks
 from lathe.patterns import SECRET_LIKE
 from lathe.tools.base import ToolOutput, ToolRegistry
+
+# Of the model's window, what the instruction files may take at most: the system prompt
+# must leave an 8,192-token window room to work (a 25 KB AGENTS.md filled it, and no
+# request of the run was answered); a 128k window reaches `max_bytes` first.
+WINDOW_SHARE = 1 / 8
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class Instructions:
     max_bytes: int = 32 * 1024
     no_read: Sequence[str] = ()
     user_file: Path | None = None
+    window_tokens: int | None = None  # the model's window; None: `max_bytes` alone
     loaded: list[InstructionFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # a line per file cut or skipped
     _seen: set[Path] = field(default_factory=set, init=False, repr=False)  # folders looked at
@@ -73,6 +82,17 @@ class Instructions:
         from lathe.config.loader import project_root
 
         self._root = Path(os.path.realpath(project_root(self.workspace)))
+
+    @property
+    def budget(self) -> int:
+        """Bytes the instruction files of the run may take in all."""
+        return min(self.max_bytes, self._window_bytes)
+
+    @property
+    def _window_bytes(self) -> int:
+        if self.window_tokens is None:
+            return self.max_bytes
+        return int(self.window_tokens * WINDOW_SHARE * 3)  # about 3 bytes a token
 
     def standing(self) -> list[InstructionFile]:
         """The user file, then one file per folder from the repository root down to the
@@ -142,7 +162,7 @@ class Instructions:
         # Twice that, as UTF-16 takes two bytes for a character UTF-8 writes in one.
         try:
             with real.open("rb") as handle:
-                raw = handle.read(2 * max(self.max_bytes - self._spent, 0) + 4)
+                raw = handle.read(2 * max(self.budget - self._spent, 0) + 4)
         except OSError as exc:
             self.notes.append(f"{label} skipped: it cannot be read ({exc.strerror})")
             return []
@@ -163,7 +183,7 @@ class Instructions:
         or cut at its last line that fits (with a line saying so, and one in `notes`); and
         whether it was cut."""
         data = text.encode()
-        left = max(self.max_bytes - self._spent, 0)
+        left = max(self.budget - self._spent, 0)
         self._spent += min(len(data), left)
         if len(data) <= left:
             return text, False
@@ -171,16 +191,27 @@ class Instructions:
         kept = data[:left].decode("utf-8", errors="ignore")
         kept = kept[: kept.rfind("\n") + 1]
         shown = len(kept.encode())
-        share = (
-            f"the instruction files of a run share {self.max_bytes:,} bytes "
-            "(memory.instructions_max_bytes)"
-        )
+        share = self._share()
         if not kept:
             self.notes.append(f"{label} was left out ({total:,} bytes): {share}")
             return f"[{label} is left out, {total:,} bytes: the budget is spent]", True
         self.notes.append(f"{label} was cut after {shown:,} of its {total:,} bytes: {share}")
         marker = f"[{label} is cut here, {shown:,} of {total:,} bytes: the budget is spent]"
         return kept + marker, True
+
+    def _share(self) -> str:
+        """What bounds the budget, and the setting that raises it."""
+        if self._window_bytes < self.max_bytes:
+            return (
+                f"the instruction files of a run share {self.budget:,} bytes, "
+                f"{WINDOW_SHARE:.1%} of the model's {self.window_tokens:,}-token window "
+                "(a larger window gets more: the model's context_window, local.ctx_size "
+                "for the local model)"
+            )
+        return (
+            f"the instruction files of a run share {self.max_bytes:,} bytes "
+            "(memory.instructions_max_bytes)"
+        )
 
     def _denied(self, path: Path) -> bool:
         """Whether a read rule or a secret-like name covers the file, by the name it was

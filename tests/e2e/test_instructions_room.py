@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.e2e.test_context_window import too_long
 from tests.e2e.test_instructions_and_memory import run
 from tests.fakes.openai_server import Call, Reply
 
@@ -41,7 +42,8 @@ def test_a_nested_file_follows_a_whole_read_page_and_is_sent_once(tmp_path, fake
     )
     fake_openai.enqueue(Reply(calls=[Call("read", {"path": "pkg/big.py"})]), Reply("Done."))
 
-    result = run(fake_openai, ws, tmp_path, "look at pkg")
+    wide = ["-c", "models.m.provider=openai", "-c", "models.m.context_window=131072"]
+    result = run(fake_openai, ws, tmp_path, *wide, "look at pkg")  # 21 KB fit its share
 
     assert result.returncode == 0, result.stderr
     messages = fake_openai.chat_bodies()[1]["messages"]
@@ -55,3 +57,42 @@ def test_a_nested_file_follows_a_whole_read_page_and_is_sent_once(tmp_path, fake
     sent = "\n".join(str(m["content"]) for m in messages)
     assert sent.count(f"- Rule {rules - 1}: keep guard {rules - 1}.") == 1
     assert [m["content"] for m in messages if m["role"] == "user"] == ["look at pkg"]
+
+
+def test_instruction_files_are_held_to_a_share_of_a_small_window(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    (ws / "AGENTS.md").write_text(_rules(900))  # 25 KB
+    (ws / "a.py").write_text("a = 1\n")
+    fake_openai.enqueue(Reply("Done."))
+
+    result = run(
+        fake_openai, ws, tmp_path, "-c", "models.m.provider=openai",
+        "-c", "models.m.context_window=8192", "--profile", "small", "Fix a.py",
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    system = fake_openai.chat_bodies()[0]["messages"][0]["content"]
+    kept = system[system.index("- Rule 0:") : system.index("[AGENTS.md is cut here")]
+    assert 0 < len(kept.encode()) <= 8192 * 3 // 8  # an eighth, at 3 bytes a token
+    assert len(system.encode()) < 8192 * 3 // 2  # half the window left for the work
+    notice = next(line for line in result.stderr.splitlines() if "AGENTS.md was cut" in line)
+    size = (ws / "AGENTS.md").stat().st_size
+    assert f"after {len(kept.encode()):,} of its {size:,} bytes" in notice
+    assert "8,192-token window" in notice and "context_window" in notice
+
+
+def test_a_first_request_the_instruction_files_fill_names_them_not_the_task(tmp_path, fake_openai):
+    ws = _repo(tmp_path)
+    (ws / "AGENTS.md").write_text(_rules(700))  # 19 KB: within a 128k window's share
+    fake_openai.enqueue(too_long(8192, 9000), too_long(8192, 9000))
+
+    # The server's window is smaller than the one configured (or assumed).
+    wide = ["-c", "models.m.provider=openai", "-c", "models.m.context_window=131072"]
+    result = run(fake_openai, ws, tmp_path, *wide, "Fix a.py")
+
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert "first request does not fit" in said
+    assert "the instruction files (AGENTS.md) about 6," in said
+    assert "shorten the instruction files or lower memory.instructions_max_bytes" in said
+    assert "smaller task message" not in said

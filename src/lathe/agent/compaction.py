@@ -11,7 +11,7 @@ request the provider still refuses ends the run with a `ContextTooLong` saying s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from lathe.agent.context import (
     Budget,
@@ -35,6 +35,17 @@ from lathe.words import Words, load_words
 _RESULT_CHARS = 1_500  # of each tool result shown to the summariser
 
 
+@dataclass(frozen=True)
+class PromptPart:
+    """A part of the system prompt the user wrote and can shrink (the instruction
+    files, the memory): a first request that does not fit names the parts that fill it,
+    where it had blamed the task."""
+
+    what: str  # "the instruction files (AGENTS.md, ../AGENTS.md)"
+    tokens: int
+    smaller: str  # what the user can do: "shorten the instruction files or lower ..."
+
+
 class ContextManager:
     def __init__(
         self,
@@ -47,9 +58,11 @@ class ContextManager:
         on_compaction: Callable[[str, int, int, int], None] | None = None,
         words: Words | None = None,
         kept_verbatim: Callable[[], list[str]] | None = None,
+        prompt_parts: Sequence[PromptPart] = (),
     ) -> None:
         """`kept_verbatim`: the texts a compaction must carry over word for word
-        (`AgentHooks.kept_verbatim`)."""
+        (`AgentHooks.kept_verbatim`); `prompt_parts`: what of the system prompt the
+        user can shrink, for `cannot_fit` to name."""
         self.budget = budget
         self.meter = TokenMeter()
         self._view = RequestView()
@@ -62,6 +75,7 @@ class ContextManager:
         self._on_compaction = on_compaction
         self._words = words or load_words()
         self._kept_verbatim = kept_verbatim or list
+        self._prompt_parts = tuple(prompt_parts)
         # Which of the texts to keep (`_kept`) each chunk of the request holds, and the
         # last opening message that had to carry some of them.
         self._kept: tuple[str, ...] = ()
@@ -149,17 +163,32 @@ class ContextManager:
                 f"estimate for a limit of {self.budget.prompt_limit:,}"
             )
         if not any(isinstance(m, AssistantMessage) for m in history):
-            return (
-                f"the first request does not fit the model's window: {size}, of which the "
-                f"system prompt and tool definitions are about {self._fixed():,}; use a "
-                "model with a larger window (or start its server with a larger context "
-                "size), or a smaller task message"
+            return f"the first request does not fit the model's window: {size}, " + (
+                self._what_fills(conversation_tokens(history))
             )
         return (
             f"the conversation no longer fits the model's window: {size}, with older tool "
             "outputs dropped and compaction unable to shrink it; start a new session with "
             "the task restated, or use a model with a larger context window"
         )
+
+    def _what_fills(self, task_tokens: int) -> str:
+        """What a first request holds and what to do: when the system prompt is most
+        of it, the parts of it the user wrote that fill it are named (a 25 KB AGENTS.md
+        was never mentioned, and the advice was a smaller task message)."""
+        fixed = self._fixed()
+        larger = "use a model with a larger window (or start its server with a larger context size)"
+        held = f"of which the system prompt and tool definitions are about {fixed:,}"
+        # A part of a quarter of the system prompt or more is worth the user's work.
+        filling = sorted(
+            (p for p in self._prompt_parts if p.tokens * 4 >= fixed),
+            key=lambda p: p.tokens,
+            reverse=True,
+        )
+        if task_tokens >= fixed or not filling:
+            return f"{held}; {larger}, or a smaller task message"
+        parts = "".join(f", {p.what} about {p.tokens:,} of them" for p in filling)
+        return f"{held}{parts}; " + "; or ".join([*(p.smaller for p in filling), larger])
 
     async def shrink(
         self, history: list[Message], *, refusal: ContextTooLong, again: bool = False

@@ -81,10 +81,11 @@ def _request_extra(setup: RunSetup, code_in_view: bool) -> dict[str, object]:
 
 def _instructions(
     setup: RunSetup, tools: ToolRegistry, no_read: list[str], emit: Emit
-) -> tuple[str | None, AgentHooks]:
-    """The instruction files for the system prompt, and the hook that appends those of
-    folders below the workspace to the first tool result that reaches them. Both share
-    one budget; what it cuts is said in a notice."""
+) -> tuple[str | None, list[str], AgentHooks]:
+    """The instruction files for the system prompt and their labels, and the hook that
+    appends those of folders below the workspace to the first tool result that reaches
+    them. All share one budget, within a share of the window; what it cuts is said in
+    a notice."""
     from lathe.instructions import (
         Instructions,
         NestedInstructions,
@@ -99,6 +100,7 @@ def _instructions(
         max_bytes=config.instructions_max_bytes,
         no_read=no_read,
         user_file=user_instructions_path(),
+        window_tokens=setup.model.context_window,
     )
     standing = found.standing()
 
@@ -107,7 +109,8 @@ def _instructions(
 
     for cut in found.notes:
         tell(cut)
-    return prompt_section(standing), NestedInstructions(found, tools, tell)
+    labels = [f.label for f in standing]
+    return prompt_section(standing), labels, NestedInstructions(found, tools, tell)
 
 
 def _memory(setup: RunSetup) -> str | None:
@@ -170,7 +173,8 @@ def build_agent(
         deny_edit=tuple(rules.denied_edit_patterns()),
     )
     settings = agent_settings(setup)
-    instructions, nested = _instructions(setup, tools, no_read, emit)
+    instructions, instruction_labels, nested = _instructions(setup, tools, no_read, emit)
+    memory = _memory(setup)
     hooks = HookChain([nested, hooks or AgentHooks()])
     words = setup.words()
     skills = skill_catalog(tools)
@@ -187,7 +191,7 @@ def build_agent(
         # A share of the window, at about 3 bytes a token.
         skills_max_bytes=int(window * config.skills.prompt_share * 3),
         instructions=instructions,
-        memory=_memory(setup),
+        memory=memory,
         instruction_names=config.memory.instruction_files,
         snapshot_leave_out=profile.snapshot_leave_out,
     )
@@ -210,6 +214,7 @@ def build_agent(
             on_compaction=hooks.on_compaction,
             words=words,
             kept_verbatim=hooks.kept_verbatim,
+            prompt_parts=_prompt_parts(instructions, instruction_labels, memory),
         )
     deps = AgentDeps(
         provider=provider,
@@ -222,6 +227,30 @@ def build_agent(
         words=words,
     )
     return Agent(deps, emit, messages)
+
+
+def _prompt_parts(instructions: str | None, labels: list[str], memory: str | None):
+    """The parts of the system prompt the user wrote, for the error of a first request
+    that does not fit to name."""
+    from lathe.agent.compaction import PromptPart
+    from lathe.agent.context import estimate_tokens
+
+    parts = []
+    if instructions:
+        parts.append(
+            PromptPart(
+                f"the instruction files ({', '.join(labels)})",
+                estimate_tokens(instructions),
+                "shorten the instruction files or lower memory.instructions_max_bytes",
+            )
+        )
+    if memory:
+        parts.append(
+            PromptPart(
+                "the memory", estimate_tokens(memory), "empty the memory (`lathe memory clear`)"
+            )
+        )
+    return parts
 
 
 def _fixed_tokens(system: str, tools: ToolRegistry):
