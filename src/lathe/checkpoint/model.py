@@ -68,14 +68,15 @@ class RestoreReport:
 
     `restored` were reverted in place, `recreated` had been deleted and are back,
     `deleted` did not exist at the target and are gone. `kept` were changed by the user
-    since lathe last touched the workspace and were left alone; `forced` are such files
+    since lathe last wrote them and were left alone; `forced` are such files
     that were overwritten because force was asked. `skipped` are left alone, force or not,
     because checkpoints do not hold their current contents: nested git repositories, and
     ignored files standing where a recorded file would be written back. `backup` is the
     state recorded just before restoring (so the restore can be undone); `result` is the
-    state after it, None when nothing needed to change. `cut_short`: the undone turn was
-    recorded after its lathe died, so every file it changed counts as the user's (kept
-    unless force): edits made since the kill are in it too.
+    state after it, None when nothing needed to change. `cut_short`: the undone turn (for
+    a restore, the turn that last changed some of the files kept or forced) was recorded
+    after its lathe died, so every file it changed counts as the user's (kept unless
+    force): edits made since the kill are in it too.
     """
 
     target: Checkpoint

@@ -172,7 +172,7 @@ class Checkpoints:
     def restore(self, n: int, force: bool = False) -> RestoreReport:
         """Bring the workspace back to checkpoint number `n` (`Checkpoint.n`).
 
-        Files the user changed since lathe's last operation are kept unless `force`.
+        Files the user changed since lathe last wrote them are kept unless `force`.
         """
         with self._locked(create=False):
             history = self._history()
@@ -187,7 +187,8 @@ class Checkpoints:
 
     def start_over(self, start: Checkpoint, attempt: int) -> RestoreReport:
         """Bring the workspace back to `start`, taken before a run's first attempt, for
-        its attempt number `attempt`; files the user changed meanwhile are kept. Its
+        its attempt number `attempt`; files the user changed since lathe last wrote them
+        are kept. Its
         checkpoint (kind "reset") names `start`: undo reverts neither it nor what was
         recorded between the two (`_not_discarded`), the failed attempts. As a restore,
         it was undoable: undo after the run brought each failed attempt back in turn."""
@@ -301,13 +302,56 @@ class Checkpoints:
     def _restore_to(
         self, history: builtins.list[Checkpoint], target: Checkpoint, label: str, force: bool
     ) -> RestoreReport:
-        """Record the workspace, then bring it back to `target`; files changed since
-        lathe's last operation are kept unless `force`. `label` names the restore."""
-        reference = next((c for c in history if c.by_lathe), history[0])
+        """Record the workspace, then bring it back to `target`; files the user changed
+        since lathe last wrote them are kept unless `force` (`_users_files`). `label`
+        names the restore."""
         backup = self._snapshot(f"before {label}", kind="before")
-        protected = {c.path for c in self._repo.diff(reference.tree, backup.tree)}
+        if backup.commit != history[0].commit:
+            history = [backup, *history]
         changes = self._repo.diff(backup.tree, target.tree)
-        return self._restore(target, backup, changes, protected, force)
+        protected, cut = self._users_files(history, backup, {c.path for c in changes})
+        report = self._restore(target, backup, changes, protected, force)
+        report.cut_short = not cut.isdisjoint(report.kept + report.forced)
+        return report
+
+    def _users_files(
+        self, history: builtins.list[Checkpoint], now: Checkpoint, paths: set[str]
+    ) -> tuple[set[str], set[str]]:
+        """Those of `paths` that differ now from how lathe last left them, and those of
+        them that are the user's because a cut-short turn changed them last.
+
+        Lathe last left a file as the newest lathe checkpoint whose own changes (against
+        its parent, the state just before it) name it has it: an agent turn, a restore,
+        an undo, a reset each change only what they wrote. One never written by lathe is
+        judged against the first checkpoint. Not against the newest lathe checkpoint:
+        it records the whole workspace, so it had taken in every edit the user made
+        before it, and a second restore overwrote a file the first had kept. A turn
+        recorded after its lathe died holds the user's edits since the kill too: its
+        files are the user's, as for `undo`."""
+        last_written: dict[str, Checkpoint] = {}
+        left = set(paths)
+        for checkpoint in history:  # newest first
+            if not left:
+                break
+            if checkpoint.by_lathe:
+                for change in checkpoint.files:
+                    if change.path in left:
+                        last_written[change.path] = checkpoint
+                        left.discard(change.path)
+        by_baseline: dict[str, set[str]] = {}
+        for path in paths:
+            baseline = last_written.get(path, history[-1])
+            by_baseline.setdefault(baseline.commit, set()).add(path)
+        by_commit = {c.commit: c for c in history}
+        users: set[str] = set()
+        cut: set[str] = set()
+        for commit, written in by_baseline.items():
+            baseline = by_commit[commit]
+            if baseline.kind == "after" and baseline.label.endswith(_CUT_SHORT):
+                cut |= written
+            else:
+                users |= written & {c.path for c in self._repo.diff(baseline.tree, now.tree)}
+        return users | cut, cut
 
     def _restore(
         self,
