@@ -76,11 +76,11 @@ def run_checks(
     *,
     live: bool,
 ) -> list[Check]:
-    from lathe.ui.setup import _is_local
+    from lathe.ui.setup import is_local_model
 
     checks: list[Check] = []
     loaded, resolved = _config_checks(checks, workspace, model, base_url, overrides)
-    if loaded is not None and _is_local(loaded.config.model):
+    if loaded is not None and is_local_model(loaded.config.model):
         checks.extend(_local_checks(loaded, live=live))
     if loaded is not None and not _trust_check(checks, loaded):
         resolved = None  # the key must not go where an untrusted project file points
@@ -154,9 +154,9 @@ def _config_checks(checks, workspace, model, base_url, overrides):
         f"project {loaded.project_file}" if loaded.project_file else "no project file",
     ]
     checks.append(Check("ok", "config", "parsed: " + "; ".join(files)))
-    from lathe.ui.setup import _is_local
+    from lathe.ui.setup import is_local_model
 
-    if _is_local(loaded.config.model):
+    if is_local_model(loaded.config.model):
         return loaded, None  # no catalog entry: `_local_checks` takes it as a run does
     try:
         resolved = resolve_model(loaded.config)

@@ -123,9 +123,9 @@ def prepare(options: RunOptions) -> RunSetup:
     _check_project_trust(loaded, options)
     notices: list[str] = []
     name = loaded.config.model
-    if not _is_local(name) and loaded.origin("model") == "default":
+    if not is_local_model(name) and loaded.origin("model") == "default":
         name = _local_default(loaded, notices) or name
-    local = _is_local(name)
+    local = is_local_model(name)
     model = _local_model(loaded, name) if local else resolve_model(loaded.config)
     check_cost_budget(loaded, model)
     endpoint = endpoint_for(model)
@@ -174,7 +174,9 @@ def _commands_sandboxed(loaded: LoadedConfig, options: RunOptions) -> bool:
     return sandbox_status(*configured_sandbox(loaded.config)).available
 
 
-def _is_local(name: str) -> bool:
+def is_local_model(name: str) -> bool:
+    """Whether `name` asks for the embedded local model (`local`, `local/1.5b`): what
+    run starts or reuses a server for, and doctor checks as run would."""
     return name == "local" or name.startswith("local/")
 
 
