@@ -153,7 +153,23 @@ def _approval_row(loaded: Any) -> tuple[str, str]:
 
 def _shown_values(loaded: Any) -> list[tuple[str, Any, str]]:
     """(key, value, origin) of every leaf, secrets masked, in schema order."""
-    return [(key, value, str(origin)) for key, value, origin in loaded.shown_values()]
+    return [(key, _masked(value), str(origin)) for key, value, origin in loaded.shown_values()]
+
+
+def _masked(value: Any) -> Any:
+    """`value` with every credential inside its strings masked (`memory.mask_credentials`,
+    the detector the `memory` tool refuses them with): a key in a hook's curl command or
+    a password in a server's argument, not only a value that is a key whole
+    (`LoadedConfig.shown_values`)."""
+    from lathe.memory import mask_credentials
+
+    if isinstance(value, str):
+        return mask_credentials(value)
+    if isinstance(value, dict):
+        return {name: _masked(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item) for item in value]
+    return value
 
 
 def _json_document(loaded: Any) -> dict[str, Any]:
@@ -282,7 +298,7 @@ def _profile_lines(loaded: Any) -> list[str]:
     else:
         head = f"# profile: {profile.name} (no key names one: the built-in choice for this model)"
     rows = [
-        (f"{name} = {toml_value(value)}", origin)
+        (f"{name} = {toml_value(_masked(value))}", origin)
         for name, value, origin in profile_values(loaded, profile)
     ]
     width = max(len(text) for text, _ in rows)
@@ -304,7 +320,7 @@ def _model_and_profile(loaded: Any) -> tuple[dict[str, Any], dict[str, Any] | No
             "provider": resolved.provider,
             "kind": resolved.kind,
             "model_id": resolved.model_id,
-            "base_url": resolved.base_url,
+            "base_url": _masked(resolved.base_url),
             "context_window": resolved.context_window,
             "max_output_tokens": resolved.max_output_tokens,
         }
@@ -319,7 +335,7 @@ def _model_and_profile(loaded: Any) -> tuple[dict[str, Any], dict[str, Any] | No
         "chosen_by": chosen,
         "chosen_by_origin": loaded.origin(chosen) if chosen else None,
         "values": {
-            name: {"value": value, "origin": origin}
+            name: {"value": _masked(value), "origin": origin}
             for name, value, origin in profile_values(loaded, profile)
         },
     }
