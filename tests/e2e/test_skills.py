@@ -1,7 +1,8 @@
 """Skills end to end through `python -m lathe run` against the scripted fake server:
 found in the three folders, listed in the system prompt within the budget, read with
-the `skill` tool, and a SKILL.md whose front matter cannot be read skipped with a notice
-naming it."""
+the `skill` tool, and a SKILL.md whose front matter cannot be read (or that is missing, or
+a directory) skipped with a notice naming it; a skill relinked during the run serves
+nothing its link now leads to outside the workspace."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import Call, Reply
 from tests.fakes.user_config import user_config_file
 
@@ -170,9 +172,7 @@ def test_a_skill_a_read_rule_covers_is_neither_listed_nor_read(tmp_path, fake_op
     assert "Lint the code" in _system(fake_openai)
 
 
-def test_a_project_skill_linked_out_of_the_workspace_is_named_when_skipped(
-    tmp_path, fake_openai
-):
+def test_a_project_skill_linked_out_of_the_workspace_is_named_when_skipped(tmp_path, fake_openai):
     ws = _workspace(tmp_path)
     write_skill(tmp_path / "team" / "skills", "deploy", "name: deploy\ndescription: Ship it")
     (ws / ".lathe").mkdir()
@@ -181,4 +181,106 @@ def test_a_project_skill_linked_out_of_the_workspace_is_named_when_skipped(
     done = lathe_run(fake_openai, ws, tmp_path, "Ship")
     assert done.returncode == 0, done.stderr
     assert "Ship it" not in json.dumps(fake_openai.chat_bodies()[0])
-    assert "SKILL.md skipped: it is a link to" in done.stderr
+    real = (tmp_path / "team" / "skills" / "deploy" / "SKILL.md").resolve()
+    assert f"SKILL.md skipped: it leads to {real}, outside the workspace" in done.stderr
+
+
+def _tool_results(server) -> list[str]:
+    return [m["content"] for m in server.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize(
+    ("relink", "call", "deny"),
+    [
+        ("ln -sf {secret}/id_rsa .claude/skills/x/SKILL.md", {"name": "x"}, ()),
+        ("rm -r .claude/skills/x && ln -s {secret} .claude/skills/x",
+         {"name": "x", "file": "id_rsa"}, ()),
+        ("ln -sf /proc/self/environ .claude/skills/x/SKILL.md", {"name": "x"}, ()),
+        ("ln -sf ../../../.env .claude/skills/x/SKILL.md", {"name": "x"},
+         ("--deny", "read(.env)")),
+    ],
+    ids=["SKILL.md", "folder", "environ", "read-rule"],
+)  # fmt: skip
+def test_a_skill_relinked_during_the_run_does_not_serve_what_it_now_leads_to(
+    tmp_path, fake_openai, relink, call, deny
+):
+    # The model linked SKILL.md (or its folder) to ~/.ssh/id_rsa with bash, then
+    # skill(x) returned the private key that `read` refused: the check was made only
+    # when the skills were found.
+    ws = _workspace(tmp_path)
+    write_skill(ws / ".claude" / "skills", "x", "name: x\ndescription: Do x", "Steps.\n")
+    secret = tmp_path / "ssh"
+    secret.mkdir()
+    (secret / "id_rsa").write_text("PRIVATE-KEY-TEXT\n")
+    (ws / ".env").write_text("TOKEN=DOTENV-TEXT\n")
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": relink.format(secret=secret)})]),
+        Reply(calls=[Call("skill", call)]),
+        Reply("Done."),
+    )
+
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", *deny, "do x")
+
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(fake_openai.chat_bodies())
+    assert "PRIVATE-KEY-TEXT" not in sent and "DOTENV-TEXT" not in sent
+    assert "sk-test" not in sent  # lathe's own environment
+    result = _tool_results(fake_openai)[-1]
+    assert result.startswith("Error: the skill 'x'") and len(result.splitlines()) == 1, result
+    reason = "a read rule denies" if deny else "outside the workspace"
+    assert reason in result, result
+
+
+def test_a_skill_linked_to_another_file_of_the_workspace_is_still_served(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    write_skill(ws / ".claude" / "skills", "x", "name: x\ndescription: Do x", "Old steps.\n")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "x.md").write_text("---\nname: x\ndescription: Do x\n---\nNew steps.\n")
+    relink = f"ln -sf {ws / 'docs' / 'x.md'} .claude/skills/x/SKILL.md"
+    fake_openai.enqueue(
+        Reply(calls=[Call("bash", {"command": relink})]),
+        Reply(calls=[Call("skill", {"name": "x"})]),
+        Reply("Done."),
+    )
+
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "do x")
+
+    assert done.returncode == 0, done.stderr
+    assert "New steps." in _tool_results(fake_openai)[-1]
+
+
+def test_a_skill_md_that_is_not_utf8_is_read_as_instruction_files_are(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    path = ws / ".lathe" / "skills" / "cafe" / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        "---\nname: cafe\ndescription: Menu du café\n---\nCrème brûlée.\n".encode("cp1252")
+    )
+    fake_openai.enqueue(Reply(calls=[Call("skill", {"name": "cafe"})]), Reply("Done."))
+
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "look")
+
+    assert done.returncode == 0, done.stderr
+    assert "- cafe: Menu du café" in _system(fake_openai)
+    assert "Crème brûlée." in _tool_results(fake_openai)[-1]
+
+
+def test_a_skill_folder_without_a_skill_md_file_is_named_when_skipped(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    skills = ws / ".lathe" / "skills"
+    (skills / "empty").mkdir(parents=True)
+    (skills / "nested" / "SKILL.md").mkdir(parents=True)
+    write_skill(skills, "good", "name: good\ndescription: fine")
+    fake_openai.enqueue(Reply("Done."))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "look")
+
+    assert result.returncode == 0, result.stderr
+    notices = [
+        e["message"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "notice"
+    ]
+    assert [n for n in notices if n.startswith("skill ")] == [
+        f"skill {skills / 'empty' / 'SKILL.md'} skipped: there is no such file",
+        f"skill {skills / 'nested' / 'SKILL.md'} skipped: it is a directory, not a file",
+    ]
+    assert "- good: fine" in _system(fake_openai)

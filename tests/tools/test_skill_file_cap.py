@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lathe.exec.local import LocalExecutor
+from lathe.skills import ReadScope, Skill
 from lathe.tools.base import Limits, ToolContext
 from lathe.tools.skill import _folder_file
 
@@ -21,7 +22,10 @@ def test_a_large_file_of_a_skill_folder_is_capped_and_spilled(tmp_path: Path):
         file_state=None, limits=Limits(output_max_bytes=4_000),
     )  # fmt: skip
 
-    output = _folder_file(folder, "reference.txt", ctx)
+    scope = ReadScope(root=tmp_path.resolve(), workspace=tmp_path / "ws")
+    skill = Skill("big", "a big one", folder / "SKILL.md", "user", scope)
+
+    output = _folder_file(skill, "reference.txt", ctx)
 
     assert len(output.content) < 6_000
     assert output.content.startswith("line 0 of") and "line 19999 of" in output.content

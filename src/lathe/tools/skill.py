@@ -5,6 +5,8 @@ returns a skill's SKILL.md body with its folder, and the other files of that fol
 name so the model can open them: `file` reads one of them (a user's skills folder lies
 outside the workspace, where `read` does not go). Called with no name, it lists every
 skill, those the prompt had no room for included. Read-only: it never runs anything.
+Every read is checked again when it is made (`lathe.skills.ReadScope`): the model may
+have linked a skill's file, or its folder, elsewhere since the skills were found.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from lathe.errors import ToolError
 from lathe.plural import plural
-from lathe.skills import SkillCatalog, read_denied
+from lathe.skills import Skill, SkillCatalog, SkillUnreadable
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput, ToolRegistry
 
 _MAX_LISTED_FILES = 50
@@ -59,16 +61,14 @@ class SkillTool(Tool):
             known = ", ".join(self.catalog.names()) or "none: there are no skills here"
             raise ToolError(f"no skill named {args.name!r}; the skills are: {known}")
         if args.file:
-            return _folder_file(skill.folder, args.file, ctx)
-        if read_denied(skill.path, ctx.workspace, ctx.deny_read):
-            raise ToolError(f"the skill {skill.name!r}: a read rule denies {skill.path}")
+            return _folder_file(skill, args.file, ctx)
         try:
             body = skill.body()
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        except ValueError as exc:  # SkillUnreadable, or front matter it can no longer read
             raise ToolError(
                 f"the skill {skill.name!r} ({skill.path}) cannot be read: {exc}"
             ) from exc
-        others = _folder_files(skill.folder)
+        others = _folder_files(skill)
         files = (
             "\n\nOther files in its folder (read one with skill(name, file)):\n" + "\n".join(others)
             if others
@@ -91,8 +91,12 @@ class SkillTool(Tool):
         )
 
 
-def _folder_files(folder: Path) -> list[str]:
-    """The folder's files but SKILL.md, relative to it, sorted; at most a few dozen."""
+def _folder_files(skill: Skill) -> list[str]:
+    """The files of the skill's folder but SKILL.md, relative to it, sorted; at most a
+    few dozen; none when the folder now leads out of the skill's scope."""
+    folder = os.path.realpath(skill.folder)
+    if not Path(folder).is_relative_to(skill.scope.root):
+        return []
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -105,25 +109,15 @@ def _folder_files(folder: Path) -> list[str]:
     return found
 
 
-def _folder_file(folder: Path, name: str, ctx: ToolContext) -> ToolOutput:
-    """One file of the skill's folder; never one outside it (links resolved), nor a
-    workspace file a read rule denies."""
-
-    root = Path(os.path.realpath(folder))
-    path = Path(os.path.realpath(root / name))
-    if not path.is_relative_to(root):
-        raise ToolError(f"{name} is outside the skill's folder {folder}")
-    if read_denied(root / name, ctx.workspace, ctx.deny_read):
-        raise ToolError(f"{name}: a read rule denies it")
-    if not path.is_file():
-        others = ", ".join(_folder_files(folder)) or "none"
-        raise ToolError(f"the skill's folder has no file {name}; its files: {others}")
+def _folder_file(skill: Skill, name: str, ctx: ToolContext) -> ToolOutput:
+    """One file of the skill's folder, read as `Skill.file` allows."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolError(f"{name} is not UTF-8 text") from None
-    except OSError as exc:
-        raise ToolError(f"{name} cannot be read: {exc}") from exc
+        text = skill.file(name)
+    except SkillUnreadable as exc:
+        problem = f"the skill {skill.name!r}: {name} cannot be read: {exc}"
+        if exc.missing:
+            problem += f"; its folder's files: {', '.join(_folder_files(skill)) or 'none'}"
+        raise ToolError(problem) from None
     from lathe.tools.capping import capped
 
     return capped(text, ctx, summary=plural(len(text.splitlines()), "line"))
