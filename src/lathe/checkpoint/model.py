@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Literal
 
 from lathe.checkpoint.shadow import LogRecord
@@ -25,6 +28,62 @@ _STATUS = {"A": "added", "D": "deleted"}
 class FileChange:
     status: FileStatus
     path: str
+
+
+_MODES_KEPT = 1000  # files a checkpoint names with their own bits, at most
+
+
+@dataclass(frozen=True)
+class Modes:
+    """The permission bits of a checkpoint's regular files, which git does not keep (a
+    tree knows only whether a file is executable): those most of its plain files have,
+    those most of its executable ones have, and each file that has other bits.
+
+    Past `_MODES_KEPT` such files, the common bits are those every file of its kind has
+    (the narrowest), so that a file not named comes back no wider than it was."""
+
+    regular: int = 0o644
+    executable: int = 0o755
+    files: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of_files(cls, found: Mapping[str, tuple[bool, int]]) -> Modes:
+        """From each file's (executable, bits), as `ShadowRepo.file_modes` reads them."""
+        common = []
+        for executable in (False, True):
+            bits = Counter(b for x, b in found.values() if x == executable)
+            common.append(bits.most_common(1)[0][0] if bits else (0o755 if executable else 0o644))
+        others = {p: b for p, (x, b) in found.items() if b != common[x]}
+        if len(others) > _MODES_KEPT:
+            for executable in (False, True):
+                for x, b in found.values():
+                    if x == executable:
+                        common[executable] &= b
+            others = {p: b for p, (x, b) in found.items() if b != common[x]}
+        kept = sorted(others.items())[:_MODES_KEPT]
+        return cls(regular=common[False], executable=common[True], files=tuple(kept))
+
+    @cached_property
+    def _by_path(self) -> dict[str, int]:
+        return dict(self.files)
+
+    def of(self, path: str, executable: bool) -> int:
+        """The bits the file at `path` had (executable or not, as its tree says)."""
+        found = self._by_path.get(path)
+        if found is not None:
+            return found
+        return self.executable if executable else self.regular
+
+    def trailer(self) -> str:
+        """These modes as a `Lathe-Modes` trailer's value (`checkpoint_from` reads it):
+        ASCII JSON, as the folders' trailer, so that any file name survives."""
+        return json.dumps(
+            {
+                "regular": f"{self.regular:o}",
+                "executable": f"{self.executable:o}",
+                "files": {path: f"{bits:o}" for path, bits in self.files},
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -56,6 +115,9 @@ class Checkpoint:
     folders: tuple[str, ...] = ()
     """Folders that held no recorded file then (empty ones): a restore keeps them."""
     kept: int = 0
+    modes: Modes | None = None
+    """Its files' permission bits, which a restore gives back; None in a checkpoint an
+    older lathe recorded."""
 
     @property
     def by_lathe(self) -> bool:
@@ -128,6 +190,7 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
         session=trailers.get("Lathe-Session"),
         kept=int(kept) if kept.isdigit() else 0,
         folders=_folders(trailers.get("Lathe-Folders")),
+        modes=_modes(trailers.get("Lathe-Modes")),
     )
 
 
@@ -139,3 +202,20 @@ def _folders(trailer: str | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+
+
+def _modes(trailer: str | None) -> Modes | None:
+    if not trailer:
+        return None
+    try:
+        read = json.loads(trailer)
+        files = tuple((str(p), _bits(b)) for p, b in read["files"].items())
+        return Modes(_bits(read["regular"]), _bits(read["executable"]), files)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _bits(octal: object) -> int:
+    if not isinstance(octal, str):
+        raise TypeError(octal)
+    return int(octal, 8) & 0o777

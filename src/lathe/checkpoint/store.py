@@ -38,6 +38,7 @@ from pathlib import Path
 from lathe.checkpoint.model import (
     UNDOABLE_KINDS,
     Checkpoint,
+    Modes,
     RestoreReport,
     checkpoint_from,
     encode_message,
@@ -265,18 +266,21 @@ class Checkpoints:
         if newest is not None and newest.tree == tree and kind != "before":
             return newest
         folders = self._folders()
-        # A state found ("before") with only a new empty folder is another state: a
-        # restore to the newest would not know to keep that folder.
-        if newest is not None and newest.tree == tree and folders == newest.folders:
+        modes = Modes.of_files(self._repo.file_modes())
+        # A state found ("before") with only a new empty folder, or other permission
+        # bits, is another state: a restore to the newest would not know to keep them.
+        state = (tree, folders, modes)
+        if newest is not None and (newest.tree, newest.folders, newest.modes) == state:
             return newest
         extra = {"Session": session} if session else {}
-        extra |= _folders_trailer(folders)
+        extra |= _folders_trailer(folders) | {"Modes": modes.trailer()}
         return self._commit(tree, head, encode_message(label, turn, kind, extra))
 
     def _record(self, label: str, kind: str, extra: dict[str, str]) -> Checkpoint:
         """A checkpoint of the workspace as it is, even if no file changed since the last."""
         tree = self._repo.stage_all()
-        extra = {**extra, **_folders_trailer(self._folders())}
+        modes = Modes.of_files(self._repo.file_modes())
+        extra = {**extra, **_folders_trailer(self._folders()), "Modes": modes.trailer()}
         return self._commit(tree, self._repo.head(), encode_message(label, None, kind, extra))
 
     def _folders(self) -> tuple[str, ...]:
@@ -363,7 +367,7 @@ class Checkpoints:
     ) -> RestoreReport:
         report = RestoreReport(target=target, backup=backup)
         deletes, writes = plan_restore(report, changes, protected, force)
-        apply_restore(self._repo, target.tree, report, deletes, writes, keep=target.folders)
+        apply_restore(self._repo, report, deletes, writes)
         return report
 
     def _history(self) -> builtins.list[Checkpoint]:
