@@ -7,6 +7,7 @@ schema) is imported inside each command so `lathe --help` stays fast.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,23 +46,32 @@ def config_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def show(workspace: Path, overrides: tuple[str, ...], as_json: bool) -> None:
     """Print every effective value and where it came from, and the selected model and
-    its profile; secrets masked."""
+    its profile; secrets masked. A project file's settings that need trust and do not
+    have it are listed as ignored, and the values shown are those applied without them."""
     import os
 
-    from lathe.config import load_config
+    from lathe.config.render import toml_value
     from lathe.errors import UsageError
 
     try:
-        loaded = load_config(workspace, overrides=overrides)
+        loaded, ignored = applied_config(workspace, overrides)
     except UsageError as exc:
         raise _ConfigProblem(str(exc)) from None
     if as_json:
         import json
 
-        click.echo(json.dumps(_json_document(loaded), indent=2, ensure_ascii=False))
+        document = _json_document(loaded, ignored)
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
     for label, file in (("user", loaded.user_file), ("project", loaded.project_file)):
         click.echo(f"# {label} file: {file or 'none found'}" + _exists(file))
+    if ignored:
+        click.echo(
+            f"# ignored until you trust them with `lathe trust` ({ignored.file} sets them; "
+            "`lathe run` refuses to start until then):"
+        )
+        for key, value in ignored.settings:
+            click.echo(f"#   {key} = {toml_value(_masked(value))}")
     for line in _value_lines(loaded):
         click.echo(line)
     click.echo("")
@@ -101,6 +111,100 @@ def init(workspace: Path, project: bool, force: bool) -> None:
     except OSError as exc:
         raise _ConfigProblem(f"cannot write {target}: {exc.strerror or exc}") from None
     click.echo(f"wrote {target}")
+
+
+def applied_config(workspace: Path, overrides: Sequence[str] = ()) -> tuple[Any, Any]:
+    """The configuration a run in `workspace` applies (`LoadedConfig`), and the project
+    file's settings it leaves out until the user trusts them (`trust.ProjectSettings`,
+    None when there are none): those `lathe run` refuses and `lathe doctor` flags — an
+    untrusted `base_url` is not where a run sends the key, nor a raised instruction
+    budget what it reads. The verify command is not among them: in the sandbox it needs
+    no trust (doctor's judgement too, since neither can foresee the run's sandbox)."""
+    import dataclasses
+
+    from lathe.config import load_config
+    from lathe.config.trust import untrusted_settings
+    from lathe.home import lathe_home
+
+    loaded = load_config(workspace, overrides=overrides)
+    found = untrusted_settings(loaded, lathe_home(), commands_sandboxed=True, serving=True)
+    ignored = found and tuple((k, v) for k, v in found.settings if k != "agent.verify")
+    if not ignored:
+        return loaded, None
+    return _without(loaded, {k for k, _ in ignored}, overrides), dataclasses.replace(
+        found, settings=ignored
+    )
+
+
+_ABSENT = object()
+
+
+def _without(loaded: Any, keys: set[str], overrides: Sequence[str]) -> Any:
+    """`loaded` with the project file's leaves named in `keys` taken from the layers
+    below it (the defaults and the user file; a flag, `-c` or the environment would have
+    overridden them), and a named entry (`providers.NAME`) only those leaves made left
+    out whole. The layers below come from loading a scratch folder, which has no project
+    file: the loader reads a workspace's layers as one."""
+    import dataclasses
+    import tempfile
+
+    from lathe.config import Config, load_config
+    from lathe.config.keys import format_key
+
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / ".git").mkdir()  # its own root: no project file above it counts
+        below = load_config(Path(scratch), overrides=overrides)
+    data, lower = loaded.config.model_dump(), below.config.model_dump()
+    origins = dict(loaded.origins)
+    project = [path for path, _ in loaded.project_values]
+    paths = [path for path in project if format_key(path) in keys]
+    for path in paths:
+        table = _table(data, path)
+        value = _table(lower, path).get(path[-1], _ABSENT) if _has(lower, path[:-1]) else _ABSENT
+        if value is _ABSENT:
+            table.pop(path[-1], None)
+        else:
+            table[path[-1]] = value
+        origins.pop(path, None)
+        if path in below.origins:
+            origins[path] = below.origins[path]
+    for entry in {entry for path in paths if (entry := _entry(path))}:
+        only_ignored = all(path in paths for path in project if path[: len(entry)] == entry)
+        if only_ignored and not _has(lower, entry):
+            _table(data, entry).pop(entry[-1], None)
+            origins = {p: o for p, o in origins.items() if p[: len(entry)] != entry}
+    return dataclasses.replace(loaded, config=Config.model_validate(data), origins=origins)
+
+
+def _table(data: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """The table of a dumped config holding `path`'s last part."""
+    for part in path[:-1]:
+        data = data[part]
+    return data
+
+
+def _has(data: dict[str, Any], path: tuple[str, ...]) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _entry(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The named entry `path` lies in (`providers.NAME`, `mcp.servers.NAME`), if any."""
+    from lathe.config import Config
+    from lathe.config.keys import node_of
+
+    node: Any = ("model", Config)
+    for depth, part in enumerate(path):
+        kind, inner = node
+        if kind == "map":
+            return path[: depth + 1]
+        if kind != "model":
+            return None
+        node = node_of(inner.model_fields[part].annotation)
+    return None
 
 
 def _project_file(workspace: Path) -> Path:
@@ -172,9 +276,11 @@ def _masked(value: Any) -> Any:
     return value
 
 
-def _json_document(loaded: Any) -> dict[str, Any]:
+def _json_document(loaded: Any, ignored: Any) -> dict[str, Any]:
     """What `config show --json` prints: the files, every value with its origin (the
-    approval also per face), the key variables (masked) and the selected model."""
+    approval also per face), the project settings ignored until trusted (`untrusted`:
+    the file and each setting, or null), the key variables (masked) and the selected
+    model."""
     import os
 
     from lathe.config import KEY_OVERRIDE_ENV
@@ -194,6 +300,11 @@ def _json_document(loaded: Any) -> dict[str, Any]:
             for label, file in files.items()
         },
         "values": values,
+        "untrusted": ignored
+        and {
+            "file": str(ignored.file),
+            "settings": {key: _masked(value) for key, value in ignored.settings},
+        },
         "api_keys": {
             "override": {
                 "env": KEY_OVERRIDE_ENV,

@@ -65,13 +65,25 @@ def report(
 
 
 def _settings(workspace: Path):
-    """The workspace's `[memory]` settings and the read rules a run would apply."""
-    from lathe.config import load_config
+    """The workspace's `[memory]` settings and the read rules a run would apply — those
+    of a project file that need trust only once trusted (`config_cmd.applied_config`) —
+    and the lines naming the `[memory]` settings left out until then."""
+    from lathe.config.render import toml_value
     from lathe.policy.rules import RuleSet
+    from lathe.ui.config_cmd import applied_config
 
-    config = load_config(workspace).config  # a UsageError: one line, exit 2
+    loaded, ignored = applied_config(workspace)  # a UsageError: one line, exit 2
+    config = loaded.config
     rules = RuleSet.from_strings(allow=config.permissions.allow, deny=config.permissions.deny)
-    return config.memory, rules.denied_read_patterns()
+    settings = ignored.settings if ignored else ()
+    lines = [
+        f"  {key} = {toml_value(value)}" for key, value in settings if key.startswith("memory.")
+    ]
+    if lines:
+        lines.insert(
+            0, f"Ignored until you trust them with `lathe trust` ({ignored.file} sets them):"
+        )
+    return config.memory, rules.denied_read_patterns(), lines
 
 
 def _store(workspace: Path, settings: MemoryConfig) -> MemoryStore:
@@ -92,7 +104,7 @@ def show_command(workspace: Path) -> None:
     the project and user memory files with their entries."""
     from lathe.instructions import Instructions, user_instructions_path
 
-    settings, no_read = _settings(workspace)
+    settings, no_read, ignored = _settings(workspace)
     found = Instructions(
         workspace,
         names=settings.instruction_files,
@@ -103,7 +115,7 @@ def show_command(workspace: Path) -> None:
 
     standing = found.standing()  # an unreadable memory file: a UsageError, exit 2
     lines = report(standing, _store(workspace, settings), settings, found.notes)
-    for line in lines:
+    for line in [*ignored, *([""] if ignored else []), *lines]:
         click.echo(line)
 
 
@@ -118,7 +130,7 @@ def edit_command(workspace: Path, scope: str) -> None:
 
     from lathe.errors import UsageError
 
-    settings, _ = _settings(workspace)
+    settings, _, _ = _settings(workspace)
     file = _store(workspace, settings).files[scope]  # type: ignore[index]
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
@@ -149,7 +161,7 @@ def clear_command(workspace: Path, scope: str, yes: bool) -> None:
     """Remove every entry of a memory file (asks first, unless --yes)."""
     from lathe.plural import plural
 
-    settings, _ = _settings(workspace)
+    settings, _, _ = _settings(workspace)
     store = _store(workspace, settings)
     file = store.files[scope]  # type: ignore[index]
     count = len(file.entries())
