@@ -98,3 +98,19 @@ def test_once_trusted_they_are_the_effective_values(
     )
     assert document["untrusted"] is None
     assert document["values"]["base_url"]["value"] == "http://evil.example/v1"
+
+
+def test_a_provider_only_untrusted_settings_made_is_not_shown_as_configured(
+    workspace: Path, project_file: Path, home: Path
+) -> None:
+    project_file.write_text(
+        '[providers.evil]\nbase_url = "http://evil.example/v1"\n[agent]\nmax_turns = 7\n'
+    )
+
+    shown = _lathe("config", "show", "--json", "-C", str(workspace), home=home)
+
+    assert shown.returncode == 0, shown.stderr
+    document = json.loads(shown.stdout)
+    assert not [key for key in document["values"] if key.startswith("providers.evil")]
+    assert document["values"]["agent.max_turns"]["value"] == 7
+    assert document["untrusted"]["settings"], document["untrusted"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -168,14 +168,17 @@ def load_config(
     flags: Mapping[str | KeyPath, Any] | None = None,
     overrides: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    leave_out: Collection[KeyPath] = (),
 ) -> LoadedConfig:
     """Build the effective configuration for a run in `workspace`.
 
     `flags` maps dotted keys to the values of command-line options, e.g.
     `{"model": "gpt-4o", "agent.max_turns": 10}`; None values are options not given.
     `overrides` are `-c key=value` strings; a value is parsed as TOML when it parses
-    (`5`, `true`, `["a"]`, `"x"`), else taken as a string. Raises UsageError naming the
-    file or variable, the key and the problem.
+    (`5`, `true`, `["a"]`, `"x"`), else taken as a string. `leave_out` names settings of
+    the project file to read as if it did not set them (those it may not set until it is
+    trusted): the layers below give them, and a table left empty is gone. Raises
+    UsageError naming the file or variable, the key and the problem.
     """
     environ = os.environ if environ is None else environ
     user_file = user_config_path(environ)
@@ -185,7 +188,8 @@ def load_config(
     if _user_file_exists(user_file, named=bool(environ.get("LATHE_CONFIG"))):
         layers.append((Origin("user", str(user_file)), _read_toml(user_file)))
     if project_file is not None:
-        layers.append((Origin("project", str(project_file)), _read_toml(project_file)))
+        project = _without_keys(_read_toml(project_file), leave_out)
+        layers.append((Origin("project", str(project_file)), project))
     for var, path in ENV_KEYS.items():
         if environ.get(var) or (var in _EMPTY_IS_GIVEN and var in environ):
             layers.append((Origin("env", var), nest(path, _env_value(environ[var]))))
@@ -225,6 +229,27 @@ def load_config(
         project_root=project_root(workspace),
         project_values=tuple(project_values),
     )
+
+
+def _without_keys(raw: dict[str, Any], keys: Collection[KeyPath]) -> dict[str, Any]:
+    """`raw` (a file's tables) without the values at `keys`, and without the tables that
+    held only those (a `[providers.x]` made of them alone)."""
+
+    def pruned(table: dict[str, Any], below: tuple[str, ...]) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for name, value in table.items():
+            path = (*below, name)
+            if path in keys:
+                continue
+            if isinstance(value, dict):
+                inner = pruned(value, path)
+                if value and not inner:
+                    continue
+                value = inner
+            kept[name] = value
+        return kept
+
+    return pruned(raw, ()) if keys else raw
 
 
 def _check_rules(path: KeyPath, rules: Any, origin: Origin) -> None:

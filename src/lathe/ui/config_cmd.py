@@ -123,6 +123,7 @@ def applied_config(workspace: Path, overrides: Sequence[str] = ()) -> tuple[Any,
     import dataclasses
 
     from lathe.config import load_config
+    from lathe.config.keys import parse_key
     from lathe.config.trust import untrusted_settings
     from lathe.home import lathe_home
 
@@ -131,80 +132,9 @@ def applied_config(workspace: Path, overrides: Sequence[str] = ()) -> tuple[Any,
     ignored = found and tuple((k, v) for k, v in found.settings if k != "agent.verify")
     if not ignored:
         return loaded, None
-    return _without(loaded, {k for k, _ in ignored}, overrides), dataclasses.replace(
-        found, settings=ignored
-    )
-
-
-_ABSENT = object()
-
-
-def _without(loaded: Any, keys: set[str], overrides: Sequence[str]) -> Any:
-    """`loaded` with the project file's leaves named in `keys` taken from the layers
-    below it (the defaults and the user file; a flag, `-c` or the environment would have
-    overridden them), and a named entry (`providers.NAME`) only those leaves made left
-    out whole. The layers below come from loading a scratch folder, which has no project
-    file: the loader reads a workspace's layers as one."""
-    import dataclasses
-    import tempfile
-
-    from lathe.config import Config, load_config
-    from lathe.config.keys import format_key
-
-    with tempfile.TemporaryDirectory() as scratch:
-        (Path(scratch) / ".git").mkdir()  # its own root: no project file above it counts
-        below = load_config(Path(scratch), overrides=overrides)
-    data, lower = loaded.config.model_dump(), below.config.model_dump()
-    origins = dict(loaded.origins)
-    project = [path for path, _ in loaded.project_values]
-    paths = [path for path in project if format_key(path) in keys]
-    for path in paths:
-        table = _table(data, path)
-        value = _table(lower, path).get(path[-1], _ABSENT) if _has(lower, path[:-1]) else _ABSENT
-        if value is _ABSENT:
-            table.pop(path[-1], None)
-        else:
-            table[path[-1]] = value
-        origins.pop(path, None)
-        if path in below.origins:
-            origins[path] = below.origins[path]
-    for entry in {entry for path in paths if (entry := _entry(path))}:
-        only_ignored = all(path in paths for path in project if path[: len(entry)] == entry)
-        if only_ignored and not _has(lower, entry):
-            _table(data, entry).pop(entry[-1], None)
-            origins = {p: o for p, o in origins.items() if p[: len(entry)] != entry}
-    return dataclasses.replace(loaded, config=Config.model_validate(data), origins=origins)
-
-
-def _table(data: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """The table of a dumped config holding `path`'s last part."""
-    for part in path[:-1]:
-        data = data[part]
-    return data
-
-
-def _has(data: dict[str, Any], path: tuple[str, ...]) -> bool:
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
-
-
-def _entry(path: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The named entry `path` lies in (`providers.NAME`, `mcp.servers.NAME`), if any."""
-    from lathe.config import Config
-    from lathe.config.keys import node_of
-
-    node: Any = ("model", Config)
-    for depth, part in enumerate(path):
-        kind, inner = node
-        if kind == "map":
-            return path[: depth + 1]
-        if kind != "model":
-            return None
-        node = node_of(inner.model_fields[part].annotation)
-    return None
+    left_out = {parse_key(key) for key, _ in ignored}
+    applied = load_config(workspace, overrides=overrides, leave_out=left_out)
+    return applied, dataclasses.replace(found, settings=ignored)
 
 
 def _project_file(workspace: Path) -> Path:
