@@ -94,8 +94,9 @@ class Checkpoint:
     ever recorded there, counting up; never reused, never renumbered (an undo or a
     restore adds checkpoints, it removes none). `files` are the changes from the previous
     checkpoint; empty for the first one (`parent` is None).
-    An undo's checkpoint names the checkpoint it reverted (`undoes`) and how many files
-    it `kept` because the user had changed them; a reset's, the checkpoint it brought the
+    An undo's checkpoint names the checkpoint it reverted (`undoes`), how many files it
+    `kept` because the user had changed them and how many it `failed` to change (a
+    plain undo then finishes it); a reset's, the checkpoint it brought the
     workspace back to (`back_to`): what was recorded between the two, undo passes over.
     """
 
@@ -115,6 +116,7 @@ class Checkpoint:
     folders: tuple[str, ...] = ()
     """Folders that held no recorded file then (empty ones): a restore keeps them."""
     kept: int = 0
+    failed: int = 0
     modes: Modes | None = None
     """Its files' permission bits, which a restore gives back; None in a checkpoint an
     older lathe recorded."""
@@ -133,7 +135,10 @@ class RestoreReport:
     since lathe last wrote them and were left alone; `forced` are such files
     that were overwritten because force was asked. `skipped` are left alone, force or not,
     because checkpoints do not hold their current contents: nested git repositories, and
-    ignored files standing where a recorded file would be written back. `backup` is the
+    ignored files standing where a recorded file would be written back. `failed` are
+    those that could not be deleted or written when tried (an append-only file, a full
+    disk), each with why; what can be seen beforehand (a folder that may not be written,
+    an immutable file) stops the restore before it changes anything. `backup` is the
     state recorded just before restoring (so the restore can be undone); `result` is the
     state after it, None when nothing needed to change. `cut_short`: the undone turn (for
     a restore, the turn that last changed some of the files kept or forced) was recorded
@@ -150,6 +155,7 @@ class RestoreReport:
     kept: list[str] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
     cut_short: bool = False
 
     @property
@@ -172,6 +178,7 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
     trailers = dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-"))
     turn = trailers.get("Lathe-Turn")
     kept = trailers.get("Lathe-Kept", "0")
+    failed = trailers.get("Lathe-Failed", "0")
     return Checkpoint(
         n=n,
         commit=record.commit,
@@ -189,6 +196,7 @@ def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
         back_to=trailers.get("Lathe-Back-To"),
         session=trailers.get("Lathe-Session"),
         kept=int(kept) if kept.isdigit() else 0,
+        failed=int(failed) if failed.isdigit() else 0,
         folders=_folders(trailers.get("Lathe-Folders")),
         modes=_modes(trailers.get("Lathe-Modes")),
     )

@@ -42,11 +42,60 @@ def plan_restore(
     return deletes, writes
 
 
+def unchangeable(workspace: Path, deletes: list[str], writes: list[Change]) -> dict[str, str]:
+    """Those of the files a restore would delete or write that it cannot, each with
+    why, found before anything changes: a folder the process may not write in (its
+    mode, an immutable folder, a read-only file system), a file whose attributes refuse
+    changes (immutable). Not everything shows beforehand (an append-only file, a full
+    disk): `apply_restore` records what fails on the way in `report.failed`."""
+    found: dict[str, str] = {}
+    folders: dict[Path, str | None] = {}
+    for path in [*deletes, *(c.path for c in writes)]:
+        if not _writable(workspace, path):
+            continue  # kept, never written: see `apply_restore`
+        full = workspace / path
+        folder = full.parent
+        while folder != workspace and not folder.exists():
+            folder = folder.parent
+        if folder not in folders:
+            folders[folder] = _refused(folder, "folder", workspace)
+        why = folders[folder]
+        if why is None and full.is_file() and not full.is_symlink():
+            why = _refused(full, "file", workspace)
+        if why is not None:
+            found[path] = why
+    return found
+
+
+def _refused(full: Path, kind: str, workspace: Path) -> str | None:
+    """Why this process may not change `full` (a folder: what is in it), or None."""
+    wanted = os.W_OK | (os.X_OK if kind == "folder" else 0)
+    if os.access(full, wanted):
+        return None
+    where = full.relative_to(workspace).as_posix()
+    name = "the file" if kind == "file" else f"folder {where}/" if where != "." else "the workspace"
+    try:
+        status = os.stat(full)
+    except OSError as exc:
+        return f"{name} cannot be read: {exc.strerror}"
+    mode = f"{stat.S_IMODE(status.st_mode):04o}"
+    mine = os.geteuid() == 0 or (status.st_uid == os.geteuid() and status.st_mode & 0o200)
+    if kind == "file" and not mine:
+        return None  # a read-only file: replaced through its folder, which may be written
+    if not mine:
+        return f"{name} is not writable for you (mode {mode}, owner uid {status.st_uid})"
+    return (
+        f"{name} refuses changes although its mode ({mode}) allows them: it is immutable "
+        "(`lsattr` shows an i; `chattr -i` as root lifts it) or on a read-only file system"
+    )
+
+
 def apply_restore(
     repo: ShadowRepo, report: RestoreReport, deletes: list[str], writes: list[Change]
 ) -> None:
     """Delete, prune emptied directories, then write the files of `report.target`;
-    refusals land in kept or skipped.
+    refusals land in kept or skipped, and what fails on the way (an append-only file, a
+    full disk) in `report.failed`, the rest going on.
 
     The target's `.gitignore` files are written first, and a file they ignore is not
     deleted: it is missing from the target because it was ignored then, not because it
@@ -59,16 +108,19 @@ def apply_restore(
         if PurePosixPath(c.path).name == ".gitignore" and _writable(workspace, c.path)
     ]
     if rules and deletes:
-        _write(repo, rules, target.modes)
+        _write(repo, rules, target.modes, report)
         writes = [c for c in writes if c not in rules]
         ignored = repo.ignored(deletes)
         deletes = [p for p in deletes if p not in ignored]
         report.skipped.extend(sorted(ignored))
     for path in sorted(deletes, key=_depth, reverse=True):
-        if _delete(workspace, path):
-            report.deleted.append(path)
-        else:
-            report.kept.append(path)
+        try:
+            if _delete(workspace, path):
+                report.deleted.append(path)
+            else:
+                report.kept.append(path)
+        except OSError as exc:
+            report.failed[path] = f"not deleted: {exc.strerror}"
     if report.deleted:
         directories = repo.directories(target.tree)
         _prune_directories(workspace, report.deleted, directories, target.folders)
@@ -82,35 +134,48 @@ def apply_restore(
             _withdraw(report, change.path, report.skipped)
         else:
             ready.append(change)
-    _write(repo, ready, target.modes)
+    _write(repo, ready, target.modes, report)
     for names in (report.restored, report.recreated, report.deleted, report.kept, report.skipped):
         names.sort()
 
 
-def _write(repo: ShadowRepo, writes: list[Change], modes: Modes | None) -> None:
+def _write(
+    repo: ShadowRepo, writes: list[Change], modes: Modes | None, report: RestoreReport
+) -> None:
     """Write each file of `writes` as the target has it, with the permission bits it had
     there (`modes`; git keeps only the exec bit, and `checkout-index` had made a 0600
     file 0644). Each goes through a new file, private until it holds its content and
-    bits, renamed over the old one."""
+    bits, renamed over the old one; one that fails is left as it was, in
+    `report.failed`, and the others go on."""
     if not writes:
         return
     umask = _umask()
     for change, content in zip(writes, repo.blobs(c.new_blob for c in writes), strict=True):
         full = repo.workspace / change.path
-        full.parent.mkdir(parents=True, exist_ok=True)
-        if change.new_mode == SYMLINK_MODE:
-            temporary = _symlink_beside(full, os.fsdecode(content))
-        else:
-            handle, temporary = tempfile.mkstemp(dir=full.parent, prefix=_TEMPORARY)
         try:
-            if change.new_mode != SYMLINK_MODE:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(content)
-                    os.fchmod(out.fileno(), _bits(change, modes, full, umask))
-            os.replace(temporary, full)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+            _put(full, change, content, _bits(change, modes, full, umask))
+        except OSError as exc:
+            for names in (report.restored, report.recreated, report.forced):
+                if change.path in names:
+                    names.remove(change.path)
+            report.failed[change.path] = f"not written: {exc.strerror}"
+
+
+def _put(full: Path, change: Change, content: bytes, bits: int) -> None:
+    full.parent.mkdir(parents=True, exist_ok=True)
+    if change.new_mode == SYMLINK_MODE:
+        temporary = _symlink_beside(full, os.fsdecode(content))
+    else:
+        handle, temporary = tempfile.mkstemp(dir=full.parent, prefix=_TEMPORARY)
+    try:
+        if change.new_mode != SYMLINK_MODE:
+            with os.fdopen(handle, "wb") as out:
+                out.write(content)
+                os.fchmod(out.fileno(), bits)
+        os.replace(temporary, full)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 _TEMPORARY = ".lathe-restore-"

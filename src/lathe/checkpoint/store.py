@@ -43,12 +43,12 @@ from lathe.checkpoint.model import (
     checkpoint_from,
     encode_message,
 )
-from lathe.checkpoint.restore import apply_restore, plan_restore
+from lathe.checkpoint.restore import apply_restore, plan_restore, unchangeable
 from lathe.checkpoint.shadow import Change, ShadowRepo
-from lathe.errors import UsageError
+from lathe.errors import LatheError, UsageError
 from lathe.file_lock import FileLock
 from lathe.home import private_folder, project_slug
-from lathe.plural import some_of
+from lathe.plural import plural, some_of
 
 _FOLDERS_KEPT = 200  # folders a checkpoint names, at most: its message stays small
 # A turn between its before and after snapshots: its number and session, and the lock
@@ -156,13 +156,18 @@ class Checkpoints:
             if cut_short:  # recorded after lathe died: edits since then are in it too
                 protected |= scope
             changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
-            report = self._restore(target, backup, changes, protected, force)
+            doing = f"undo of {what}"
+            report = self._restore(target, backup, changes, protected, force, doing)
             report.cut_short = cut_short
             # Recorded even when nothing changed: it marks the operation as undone (the
             # user had reverted it by hand), or, when it kept every file, as the one
-            # `--force` finishes and a plain undo offers again (`_operation_to_undo`).
+            # `--force` finishes and a plain undo offers again (`_operation_to_undo`);
+            # one that failed to change a file, a plain undo finishes.
             extra = {"Undoes": operation.commit, "Kept": str(len(report.kept))}
-            report.result = self._record(f"undo of {what}", "undo", extra)
+            if report.failed:
+                extra["Failed"] = str(len(report.failed))
+            report.result = self._record(doing, "undo", extra)
+            _raise_if_failed(report, doing, "then `lathe undo` finishes this undo")
             return report
 
     def next_undo(self) -> Checkpoint | None:
@@ -184,21 +189,23 @@ class Checkpoints:
             report = self._restore_to(history, target, label, force)
             if report.changed:
                 report.result = self._snapshot(label, kind="restore")
+            _raise_if_failed(report, label, f"then run `lathe checkpoints restore {n}` again")
             return report
 
     def start_over(self, start: Checkpoint, attempt: int) -> RestoreReport:
         """Bring the workspace back to `start`, taken before a run's first attempt, for
         its attempt number `attempt`; files the user changed since lathe last wrote them
-        are kept. Its
-        checkpoint (kind "reset") names `start`: undo reverts neither it nor what was
-        recorded between the two (`_not_discarded`), the failed attempts. As a restore,
-        it was undoable: undo after the run brought each failed attempt back in turn."""
+        are kept. Its checkpoint (kind "reset") names `start`: undo reverts neither it
+        nor what was recorded between the two (`_not_discarded`), the failed attempts.
+        As a restore, it was undoable: undo after the run brought each failed attempt
+        back in turn."""
         with self._locked(create=False):
             history = self._history()
             label = f"reset to #{start.n} ({start.label}) for attempt {attempt}"
             report = self._restore_to(history, start, label, False)
             if report.backup.commit != start.commit:  # else nothing to pass over
                 report.result = self._record(label, "reset", {"Back-To": start.commit})
+            _raise_if_failed(report, label, "the run stops rather than go on from there")
             return report
 
     def changed_since(self, session_id: str, left_at: str | None = None) -> builtins.list[str]:
@@ -314,7 +321,7 @@ class Checkpoints:
             history = [backup, *history]
         changes = self._repo.diff(backup.tree, target.tree)
         protected, cut = self._users_files(history, backup, {c.path for c in changes})
-        report = self._restore(target, backup, changes, protected, force)
+        report = self._restore(target, backup, changes, protected, force, label)
         report.cut_short = not cut.isdisjoint(report.kept + report.forced)
         return report
 
@@ -364,9 +371,21 @@ class Checkpoints:
         changes: builtins.list[Change],
         protected: set[str],
         force: bool,
+        doing: str,
     ) -> RestoreReport:
+        """Bring `changes` to `target`. What can be seen beforehand not to be changeable
+        (a folder that may not be written, an immutable file) stops it before anything
+        changes, with a `UsageError` naming each file and why: it had stopped half done,
+        no undo recorded, advising to move the store aside."""
         report = RestoreReport(target=target, backup=backup)
         deletes, writes = plan_restore(report, changes, protected, force)
+        blocked = unchangeable(self.workspace, deletes, writes)
+        if blocked:
+            raise UsageError(
+                f"{doing} not done: {plural(len(blocked), 'file')} cannot be changed here, "
+                f"so nothing was changed:{_why_each(blocked)}\nmake "
+                f"{'it' if len(blocked) == 1 else 'them'} changeable, then run it again"
+            )
         apply_restore(self._repo, report, deletes, writes)
         return report
 
@@ -445,9 +464,9 @@ def _operation_to_undo(history: list[Checkpoint], force: bool) -> Checkpoint | N
     newest = next((c for c in history if c.by_lathe), None)
     # The user saw "kept N files, use --force" and reran: finish that same undo. One that
     # kept every file did nothing, so a plain undo offers its operation again, not an
-    # older one.
-    to_finish = newest is not None and newest.kind == "undo" and newest.kept
-    if to_finish and (force or not newest.files):
+    # older one; so does one that could not change a file (made changeable since).
+    to_finish = newest is not None and newest.kind == "undo" and (newest.kept or newest.failed)
+    if to_finish and (force or newest.failed or not newest.files):
         return next((c for c in history if c.commit == newest.undoes), None)
     # An undo that kept every file reverted nothing: its operation is still to undo.
     undone = {c.undoes for c in history if c.kind == "undo" and (c.files or not c.kept)}
@@ -498,3 +517,29 @@ def _folders_trailer(folders: tuple[str, ...]) -> dict[str, str]:
     name that is not UTF-8 (a surrogate), or holds U+2028, must survive the commit
     message and its line split."""
     return {"Folders": json.dumps(folders)} if folders else {}
+
+
+def _raise_if_failed(report: RestoreReport, doing: str, then: str) -> None:
+    """Say what a restore did and which files it could not change, once its result is
+    recorded (`LatheError`): the state before it, `report.backup`, takes it back."""
+    if not report.failed:
+        return
+    done = ", ".join(
+        f"{verb} {len(names)}"
+        for verb, names in (
+            ("reverted", report.restored),
+            ("recreated", report.recreated),
+            ("deleted", report.deleted),
+        )
+    )
+    kept = f"; kept as yours: {some_of(report.kept, 10)}" if report.kept else ""
+    raise LatheError(
+        f"{doing} not finished: {plural(len(report.failed), 'file')} could not be "
+        f"changed:{_why_each(report.failed)}\nthe rest is done ({done}{kept}); the state "
+        f"before it is checkpoint #{report.backup.n}. Make "
+        f"{'it' if len(report.failed) == 1 else 'them'} changeable, {then}"
+    )
+
+
+def _why_each(paths: dict[str, str]) -> str:
+    return "".join(f"\n  {path}: {why}" for path, why in sorted(paths.items()))
