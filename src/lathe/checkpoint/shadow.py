@@ -215,6 +215,53 @@ class ShadowRepo:
         out = self._git("rev-parse", "--verify", "--quiet", f"{REF}^{{commit}}", ok_codes=(0, 1))
         return out.decode().strip() or None
 
+    def mend_ref(self) -> None:
+        """Point a ref a crash left empty or torn at the newest checkpoint again: the
+        commits are there, but git takes the ref for broken, and every command went wrong
+        in its own way ("no checkpoints yet", "nothing to undo", a run refused with
+        "reference broken"). The newest is the tip of the longest first-parent chain
+        (the newest commit among equals): a writer that lost the race for the ref left
+        its commit on an older parent. Call it under the store's lock; with no commit at
+        all, the torn file goes."""
+        ref = self.git_dir / REF
+        try:
+            loose = ref.read_bytes().strip()
+        except OSError:
+            return  # none yet (or packed, which git reads itself)
+        if len(loose) == 40 and all(c in b"0123456789abcdef" for c in loose):
+            return
+        if loose.startswith(b"ref: "):
+            return  # symbolic: git resolves it
+        listed = self._git(
+            "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)"
+        )
+        commits = [line[7:] for line in listed.decode().splitlines() if line.startswith("commit ")]
+        ref.unlink()
+        if not commits:
+            return
+        walked = self._git(
+            "rev-list", "--no-walk=unsorted", "--parents", "--timestamp", "--stdin",
+            feed="".join(f"{c}\n" for c in commits).encode(),
+        )  # fmt: skip
+        parent: dict[str, str | None] = {}
+        stamp: dict[str, int] = {}
+        for line in walked.decode().splitlines():
+            when, commit, *parents = line.split()
+            parent[commit], stamp[commit] = (parents[0] if parents else None), int(when)
+        depth: dict[str, int] = {}
+        for commit in parent:
+            path = []
+            at: str | None = commit
+            while at is not None and at not in depth:
+                path.append(at)
+                at = parent.get(at)
+            below = depth.get(at, 0) if at is not None else 0
+            for step in reversed(path):
+                below += 1
+                depth[step] = below
+        tip = max(parent, key=lambda c: (depth[c], stamp[c], c))
+        self._git("update-ref", "-m", "checkpoint ref mended", REF, tip, "0" * 40)
+
     def commit(self, tree: str, parent: str | None, message: str) -> str:
         args = ["commit-tree", tree, "-F", "-"]
         if parent:

@@ -456,6 +456,7 @@ class Checkpoints:
             # there is a kill -9's leftover, and would block every snapshot for good.
             (root / "git" / "index.lock").unlink(missing_ok=True)
             if self._repo.exists():
+                self._repo.mend_ref()
                 self._close_cut_turn()
             yield
 
