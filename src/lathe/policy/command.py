@@ -11,6 +11,8 @@
   `>>`, tee, cp, mv, install, rsync, ln, sed -i, dd, `find | xargs`, or the same calls
   in a one-liner (`shutil.rmtree`, `os.remove`, `open(p, "w")`, `unlink`, `rmSync`);
   a command whose name is computed at run time but given `-r`/`-f` and such a path;
+  rm or a recursive deletion of a relative path where the folder it runs in is only
+  known at run time (`cd "$X"; rm -rf *`: every folder it may be in is judged, `dirs`);
   `git config` of a key that makes git run a program (`git_config`); signals to every
   process or to lathe (`signals`); mkfs and friends; writes to a device; fork bombs;
   chmod/chown/chgrp -R on system paths; shutdown and reboot; nesting past `MAX_DEPTH`.
@@ -38,13 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from lathe.policy import file_commands, git_config, signals
+from lathe.policy.dirs import join_path
 from lathe.policy.places import Finding, Places
 from lathe.policy.shell_parse import (
     Decision,
     Found,
     Redirect,
     SimpleCommand,
-    join_path,
     parse_script,
 )
 from lathe.policy.shell_words import Word
@@ -367,8 +369,9 @@ class _Judge:
                 operands.append(word)
         fed = cmd.fed or ()
         if flag is None:
+            lost = [self.places.lost("rm", w, cmd.cwd) for w in [*operands, *fed]]
             changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
-            return self._changes(cmd, changes)
+            return [f for f in lost if f is not None] + self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
         # The paths written out are judged even when more come at run time: xargs runs
         # `xargs rm -rf ~` once with no input at all.

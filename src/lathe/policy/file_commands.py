@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from lathe.policy.shell_parse import join_path
+from lathe.policy.dirs import join_path
 from lathe.policy.shell_words import Word
 
 

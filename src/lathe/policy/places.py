@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from lathe.policy.shell_parse import join_path
+from lathe.policy.dirs import join_path
 from lathe.policy.shell_words import Word
 
 Decision = Literal["deny", "ask", "allow"]
@@ -116,7 +116,9 @@ class Places:
         shown = word.text
         path, pattern = self.path(word, cwd)
         if path is None:
-            return Finding("ask", f"{how} on {shown}, a path only known at run time")
+            return self.lost(how, word, cwd) or Finding(
+                "ask", f"{how} on {shown}, a path only known at run time"
+            )
         self._note_change(path, pattern)
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
@@ -128,6 +130,15 @@ class Places:
             return Finding("allow", f"{how} on {shown} (inside the workspace)" if inside else
                                     f"{how} on {shown} (in a temp directory)")  # fmt: skip
         return Finding("deny", f"{how} on {shown} ({where})")
+
+    @staticmethod
+    def lost(how: str, word: Word, cwd: Path | None) -> Finding | None:
+        """A deletion of a path relative to a folder only run time knows (`cd "$X"; rm -rf
+        *`): refused, since it may be the home folder and `--approval full` never asks."""
+        if cwd is not None or word.value is None or word.value.startswith("/"):
+            return None
+        where = "a folder only known at run time, which may be the home directory"
+        return Finding("deny", f"{how} on {word.text} in {where} (name the folder in full)")
 
     def deleted_where(self, path: Path, pattern: str | None, *, follow: bool) -> str | None:
         """Why deleting the tree at `path` is refused, or None. `follow`: it was named

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lathe.policy import git_config, interpreters
+from lathe.policy import dirs, git_config, interpreters
+from lathe.policy.dirs import Dirs, join_path
 from lathe.policy.interpreters import Language
-from lathe.policy.scripts import runs_as_shell_script
-from lathe.policy.shell_parse import Call, State, join_path
+from lathe.policy.scripts import Content, runs_as_shell_script
+from lathe.policy.shell_parse import Call, State
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
 from lathe.policy.wrappers import SHELLS, FindCall, shell_call, unwrap
@@ -41,17 +42,21 @@ def wrapper(
     if unwrapped.lookup_only or not (unwrapped.inner or unwrapped.split_string):
         w.record(call)
         return UNKNOWN
-    cwd = call.cwd
-    if unwrapped.chdir is not None:
-        cwd = None if unwrapped.chdir.value is None else join_path(cwd, unwrapped.chdir.value)
-    inner_state = st if base in _SAME_SHELL and cwd == st.cwd else st.copy(cwd=cwd)
+    cwds = call.cwds
+    if (chdir := unwrapped.chdir) is not None:
+        cwds = tuple(dict.fromkeys(
+            None if chdir.value is None else join_path(cwd, chdir.value) for cwd in cwds
+        ))  # fmt: skip
+    inner_state = st
+    if base not in _SAME_SHELL or cwds != st.cwds:
+        inner_state = st.copy(places=tuple(Dirs(cwd) for cwd in cwds))
     if unwrapped.split_string is not None:
         split = unwrapped.split_string
         label = "env -S" if base == "env" else f"{base} -c"
         _with_via(w, inner_state, via, lambda: w.nested(split, inner_state, label))
         return UNKNOWN
     inner = replace(
-        call, words=unwrapped.inner, via=via, cwd=cwd,
+        call, words=unwrapped.inner, via=via, cwds=cwds,
         assigned=(*call.assigned, *unwrapped.assigned),
         environment=(*call.environment, *unwrapped.environment),
     )  # fmt: skip
@@ -184,18 +189,29 @@ def script(
 ) -> None:  # fmt: skip
     """Walk the script file `word` names, as `label` (`bash x.sh`, `source x.sh`, `./x.sh`)
     runs it: `same_shell` keeps its `cd`, variables and aliases for what follows;
-    `executed` (`./x.sh`) reads it only if its `#!` line names a shell."""
-    path = None if word.value is None else join_path(call.cwd, word.value)
-    content = None if path is None else w.files.content(path)
-    if content is None:
+    `executed` (`./x.sh`) reads it only if its `#!` line names a shell; a script in
+    each folder the command may run in is read."""
+    if word.value is None:
         return
+    for path in dict.fromkeys(dirs.file_at(cwd, word.value) for cwd in call.cwds):
+        content = w.files.content(path)
+        if content is not None:
+            _script_text(w, call, st, content, label, same_shell=same_shell, executed=executed)
+
+
+def _script_text(
+    w: Walker, call: Call, st: State, content: Content, label: str, *, same_shell: bool,
+    executed: bool,
+) -> None:  # fmt: skip
     if content.text is None:
         w.note("ask", f"{label} runs a script written at run time: {call.text}")
+        if same_shell:
+            st.may_also_be((dirs.UNKNOWN,))
         return
     if executed and not runs_as_shell_script(content.text):
         return
     via = (*call.via, label)
-    inner = st if same_shell else State(cwd=call.cwd, variables={}, via=via)
+    inner = st if same_shell else State.at(call.cwds, via=via)
     w.indirect += 1
     w.file_depth += content.on_disk
     try:
@@ -213,7 +229,7 @@ def interpreter(
     if program is None:
         return
     for word in program.in_place:
-        w.effect(interpreters.Effect("file", word, f"{base} -i", "rewrites", False), call.cwd)
+        w.effect(interpreters.Effect("file", word, f"{base} -i", "rewrites", False), call.cwds)
     if program.code is not None:
         code, label = program.code.value, f"{base} {program.flag}"
     elif program.reads_stdin and stdin is not None and stdin.kind == "text":
@@ -224,7 +240,7 @@ def interpreter(
         return
     for effect in interpreters.effects(language, code, w.home):
         if effect.kind != "shell":
-            w.effect(replace(effect, name=f"{effect.name} (via {label})"), call.cwd)
+            w.effect(replace(effect, name=f"{effect.name} (via {label})"), call.cwds)
             continue
         how = f"{effect.name} in {label}"
         if effect.target.value is None:

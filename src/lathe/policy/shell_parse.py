@@ -2,7 +2,8 @@
 
 The walker follows the syntax tree from tree-sitter-bash the way bash would execute it,
 without running anything: lists run in order, pipelines feed each stage's output to the
-next, `cd` moves the working directory later commands see, literal `bash -c`/`eval`
+next, `cd` moves the working directory later commands see (every folder it may be
+in: `dirs`), literal `bash -c`/`eval`
 strings are parsed in turn, and wrappers (`sudo`, `env`, `timeout`, `xargs`, `find
 -exec`, ...) give way to the command they run. What cannot be known before run time is
 recorded as a note with decision "ask" so the guard never lets it pass silently.
@@ -10,12 +11,12 @@ recorded as a note with decision "ask" so the guard never lets it pass silently.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from lathe.policy import dirs
 from lathe.policy.bash_tree import (
     command_name,
     descendants,
@@ -24,6 +25,7 @@ from lathe.policy.bash_tree import (
     node_text,
     parse_bash,
 )
+from lathe.policy.dirs import Dirs
 from lathe.policy.interpreters import STDIN_FILES, Effect, language_of
 from lathe.policy.scripts import Files
 from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
@@ -45,6 +47,7 @@ _CONTROL = frozenset(
     {"if_statement", "while_statement", "for_statement", "c_style_for_statement",
      "case_statement"}
 )  # fmt: skip
+_LOOP_PASSES = 4  # a loop whose folders still grow after this many passes: unknown
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ class SimpleCommand:
     """One command bash would run, after wrappers were peeled off (they are in `via`)."""
 
     words: tuple[Word, ...]
-    cwd: Path | None  # the directory it runs in, None when a `cd` made it unknowable
+    # The directory it runs in, None when only run time knows. A command that may run in
+    # several folders (after `if ...; then cd ~; fi`) is recorded once in each.
+    cwd: Path | None
     via: tuple[str, ...] = ()  # e.g. ("sudo",), ("bash -c",), ("xargs",)
     assigned: tuple[str, ...] = ()  # environment names set for it (`X=1 cmd`, `env X=1`)
     # Arguments added at run time: None if none; () if unknown (`xargs` reading a file);
@@ -107,26 +112,40 @@ class Script:
 
 @dataclass
 class State:
-    cwd: Path | None
+    places: tuple[Dirs, ...]  # everywhere the shell may be at this point
     variables: dict[str, str | None]
     via: tuple[str, ...] = ()
     aliases: dict[str, str | None] = field(default_factory=dict)
+    functions: dict[str, Any] = field(default_factory=dict)  # name -> its body's node
+
+    @classmethod
+    def at(cls, cwds: tuple[Path | None, ...], **fields: Any) -> State:
+        """A new shell started in any of `cwds`."""
+        return cls(places=tuple(Dirs(cwd) for cwd in cwds), variables={}, **fields)
+
+    @property
+    def cwds(self) -> tuple[Path | None, ...]:
+        return tuple(dict.fromkeys(place.cwd for place in self.places))
+
+    @property
+    def cwd(self) -> Path | None:
+        """The folder, when the shell can only be in one known to the guard."""
+        cwds = self.cwds
+        return cwds[0] if len(cwds) == 1 else None
+
+    def may_also_be(self, places: tuple[Dirs, ...]) -> None:
+        self.places = dirs.merged(*self.places, *places)
 
     def copy(self, **changes: Any) -> State:
         changes.setdefault("aliases", dict(self.aliases))
+        changes.setdefault("functions", dict(self.functions))
         return replace(self, variables=dict(self.variables), **changes)
 
 
 def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
     walker = Walker(home)
-    walker.walk_text(command, State(cwd=cwd, variables={}), None)
+    walker.walk_text(command, State.at((cwd,)), None)
     return walker.script
-
-
-def join_path(base: Path | None, value: str) -> Path | None:
-    if value.startswith("/"):
-        return Path(os.path.normpath(value))
-    return None if base is None else Path(os.path.normpath(base / value))
 
 
 class Walker:
@@ -138,6 +157,9 @@ class Walker:
         self.file_depth = 0  # > 0 while walking a script read from disk
         self.indirect = 0  # > 0 while walking a script file or interpreter code
         self.expanding: set[str] = set()  # aliases being expanded: bash does not recurse
+        self.calling: set[str] = set()  # functions being walked: a recursive one once
+        self.pipes = 0  # `<(...)` met so far: each is a /dev/fd/N of its own
+        self.recorded: set[SimpleCommand] = set()
 
     def note(self, decision: Decision, reason: str) -> None:
         if self.file_depth and decision != "deny":
@@ -147,7 +169,8 @@ class Walker:
 
     def writes_file(self, target: Word, st: State) -> None:
         """A file a command writes other than by a redirection, judged as `> target`."""
-        self.script.redirects.append(Redirect(">", target, st.cwd, "", self.file_depth > 0))
+        for cwd in st.cwds:
+            self.script.redirects.append(Redirect(">", target, cwd, "", self.file_depth > 0))
 
     def scope(self, st: State) -> Scope:
         return Scope(self.home, st.cwd, st.variables, lambda node: self._substitute(node, st))
@@ -191,6 +214,8 @@ class Walker:
             return None
         if kind in _CONTROL:
             return self._control(node, st)
+        if kind == "list":
+            return self._list(node, st, stdin)
         return self._sequence(node.named_children, st, stdin)
 
     def _sequence(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
@@ -200,6 +225,38 @@ class Walker:
             if child.type not in _SILENT:
                 outs.append(out)
         return _joined(outs)
+
+    def _list(self, node: Any, st: State, stdin: Stream | None) -> Stream | None:
+        """`a && b` or `a || b`: b runs only where a's status lets it. A `cd` as `a` tells
+        its status in each place the shell may be (`cd x && rm -rf *` deletes only in
+        x, `cd ~ || cd /tmp` may stay in ~); after anything else, b may or may not run."""
+        left, rest = node.named_children[0], node.named_children[1:]
+        outs = [(left, self.run(left, st, stdin))]
+        if left.type != "list" and not self._plain_cd(left, st):
+            st.places = dirs.unsure(st.places)
+        skips = any(c.type == "||" for c in node.children)  # the status that skips b
+        skipped = tuple(p for p in st.places if p.ok is skips)
+        runs = tuple(p for p in st.places if p.ok is not skips)
+        if not runs:  # b cannot run: judged all the same, where the shell may be
+            for child in rest:
+                self.run(child, st.copy())
+        else:
+            st.places = runs
+            outs += [(child, self.run(child, st)) for child in rest]
+            if not self._plain_cd(rest[-1], st):
+                st.places = dirs.unsure(st.places)
+            st.may_also_be(skipped)
+        return _joined([out for child, out in outs if child.type not in _SILENT])
+
+    def _plain_cd(self, node: Any, st: State) -> bool:
+        """Whether `node` is the shell's own cd, pushd or popd (not an alias or function
+        of that name), so the places it left say whether it succeeded."""
+        if node.type == "redirected_statement":
+            body = node.child_by_field_name("body")
+            return body is not None and self._plain_cd(body, st)
+        name = node.child_by_field_name("name") if node.type == "command" else None
+        text = "" if name is None else node_text(name)
+        return text in ("cd", "pushd", "popd") and text not in {*st.aliases, *st.functions}
 
     def _pipeline(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
         stream = stdin
@@ -211,10 +268,20 @@ class Walker:
         before = st.copy()
         if node.type == "for_statement" and (var := node.child_by_field_name("variable")):
             st.variables[node_text(var)] = None
-        self._sequence(node.named_children, st, None)
+        # Each part may run or not (a branch, a body run zero times), and a loop's body
+        # again from wherever the last pass left the shell, until no new place appears.
+        loop = node.type not in ("if_statement", "case_statement")
+        for _ in range(_LOOP_PASSES):
+            start = set(st.places)
+            for child in node.named_children:
+                entering = st.places
+                self.run(child, st)
+                st.may_also_be(entering)
+            if not loop or set(st.places) == start:
+                break
+        else:
+            st.may_also_be((dirs.UNKNOWN,))
         # A body may run zero or many times: whatever it changed is unknown afterwards.
-        if st.cwd != before.cwd:
-            st.cwd = None
         for name, value in list(st.variables.items()):
             if before.variables.get(name, "\0") != value:
                 st.variables[name] = None
@@ -232,6 +299,7 @@ class Walker:
         if calls and spawns:
             self.note("deny", f"fork bomb: function {name!r} keeps starting copies of itself")
         self.run(body, st.copy())
+        st.functions[name] = body  # walked again where it is called, in the caller's shell
 
     def _assign(self, node: Any, st: State) -> None:
         name = node.child_by_field_name("name")
@@ -314,9 +382,9 @@ class Walker:
             (node_text(c) for c in node.named_children if c.type == "file_descriptor"),
             "",
         )
-        redirect = Redirect(op, target, st.cwd, fd, self.file_depth > 0)
-        redirects.append(redirect)
-        self.script.redirects.append(redirect)
+        for cwd in st.cwds:
+            redirects.append(Redirect(op, target, cwd, fd, self.file_depth > 0))
+            self.script.redirects.append(redirects[-1])
         return None
 
     def _heredoc(self, node: Any) -> Stream:
@@ -353,20 +421,46 @@ class Walker:
                 self._command_in_variable(child, st, scope)
             elif child.type in ("herestring_redirect", "file_redirect"):
                 stdin = self._redirect(child, st, redirects) or stdin
+            elif child.type == "process_substitution" and node_text(child).startswith("<("):
+                words.append(self._pipe(child, self.run(child, st.copy())))
             else:
                 self.run(child, st.copy())  # executes any $(...) inside the word
                 words += expand(child.named_children[0] if child.type == "command_name" else
                                 child, scope)  # fmt: skip
         if not words:
             return None
+        function = st.functions.get(words[0].value or "")
+        if function is not None and not words[0].glob and words[0].value not in self.calling:
+            return self._call(words[0].value or "", function, st, stdin, redirects)
         text = shown(node_text(node))
         call = Call(
-            words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwd,
+            words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwds,
             tuple(environment),
         )  # fmt: skip
         out = self.dispatch(call, st, stdin)
         self._wrote(redirects, out)
         return out
+
+    def _call(
+        self, name: str, body: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
+    ) -> Stream:
+        """A function runs in the caller's shell: its `cd` moves the commands after it."""
+        self.calling.add(name)
+        try:
+            self.run(body, st, stdin)
+        finally:
+            self.calling.discard(name)
+        self._wrote(redirects, UNKNOWN)
+        return UNKNOWN
+
+    def _pipe(self, node: Any, out: Stream | None) -> Word:
+        """`<(cmd)` is a file bash names /dev/fd/N holding cmd's output, so `source
+        <(echo cd ~)` runs that text in this shell."""
+        path = Path(f"/dev/fd/{63 - self.pipes}")
+        self.pipes += 1
+        text = out.text if out is not None and out.kind == "text" else None
+        self.files.write(path, text, append=False)
+        return Word(shown(node_text(node)), str(path))
 
     def _alias(self, node: Any, name: Any, st: State, stdin: Stream | None) -> Stream:
         alias = node_text(name)
@@ -374,6 +468,7 @@ class Walker:
         if value is None:
             self.note("ask", f"the alias {alias} runs a command only known at run time: "
                              f"{node_text(node)}")  # fmt: skip
+            st.may_also_be((dirs.UNKNOWN,))
             return UNKNOWN
         raw = node.text
         before = raw[: name.start_byte - node.start_byte].decode("utf-8", "replace")
@@ -390,21 +485,25 @@ class Walker:
         for redirect in redirects:
             if redirect.target.value is None:
                 continue
-            path = join_path(redirect.cwd, redirect.target.value)
+            path = dirs.file_at(redirect.cwd, redirect.target.value)
             stdout = redirect.fd in ("", "1") or redirect.op.startswith("&")
             text = out.text if stdout and out is not None and out.kind == "text" else None
-            if path is not None:
-                self.files.write(path, text, append=redirect.op in (">>", "&>>"))
+            self.files.write(path, text, append=redirect.op in (">>", "&>>"))
 
     def record(self, call: Call) -> None:
-        simple = SimpleCommand(
-            tuple(call.words), call.cwd, call.via, call.assigned, call.fed,
-            call.redirects, call.text, self.file_depth > 0,
-        )  # fmt: skip
-        (self.script.indirect if self.indirect else self.script.commands).append(simple)
+        """Keep the command to be judged, once in each folder it may run in."""
+        for cwd in call.cwds:
+            simple = SimpleCommand(
+                tuple(call.words), cwd, call.via, call.assigned, call.fed,
+                call.redirects, call.text, self.file_depth > 0,
+            )  # fmt: skip
+            if simple not in self.recorded:  # a loop's body is walked more than once
+                self.recorded.add(simple)
+                (self.script.indirect if self.indirect else self.script.commands).append(simple)
 
-    def effect(self, effect: Effect, cwd: Path | None) -> None:
-        self.script.effects.append(Found(effect, cwd, self.file_depth > 0))
+    def effect(self, effect: Effect, cwds: tuple[Path | None, ...]) -> None:
+        for cwd in cwds:
+            self.script.effects.append(Found(effect, cwd, self.file_depth > 0))
 
     def dispatch(self, call: Call, st: State, stdin: Stream | None) -> Stream | None:
         from lathe.policy import runners
@@ -445,12 +544,21 @@ class Walker:
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
-            st.cwd = self._cd(base, args, st, call)
+            given = dict(call.environment).get("CDPATH")
+            cdpath = given.value if given is not None else st.variables.get("CDPATH", "")
+            values = [None if w.glob else w.value for w in args]
+            st.places = dirs.merged(
+                *(
+                    p
+                    for here in st.places
+                    for p in dirs.after(base, values, here, self.home, cdpath)
+                )
+            )
         elif base == "tee":
             text = stdin.text if stdin is not None and stdin.kind == "text" else None
-            for word in args:
-                path = None if word.value is None else join_path(call.cwd, word.value)
-                if path is not None and not (word.value or "-").startswith("-"):
+            for word, cwd in ((w, c) for w in args for c in call.cwds):
+                if word.value is not None and not word.value.startswith("-"):
+                    path = dirs.file_at(cwd, word.value)
                     self.files.write(path, text, append="-a" in [w.value for w in args])
         elif base in ("read", "mapfile", "readarray"):
             for word in args:
@@ -460,35 +568,6 @@ class Walker:
             self.note("ask", f"a download is piped into {base}: {call.text}")
         self.record(call)
         return output_of(base, args, stdin, call.cwd)
-
-    def _cd(self, base: str, args: list[Word], st: State, call: Call) -> Path | None:
-        operands = [w for w in args if not (w.value or "x").startswith("-") or w.value == "-"]
-        if base == "popd":
-            return None
-        if not operands:
-            return self.home if base == "cd" else None
-        target = operands[0]
-        if target.value is None or target.glob or target.value == "-":
-            return None
-        if base == "cd" and not target.value.startswith(("/", ".")):
-            return self._cd_search(target.value, st, call)
-        return join_path(st.cwd, target.value)
-
-    def _cd_search(self, name: str, st: State, call: Call) -> Path | None:
-        """Where `cd name` goes as bash does it: the first CDPATH folder holding `name`,
-        else `./name` (`CDPATH=~ cd victim` is `cd ~/victim` when that exists)."""
-        given = dict(call.environment).get("CDPATH")
-        search = given.value if given is not None else st.variables.get("CDPATH", "")
-        if search is None:
-            return None  # known only at run time
-        for entry in search.split(":") if search else ():
-            if entry == "~" or entry.startswith("~/"):  # after a `:` too, in an assignment
-                entry = str(self.home) + entry[1:]
-            folder = join_path(st.cwd, entry or ".")
-            candidate = None if folder is None else folder / name
-            if candidate is not None and candidate.is_dir():
-                return candidate
-        return join_path(st.cwd, name)
 
     def _substitute(self, node: Any, st: State) -> str | None:
         """The output of `$(echo rm)`: only echo/printf of literal words is predictable."""
@@ -521,6 +600,7 @@ class Walker:
     def nested(self, word: Word, st: State, label: str, stdin: Stream | None = None) -> None:
         if word.value is None:
             self.note("ask", f"{label} runs a string only known at run time: {word.text}")
+            st.may_also_be((dirs.UNKNOWN,))  # `eval "$X"` may cd anywhere
             return
         self.walk_text(word.value, st, stdin)
 
@@ -581,6 +661,11 @@ class Call:
     fed: tuple[Word, ...] | None
     redirects: tuple[Redirect, ...]
     text: str
-    cwd: Path | None
+    cwds: tuple[Path | None, ...]  # every folder it may run in
     # The values of the variables set for it (`X=1 cmd`, `env X=1 cmd`), by name.
     environment: tuple[tuple[str, Word], ...] = ()
+
+    @property
+    def cwd(self) -> Path | None:
+        """The folder it runs in, None when it may be several or only run time knows."""
+        return self.cwds[0] if len(self.cwds) == 1 else None
