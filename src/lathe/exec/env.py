@@ -14,19 +14,42 @@ from collections.abc import Iterable, Mapping
 
 # Names that hold credentials by convention: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD,
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
-# PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE ...
+# PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE,
+# AUTHORIZATION, PGPASS, STRIPE_SK, GOOGLE_CREDS, and the sessions CLIs unlock a vault
+# with (Bitwarden's BW_SESSION, 1Password's OP_SESSION_<account>) ...
 # (not SSH_AUTH_SOCK, a socket's path).
 # The CI names match at the end only: JWT_ALGORITHM, WEBHOOK_PORT, COOKIE_DOMAIN and
-# AZURE_AUTH_LOCATION are settings tools need.
+# AZURE_AUTH_LOCATION are settings tools need. Neither are these, which name a session or
+# a password and hold none: XDG_SESSION_TYPE, DBUS_SESSION_BUS_ADDRESS (without it a
+# D-Bus client starts a bus of its own), DESKTOP_SESSION, GIT_ASKPASS, PGPASSFILE.
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL"
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTHORIZATION(_HEADER)?$"
     r"|JWT(_V\d+)?$|WEBHOOK(_URL)?$|COOKIE$|_AUTH_CONFIG$"
-    r"|_PAT$|_PWD$|_PASS$|_AUTH$|^AUTH_|_DSN$",
+    r"|_PAT$|_PWD$|_SK$|_AUTH$|^AUTH_|_DSN$|(^|_)CREDS?(_|$)"
+    r"|(?<!ASK)(?<!BY)PASS(?![A-Z])"
+    r"|(^|(?<!DESKTOP)(?<!DBUS)_)SESSION$|^OP_SESSION_",
     re.IGNORECASE,
 )
-# A URL carrying a secret before its host: postgres://user:pass@host/db,
-# https://u:tok@git.example, and a DSN's key alone (https://KEY@o1.ingest.example/2).
-_URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]+@")
+# Values that carry a secret whatever their variable is called. A URL's userinfo:
+# postgres://user:pass@host/db, https://u:tok@git.example, a DSN's key alone
+# (https://KEY@o1.ingest.example/2), not an ssh user name (ssh://git@host). A password
+# or key field of a connection string, a libpq conninfo or a URL's query
+# (Server=db;Password=..., ?user=app&password=..., Azure's AccountKey=, a SAS's sig=).
+# A private key (PEM, or a service account's JSON), an Authorization header's
+# credentials, and the tokens GitHub, GitLab, Slack and npm hand out.
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/@\s]+)@")
+_SECRET_FIELD = re.compile(
+    r"(?:^|[;?&\s])(?:password|passwd|pwd|pass|accountkey|sharedaccesskey"
+    r"|sharedaccesssignature|sig)\s*=\s*(?P<value>[^;&\s]+)",
+    re.IGNORECASE,
+)
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY|\"private_key\"\s*:")
+_AUTHORIZATION = re.compile(
+    r"\b(?:bearer|basic|token)\s+(?P<value>(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*)", re.IGNORECASE
+)
+_ISSUED_TOKEN = re.compile(
+    r"\b(?:gh[pousr]_|github_pat_|glpat-|xox[abeprs]-|npm_)(?=[\w-]*\d)[\w-]{16,}"
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -34,8 +57,24 @@ def is_secret_name(name: str) -> bool:
 
 
 def holds_secret(name: str, value: str) -> bool:
-    """A variable commands must not see: a secret-looking name, or a URL with a password."""
-    return is_secret_name(name) or bool(_URL_WITH_PASSWORD.match(value))
+    """A variable commands must not see: a secret-looking name, or a value carrying a
+    secret (`holds_secret_value`)."""
+    return is_secret_name(name) or holds_secret_value(value)
+
+
+def holds_secret_value(text: str) -> bool:
+    """Whether `text` carries a credential: a URL's password or key, a password field, a
+    private key, an Authorization header's credentials, an issued token (see above)."""
+    return bool(
+        any(
+            ":" in found.group(2) or "ssh" not in found.group(1).lower()
+            for found in _URL_USERINFO.finditer(text)
+        )
+        or _SECRET_FIELD.search(text)
+        or _PRIVATE_KEY.search(text)
+        or _AUTHORIZATION.search(text)
+        or _ISSUED_TOKEN.search(text)
+    )
 
 
 def command_environment(
@@ -56,12 +95,16 @@ def command_environment(
 def secret_values(environ: Mapping[str, str], *, min_chars: int = 8) -> list[str]:
     """Values of secret-looking variables worth masking in output: long enough, one
     word, not a path (GOOGLE_APPLICATION_CREDENTIALS names a file, it is none), and not
-    a plain word (POSTGRES_PASSWORD=postgres would mask every "postgres" in the code)."""
-    return [
-        value
-        for name, value in environ.items()
-        if holds_secret(name, value) and len(value) >= min_chars and maskable(value)
-    ]
+    a plain word (POSTGRES_PASSWORD=postgres would mask every "postgres" in the code).
+    Of a value that is no one word, the secret inside it: a connection string's
+    password, an Authorization header's token (a file may hold the same)."""
+    found = []
+    for name, value in environ.items():
+        if holds_secret(name, value):
+            inside = (*_SECRET_FIELD.finditer(value), *_AUTHORIZATION.finditer(value))
+            parts = [value] if maskable(value) else [match.group("value") for match in inside]
+            found += [part for part in parts if len(part) >= min_chars and maskable(part)]
+    return found
 
 
 def maskable(value: str) -> bool:
