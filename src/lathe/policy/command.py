@@ -13,9 +13,12 @@
   a command whose name is computed at run time but given `-r`/`-f` and such a path;
   rm or a recursive deletion of a relative path where the folder it runs in is only
   known at run time (`cd "$X"; rm -rf *`: every folder it may be in is judged, `dirs`);
-  `git config` of a key that makes git run a program (`git_config`); signals to every
-  process or to lathe (`signals`); mkfs and friends; writes to a device; fork bombs;
-  chmod/chown/chgrp -R on system paths; shutdown and reboot; nesting past `MAX_DEPTH`.
+  a git command that changes files where it works outside the workspace (its folder,
+  `-C`, `--work-tree`/`--git-dir` and GIT_WORK_TREE/GIT_DIR), or that discards work
+  where that is only known at run time; `git config` of a key that makes git run a
+  program (`git_config`); signals to every process or to lathe (`signals`); mkfs and
+  friends; writes to a device; fork bombs; chmod/chown/chgrp -R on system paths;
+  shutdown and reboot; nesting past `MAX_DEPTH`.
 - ask: sudo and other privilege changes; git push --force, git reset --hard, git clean
   -f; a download or decoded data piped into a shell; package installs outside a
   virtualenv; anything that is only known at run time (a variable as the command name,
@@ -278,7 +281,7 @@ class _Judge:
         ):
             return [Finding("deny", f"shuts down or restarts the machine: {cmd.text}")]
         if base == "git":
-            return _git(cmd, values, self.places)
+            return _git(cmd, args, self.places)
         return self._package_install(cmd, base, values)
 
     def redirect(self, redirect: Redirect) -> list[Finding]:
@@ -463,6 +466,49 @@ def _destructive_flag(value: str) -> bool:
     return re.fullmatch(r"-[a-zA-Z]*[rRf][a-zA-Z]*", value) is not None
 
 
+def _git_outside(
+    cmd: SimpleCommand, sub: str, rest: list[str], chdirs: list[Word], trees: list[Word],
+    places: Places,
+) -> Finding | None:  # fmt: skip
+    """Refuse a git command that changes files outside the workspace: where it starts
+    (the command's folder, then each `-C`) and its work tree and repository
+    (`--work-tree`, `--git-dir`, GIT_WORK_TREE, GIT_DIR); `cd ~ && git clean -fdx` had
+    passed. Where one is only known at run time, only what discards work is refused."""
+    start = cmd.cwd
+    for folder in chdirs:
+        if folder.value is None:
+            start = None
+        elif folder.value:  # `git -C ''` stays where it is
+            start = join_path(start, folder.value)
+    for path in [start, *(None if t.value is None else join_path(start, t.value) for t in trees)]:
+        if path is None:
+            if _discards(sub, rest):
+                why = "a folder only known at run time, which may be the home directory"
+                return Finding("deny", f"git {sub} discards work in {why}: {cmd.text}")
+            continue
+        # Started in /tmp itself (`cd /tmp && git clone URL`), git changes what is in it.
+        if places.inside(path, follow=True) or path in places.temp_roots:
+            continue
+        where = places.outside(path, None, follow=True)
+        if where is not None:
+            return Finding("deny", f"git {sub} changes files in {where}: {cmd.text}")
+    return None
+
+
+def _discards(sub: str, rest: list[str]) -> bool:
+    """Whether the git subcommand throws away files or changes in the work tree."""
+    short = "".join(v[1:] for v in rest if v.startswith("-") and not v.startswith("--"))
+    if sub == "clean":
+        return "f" in short or "--force" in rest
+    if sub == "reset":
+        return "--hard" in rest
+    if sub == "checkout":
+        return "f" in short or bool({"--force", "--", "."} & set(rest))
+    if sub == "restore":  # all but `--staged` alone restores the work tree's files
+        return not ({"--staged", "-S"} & set(rest)) or bool({"--worktree", "-W"} & set(rest))
+    return False
+
+
 # git subcommands that change a work tree or a repository.
 _GIT_CHANGES = frozenset(
     {"checkout", "restore", "reset", "clean", "stash", "rm", "mv", "apply", "am", "merge",
@@ -471,27 +517,27 @@ _GIT_CHANGES = frozenset(
 )  # fmt: skip
 
 
-def _git(cmd: SimpleCommand, values: list[str], places: Places) -> list[Finding]:
+def _git(cmd: SimpleCommand, args: list[Word], places: Places) -> list[Finding]:
     i = 0
-    folders: list[str] = []  # -C, --work-tree and --git-dir: where git works
-    while i < len(values) and values[i].startswith("-"):
-        option, equals, inline = values[i].partition("=")
+    chdirs: list[Word] = []  # -C: where git starts
+    trees: list[Word] = []  # --work-tree, --git-dir and their variables: where it works
+    while i < len(args) and (args[i].value or "").startswith("-"):
+        option, equals, inline = (args[i].value or "").partition("=")
         if option in ("-C", "--work-tree", "--git-dir"):
-            folder = inline if equals else (values[i + 1] if i + 1 < len(values) else "")
-            folders.append(folder)
-        takes_value = values[i] in git_config.GLOBAL_VALUE_OPTIONS
+            given = args[i + 1] if i + 1 < len(args) else Word("", "")
+            folder = Word(args[i].text, inline) if equals else given
+            (chdirs if option == "-C" else trees).append(folder)
+        takes_value = args[i].value in git_config.GLOBAL_VALUE_OPTIONS
         i += 2 if takes_value else 1
-    if i >= len(values):
+    if i >= len(args):
         return []
+    values = [w.value or "" for w in args]
     sub, rest = values[i], values[i + 1 :]
+    trees += [word for name, word in cmd.environment if name in ("GIT_WORK_TREE", "GIT_DIR")]
     if sub in _GIT_CHANGES:
-        for folder in folders:
-            path = join_path(cmd.cwd, folder) if folder else None
-            if path is None or places.inside(path, follow=True):
-                continue
-            where = places.outside(path, None, follow=True)
-            if where is not None:
-                return [Finding("deny", f"git {sub} changes files in {where}: {cmd.text}")]
+        found = _git_outside(cmd, sub, rest, chdirs, trees, places)
+        if found is not None:
+            return [found]
     short = "".join(v[1:] for v in rest if v.startswith("-") and not v.startswith("--"))
     if sub == "push" and (
         "f" in short

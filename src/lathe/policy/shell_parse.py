@@ -75,6 +75,8 @@ class SimpleCommand:
     redirects: tuple[Redirect, ...] = ()
     text: str = ""
     from_file: bool = False  # found in a script read from disk: it may only deny
+    # The values of the variables set for it (`X=1 cmd`, `env X=1 cmd`), by name.
+    environment: tuple[tuple[str, Word], ...] = ()
 
     @property
     def name(self) -> str:
@@ -495,7 +497,7 @@ class Walker:
         for cwd in call.cwds:
             simple = SimpleCommand(
                 tuple(call.words), cwd, call.via, call.assigned, call.fed,
-                call.redirects, call.text, self.file_depth > 0,
+                call.redirects, call.text, self.file_depth > 0, call.environment,
             )  # fmt: skip
             if simple not in self.recorded:  # a loop's body is walked more than once
                 self.recorded.add(simple)
@@ -608,8 +610,8 @@ class Walker:
 def _with_git_config_variables(call: Call, st: State) -> Call:
     """`call` (a git command) with the GIT_CONFIG_* variables the script set before it
     among its environment (`export GIT_CONFIG_COUNT=1 ...; git x`: set on a line of
-    their own, they configured git unseen); a variable set but not exported counts too,
-    which only ever judges more."""
+    their own, they configured git unseen), and GIT_DIR and GIT_WORK_TREE (where it
+    works); a variable set but not exported counts too, which only ever judges more."""
     from lathe.policy.git_config import set_by_environment
 
     given = dict(call.environment)
@@ -618,13 +620,18 @@ def _with_git_config_variables(call: Call, st: State) -> Call:
         for name, value in st.variables.items()
         if name not in given and set_by_environment([name])
     ]
-    if not earlier:
+    places = [
+        (name, Word(f"${name}", st.variables[name]))
+        for name in ("GIT_DIR", "GIT_WORK_TREE")
+        if name not in given and name in st.variables
+    ]
+    if not earlier and not places:
         return call
     names = tuple(name for name, _ in earlier)
     return replace(
         call,
         assigned=(*call.assigned, *names),
-        environment=(*call.environment, *earlier),
+        environment=(*call.environment, *earlier, *places),
     )
 
 
