@@ -137,8 +137,10 @@ class RestoreReport:
     because checkpoints do not hold their current contents: nested git repositories, and
     ignored files standing where a recorded file would be written back. `failed` are
     those that could not be deleted or written when tried (an append-only file, a full
-    disk), each with why; what can be seen beforehand (a folder that may not be written,
-    an immutable file) stops the restore before it changes anything. `backup` is the
+    disk), each with why: the store records the result, then raises a `LatheError`
+    naming them, so a report handed out holds none; what can be seen beforehand (a
+    folder that may not be written, an immutable file) stops the restore before it
+    changes anything, with a `UsageError`. `backup` is the
     state recorded just before restoring (so the restore can be undone); `result` is the
     state after it, None when nothing needed to change. `cut_short`: the undone turn (for
     a restore, the turn that last changed some of the files kept or forced) was recorded

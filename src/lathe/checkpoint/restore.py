@@ -83,7 +83,8 @@ def _refused(full: Path, kind: str, workspace: Path) -> str | None:
     if kind == "file" and not mine:
         return None  # a read-only file: replaced through its folder, which may be written
     if not mine:
-        return f"{name} is not writable for you (mode {mode}, owner uid {status.st_uid})"
+        owner = "" if status.st_uid == os.geteuid() else f", owner uid {status.st_uid}"
+        return f"{name} is not writable for you (mode {mode}{owner})"
     return (
         f"{name} refuses changes although its mode ({mode}) allows them: it is immutable "
         "(`lsattr` shows an i; `chattr -i` as root lifts it) or on a read-only file system"

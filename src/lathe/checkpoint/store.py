@@ -23,8 +23,11 @@ transcript and in `restore(n)`.
 
 The methods run git and block; call them between turns (from async code, through
 `asyncio.to_thread`). They raise `UsageError` for what the user can fix (nothing to
-undo, no checkpoint N, git missing) and `LatheError` when the store itself fails.
-Concurrent processes on one workspace are serialised by a lock file.
+undo, no checkpoint N, git missing, a file seen beforehand not to be changeable: nothing
+changed) and `LatheError` when the store itself fails, or when a restore could not
+change a file it tried (the rest done and recorded; the message names each file and
+why). Concurrent processes on one workspace are serialised by a lock file; a ref a crash
+left empty is mended at the first look (`ShadowRepo.mend_ref`).
 """
 
 from __future__ import annotations
