@@ -86,6 +86,11 @@ class Analysis:
     commands: tuple[SimpleCommand, ...]  # every simple command, for rule matching
     # The paths it is known to write, overwrite or delete (absolute; a glob as named).
     changes: tuple[Path, ...] = ()
+    # The commands run by a script this command line wrote or by a one-liner
+    # (`os.system("git push")`): deny and ask rules hold for them too, allow rules not.
+    # Those of a script on disk are left out: it may change before it runs, and its
+    # `$RUNNER ...` lines would match every deny rule.
+    indirect: tuple[SimpleCommand, ...] = ()
 
 
 def analyze(
@@ -121,7 +126,8 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     decision = max((f.decision for f in unique), key=_RANK.__getitem__, default="allow")
     reasons = tuple(f.reason for f in unique if f.decision == decision)
     changes = tuple(dict.fromkeys(judge.places.changed))
-    return Analysis(decision, reasons, unique, tuple(script.commands), changes)
+    indirect = tuple(c for c in script.indirect if not c.from_file)
+    return Analysis(decision, reasons, unique, tuple(script.commands), changes, indirect)
 
 
 def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = False) -> bool:
@@ -138,9 +144,10 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     command matches when it *may* be the pattern's — a word known only at run time may
     be any word, a variable may change nothing, sudo may be left out, a path to the
     program is its name, and git's own options before the subcommand (`git -C . push`,
-    `git -c alias.pu=push pu`) are looked through. Such a rule also holds through the
-    wrappers a command was run by, named by their program alone: `strace:*` and
-    `env:*` cover `strace ls` and `env -S ls`.
+    `git -c alias.pu=push pu`) are looked through, and a command xargs feeds may get
+    any words after its own (`echo push | xargs git` may be `git push`). Such a rule
+    also holds through the wrappers a command was run by, named by their program alone:
+    `strace:*` and `env:*` cover `strace ls` and `env -S ls`.
     """
     prefix = rule_pattern.endswith(":*")
     try:
@@ -152,12 +159,13 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     privileged = [v for v in command.via if v in PRIVILEGED]
     if could:
         words = [w.value for w in command.words]
+        if command.fed is not None:
+            words.append(None)  # what xargs reads: any words, or none
         canonical = _canonical(words, configured=git_config.set_by_environment(command.assigned))
         spellings = [privileged + words, privileged + canonical, canonical]
         runners = [v.split()[0] for v in command.via]
         spellings += [runners[i:] + words for i in range(len(runners))]
-        exact_ok = command.fed is None
-        return any(_may_be(s, wanted, prefix=prefix, exact_ok=exact_ok) for s in spellings)
+        return any(_may_be(s, wanted, prefix=prefix) for s in spellings)
     if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
         return False
     subject = privileged + [w.value for w in command.words if w.value is not None]
@@ -166,7 +174,7 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     return subject == wanted and command.fed is None
 
 
-def _may_be(subject: list[str | None], wanted: list[str], *, prefix: bool, exact_ok: bool) -> bool:
+def _may_be(subject: list[str | None], wanted: list[str], *, prefix: bool) -> bool:
     """Whether words of which None ones are unknown may be `wanted` (`prefix`: begin
     with it). An unknown word may stand for several, so from it on anything may follow."""
     for index, want in enumerate(wanted):
@@ -179,7 +187,7 @@ def _may_be(subject: list[str | None], wanted: list[str], *, prefix: bool, exact
     if prefix:
         return True
     rest = subject[len(wanted) :]
-    return (not rest or rest == [None]) and exact_ok
+    return not rest or rest == [None]
 
 
 # git's options that come before the subcommand, with (True) or without a value.

@@ -279,8 +279,11 @@ class RuleSet:
                     return action, rule  # type: ignore[return-value]
         return None
 
-    def for_commands(self, commands: Sequence[SimpleCommand]) -> tuple[Action, Rule] | None:
-        """deny or ask if any simple command matches; allow only if every one does."""
+    def for_commands(
+        self, commands: Sequence[SimpleCommand], *, also: Sequence[SimpleCommand] = ()
+    ) -> tuple[Action, Rule] | None:
+        """deny or ask if any simple command matches, `also` included (the commands a
+        script or one-liner runs); allow only if every one of `commands` does."""
         from lathe.policy.command import matches_rule
 
         def matches(command: SimpleCommand, rule: Rule, *, could: bool = False) -> bool:
@@ -291,7 +294,7 @@ class RuleSet:
         for action, rules in (("deny", self.deny), ("ask", self.ask)):
             for rule in rules:
                 if names_tool(rule.tool, "bash") and any(
-                    matches(c, rule, could=True) for c in commands
+                    matches(c, rule, could=True) for c in (*commands, *also)
                 ):
                     return action, rule  # type: ignore[return-value]
         bash_allows = [r for r in self.allow if names_tool(r.tool, "bash")]

@@ -20,6 +20,7 @@ from lathe.policy.wrappers import SHELLS, FindCall, shell_call, unwrap
 if TYPE_CHECKING:
     from lathe.policy.shell_parse import Walker
 
+_MAX_LINES = 16  # input lines of `xargs -I` followed one by one
 # These run the inner command in the current shell, so its `cd` outlives the call.
 _SAME_SHELL = frozenset({"command", "builtin", "exec", "time"})
 
@@ -74,11 +75,32 @@ def xargs(w: Walker, call: Call, st: State, stdin: Stream | None, args: list[Wor
         fed = stdin.items
     elif stdin is not None and stdin.kind == "text":
         fed = tuple(Word(item, item) for item in stdin.text.split())
-    inner = replace(
-        call, words=unwrapped.inner or [Word("echo", "echo")], via=(*call.via, "xargs"), fed=fed
-    )
-    w.dispatch(inner, st.copy(), None)
+    words = unwrapped.inner or [Word("echo", "echo")]
+    inner = replace(call, words=words, via=(*call.via, "xargs"), fed=fed)
+    mark = unwrapped.replaces
+    if mark is None:
+        w.dispatch(inner, st.copy(), None)
+        return UNKNOWN
+    # `xargs -I{} git {} <<< push` runs `git push`: each input line takes the place of
+    # the string in the words, and nothing is added after them.
+    if stdin is not None and stdin.kind == "text":
+        fed = tuple(Word(line, line) for line in stdin.text.splitlines() if line.strip())
+    lines = fed[:_MAX_LINES]
+    if len(fed) > _MAX_LINES or not fed:  # lines unknown, or more than are followed
+        lines += (Word(mark.text, None),)
+    for item in lines:
+        replaced = [_replaced(word, mark.value, item) for word in words]
+        w.dispatch(replace(inner, words=replaced, fed=None), st.copy(), None)
     return UNKNOWN
+
+
+def _replaced(word: Word, mark: str | None, item: Word) -> Word:
+    """`word` with xargs's input line `item` for `mark` (any word, when mark is unknown)."""
+    if word.value is None or (mark is not None and mark not in word.value):
+        return word
+    if mark is None or item.value is None:
+        return Word(word.text, None)
+    return Word(word.text, word.value.replace(mark, item.value), glob=word.glob or item.glob)
 
 
 def shell(

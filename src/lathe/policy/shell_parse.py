@@ -106,8 +106,9 @@ class Script:
     commands: list[SimpleCommand] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     notes: list[tuple[Decision, str]] = field(default_factory=list)
-    # Commands found inside script files and interpreter code: judged like the others,
-    # but not matched against rules (a rule names the command line the model wrote).
+    # Commands found inside script files and interpreter code: judged like the others;
+    # deny and ask rules hold for them (but for a file on disk's), allow rules name the
+    # command line the model wrote.
     indirect: list[SimpleCommand] = field(default_factory=list)
     effects: list[Found] = field(default_factory=list)
 

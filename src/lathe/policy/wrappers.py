@@ -41,6 +41,7 @@ class Unwrapped:
     assigned: list[str] = field(default_factory=list)  # `env NAME=VALUE`
     environment: list[tuple[str, Word]] = field(default_factory=list)  # their values
     split_string: Word | None = None  # `env -S "cmd args"`: a string parsed as a command
+    replaces: Word | None = None  # `xargs -I STR`: the string each input line replaces
     commands_in_variables: list[Word] = field(default_factory=list)  # `env EDITOR=...`
     lookup_only: bool = False  # `command -v rm` names a command without running it
     writes: list[Word] = field(default_factory=list)  # files it writes itself (`strace -o`)
@@ -64,6 +65,8 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
     result = Unwrapped(inner=parsed.operands[syntax.skip :])
     for option, value in parsed.options:
         _note(result, syntax, option, value)
+        if name == "xargs" and option in ("-I", "-i", "--replace"):
+            result.replaces = value or Word("{}", "{}")
     result.lookup_only = name == "command" and _any(parsed, "-v", "-V")
     last = parsed.options[-1] if parsed.options else None
     if last is not None and last[0] in syntax.splits and last[1] is not None:
