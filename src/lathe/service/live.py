@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +41,9 @@ from lathe.ui.recorder import RunTally
 _CUT_RUN_EVENTS = frozenset({"turn_started", "model_request", "tool_started",
                              "tool_finished"})  # fmt: skip
 _SUBSCRIBER_BACKLOG = 10_000
+QUEUE_SUFFIX = ".queued"
+"""`<ts>_<id>.queued` beside the session file: the messages a session accepted and has
+not run yet (a JSON list of strings), so a crash of the server cannot lose them."""
 
 Status = Literal["idle", "running", "waiting_approval", "stopped"]
 
@@ -149,7 +153,8 @@ class ServedSession:
         self.cost_usd: float | None = 0.0
         self.journal = EventJournal(journal_path(Path(session.path)))
         self._subscribers: set[_Subscriber] = set()
-        self._messages: list[str] = []
+        self._messages: list[str] = []  # accepted, not yet run; kept in `_queue_file` too
+        self._queue_file = Path(session.path).with_suffix(QUEUE_SUFFIX)
         self._task: asyncio.Task[None] | None = None
         self._closers: list[Any] = []
         self._stop_reason = ""
@@ -167,6 +172,7 @@ class ServedSession:
         from lathe.ui.setup import RunOptions, prepare
 
         record = self.record
+        left = _read_queue(self._queue_file)  # messages accepted before a crash
         options = RunOptions(
             workspace=Path(record.workspace),
             model=record.model,
@@ -197,6 +203,8 @@ class ServedSession:
         self.agent = self._agent(self._history(cut_run=cut is not None))
         if cut is not None:
             self._end_cut_run(cut)
+        if left:  # the server died before they ran
+            self._keep_unrun(left)
         self._count_earlier_runs()
 
     def _restore_approvals(self) -> bool:
@@ -394,8 +402,10 @@ class ServedSession:
     # work
 
     def post(self, text: str) -> bool:
-        """Send a message: it starts a run now, or after the current one (True: queued)."""
+        """Send a message: it starts a run now, or after the current one (True: queued).
+        A queued message is on disk before it is accepted, so a crash cannot lose it."""
         if self.running or self.approver.paused:
+            self._keep_queue([*self._messages, text])
             self._messages.append(text)
             return True
         self.approver.forget_kept()
@@ -414,6 +424,8 @@ class ServedSession:
         drop the messages queued so far; whether there was one. `reason` is recorded as
         the run's end. A message sent while the run stops runs after it."""
         self._messages.clear()
+        if not self.approver.closing:  # closing keeps them (`close`)
+            self._keep_queue([])
         task = self._task
         if task is None or task.done():
             # Closing (SIGTERM, DELETE): a call a restart left paused stays pending in
@@ -455,6 +467,7 @@ class ServedSession:
         self.emit(RunStarted(task=task, model=setup.model.model_id,
                              workspace=str(setup.workspace), session_id=self.id,
                              origin="user" if text is not None else "lathe"))  # fmt: skip
+        self._keep_queue(self._messages)  # those this run took are its task now
         try:
             with contextlib.ExitStack() as held:
                 if setup.approval != "read-only":
@@ -534,6 +547,35 @@ class ServedSession:
             results += refused_results([call], text, summary, self.emit, started=seen)
         self._answer_calls(results)
 
+    def _keep_queue(self, messages: list[str]) -> None:
+        """Write the queued `messages` beside the session file (0600: they are the
+        person's words), or remove the file when there are none."""
+        from lathe.atomic_write import write_atomic
+
+        if messages:
+            write_atomic(self._queue_file, json.dumps(messages).encode(), mode=0o600)
+        else:
+            self._queue_file.unlink(missing_ok=True)
+
+    def _keep_unrun(self, messages: list[str]) -> None:
+        """Queued messages the server stopped (or died) before running: the person's
+        words stay in the conversation, where the next run reads them, and the stream
+        says so; then they are no longer queued."""
+        from lathe.events import Notice
+        from lathe.types import UserMessage
+
+        queued = "\n\n".join(messages)
+        self.agent.append(UserMessage(content=queued))
+        self.emit(
+            Notice(
+                level="warning",
+                message="the server stopped before your queued message ran; it is kept in "
+                f"the conversation and the model reads it with your next message: "
+                f"{_preview(queued)}",
+            )
+        )
+        self._keep_queue([])
+
     def _answer_calls(self, results: list[Any]) -> None:
         """Record the results of the last reply's calls, right after that reply: a
         message kept since (queued when the server stopped while an approval held a
@@ -552,21 +594,10 @@ class ServedSession:
         a `start` that failed part way: what it built is closed, nothing more."""
         if hasattr(self, "approver"):  # built: there may be a run to stop
             self.approver.closing = True
-            queued = "\n\n".join(self._messages)
+            queued = list(self._messages)
             await self.abort("the server stopped, or stopped serving this session")
-            if queued:  # the person's words stay: the next run (a resume) reads them
-                from lathe.events import Notice
-                from lathe.types import UserMessage
-
-                self.agent.append(UserMessage(content=queued))
-                self.emit(
-                    Notice(
-                        level="warning",
-                        message="the server stopped before your queued message ran; it is "
-                        "kept in the conversation and the model reads it with your next "
-                        f"message: {_preview(queued)}",
-                    )
-                )
+            if queued:
+                self._keep_unrun(queued)
         self.stopped = True
         for subscriber in list(self._subscribers):
             subscriber.stop()
@@ -579,6 +610,27 @@ class ServedSession:
             close()
         self.journal.close()
         self.session.close()
+
+
+def _read_queue(path: Path) -> list[str]:
+    """The messages a queue file keeps (none without one). One that cannot be read is
+    a UsageError, not messages silently dropped: the session is then not served."""
+    from lathe.errors import UsageError
+
+    try:
+        kept = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        problem = str(exc)
+    else:
+        if isinstance(kept, list) and all(isinstance(m, str) for m in kept):
+            return kept
+        problem = "not a list of messages"
+    raise UsageError(
+        f"cannot read the queued messages in {path} ({problem}); move the file aside to "
+        "serve the session without them"
+    )
 
 
 def _diff_of(tools: Any, request: Any, workspace: Path) -> str | None:
