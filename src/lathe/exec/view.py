@@ -10,34 +10,51 @@ a command may read or write.
 Deny patterns are matched against the workspace when the view is built, that is when a
 command starts: a file created later escapes them (the executors move aside what a
 command creates under an edit-denied name; see `lathe.exec.sandboxed`).
+
+git's config in the home folder is shown as it is only when nothing in it is a
+credential; otherwise a copy without those entries is shown in its place (`copies`), so
+git inside still knows the user's name, email and aliases and no command reads a token
+an `insteadOf` URL or an `extraheader` holds.
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import os
+import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lathe.exec.env import holds_secret_value
 from lathe.patterns import compiled
 
 # Read-only from the home directory, so the usual toolchains work: interpreters and
-# their packages, and git's identity. Credentials (~/.ssh, ~/.aws, ~/.netrc) stay out.
-# Not all of ~/.local: its share/ and state/ hold keyrings and shell histories.
+# their packages, and the files git reads beside its config. Credentials (~/.ssh, ~/.aws,
+# ~/.netrc) stay out. Not all of ~/.local: its share/ and state/ hold keyrings and shell
+# histories. Not all of ~/.config/git: its credential store, and files a config
+# includes, may hold tokens.
 HOME_TOOLS = (
     ".pyenv", ".local/bin", ".local/lib", ".local/share/pipx", ".local/share/uv", ".cargo",
-    ".rustup", ".nvm", ".volta", ".bun", ".deno", ".gitconfig", ".config/git",
+    ".rustup", ".nvm", ".volta", ".bun", ".deno", ".config/git/ignore",
+    ".config/git/attributes",
 )  # fmt: skip
 # Stored credentials inside those toolchain folders: masked like a denied path (cargo's
-# crates.io token, git's credential store, uv's index passwords were readable).
+# crates.io token, uv's index passwords were readable).
 HOME_CREDENTIALS = (
-    ".cargo/credentials", ".cargo/credentials.toml", ".config/git/credentials",
-    ".local/share/uv/credentials",
+    ".cargo/credentials", ".cargo/credentials.toml", ".local/share/uv/credentials",
 )  # fmt: skip
+# git's own config, shown as it is or as a copy without its credentials (`_git_configs`).
+GIT_CONFIGS = (".gitconfig", ".config/git/config")
+# Names of git settings that hold a secret whatever their value: sendemail.smtpPass,
+# github.token, hub.oauthtoken (not core.askPass, a program). Every credential.* entry
+# (a helper may be a script printing the password) and http.*.extraHeader go too.
+_GIT_SECRET_NAME = re.compile(r"(?<!ask)pass(word)?$|token|secret|apikey|privatekey")
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 # Binding these read-only would undo the sandbox's own root or its private /tmp.
@@ -56,7 +73,9 @@ class SandboxView:
     `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
     empty file nobody may open). `covered`: folders inside the tools shown as empty
     ones, the workspace still bound on top (lathe's data dir under ~/.local holds every
-    session, patch and subagent worktree). A private, empty /tmp lies under all of them."""
+    session, patch and subagent worktree). `copies`: (where, the file shown there) for
+    files lathe wrote in place of the user's, shown read-only on top of the tools: git's
+    config without its credentials. A private, empty /tmp lies under all of them."""
 
     workspace: Path
     cwd: Path
@@ -66,6 +85,7 @@ class SandboxView:
     read_only: tuple[Path, ...]
     hidden: tuple[Path, ...]
     covered: tuple[Path, ...] = ()
+    copies: tuple[tuple[Path, Path], ...] = ()
 
 
 def sandbox_view(
@@ -99,7 +119,8 @@ def sandbox_view(
     if hide_git:  # nested ones too: a submodule's objects lie in the outer .git
         hidden += compiled((".git",)).existing(workspace)
     home = home or Path.home()
-    tools = tuple(tool_paths(home, extra_read_only))
+    shown_git, git_copies = _git_configs(home)
+    tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
     return SandboxView(
         workspace=workspace,
@@ -108,6 +129,7 @@ def sandbox_view(
         system=tuple(system),
         tools=tools,
         covered=_covered(tools),
+        copies=tuple(git_copies),
         read_only=tuple(p for p in dict.fromkeys(shown_read_only) if p is not None),
         hidden=tuple(p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p),
     )
@@ -148,6 +170,106 @@ def tool_paths(home: Path, extra: Sequence[Path] = ()) -> list[Path]:
             continue
         chosen.append(path)
     return chosen
+
+
+def _git_configs(home: Path) -> tuple[list[Path], list[tuple[Path, Path]]]:
+    """git's config files in `home`: those shown as they are, and (where, copy) for
+    those shown as a copy without their credentials. One git cannot read is neither."""
+    shown, copies = [], []
+    for path in (home / name for name in GIT_CONFIGS):
+        shown_as = _without_credentials(path) if path.is_file() else None
+        if shown_as == path:
+            shown.append(path)
+        elif shown_as is not None:
+            copies.append((path, shown_as))
+    return shown, copies
+
+
+# Each config's judgement, kept while the file is unchanged: the view is built for every
+# command, and reading a config takes a git process.
+_judged: dict[Path, tuple[tuple[int, ...], Path | None]] = {}
+
+
+def _without_credentials(path: Path) -> Path | None:
+    """`path` when no entry in it is a credential, else a copy without those entries
+    (in lathe's scratch folder, removed when lathe exits); None when git cannot read it."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    if path in _judged and _judged[path][0] == stamp:
+        return _judged[path][1]
+    try:  # git reads it as git will: quoting, continued lines, comments
+        listed = subprocess.run(
+            ["git", "config", "--file", str(path), "--no-includes", "--list", "-z"],
+            capture_output=True, cwd="/", timeout=10, check=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"},
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        _judged[path] = (stamp, None)
+        return None
+    entries = []
+    for item in listed.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]:
+        key, newline, value = item.partition("\n")
+        entries.append((key, value if newline else None))
+    kept = [(key, value) for key, value in entries if not _git_credential(key, value)]
+    shown_as = path if len(kept) == len(entries) else _written_config(kept)
+    _judged[path] = (stamp, shown_as)
+    return shown_as
+
+
+def _git_credential(key: str, value: str | None) -> bool:
+    """Whether a git setting (`section.subsection.name`, as `git config --list` names
+    it) is a credential: by its name, or a secret in its subsection (a URL's token) or
+    its value (`lathe.exec.env.holds_secret_value`)."""
+    section, _, rest = key.partition(".")
+    subsection, _, name = rest.rpartition(".")
+    return (
+        section == "credential"
+        or name == "extraheader"
+        or bool(_GIT_SECRET_NAME.search(name))
+        or holds_secret_value(subsection)
+        or holds_secret_value(value or "")
+    )
+
+
+def _written_config(entries: Sequence[tuple[str, str | None]]) -> Path:
+    """A git config file holding `entries`, in order, each value quoted. One file for
+    each content, never rewritten: a command still running keeps the one it was shown."""
+    lines, header = [], ""
+    for key, value in entries:
+        section, _, rest = key.partition(".")
+        subsection, dot, name = rest.rpartition(".")
+        wanted = f'[{section} "{_quoted(subsection)}"]' if dot else f"[{section}]"
+        if wanted != header:
+            lines.append(header := wanted)
+        lines.append(f"\t{name}" if value is None else f'\t{name} = "{_quoted(value)}"')
+    data = "\n".join([*lines, ""]).encode("utf-8", "surrogateescape")
+    copy = _copies_folder() / f"gitconfig-{hashlib.sha256(data).hexdigest()[:16]}"
+    if not copy.exists():
+        written = copy.with_name(f"{copy.name}.{os.urandom(4).hex()}")  # threads may race
+        written.write_bytes(data)
+        os.replace(written, copy)
+    return copy
+
+
+def _quoted(text: str) -> str:
+    """`text` as it goes between double quotes in a git config."""
+    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t"), ("\b", "\\b")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+@functools.lru_cache(maxsize=1)
+def _copies_folder() -> Path:
+    """Where this process writes the files shown in place of the user's, removed when
+    it exits (every sandbox it bound one into has ended)."""
+    from lathe.exec.scratch import scratch_folder
+
+    folder = scratch_folder("home-copies", reachable=True)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _mounted(path: Path, workspace: Path, *, inside_only: bool = False) -> Path | None:
