@@ -95,13 +95,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     app.add_middleware(_BodyLimit)  # inside the token gate: a stranger's body is never read
     app.add_middleware(_TokenGate, token_ok=token_ok)
 
-    def served(session_id: str) -> Any:
-        try:
-            return manager.get(session_id)
-        except UnknownSession:
-            raise HTTPException(
-                404, f"no session {session_id} is served here; list them with GET /v1/sessions"
-            ) from None
+    served = manager.get  # UnknownSession: a 404 (`_unknown`)
 
     v1 = f"/{API_VERSION}"
 
@@ -112,6 +106,10 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _bad_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"error": f"bad request: {_body_problems(request, exc)}"}, 422)
+
+    @app.exception_handler(UnknownSession)  # also when a session goes while a call waits
+    async def _unknown(request: Request, exc: UnknownSession) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, 404)
 
     @app.exception_handler(LatheError)
     async def _lathe_error(request: Request, exc: LatheError) -> JSONResponse:
@@ -161,7 +159,6 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.delete(f"{v1}/sessions/{{session_id}}")
     async def delete_session(session_id: str) -> dict[str, Any]:
-        served(session_id)
         stopped = await manager.delete(session_id)
         return {"id": stopped.id, "status": "stopped", "session_file": str(stopped.session.path)}
 
@@ -176,18 +173,12 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.post(f"{v1}/sessions/{{session_id}}/fork", status_code=201)
     async def fork(session_id: str) -> dict[str, Any]:
-        served(session_id)
         return (await manager.fork(session_id)).summary()
 
     @app.post(f"{v1}/sessions/{{session_id}}/resume", status_code=201)
     async def resume(session_id: str, options: ResumeOptions | None = None) -> dict[str, Any]:
         changes = options.model_dump(exclude_none=True) if options else {}
-        try:
-            return (await manager.resume(session_id, changes)).summary()
-        except UnknownSession:
-            raise HTTPException(
-                404, f"no stored session {session_id}; see `lathe sessions list`"
-            ) from None
+        return (await manager.resume(session_id, changes)).summary()
 
     @app.get(f"{v1}/sessions/{{session_id}}/approvals")
     async def approvals(session_id: str) -> dict[str, Any]:

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
 
 
 class UnknownSession(LookupError):
-    """No session with that id is served here (or stored, for resume)."""
+    """No session with that id is served here (or stored, for resume); its text says
+    so, for the client."""
+
+    def __init__(self, session_id: str, *, stored: bool = False) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"no stored session {session_id}; see `lathe sessions list`"
+            if stored
+            else f"no session {session_id} is served here; list them with GET /v1/sessions"
+        )
 
 
 class SessionConflict(UsageError):
@@ -133,7 +142,7 @@ class SessionManager:
         try:
             path = await asyncio.to_thread(self.store.find, session_id)
         except UsageError:
-            raise UnknownSession(session_id) from None
+            raise UnknownSession(session_id, stored=True) from None
         async with self._lock:
             if any(Path(s.session.path) == path for s in self.sessions.values()):
                 raise SessionConflict(
