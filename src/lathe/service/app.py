@@ -159,8 +159,7 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.delete(f"{v1}/sessions/{{session_id}}")
     async def delete_session(session_id: str) -> dict[str, Any]:
-        stopped = await manager.delete(session_id)
-        return {"id": stopped.id, "status": "stopped", "session_file": str(stopped.session.path)}
+        return await manager.delete(session_id)
 
     @app.post(f"{v1}/sessions/{{session_id}}/messages", status_code=202)
     async def post_message(session_id: str, message: Message) -> dict[str, Any]:

@@ -474,7 +474,7 @@ class ServedSession:
                     held.enter_context(
                         hold_workspace(
                             setup.workspace,
-                            doing="lathe serve",
+                            doing=f"lathe serve session {self.id}",  # which, for a refusal
                             when_busy="then send the message again",
                         )
                     )

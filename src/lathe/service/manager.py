@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,15 @@ class UnknownSession(LookupError):
             if stored
             else f"no session {session_id} is served here; list them with GET /v1/sessions"
         )
+
+
+@dataclass
+class _Unserved:
+    """A registry record a start could not serve (see `SessionManager.problems`)."""
+
+    problem: str
+    path: Path  # the record's file
+    record: SessionRecord | None  # None: the file could not be read
 
 
 class SessionConflict(UsageError):
@@ -66,36 +76,65 @@ class SessionManager:
         self.keep_records = keep_records
         self.any_endpoint = any_endpoint
         self.sessions: dict[str, ServedSession] = {}
-        self.problems: list[str] = []  # records a restart could not bring back, and why
+        self._unserved: dict[str, _Unserved] = {}  # by id: records a start could not serve
         self._stopped: dict[str, SessionRecord] = {}  # sessions no longer served, by id
         self._stopped_dir = self.registry / "stopped"
         self._lock = asyncio.Lock()
 
+    @property
+    def problems(self) -> list[str]:
+        """Why each record a start could not serve is not served, and what a client can
+        do about it (resume it once that is fixed, or delete its record)."""
+        return [unserved.problem for unserved in self._unserved.values()]
+
     async def restore(self) -> None:
-        """Bring back every session the registry names (after a restart or a crash).
-        One that cannot come back is named in `problems`, its files left alone and
-        unlocked (resume it once its workspace is back)."""
+        """Bring back every session the registry names (after a restart or a crash),
+        the oldest first. One that cannot come back — its workspace gone, one it shares
+        with a session served already, a start that fails — is named in `problems`, its
+        files left alone and unlocked, until it is resumed or deleted."""
         if not self.keep_records:
             return
+        records: list[tuple[SessionRecord, Path]] = []
         for path in sorted(self.registry.glob("*.json")):
             try:
-                record = SessionRecord.model_validate_json(path.read_text())
+                records.append((SessionRecord.model_validate_json(path.read_text()), path))
             except (OSError, ValueError) as exc:
-                self.problems.append(f"{path.name}: unreadable ({exc})")
-                continue
-            try:
-                session = await asyncio.to_thread(self.store.open_path, Path(record.session_path))
-            except Exception as exc:
-                self.problems.append(f"session {record.id}: {exc}")
-                continue
-            served = ServedSession(record, session, self.limits)
-            try:
-                await served.start()
-            except Exception as exc:  # one broken session must not keep the others down
-                await served.close()
-                self.problems.append(f"session {record.id}: {exc}")
-                continue
-            self.sessions[served.id] = served
+                problem = f"{path.name}: unreadable ({exc}); {_drop(path.stem)}"
+                self._unserved[path.stem] = _Unserved(problem, path, None)
+        for record, path in sorted(records, key=lambda found: (found[0].created, found[0].id)):
+            problem = await self._restore(record)
+            if problem:
+                self._unserved[record.id] = _Unserved(
+                    f"session {record.id}: {problem}", path, record
+                )
+
+    async def _restore(self, record: SessionRecord) -> str:
+        """Serve `record` again; what kept it from being served ("" when served)."""
+        workspace = Path(record.workspace)
+        if not workspace.is_dir():
+            return (
+                f"its workspace {workspace} is not there; POST /v1/sessions/{record.id}/resume "
+                f"once it is back, or {_drop(record.id)}"
+            )
+        if other := self._overlapping(workspace.resolve()):
+            return (
+                f"its workspace {workspace} overlaps {other[1]}, where session {other[0]} "
+                f"works, served first; {_drop(record.id)}, or delete {other[0]} and then "
+                f"POST /v1/sessions/{record.id}/resume"
+            )
+        advice = f"POST /v1/sessions/{record.id}/resume once that is fixed, or {_drop(record.id)}"
+        try:
+            session = await asyncio.to_thread(self.store.open_path, Path(record.session_path))
+        except Exception as exc:
+            return f"{exc}; {advice}"
+        served = ServedSession(record, session, self.limits)
+        try:
+            await served.start()
+        except Exception as exc:  # one broken session must not keep the others down
+            await served.close()
+            return f"{exc}; {advice}"
+        self.sessions[served.id] = served
+        return ""
 
     def get(self, session_id: str) -> ServedSession:
         served = self.sessions.get(session_id)
@@ -150,24 +189,35 @@ class SessionManager:
                 )
             session = await asyncio.to_thread(self.store.open_path, path)
             try:
-                earlier = self._options_before(session)
-                options = SessionOptions.model_validate({**earlier,
+                earlier = self._earlier_record(session.id)
+                options = SessionOptions.model_validate({**self._options_before(session, earlier),
                                                          "workspace": session.header.cwd,
                                                          **changes})  # fmt: skip
-                self._free_workspace(options.workspace)
+                self._free_workspace(options.workspace, besides=session.id)
             except BaseException:
                 session.close()
                 raise
-            served = await self._serve(options, session)
+            served = await self._serve(options, session, created=earlier and earlier.created)
             (self._stopped_dir / f"{served.id}.json").unlink(missing_ok=True)
+            self._unserved.pop(served.id, None)  # served now: no longer a problem
             return served
 
-    async def delete(self, session_id: str) -> ServedSession:
-        """Stop serving the session; its files stay (resume it again later)."""
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        """Stop serving the session, or drop the record of one a start could not serve
+        (listed in `problems`); its files stay (resume it again later). What stopped:
+        its id, status and session file."""
         async with self._lock:
-            served = self.get(session_id)
-            await self._stop(served)
-        return served
+            unserved = self._unserved.pop(session_id, None)
+            if unserved is not None:
+                self._put_aside(session_id, unserved.path)
+                if unserved.record is not None:
+                    self._stopped[session_id] = unserved.record
+                path = unserved.record and unserved.record.session_path
+            else:
+                served = self.get(session_id)
+                await self._stop(served)
+                path = str(served.session.path)
+        return {"id": session_id, "status": "stopped", "session_file": path}
 
     async def close(self) -> None:
         """Server shutdown: stop every run; the registry keeps the sessions for the next."""
@@ -192,12 +242,20 @@ class SessionManager:
         }
 
     async def _serve(
-        self, options: SessionOptions, session: Any, *, new: bool = False, kept: bool = True
+        self,
+        options: SessionOptions,
+        session: Any,
+        *,
+        new: bool = False,
+        kept: bool = True,
+        created: str | None = None,
     ) -> ServedSession:
         """Serve `session`; when it cannot start, a `new` one's files are removed, so a
-        failed create leaves nothing behind."""
+        failed create leaves nothing behind. `created`: when it was first served (a
+        resumed session keeps its record's)."""
+        when = {"created": created} if created else {}
         record = SessionRecord(**options.model_dump(), id=session.id,
-                               session_path=str(session.path))  # fmt: skip
+                               session_path=str(session.path), **when)  # fmt: skip
         served = ServedSession(record, session, self.limits)
         try:
             await served.start()
@@ -216,30 +274,37 @@ class SessionManager:
         the options it was served with and a restart does not serve it again."""
         self.sessions.pop(served.id, None)
         self._stopped[served.id] = served.record
-        if self.keep_records:
-            self._stopped_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            name = f"{served.id}.json"
-            with contextlib.suppress(FileNotFoundError):
-                (self.registry / name).replace(self._stopped_dir / name)
+        self._put_aside(served.id, self.registry / f"{served.id}.json")
         await served.close()
 
-    def _options_before(self, session: Any) -> dict[str, Any]:
-        """What a resumed session keeps unless changed: the options it was last served
-        with; for one `lathe run` made, the model it last used. Never a default in their
-        place: a conversation must not go to another model or endpoint, nor run under a
-        looser approval, without the client saying so."""
-        from lathe.session import ModelChangeEntry
+    def _put_aside(self, session_id: str, record: Path) -> None:
+        """Move a record to `stopped/`: a restart does not serve it again, and a resume
+        starts from its options."""
+        if self.keep_records:
+            self._stopped_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(FileNotFoundError):
+                record.replace(self._stopped_dir / f"{session_id}.json")
 
-        record = self._stopped.get(session.id)
-        # Stopped, or still in the registry: a session that could not come back at the
-        # start (its workspace was away) keeps its record there.
+    def _earlier_record(self, session_id: str) -> SessionRecord | None:
+        """The record the session was last served with: stopped, or still in the
+        registry (a session a start could not serve keeps its record there)."""
+        record = self._stopped.get(session_id)
         for path in (
-            self._stopped_dir / f"{session.id}.json",
-            self.registry / f"{session.id}.json",
+            self._stopped_dir / f"{session_id}.json",
+            self.registry / f"{session_id}.json",
         ):
             if record is None and self.keep_records and path.is_file():
                 with contextlib.suppress(OSError, ValueError):
                     record = SessionRecord.model_validate_json(path.read_text())
+        return record
+
+    def _options_before(self, session: Any, record: SessionRecord | None) -> dict[str, Any]:
+        """What a resumed session keeps unless changed: the options of its `record`;
+        for one `lathe run` made, the model it last used. Never a default in their
+        place: a conversation must not go to another model or endpoint, nor run under a
+        looser approval, without the client saying so."""
+        from lathe.session import ModelChangeEntry
+
         if record is not None:
             return record.model_dump(include=_OPTIONS - {"workspace"}, exclude_none=True)
         changes = [e for e in session.branch() if isinstance(e, ModelChangeEntry)]
@@ -265,9 +330,10 @@ class SessionManager:
                 "the server with serve.any_endpoint = true"
             )
 
-    def _free_workspace(self, workspace: str) -> Path:
-        """The workspace, resolved; refused when it overlaps a live session's or holds the
-        server's data folder."""
+    def _free_workspace(self, workspace: str, *, besides: str = "") -> Path:
+        """The workspace, resolved; refused when it overlaps the workspace of a live
+        session or of a record a start could not serve (but session `besides`, the one
+        being resumed), or holds the server's data folder."""
         path = Path(workspace)  # `~` is the server's home, not the client's: refused
         if not path.is_absolute():
             raise UsageError(f"workspace {workspace!r} is not an absolute path; give one")
@@ -285,14 +351,28 @@ class SessionManager:
                 "(its token, sessions and records): an agent working there could read the "
                 "token and rewrite them; give a folder apart from it"
             )
-        for other in self.sessions.values():
-            theirs = Path(other.setup.workspace)
-            if path == theirs or path.is_relative_to(theirs) or theirs.is_relative_to(path):
+        if other := self._overlapping(path):
+            raise SessionConflict(
+                f"workspace {path} overlaps {other[1]}, where session {other[0]} works; "
+                "give each session its own folder (or delete that session first)"
+            )
+        for session_id, unserved in self._unserved.items():
+            theirs = unserved.record and Path(unserved.record.workspace).resolve()
+            if theirs and session_id != besides and _overlap(path, theirs):
                 raise SessionConflict(
-                    f"workspace {path} overlaps {theirs}, where session {other.id} works; "
-                    "give each session its own folder (or delete that session first)"
+                    f"workspace {path} overlaps {theirs}, the workspace of session "
+                    f"{session_id}, which a restart could not serve; POST "
+                    f"/v1/sessions/{session_id}/resume to serve it, or {_drop(session_id)}"
                 )
         return path
+
+    def _overlapping(self, path: Path) -> tuple[str, Path] | None:
+        """The id and workspace of a live session whose workspace overlaps `path`."""
+        for other in self.sessions.values():
+            theirs = Path(other.setup.workspace)
+            if _overlap(path, theirs):
+                return other.id, theirs
+        return None
 
 
 def server_manager(max_commands: int | None, *, keep_records: bool = True) -> SessionManager:
@@ -324,6 +404,14 @@ def _serve_config(home: Path) -> ServeConfig:
     if message:
         raise UsageError(message)
     return loaded.config.serve
+
+
+def _overlap(one: Path, other: Path) -> bool:
+    return one == other or one.is_relative_to(other) or other.is_relative_to(one)
+
+
+def _drop(session_id: str) -> str:
+    return f"DELETE /v1/sessions/{session_id} to drop its record (its files stay)"
 
 
 def _discard(session_path: Path) -> None:
