@@ -93,3 +93,29 @@ def test_the_chain_found_is_the_longest_not_a_commit_a_race_left_behind(
     again = Checkpoints(ws, home).list()
 
     assert [c.commit for c in again] == [c.commit for c in chain]
+
+
+def test_a_mend_that_fails_leaves_the_torn_ref_rather_than_none(
+    cp: Checkpoints, ws: Path, home: Path, monkeypatch
+) -> None:
+    # The torn file went before the tip was found: a failure after that left no ref,
+    # which every later look read as "no checkpoints yet" with no error.
+    from lathe.checkpoint.shadow import ShadowRepo
+    from lathe.errors import LatheError
+
+    (ws / "a").write_text("0\n")
+    cp.before_turn(1)
+    shell(ws, "echo 1 > a")
+    cp.after_turn(1)
+    the_ref(home).write_bytes(b"")
+    real = ShadowRepo._git
+
+    def failing(self, *args, **kwargs):
+        if args and args[0] == "rev-list":
+            raise LatheError("git rev-list failed")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ShadowRepo, "_git", failing)
+    with pytest.raises(LatheError):
+        Checkpoints(ws, home).list()
+    assert the_ref(home).exists()

@@ -236,8 +236,8 @@ class ShadowRepo:
             "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)"
         )
         commits = [line[7:] for line in listed.decode().splitlines() if line.startswith("commit ")]
-        ref.unlink()
         if not commits:
+            ref.unlink()
             return
         walked = self._git(
             "rev-list", "--no-walk=unsorted", "--parents", "--timestamp", "--stdin",
@@ -260,6 +260,9 @@ class ShadowRepo:
                 below += 1
                 depth[step] = below
         tip = max(parent, key=lambda c: (depth[c], stamp[c], c))
+        # Only now: a failure above leaves the torn file, which says the store is broken,
+        # rather than no ref at all, which says there are no checkpoints.
+        ref.unlink()
         self._git("update-ref", "-m", "checkpoint ref mended", REF, tip, "0" * 40)
 
     def commit(self, tree: str, parent: str | None, message: str) -> str:
