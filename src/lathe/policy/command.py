@@ -103,8 +103,13 @@ def analyze(
     try:
         return _analyze(command, workspace, home, os.environ if environ is None else environ)
     except RecursionError:  # `((((...))))` a thousand deep: refused, not a crash of the run
-        reason = "the command is nested too deeply for the guard to follow"
-        return Analysis("deny", (reason,), (Finding("deny", reason),), ())
+        return _refused("the command is nested too deeply for the guard to follow")
+    except OSError as error:  # a path the guard could not look at: refused, not a crash
+        return _refused(f"could not judge the command: {error}")
+
+
+def _refused(reason: str) -> Analysis:
+    return Analysis("deny", (reason,), (Finding("deny", reason),), ())
 
 
 def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, str]) -> Analysis:

@@ -98,9 +98,18 @@ def after(
 
 
 def _went(moved: Dirs, stayed: Dirs) -> list[Dirs]:
-    if moved.cwd is not None and moved.cwd.is_dir():
+    if moved.cwd is not None and _is_dir(moved.cwd):
         return [moved]
     return [moved, stayed]
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether `path` is a folder on disk; False (the `cd` may fail) when that cannot be
+    checked: a name too long, a folder this user may not enter."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _cd_target(name: str, cwd: Path | None, home: Path, cdpath: str | None) -> Path | None:
@@ -115,7 +124,7 @@ def _cd_target(name: str, cwd: Path | None, home: Path, cdpath: str | None) -> P
             entry = str(home) + entry[1:]
         folder = join_path(cwd, entry or ".")
         candidate = None if folder is None else folder / name
-        if candidate is not None and candidate.is_dir():
+        if candidate is not None and _is_dir(candidate):
             return candidate
     return join_path(cwd, name)
 
