@@ -116,14 +116,34 @@ def key_prefix(value: str) -> str | None:
     return match.group() if match and len(value) >= 16 else None
 
 
-_SECRET_PARAMETER = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
+# Words naming a credential, matched as whole parts of a name (`api_key`, `apiKey`,
+# `X-Auth-Token`, `X-Amz-Signature`) or as the whole name run together (`apikey`): a
+# piece of a word is none (`assignee`, `keywords`, `author`, `design`, `passenger`).
+CREDENTIAL_WORDS = frozenset(
+    {
+        "key", "apikey", "accesskey", "accountkey", "sharedaccesskey", "privatekey",
+        "token", "accesstoken", "authtoken", "refreshtoken", "idtoken", "jwt",
+        "secret", "clientsecret", "password", "passwd", "pwd", "pass", "passphrase",
+        "auth", "authorization", "sig", "signature", "sharedaccesssignature",
+        "credential", "credentials",
+    }
+)  # fmt: skip
+# A name's parts: words split at `_`, `-`, `.` and case (`XAPIKey` is X, API, Key).
+_NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SECRET_HEADER = re.compile(r"cookie|credential", re.IGNORECASE)
+
+
+def secret_parameter(name: str) -> bool:
+    """Whether a query parameter, a field or a header of this name carries a credential:
+    a part of it, or all of it run together, is one of `CREDENTIAL_WORDS`."""
+    parts = [part.lower() for part in _NAME_PART.findall(name)]
+    return "".join(parts) in CREDENTIAL_WORDS or any(p in CREDENTIAL_WORDS for p in parts)
 
 
 def secret_header(name: str) -> bool:
     """Whether an HTTP header of this name carries a credential, whatever its value
     looks like (`Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`)."""
-    return bool(_SECRET_PARAMETER.search(name) or _SECRET_HEADER.search(name))
+    return secret_parameter(name) or bool(_SECRET_HEADER.search(name))
 
 
 def url_secrets(url: str) -> list[str]:
@@ -151,7 +171,7 @@ def url_credentials(url: str) -> list[tuple[str, str]]:
     except ValueError:
         return []
     found = [("password", password)] if password else []
-    found += [(k, v) for k, v in parse_qsl(parts.query) if v and _SECRET_PARAMETER.search(k)]
+    found += [(k, v) for k, v in parse_qsl(parts.query) if v and secret_parameter(k)]
     return found
 
 
