@@ -85,12 +85,10 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
         redoc_url=None,
     )
 
-    def token_ok(authorization: str) -> bool:
-        scheme, _, given = authorization.partition(" ")
-        expected = token.encode()
-        return scheme.lower() == "bearer" and secrets.compare_digest(
-            given.strip().encode("utf-8", "surrogateescape"), expected
-        )
+    def token_ok(authorization: bytes) -> bool:
+        """The header's own bytes against the token's (printable ASCII: `server.py`)."""
+        scheme, _, given = authorization.partition(b" ")
+        return scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), token.encode())
 
     app.add_middleware(_BodyLimit)  # inside the token gate: a stranger's body is never read
     app.add_middleware(_TokenGate, token_ok=token_ok)
@@ -300,8 +298,7 @@ class _TokenGate:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if path.startswith(("/v1", "/mcp")):
             headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"").decode("latin-1")
-            if not self.token_ok(given):
+            if not self.token_ok(headers.get(b"authorization", b"")):
                 refused = JSONResponse(
                     {"error": "unauthorized"}, 401, headers={"WWW-Authenticate": "Bearer"}
                 )

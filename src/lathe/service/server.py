@@ -25,22 +25,39 @@ def default_token_file(home: Path) -> Path:
 
 
 def read_or_create_token(path: Path) -> tuple[str, bool]:
-    """The token in `path`, or a new one written there (0600); whether it is new."""
+    """The token in `path`, or a new one written there (0600); whether it is new. A
+    token must be printable ASCII: HTTP does not say how a header's other bytes read
+    (the server takes them as latin-1), and browsers and httpx refuse to send them, so
+    such a token would never match; it is refused here rather than at every request."""
     try:
-        token = path.read_text().strip()
+        token = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         pass
-    except OSError as exc:
-        raise UsageError(f"cannot read the token file {path}: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise UsageError(f"cannot read the token file {path}: {why}") from None
     else:
         if not token:
             raise UsageError(f"the token file {path} is empty; put a token in it or remove it")
+        if not (token.isascii() and token.isprintable()):
+            raise UsageError(
+                f"the token in {path} holds characters other than printable ASCII, which "
+                "HTTP headers do not carry reliably; use letters, digits and punctuation "
+                "(or remove the file for a new token)"
+            )
         return token, False
     token = secrets.token_urlsafe(32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(token + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(token + "\n")
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and exc.filename != str(path) else ""
+        raise UsageError(
+            f"cannot create the token file {path}: {exc.strerror or exc}{where}; give a "
+            "--token-file in a folder lathe can write"
+        ) from None
     return token, True
 
 
