@@ -15,7 +15,13 @@ from lathe.exec.env import command_environment, holds_secret, secret_values
 HIDDEN = {
     "BW_SESSION": "Yp3Qx9mZr2Lk8vT0aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567==",
     "OP_SESSION_my": "Aq1Bw2Ce3Dr4Ft5Gy6Hu7Ji8Ko9Lp0",
-    "MY_CLI_SESSION": "c2Vzc2lvbi10b2tlbi0xMjM0",
+    "OP_SESSION": "Aq1Bw2Ce3Dr4Ft5Gy6Hu7Ji8Ko9Lp0",
+    "SESSION_TOKEN": "c2Vzc2lvbi10b2tlbi0xMjM0",
+    "FLASK_SESSION_SECRET": "flask-1234",
+    "DB_PASSWD": "pw-1",
+    "DB_PASS": "pw-2",
+    "MYSQL_PWD": "pw-3",
+    "REDIS_PASSWORD": "pw-4",
     "AUTHORIZATION": "Bearer Zk8Xq2Lm9Np4Rt7Vw1",
     "HTTP_AUTHORIZATION": "Basic YWxhZGRpbjpvcGVuc2VzYW1l",
     "PGPASS": "pgPw-7731-xyz",
@@ -52,6 +58,11 @@ KEPT = {
     "HTTP_PROXY": "http://proxy:3128", "PIP_INDEX_URL": "https://pypi.org/simple",
     "LS_COLORS": "rs=0:di=01;34:ln=01;36",
     "CI_COMMIT_SHA": "4f2c1d0e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d",
+    # A password or a session only as a piece of a word, or a session that is no token.
+    "COMPASS_URL": "https://compass.example", "ENCOMPASS_HOME": "/opt/encompass",
+    "PASS_THROUGH": "1", "NO_PASS": "1", "SURPASS_LIMIT": "10", "BYPASS_CACHE": "1",
+    "TMUX_SESSION": "main", "PIPENV_SESSION": "abc", "SCREEN_SESSION": "dev",
+    "TMUX": "/tmp/tmux-1000/default,1234,0", "TMUX_PANE": "%3",
 }  # fmt: skip
 
 
