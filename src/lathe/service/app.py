@@ -99,6 +99,8 @@ def create_app(manager: SessionManager, token: str) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)  # FastAPI's too, and unknown routes
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if unread := _unreadable_body(exc):
+            return JSONResponse({"error": f"bad request: {unread}"}, 422)
         return JSONResponse({"error": exc.detail}, exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -283,6 +285,21 @@ def _body_problems(request: Request, exc: RequestValidationError) -> str:
             shown = ".".join(str(part) for part in where) or "body"
             problems.append(f"{shown}: {error['msg']}")
     return "; ".join(dict.fromkeys(problems))
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> str:
+    """Why a JSON body could not be read, when FastAPI answers it with a bare 400
+    ("There was an error parsing the body", raised from the cause); "" for any other
+    error. Invalid JSON is a validation error instead (`_body_problems`)."""
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return (
+            f"the body is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at position "
+            f"{cause.start}); send JSON encoded as UTF-8"
+        )
+    if isinstance(cause, RecursionError):
+        return "the body's JSON is nested too deeply to read; send a flatter body"
+    return ""
 
 
 class _TokenGate:
