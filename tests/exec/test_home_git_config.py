@@ -82,6 +82,7 @@ def test_a_git_config_holding_credentials_is_shown_as_a_copy_without_them(tmp_pa
         "alias.lg=log --oneline --graph",
         "url.ssh://git@github.com/.insteadof=https://github.com/",
         "http.https://github.com/.sslverify=true",
+        "credential.https://gitlab.example.com.username=ada",  # a name, no secret
         "sendemail.smtpserver=smtp.example.com",
         "include.path=~/.gitconfig-local",
     ]
@@ -144,3 +145,41 @@ def test_the_copy_follows_an_edit_of_the_config(tmp_path):
 
     assert _settings(second) == ["user.name=Grace"]
     assert _settings(first) == ["user.name=Ada"]  # a command still running keeps its own
+
+
+@pytest.mark.parametrize(
+    "helper",
+    ["store", "cache --timeout=3600", "osxkeychain", "manager", "manager-core", "libsecret",
+     "/usr/local/bin/git-credential-manager", '"!gh auth git-credential"', ""],
+)  # fmt: skip
+def test_a_credential_helper_naming_a_program_is_no_credential(tmp_path, helper):
+    # Reproduced: any credential.* entry made a copy, which the engines did not mount, so
+    # git in the sandbox lost user.name and `git commit` failed "Author identity unknown".
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        f"[user]\n\tname = Ada\n\temail = ada@example.com\n[credential]\n\thelper = {helper}\n"
+        '[credential "https://github.com"]\n\tusername = ada\n\tuseHttpPath = true\n'
+        '\thelper = "!/usr/bin/gh auth git-credential"\n'
+    )
+
+    view = _view(tmp_path, home)
+
+    assert home / ".gitconfig" in view.tools and view.copies == ()
+
+
+@pytest.mark.parametrize(
+    "helper",
+    ['"!f() { echo password=hunter2hunter2; }; f"',
+     "\"!f() { echo username=ada; echo 'password=S3cr3t-pw'; }; f\"",
+     "\"!echo password=${PW:-hunter2hunter2}\"",
+     "store --file=/x https://ada:S3cr3tPassw0rd@git.example"],
+)  # fmt: skip
+def test_a_credential_helper_holding_a_secret_is_left_out_of_the_copy(tmp_path, helper):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(f"[user]\n\tname = Ada\n[credential]\n\thelper = {helper}\n")
+
+    [(_, copy)] = _view(tmp_path, home).copies
+
+    assert _settings(copy) == ["user.name=Ada"]

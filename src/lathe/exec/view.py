@@ -52,9 +52,12 @@ HOME_CREDENTIALS = (
 # git's own config, shown as it is or as a copy without its credentials (`_git_configs`).
 GIT_CONFIGS = (".gitconfig", ".config/git/config")
 # Names of git settings that hold a secret whatever their value: sendemail.smtpPass,
-# github.token, hub.oauthtoken (not core.askPass, a program). Every credential.* entry
-# (a helper may be a script printing the password) and http.*.extraHeader go too.
+# github.token, hub.oauthtoken (not core.askPass, a program); http.*.extraHeader too.
+# A credential helper names a program (store, osxkeychain, `!gh auth git-credential`),
+# no secret: the credentials it keeps live elsewhere (~/.git-credentials, masked). One
+# that is a shell snippet printing a password written in it is a credential.
 _GIT_SECRET_NAME = re.compile(r"(?<!ask)pass(word)?$|token|secret|apikey|privatekey")
+_HELPER_PASSWORD = re.compile(r"\b(password|oauth_refresh_token)=(?![\"']?\$(\w+|\{\w+\})\b)")
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ENV_PREFIXES = ("VIRTUAL_ENV", "CONDA_PREFIX")
 # Binding these read-only would undo the sandbox's own root or its private /tmp.
@@ -226,7 +229,11 @@ def _git_credential(key: str, value: str | None) -> bool:
     section, _, rest = key.partition(".")
     subsection, _, name = rest.rpartition(".")
     return (
-        section == "credential"
+        (
+            section == "credential"
+            and name == "helper"
+            and bool(_HELPER_PASSWORD.search(value or ""))
+        )
         or name == "extraheader"
         or bool(_GIT_SECRET_NAME.search(name))
         or holds_secret_value(subsection)
