@@ -22,6 +22,7 @@ refuses, it never falls back to running the command unsandboxed.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -71,16 +72,26 @@ def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
     if probe.returncode == 0:
         return SandboxStatus(True, f"sandboxed with {found}", found)
     error = probe.stderr.decode("utf-8", "replace").strip() or f"exit code {probe.returncode}"
+    advice = _diagnosis(error)
     return SandboxStatus(
         False,
         f"Commands cannot be sandboxed: {found} is installed but could not start a sandbox "
-        f"here ({error}). {_diagnosis(error)}",
+        f"here ({error})." + (f" {advice}" if advice else ""),
         found,
     )
 
 
 def _diagnosis(error: str) -> str:
+    """What to do about bwrap's `error`; "" when it names no cause lathe knows, since its
+    own words say more than a guess: every failure was once blamed on user namespaces,
+    a program missing inside the sandbox too."""
     lowered = error.lower()
+    if "execvp" in lowered:
+        return (
+            "bwrap started the sandbox but could not run the program in it: it looks for it "
+            f"in the folders of PATH ({os.environ.get('PATH', '')}), which must include one "
+            "the sandbox shows (/usr/bin, or a tool folder of yours)."
+        )
     if any(s in lowered for s in ("namespace", "uid map", "operation not permitted")):
         return _USERNS_HINT
     if "setuid" in lowered or "capabilit" in lowered:
@@ -88,7 +99,7 @@ def _diagnosis(error: str) -> str:
             "The bwrap binary's setuid/capability setup is broken; reinstall it with "
             "`sudo apt-get install --reinstall bubblewrap`. " + _USERNS_HINT
         )
-    return _USERNS_HINT
+    return ""
 
 
 def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
