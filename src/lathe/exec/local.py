@@ -27,9 +27,9 @@ SIGKILL; a cancellation is SIGKILL to the group at once.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import os
+import re
 import secrets
 import signal
 import tempfile
@@ -42,6 +42,7 @@ from typing import Any, BinaryIO, Protocol
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.env import command_environment
 from lathe.exec.supervision import Supervision, reaped_after_kill, signal_group, stop_group
+from lathe.exec.terminal import terminal_text
 
 ArgvBuilder = Callable[[str, Path], list[str]]
 
@@ -396,8 +397,8 @@ class _PipeReader(asyncio.Protocol):
 
 def cap_output(data: bytes, limit: int, spill_dir: Path | None) -> tuple[str, Path | None]:
     """Output a tool already holds, capped as command output is: all of it when it fits
-    in `limit` bytes, else head and tail around a marker, the whole in a spill file
-    (its path returned; None when nothing was cut or it could not be written)."""
+    in `limit` bytes as shown, else head and tail around a marker, the whole in a spill
+    file (its path returned; None when nothing was cut or it could not be written)."""
     sink = _OutputSink(limit, spill_dir)
     sink.feed(data)
     sink.close()
@@ -406,7 +407,14 @@ def cap_output(data: bytes, limit: int, spill_dir: Path | None) -> tuple[str, Pa
 
 class _OutputSink:
     """Keeps all output while it fits in `limit`; past that, a head and a tail in memory
-    and everything in a spill file."""
+    and everything in a spill file.
+
+    `limit` bounds the text the model is shown (`text`): cleaned as a terminal shows it,
+    the marker included. Cleaning mostly shrinks an output, but a run of control bytes
+    becomes one U+FFFD (3 bytes) and so does each invalid byte: an output cut to fit its
+    raw bytes grew past the cap once cleaned, and the tool output cap cut it again (two
+    notices naming two spill files, the real marker swallowed). The numbers the marker
+    gives count the spill file's bytes, which are the output as it came."""
 
     def __init__(self, limit: int, spill_dir: Path | None) -> None:
         self._limit = max(limit, 0)
@@ -419,6 +427,8 @@ class _OutputSink:
         self._spill_error: str | None = None
         self._spilled = 0  # bytes in the spill file
         self._spill_full = False  # it reached SPILL_MAX_BYTES
+        self._closed = False
+        self._whole: str | None = None  # the cleaned output, when it fits uncut
         self.spill_path: Path | None = None
         self.total = 0
         self.truncated = False
@@ -438,7 +448,9 @@ class _OutputSink:
     def _start_spill(self) -> None:
         self.truncated = True
         everything = bytes(self._buffer)
-        self._tail = bytearray(everything[len(everything) - self._tail_limit :])
+        # Cut at `close`, the output may fit `limit` raw: then head and tail only meet.
+        tail_start = max(len(everything) - self._tail_limit, self._head_limit)
+        self._tail = bytearray(everything[tail_start:])
         self._buffer = bytearray(everything[: self._head_limit])
         if self._spill_dir is None:  # nobody would read it: the middle is dropped
             return
@@ -471,19 +483,45 @@ class _OutputSink:
             self._spill_full = self._spill_error is None
 
     def close(self) -> None:
+        """No more output comes. An output that fits `limit` raw but not once cleaned is
+        cut now, as a longer one was."""
+        if not self._closed:
+            self._closed = True
+            if not self.truncated:
+                whole = terminal_text(self._buffer.decode("utf-8", "replace"))
+                if len(whole.encode()) <= self._limit:
+                    self._whole = whole
+                else:
+                    self._start_spill()
         if self._spill is not None:
             self._spill.close()
             self._spill = None
 
     def text(self) -> str:
-        """The output as a terminal would have shown it (`terminal.terminal_text`); the
-        spill file keeps the bytes as they came."""
-        from lathe.exec.terminal import terminal_text
-
-        if not self.truncated:
-            return terminal_text(self._buffer.decode("utf-8", "replace"))
+        """The output as a terminal would have shown it (`terminal.terminal_text`), in at
+        most `limit` bytes; the spill file keeps the bytes as they came."""
+        self.close()
+        if self._whole is not None:
+            return self._whole
         head, tail = _cut_at_lines(bytes(self._buffer), bytes(self._tail))
-        omitted = self.total - len(head) - len(tail)
+        head, tail = _whole_head(head), _whole_tail(tail)
+        # The marker's numbers only get smaller as head and tail do: room for it now.
+        room = max(self._limit - len(self._marker(len(head), self.total).encode()), 0)
+        head_text, tail_text = _shown(head), _shown(tail)
+        if _size(head_text) + _size(tail_text) > room:
+            head_room = max(int(room * _HEAD_SHARE), room - _size(tail_text))
+            if _size(head_text) > head_room:
+                head = _head_within(head, head_room)
+                head_text = _shown(head)
+            if _size(head_text) + _size(tail_text) > room:
+                tail = _tail_within(tail, room - _size(head_text))
+                tail_text = _shown(tail)
+        marker = self._marker(len(head), self.total - len(head) - len(tail))
+        return head_text + marker + tail_text
+
+    def _marker(self, head: int, omitted: int) -> str:
+        """Between head and tail: how many bytes are not shown and, with a spill file,
+        the byte of it they start at (what `tail -c +BYTE` pages from)."""
         where = (
             f"; the spill file could not be written: {self._spill_error}"
             if self._spill_error
@@ -491,8 +529,16 @@ class _OutputSink:
             if self._spill_full
             else ""
         )
-        marker = f"\n[... {omitted:,} bytes omitted{where} ...]\n"
-        return terminal_text(_decode_head(head)) + marker + terminal_text(_decode_tail(tail))
+        start = f"from byte {head + 1:,}: " if self.spill_path is not None else ""
+        return f"\n[... {start}{omitted:,} bytes omitted{where} ...]\n"
+
+
+def _shown(data: bytes) -> str:
+    return terminal_text(data.decode("utf-8", "replace"))
+
+
+def _size(text: str) -> int:
+    return len(text.encode())
 
 
 def _cut_at_lines(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
@@ -506,13 +552,55 @@ def _cut_at_lines(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
     return head, tail
 
 
-def _decode_head(data: bytes) -> str:
-    # Not final: a multi-byte character cut at the end is dropped, not replaced.
-    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+def _head_within(head: bytes, room: int) -> bytes:
+    """The longest start of `head` (found by halving) that fits `room` bytes as shown,
+    at a line break when one is near its end. Cleaning works line by line, so a shorter
+    start of whole lines shows no more than a longer one."""
+    fits, too_long = 0, len(head)
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if _size(_shown(_whole_head(head[:middle]))) <= room:
+            fits = middle
+        else:
+            too_long = middle
+    return _cut_at_lines(_whole_head(head[:fits]), b"")[0]
 
 
-def _decode_tail(data: bytes) -> str:
+def _tail_within(tail: bytes, room: int) -> bytes:
+    """The longest end of `tail` that fits `room` bytes as shown, from a line's start
+    when one is near."""
+    too_long, fits = 0, len(tail)
+    while fits - too_long > 1:
+        middle = (too_long + fits) // 2
+        if _size(_shown(_whole_tail(tail[middle:]))) <= room:
+            fits = middle
+        else:
+            too_long = middle
+    return _whole_tail(_cut_at_lines(b"", tail[fits:])[1])
+
+
+# An escape sequence the cut left without its end: shown, it would be a U+FFFD and its
+# first characters.
+_OPEN_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*)?\Z")
+
+
+def _whole_head(data: bytes) -> bytes:
+    """`data` without a character or an escape sequence the cut left unfinished."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # the lead byte of the last character
+            if (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) > back:
+                data = data[:-back]
+            break
+    opened = _OPEN_ESCAPE.search(data)
+    return data[: opened.start()] if opened else data
+
+
+def _whole_tail(data: bytes) -> bytes:
+    """`data` from its first whole character."""
     start = 0
     while start < min(len(data), 3) and 0x80 <= data[start] <= 0xBF:
         start += 1
-    return data[start:].decode("utf-8", "replace")
+    return data[start:]

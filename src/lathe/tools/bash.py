@@ -20,7 +20,9 @@ from lathe.errors import ToolError
 from lathe.exec.base import ExecutorUnavailable
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
-_OMITTED = re.compile(r"\n\[\.\.\. [\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
+# The executor's marker; with a spill file it names the byte of it the omitted part
+# starts at (`exec/local._OutputSink`).
+_OMITTED = re.compile(r"\n\[\.\.\. (?:from byte ([\d,]+): )?[\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
 
 
 class BashParams(Params):
@@ -64,7 +66,7 @@ class BashTool(Tool):
                 timeout=timeout,
                 # The notes below must fit too: over the cap, the result was cut again, the
                 # real "omitted" marker with it, and the notice sent the model to a copy.
-                max_output_bytes=max(limits.output_max_bytes - NOTES_ROOM, 0),
+                max_output_bytes=max(limits.output_max_bytes - _notes_room(ctx.spill_dir), 0),
                 spill_dir=ctx.spill_dir,
             )
         except ExecutorUnavailable as exc:  # it says why and the fix
@@ -106,17 +108,27 @@ class BashTool(Tool):
 NOTES_ROOM = 600  # bytes kept under the output cap for what lathe adds below an output
 
 
+def _notes_room(spill_dir: Path) -> int:
+    """NOTES_ROOM for a command's output, plus the spill file's path twice, as the paging
+    notice names it: under a workspace a few folders deep, that notice and the note on a
+    background job the command left outgrew 600 bytes, and the result was cut again."""
+    named = spill_dir / "YYYYMMDD-HHMMSS-0123abcd.log"
+    return NOTES_ROOM + 2 * len(shlex.quote(str(named)).encode())
+
+
 def paging_notice(output: str, full_output_path: Path | None) -> str:
     """What the model reads under a cut output: where the whole is and how to page it.
     A cut inside a line is paged by bytes with bash: read shows a line only to its
-    2,000th character, and a long one-line output was never seen past its head."""
+    2,000th character, and a long one-line output was never seen past its head. The byte
+    is the spill file's, as the marker gives it: counted on the text shown (escape codes
+    dropped), it pointed hundreds of items before where the shown head ended."""
     if full_output_path is None:
         return "[output truncated: the middle part is lost; rerun with less output]"
     marker = _OMITTED.search(output)
     head = output[: marker.start()] if marker else ""
     where = f"[output truncated: the full output is in {full_output_path}."
-    if head and not head.endswith("\n"):
-        start = len(head.encode("utf-8")) + 1
+    if marker and marker[1] and head and not head.endswith("\n"):
+        start = int(marker[1].replace(",", ""))
         path = shlex.quote(str(full_output_path))
         return (
             f"{where} The cut is inside a line too long for read: see the omitted part "
