@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import secrets
@@ -66,6 +67,12 @@ _HEAD_SHARE = 0.4
 # must not fill the disk the workspace is on.
 SPILL_MAX_BYTES = 64 * 1024 * 1024
 _SPILL_FULL = "\n[... the spill file stops at 64 MiB; the output's end is in the result ...]\n"
+# A spill folder keeps no more of lathe's spill files than this (when a spill starts,
+# the oldest beyond go: `_prune_spills`): three `yes` under a 2 s timeout left 193 MB
+# in the workspace, and nothing ever removed one.
+SPILL_FOLDER_MAX_FILES = 64
+SPILL_FOLDER_MAX_BYTES = 2 * SPILL_MAX_BYTES
+_SPILL_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}\.log")
 _EOF_AFTER_KILL_S = 2.0  # a process that escaped the group may keep the pipe open
 _REAP_AFTER_KILL_S = 5.0
 
@@ -456,12 +463,17 @@ class _OutputSink:
             return
         try:
             self._spill_dir.mkdir(parents=True, exist_ok=True)
+            _prune_spills(self._spill_dir)
             path = self._spill_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.log"
             self._spill = path.open("xb")
             self.spill_path = path
         except OSError as exc:
             self._spill_error = str(exc)
             return
+        # Held while it is written: a spill starting meanwhile (another call's, another
+        # lathe's on this workspace) must not remove it (`_prune_spills`).
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._spill.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._write_spill(everything)
 
     def _write_spill(self, data: bytes) -> None:
@@ -604,3 +616,42 @@ def _whole_tail(data: bytes) -> bytes:
     while start < min(len(data), 3) and 0x80 <= data[start] <= 0xBF:
         start += 1
     return data[start:]
+
+
+def _prune_spills(folder: Path) -> None:
+    """Make room in `folder` for a new spill file: remove lathe's oldest spill files
+    beyond SPILL_FOLDER_MAX_FILES or SPILL_FOLDER_MAX_BYTES, the new file counted at its
+    largest. Kept whatever their size: the newest (the result before names it, and the
+    model may be paging it) and any still being written (its writer holds a lock: a
+    call running alongside, another lathe on this workspace). Nothing else in the folder
+    (set-aside folders, an MCP server's files) is touched."""
+    try:
+        spills = [
+            (entry.stat(follow_symlinks=False), entry.path)
+            for entry in os.scandir(folder)
+            if _SPILL_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+        ]
+    except OSError:
+        return
+    spills.sort(key=lambda spill: spill[0].st_mtime_ns, reverse=True)
+    files, size = 1, SPILL_MAX_BYTES + len(_SPILL_FULL)
+    for index, (stat, path) in enumerate(spills):
+        keep = files < SPILL_FOLDER_MAX_FILES and size + stat.st_size <= SPILL_FOLDER_MAX_BYTES
+        if index == 0 or keep or not _removed_unless_written(path):
+            files, size = files + 1, size + stat.st_size
+
+
+def _removed_unless_written(path: str) -> bool:
+    """Remove the spill file `path` unless its writer still holds it; whether it went."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(path)
+    except OSError:  # BlockingIOError: being written
+        return False
+    finally:
+        os.close(fd)
+    return True
