@@ -15,9 +15,11 @@ created later escapes them.
 Process handling (process group, timeout, output capping) is `LocalExecutor`'s, without
 its supervisor: bwrap is the new PID namespace's init, so every process a command starts
 dies when the command ends or times out, and `--die-with-parent` ends them with lathe.
-This module only builds the argv in front of `bash -c`. When bubblewrap is missing or
-cannot start, `run` raises `ExecutorUnavailable` with the probe's message: the caller asks or
-refuses, it never falls back to running the command unsandboxed.
+The command runs in `local.census_argv`'s wrapper, which counts what it left running for
+the note saying it was stopped. This module only builds the argv in front of it. When
+bubblewrap is missing or cannot start, `run` raises `ExecutorUnavailable` with the probe's
+message: the caller asks or refuses, it never falls back to running the command
+unsandboxed.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.exec.base import ExecResult, SandboxStatus
-from lathe.exec.local import LocalExecutor
+from lathe.exec.local import LocalExecutor, census_argv
 from lathe.exec.sandboxed import SandboxedExecutor
 from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
@@ -144,7 +146,7 @@ class BubblewrapExecutor(SandboxedExecutor):
         # command, and --die-with-parent ends it with lathe.
         self._local = LocalExecutor(
             self._argv, env=self.env, hide_env=self.hide_env, keep_env=self.keep_env,
-            supervise=False,
+            supervise=False, census=True,
         )  # fmt: skip
 
     def _check(self) -> SandboxStatus:
@@ -152,7 +154,7 @@ class BubblewrapExecutor(SandboxedExecutor):
 
     def _argv(self, command: str, cwd: Path) -> list[str]:
         prefix = bwrap_argv(self.status.binary or self._bwrap, self.view(cwd))
-        return [*prefix, "bash", "-c", command]
+        return [*prefix, *census_argv(command)]
 
     async def _run(
         self, command: str, cwd: Path, timeout: float, max_output_bytes: int, spill_dir: Path

@@ -13,8 +13,10 @@ host's folder and what the command writes there stays.
 Process handling is `LocalExecutor`'s under its supervisor: runsc starts its sandbox and
 file proxy in sessions of their own, which a process group cannot reach but the
 supervisor, a subreaper, does. Inside, every process belongs to the sandbox and ends
-with it. When runsc is missing or cannot start a sandbox, `run` raises
-`ExecutorUnavailable` with the probe's message; nothing ever runs unsandboxed instead.
+with it; the command runs in `local.census_argv`'s wrapper, which counts what it left
+running for the note saying it was stopped (the supervisor sees only runsc's own). When
+runsc is missing or cannot start a sandbox, `run` raises `ExecutorUnavailable` with the
+probe's message; nothing ever runs unsandboxed instead.
 
 Known limit of older runsc releases (Debian's 20221219 among them): `statx` with
 `AT_NO_AUTOMOUNT` fails with EINVAL, so `ls -l` and `stat` report "Invalid argument";
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.exec.base import ExecResult, SandboxStatus
-from lathe.exec.local import LocalExecutor
+from lathe.exec.local import LocalExecutor, census_argv
 from lathe.exec.sandboxed import SandboxedExecutor
 from lathe.exec.scratch import scratch_folder
 from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
@@ -63,7 +65,7 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
         bundle = _write_bundle(
             folder / "bundle",
             sandbox_view(workspace, workspace, network=False),
-            "true",
+            ["bash", "-c", "true"],
             {"PATH": os.defpath},
         )
         try:
@@ -102,7 +104,7 @@ class GvisorExecutor(SandboxedExecutor):
         # bundle folder, which holds the real command (see `_argv`).
         self._local = LocalExecutor(
             self._argv, env=self.env, hide_env=self.hide_env, keep_env=self.keep_env,
-            supervise=True,
+            supervise=True, census=True,
         )  # fmt: skip
 
     def _check(self) -> SandboxStatus:
@@ -113,7 +115,9 @@ class GvisorExecutor(SandboxedExecutor):
     ) -> ExecResult:
         scratch = scratch_folder("gvisor", reachable=True)
         try:
-            bundle = _write_bundle(scratch, self.view(cwd), command, self._local.environment())
+            bundle = _write_bundle(
+                scratch, self.view(cwd), census_argv(command), self._local.environment()
+            )
             return await self._local.run(
                 str(bundle), cwd=cwd, timeout=timeout, max_output_bytes=max_output_bytes,
                 spill_dir=spill_dir,
@@ -145,8 +149,8 @@ def _runsc_argv(runsc: str, bundle: Path, *, network: bool, scratch: Path) -> li
     ]
 
 
-def _write_bundle(folder: Path, view: SandboxView, command: str, env: Mapping[str, str]) -> Path:
-    """An OCI bundle in `folder` that runs `command` with `bash -c` in `view`."""
+def _write_bundle(folder: Path, view: SandboxView, argv: list[str], env: Mapping[str, str]) -> Path:
+    """An OCI bundle in `folder` that runs `argv` in `view`."""
     root = folder / "root"
     root.mkdir(parents=True)
     for directory, link in view.system:
@@ -157,7 +161,7 @@ def _write_bundle(folder: Path, view: SandboxView, command: str, env: Mapping[st
         "process": {
             "terminal": False,
             "user": {"uid": os.getuid(), "gid": os.getgid()},
-            "args": ["bash", "-c", command],
+            "args": argv,
             "env": [f"{k}={v}" for k, v in {**env, "TMPDIR": "/tmp"}.items()],
             "cwd": str(view.cwd),
             "capabilities": {
