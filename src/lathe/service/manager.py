@@ -1,7 +1,7 @@
 """The sessions one server runs, and the registry that lets them outlive it.
 
 Each served session has a record in `LATHE_HOME/serve/sessions/<id>.json` (written
-whole, atomically, when it is created, forked or resumed; removed when it is deleted).
+whole, atomically, when it is created, forked or resumed; moved to stopped/ when it is deleted).
 A server that starts reads them all back: every session is listed again, its pending
 approvals with it. Sessions are isolated: each has its own workspace (one may not lie
 inside another live session's), config layers, policy, sandbox, approver and journal;
