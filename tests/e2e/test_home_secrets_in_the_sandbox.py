@@ -22,6 +22,7 @@ from tests.fakes.openai_server import Call, Reply
 from tests.sandboxes import needs
 
 from lathe.exec.bwrap import check_bubblewrap
+from lathe.exec.gvisor import check_gvisor
 
 pytestmark = needs(check_bubblewrap(), "bubblewrap")
 
@@ -50,8 +51,16 @@ def _home(tmp_path: Path, gitconfig: str | None = None) -> Path:
     return home
 
 
-def _run(fake_openai, tmp_path: Path, home: Path, env: dict[str, str], *commands: str) -> str:
-    """The tool results the model received for `commands`, run in the default sandbox."""
+def _run(
+    fake_openai,
+    tmp_path: Path,
+    home: Path,
+    env: dict[str, str],
+    *commands: str,
+    sandbox: tuple[str, ...] = (),
+) -> str:
+    """The tool results the model received for `commands`, run in the default sandbox
+    (or the one `sandbox`, extra arguments of `lathe run`, chooses)."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
@@ -62,7 +71,7 @@ def _run(fake_openai, tmp_path: Path, home: Path, env: dict[str, str], *commands
     clean.update(env, HOME=str(home), OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "lh"))
     done = subprocess.run(
         [sys.executable, "-m", "lathe", "run", "--model", "m", "--base-url",
-         fake_openai.base_url, "-C", str(ws), "look around"],
+         fake_openai.base_url, "-C", str(ws), *sandbox, "look around"],
         cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=120,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -141,12 +150,16 @@ def test_git_in_the_sandbox_knows_the_users_name_and_email(tmp_path, fake_openai
     assert "Ada Lovelace" in seen and "ada@example.com" in seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exec/bwrap.py does not render SandboxView.copies yet (the copy of a git config "
-    "without its credentials): until it does, such a config is not shown at all",
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        pytest.param((), id="bwrap"),
+        pytest.param(("--sandbox", "gvisor"), id="gvisor", marks=needs(check_gvisor(), "gVisor")),
+    ],
 )
-def test_git_knows_the_users_name_from_a_config_with_credentials(tmp_path, fake_openai):
+def test_git_knows_the_users_name_from_a_config_with_credentials(tmp_path, fake_openai, sandbox):
+    # The copy without the credentials is mounted where the config was: before the
+    # engines mounted it, such a config was not shown at all and git commit failed.
     home = _home(tmp_path, CONFIG_WITH_CREDENTIALS)
 
     seen = _run(
@@ -155,6 +168,7 @@ def test_git_knows_the_users_name_from_a_config_with_credentials(tmp_path, fake_
         home,
         {},
         "cat ~/.gitconfig; git config user.email; git config alias.st",
+        sandbox=sandbox,
     )
 
     assert GITLAB_TOKEN not in seen

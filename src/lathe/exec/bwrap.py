@@ -120,6 +120,8 @@ def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in view.tools:
         argv += ["--ro-bind", str(path), str(path)]
+    for path, copy in view.copies:  # a git config shown without its credentials
+        argv += ["--ro-bind", str(copy), str(path)]
     for path in view.covered:  # before the workspace, which may lie inside
         argv += ["--tmpfs", str(path)]
     argv += ["--bind", str(view.workspace), str(view.workspace)]

@@ -196,6 +196,7 @@ def _mounts(view: SandboxView) -> list[dict[str, Any]]:
     ]
     mounts += [bind(directory) for directory, link in view.system if link is None]
     mounts += [bind(path) for path in view.tools]
+    mounts += [bind(path, source=copy) for path, copy in view.copies]
     mounts += [{"destination": str(p), "type": "tmpfs", "source": "tmpfs"} for p in view.covered]
     mounts.append(bind(view.workspace, writable=True))
     mounts += [bind(path) for path in view.read_only]
