@@ -12,7 +12,7 @@ from lathe.policy import dirs, git_config, interpreters
 from lathe.policy.dirs import Dirs, join_path
 from lathe.policy.interpreters import Language
 from lathe.policy.scripts import Content, runs_as_shell_script
-from lathe.policy.shell_parse import Call, State
+from lathe.policy.shell_parse import Call, FilesTooComplex, State
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
 from lathe.policy.wrappers import SHELLS, FindCall, shell_call, unwrap
@@ -234,10 +234,16 @@ def _script_text(
         return
     via = (*call.via, label)
     inner = st if same_shell else State.at(call.cwds, via=via)
+    outermost = content.on_disk and not w.file_depth
     w.indirect += 1
     w.file_depth += content.on_disk
     try:
         _with_via(w, inner, via, lambda: w.walk_text(content.text or "", inner, None))
+    except FilesTooComplex:
+        if not outermost:
+            raise
+        if same_shell:  # read no further, as past MAX_BYTES: it may have moved anywhere
+            st.may_also_be((dirs.UNKNOWN,))
     finally:
         w.indirect -= 1
         w.file_depth -= content.on_disk

@@ -31,11 +31,14 @@ class Files:
     def __init__(self) -> None:
         self.written: dict[Path, str | None] = {}
         self.readings = 0
+        self.version = 0  # counts the changes to `written`
 
     def write(self, path: Path, text: str | None, *, append: bool) -> None:
         if append and text is not None:
             before = self.content(path, count=False)
             text = None if before is None or before.text is None else before.text + text
+        if path not in self.written or self.written[path] != text:
+            self.version += 1
         self.written[path] = text
 
     def content(self, path: Path, *, count: bool = True) -> Content | None:

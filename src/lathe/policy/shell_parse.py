@@ -39,7 +39,13 @@ from lathe.policy.wrappers import (
 )
 
 Decision = Literal["deny", "ask", "allow"]
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # nested shells, eval, scripts, function calls and loops, together
+# The work one command line may cost the walker: each node walked counts once for every
+# place the shell may be in. Past it the command is refused, never walked for minutes.
+MAX_WORK = 40_000
+# The same for the scripts on disk it runs (a 40 kB script costs 15,000 to 40,000): past
+# it they are read no further, as past `scripts.MAX_BYTES` (they may only add a deny).
+MAX_FILE_WORK = 100_000
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
 _INTERPRETERS = re.compile(r"(python|pypy|perl|ruby|node|php|lua)[\d.]*")
 _SILENT = frozenset({"comment", "variable_assignment", "function_definition", "unset_command"})
@@ -48,6 +54,7 @@ _CONTROL = frozenset(
      "case_statement"}
 )  # fmt: skip
 _LOOP_PASSES = 4  # a loop whose folders still grow after this many passes: unknown
+_INNER_LOOP_PASSES = 2  # the same inside another loop, whose passes multiply these
 
 
 @dataclass(frozen=True)
@@ -145,9 +152,24 @@ class State:
         return replace(self, variables=dict(self.variables), **changes)
 
 
+class TooComplex(Exception):
+    """The walk went past `MAX_WORK`."""
+
+
+class FilesTooComplex(Exception):
+    """The walk of scripts on disk went past `MAX_FILE_WORK`."""
+
+
 def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
     walker = Walker(home)
-    walker.walk_text(command, State.at((cwd,)), None)
+    try:
+        walker.walk_text(command, State.at((cwd,)), None)
+    except TooComplex:
+        walker.script.notes.append(
+            ("deny", "too complex to judge: following it would take the guard longer than "
+                     "it may (functions or loops that multiply), split it into simpler "
+                     "commands")
+        )  # fmt: skip
     return walker.script
 
 
@@ -163,6 +185,11 @@ class Walker:
         self.calling: set[str] = set()  # functions being walked: a recursive one once
         self.pipes = 0  # `<(...)` met so far: each is a /dev/fd/N of its own
         self.recorded: set[SimpleCommand] = set()
+        self.work = 0  # toward MAX_WORK
+        self.file_work = 0  # toward MAX_FILE_WORK
+        self.loops = 0  # loops being walked, one inside the other
+        # A function's walk from one state, by that state: the state it leaves.
+        self.called: dict[Any, tuple[Any, ...]] = {}
 
     def note(self, decision: Decision, reason: str) -> None:
         if self.file_depth and decision != "deny":
@@ -180,11 +207,17 @@ class Walker:
 
     # -- statements -------------------------------------------------------------------
 
+    def too_deep(self) -> bool:
+        """Whether one more level of nesting goes past `MAX_DEPTH` (then noted)."""
+        if self.depth < MAX_DEPTH:
+            return False
+        if not self.file_depth:  # scripts that source each other are not an attack
+            self.note("deny", f"commands nested more than {MAX_DEPTH} levels deep, further "
+                              "than the guard follows")  # fmt: skip
+        return True
+
     def walk_text(self, text: str, st: State, stdin: Stream | None) -> None:
-        if self.depth >= MAX_DEPTH:
-            if not self.file_depth:  # scripts that source each other are not an attack
-                self.note("deny", f"commands nested more than {MAX_DEPTH} levels deep, further "
-                                  "than the guard follows")  # fmt: skip
+        if self.too_deep():
             return
         root = parse_bash(text)
         if root.has_error:
@@ -196,6 +229,14 @@ class Walker:
             self.depth -= 1
 
     def run(self, node: Any, st: State, stdin: Stream | None = None) -> Stream | None:
+        if self.file_depth:
+            self.file_work += len(st.places) or 1
+            if self.file_work > MAX_FILE_WORK:
+                raise FilesTooComplex
+        else:
+            self.work += len(st.places) or 1
+            if self.work > MAX_WORK:
+                raise TooComplex
         kind = node.type
         if kind == "command":
             return self._command(node, st, stdin, [])
@@ -274,16 +315,25 @@ class Walker:
         # Each part may run or not (a branch, a body run zero times), and a loop's body
         # again from wherever the last pass left the shell, until no new place appears.
         loop = node.type not in ("if_statement", "case_statement")
-        for _ in range(_LOOP_PASSES):
-            start = set(st.places)
-            for child in node.named_children:
-                entering = st.places
-                self.run(child, st)
-                st.may_also_be(entering)
-            if not loop or set(st.places) == start:
-                break
-        else:
+        if loop and self.too_deep():  # loops nested this deep multiply the passes walked
             st.may_also_be((dirs.UNKNOWN,))
+            return
+        self.loops += loop
+        self.depth += loop
+        try:
+            for _ in range(_INNER_LOOP_PASSES if self.loops > 1 else _LOOP_PASSES):
+                start = set(st.places)
+                for child in node.named_children:
+                    entering = st.places
+                    self.run(child, st)
+                    st.may_also_be(entering)
+                if not loop or set(st.places) == start:
+                    break
+            else:
+                st.may_also_be((dirs.UNKNOWN,))
+        finally:
+            self.loops -= loop
+            self.depth -= loop
         # A body may run zero or many times: whatever it changed is unknown afterwards.
         for name, value in list(st.variables.items()):
             if before.variables.get(name, "\0") != value:
@@ -447,14 +497,44 @@ class Walker:
     def _call(
         self, name: str, body: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
     ) -> Stream:
-        """A function runs in the caller's shell: its `cd` moves the commands after it."""
-        self.calling.add(name)
-        try:
-            self.run(body, st, stdin)
-        finally:
-            self.calling.discard(name)
+        """A function runs in the caller's shell: its `cd` moves the commands after it.
+        Called again from the same state (places, variables, aliases, functions, files
+        the command line wrote), it does the same: its walk is not repeated, only the
+        state it left is taken again."""
+        if self.too_deep():
+            st.may_also_be((dirs.UNKNOWN,))
+            return UNKNOWN
+        key = None if stdin is not None else self._call_key(name, body, st)
+        if key is not None and key in self.called:
+            places, variables, aliases, functions = self.called[key]
+            st.places = places
+            st.variables, st.aliases, st.functions = dict(variables), dict(aliases), dict(functions)
+        else:
+            self.calling.add(name)
+            self.depth += 1
+            try:
+                self.run(body, st, stdin)
+            finally:
+                self.calling.discard(name)
+                self.depth -= 1
+            if key is not None:
+                self.called[key] = (
+                    st.places,
+                    dict(st.variables),
+                    dict(st.aliases),
+                    dict(st.functions),
+                )
         self._wrote(redirects, UNKNOWN)
         return UNKNOWN
+
+    def _call_key(self, name: str, body: Any, st: State) -> Any:
+        return (
+            name, body.start_byte, body.end_byte, body.text, st.places,
+            tuple(st.variables.items()), tuple(st.aliases.items()),
+            tuple((k, v.start_byte, v.end_byte, v.text) for k, v in st.functions.items()),
+            st.via, self.depth, self.file_depth, self.indirect, frozenset(self.calling),
+            self.files.version,
+        )  # fmt: skip
 
     def _pipe(self, node: Any, out: Stream | None) -> Word:
         """`<(cmd)` is a file bash names /dev/fd/N holding cmd's output, so `source
