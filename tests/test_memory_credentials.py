@@ -58,7 +58,11 @@ def ws(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize(("text", "secret", "named"), CREDENTIALS)
+# Named by what each is, not by its text: the command's environment carries the test's
+# id (PYTEST_CURRENT_TEST), and a credential in a variable's value is masked in output.
+@pytest.mark.parametrize(
+    ("text", "secret", "named"), CREDENTIALS, ids=[named for _, _, named in CREDENTIALS]
+)
 def test_a_memory_write_holding_a_credential_is_refused(
     tmp_path, ws, fake_openai, text, secret, named
 ):

@@ -13,8 +13,8 @@ writing at once both keep their entries and a reader never sees half a file. Eac
 holds at most `max_bytes`: a write past that is refused with the entries listed, so the
 model can consolidate. The caller masks secrets before a write (the `memory` tool runs
 the redactor over the text, and refuses a text holding a credential: a key-shaped word,
-a URL's password, a JWT, a private key... `credentials_in`; `mask_credentials` masks the
-same in what `lathe config show` prints).
+a URL's password, a JWT, a private key... `config.secrets.find_credentials`, which
+`lathe config show` masks the same with).
 
 The files are read once, at the start of a session, into the system prompt
 (`prompt_section`): a write during a run changes the file, not that run's prompt, so
@@ -302,137 +302,14 @@ class MemoryTool(Tool):
         return ToolOutput(content=f"Done: {said}{masked}.", summary=said)
 
 
-# A key's characters: quotes, = and : end it, and a sentence's full stop is not in it.
-_WORD = re.compile(r"[A-Za-z0-9_\-.+/]*[A-Za-z0-9_\-+/]")
-# Names, not values: SHOUTING_SNAKE variables, and snake_case identifiers of short
-# parts (pk_orders_2024_id); a key's random part is one long run (sk_ and 32 hex).
-_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[a-z][a-z0-9]*(_[a-z0-9]{1,15})+")
-# Prefixes `config.secrets.key_prefix` does not know yet: GitLab, Slack and npm tokens.
-_MORE_PREFIX = re.compile(r"^(glpat-|xox[abeprs]-|npm_)")
-_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
-_PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-# An AWS secret access key is 40 characters of base64, like many a hash: only its name
-# beside it tells it apart.
-_AWS_SECRET = re.compile(
-    r"\b(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?"
-    r"(?P<value>(?!/)[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-    re.IGNORECASE,
-)
-_BEARER = re.compile(r"\bBearer\s+(?P<value>[A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE)
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
-# What stands for a secret kept elsewhere: `${DB_PASSWORD}`, `<password>`, `***`.
-_PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^>]*>|\{[^}]*\}|%\w+%|[*x.…]+", re.IGNORECASE)
-
-
 def credentials_in(text: str) -> list[str]:
     """What in `text` is shaped like a credential, each named without its secret part
-    (`'ghp_…'`, `'postgres://admin:…@db/app'`, `a PEM private key`); see `_credentials`.
-    Only exact values of the run's secrets are masked (the redactor); a key pasted into
-    the conversation is not one of them."""
-    return list(dict.fromkeys(named for _, _, named in _credentials(text)))
+    (`'ghp_…'`, `'postgres://admin:…@db/app'`, `a PEM private key`); see
+    `config.secrets.find_credentials`. Only exact values of the run's secrets are masked
+    (the redactor); a key pasted into the conversation is not one of them."""
+    from lathe.config.secrets import find_credentials
 
-
-def mask_credentials(text: str) -> str:
-    """`text` with each credential `_credentials` finds masked (`mask_secret`: `sk-…abcd`),
-    the words around it kept: a hook's `curl -H 'Authorization: Bearer sk-…abcd' URL`."""
-    from lathe.config.secrets import mask_secret
-
-    for start, end, _ in reversed(_credentials(text)):
-        text = text[:start] + mask_secret(text[start:end]) + text[end:]
-    return text
-
-
-def _credentials(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, how it is named) of each credential in `text`, in order, the span
-    its secret part: a word starting as a provider's keys do (`config.secrets.key_prefix`,
-    GitLab's `glpat-`, Slack's `xoxb-`, npm's `npm_`) and holding a digit, as generated
-    keys do and words like `sk-learn-compatible` do not, and neither a path
-    (`hf_cache/bert-base-v2`) nor a name (`$ASIA_PACIFIC_KEY_V2`, `pk_orders_2024_id`:
-    the refusal asks for names); a JWT; an AWS secret access key beside its name; a
-    bearer token; a URL's password or a query parameter named like a credential
-    (`config.secrets.url_credentials`), unless it stands for one kept elsewhere
-    (`${DB_PASSWORD}`); a private key block's body. Hashes, UUIDs and paths are none
-    of these. Where two overlap, the first named here is kept."""
-    from lathe.config.secrets import key_prefix, mask_secret
-
-    found: list[tuple[int, int, str | re.Match[str]]] = []  # a URL is named once all are
-
-    def add(start: int, end: int, named: str | re.Match[str]) -> None:
-        if start < end and all(end <= s or start >= e for s, e, _ in found):
-            found.append((start, end, named))
-
-    for word in _WORD.finditer(text):
-        value = word.group()
-        prefix = key_prefix(value) or (
-            more.group() if len(value) >= 16 and (more := _MORE_PREFIX.match(value)) else None
-        )
-        digit = any(c.isdigit() for c in value)
-        if prefix and digit and "/" not in value and not _NAME.fullmatch(value):
-            add(*word.span(), f"{prefix!r}…")
-    for match in _JWT.finditer(text):
-        add(*match.span(), "a JWT")
-    for match in _AWS_SECRET.finditer(text):
-        add(*match.span("value"), "an AWS secret access key")
-    for url in _URL.finditer(text):
-        for start, end in _url_credentials(url.group()):
-            add(url.start() + start, url.start() + end, url)
-    for match in _BEARER.finditer(text):
-        value = match.group("value")
-        if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
-            add(*match.span("value"), "a bearer token")
-    for match in _PRIVATE_KEY.finditer(text):
-        end = _PRIVATE_KEY_END.search(text, match.end())
-        body = text[match.end() : end.start() if end else len(text)]
-        if body.strip():
-            start = match.end() + len(body) - len(body.lstrip())
-            add(start, match.end() + len(body.rstrip()), "a PEM private key")
-        else:
-            add(*match.span(), "a PEM private key")
-    found.sort(key=lambda span: span[0])
-
-    def name(named: str | re.Match[str]) -> str:
-        """A URL as it reads with every credential in it masked (a key in its path
-        too), so the refusal says which one without repeating it."""
-        if isinstance(named, str):
-            return named
-        shown = named.group()
-        for start, end, _ in reversed(found):
-            if named.start() <= start < named.end():
-                start, end = start - named.start(), end - named.start()
-                shown = shown[:start] + mask_secret(shown[start:end]) + shown[end:]
-        return repr(shown)
-
-    return [(start, end, name(named)) for start, end, named in found]
-
-
-def _url_credentials(url: str) -> list[tuple[int, int]]:
-    """Where in `url` its credentials are (`config.secrets.url_credentials`): the
-    password, and the values of query parameters named like one, 8 characters or more
-    (`token_type=bearer` names a kind, not a token); none that stands for a secret kept
-    elsewhere (`postgres://app:${DB_PASSWORD}@db/app`)."""
-    from urllib.parse import urlsplit
-
-    from lathe.config.secrets import url_credentials
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return []
-    spans = []
-    for what, value in url_credentials(url):
-        if _PLACEHOLDER.fullmatch(value):
-            continue
-        if what == "password" and (password := parts.password):
-            userinfo = parts.netloc.rpartition("@")[0]
-            start = url.index("//") + 2 + userinfo.index(":") + 1
-            spans.append((start, start + len(password)))
-        elif what != "password" and len(value) >= 8:
-            query = url.find("?")
-            name = re.compile(rf"(?:^|[?&]){re.escape(what)}=([^&#]*)")
-            if query != -1 and (match := name.search(url, query)):
-                spans.append(match.span(1))
-    return spans
+    return list(dict.fromkeys(named for _, _, named in find_credentials(text)))
 
 
 def memory_tools(workspace: Path, settings, secrets: Sequence[str], session) -> list[Tool]:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
 # An AWS key id is one only whole (its prefix begins names: ASIA_OPENAI_API_KEY).
 _KEY_PREFIX = re.compile(
-    r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|ghp_|github_pat_|hf_"
-    r"|(AKIA|ASIA)(?=[A-Z0-9]{16}\b))"
+    r"^(sk-ant-|sk-proj-|sk-|sk_|pk_|rk_|gsk_|xai-|AIza|gh[pousr]_|github_pat_|hf_|glpat-"
+    r"|xox[abeprs]-|npm_|(AKIA|ASIA)(?=[A-Z0-9]{16}\b))"
 )
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-.+/=]+$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -189,3 +189,156 @@ def mask_secret(value: str) -> str:
     if len(value) < 24:
         return "…"
     return f"{value[:3]}…{value[-4:]}"
+
+
+# A key's characters: quotes, = and : end it, and a sentence's full stop is not in it.
+_WORD = re.compile(r"[A-Za-z0-9_\-.+/]*[A-Za-z0-9_\-+/]")
+# Names, not values: SHOUTING_SNAKE variables, and snake_case identifiers of short
+# parts (pk_orders_2024_id); a key's random part is one long run (sk_ and 32 hex).
+_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[a-z][a-z0-9]*(_[a-z0-9]{1,15})+")
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?(-----)?")
+_PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+# A service account's JSON: its key, whether or not it is written as PEM.
+_PRIVATE_KEY_FIELD = re.compile(r"\"private_key\"\s*:\s*\"(?P<value>[^\"]+)")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+# An AWS secret access key is 40 characters of base64, like many a hash: only its name
+# beside it tells it apart.
+_AWS_SECRET = re.compile(
+    r"\b(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?"
+    r"(?P<value>(?!/)[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    re.IGNORECASE,
+)
+# An Authorization header's credentials (any scheme), and a Bearer or Basic token
+# anywhere: 8 characters or more, holding a digit or base64's padding as generated
+# tokens do and words do not ("Bearer authentication", "Basic auth"); in a header, a
+# capital inside too (base64 of a password: "Basic YWxhZGRpbjpvcGVuc2VzYW1l").
+_AUTHORIZATION = re.compile(
+    r"\b(?:Authorization[\"']?\s*[:=]\s*[\"']?(?P<scheme>[A-Za-z]+)|(?P<alone>Bearer|Basic))"
+    r"\s+(?P<value>[A-Za-z0-9\-._~+/]{8,}=*)",
+    re.IGNORECASE,
+)
+# A password or key field of a connection string or a libpq conninfo (Server=db;
+# Password=..., host=db password=..., Azure's AccountKey=, a SAS's sig=); not a path
+# (`pwd=/home/ada`).
+_SECRET_FIELD = re.compile(
+    r"(?:^|(?<=[;?&\s]))(?:password|passwd|pwd|pass|accountkey|sharedaccesskey"
+    r"|sharedaccesssignature|sig)\s*=\s*(?P<value>(?![/~])[^;&\s'\"]+)",
+    re.IGNORECASE,
+)
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# What stands for a secret kept elsewhere: `${DB_PASSWORD}`, `<password>`, `***`.
+_PLACEHOLDER = re.compile(r"\$\{?\w+\}?|<[^>]*>|\{[^}]*\}|%\w+%|[*x.…]+", re.IGNORECASE)
+
+
+def find_credentials(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, what) of each credential in `text`, in order, the span its secret
+    part and `what` naming it without that part (`'ghp_'…`,
+    `'postgres://admin:…@db/app'`, `a PEM private key`). The one detector of
+    credentials in text: the `memory` tool refuses them, `lathe config show` masks them,
+    commands never get a variable holding one (`lathe.exec.env`) nor the sandbox a git
+    setting (`lathe.exec.view`).
+
+    A credential is: a word starting as a provider's keys do (`key_prefix`) and holding a
+    digit, as generated keys do and words like `sk-learn-compatible` do not, and neither
+    a path (`hf_cache/bert-base-v2`) nor a name (`$ASIA_PACIFIC_KEY_V2`,
+    `pk_orders_2024_id`); a JWT; an AWS secret access key beside its name; a URL's
+    password, its user when that looks like a key (a DSN's `https://KEY@host`,
+    `x-access-token@`), or a query parameter named like a credential
+    (`url_credentials`) of 8 characters or more; a connection string's password field;
+    an Authorization header's credentials or a Bearer or Basic token; a private key
+    (PEM, or a service account's `"private_key"`). None that stands for a secret kept
+    elsewhere (`${DB_PASSWORD}`, `<password>`). Hashes, UUIDs and paths are none of
+    these. Where two overlap, the first named here is kept."""
+    found: list[tuple[int, int, str | re.Match[str]]] = []  # a URL is named once all are
+
+    def add(start: int, end: int, named: str | re.Match[str]) -> None:
+        if start < end and all(end <= s or start >= e for s, e, _ in found):
+            found.append((start, end, named))
+
+    for word in _WORD.finditer(text):
+        value = word.group()
+        prefix = key_prefix(value)
+        digit = any(c.isdigit() for c in value)
+        if prefix and digit and "/" not in value and not _NAME.fullmatch(value):
+            add(*word.span(), f"{prefix!r}…")
+    for match in _JWT.finditer(text):
+        add(*match.span(), "a JWT")
+    for match in _AWS_SECRET.finditer(text):
+        add(*match.span("value"), "an AWS secret access key")
+    for url in _URL.finditer(text):
+        for start, end in _url_credential_spans(url.group()):
+            add(url.start() + start, url.start() + end, url)
+    for match in _SECRET_FIELD.finditer(text):
+        if not _PLACEHOLDER.fullmatch(match.group("value")):
+            add(*match.span("value"), "a password")
+    for match in _AUTHORIZATION.finditer(text):
+        value, scheme = match.group("value"), match.group("scheme") or match.group("alone")
+        generated = any(c.isdigit() for c in value) or value.endswith("=")
+        if generated or (match.group("scheme") and any(c.isupper() for c in value[1:])):
+            named = "a bearer token" if scheme.lower() == "bearer" else "an Authorization value"
+            add(*match.span("value"), named)
+    for match in _PRIVATE_KEY.finditer(text):
+        end = _PRIVATE_KEY_END.search(text, match.end())
+        body = text[match.end() : end.start() if end else len(text)]
+        if body.strip():
+            start = match.end() + len(body) - len(body.lstrip())
+            add(start, match.end() + len(body.rstrip()), "a PEM private key")
+        else:
+            add(*match.span(), "a PEM private key")
+    for match in _PRIVATE_KEY_FIELD.finditer(text):
+        add(*match.span("value"), "a private key")
+    found.sort(key=lambda span: span[0])
+
+    def name(named: str | re.Match[str]) -> str:
+        """A URL as it reads with every credential in it masked (a key in its path
+        too), so a refusal says which one without repeating it."""
+        if isinstance(named, str):
+            return named
+        shown = named.group()
+        for start, end, _ in reversed(found):
+            if named.start() <= start < named.end():
+                start, end = start - named.start(), end - named.start()
+                shown = shown[:start] + mask_secret(shown[start:end]) + shown[end:]
+        return repr(shown)
+
+    return [(start, end, name(named)) for start, end, named in found]
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with each credential `find_credentials` finds masked (`mask_secret`:
+    `sk-…abcd`), the words around it kept: a hook's
+    `curl -H 'Authorization: Bearer sk-…abcd' URL` as `lathe config show` prints it."""
+    for start, end, _ in reversed(find_credentials(text)):
+        text = text[:start] + mask_secret(text[start:end]) + text[end:]
+    return text
+
+
+def _url_credential_spans(url: str) -> list[tuple[int, int]]:
+    """Where in `url` its credentials are (`url_credentials`): the password, the user
+    when there is no password and it looks like a key or names a token
+    (`x-access-token@`, not `git@` nor `ada@`), and the values of query parameters named
+    like one, 8 characters or more (`token_type=bearer` names a kind, not a token); none
+    that stands for a secret kept elsewhere (`postgres://app:${DB_PASSWORD}@db/app`)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password, user = parts.password, parts.username
+    except ValueError:
+        return []
+    spans = []
+    userinfo = parts.netloc.rpartition("@")[0]
+    start = url.find("//") + 2
+    if password and not _PLACEHOLDER.fullmatch(password):
+        start += userinfo.index(":") + 1
+        spans.append((start, start + len(password)))
+    elif not password and user and (looks_like_secret(user) or secret_parameter(user)):
+        spans.append((start, start + len(userinfo)))
+    for what, value in url_credentials(url):
+        if what == "password" or _PLACEHOLDER.fullmatch(value) or len(value) < 8:
+            continue
+        query = url.find("?")
+        name = re.compile(rf"(?:^|[?&]){re.escape(what)}=([^&#]*)")
+        if query != -1 and (match := name.search(url, query)):
+            spans.append(match.span(1))
+    return spans

@@ -12,6 +12,8 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 
+from lathe.config.secrets import find_credentials
+
 # Names that hold credentials by convention: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD,
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
 # PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE,
@@ -31,26 +33,6 @@ SECRET_NAME = re.compile(
     r"|^BW_SESSION$|^OP_SESSION(_|$)",
     re.IGNORECASE,
 )
-# Values that carry a secret whatever their variable is called. A URL's userinfo:
-# postgres://user:pass@host/db, https://u:tok@git.example, a DSN's key alone
-# (https://KEY@o1.ingest.example/2), not an ssh user name (ssh://git@host). A password
-# or key field of a connection string, a libpq conninfo or a URL's query
-# (Server=db;Password=..., ?user=app&password=..., Azure's AccountKey=, a SAS's sig=).
-# A private key (PEM, or a service account's JSON), an Authorization header's
-# credentials, and the tokens GitHub, GitLab, Slack and npm hand out.
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/@\s]+)@")
-_SECRET_FIELD = re.compile(
-    r"(?:^|[;?&\s])(?:password|passwd|pwd|pass|accountkey|sharedaccesskey"
-    r"|sharedaccesssignature|sig)\s*=\s*(?P<value>[^;&\s]+)",
-    re.IGNORECASE,
-)
-_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY|\"private_key\"\s*:")
-_AUTHORIZATION = re.compile(
-    r"\b(?:bearer|basic|token)\s+(?P<value>(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*)", re.IGNORECASE
-)
-_ISSUED_TOKEN = re.compile(
-    r"\b(?:gh[pousr]_|github_pat_|glpat-|xox[abeprs]-|npm_)(?=[\w-]*\d)[\w-]{16,}"
-)
 
 
 def is_secret_name(name: str) -> bool:
@@ -64,18 +46,10 @@ def holds_secret(name: str, value: str) -> bool:
 
 
 def holds_secret_value(text: str) -> bool:
-    """Whether `text` carries a credential: a URL's password or key, a password field, a
-    private key, an Authorization header's credentials, an issued token (see above)."""
-    return bool(
-        any(
-            ":" in found.group(2) or "ssh" not in found.group(1).lower()
-            for found in _URL_USERINFO.finditer(text)
-        )
-        or _SECRET_FIELD.search(text)
-        or _PRIVATE_KEY.search(text)
-        or _AUTHORIZATION.search(text)
-        or _ISSUED_TOKEN.search(text)
-    )
+    """Whether `text` carries a credential (`config.secrets.find_credentials`): a URL's
+    password or key, a password field, a private key, an Authorization header's
+    credentials, an issued token..."""
+    return bool(find_credentials(text))
 
 
 def command_environment(
@@ -102,8 +76,8 @@ def secret_values(environ: Mapping[str, str], *, min_chars: int = 8) -> list[str
     found = []
     for name, value in environ.items():
         if holds_secret(name, value):
-            inside = (*_SECRET_FIELD.finditer(value), *_AUTHORIZATION.finditer(value))
-            parts = [value] if maskable(value) else [match.group("value") for match in inside]
+            inside = find_credentials(value)
+            parts = [value] if maskable(value) else [value[s:e] for s, e, _ in inside]
             found += [part for part in parts if len(part) >= min_chars and maskable(part)]
     return found
 

@@ -191,11 +191,11 @@ def _shown_values(loaded: Any) -> list[tuple[str, Any, str]]:
 
 
 def _masked(value: Any) -> Any:
-    """`value` with every credential inside its strings masked (`memory.mask_credentials`,
+    """`value` with every credential inside its strings masked (`secrets.mask_credentials`,
     the detector the `memory` tool refuses them with): a key in a hook's curl command or
     a password in a server's argument, not only a value that is a key whole
     (`LoadedConfig.shown_values`)."""
-    from lathe.memory import mask_credentials
+    from lathe.config.secrets import mask_credentials
 
     if isinstance(value, str):
         return mask_credentials(value)
