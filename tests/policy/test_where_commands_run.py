@@ -51,15 +51,14 @@ MAY_BE_HOME = [
     "true && cd ~ || true; rm -rf *",
     "cd ~; cd /tmp/no-such-folder-for-lathe-tests; rm -rf *",  # a cd that fails stays
     "for d in a b; do cd ..; done; rm -rf *",
+    'cd "$(dirname "$PWD")" && rm -rf ./*',  # dirname of a known folder is known
 ]
 
 # The folder is only known at run time.
 UNKNOWN_FOLDER = [
     "cd $X; rm -rf *",
-    'cd "$(dirname "$PWD")" && rm -rf ./*',
     "cd -; rm -rf *",  # the OLDPWD bash inherited
     'eval "$X"; rm -rf *',
-    "cd $X && rm -f .bashrc",
     "cd $X && find . -delete",
     "cd $X && python3 -c 'import shutil; shutil.rmtree(\"x\")'",
 ]

@@ -311,7 +311,11 @@ class _Judge:
         """Judge what interpreter code does (`shutil.rmtree(...)`, `os.kill(-1, 9)`)."""
         effect = found.effect
         if effect.kind == "tree":
-            return [self.places.deletion(effect.name, effect.target, found.cwd)]
+            return [
+                self.places.deletion(
+                    effect.name, effect.target, found.cwd, from_file=found.from_file
+                )
+            ]
         if effect.kind == "signal":
             why = signals.every_process(effect.target.value or "")
             return [Finding("deny", f"{effect.name} {effect.target.text} {why}")] if why else []
@@ -385,13 +389,23 @@ class _Judge:
                 operands.append(word)
         fed = cmd.fed or ()
         if flag is None:
+            # In a folder only run time knows, a plain rm asks (`cd "$d" && rm -f *.o`):
+            # `--approval full` lets it run, as it lets every ask.
             lost = [self.places.lost("rm", w, cmd.cwd) for w in [*operands, *fed]]
+            asks = [
+                Finding("ask", f"rm on {w.text}, in a folder only known at run time: {cmd.text}")
+                for w, found in zip([*operands, *fed], lost, strict=True)
+                if found is not None
+            ]
             changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
-            return [f for f in lost if f is not None] + self._changes(cmd, changes)
+            return asks[:1] + self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
         # The paths written out are judged even when more come at run time: xargs runs
         # `xargs rm -rf ~` once with no input at all.
-        findings = [self.places.deletion(how, word, cmd.cwd) for word in [*operands, *fed]]
+        findings = [
+            self.places.deletion(how, word, cmd.cwd, from_file=cmd.from_file)
+            for word in [*operands, *fed]
+        ]
         if cmd.fed == ():
             findings.append(Finding("ask", f"{how} on paths only known at run time: {cmd.text}"))
         return findings
@@ -400,7 +414,10 @@ class _Judge:
         call = find_call(args)
         if not call.deletes:
             return []
-        return [self.places.deletion("find -delete", under(r), cmd.cwd) for r in call.roots]
+        return [
+            self.places.deletion("find -delete", under(r), cmd.cwd, from_file=cmd.from_file)
+            for r in call.roots
+        ]
 
     # -- permissions -------------------------------------------------------------------
 
@@ -495,7 +512,9 @@ def _git_outside(
             start = join_path(start, folder.value)
     for path in [start, *(None if t.value is None else join_path(start, t.value) for t in trees)]:
         if path is None:
-            if _discards(sub, rest):
+            # In a script on disk, as before the guard followed each folder: it may only
+            # deny where the folder is known (`cd "$d" && git checkout -- .` runs).
+            if _discards(sub, rest) and not cmd.from_file:
                 why = "a folder only known at run time, which may be the home directory"
                 return Finding("deny", f"git {sub} discards work in {why}: {cmd.text}")
             continue

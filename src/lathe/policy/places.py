@@ -111,14 +111,18 @@ class Places:
             return True
         return any(path.is_relative_to(root) for root in SYSTEM_ROOTS)
 
-    def deletion(self, how: str, word: Word, cwd: Path | None) -> Finding:
-        """Judge a recursive deletion (`rm -r`, `find -delete`, `shutil.rmtree`) of `word`."""
+    def deletion(
+        self, how: str, word: Word, cwd: Path | None, *, from_file: bool = False
+    ) -> Finding:
+        """Judge a recursive deletion (`rm -r`, `find -delete`, `shutil.rmtree`) of `word`.
+        One in a script on disk (`from_file`) is refused only where its folder is known
+        to be dangerous: a folder only run time knows there is judged as before the guard
+        followed each folder, or no ordinary script (`cd "$d" && rm -rf build`) runs."""
         shown = word.text
         path, pattern = self.path(word, cwd)
         if path is None:
-            return self.lost(how, word, cwd) or Finding(
-                "ask", f"{how} on {shown}, a path only known at run time"
-            )
+            lost = None if from_file else self.lost(how, word, cwd)
+            return lost or Finding("ask", f"{how} on {shown}, a path only known at run time")
         self._note_change(path, pattern)
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
@@ -133,8 +137,9 @@ class Places:
 
     @staticmethod
     def lost(how: str, word: Word, cwd: Path | None) -> Finding | None:
-        """A deletion of a path relative to a folder only run time knows (`cd "$X"; rm -rf
-        *`): refused, since it may be the home folder and `--approval full` never asks."""
+        """A recursive deletion of a path relative to a folder only run time knows (`cd
+        "$X"; rm -rf *`): refused, since it may be the home folder and `--approval full`
+        never asks."""
         if cwd is not None or word.value is None or word.value.startswith("/"):
             return None
         where = "a folder only known at run time, which may be the home directory"

@@ -131,7 +131,8 @@ def shell(
         if how.script_file.value is None:
             w.note("ask", f"{base} runs a script only known at run time: {call.text}")
         else:
-            script(w, call, st, how.script_file, f"{base} {how.script_file.text}", same_shell=False)
+            label = f"{base} {how.script_file.text}"
+            script(w, call, st, how.script_file, label, same_shell=False, named=True)
         return UNKNOWN
     shell_input(w, call, st, stdin, base, same_shell=False)
     return UNKNOWN
@@ -207,23 +208,29 @@ def _with_via(w: Walker, st: State, via: tuple[str, ...], walk: Callable[[], Non
 
 def script(
     w: Walker, call: Call, st: State, word: Word, label: str, *, same_shell: bool,
-    executed: bool = False,
+    executed: bool = False, named: bool = False,
 ) -> None:  # fmt: skip
     """Walk the script file `word` names, as `label` (`bash x.sh`, `source x.sh`, `./x.sh`)
     runs it: `same_shell` keeps its `cd`, variables and aliases for what follows;
     `executed` (`./x.sh`) reads it only if its `#!` line names a shell; a script in
-    each folder the command may run in is read."""
+    each folder the command may run in is read. In it BASH_SOURCE is `word`, and so
+    is `$0` when the script was `named` as the program (`bash x.sh`, `./x.sh`): `cd
+    "$(dirname "$0")"` goes to the script's own folder."""
     if word.value is None:
         return
+    names = {"BASH_SOURCE": word.value} | ({"0": word.value} if executed or named else {})
     for path in dict.fromkeys(dirs.file_at(cwd, word.value) for cwd in call.cwds):
         content = w.files.content(path)
         if content is not None:
-            _script_text(w, call, st, content, label, same_shell=same_shell, executed=executed)
+            _script_text(
+                w, call, st, content, label, same_shell=same_shell, executed=executed,
+                names=names,
+            )  # fmt: skip
 
 
 def _script_text(
     w: Walker, call: Call, st: State, content: Content, label: str, *, same_shell: bool,
-    executed: bool,
+    executed: bool, names: dict[str, str] | None = None,
 ) -> None:  # fmt: skip
     if content.text is None:
         w.note("ask", f"{label} runs a script written at run time: {call.text}")
@@ -234,6 +241,8 @@ def _script_text(
         return
     via = (*call.via, label)
     inner = st if same_shell else State.at(call.cwds, via=via)
+    saved = {name: inner.variables.get(name, "\0") for name in names or {}}
+    inner.variables.update(names or {})
     outermost = content.on_disk and not w.file_depth
     w.indirect += 1
     w.file_depth += content.on_disk
@@ -247,6 +256,11 @@ def _script_text(
     finally:
         w.indirect -= 1
         w.file_depth -= content.on_disk
+        for name, value in saved.items():  # a sourced script's own names end with it
+            if value == "\0":
+                inner.variables.pop(name, None)
+            else:
+                inner.variables[name] = value
 
 
 def interpreter(

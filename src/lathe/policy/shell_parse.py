@@ -653,7 +653,8 @@ class Walker:
         return output_of(base, args, stdin, call.cwd)
 
     def _substitute(self, node: Any, st: State) -> str | None:
-        """The output of `$(echo rm)`: only echo/printf of literal words is predictable."""
+        """The output of `$(echo rm)`: only echo, printf and dirname of literal words are
+        predictable."""
         inner = node.named_children
         if len(inner) != 1 or inner[0].type != "command":
             return None
@@ -664,7 +665,7 @@ class Walker:
                 return None
             words += expand(child.named_children[0] if child.type == "command_name" else
                             child, scope)  # fmt: skip
-        if not words or words[0].value not in ("echo", "printf"):
+        if not words or words[0].value not in ("echo", "printf", "dirname"):
             return None
         out = output_of(words[0].value, words[1:], None, st.cwd)
         return out.text.rstrip("\n") if out and out.kind == "text" else None

@@ -156,12 +156,28 @@ def _expansion_value(node: Any, scope: Scope) -> str | None:
     if node.type not in ("simple_expansion", "expansion"):
         return None
     named = node.named_children
+    if node.type == "expansion" and len(node.children) == 3 and _first_of(named):
+        # `${X[0]}` is `$X` (BASH_SOURCE[0], the script's path).
+        return variable(named[0].named_children[0].text.decode(), scope)
     # `${X}` only: any operator (`${X:-d}`, `${#X}`, `${X/a/b}`) depends on run time.
     if len(named) != 1 or named[0].type != "variable_name":
         return None
     if node.type == "expansion" and len(node.children) != 3:
         return None
     return variable(named[0].text.decode(), scope)
+
+
+def _first_of(named: list[Any]) -> bool:
+    """Whether the nodes are `X[0]` alone."""
+    if len(named) != 1 or named[0].type != "subscript":
+        return False
+    parts = named[0].named_children
+    return (
+        len(parts) == 2
+        and parts[0].type == "variable_name"
+        and parts[1].type == "number"
+        and parts[1].text == b"0"
+    )
 
 
 def variable(name: str, scope: Scope) -> str | None:

@@ -54,6 +54,8 @@ def output_of(base: str, args: list[Word], stdin: Stream | None, cwd: Path | Non
         known = [v for v in values if v is not None]
         text = _printf(known[0], known[1:]) if known and len(known) == len(values) else None
         return UNKNOWN if text is None else Stream("text", text)
+    if base == "dirname" and values and None not in values and not values[0].startswith("-"):
+        return Stream("text", "".join(_dirname(v) + "\n" for v in values if v is not None))
     if base in ("cat", "tee"):
         files = [w for w in args if w.value is None or not w.value.startswith("-")]
         if base == "cat" and files:
@@ -102,6 +104,15 @@ def _printf(fmt: str, args: list[str]) -> str | None:
         # bash reuses the format while arguments are left
         if not remaining or "%s" not in conversions:
             return "".join(out)
+
+
+def _dirname(path: str) -> str:
+    """What `dirname` prints for `path` (`x.sh` and `./x.sh` give `.`)."""
+    stripped = path.rstrip("/")
+    if not stripped:
+        return "/" if path else "."
+    head = stripped.rpartition("/")[0] if "/" in stripped else "."
+    return head.rstrip("/") or ("/" if stripped.startswith("/") else head)
 
 
 def under(word: Word) -> Word:
