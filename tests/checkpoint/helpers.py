@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
+
+from tests.fakes.openai_server import Call
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -56,3 +59,27 @@ def write(ws: Path, rel: str, text: str) -> None:
 def shell(ws: Path, script: str) -> None:
     """A change made the way the agent's bash tool makes one."""
     subprocess.run(["bash", "-c", script], cwd=ws, check=True, stdin=subprocess.DEVNULL)
+
+
+def lathe(tmp_path: Path, *args: str, umask: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m lathe ARGS` in `tmp_path`, its LATHE_HOME `tmp_path/home`, no key or
+    setting of the caller's environment; `umask` the one it runs under."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
+    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
+    return subprocess.run(
+        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        preexec_fn=None if umask is None else lambda: os.umask(umask),
+    )  # fmt: skip
+
+
+def run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`lathe run` in full mode against the fake `server`, in `ws`."""
+    return lathe(
+        tmp_path, "run", "--model", "m", "--base-url", server.base_url, "--approval", "full",
+        "-C", str(ws), *args,
+    )  # fmt: skip
+
+
+def bash(command: str) -> Call:
+    return Call("bash", {"command": command})

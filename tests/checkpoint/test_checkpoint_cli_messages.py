@@ -12,26 +12,12 @@ the real CLI (`python -m lathe`) against the fake server:
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.checkpoint.helpers import bash, lathe
 from tests.fakes.openai_server import Call, Reply
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
-    return env
-
-
-def lathe(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=_env(tmp_path),
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def run(server, ws: Path, tmp_path: Path, task: str, *calls: Call) -> subprocess.CompletedProcess:
@@ -43,10 +29,6 @@ def run(server, ws: Path, tmp_path: Path, task: str, *calls: Call) -> subprocess
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done
-
-
-def bash(command: str) -> Call:
-    return Call("bash", {"command": command})
 
 
 @pytest.mark.parametrize("number", ["²", "٣", "#٣", "³"])

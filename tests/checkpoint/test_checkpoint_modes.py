@@ -9,39 +9,12 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.checkpoint.helpers import shell, write
-from tests.fakes.openai_server import Call, Reply
+from tests.checkpoint.helpers import bash, lathe, run, shell, write
+from tests.fakes.openai_server import Reply
 
 from lathe.checkpoint import Checkpoints
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
-    return env
-
-
-def lathe(tmp_path: Path, *args: str, umask: int | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=_env(tmp_path),
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-        preexec_fn=None if umask is None else lambda: os.umask(umask),
-    )  # fmt: skip
-
-
-def run(server, ws: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return lathe(
-        tmp_path, "run", "--model", "m", "--base-url", server.base_url, "--approval", "full",
-        "-C", str(ws), *args,
-    )  # fmt: skip
-
-
-def bash(command: str) -> Call:
-    return Call("bash", {"command": command})
 
 
 def mode(path: Path) -> int:

@@ -14,31 +14,17 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.checkpoint.helpers import shell
+from tests.checkpoint.helpers import lathe, shell
 from tests.fakes.openai_server import Call, Reply
 
 from lathe.checkpoint import Checkpoints
 from lathe.errors import UsageError
 
 ROOT = os.geteuid() == 0
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update({"OPENAI_API_KEY": "sk-test", "LATHE_HOME": str(tmp_path / "home")})
-    return env
-
-
-def lathe(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lathe", *args], cwd=tmp_path, env=_env(tmp_path),
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def _chattr(flag: str, path: Path) -> None:
