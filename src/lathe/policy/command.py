@@ -498,7 +498,7 @@ def _destructive_flag(value: str) -> bool:
 
 def _git_outside(
     cmd: SimpleCommand, sub: str, rest: list[str], chdirs: list[Word], trees: list[Word],
-    places: Places,
+    places: Places, *, repository_only: bool = False,
 ) -> Finding | None:  # fmt: skip
     """Refuse a git command that changes files outside the workspace: where it starts
     (the command's folder, then each `-C`) and its work tree and repository
@@ -510,7 +510,9 @@ def _git_outside(
             start = None
         elif folder.value:  # `git -C ''` stays where it is
             start = join_path(start, folder.value)
-    for path in [start, *(None if t.value is None else join_path(start, t.value) for t in trees)]:
+    named = [None if t.value is None else join_path(start, t.value) for t in trees]
+    # add, commit, branch, tag: only a repository named elsewhere (--git-dir) is changed.
+    for path in named if repository_only else [start, *named]:
         if path is None:
             # In a script on disk, as before the guard followed each folder: it may only
             # deny where the folder is known (`cd "$d" && git checkout -- .` runs).
@@ -541,11 +543,14 @@ def _discards(sub: str, rest: list[str]) -> bool:
     return False
 
 
-# git subcommands that change a work tree or a repository.
+# git subcommands that change, create or discard files where git works. add, commit,
+# branch and tag write only inside the repository's .git, so `cd .. && git add -A` from
+# a workspace inside a repository passes.
+_GIT_REPOSITORY_ONLY = frozenset({"add", "commit", "branch", "tag"})
 _GIT_CHANGES = frozenset(
     {"checkout", "restore", "reset", "clean", "stash", "rm", "mv", "apply", "am", "merge",
      "pull", "rebase", "switch", "cherry-pick", "revert", "read-tree", "checkout-index",
-     "init", "clone", "submodule", "worktree", "commit", "add", "branch", "tag"}
+     "init", "clone", "submodule", "worktree"}
 )  # fmt: skip
 
 
@@ -553,12 +558,15 @@ def _git(cmd: SimpleCommand, args: list[Word], places: Places) -> list[Finding]:
     i = 0
     chdirs: list[Word] = []  # -C: where git starts
     trees: list[Word] = []  # --work-tree, --git-dir and their variables: where it works
+    repositories: list[Word] = []  # --git-dir and GIT_DIR
     while i < len(args) and (args[i].value or "").startswith("-"):
         option, equals, inline = (args[i].value or "").partition("=")
         if option in ("-C", "--work-tree", "--git-dir"):
             given = args[i + 1] if i + 1 < len(args) else Word("", "")
             folder = Word(args[i].text, inline) if equals else given
             (chdirs if option == "-C" else trees).append(folder)
+            if option == "--git-dir":
+                repositories.append(folder)
         takes_value = args[i].value in git_config.GLOBAL_VALUE_OPTIONS
         i += 2 if takes_value else 1
     if i >= len(args):
@@ -566,10 +574,15 @@ def _git(cmd: SimpleCommand, args: list[Word], places: Places) -> list[Finding]:
     values = [w.value or "" for w in args]
     sub, rest = values[i], values[i + 1 :]
     trees += [word for name, word in cmd.environment if name in ("GIT_WORK_TREE", "GIT_DIR")]
+    repositories += [word for name, word in cmd.environment if name == "GIT_DIR"]
     if sub in _GIT_CHANGES:
         found = _git_outside(cmd, sub, rest, chdirs, trees, places)
-        if found is not None:
-            return [found]
+    elif sub in _GIT_REPOSITORY_ONLY:
+        found = _git_outside(cmd, sub, rest, chdirs, repositories, places, repository_only=True)
+    else:
+        found = None
+    if found is not None:
+        return [found]
     short = "".join(v[1:] for v in rest if v.startswith("-") and not v.startswith("--"))
     if sub == "push" and (
         "f" in short
