@@ -11,8 +11,9 @@
   `>>`, tee, cp, mv, install, rsync, ln, sed -i, dd, `find | xargs`, or the same calls
   in a one-liner (`shutil.rmtree`, `os.remove`, `open(p, "w")`, `unlink`, `rmSync`);
   a command whose name is computed at run time but given `-r`/`-f` and such a path;
-  rm or a recursive deletion of a relative path where the folder it runs in is only
-  known at run time (`cd "$X"; rm -rf *`: every folder it may be in is judged, `dirs`);
+  a recursive deletion of a relative path where the folder it runs in is only known at
+  run time (`cd "$X"; rm -rf *`: every folder it may be in is judged, `dirs`; a plain
+  `rm` there asks, and a script on disk may only be denied where the folder is known);
   a git command that changes files where it works outside the workspace (its folder,
   `-C`, `--work-tree`/`--git-dir` and GIT_WORK_TREE/GIT_DIR), or that discards work
   where that is only known at run time; `git config` of a key that makes git run a
