@@ -5,6 +5,7 @@ with the command, and the census wrapper counts what is still in it first."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,19 @@ from lathe.exec.local import LocalExecutor
     ]
 )  # fmt: skip
 def executor(request, tmp_path: Path):
+    return request.param(tmp_path)
+
+
+# Where the census wrapper runs. Unsandboxed, the supervisor shares the command's group
+# and a `kill 0` makes it stop the command (supervisor.py, not the wrapper).
+@pytest.fixture(
+    params=[
+        pytest.param(BubblewrapExecutor, id="bubblewrap",
+                     marks=needs(check_bubblewrap(), "bubblewrap")),
+        pytest.param(GvisorExecutor, id="gvisor", marks=needs(check_gvisor(), "gVisor")),
+    ]
+)  # fmt: skip
+def sandboxed(request, tmp_path: Path):
     return request.param(tmp_path)
 
 
@@ -64,3 +78,28 @@ async def test_a_timed_out_command_is_not_counted_twice(executor, tmp_path: Path
 async def test_stdin_is_still_empty(executor, tmp_path: Path) -> None:
     result = await _run(executor, 'cat; echo "read:$?"', tmp_path)
     assert result.output == "read:0\n"
+
+
+@pytest.mark.parametrize("signal", ["TERM", "HUP"])
+async def test_a_signal_to_the_whole_group_is_the_commands_to_handle(
+    sandboxed, tmp_path: Path, signal: str
+) -> None:
+    # The census sh shares the command's process group in the sandboxes: `kill 0` killed
+    # it, cutting the command short and reading as 143 (129 for HUP).
+    command = f"trap 'echo got' {signal}; kill -{signal} 0; sleep 0.5; echo after; exit 3"
+    result = await _run(sandboxed, command, tmp_path)
+    assert (result.exit_code, result.output) == (3, "got\nafter\n")
+
+
+async def test_a_signal_the_command_does_not_handle_still_ends_it(sandboxed, tmp_path) -> None:
+    # The wrapper catches signals with a handler, not by ignoring them, which the
+    # command would inherit.
+    result = await _run(sandboxed, "kill -TERM 0; sleep 5; echo survived", tmp_path)
+    assert (result.exit_code, result.output) == (143, "")
+
+
+async def test_a_timeout_still_ends_the_command_promptly(executor, tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = await _run(executor, "echo started; sleep 300", tmp_path, timeout=1.5)
+    assert result.timed_out and result.output.startswith("started\n")
+    assert time.monotonic() - started < 8

@@ -92,8 +92,12 @@ def bash_argv(command: str, cwd: Path) -> list[str]:
 # the number to its own stdin: the write end of lathe's census pipe. It says nothing
 # itself: sh reports a child killed by a signal ("Killed") on its own stderr, so that is
 # /dev/null and only the command gets the real one. POSIX sh builtins only: a process
-# forked to count would be counted.
+# forked to count would be counted. It shares the command's process group, so a signal
+# the command sends the group (`kill 0`) must not end it: it ended the command's output
+# there and read as 143. A handler (`:`), not `''`: ignored signals would be inherited
+# by the command, while handlers reset at exec.
 _CENSUS = """exec 3>&2 2>/dev/null
+trap : HUP INT QUIT TERM USR1 USR2 ALRM
 (exec bash -c "$1" </dev/null 2>&3 3>&-)
 status=$?
 left=0
