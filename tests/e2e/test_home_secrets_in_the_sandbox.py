@@ -58,10 +58,12 @@ def _run(
     env: dict[str, str],
     *commands: str,
     sandbox: tuple[str, ...] = (),
+    workspace: Path | None = None,
 ) -> str:
     """The tool results the model received for `commands`, run in the default sandbox
-    (or the one `sandbox`, extra arguments of `lathe run`, chooses)."""
-    ws = tmp_path / "ws"
+    (or the one `sandbox`, extra arguments of `lathe run`, chooses), in `workspace`
+    (a fresh folder unless given)."""
+    ws = workspace or tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
     fake_openai.enqueue(
@@ -173,3 +175,26 @@ def test_git_knows_the_users_name_from_a_config_with_credentials(tmp_path, fake_
 
     assert GITLAB_TOKEN not in seen
     assert "ada@example.com" in seen and "status --short" in seen, json.dumps(seen)
+
+
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        pytest.param((), id="bwrap"),
+        pytest.param(("--sandbox", "gvisor"), id="gvisor", marks=needs(check_gvisor(), "gVisor")),
+    ],
+)
+def test_a_workspace_holding_the_git_config_still_shows_the_copy(tmp_path, fake_openai, sandbox):
+    # Started in ~ (or a folder above it): the copy was mounted before the workspace,
+    # whose bind brought the real config back, token and all, and writable.
+    home = _home(tmp_path, CONFIG_WITH_CREDENTIALS)
+
+    seen = _run(
+        fake_openai, tmp_path, home, {},
+        "cat ~/.gitconfig; git config user.email; echo changed >> ~/.gitconfig",
+        sandbox=sandbox, workspace=home,
+    )  # fmt: skip
+
+    assert GITLAB_TOKEN not in seen and HEADER_CREDENTIALS not in seen, seen
+    assert "ada@example.com" in seen
+    assert (home / ".gitconfig").read_text() == CONFIG_WITH_CREDENTIALS

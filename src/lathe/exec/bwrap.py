@@ -120,13 +120,15 @@ def bwrap_argv(bwrap: str, view: SandboxView) -> list[str]:
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in view.tools:
         argv += ["--ro-bind", str(path), str(path)]
-    for path, copy in view.copies:  # a git config shown without its credentials
-        argv += ["--ro-bind", str(copy), str(path)]
     for path in view.covered:  # before the workspace, which may lie inside
         argv += ["--tmpfs", str(path)]
     argv += ["--bind", str(view.workspace), str(view.workspace)]
     for path in view.read_only:
         argv += ["--ro-bind", str(path), str(path)]
+    # A git config shown without its credentials, and what is hidden, after the
+    # workspace: started in ~, its bind brought the real config back over the copy.
+    for path, copy in view.copies:
+        argv += ["--ro-bind", str(copy), str(path)]
     for path in view.hidden:
         if path.is_dir():
             argv += ["--perms", "0000", "--tmpfs", str(path), "--remount-ro", str(path)]

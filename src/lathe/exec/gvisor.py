@@ -196,10 +196,12 @@ def _mounts(view: SandboxView) -> list[dict[str, Any]]:
     ]
     mounts += [bind(directory) for directory, link in view.system if link is None]
     mounts += [bind(path) for path in view.tools]
-    mounts += [bind(path, source=copy) for path, copy in view.copies]
     mounts += [{"destination": str(p), "type": "tmpfs", "source": "tmpfs"} for p in view.covered]
     mounts.append(bind(view.workspace, writable=True))
     mounts += [bind(path) for path in view.read_only]
+    # After the workspace, which may hold the config (started in ~) and had brought the
+    # real one back over the copy.
+    mounts += [bind(path, source=copy) for path, copy in view.copies]
     for path in view.hidden:
         if path.is_dir():
             mounts.append({"destination": str(path), "type": "tmpfs", "source": "tmpfs",
