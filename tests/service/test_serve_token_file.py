@@ -42,3 +42,25 @@ def test_a_token_http_headers_cannot_carry_is_refused_at_the_start(tmp_path):
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"lathe: the token in {token} ") and "ASCII" in line, line
+
+
+def test_a_token_file_whose_write_failed_is_not_left_empty(tmp_path, monkeypatch):
+    # A full disk left an empty file, and every start after said "the token file is
+    # empty" instead of making one.
+    import errno
+
+    from lathe.errors import UsageError
+    from lathe.service import server
+
+    path = tmp_path / "token"
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", full)
+        with pytest.raises(UsageError, match="No space left on device"):
+            server.read_or_create_token(path)
+    assert not path.exists()
+    token, new = server.read_or_create_token(path)
+    assert new and path.read_text() == token + "\n"

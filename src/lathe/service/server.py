@@ -8,6 +8,7 @@ Only a loopback address is bound unless `--allow-remote` says otherwise.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import secrets
 import socket
@@ -47,12 +48,20 @@ def read_or_create_token(path: Path) -> tuple[str, bool]:
             )
         return token, False
     token = secrets.token_urlsafe(32)
+    made = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(token + "\n")
+        made = True
+        try:
+            line = f"{token}\n".encode()
+            if os.write(fd, line) != len(line):  # a disk that filled part way
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        finally:
+            os.close(fd)
     except OSError as exc:
+        if made:  # an empty or cut file would stop every later start ("is empty")
+            path.unlink(missing_ok=True)
         where = f" ({exc.filename})" if exc.filename and exc.filename != str(path) else ""
         raise UsageError(
             f"cannot create the token file {path}: {exc.strerror or exc}{where}; give a "
