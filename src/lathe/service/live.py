@@ -30,11 +30,12 @@ from lathe.events import (
     ToolStarted,
     json_line,
 )
+from lathe.hooks.base import AgentHooks
 from lathe.llm.base import has_surrogate
 from lathe.service.approvals import RemoteApprover
 from lathe.service.journal import EventJournal, journal_path
 from lathe.service.limits import LimitedExecutor, LimitedProvider, ServerLimits
-from lathe.types import Usage
+from lathe.types import Usage, UserMessage
 from lathe.ui.recorder import RunTally
 
 # What a run the server's death cut is ended with: its turns, usage and started calls.
@@ -136,6 +137,17 @@ class _Subscriber:
             self.lagged()  # the journal has the rest; then it ends
 
 
+class _OnUserMessage(AgentHooks):
+    """A recorder's neighbour: calls `then` once a user message is in the session."""
+
+    def __init__(self, then: Any) -> None:
+        self._then = then
+
+    def on_message(self, message: Any) -> None:
+        if isinstance(message, UserMessage):
+            self._then()
+
+
 class ServedSession:
     """One session the service runs (see the module doc). `post` starts or queues a
     run, `answer` answers an approval, `abort` stops the run, `events` streams what it
@@ -154,6 +166,10 @@ class ServedSession:
         self.journal = EventJournal(journal_path(Path(session.path)))
         self._subscribers: set[_Subscriber] = set()
         self._messages: list[str] = []  # accepted, not yet run; kept in `_queue_file` too
+        # Queued messages the current run took as its task: in `_queue_file` until the
+        # session has the task (`_task_recorded`), so neither a crash nor a refused
+        # start loses them.
+        self._taken: list[str] = []
         self._queue_file = Path(session.path).with_suffix(QUEUE_SUFFIX)
         self._task: asyncio.Task[None] | None = None
         self._closers: list[Any] = []
@@ -203,8 +219,11 @@ class ServedSession:
         self.agent = self._agent(self._history(cut_run=cut is not None))
         if cut is not None:
             self._end_cut_run(cut)
+        left = self._not_delivered(left)
         if left:  # the server died before they ran
             self._keep_unrun(left)
+        else:  # none, or only those the session has already
+            self._keep_queue([])
         self._count_earlier_runs()
 
     def _restore_approvals(self) -> bool:
@@ -244,7 +263,10 @@ class ServedSession:
         checkpoints = self._checkpoints = Checkpoints(self.setup.workspace, home)
         self.recorder = SessionRecorder(self.session)
         changes = CheckpointRecorder(checkpoints, self.session)
-        self.chain = hook_chain(safety, self.redactor, recorders=[self.recorder, changes])
+        delivered = _OnUserMessage(self._task_recorded)
+        self.chain = hook_chain(
+            safety, self.redactor, recorders=[self.recorder, changes, delivered]
+        )
         limits = self.limits
         LocalChildren(
             self.setup, self.provider, self.redactor, self.emit,
@@ -403,13 +425,15 @@ class ServedSession:
 
     def post(self, text: str) -> bool:
         """Send a message: it starts a run now, or after the current one (True: queued).
-        A queued message is on disk before it is accepted, so a crash cannot lose it."""
-        if self.running or self.approver.paused:
-            self._keep_queue([*self._messages, text])
+        A queued message is on disk before it is accepted, so a crash cannot lose it.
+        Messages still queued (a busy workspace refused their run) go with this one."""
+        if self.running or self.approver.paused or self._messages:
+            self._keep_queue([*self._taken, *self._messages, text])
             self._messages.append(text)
-            return True
+            if self.running or self.approver.paused:
+                return True
         self.approver.forget_kept()
-        self._task = asyncio.create_task(self._drive(text))
+        self._task = asyncio.create_task(self._drive(self._take() if self._messages else text))
         return False
 
     def answer(self, approval_id: str, choice: Any, reason: str = "") -> None:
@@ -425,6 +449,7 @@ class ServedSession:
         the run's end. A message sent while the run stops runs after it."""
         self._messages.clear()
         if not self.approver.closing:  # closing keeps them (`close`)
+            self._taken = []  # the stopped run's task goes with the queue
             self._keep_queue([])
         task = self._task
         if task is None or task.done():
@@ -443,9 +468,7 @@ class ServedSession:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         if self._messages and not self.stopped:
-            text = "\n\n".join(self._messages)
-            self._messages.clear()
-            self._task = asyncio.create_task(self._drive(text))
+            self._task = asyncio.create_task(self._drive(self._take()))
         return True
 
     async def _drive(self, text: str | None) -> None:
@@ -453,10 +476,28 @@ class ServedSession:
         left paused (their approvals are answered now)."""
         while True:
             await self._run(text)
+            if self._taken:  # refused before the session had them: they stay queued
+                self._messages[:0] = self._taken
+                self._taken = []
+                return  # the next message sends them; a busy workspace would refuse again
             if not self._messages or self.stopped:
                 return
-            text = "\n\n".join(self._messages)
-            self._messages.clear()
+            text = self._take()
+
+    def _take(self) -> str:
+        """The queued messages as the next run's task; they stay on disk, as `_taken`,
+        until the session has it."""
+        self._taken, self._messages = self._messages, []
+        return "\n\n".join(self._taken)
+
+    def _task_recorded(self) -> None:
+        """A user message is in the session: the first after a run took queued messages
+        is its task, so their file now keeps only those queued since."""
+        if self._taken:
+            self._taken = []
+            # A file left behind is harmless: a restart finds its text in the session.
+            with contextlib.suppress(OSError):
+                self._keep_queue(self._messages)
 
     async def _run(self, text: str | None) -> None:
         from lathe.workspace_lock import hold_workspace
@@ -467,7 +508,6 @@ class ServedSession:
         self.emit(RunStarted(task=task, model=setup.model.model_id,
                              workspace=str(setup.workspace), session_id=self.id,
                              origin="user" if text is not None else "lathe"))  # fmt: skip
-        self._keep_queue(self._messages)  # those this run took are its task now
         try:
             with contextlib.ExitStack() as held:
                 if setup.approval != "read-only":
@@ -475,7 +515,11 @@ class ServedSession:
                         hold_workspace(
                             setup.workspace,
                             doing=f"lathe serve session {self.id}",  # which, for a refusal
-                            when_busy="then send the message again",
+                            when_busy=(
+                                "your queued message is kept and goes with the next one"
+                                if self._taken
+                                else "then send the message again"
+                            ),
                         )
                     )
                 await self._run_paused_calls()
@@ -557,12 +601,25 @@ class ServedSession:
         else:
             self._queue_file.unlink(missing_ok=True)
 
+    def _not_delivered(self, queued: list[str]) -> list[str]:
+        """The `queued` messages a restart found, less those the session already has:
+        the server died after it recorded them (a run's task, or `_keep_unrun`'s) and
+        before it removed their file. They are the first ones, the session's last user
+        message joined (as a run or `_keep_unrun` joins them), masked as recorded."""
+        last = next(
+            (m.content for m in reversed(self.agent.messages) if isinstance(m, UserMessage)),
+            None,
+        )
+        for n in range(1, len(queued) + 1):
+            if self.redactor.mask("\n\n".join(queued[:n])) == last:
+                return queued[n:]
+        return queued
+
     def _keep_unrun(self, messages: list[str]) -> None:
         """Queued messages the server stopped (or died) before running: the person's
         words stay in the conversation, where the next run reads them, and the stream
         says so; then they are no longer queued."""
         from lathe.events import Notice
-        from lathe.types import UserMessage
 
         queued = "\n\n".join(messages)
         self.agent.append(UserMessage(content=queued))
@@ -596,6 +653,7 @@ class ServedSession:
             self.approver.closing = True
             queued = list(self._messages)
             await self.abort("the server stopped, or stopped serving this session")
+            queued[:0], self._taken = self._taken, []  # a task the session did not get
             if queued:
                 self._keep_unrun(queued)
         self.stopped = True
