@@ -9,7 +9,13 @@ import os
 import time
 from pathlib import Path
 
-from lathe.exec.local import SPILL_FOLDER_MAX_FILES, LocalExecutor, cap_output
+from lathe.exec.local import (
+    SPILL_FOLDER_MAX_FILES,
+    SPILL_MAX_BYTES,
+    LocalExecutor,
+    _prune_spills,
+    cap_output,
+)
 
 
 def _spill(folder: Path) -> Path:
@@ -74,3 +80,36 @@ async def test_a_spill_file_still_being_written_is_never_removed(tmp_path: Path)
     result = await running
     assert result.full_output_path == writing
     assert writing.exists() and writing.read_bytes().endswith(b"end\n")
+
+
+def _large(folder: Path, seconds_ago: float) -> Path:
+    """A spill file near the 64 MiB a spill file stops at (sparse: no disk used)."""
+    path = _spill(folder)
+    os.truncate(path, SPILL_MAX_BYTES)
+    _aged(path, seconds_ago)
+    return path
+
+
+def test_a_large_newest_spill_file_does_not_take_the_others(tmp_path: Path) -> None:
+    # The new file was counted at 64 MiB when it started, so a newest one near 64 MiB
+    # left no room: every other spill file went, though the results two messages back
+    # named them. Counted at its real size when it closes, it leaves them room.
+    folder = tmp_path / "spill"
+    older = [_spill(folder) for _ in range(5)]
+    for n, path in enumerate(older):
+        _aged(path, 5000 - n)
+    newest = _large(folder, 4000)
+
+    new = _spill(folder)
+
+    assert sorted(folder.iterdir()) == sorted([*older, newest, new])
+
+
+def test_two_large_spill_files_still_keep_the_folder_bound(tmp_path: Path) -> None:
+    folder = tmp_path / "spill"
+    older = [_large(folder, 5000 - n) for n in range(3)]
+
+    new = _large(folder, 0)
+    _prune_spills(new)  # as when it closed at that size
+
+    assert sorted(folder.iterdir()) == sorted([older[-1], new])

@@ -73,7 +73,7 @@ _HEAD_SHARE = 0.4
 # must not fill the disk the workspace is on.
 SPILL_MAX_BYTES = 64 * 1024 * 1024
 _SPILL_FULL = "\n[... the spill file stops at 64 MiB; the output's end is in the result ...]\n"
-# A spill folder keeps no more of lathe's spill files than this (when a spill starts,
+# A spill folder keeps no more of lathe's spill files than this (when a spill closes,
 # the oldest beyond go: `_prune_spills`): three `yes` under a 2 s timeout left 193 MB
 # in the workspace, and nothing ever removed one.
 SPILL_FOLDER_MAX_FILES = 64
@@ -555,7 +555,6 @@ class _OutputSink:
             return
         try:
             self._spill_dir.mkdir(parents=True, exist_ok=True)
-            _prune_spills(self._spill_dir)
             path = self._spill_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.log"
             self._spill = path.open("xb")
             self.spill_path = path
@@ -582,9 +581,17 @@ class _OutputSink:
             self._spill_error = str(exc)
             full = True
         if full:
-            self._spill.close()
-            self._spill = None
+            self._close_spill()
             self._spill_full = self._spill_error is None
+
+    def _close_spill(self) -> None:
+        """Close the spill file, then make room for it in its folder: by its real size,
+        now known. Counted at the 64 MiB it may reach when it started, a newest file
+        near that size took every other one, named by results a few messages back."""
+        assert self._spill is not None and self.spill_path is not None
+        self._spill.close()
+        self._spill = None
+        _prune_spills(self.spill_path)
 
     def close(self) -> None:
         """No more output comes. An output that fits `limit` raw but not once cleaned is
@@ -598,8 +605,7 @@ class _OutputSink:
                 else:
                     self._start_spill()
         if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+            self._close_spill()
 
     def text(self) -> str:
         """The output as a terminal would have shown it (`terminal.terminal_text`), in at
@@ -710,23 +716,25 @@ def _whole_tail(data: bytes) -> bytes:
     return data[start:]
 
 
-def _prune_spills(folder: Path) -> None:
-    """Make room in `folder` for a new spill file: remove lathe's oldest spill files
-    beyond SPILL_FOLDER_MAX_FILES or SPILL_FOLDER_MAX_BYTES, the new file counted at its
-    largest. Kept whatever their size: the newest (the result before names it, and the
-    model may be paging it) and any still being written (its writer holds a lock: a
-    call running alongside, another lathe on this workspace). Nothing else in the folder
-    (set-aside folders, an MCP server's files) is touched."""
+def _prune_spills(spill: Path) -> None:
+    """Make room for the spill file `spill`, just closed: remove lathe's oldest spill
+    files in its folder beyond SPILL_FOLDER_MAX_FILES or SPILL_FOLDER_MAX_BYTES, counted
+    at their real sizes. Kept whatever their size: `spill` and the newest other one (the
+    result before names it, and the model may be paging it) and any still being written
+    (its writer holds a lock: a call running alongside, another lathe on this
+    workspace). Nothing else in the folder (set-aside folders, an MCP server's files)
+    is touched."""
     try:
+        files, size = 1, spill.stat().st_size
         spills = [
             (entry.stat(follow_symlinks=False), entry.path)
-            for entry in os.scandir(folder)
+            for entry in os.scandir(spill.parent)
             if _SPILL_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
-        ]
+            and entry.name != spill.name
+        ]  # fmt: skip
     except OSError:
         return
-    spills.sort(key=lambda spill: spill[0].st_mtime_ns, reverse=True)
-    files, size = 1, SPILL_MAX_BYTES + len(_SPILL_FULL)
+    spills.sort(key=lambda other: other[0].st_mtime_ns, reverse=True)
     for index, (stat, path) in enumerate(spills):
         keep = files < SPILL_FOLDER_MAX_FILES and size + stat.st_size <= SPILL_FOLDER_MAX_BYTES
         if index == 0 or keep or not _removed_unless_written(path):
