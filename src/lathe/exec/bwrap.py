@@ -51,7 +51,9 @@ _USERNS_HINT = (
 
 
 def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
-    """Start a trivial command in the same kind of sandbox `BubblewrapExecutor` builds."""
+    """Start a trivial command in the same kind of sandbox `BubblewrapExecutor` builds,
+    in the census wrapper every command runs in: `true` alone passed without the `sh`
+    and `bash` each command needs, and every command failed."""
     found = shutil.which(bwrap)
     if found is None:
         return SandboxStatus(
@@ -63,7 +65,7 @@ def check_bubblewrap(bwrap: str = "bwrap") -> SandboxStatus:
         argv = bwrap_argv(found, sandbox_view(Path(workspace), Path(workspace), network=False))
         try:
             probe = subprocess.run(
-                [*argv, "true"],
+                [*argv, *census_argv("true")],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=_PROBE_TIMEOUT_S,

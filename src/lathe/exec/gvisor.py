@@ -50,7 +50,9 @@ _NAMESPACES = ("pid", "network", "ipc", "uts", "mount")
 
 
 def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
-    """Start `true` in the same kind of sandbox `GvisorExecutor` builds."""
+    """Start `true` in the same kind of sandbox `GvisorExecutor` builds, in the census
+    wrapper and with the PATH every command runs with: `bash -c true` under the default
+    PATH passed without the `sh` each command needs, and every command failed."""
     found = shutil.which(runsc)
     if found is None:
         return SandboxStatus(
@@ -65,8 +67,8 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
         bundle = _write_bundle(
             folder / "bundle",
             sandbox_view(workspace, workspace, network=False),
-            ["bash", "-c", "true"],
-            {"PATH": os.defpath},
+            census_argv("true"),
+            {"PATH": os.environ.get("PATH", os.defpath)},
         )
         try:
             probe = subprocess.run(
@@ -84,11 +86,19 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
         return SandboxStatus(True, f"sandboxed with gVisor ({found})", found)
     lines = probe.stderr.decode("utf-8", "replace").strip().splitlines()
     error = lines[-1] if lines else f"exit code {probe.returncode}"
+    if "error finding executable" in error:  # the sandbox started: not a matter of root
+        advice = (
+            "runsc looks for the program in the folders of PATH "
+            f"({os.environ.get('PATH', '')}), which must include one the sandbox shows "
+            "(/usr/bin, or a tool folder of yours) holding sh and bash"
+        )
+    else:
+        advice = "runsc needs root, or a release that supports --rootless"
     return SandboxStatus(
         False,
         f"Commands cannot run under gVisor: {found} is installed but could not start a "
-        f"sandbox here ({error}). runsc needs root, or a release that supports --rootless; "
-        "or choose the bubblewrap sandbox (`--sandbox bubblewrap`).",
+        f"sandbox here ({error}). {advice}; or choose the bubblewrap sandbox "
+        "(`--sandbox bubblewrap`).",
         found,
     )
 
