@@ -21,7 +21,7 @@ from lathe.exec.base import ExecutorUnavailable
 from lathe.tools.base import Params, Tool, ToolContext, ToolOutput
 
 # The executor's marker; with a spill file it names the byte of it the omitted part
-# starts at (`exec/local._OutputSink`).
+# starts at (`exec/output._OutputSink`).
 _OMITTED = re.compile(r"\n\[\.\.\. (?:from byte ([\d,]+): )?[\d,]+ bytes omitted[^\n]*\.\.\.\]\n")
 
 
