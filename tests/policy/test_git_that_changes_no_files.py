@@ -7,20 +7,14 @@ repository's .git, never a file of the work tree.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from tests.policy.full_mode import HOME, decide_in_full
 
-from lathe.policy.gate import Mode, Policy
-from lathe.policy.rules import RuleSet
-
-WORKSPACE = Path("/home/dev/repo/project")
-HOME = Path("/home/dev")
+WORKSPACE = HOME / "repo" / "project"  # a subfolder of the repository at ~/repo
 
 
 def _decide(command: str):
-    policy = Policy(Mode.FULL, RuleSet.from_strings(), WORKSPACE, HOME, sandboxed=False)
-    return policy.decide("bash", {"command": command})
+    return decide_in_full(command, WORKSPACE)
 
 
 @pytest.mark.parametrize(

@@ -8,20 +8,8 @@ The workspace is /home/dev/project inside the home /home/dev. No command here is
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-from lathe.policy.gate import Mode, Policy
-from lathe.policy.rules import RuleSet
-
-WORKSPACE = Path("/home/dev/project")
-HOME = Path("/home/dev")
-
-
-def _decide(command: str):
-    policy = Policy(Mode.FULL, RuleSet.from_strings(), WORKSPACE, HOME, sandboxed=False)
-    return policy.decide("bash", {"command": command})
+from tests.policy.full_mode import decide_in_full as _decide
 
 
 @pytest.mark.parametrize(

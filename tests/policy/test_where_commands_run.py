@@ -14,21 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from lathe.policy.gate import Mode, Policy
-from lathe.policy.rules import RuleSet
-
-WORKSPACE = Path("/home/dev/project")
-HOME = Path("/home/dev")
-
-
-def _full(workspace: Path = WORKSPACE, home: Path = HOME) -> Policy:
-    return Policy(Mode.FULL, RuleSet.from_strings(), workspace, home, sandboxed=False)
-
-
-def _decide(command: str, workspace: Path = WORKSPACE, home: Path = HOME):
-    return _full(workspace, home).decide("bash", {"command": command})
-
+from tests.policy.full_mode import decide_in_full as _decide
+from tests.policy.full_mode import full_policy as _full
 
 # The shell may be in the home folder when `rm -rf *` runs.
 MAY_BE_HOME = [
