@@ -122,3 +122,21 @@ def test_the_reports_cost_says_when_some_tasks_cost_is_unknown(tmp_path) -> None
     page = _summary([_Run(tmp_path, None, lines)])
     assert "$0.0300 + unknown" in page
     assert "$0.0300 + unknown" not in _summary([_Run(tmp_path, None, [lines[0], lines[2]])])
+
+
+def test_the_manifests_config_masks_a_key_inside_a_hook_command(tmp_path, monkeypatch):
+    # shown_values masked a value that is a key whole; a key inside a hook's command
+    # reached the batch manifest as it was (config show masked it on its own).
+    from lathe.batch.results import masked_config
+
+    key = "sk-abcdef0123456789abcdef"
+    user = tmp_path / "user.toml"
+    user.write_text(
+        f"[hooks]\nstop = [{{command = \"curl -H 'Authorization: Bearer {key}' https://x\"}}]\n"
+    )
+    monkeypatch.setenv("LATHE_CONFIG", str(user))
+    (tmp_path / "ws" / ".git").mkdir(parents=True)
+
+    shown = json.dumps(masked_config(tmp_path / "ws"))
+
+    assert key not in shown and "curl -H" in shown, shown

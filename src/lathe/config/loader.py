@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from lathe.config.keys import KeyPath, Node, format_key, nest, node_of, parse_key, walk
 from lathe.config.schema import Config
-from lathe.config.secrets import looks_like_secret, mask_secret, masked_url
+from lathe.config.secrets import looks_like_secret, mask_secret, masked_value
 from lathe.errors import UsageError
 
 Layer = Literal["default", "user", "project", "env", "flag", "override"]
@@ -123,7 +123,7 @@ class LoadedConfig:
         """`values` as a person or a record may see them: dotted keys, secrets masked."""
         from lathe.config.keys import format_key
 
-        return [(format_key(key), _masked(v), origin) for key, v, origin in self.values()]
+        return [(format_key(key), masked_value(v), origin) for key, v, origin in self.values()]
 
     @cached_property
     def _leaves(self) -> dict[KeyPath, Any]:
@@ -439,15 +439,6 @@ def _problem(error: Any) -> str:
             expected = expected.split(", unable")[0]
         return f"expected {expected}, got {_shown(error['input'])}"
     return message
-
-
-def _masked(value: Any) -> Any:
-    """A setting's value as output may show it: a key, or a URL's credentials, masked."""
-    if not isinstance(value, str):
-        return value
-    if looks_like_secret(value):
-        return mask_secret(value)
-    return masked_url(value) if "://" in value else value
 
 
 def _shown(value: Any) -> str:

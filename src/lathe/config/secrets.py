@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
 # An AWS key id is one only whole (its prefix begins names: ASIA_OPENAI_API_KEY).
@@ -311,6 +312,27 @@ def mask_credentials(text: str) -> str:
     for start, end, _ in reversed(find_credentials(text)):
         text = text[:start] + mask_secret(text[start:end]) + text[end:]
     return text
+
+
+def masked_value(value: Any) -> Any:
+    """A setting's value as output or a record may show it: a string that is a key
+    whole, a URL's credentials and every credential inside any string (a key in a hook's
+    curl command, a password in a server's argument) masked, in lists and tables too."""
+    if isinstance(value, str) and looks_like_secret(value):
+        return mask_secret(value)
+    if isinstance(value, str) and "://" in value:
+        return mask_credentials(masked_url(value))
+    return _credentials_masked(value)
+
+
+def _credentials_masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_credentials(value)
+    if isinstance(value, dict):
+        return {name: _credentials_masked(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_credentials_masked(item) for item in value]
+    return value
 
 
 def _url_credential_spans(url: str) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from lathe.config.secrets import masked_value
 from lathe.ui.options import LatheGroup, workspace_option
 
 
@@ -71,7 +72,7 @@ def show(workspace: Path, overrides: tuple[str, ...], as_json: bool) -> None:
             "`lathe run` refuses to start until then):"
         )
         for key, value in ignored.settings:
-            click.echo(f"#   {key} = {toml_value(_masked(value))}")
+            click.echo(f"#   {key} = {toml_value(masked_value(value))}")
     for line in _value_lines(loaded):
         click.echo(line)
     click.echo("")
@@ -187,23 +188,7 @@ def _approval_row(loaded: Any) -> tuple[str, str]:
 
 def _shown_values(loaded: Any) -> list[tuple[str, Any, str]]:
     """(key, value, origin) of every leaf, secrets masked, in schema order."""
-    return [(key, _masked(value), str(origin)) for key, value, origin in loaded.shown_values()]
-
-
-def _masked(value: Any) -> Any:
-    """`value` with every credential inside its strings masked (`secrets.mask_credentials`,
-    the detector the `memory` tool refuses them with): a key in a hook's curl command or
-    a password in a server's argument, not only a value that is a key whole
-    (`LoadedConfig.shown_values`)."""
-    from lathe.config.secrets import mask_credentials
-
-    if isinstance(value, str):
-        return mask_credentials(value)
-    if isinstance(value, dict):
-        return {name: _masked(item) for name, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_masked(item) for item in value]
-    return value
+    return [(key, value, str(origin)) for key, value, origin in loaded.shown_values()]
 
 
 def _json_document(loaded: Any, ignored: Any) -> dict[str, Any]:
@@ -233,7 +218,7 @@ def _json_document(loaded: Any, ignored: Any) -> dict[str, Any]:
         "untrusted": ignored
         and {
             "file": str(ignored.file),
-            "settings": {key: _masked(value) for key, value in ignored.settings},
+            "settings": {key: masked_value(value) for key, value in ignored.settings},
         },
         "api_keys": {
             "override": {
@@ -339,7 +324,7 @@ def _profile_lines(loaded: Any) -> list[str]:
     else:
         head = f"# profile: {profile.name} (no key names one: the built-in choice for this model)"
     rows = [
-        (f"{name} = {toml_value(_masked(value))}", origin)
+        (f"{name} = {toml_value(masked_value(value))}", origin)
         for name, value, origin in profile_values(loaded, profile)
     ]
     width = max(len(text) for text, _ in rows)
@@ -361,7 +346,7 @@ def _model_and_profile(loaded: Any) -> tuple[dict[str, Any], dict[str, Any] | No
             "provider": resolved.provider,
             "kind": resolved.kind,
             "model_id": resolved.model_id,
-            "base_url": _masked(resolved.base_url),
+            "base_url": masked_value(resolved.base_url),
             "context_window": resolved.context_window,
             "max_output_tokens": resolved.max_output_tokens,
         }
@@ -376,7 +361,7 @@ def _model_and_profile(loaded: Any) -> tuple[dict[str, Any], dict[str, Any] | No
         "chosen_by": chosen,
         "chosen_by_origin": loaded.origin(chosen) if chosen else None,
         "values": {
-            name: {"value": _masked(value), "origin": origin}
+            name: {"value": masked_value(value), "origin": origin}
             for name, value, origin in profile_values(loaded, profile)
         },
     }
