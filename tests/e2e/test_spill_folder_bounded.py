@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.e2e.test_calculator import run_against, workspace
 from tests.fakes.openai_server import Call, Reply
 
-from lathe.exec.local import SPILL_FOLDER_MAX_BYTES, SPILL_MAX_BYTES
+from lathe.exec.output import SPILL_FOLDER_MAX_BYTES, SPILL_MAX_BYTES
 
 
 def test_three_endless_outputs_leave_at_most_the_folder_bound(tmp_path, fake_openai) -> None:

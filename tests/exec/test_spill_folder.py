@@ -9,13 +9,8 @@ import os
 import time
 from pathlib import Path
 
-from lathe.exec.local import (
-    SPILL_FOLDER_MAX_FILES,
-    SPILL_MAX_BYTES,
-    LocalExecutor,
-    _prune_spills,
-    cap_output,
-)
+from lathe.exec.local import LocalExecutor
+from lathe.exec.output import SPILL_FOLDER_MAX_FILES, SPILL_MAX_BYTES, _prune_spills, cap_output
 
 
 def _spill(folder: Path) -> Path:

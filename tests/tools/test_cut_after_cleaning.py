@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tests.tools.helpers import call
 
-from lathe.exec.local import LocalExecutor, cap_output
+from lathe.exec.local import LocalExecutor
+from lathe.exec.output import cap_output
 from lathe.exec.terminal import terminal_text
 from lathe.tools.base import Limits, ToolContext
 from lathe.tools.bash import NOTES_ROOM, BashTool

@@ -623,7 +623,7 @@ def focused(result: ExecResult, max_bytes: int, spill_dir: Path) -> ExecResult:
     `max_bytes`, the whole kept in a file the model can read."""
     from dataclasses import replace
 
-    from lathe.exec.local import cap_output
+    from lathe.exec.output import cap_output
 
     whole = whole_output(result)
     data = whole.encode()
@@ -643,7 +643,7 @@ def whole_output(result: ExecResult) -> str:
     the file holding it all — its last 8 MiB, where a runner's failures and summary are
     (a 100 MB log took 484 MB and half a minute to focus). A spill file that reached its
     cap does not hold the end: then the output's own head and tail are all there is."""
-    from lathe.exec.local import SPILL_MAX_BYTES
+    from lathe.exec.output import SPILL_MAX_BYTES
     from lathe.exec.terminal import terminal_text
 
     if result.truncated and result.full_output_path is not None:

@@ -45,16 +45,7 @@ from typing import Any, Protocol
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable
 from lathe.exec.env import command_environment
-
-# The output's capping and spilling live in `output`; its names stay importable here.
-from lathe.exec.output import (  # noqa: F401
-    SPILL_FOLDER_MAX_BYTES,
-    SPILL_FOLDER_MAX_FILES,
-    SPILL_MAX_BYTES,
-    _OutputSink,
-    _prune_spills,
-    cap_output,
-)
+from lathe.exec.output import _OutputSink
 from lathe.exec.supervision import Supervision, reaped_after_kill, signal_group, stop_group
 
 ArgvBuilder = Callable[[str, Path], list[str]]

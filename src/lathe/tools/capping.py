@@ -11,7 +11,7 @@ from lathe.tools.base import ToolContext, ToolOutput
 
 def capped(text: str, ctx: ToolContext, *, is_error: bool = False, summary: str = "") -> ToolOutput:
     """`text` within the tool output cap, the whole in the spill folder when cut."""
-    from lathe.exec.local import cap_output
+    from lathe.exec.output import cap_output
     from lathe.tools.bash import NOTES_ROOM, paging_notice
 
     data = text.encode("utf-8")
