@@ -255,9 +255,9 @@ def _written_config(entries: Sequence[tuple[str, str | None]]) -> Path:
     data = "\n".join([*lines, ""]).encode("utf-8", "surrogateescape")
     copy = _copies_folder() / f"gitconfig-{hashlib.sha256(data).hexdigest()[:16]}"
     if not copy.exists():
-        written = copy.with_name(f"{copy.name}.{os.urandom(4).hex()}")  # threads may race
-        written.write_bytes(data)
-        os.replace(written, copy)
+        from lathe.atomic_write import write_atomic
+
+        write_atomic(copy, data)  # threads may race: each renames a whole file in place
     return copy
 
 
