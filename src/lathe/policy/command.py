@@ -498,7 +498,7 @@ def _destructive_flag(value: str) -> bool:
 
 
 def _git_outside(
-    cmd: SimpleCommand, sub: str, rest: list[str], chdirs: list[Word], trees: list[Word],
+    cmd: SimpleCommand, sub: str, discards: bool, chdirs: list[Word], trees: list[Word],
     places: Places, *, repository_only: bool = False,
 ) -> Finding | None:  # fmt: skip
     """Refuse a git command that changes files outside the workspace: where it starts
@@ -517,7 +517,7 @@ def _git_outside(
         if path is None:
             # In a script on disk, as before the guard followed each folder: it may only
             # deny where the folder is known (`cd "$d" && git checkout -- .` runs).
-            if _discards(sub, rest) and not cmd.from_file:
+            if discards and not cmd.from_file:
                 why = "a folder only known at run time, which may be the home directory"
                 return Finding("deny", f"git {sub} discards work in {why}: {cmd.text}")
             continue
@@ -576,10 +576,11 @@ def _git(cmd: SimpleCommand, args: list[Word], places: Places) -> list[Finding]:
     sub, rest = values[i], values[i + 1 :]
     trees += [word for name, word in cmd.environment if name in ("GIT_WORK_TREE", "GIT_DIR")]
     repositories += [word for name, word in cmd.environment if name == "GIT_DIR"]
+    discards = _discards(sub, rest)
     if sub in _GIT_CHANGES:
-        found = _git_outside(cmd, sub, rest, chdirs, trees, places)
+        found = _git_outside(cmd, sub, discards, chdirs, trees, places)
     elif sub in _GIT_REPOSITORY_ONLY:
-        found = _git_outside(cmd, sub, rest, chdirs, repositories, places, repository_only=True)
+        found = _git_outside(cmd, sub, discards, chdirs, repositories, places, repository_only=True)
     else:
         found = None
     if found is not None:
@@ -591,9 +592,9 @@ def _git(cmd: SimpleCommand, args: list[Word], places: Places) -> list[Finding]:
         or any(v.startswith("+") for v in rest)
     ):
         return [Finding("ask", f"git push --force can overwrite remote history: {cmd.text}")]
-    if sub == "reset" and "--hard" in rest:
+    if sub == "reset" and discards:
         return [Finding("ask", f"git reset --hard discards uncommitted work: {cmd.text}")]
-    if sub == "clean" and ("f" in short or "--force" in rest):
+    if sub == "clean" and discards:
         return [Finding("ask", f"git clean -f deletes untracked files: {cmd.text}")]
     key = git_config.key_set(rest) if sub == "config" else None
     if key is not None and git_config.runs_program(key):

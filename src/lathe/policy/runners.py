@@ -230,7 +230,7 @@ def script(
 
 def _script_text(
     w: Walker, call: Call, st: State, content: Content, label: str, *, same_shell: bool,
-    executed: bool, names: dict[str, str] | None = None,
+    executed: bool, names: dict[str, str],
 ) -> None:  # fmt: skip
     if content.text is None:
         w.note("ask", f"{label} runs a script written at run time: {call.text}")
@@ -241,8 +241,8 @@ def _script_text(
         return
     via = (*call.via, label)
     inner = st if same_shell else State.at(call.cwds, via=via)
-    saved = {name: inner.variables.get(name, "\0") for name in names or {}}
-    inner.variables.update(names or {})
+    saved = {name: inner.variables.get(name, "\0") for name in names}
+    inner.variables.update(names)
     outermost = content.on_disk and not w.file_depth
     w.indirect += 1
     w.file_depth += content.on_disk
