@@ -104,7 +104,7 @@ class ToolRunner:
         self.announced.add(call.id)
         started = time.monotonic()
         output, refused = await self._output_for(item, arguments)
-        kept = self._deps.hooks.kept_verbatim()
+        kept = self._deps.hooks.kept_verbatim  # asked only of an output over the cap
         output = _within_cap(_printable_output(output), self._context, kept)
         self._emit(
             ToolFinished(
@@ -217,16 +217,18 @@ def _shared_room(ctx: ToolContext, calls: int) -> ToolContext:
 _SMALLEST_SHARE = 2_000  # bytes: a page of a few dozen lines, an error in full
 
 
-def _within_cap(output: ToolOutput, ctx: ToolContext, kept: Sequence[str] = ()) -> ToolOutput:
+def _within_cap(
+    output: ToolOutput, ctx: ToolContext, kept: Callable[[], Sequence[str]] = tuple
+) -> ToolOutput:
     """`output` no larger than the tool output cap, whatever produced it: a post_tool
-    hook's replacement of 900,000 characters went to the model whole. The texts of
-    `kept` it holds (what a hook must keep word for word: a nested AGENTS.md, which the
-    instruction budget bounds) are not counted and never cut: they follow the rest,
+    hook's replacement of 900,000 characters went to the model whole. The texts `kept()`
+    gives that it holds (what a hook must keep word for word: a nested AGENTS.md, which
+    the instruction budget bounds) are not counted and never cut: they follow the rest,
     capped without them."""
     if _fits(output.content, ctx):
         return output
     rest, held = output.content, []
-    for text in kept:
+    for text in kept():
         if text and text in rest:
             rest = rest.replace(text, "", 1)
             held.append(text)
