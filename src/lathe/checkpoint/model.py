@@ -159,6 +159,7 @@ class RestoreReport:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     cut_short: bool = False
+    undid: Checkpoint | None = None  # for an undo: the operation it reverted
 
     @property
     def changed(self) -> bool:

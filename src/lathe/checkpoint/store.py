@@ -161,7 +161,7 @@ class Checkpoints:
             changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
             doing = f"undo of {what}"
             report = self._restore(target, backup, changes, protected, force, doing)
-            report.cut_short = cut_short
+            report.cut_short, report.undid = cut_short, operation
             # Recorded even when nothing changed: it marks the operation as undone (the
             # user had reverted it by hand), or, when it kept every file, as the one
             # `--force` finishes and a plain undo offers again (`_operation_to_undo`);

@@ -55,11 +55,8 @@ def undo_command(workspace: Path, force: bool) -> None:
         checkpoints = _open(workspace, "undo")
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
-            # The undo's own checkpoint names, by commit, the operation it reverted.
-            undoes = report.result.undoes if report.result is not None else None
-            undone = next((c for c in checkpoints.list() if c.commit == undoes), None)
-    if undone is not None:
-        click.echo(f"Undo of {_operation(undone, checkpoints.workspace)}:")
+    if report.undid is not None:
+        click.echo(f"Undo of {_operation(report.undid, checkpoints.workspace)}:")
     _print_report(report, what="undo")
     _fail_when_all_kept(report)
 
