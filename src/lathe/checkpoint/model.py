@@ -55,10 +55,8 @@ class Modes:
             common.append(bits.most_common(1)[0][0] if bits else (0o755 if executable else 0o644))
         others = {p: b for p, (x, b) in found.items() if b != common[x]}
         if len(others) > _MODES_KEPT:
-            for executable in (False, True):
-                for x, b in found.values():
-                    if x == executable:
-                        common[executable] &= b
+            for x, b in found.values():
+                common[x] &= b
             others = {p: b for p, (x, b) in found.items() if b != common[x]}
         kept = sorted(others.items())[:_MODES_KEPT]
         return cls(regular=common[False], executable=common[True], files=tuple(kept))
