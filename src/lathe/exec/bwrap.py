@@ -24,7 +24,6 @@ unsandboxed.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 
 from lathe.exec.base import ExecResult, SandboxStatus
 from lathe.exec.local import LocalExecutor, census_argv
-from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.sandboxed import SandboxedExecutor, path_the_sandbox_searches
 from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
 _PROBE_TIMEOUT_S = 15.0
@@ -93,8 +92,7 @@ def _diagnosis(error: str) -> str:
     if "execvp" in lowered:
         return (
             "bwrap started the sandbox but could not run the program in it: it looks for it "
-            f"in the folders of PATH ({os.environ.get('PATH', '')}), which must include one "
-            "the sandbox shows (/usr/bin, or a tool folder of yours)."
+            f"in {path_the_sandbox_searches()}."
         )
     if any(s in lowered for s in ("namespace", "uid map", "operation not permitted")):
         return _USERNS_HINT

@@ -36,7 +36,7 @@ from typing import Any
 
 from lathe.exec.base import ExecResult, SandboxStatus
 from lathe.exec.local import LocalExecutor, census_argv
-from lathe.exec.sandboxed import SandboxedExecutor
+from lathe.exec.sandboxed import SandboxedExecutor, path_the_sandbox_searches
 from lathe.exec.scratch import scratch_folder
 from lathe.exec.view import SandboxView, sandbox_view, unreadable_file
 
@@ -87,11 +87,7 @@ def check_gvisor(runsc: str = "runsc") -> SandboxStatus:
     lines = probe.stderr.decode("utf-8", "replace").strip().splitlines()
     error = lines[-1] if lines else f"exit code {probe.returncode}"
     if "error finding executable" in error:  # the sandbox started: not a matter of root
-        advice = (
-            "runsc looks for the program in the folders of PATH "
-            f"({os.environ.get('PATH', '')}), which must include one the sandbox shows "
-            "(/usr/bin, or a tool folder of yours) holding sh and bash"
-        )
+        advice = f"runsc looks for the program in {path_the_sandbox_searches()}"
     else:
         advice = "runsc needs root, or a release that supports --rootless"
     return SandboxStatus(

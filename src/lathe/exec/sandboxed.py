@@ -23,6 +23,15 @@ from lathe.exec.view import SandboxView, sandbox_view
 from lathe.patterns import compiled
 
 
+def path_the_sandbox_searches() -> str:
+    """Where a sandbox looks for a command's program, and what that place must hold: the
+    advice of a probe that started the sandbox but found no program in it."""
+    return (
+        f"the folders of PATH ({os.environ.get('PATH', '')}), which must include one the "
+        "sandbox shows (/usr/bin, or a tool folder of yours) holding sh and bash"
+    )
+
+
 class SandboxedExecutor(ABC):
     """An `Executor` (see `lathe.exec.base`) whose commands run in a sandbox.
 
