@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from lathe.policy import file_commands, git_config, signals
 from lathe.policy.dirs import join_path
-from lathe.policy.places import Finding, Places
+from lathe.policy.places import UNKNOWN_FOLDER, Finding, Places, in_unknown_folder
 from lathe.policy.shell_parse import (
     Decision,
     Found,
@@ -392,12 +392,10 @@ class _Judge:
         if flag is None:
             # In a folder only run time knows, a plain rm asks (`cd "$d" && rm -f *.o`):
             # `--approval full` lets it run, as it lets every ask.
-            lost = [self.places.lost("rm", w, cmd.cwd) for w in [*operands, *fed]]
-            asks = [
-                Finding("ask", f"rm on {w.text}, in a folder only known at run time: {cmd.text}")
-                for w, found in zip([*operands, *fed], lost, strict=True)
-                if found is not None
-            ]
+            lost = next((w for w in [*operands, *fed] if in_unknown_folder(w, cmd.cwd)), None)
+            asks = [] if lost is None else [
+                Finding("ask", f"rm on {lost.text}, in a folder only known at run time: {cmd.text}")
+            ]  # fmt: skip
             changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
             return asks[:1] + self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
@@ -518,8 +516,7 @@ def _git_outside(
             # In a script on disk, as before the guard followed each folder: it may only
             # deny where the folder is known (`cd "$d" && git checkout -- .` runs).
             if discards and not cmd.from_file:
-                why = "a folder only known at run time, which may be the home directory"
-                return Finding("deny", f"git {sub} discards work in {why}: {cmd.text}")
+                return Finding("deny", f"git {sub} discards work in {UNKNOWN_FOLDER}: {cmd.text}")
             continue
         # Started in /tmp itself (`cd /tmp && git clone URL`), git changes what is in it.
         if places.inside(path, follow=True) or path in places.temp_roots:

@@ -39,6 +39,14 @@ class Finding:
     reason: str
 
 
+UNKNOWN_FOLDER = "a folder only known at run time, which may be the home directory"
+
+
+def in_unknown_folder(word: Word, cwd: Path | None) -> bool:
+    """Whether `word` names a path relative to a folder only run time knows."""
+    return cwd is None and word.value is not None and not word.value.startswith("/")
+
+
 class Places:
     def __init__(self, workspace: Path, home: Path, environ: Mapping[str, str]) -> None:
         self.workspace = workspace
@@ -140,10 +148,11 @@ class Places:
         """A recursive deletion of a path relative to a folder only run time knows (`cd
         "$X"; rm -rf *`): refused, since it may be the home folder and `--approval full`
         never asks."""
-        if cwd is not None or word.value is None or word.value.startswith("/"):
+        if not in_unknown_folder(word, cwd):
             return None
-        where = "a folder only known at run time, which may be the home directory"
-        return Finding("deny", f"{how} on {word.text} in {where} (name the folder in full)")
+        return Finding(
+            "deny", f"{how} on {word.text} in {UNKNOWN_FOLDER} (name the folder in full)"
+        )
 
     def deleted_where(self, path: Path, pattern: str | None, *, follow: bool) -> str | None:
         """Why deleting the tree at `path` is refused, or None. `follow`: it was named
