@@ -397,7 +397,7 @@ class _Judge:
                 Finding("ask", f"rm on {lost.text}, in a folder only known at run time: {cmd.text}")
             ]  # fmt: skip
             changes = [file_commands.Change(w, "rm deletes", False) for w in [*operands, *fed]]
-            return asks[:1] + self._changes(cmd, changes)
+            return asks + self._changes(cmd, changes)
         how = f"rm {flag}" + (f" (via {cmd.via[-1]})" if cmd.via else "")
         # The paths written out are judged even when more come at run time: xargs runs
         # `xargs rm -rf ~` once with no input at all.
