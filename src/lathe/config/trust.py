@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from lathe.config.keys import KeyPath, format_key
 from lathe.config.schema import Config
+from lathe.config.secrets import masked_value
 
 if TYPE_CHECKING:
     from lathe.config.loader import LoadedConfig
@@ -89,8 +90,13 @@ class ProjectSettings:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def describe(self) -> list[str]:
-        """One line a setting, as it would read in the file."""
-        return [f"{key} = {json.dumps(value, default=str)}" for key, value in self.settings]
+        """One line a setting, as it would read in the file, its credentials masked
+        (`masked_value`): what is trusted is the setting itself, what is shown is what
+        a person needs to judge it."""
+        return [
+            f"{key} = {json.dumps(masked_value(value), default=str, ensure_ascii=False)}"
+            for key, value in self.settings
+        ]
 
 
 def project_settings(
