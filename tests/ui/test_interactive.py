@@ -285,6 +285,8 @@ def test_undo_reverts_the_last_turns_edit(
     assert "a + b" in workspace.joinpath("app.py").read_text()
     term.send("/undo")
     term.wait_for(r"restored: app\.py")
+    # It names the turn it reverted, as `lathe undo` does, so it is not taken for another.
+    term.wait_for(r'undone: turn 1 of session \S+ \("fix it", recorded ')
     assert workspace.joinpath("app.py").read_text() == "def add(a, b):\n    return a - b\n"
     term.send("/checkpoints")
     term.wait_for(r"undo of")

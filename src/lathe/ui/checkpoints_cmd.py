@@ -56,7 +56,7 @@ def undo_command(workspace: Path, force: bool) -> None:
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
     if report.undid is not None:
-        click.echo(f"Undo of {_operation(report.undid, checkpoints.workspace)}:")
+        click.echo(f"Undo of {undone_operation(report.undid, checkpoints.workspace)}:")
     _print_report(report, what="undo")
     _fail_when_all_kept(report)
 
@@ -121,10 +121,10 @@ def _open(workspace: Path, doing: str, *, err: bool = False) -> Checkpoints:
     return Checkpoints(found, home)
 
 
-def _operation(checkpoint: Checkpoint, workspace: Path) -> str:
+def undone_operation(checkpoint: Checkpoint, workspace: Path) -> str:
     """An undone operation as the user knows it, so an earlier run's turn is not taken
     for the one just run: the turn, its session and the session's task (its title, while
-    the session is stored), or its label."""
+    the session is stored), or its label. `lathe undo` and the app's /undo both say it."""
     from lathe.session.store import SessionStore
     from lathe.ui.table import clip
 

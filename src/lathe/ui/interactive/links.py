@@ -21,6 +21,7 @@ from lathe.plural import plural
 from lathe.types import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:
+    from lathe.checkpoint import RestoreReport
     from lathe.ui.interactive.app import InteractiveApp
     from lathe.ui.recorder import RunTally
 
@@ -269,14 +270,13 @@ class Links(AgentHooks):
             with app.workspace_lock():  # not under another lathe run's edits
                 await asyncio.to_thread(self._refuse_another_live_sessions_turn)
                 report = await asyncio.to_thread(self.checkpoints.undo)
+            what = await asyncio.to_thread(self._undone, report)
         except LatheError as exc:
             app.renderer.error(str(exc))
             return
         changed = report.restored + report.recreated + report.deleted
         if report.changed:
-            app.renderer.note(
-                f"undone: {report.target.label and 'back to ' + report.target.label}", "green"
-            )
+            app.renderer.note(f"undone: {what}", "green")
             for label, paths in (
                 ("restored", report.restored),
                 ("recreated", report.recreated),
@@ -302,6 +302,13 @@ class Links(AgentHooks):
                     "editing them.]"
                 )
             )
+
+    def _undone(self, report: RestoreReport) -> str:
+        if report.undid is None:
+            return report.target.label and "back to " + report.target.label
+        from lathe.ui.checkpoints_cmd import undone_operation
+
+        return undone_operation(report.undid, self.checkpoints.workspace)
 
     def take_notes(self) -> list[Message]:
         """lathe's notes waiting for the next message (see `notes`); none wait after."""
