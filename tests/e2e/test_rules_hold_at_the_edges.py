@@ -137,3 +137,25 @@ def test_a_star_in_a_rules_tool_name_covers_path_and_command_tools(tmp_path, fak
     denied = [e["details"].get("denied") for e in _tool_results(result)]
     assert denied == ["wr*", None], denied
     assert not (ws / "new.txt").exists()
+
+
+def test_a_deny_rule_holds_for_a_script_an_earlier_call_wrote(tmp_path, fake_openai):
+    # The script was held to the hard-deny list only: the push went through.
+    ws = _git_workspace(tmp_path)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    for args in (["remote", "add", "origin", str(remote)], ["add", "app.py"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(ws), *args], check=True)
+    script = "#!/bin/sh\nset -e\ngit push origin HEAD:main\n"
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "ship.sh", "content": script})]),
+        Reply(calls=[Call("bash", {"command": "sh ship.sh"})]),
+        Reply("Done."),
+    )
+    result = _lathe(fake_openai, ws, tmp_path, "--approval", "full", "--deny", "bash(git push:*)")
+    assert result.returncode == 0, result.stderr
+    denied = [e["details"].get("denied") for e in _tool_results(result)]
+    assert denied == [None, "bash(git push:*)"], denied
+    heads = subprocess.run(["git", "-C", str(remote), "branch"], capture_output=True, text=True)
+    assert heads.stdout == ""

@@ -77,3 +77,40 @@ def test_an_allow_rule_still_needs_the_command_the_model_wrote(tmp_path: Path) -
     policy = _policy(tmp_path, "ask", allow=["bash(git push:*)"])
     assert policy.decide("bash", {"command": command}).action == "ask"
     assert policy.decide("bash", {"command": "echo push | xargs git"}).action == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash push.sh",
+        "sh push.sh",
+        "source push.sh",
+        ". ./push.sh",
+        "./push.sh",
+        "cd sub && bash ../push.sh",
+    ],
+)
+def test_a_deny_rule_holds_for_a_command_a_script_on_disk_names(
+    tmp_path: Path, command: str
+) -> None:
+    # A script an earlier call wrote was held to the hard-deny list only: `bash push.sh`
+    # pushed past `--deny 'bash(git push:*)'`.
+    (tmp_path / "sub").mkdir()
+    script = tmp_path / "push.sh"
+    script.write_text("#!/bin/sh\nset -e\necho pushing\ngit push origin main\n")
+    script.chmod(0o755)
+    decision = _policy(tmp_path, deny=["bash(git push:*)"]).decide("bash", {"command": command})
+    assert decision.action == "deny", decision.reason
+    assert "bash(git push:*)" in decision.reason
+    policy = _policy(tmp_path, "auto", ask=["bash(git push:*)"])
+    assert policy.decide("bash", {"command": command}).action == "ask"
+
+
+def test_a_script_on_disk_is_held_to_the_commands_it_names_not_those_it_may_run(
+    tmp_path: Path,
+) -> None:
+    # Its `$RUNNER` lines may be anything: matching them as "could be git push" would
+    # refuse every ordinary script under any deny rule.
+    (tmp_path / "test.sh").write_text('RUNNER=${RUNNER:-pytest}\n"$RUNNER" -q\ngit status\n')
+    policy = _policy(tmp_path, deny=["bash(git push:*)"])
+    assert policy.decide("bash", {"command": "bash test.sh"}).action == "allow"

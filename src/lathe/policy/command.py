@@ -89,9 +89,11 @@ class Analysis:
     changes: tuple[Path, ...] = ()
     # The commands run by a script this command line wrote or by a one-liner
     # (`os.system("git push")`): deny and ask rules hold for them too, allow rules not.
-    # Those of a script on disk are left out: it may change before it runs, and its
-    # `$RUNNER ...` lines would match every deny rule.
     indirect: tuple[SimpleCommand, ...] = ()
+    # Those of a script on disk: deny and ask rules hold for the commands they name
+    # (`git push origin "$BRANCH"`), not for what a word known only at run time may be:
+    # a script's `$RUNNER ...` lines would match every deny rule.
+    in_files: tuple[SimpleCommand, ...] = ()
 
 
 def analyze(
@@ -133,10 +135,13 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     reasons = tuple(f.reason for f in unique if f.decision == decision)
     changes = tuple(dict.fromkeys(judge.places.changed))
     indirect = tuple(c for c in script.indirect if not c.from_file)
-    return Analysis(decision, reasons, unique, tuple(script.commands), changes, indirect)
+    in_files = tuple(c for c in script.indirect if c.from_file)
+    return Analysis(decision, reasons, unique, tuple(script.commands), changes, indirect, in_files)
 
 
-def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = False) -> bool:
+def matches_rule(
+    command: SimpleCommand, rule_pattern: str, *, could: bool = False, named: bool = False
+) -> bool:
     """Does a rule pattern cover this simple command?
 
     `git diff:*` matches `git diff` followed by anything; `npm test` matches exactly those
@@ -153,7 +158,10 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     `git -c alias.pu=push pu`) are looked through, and a command xargs feeds may get
     any words after its own (`echo push | xargs git` may be `git push`). Such a rule
     also holds through the wrappers a command was run by, named by their program alone:
-    `strace:*` and `env:*` cover `strace ls` and `env -S ls`.
+    `strace:*` and `env:*` cover `strace ls` and `env -S ls`. With `named` as well, the
+    words that decide the match must be known: a word known only at run time (or what
+    xargs feeds) matches nothing, as for a script on disk whose `"$RUNNER" -q` may be
+    anything and would otherwise match every rule.
     """
     prefix = rule_pattern.endswith(":*")
     try:
@@ -171,7 +179,7 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
         spellings = [privileged + words, privileged + canonical, canonical]
         runners = [v.split()[0] for v in command.via]
         spellings += [runners[i:] + words for i in range(len(runners))]
-        return any(_may_be(s, wanted, prefix=prefix) for s in spellings)
+        return any(_may_be(s, wanted, prefix=prefix, unknown=not named) for s in spellings)
     if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
         return False
     subject = privileged + [w.value for w in command.words if w.value is not None]
@@ -180,20 +188,23 @@ def matches_rule(command: SimpleCommand, rule_pattern: str, *, could: bool = Fal
     return subject == wanted and command.fed is None
 
 
-def _may_be(subject: list[str | None], wanted: list[str], *, prefix: bool) -> bool:
+def _may_be(
+    subject: list[str | None], wanted: list[str], *, prefix: bool, unknown: bool = True
+) -> bool:
     """Whether words of which None ones are unknown may be `wanted` (`prefix`: begin
-    with it). An unknown word may stand for several, so from it on anything may follow."""
+    with it). An unknown word may stand for several, so from it on anything may follow
+    (`unknown`; when False it is none of the words wanted)."""
     for index, want in enumerate(wanted):
         if index >= len(subject):
             return False
         if subject[index] is None:
-            return True
+            return unknown
         if subject[index] != want:
             return False
     if prefix:
         return True
     rest = subject[len(wanted) :]
-    return not rest or rest == [None]
+    return not rest or (unknown and rest == [None])
 
 
 # git's options that come before the subcommand, with (True) or without a value.

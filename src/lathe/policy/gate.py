@@ -180,7 +180,9 @@ class Policy:
         if denied_read:
             reason = f"it reads {denied_read}, which a read rule denies"
             return Decision("deny", reason, key, command, brief=f"a read rule denies {denied_read}")
-        verdict = self.rules.for_commands(analysis.commands, also=analysis.indirect)
+        verdict = self.rules.for_commands(
+            analysis.commands, also=analysis.indirect, named=analysis.in_files
+        )
         if verdict and verdict[0] == "deny":
             rule = verdict[1].key
             return Decision("deny", f"the rule {rule}", rule, command, brief=rule)

@@ -280,21 +280,27 @@ class RuleSet:
         return None
 
     def for_commands(
-        self, commands: Sequence[SimpleCommand], *, also: Sequence[SimpleCommand] = ()
+        self,
+        commands: Sequence[SimpleCommand],
+        *,
+        also: Sequence[SimpleCommand] = (),
+        named: Sequence[SimpleCommand] = (),
     ) -> tuple[Action, Rule] | None:
         """deny or ask if any simple command matches, `also` included (the commands a
-        script or one-liner runs); allow only if every one of `commands` does."""
+        script or one-liner runs), and `named` by the words it names (those of a script
+        on disk: `matches_rule(named=True)`); allow only if every one of `commands` does."""
         from lathe.policy.command import matches_rule
 
-        def matches(command: SimpleCommand, rule: Rule, *, could: bool = False) -> bool:
-            return rule.pattern is None or matches_rule(command, rule.pattern, could=could)
+        def matches(command: SimpleCommand, rule: Rule, **how: bool) -> bool:
+            return rule.pattern is None or matches_rule(command, rule.pattern, **how)
 
         # A deny or ask rule holds against whatever may be its command; an allow rule
         # only for exactly its command.
         for action, rules in (("deny", self.deny), ("ask", self.ask)):
             for rule in rules:
-                if names_tool(rule.tool, "bash") and any(
-                    matches(c, rule, could=True) for c in (*commands, *also)
+                if names_tool(rule.tool, "bash") and (
+                    any(matches(c, rule, could=True) for c in (*commands, *also))
+                    or any(matches(c, rule, could=True, named=True) for c in named)
                 ):
                     return action, rule  # type: ignore[return-value]
         bash_allows = [r for r in self.allow if names_tool(r.tool, "bash")]
