@@ -71,9 +71,11 @@ class ChildResult:
     answer_file: Path | None = None  # the whole answer, when `answer` was cut
     reason: str = ""  # why it ended, in words
     files: tuple[FileStat, ...] = ()
-    left_behind: tuple[str, ...] = ()  # files it made at ignored paths (not brought back)
+    left_behind: tuple[str, ...] = ()  # files no patch carries (`worktree.Changes`)
     evidence: Evidence | None = None
     merge: Merge | None = None  # None: nothing changed, or a read-only child
+    # Set when its changes could not be read back: its folder, kept with them.
+    kept_in: Path | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     turns: int = 0
@@ -118,6 +120,12 @@ def _claim(result: ChildResult) -> str:
 
 def _changes(result: ChildResult) -> list[str]:
     lines = _left_behind(result.left_behind)
+    if result.kept_in is not None:
+        return [
+            "Files changed: unknown: lathe could not read its changes back. Its folder, "
+            f"with them, is kept for the user in {result.kept_in}.",
+            *lines,
+        ]
     if not result.files:
         return ["Files changed: none.", *lines]
     return [*_merged(result), *lines]
@@ -128,9 +136,10 @@ def _left_behind(paths: tuple[str, ...]) -> list[str]:
         return []
     shown = some_of(paths, 10)
     return [
-        f"Files it made at paths your ignore rules ignore, or changed inside a submodule, "
-        f"were not brought back (they were only in its copy, now removed): {shown}. Make "
-        "them here if they are needed."
+        f"Files it made at paths your ignore rules ignore, changed inside a submodule, or "
+        f"that git could not take (a path git refuses, a file it cannot read) were not "
+        f"brought back (they were only in its copy, now removed): {shown}. Make them here "
+        "if they are needed."
     ]
 
 

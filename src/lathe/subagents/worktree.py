@@ -105,8 +105,9 @@ def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
 @dataclass(frozen=True)
 class Changes:
     """What a child changed since `base`: the files with line counts, and all of it as a
-    binary patch (b"" when nothing); `left_behind`, files it made at paths the
-    workspace's ignore rules ignore, which no patch carries (caches left out)."""
+    binary patch (b"" when nothing); `left_behind`, the files no patch carries: those it
+    made at paths the workspace's ignore rules ignore (caches left out), changed inside a
+    submodule, or that git refused to take."""
 
     files: tuple[FileStat, ...]
     patch: bytes
@@ -125,7 +126,7 @@ _CACHES = frozenset(
 
 def child_changes(tree: Worktree) -> Changes:
     """The child's changes, everything in its folder staged once."""
-    _stage_everything(tree)
+    refused = _stage_everything(tree)
     counts = _git(tree.path, "diff", "--cached", "--numstat", "--no-renames", "-z", tree.base)
     files = []
     for record in counts.decode("utf-8", "surrogateescape").split("\0"):
@@ -140,7 +141,7 @@ def child_changes(tree: Worktree) -> Changes:
             )
         )
     patch = _git(tree.path, "diff", "--cached", "--binary", "--no-renames", tree.base)
-    return Changes(tuple(files), patch, _left_behind(tree))
+    return Changes(tuple(files), patch, tuple(sorted({*_left_behind(tree), *refused})))
 
 
 def _left_behind(tree: Worktree) -> tuple[str, ...]:
@@ -447,10 +448,24 @@ def _commit_everything(path: Path, message: str, *, force: bool) -> str:
     return _git(path, "rev-parse", "HEAD").decode().strip()
 
 
-def _stage_everything(tree: Worktree) -> None:
+def _stage_everything(tree: Worktree) -> tuple[str, ...]:
+    """Everything in the child's folder staged, but what git refuses to take (a path it
+    calls invalid, such as `GIT~1/n.txt`; a file it cannot read): those paths, left out.
+    One such file had stopped the staging of all the others, and the child's whole work
+    was lost with its folder."""
     # A copy has no ignore rules of the parent's to honour; a clone has its own.
     force = not (tree.source / ".git").exists()
-    _git(tree.path, "add", "--all", *(["--force"] if force else []))
+    staged = _run_git(tree.path, "add", "--all", "--ignore-errors", *(["--force"] if force else []))
+    if staged.returncode == 0:
+        return ()
+    if staged.returncode != 1:  # not a file refused: git itself failed
+        detail = staged.stderr.decode("utf-8", "replace").strip()
+        raise LatheError(f"git add in {tree.path} failed (exit {staged.returncode}): {detail}")
+    untracked = _git(tree.path, "ls-files", "--others", "-z",
+                     *([] if force else ["--exclude-standard"]))  # fmt: skip
+    unstaged = _git(tree.path, "diff", "--name-only", "--no-renames", "-z")
+    paths = (untracked + unstaged).decode("utf-8", "surrogateescape").split("\0")
+    return tuple(sorted({p for p in paths if p}))
 
 
 def _apply(workspace: Path, patch_file: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:

@@ -42,6 +42,7 @@ from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stri
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
+    Changes,
     Worktree,
     apply_command,
     apply_patch,
@@ -265,6 +266,7 @@ class _Child:
         self.finished: RunFinished | None = None
         self.merged: Merge | None = None  # set once its changes went through a merge
         self.tally = RunTally()  # its turns and usage, for an end it never reports
+        self.keep_folder = False  # its changes could not be read back: the folder stays
 
     async def run(self) -> ChildResult:
         from lathe.session import SessionStore
@@ -320,12 +322,14 @@ class _Child:
         """Once what the child changed is saved (`saving`), its worktree goes and its
         session closes. A second Ctrl-C does not cut this short: it cut the wait for the
         save, and the worktree went while the patch was still being written. Should the
-        save itself be stopped (the loop shutting down), the worktree stays, with the
-        work in it."""
+        save itself be stopped (the loop shutting down) or fail, or the changes not be
+        read back at all (`keep_folder`), the worktree stays, with the work in it."""
         if saving is not None:
-            with contextlib.suppress(Exception):  # `_failed` names what it could not save
+            try:
                 await saving
-        if self.tree is not None:
+            except Exception:  # not known to be saved: the work stays where it is
+                self.keep_folder = True
+        if self.tree is not None and not self.keep_folder:
             await asyncio.to_thread(remove_worktree, self.tree)
         assert self.session is not None
         self.session.close()
@@ -506,6 +510,8 @@ class _Child:
         from lathe.session import RunEndEntry
 
         assert self.session is not None
+        if self.tree is not None and self.merged is None:
+            await self._save_unlanded("the run stopped before they landed")
         self.session.append(
             RunEndEntry(
                 status=RunStatus.INTERRUPTED.value,
@@ -515,35 +521,71 @@ class _Child:
                 reason="the parent stopped",
             )
         )
-        if self.tree is not None and self.merged is None:
-            kept = await asyncio.to_thread(lambda: self._keep(child_changes(self.tree).patch))
-            if kept is not None:
-                self._tell_kept(kept, "the run stopped before they landed")
 
     async def _failed(self, exc: Exception) -> ChildResult:
         """lathe failed around the child: an error, with what it changed kept as a
-        patch file and named, never applied half-way nor lost."""
+        patch file and named, never applied half-way nor lost (when its changes cannot
+        even be read back, its folder stays, named); the turns and usage it had spent,
+        and its answer if it had ended."""
         assert self.session is not None
-        files, merge = (), None
+        changes, kept = None, None
         if self.tree is not None and self.merged is None:
-            try:
-                changes = await asyncio.to_thread(child_changes, self.tree)
-                files, kept = changes.files, await asyncio.to_thread(self._keep, changes.patch)
-            except Exception:  # the worktree itself is broken: nothing more to save
-                kept = None
-            if kept is not None:
-                merge = Merge(False, kept, reason="the subagent failed before its changes landed")
-                self._tell_kept(kept, merge.reason)
+            changes, kept = await self._save_unlanded("lathe failed before they landed")
+        finished = self.finished
+        what = _one_line(str(exc))
+        if finished is not None:
+            status = child_status(finished.status).value
+            reason = f"the subagent ended ({status}), then lathe failed: {what}"
+        elif self.tally.turns:
+            reason = f"lathe failed while the subagent ran: {what}"
+        else:
+            reason = f"the subagent could not run: {what}"
+        answer, answer_file = capped_answer(
+            finished.answer if finished is not None else "",
+            self.session.path.with_suffix(".answer.md"),
+        )
         return ChildResult(
             child_id=self.session.id,
             description=self.request.description,
             status=ChildStatus.ERROR,
-            answer="",
-            reason=f"the subagent could not run: {exc}",
-            files=files,
-            merge=merge,
+            answer=answer,
+            answer_file=answer_file,
+            reason=reason,
+            files=changes.files if changes is not None else (),
+            left_behind=changes.left_behind if changes is not None else (),
+            evidence=finished.evidence if finished is not None else None,
+            merge=Merge(False, kept, reason="lathe failed before they landed") if kept else None,
+            kept_in=self.tree.path if self.keep_folder and self.tree is not None else None,
+            usage=(finished.usage or Usage()) if finished is not None else self.tally.total_usage,
+            cost_usd=finished.cost_usd if finished is not None else self.tally.cost_usd,
+            turns=finished.turns if finished is not None else self.tally.turns,
             session_path=self.session.path,
         )
+
+    async def _save_unlanded(self, why: str) -> tuple[Changes | None, Path | None]:
+        """What the child changed and did not land, kept as its patch file with the user
+        told where and why (`why`): its changes, and the file (None: it changed
+        nothing). When they cannot be read back or written, its folder stays
+        (`keep_folder`) and the user is told where: (None, None)."""
+        assert self.tree is not None
+        tree = self.tree
+        try:
+            changes = await asyncio.to_thread(child_changes, tree)
+            kept = await asyncio.to_thread(self._keep, changes.patch)
+        except Exception as exc:  # lathe's own failure: its folder still holds the work
+            self.keep_folder = True
+            self.parent._emit(
+                Notice(
+                    level="warning",
+                    message=f"the changes of subagent {self.request.description!r} could not "
+                    f"be saved as a patch ({_one_line(str(exc))}); its folder is kept with "
+                    f"them, for you to copy what you need from and then delete: {tree.path}",
+                )
+            )
+            return None, None
+        if kept is not None:
+            self._tell_kept(kept, why)
+        return changes, kept
 
     def _keep(self, patch: bytes) -> Path | None:
         """`patch` written to the child's patch file; None when it changed nothing."""
@@ -644,6 +686,11 @@ class _Child:
         family = self.parent._family
         folder = private_folder(family.home / "patches" / project_slug(family.root))
         return folder / f"{self.session.id}.patch"
+
+
+def _one_line(text: str) -> str:
+    """`text` (git's own words often span lines) on one line."""
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _conflict(reason: str) -> str:
