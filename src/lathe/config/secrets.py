@@ -149,8 +149,9 @@ def secret_header(name: str) -> bool:
 
 def url_secrets(url: str) -> list[str]:
     """The credentials a URL carries: `user:password@` (whole, so a short password is
-    masked too) and its password, and the values of query parameters named like one
-    (`api-key=`, `token=`)."""
+    masked too) and its password, the values of query parameters named like one
+    (`api-key=`, `token=`), and the segments of its path that look like a key
+    (`/mcp/sk-ak-.../sse`)."""
     from urllib.parse import urlsplit
 
     try:
@@ -163,7 +164,10 @@ def url_secrets(url: str) -> list[str]:
 
 def url_credentials(url: str) -> list[tuple[str, str]]:
     """(what, value) of each credential in a URL: ("password", its password), then
-    (the parameter's name, its value) for query parameters named like one."""
+    (the parameter's name, its value) for query parameters named like one, then ("path",
+    the segment) for each segment of its path that looks like a key (`looks_like_secret`:
+    hosted MCP servers hand out URLs such as `https://host/mcp/sk-ak-.../sse`; "path" is
+    no credential's name, so no query parameter is taken for one)."""
     from urllib.parse import parse_qsl, urlsplit
 
     try:
@@ -173,6 +177,7 @@ def url_credentials(url: str) -> list[tuple[str, str]]:
         return []
     found = [("password", password)] if password else []
     found += [(k, v) for k, v in parse_qsl(parts.query) if v and secret_parameter(k)]
+    found += [("path", s) for s in parts.path.split("/") if s and looks_like_secret(s)]
     return found
 
 
@@ -357,7 +362,9 @@ def _url_credential_spans(url: str) -> list[tuple[int, int]]:
     elif not password and user and (looks_like_secret(user) or secret_parameter(user)):
         spans.append((start, start + len(userinfo)))
     for what, value in url_credentials(url):
-        if what == "password" or _PLACEHOLDER.fullmatch(value) or len(value) < 8:
+        # A path's segment is judged only in a URL that is a setting (`url_secrets`):
+        # in text a link's commit hash looks as random as a key.
+        if what in ("password", "path") or _PLACEHOLDER.fullmatch(value) or len(value) < 8:
             continue
         query = url.find("?")
         name = re.compile(rf"(?:^|[?&]){re.escape(what)}=([^&#]*)")

@@ -5,15 +5,16 @@
 A secret is never written: a value that looks like one (`looks_like_secret`), and
 whatever a name says is one, however short — an `env` entry named like a secret
 variable (`DB_PASSWORD`), a credential header (`Authorization`, `X-API-Key`), an
-argument after or in a secret-named option (`--token X`, `--token=X`), and the password
-and secret query values of a URL, in `url` or in an argument. A name that says which
+argument after or in a secret-named option (`--token X`, `--token=X`), and the password,
+secret query values and key-like path segments (`/mcp/sk-ak-.../sse`) of a URL, in `url`
+or in an argument. A name that says which
 setting about a secret it is (`--token-url`, `PASSWORD_STORE`, `SSL_KEY_FILE`,
 `X-Auth-Scheme`) or holds no value (`--no-auth`) names none, nor is a path, a URL
 without credentials or a plain word one. An `env` entry becomes
 `${ITS_NAME}`, a header `${SERVERNAME_HEADER}` (after its `Bearer `), an argument
-`${SERVERNAME_ARG_N}`, a `url`'s password and secret query values
-`${SERVERNAME_URL_PASSWORD}` and `${SERVERNAME_PARAMETER}` (an argument's
-`${SERVERNAME_ARG_N_PASSWORD}`...), and the caller tells the user which variables to
+`${SERVERNAME_ARG_N}`, a `url`'s password, path key and secret query values
+`${SERVERNAME_URL_PASSWORD}`, `${SERVERNAME_URL_KEY}` and `${SERVERNAME_PARAMETER}` (an
+argument's `${SERVERNAME_ARG_N_PASSWORD}`...), and the caller tells the user which variables to
 export. Existing text and comments of the target file are kept; a
 server the file already declares is skipped, not overwritten.
 """
@@ -283,17 +284,29 @@ def _url_without_secrets(
     *,
     password_as: str | None = None,
 ) -> str:
-    """`url` with its password and secret query values as references
-    (`${STEM_URL_PASSWORD}`, or `${PASSWORD_AS_PASSWORD}`; `${STEM_PARAMETER}`), each
-    added to `replaced` under `where`. The rest of the query stays as it is written."""
+    """`url` with its password, the segments of its path that look like a key and its
+    secret query values as references (`${STEM_URL_PASSWORD}` and `${STEM_URL_KEY}`, or
+    `${PASSWORD_AS_PASSWORD}` and `${PASSWORD_AS_KEY}`; `${STEM_PARAMETER}`), each added
+    to `replaced` under `where`. The rest stays as it is written."""
     from urllib.parse import unquote_plus, urlsplit
 
     found = url_credentials(url)
+    own = password_as or stem + "_url"
     if found and urlsplit(url).password:  # then first, as ("password", it)
-        variable = _variable(f"{password_as or stem + '_url'}_password")
+        variable = _variable(f"{own}_password")
         url = url.replace(f":{found.pop(0)[1]}@", f":${{{variable}}}@", 1)
         replaced.append((where, variable))
-    secret = {what for what, _ in found}
+    keys = list(dict.fromkeys(value for what, value in found if what == "path"))
+    if keys:
+        start = url.find("/", url.find("//") + 2)  # the path, after the host
+        end = min((i for i in (url.find("?"), url.find("#")) if i != -1), default=len(url))
+        segments = url[start:end].split("/")
+        for number, key in enumerate(keys, 1):
+            variable = _variable(f"{own}_key{'_' + str(number) if number > 1 else ''}")
+            segments = [f"${{{variable}}}" if s == key else s for s in segments]
+            replaced.append((where, variable))
+        url = url[:start] + "/".join(segments) + url[end:]
+    secret = {what for what, _ in found if what != "path"}
     head, mark, tail = url.partition("?")
     query, hash_, fragment = tail.partition("#")
     pieces = query.split("&")
