@@ -151,8 +151,8 @@ def _left_behind(tree: Worktree) -> tuple[str, ...]:
     inside a submodule (git stages none of a submodule's files)."""
     if not (tree.source / ".git").exists():
         return ()
-    listing = _git(tree.path, *_user_ignores(), "ls-files", "--others", "--ignored",
-                   "--exclude-standard", "-z")  # fmt: skip
+    # The clone carries the user's ignore rules (`_carry_ignore_rules`).
+    listing = _git(tree.path, "ls-files", "--others", "--ignored", "--exclude-standard", "-z")
     paths = listing.decode("utf-8", "surrogateescape").split("\0")
     ignored = [
         p
@@ -386,20 +386,30 @@ def _repository_head(workspace: Path) -> str | None:
     return head if Path(top).resolve() == workspace else None
 
 
+# A patch of the workspace's changes that `git apply` takes, whatever the user's diff
+# settings: their `diff.noprefix`, `color.ui=always`, a textconv driver or an external
+# diff tool had made every child fail to start while a file was modified.
+_PLAIN_DIFF = ("--binary", "--no-renames", "--no-textconv", "--no-ext-diff", "--no-color",
+               "--src-prefix=a/", "--dst-prefix=b/", "--submodule=short")  # fmt: skip
+
+
 def _clone_with_changes(workspace: Path, destination: Path, head: str) -> None:
     _git(workspace, "clone", "--quiet", "--local", "--no-checkout", ".", str(destination),
          own=False)  # fmt: skip
+    excludes = _carry_ignore_rules(workspace, destination)
     _git(destination, "checkout", "--quiet", "--detach", head)
     for path in _submodules(destination):  # their files, as the parent has them checked out
         source = workspace / path
         if source.is_dir():
             shutil.copytree(source, destination / path, symlinks=True, dirs_exist_ok=True,
                             ignore=_not_copied)  # fmt: skip
-    uncommitted = _git(workspace, "diff", "--binary", "--no-renames", "HEAD", own=False)
+    uncommitted = _git(workspace, "diff", *_PLAIN_DIFF, "HEAD", own=False)
     if uncommitted:
         _git(destination, "apply", "--binary", "--whitespace=nowarn", "-", feed=uncommitted)
-    listing = _git(workspace, *_user_ignores(), "ls-files", "--others", "--exclude-standard",
-                   "-z", own=False)  # fmt: skip
+    # lathe's git reads no global config: the user's excludes file is named.
+    named = ["-c", f"core.excludesFile={excludes}"] if excludes is not None else []
+    listing = _git(workspace, *named, "ls-files", "--others", "--exclude-standard", "-z",
+                   own=False)  # fmt: skip
     for relative in listing.decode("utf-8", "surrogateescape").split("\0"):
         if not relative:
             continue
@@ -430,11 +440,41 @@ def _not_copied(where: str, names: list[str]) -> list[str]:
     return left_out
 
 
-def _user_ignores() -> list[str]:
-    """The user's global ignore file for git commands run without their config (what
-    the user ignores everywhere stays behind too)."""
-    found = global_excludes_file()
-    return ["-c", f"core.excludesFile={found}"] if found is not None and found.is_file() else []
+def _carry_ignore_rules(workspace: Path, destination: Path) -> Path | None:
+    """The workspace repository's ignore rules and attributes beyond its files, made the
+    clone's own: its `info/exclude` after the user's excludes file (the repository's
+    `core.excludesFile`, else the global one), in the clone's `info/exclude`, the later
+    lines winning as git ranks them; its `info/attributes` in the clone's. Without them
+    the child's `git add` took what the user ignores: an app.log of the child's clashed
+    with the user's own and its whole work was refused. The excludes file, if any."""
+    excludes = _excludes_file(workspace)
+    found = _git(workspace, "rev-parse", "--git-path", "info/exclude", "--git-path",
+                 "info/attributes", own=False).decode("utf-8", "surrogateescape")  # fmt: skip
+    exclude, attributes = (workspace / line for line in found.splitlines())
+    rules = [_read_if_any(excludes), _read_if_any(exclude)]
+    info = destination / ".git" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "exclude").write_bytes(b"\n".join(r for r in rules if r) + b"\n")
+    if attributes.is_file():
+        shutil.copyfile(attributes, info / "attributes")
+    return excludes
+
+
+def _excludes_file(workspace: Path) -> Path | None:
+    """The excludes file git reads for the user in `workspace`: the repository's own
+    `core.excludesFile`, else the user's global one (lathe's git reads neither the
+    global nor the system config); None when there is none."""
+    own = _run_git(workspace, "config", "--type=path", "--get", "core.excludesFile", own=False)
+    named = os.fsdecode(own.stdout.strip()) if own.returncode == 0 else ""
+    found = workspace / named if named else global_excludes_file()
+    return found if found is not None and found.is_file() else None
+
+
+def _read_if_any(path: Path | None) -> bytes:
+    try:
+        return path.read_bytes().rstrip(b"\n") if path is not None else b""
+    except OSError:  # unreadable: git itself would read none of it
+        return b""
 
 
 def _copy_tree(workspace: Path, destination: Path) -> None:
