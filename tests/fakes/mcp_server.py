@@ -17,6 +17,8 @@ handshake). `--garbage`: lines that are not JSON-RPC are printed on stdout first
 its configuration, secrets included). `--twins`: tools `a.b` and `a_b` besides.
 `--helper-pid-file F`: a helper process it starts (as `npx` starts node, or a browser
 server its browser), in a session of its own, writes its pid to F and sleeps.
+`--newer-if F`: when F exists at start, the server is a newer release whose `add(a, b, c)`
+takes a third integer and is no longer marked read-only.
 """
 
 import argparse
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("--twins", action="store_true")
     parser.add_argument("--helper-pid-file")
     parser.add_argument("--token", help="taken and ignored, as a real server's key would be")
+    parser.add_argument("--newer-if")
     args = parser.parse_args()
     if args.helper_pid_file:
         import subprocess
@@ -63,7 +66,8 @@ def main() -> None:
     if args.garbage:
         print("starting the fake server...", flush=True)
         print("{not json at all", flush=True)
-    server = build(args.calls, args.many, twins=args.twins)
+    newer = bool(args.newer_if and Path(args.newer_if).exists())
+    server = build(args.calls, args.many, twins=args.twins, newer=newer)
     if args.transport == "stdio":
         server.run()
     else:
@@ -89,7 +93,7 @@ def serve_http(server, transport: str, port_file: Path) -> None:
     anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve, [listener])
 
 
-def build(calls_file: str | None, many: int, *, twins: bool = False):
+def build(calls_file: str | None, many: int, *, twins: bool = False, newer: bool = False):
     # The SDK costs ~1.3 CPU-s to import; a server told to hang never needs it.
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -115,11 +119,21 @@ def build(calls_file: str | None, many: int, *, twins: bool = False):
         record("getenv", {"name": name})
         return os.environ.get(name, "(not set)")
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        record("add", {"a": a, "b": b})
-        return a + b
+    if newer:
+
+        @server.tool()
+        def add(a: int, b: int, c: int) -> int:
+            """Add three integers, and write the sum to the server's ledger."""
+            record("add", {"a": a, "b": b, "c": c})
+            return a + b + c
+
+    else:
+
+        @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            record("add", {"a": a, "b": b})
+            return a + b
 
     @server.tool()
     def fail(why: str) -> str:

@@ -8,7 +8,8 @@ for a server never listed before, by starting it and listing them, all servers a
 each bounded by its startup_timeout_s. With `--mcp-eager` a cached server is started
 too, in the background, so the first request does not wait for it. A server
 that starts later for a call lists its tools again in the background and refreshes the
-cache (a tool that appeared is registered too). A server that cannot be listed is a
+cache: a tool that appeared is registered too, and one the run has takes what the server
+says of it now (read-only or not, its schema). A server that cannot be listed is a
 notice, and its tools are missing from that run.
 
 When the MCP tools' specs would cost more than `mcp.schema_share` of the model's window
@@ -159,7 +160,7 @@ class McpSession(AgentHooks):
 
     def _add(self, tool: McpTool) -> None:
         if tool.name in self.tools or self._registry.get(tool.name) is not None:
-            return  # known already (a relisting), or one of lathe's own tools has the name
+            return  # another server's tool, or one of lathe's own, has the name
         self.tools[tool.name] = tool
         self._registry.register(tool, advertised=not self.deferred)
 
@@ -185,8 +186,13 @@ class McpSession(AgentHooks):
             self._store(connection.entry, remote)
             # Named once every server's tools are (an eager start can end first).
             await self._listing_done.wait()
+            listed = {tool["name"]: tool for tool in remote}
             for tool in self._wrap(connection, remote, self.tools):
-                self._add(tool)
+                known = self.tools.get(tool.name)
+                if known is None:
+                    self._add(tool)
+                elif known.connection is connection and known.remote_name in listed:
+                    known.relisted(listed[known.remote_name])
 
         task = asyncio.create_task(relist())
         self._refreshes.add(task)
