@@ -207,21 +207,31 @@ def request_id(headers: Mapping[str, str]) -> str | None:
     return found[:200] or None
 
 
+# The longest wait a server's Retry-After is taken as: a longer one means the same (no
+# wait lathe would make), and its date, 1e20 s away, is past what the clock can name.
+_LONGEST_RETRY_AFTER_S = 100 * 365 * 24 * 3600.0
+
+
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date,
+    between 0 and a century."""
     lowered = {k.lower(): v for k, v in headers.items()}
     if (ms := _number(lowered.get("retry-after-ms"))) is not None:
-        return max(ms / 1000.0, 0.0)
+        return _bounded(ms / 1000.0)
     raw = lowered.get("retry-after")
     if raw is None:
         return None
     if (seconds := _number(raw)) is not None:
-        return max(seconds, 0.0)
+        return _bounded(seconds)
     try:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
         return None
-    return max(when.timestamp() - time.time(), 0.0)
+    return _bounded(when.timestamp() - time.time())
+
+
+def _bounded(seconds: float) -> float:
+    return min(max(seconds, 0.0), _LONGEST_RETRY_AFTER_S)
 
 
 def unparsed_output(exc: BaseException) -> bool:

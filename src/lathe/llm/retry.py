@@ -110,12 +110,21 @@ def _wait_s(
     if error.retry_after is None:
         return policy.backoff_s(failed_attempt, rand())
     if error.retry_after > policy.max_retry_after_s:
-        # A time more than a day away is said with its date: 07:28:00 alone reads as today.
-        shape = "%H:%M:%S" if error.retry_after <= _DAY_S else "%Y-%m-%d %H:%M:%S"
-        when = time.strftime(shape, time.localtime(time.time() + error.retry_after))
         raise error.reworded(
             f"{error} (the server asked to wait {error.retry_after:.0f}s, more than the "
-            f"{policy.max_retry_after_s:.0f}s lathe waits; try again after {when})",
+            f"{policy.max_retry_after_s:.0f}s lathe waits{_try_again_after(error.retry_after)})",
             retries=failed_attempt - 1,
         ) from error
     return min(max(error.retry_after, 0.0), policy.max_delay_s)
+
+
+def _try_again_after(wait_s: float) -> str:
+    """"; try again after 07:28:00", with the date when that is more than a day away
+    (07:28:00 alone reads as today); nothing when the clock cannot name that time (a
+    wait of 1e20 s overflowed it, and the run ended in a traceback)."""
+    shape = "%H:%M:%S" if wait_s <= _DAY_S else "%Y-%m-%d %H:%M:%S"
+    try:
+        when = time.strftime(shape, time.localtime(time.time() + wait_s))
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return f"; try again after {when}"
