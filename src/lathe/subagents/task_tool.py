@@ -10,7 +10,7 @@ changes land one at a time, so they cannot interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Protocol
+from typing import Annotated, Any, ClassVar, Protocol
 
 from pydantic import Field
 
@@ -58,6 +58,12 @@ class ChildRunner(Protocol):
 
     async def run_child(self, request: ChildRequest) -> ChildResult: ...
 
+    def changes_files(self, agent: str | None) -> bool:
+        """Whether a child of the profile `agent` names (None: the default) may change
+        files: the approval gate judges a task call by it. True for a profile it does
+        not know (the call is refused when it runs)."""
+        ...
+
 
 class TaskTool(Tool):
     name = "task"
@@ -71,10 +77,22 @@ class TaskTool(Tool):
     parameters = TaskParams
     concurrent: ClassVar[bool] = True
 
-    def __init__(self, runner: ChildRunner, profiles: str = "") -> None:
+    def __init__(self, runner: ChildRunner, profiles: str = "", note: str = "") -> None:
+        """`profiles`: what `agent` may name here; `note`, a sentence on what children
+        may do in this session."""
         self._runner = runner
-        if profiles:  # what `agent` may name here
-            self.description = f"{TaskTool.description} Profiles (agent): {profiles}."
+        listed = f" Profiles (agent): {profiles}." if profiles else ""
+        if listed or note:
+            self.description = f"{TaskTool.description}{listed}{f' {note}' if note else ''}"
+
+    def read_only_call(self, arguments: dict[str, Any]) -> bool:
+        """A call whose profile changes nothing (`explore`) only reads: the approval
+        mode lets it run where children cannot change files (headless `ask`,
+        `read-only`), as the description says; before, every task call was refused there."""
+        agent = arguments.get("agent")
+        if agent is not None and not isinstance(agent, str):
+            return False
+        return not self._runner.changes_files(agent)
 
     def summarize_call(self, args: TaskParams) -> str:
         return args.description

@@ -186,15 +186,24 @@ class LocalChildren:
         if not self.offered():
             return
         profiles = self._family.find_profiles(tools.names())
-        note = ""
-        if self._setup.approval == "ask":
-            note = (
-                " In this session subagents cannot change files (approval ask: they have "
-                "no one to ask): use them to read and explore."
-            )
-        tools.register(TaskTool(self, self._profile_list() + note))
         for problem in profiles.problems:
             self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
+        readers = ", ".join(p.name for p in profiles.by_name.values() if p.read_only)
+        note = ""
+        if self._setup.approval == "read-only":
+            if not readers:  # every call would be refused
+                return
+            note = f"In this session (read-only mode) only {readers} may run: they change nothing."
+        elif self._setup.approval == "ask":
+            note = (
+                "In this session subagents cannot change files (approval ask: they have "
+                "no one to ask): use them to read and explore."
+            )
+        tools.register(TaskTool(self, self._profile_list(), note))
+
+    def changes_files(self, agent: str | None) -> bool:
+        profile = self._family.profiles.get(agent or "general")
+        return profile is None or not profile.read_only
 
     def _profile_list(self) -> str:
         profiles = self._family.profiles.by_name.values()
