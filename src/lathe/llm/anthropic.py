@@ -38,7 +38,11 @@ Decisions:
 - Usage: Anthropic's `input_tokens` already excludes cached tokens (the convention all
   providers follow); `cache_read_input_tokens` → `cache_read_tokens`,
   `cache_creation_input_tokens` → `cache_write_tokens`. `message_delta` values override
-  `message_start` ones (newer servers report cumulative totals there).
+  `message_start` ones (newer servers report cumulative totals there). A negative count
+  is read as 0, and a reply with no input and no output token reported is estimated
+  from the bytes sent and received, as the OpenAI-compatible provider does
+  (`base.reported_or_estimated`): a server sending `usage: {}` had left the token and
+  cost budgets at zero, and one sending -100000000 had made the cost negative.
 - `base_url` is where the API starts without `/v1` (https://api.anthropic.com); a
   trailing `/v1` is tolerated and removed. It and the key are passed explicitly, so the
   SDK's own environment, profile and credential-file discovery never runs.
@@ -60,7 +64,14 @@ from typing import Any, assert_never
 from lathe.chunked import ChunkCache
 from lathe.config.secrets import masked_url
 from lathe.errors import BadRequest, ProviderError, Transport
-from lathe.llm.base import Completed, ModelRequest, StreamEvent, TextDelta, ThinkingDelta
+from lathe.llm.base import (
+    Completed,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    reported_or_estimated,
+)
 from lathe.llm.errors_map import (
     ErrorContext,
     connection_error,
@@ -166,6 +177,7 @@ class AnthropicProvider:
             raw = await create(**self._params(request))
         events = await raw.parse(to=anthropic.AsyncStream[object])
         reply = _Reply(self._model)
+        reply.sent_bytes = int(raw.http_request.headers.get("content-length") or 0)
         try:
             async for event in events:
                 for delta in reply.feed(event):
@@ -376,6 +388,7 @@ class _Reply:
         self._usage: dict[str, int] = {}
         self._stop_reason: str | None = None
         self._stopped = False
+        self.sent_bytes = 0  # the request's body, what usage is estimated from if need be
 
     def feed(self, event: object) -> list[StreamEvent]:
         if not isinstance(event, Mapping):
@@ -443,7 +456,7 @@ class _Reply:
         if isinstance(raw, Mapping):
             for key, value in raw.items():
                 if isinstance(value, int) and not isinstance(value, bool):
-                    self._usage[key] = value
+                    self._usage[key] = max(value, 0)  # a negative count made the cost one
 
     def finish(self, base_url: str) -> AssistantMessage:
         if not self._stopped:
@@ -464,17 +477,20 @@ class _Reply:
             for b in blocks
             if b.type == "thinking" or (b.type == "redacted_thinking" and b.signature)
         )
+        text = "".join("".join(b.text) for b in blocks if b.type == "text")
+        reported = Usage(
+            input_tokens=self._usage.get("input_tokens", 0),
+            output_tokens=self._usage.get("output_tokens", 0),
+            cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
+            cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+        )
+        written = text + "".join(t.text for t in thinking)
         return AssistantMessage(
-            text="".join("".join(b.text) for b in blocks if b.type == "text"),
+            text=text,
             thinking=thinking,
             tool_calls=calls,
             stop_reason=stop,
-            usage=Usage(
-                input_tokens=self._usage.get("input_tokens", 0),
-                output_tokens=self._usage.get("output_tokens", 0),
-                cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
-                cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
-            ),
+            usage=reported_or_estimated(reported, self.sent_bytes, written, calls),
             model=self._model,
         )
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lathe.types import AssistantMessage, Message, ToolSpec
+from lathe.types import AssistantMessage, Message, ToolCall, ToolSpec, Usage
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,21 @@ def whole_text(text: str) -> str:
     if not has_surrogate(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def reported_or_estimated(
+    reported: Usage | None, sent_bytes: int, written: str, calls: Sequence[ToolCall] = ()
+) -> Usage:
+    """The usage the server reported for a reply (its counts never below zero, which each
+    provider sees to as it reads them), or an estimate when it reported nothing: no
+    usage, or no input and no output token (`usage: {}` reads as zeros). The estimate is
+    `agent.context`'s rule, 3 bytes a token, of the request's body (`sent_bytes`) and
+    of what the reply wrote (text, thinking, the calls' names and arguments): counted as
+    zero, the token and cost budgets never tripped."""
+    if reported is not None and (reported.input_tokens or reported.output_tokens):
+        return reported
+    written += "".join(call.name + call.arguments for call in calls)
+    return Usage(
+        input_tokens=sent_bytes // 3 + 1,
+        output_tokens=len(written.encode("utf-8", "replace")) // 3 + 1,
+    )

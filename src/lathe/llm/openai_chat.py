@@ -10,7 +10,8 @@ What it sends: the system prompt as the first message, then the conversation; to
 without it, and the provider remembers that for its lifetime.
 
 What it reads: text deltas, `reasoning_content` (or `reasoning`) deltas as thinking,
-tool-call deltas assembled by index, the finish reason and usage (absent usage is zero).
+tool-call deltas assembled by index, the finish reason and usage (estimated from the
+bytes sent and received when the server reports none, or only zeros).
 A server that ignores `stream=True` and answers one JSON body is read as one reply.
 With `thinking_in_text` (a model that writes `<think>...</think>` into its text, as
 Qwen3 or DeepSeek-R1 do on a server without a reasoning parser), what is inside the
@@ -57,6 +58,7 @@ from lathe.llm.base import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    reported_or_estimated,
     whole_text,
 )
 from lathe.llm.errors_map import (
@@ -456,18 +458,10 @@ class _Reply:
             thinking=(Thinking(text=thinking, provider=_THINKING_SOURCE),) if thinking else (),
             tool_calls=calls,
             stop_reason=stop,
-            usage=self._usage or self._estimated(text, thinking, calls),
+            # Estimated where the server reported none: it sent none, sent `{}` or zeros,
+            # or the stream was closed after a call before its usage came.
+            usage=reported_or_estimated(self._usage, self.sent_bytes, text + thinking, calls),
             model=self._model,
-        )
-
-    def _estimated(self, text: str, thinking: str, calls: tuple[ToolCall, ...]) -> Usage:
-        """Usage at 3 bytes a token (`agent.context`'s rule) for a reply the server
-        reported none for — it sent none, or the stream was closed after a call before
-        its usage came: counted as zero, the token and cost budgets never tripped."""
-        written = text + thinking + "".join(c.name + c.arguments for c in calls)
-        return Usage(
-            input_tokens=self.sent_bytes // 3 + 1,
-            output_tokens=len(written.encode("utf-8", "replace")) // 3 + 1,
         )
 
     def _unique_ids(self) -> list[str]:
