@@ -119,9 +119,9 @@ def _wait_s(
 
 
 def _try_again_after(wait_s: float) -> str:
-    """"; try again after 07:28:00", with the date when that is more than a day away
-    (07:28:00 alone reads as today); nothing when the clock cannot name that time (a
-    wait of 1e20 s overflowed it, and the run ended in a traceback)."""
+    """The end of the message saying when to try again (with the date when that is more
+    than a day away: 07:28:00 alone reads as today); nothing when the clock cannot name
+    that time (a wait of 1e20 s overflowed it, and the run ended in a traceback)."""
     shape = "%H:%M:%S" if wait_s <= _DAY_S else "%Y-%m-%d %H:%M:%S"
     try:
         when = time.strftime(shape, time.localtime(time.time() + wait_s))
