@@ -85,7 +85,7 @@ class InteractiveApp:
         self._drive_task: asyncio.Task[None] | None = None
         self._interrupt_requested = False
         self._interrupted_by = "Esc"  # what stopped the last interrupted turn
-        self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn
+        self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn or mid-job
         self._exit_armed = False
         self._leaving = False  # a stop signal came: end the session (see _leave)
         self._approved_diff: str | None = None  # the tool whose diff the person approved
@@ -106,10 +106,10 @@ class InteractiveApp:
         return str(resolved.name or resolved.model_id)
 
     def switch_model(self, name: str) -> tuple[str, str]:
-        """Use model `name` from the next request on, or, while a turn runs, from the
-        next turn (the running agent holds the conversation: one built now would copy it
-        and miss the rest of the turn); (old id, new id). Raises a LatheError for a name
-        the config cannot resolve or a missing key."""
+        """Use model `name` from the next request on, or, while a turn or a job
+        (/compact) runs, once it ends (`_step`: the running agent holds the conversation,
+        and one built now would copy it and miss the rest of the turn); (old id, new id).
+        Raises a LatheError for a name the config cannot resolve or a missing key."""
         from lathe.config import resolve_model
         from lathe.ui.setup import endpoint_for
 
@@ -137,6 +137,18 @@ class InteractiveApp:
         self.links.record_model_change(resolved.provider, self._model_label(resolved))
         asyncio.get_running_loop().create_task(old.aclose())
         return old.model, resolved.model_id
+
+    def set_verify(self, command: str | None) -> None:
+        """The session's verify command (None: none), for the agent now and every one
+        built after it: they are built from `setup` (`/model` builds one), so the choice
+        lives there, not only in the current agent's settings, which a switch dropped."""
+        config = self.setup.loaded.config
+        agent = config.agent.model_copy(update={"verify": command})
+        loaded = dataclasses.replace(
+            self.setup.loaded, config=config.model_copy(update={"agent": agent})
+        )
+        self.setup = dataclasses.replace(self.setup, loaded=loaded)
+        self.agent.deps.settings.verify_command = command
 
     def emit(self, event: Any) -> None:
         masking = getattr(self, "_masking", None)
@@ -420,11 +432,22 @@ class InteractiveApp:
     ) -> None:
         message: str | None = text
         if job is not None:
-            await self._job(*job)
+            await self._step(self._job(*job))
             message = self._take_queue()
         while message is not None:
-            await self._turn(message)
+            await self._step(self._turn(message))
             message = self._take_queue()
+
+    async def _step(self, work: Awaitable[None]) -> None:
+        """A turn or a job; then the model a `/model` named meanwhile takes over, before
+        anything queued is sent (only a turn's end had applied it: after /compact the
+        next message still went to the old model)."""
+        try:
+            await work
+        finally:
+            if self._switch_after_turn is not None:
+                resolved, self._switch_after_turn = self._switch_after_turn, None
+                self._switch_to(resolved)
 
     def _take_queue(self) -> str | None:
         """The messages queued during a turn or a job, as one, or None; the queue
@@ -507,9 +530,6 @@ class InteractiveApp:
         finally:
             self._run_task = None
             self.status.end()
-            if self._switch_after_turn is not None:
-                resolved, self._switch_after_turn = self._switch_after_turn, None
-                self._switch_to(resolved)
 
     def interrupt(self, by: str = "the session ending") -> None:
         """Stop the running turn; `by` is what stopped it, for the records."""
@@ -644,7 +664,7 @@ class InteractiveApp:
             f"{self.usage_text()}{self._budget_text()} · {self.gate.policy.mode.value}"
             + (" · sandboxed" if self.sandboxed else "")
         )
-        if self.options.verify or self.agent.deps.settings.verify_command:
+        if self.agent.deps.settings.verify_command:
             text += " · verify on"
         return _fit(text, self._columns() - 1)
 

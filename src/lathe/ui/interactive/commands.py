@@ -303,14 +303,12 @@ def _usage(session: Session) -> Usage:
 
 @_command("/verify", "/verify [CMD|off]", "show, set or turn off the verify command")
 async def _verify(app: InteractiveApp, argument: str) -> bool:
-    settings = app.agent.deps.settings
     if not argument:
-        shown = settings.verify_command or "none (lathe reports unverified)"
+        shown = app.agent.deps.settings.verify_command or "none (lathe reports unverified)"
         app.renderer.note(f"verify: {shown}", "")
         return True
-    settings.verify_command = None if argument == "off" else argument
-    app.options.verify = settings.verify_command
-    shown = settings.verify_command or "off"
+    app.set_verify(None if argument == "off" else argument)
+    shown = app.agent.deps.settings.verify_command or "off"
     app.renderer.note(f"verify: {shown} (checked after the model says it is done)", "green")
     return True
 
