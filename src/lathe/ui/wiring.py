@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lathe.agent.loop import Agent, AgentDeps, AgentSettings, Emit
@@ -21,14 +22,13 @@ def spill_dir(workspace: Path) -> Path:
     lathe cannot write to (a read-only mount, someone else's files) gets one under
     LATHE_HOME instead; `read` may open it all the same."""
     path = workspace / ".lathe" / "tmp"
-    # A link a repository ships would send lathe's writes wherever it points.
+    # A link a repository ships would send lathe's writes wherever it points: the
+    # folder, or its .gitignore (a dangling one, which `exists()` calls missing).
     if not ((workspace / ".lathe").is_symlink() or path.is_symlink()):
         try:
             path.mkdir(parents=True, exist_ok=True)
-            ignore = path / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("*\n")
-            return path
+            if _ignores_everything(path / ".gitignore"):
+                return path
         except OSError:
             pass
     from lathe.home import lathe_home, project_slug
@@ -36,6 +36,18 @@ def spill_dir(workspace: Path) -> Path:
     path = lathe_home() / "spill" / project_slug(workspace)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _ignores_everything(ignore: Path) -> bool:
+    """Write `*` to the spill folder's .gitignore unless a file is there already; False
+    when it is a link (the folder's files might reach the user's commits)."""
+    try:
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return not ignore.is_symlink()
+    with os.fdopen(fd, "w") as file:
+        file.write("*\n")
+    return True
 
 
 def agent_settings(setup: RunSetup) -> AgentSettings:
