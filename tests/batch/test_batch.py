@@ -13,7 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.batch.tasks import batch_argv as _argv
+from tests.batch.tasks import batch_env as _env
 from tests.batch.tasks import cheat, fix, make_task, stuck
+from tests.batch.tasks import result_lines as _lines
+from tests.batch.tasks import run_batch as _batch
 from tests.fakes.openai_server import Call, ErrorReply, Hang, Reply
 from tests.service.scripts import by_marker
 
@@ -25,27 +29,6 @@ def _scripts(**overrides):
                "Task t4": [ErrorReply(401, "bad key")], "Task t5": cheat("t5"),
                "Task t6": fix("t6")}  # fmt: skip
     return {**scripts, **overrides}
-
-
-def _env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    return {**env, "LATHE_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"}
-
-
-def _argv(tasks, run, fake, *extra):
-    return [sys.executable, "-m", "lathe", "batch", str(tasks), "--out", str(run),
-            "--workers", "2", "--model", "m", "--base-url", fake.base_url, "--max-turns", "8",
-            *extra]  # fmt: skip
-
-
-def _batch(tmp_path, tasks, run, fake, *extra):
-    return subprocess.run(_argv(tasks, run, fake, *extra), env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
-
-
-def _lines(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from lathe.batch.task_run import RunSettings, TaskResult, allow_tasks, run_task, stop_all
+from lathe.batch.processes import allow_tasks, stop_all
+from lathe.batch.task_run import RunSettings, TaskResult, run_task
 from lathe.batch.tasks import BatchTask
 
 _CLEANUP_WAIT_S = 30.0

@@ -17,55 +17,29 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import io
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lathe.batch.processes import Stopped, run_command, run_process, stopped
 from lathe.batch.tasks import BatchTask
 
 _TAIL = 2_000
 _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
 _GIT_TIMEOUT_S = 600.0  # a clone or checkout of a task's repository
-_RUNNING: set[int] = set()  # process groups of this process's tasks, for `stop_all`
-_STOPPED = threading.Event()  # set by `stop_all`: no task starts another process
-# Held while a process starts and is added to _RUNNING, and while stop_all kills them:
-# a process started just after the check of _STOPPED would otherwise escape the kill.
-_STARTING = threading.Lock()
-
-
-class _Stopped(Exception):
-    """The batch was stopped while this task ran: it ends without scoring."""
-
-
-def stop_all() -> None:
-    """Kill every task this process is running, and start no process for one until
-    `allow_tasks` (a batch interrupted with Ctrl-C): each task then ends at once,
-    without scoring, and removes its copy."""
-    with _STARTING:
-        _STOPPED.set()
-        for group in list(_RUNNING):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
-
-
-def allow_tasks() -> None:
-    """Undo `stop_all`: a new batch in this process may start processes again."""
-    _STOPPED.clear()
+_SETUP_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -134,20 +108,20 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
             _make_writable(base / "given")  # read-only task folders: else not removable
             _copy(base / "given", work)
             if task.setup:
-                _setup(task.setup, work)
+                _setup(task, settings, work, base / "spill")
             # The baseline is the set-up tree: what setup made is not the agent's change.
             _copy(work, pristine)
         except (OSError, subprocess.SubprocessError, _Failed) as exc:
             result.error_kind, result.reason = "infrastructure", f"preparing the copy: {exc}"
             return result
-        except _Stopped:
+        except Stopped:
             return result
         try:
             _run_lathe(task, settings, work, result)
-            if _STOPPED.is_set():  # killed by the stop, not finished: nothing to score
+            if stopped():  # killed by the stop, not finished: nothing to score
                 return result
             if result.status != "error" or result.error_kind == "provider":
-                _verify(task, pristine, work, base / "checked", result)
+                _verify(task, settings, pristine, work, result)
             result.diff, result.diff_stat = tree_diff(pristine, work)
         except Exception as exc:  # whatever the work left behind, the task gets its line
             result.status, result.solved, result.error_kind = "error", False, "infrastructure"
@@ -246,8 +220,8 @@ def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
 
 
 def _git(*args: str, cwd: Path) -> None:
-    """git, run as the task's other processes are (`_run`): a stopped batch kills it."""
-    code, _, err, killed = _run(["git", *args], cwd, _GIT_TIMEOUT_S)
+    """git, run as lathe is (`run_process`): a stopped batch kills it."""
+    code, _, err, killed = run_process(["git", *args], cwd, _GIT_TIMEOUT_S)
     if killed:
         raise _Failed(f"git {args[0]} took longer than {_GIT_TIMEOUT_S:g} s")
     if code != 0:
@@ -264,10 +238,22 @@ def _make_writable(root: Path) -> None:
     root.chmod(root.stat().st_mode | 0o200)
 
 
-def _setup(command: str, work: Path) -> None:
-    done = _shell(command, work, 900)
-    if done[0] != 0:
-        raise _Failed(f"the setup command exited {done[0]}: {done[1][-500:]}")
+def _setup(task: BatchTask, settings: RunSettings, work: Path, spill: Path) -> None:
+    """The task's setup command in `work`, run as lathe runs commands unsandboxed
+    (`task_commands.setup_executor`)."""
+    from lathe.batch.task_commands import setup_executor
+    from lathe.errors import LatheError
+
+    assert task.setup is not None
+    try:
+        executor = setup_executor(settings, work)
+        code, output = run_command(executor, task.setup, work, _SETUP_TIMEOUT_S, spill)
+    except LatheError as exc:
+        raise _Failed(f"the setup command could not start: {exc}") from None
+    if code is None:
+        raise _Failed(f"the setup command took longer than {_SETUP_TIMEOUT_S:g} s")
+    if code != 0:
+        raise _Failed(f"the setup command exited {code}: {_masked(output)[-500:]}")
 
 
 def run_arguments(settings: RunSettings, work: Path, verify: str, timeout: float) -> list[str]:
@@ -295,7 +281,7 @@ def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskR
     arguments = run_arguments(settings, work, task.verify, task.timeout)
     argv = [sys.executable, "-m", "lathe", "run", *arguments]
     limit = (settings.max_wall_s or 3600.0) + _GRACE_S
-    code, out, err, killed = _run(argv, work, limit, stdin=task.task)
+    code, out, err, killed = run_process(argv, work, limit, stdin=task.task)
     _read_events(out, result)
     if killed:
         result.status, result.error_kind = "over_limit", None
@@ -307,7 +293,7 @@ def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskR
         result.reason = "lathe was stopped from outside (a signal) before it finished"
     elif result.lathe_status is None:
         result.error_kind = "infrastructure"
-        result.reason = f"lathe exited {code} without finishing: {err.strip()[-_TAIL:]}"
+        result.reason = f"lathe exited {code} without finishing: {_masked(err.strip())[-_TAIL:]}"
     elif result.lathe_status == "provider_error":
         result.error_kind = "provider"
     else:
@@ -342,16 +328,22 @@ def _read_events(stdout: str, result: TaskResult) -> None:
         result.session_file = _session_file(result.session_id)
 
 
-def _verify(task: BatchTask, pristine: Path, work: Path, checked: Path, result: TaskResult) -> None:
+def _verify(
+    task: BatchTask, settings: RunSettings, pristine: Path, work: Path, result: TaskResult
+) -> None:
     """The task's verify command in a copy of the work whose protected files are the
-    source's."""
+    source's, in the executor lathe's run had (`task_commands.verify_executor`)."""
+    from lathe.batch.task_commands import verify_executor
+
+    checked, spill = work.parent / "checked", work.parent / "spill"
     _copy(work, checked)
     restore_protected(pristine, checked, task.protected)
+    executor = verify_executor(settings, pristine, checked)
     started = time.monotonic()
-    code, output = _shell(task.verify, checked, task.timeout)
+    code, output = run_command(executor, task.verify, checked, task.timeout, spill)
     result.verify_s = round(time.monotonic() - started, 3)
     result.verify_exit = code
-    result.verify_tail = output[-_TAIL:]
+    result.verify_tail = _masked(output)[-_TAIL:]
     if code is None:
         note = f"(the verify command timed out after {task.timeout:g} s)\n"
         result.verify_tail = note + result.verify_tail
@@ -469,66 +461,13 @@ def _transcript(session_id: str | None) -> str:
         return f"(no transcript: {exc})\n"
 
 
-def _shell(command: str, cwd: Path, timeout: float) -> tuple[int | None, str]:
-    code, out, err, _ = _run(["/bin/sh", "-c", command], cwd, timeout)
-    return code, out + err
+def _masked(text: str) -> str:
+    """`text` with the environment's secrets and every credential in it masked: the
+    agent's code may print what it found anywhere."""
+    from lathe.config.secrets import mask_credentials
+    from lathe.obs.redact import Redactor
 
-
-def _run(
-    argv: list[str], cwd: Path, timeout: float, *, stdin: str | None = None
-) -> tuple[int | None, str, str, bool]:
-    """Run in a process group of its own until its first process exits (its exit code)
-    or `timeout` passes (then killed is True); either way the whole group is killed
-    then, so a process it left in the background neither holds the result back nor
-    outlives it. The group also dies with this process (PR_SET_PDEATHSIG), so a batch
-    killed with -9 leaves no task running. Output goes through files, not pipes, for
-    the same reason: nothing waits for a background process to close them."""
-    _prctl()
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        with _STARTING:
-            if _STOPPED.is_set():
-                raise _Stopped
-            process = subprocess.Popen(
-                argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=out_file, stderr=err_file, start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )  # fmt: skip
-            _RUNNING.add(process.pid)
-        killed = False
-        try:
-            if stdin is not None:
-                assert process.stdin is not None
-                with contextlib.suppress(BrokenPipeError):
-                    process.stdin.write(stdin.encode("utf-8"))
-                    process.stdin.close()
-            try:
-                code: int | None = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                code, killed = None, True
-        finally:
-            _RUNNING.discard(process.pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        return code, _read(out_file), _read(err_file), killed
-
-
-def _read(file: Any) -> str:
-    file.seek(0)
-    return file.read().decode("utf-8", "replace")
-
-
-@functools.cache
-def _prctl() -> Any:
-    """libc's prctl, looked up here: the child of a threaded process must not dlopen."""
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(Exception):
-        _prctl()(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    return mask_credentials(Redactor.for_run((), os.environ).mask(text))
 
 
 def _now() -> str:

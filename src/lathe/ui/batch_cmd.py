@@ -261,25 +261,11 @@ def _resolved_model(settings: Any, max_total_cost: float | None) -> str:
 def _check_lathe_args(settings: Any, scratch: Path) -> None:
     """Parse and load every task's `lathe run` options as it will: a --lathe-arg that
     each task would refuse stops the batch here, not as an error in every task."""
-    from lathe.batch.task_run import run_arguments
+    from lathe.batch.task_commands import run_setup
     from lathe.errors import UsageError
-    from lathe.ui.cli import run, run_options
-    from lathe.ui.options import click_message
-    from lathe.ui.setup import prepare
 
-    arguments = run_arguments(settings, scratch, verify="true", timeout=60.0)
     try:
-        with run.make_context("lathe run", [*arguments, "check"]) as context:
-            values = dict(context.params)
-        for name in ("task", "as_json", "prompt_command"):
-            values.pop(name)
-        prepare(run_options(True, **values))
-    except click.ClickException as exc:
-        raise UsageError(f"--lathe-arg: {click_message(exc)}") from None
-    except click.exceptions.Exit:  # --help: it would print help, every task unrun
-        raise UsageError(
-            "--lathe-arg: --help prints `lathe run`'s help instead of running a task; leave it out"
-        ) from None
+        run_setup(settings, scratch)
     except UsageError as exc:
         raise UsageError(f"--lathe-arg: {exc}") from None
 
