@@ -17,6 +17,9 @@ thinking block kept whole with its signature (`Thinking(provider="anthropic")`),
 `tool_use` blocks assembled from `input_json_delta` chunks into `ToolCall.arguments`
 (the JSON text exactly as streamed, malformed or not: the loop repairs it or tells the
 model), usage, and the stop reason. A stream without `message_stop` raises Transport.
+A 200 reply that is not a stream is read as one whole message when it is one (a server
+that ignored `stream: true`), as the error it reports when it holds one, and is else
+`errors_map.not_a_reply` (a login page, another API's JSON), not retried.
 
 Decisions:
 - Thinking is off unless asked for: `ModelRequest.extra["thinking_budget"] = N` sends
@@ -77,13 +80,21 @@ from lathe.llm.errors_map import (
     connection_error,
     from_status,
     guarded,
+    not_a_reply,
     request_id,
     scrub,
     server_message,
     stream_error,
     timed_out,
 )
-from lathe.llm.http_stream import LazyClient, without_query
+from lathe.llm.http_stream import (
+    LazyClient,
+    body_start,
+    content_type,
+    is_event_stream,
+    is_json,
+    without_query,
+)
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
 from lathe.types import (
     AssistantMessage,
@@ -175,9 +186,15 @@ class AnthropicProvider:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # deprecation notices would print from core
             raw = await create(**self._params(request))
-        events = await raw.parse(to=anthropic.AsyncStream[object])
         reply = _Reply(self._model)
         reply.sent_bytes = int(raw.http_request.headers.get("content-length") or 0)
+        if not is_event_stream(raw.http_response):
+            for event in await _whole_reply(raw.http_response, self._ctx):
+                for delta in reply.feed(event):
+                    yield delta
+            yield Completed(reply.finish(self._ctx.base_url))
+            return
+        events = await raw.parse(to=anthropic.AsyncStream[object])
         try:
             async for event in events:
                 for delta in reply.feed(event):
@@ -493,6 +510,44 @@ class _Reply:
             usage=reported_or_estimated(reported, self.sent_bytes, written, calls),
             model=self._model,
         )
+
+
+async def _whole_reply(response: Any, ctx: ErrorContext) -> list[dict[str, Any]]:
+    """The events of a 200 reply that is not a stream: a whole message (a server that
+    ignored `stream: true`) as the events its stream would have had, an error it reports
+    raised as the error it stands for, anything else (a network's login page, another
+    API's JSON) raised as `not_a_reply`. Read as a stream, each had ended without
+    message_stop: "the connection was probably cut", five times over."""
+    try:
+        raw = await response.aread() if is_json(response) else await body_start(response)
+    finally:
+        await response.aclose()
+    try:
+        body = json.loads(raw) if is_json(response) else None
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping) and body.get("error"):
+        raise stream_error(body, ctx, streamed=False)
+    if not (
+        isinstance(body, Mapping)
+        and body.get("type") == "message"
+        and isinstance(body.get("content"), list)
+    ):
+        raise not_a_reply(ctx, content_type(response), raw)
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {**body, "content": []}}]
+    blocks = [block for block in body["content"] if isinstance(block, Mapping)]
+    for index, block in enumerate(blocks):
+        start: Mapping[str, Any] = block
+        deltas = []  # text and thinking come as deltas too, so a face shows them
+        for field_name, delta_type in (("text", "text_delta"), ("thinking", "thinking_delta")):
+            if block.get("type") == field_name and isinstance(block.get(field_name), str):
+                start = {**block, field_name: ""}
+                deltas.append({"type": delta_type, field_name: block[field_name]})
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+    events.append({"type": "message_delta", "delta": {"stop_reason": body.get("stop_reason")}})
+    events.append({"type": "message_stop"})
+    return events
 
 
 def _index(event: Mapping[str, Any]) -> int:

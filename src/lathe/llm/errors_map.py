@@ -156,6 +156,29 @@ def timed_out(exc: BaseException, ctx: ErrorContext) -> Transport:
     )
 
 
+# Of a 200 reply that is no model's, what its error shows.
+_BODY_START_CHARS = 120
+
+
+def not_a_reply(ctx: ErrorContext, content_type: str, body: bytes) -> BadRequest:
+    """A 200 reply that is no model's (a network's login page, another API's JSON, text
+    that is not JSON), named by its content type and the start of its body. Asking again
+    gets the same page, so it is not retried: the base URL, or a proxy in the way, is
+    what to check."""
+    text = " ".join(body.decode("utf-8", "replace").split())
+    more = "..." if len(text) > _BODY_START_CHARS else ""
+    start = f'"{text[:_BODY_START_CHARS]}{more}"' if text else "an empty body"
+    what = content_type.split(";")[0].strip() or "no content type"
+    return BadRequest(
+        scrub(
+            f"{ctx.base_url} answered HTTP 200 with {what}, not a model's reply: {start}; "
+            "check that the base URL is where the model's API starts (a proxy or a network's "
+            "login page may be answering instead)",
+            ctx,
+        )
+    )
+
+
 def from_status(
     status: int, headers: Mapping[str, str], message: str, ctx: ErrorContext
 ) -> ProviderError:

@@ -206,6 +206,26 @@ def is_json(response: Any) -> bool:
     return "json" in content_type and "event-stream" not in content_type
 
 
+def is_event_stream(response: Any) -> bool:
+    """True when the reply says it is a stream of server-sent events."""
+    return "text/event-stream" in response.headers.get("content-type", "").lower()
+
+
+def content_type(response: Any) -> str:
+    return response.headers.get("content-type", "")
+
+
+async def body_start(response: Any, limit: int = 4096) -> bytes:
+    """The first `limit` bytes of the reply's body (all of it when shorter), read no
+    further: a reply that is not what was asked for is named by how it starts."""
+    start = b""
+    async for data in response.aiter_bytes():
+        start += data
+        if len(start) >= limit:
+            break
+    return start[:limit]
+
+
 def json_bytes(value: object) -> bytes:
     """`value` as the compact UTF-8 JSON a request body is sent as."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

@@ -12,7 +12,9 @@ without it, and the provider remembers that for its lifetime.
 What it reads: text deltas, `reasoning_content` (or `reasoning`) deltas as thinking,
 tool-call deltas assembled by index, the finish reason and usage (estimated from the
 bytes sent and received when the server reports none, or only zeros).
-A server that ignores `stream=True` and answers one JSON body is read as one reply.
+A server that ignores `stream=True` and answers one JSON body is read as one reply. A
+200 reply that is neither (a login page, another API's JSON: no `choices`) is
+`errors_map.not_a_reply`, not retried.
 With `thinking_in_text` (a model that writes `<think>...</think>` into its text, as
 Qwen3 or DeepSeek-R1 do on a server without a reasoning parser), what is inside the
 tags is thinking, wherever the tags fall across deltas; whitespace right after a
@@ -66,6 +68,7 @@ from lathe.llm.errors_map import (
     ErrorContext,
     guarded,
     mentions_stream_options,
+    not_a_reply,
     stream_error,
     to_provider_error,
     unparsed_output,
@@ -75,6 +78,9 @@ from lathe.llm.http_stream import (
     MalformedReply,
     ReportedError,
     StatusError,
+    body_start,
+    content_type,
+    is_event_stream,
     is_json,
     json_bytes,
     json_events,
@@ -173,9 +179,11 @@ class OpenAIChatProvider:
             reply.sent_bytes = sent
             try:
                 if is_json(response):
-                    body = json.loads(await response.aread())
-                    for event in reply.feed(_completion_as_chunk(body, self._ctx)):
+                    chunk = _completion_as_chunk(await response.aread(), response, self._ctx)
+                    for event in reply.feed(chunk):
                         yield event
+                elif not is_event_stream(response):
+                    raise not_a_reply(self._ctx, content_type(response), await body_start(response))
                 else:
                     async for chunk in json_events(response):
                         for event in reply.feed(chunk):
@@ -561,12 +569,18 @@ def _choices(chunk: Mapping[str, Any]) -> list[Any]:
     return choices
 
 
-def _completion_as_chunk(body: object, ctx: ErrorContext) -> dict[str, Any]:
-    """A whole (non-streamed) completion rewritten as one stream chunk."""
-    if not isinstance(body, Mapping):
-        raise Transport(f"{ctx.base_url} answered with JSON that is not a completion")
-    if body.get("error"):
+def _completion_as_chunk(raw: bytes, response: Any, ctx: ErrorContext) -> dict[str, Any]:
+    """A whole (non-streamed) completion, the reply's body `raw`, rewritten as one stream
+    chunk; an error it reports raised as the error it stands for, and a body that is no
+    completion at all (not JSON, no choice) raised as `not_a_reply`."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping) and body.get("error"):
         raise stream_error(body["error"], ctx, streamed=False)
+    if not isinstance(body, Mapping) or not any(isinstance(c, Mapping) for c in _choices(body)):
+        raise not_a_reply(ctx, content_type(response), raw)
     choices = []
     for choice in _choices(body):
         if not isinstance(choice, Mapping):
