@@ -15,11 +15,17 @@ import stat
 from collections.abc import Collection
 from pathlib import Path
 
+RUNNER_CONFIGS = (
+    "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+    "pyproject.toml", "noxfile.py",
+)  # fmt: skip
+"""The test runners' configuration files (by name): one can make any check pass."""
 CHECK_FILE = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs|testdata|test_data|fixtures|golden)/"
     r"|(^|/)(test[^/]*\.py|test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
-    r"\.\w+|conftest\.py|\.?pytest\.(ini|toml)|tox\.ini|setup\.cfg|pyproject\.toml|noxfile\.py"
-    r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
+    r"\.\w+|conftest\.py|"
+    + "|".join(map(re.escape, RUNNER_CONFIGS))
+    + r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
     r"|(site|user)customize\.py|pytest\.py)$|(^|/)pytest/[^/]+\.py$"
     # A module of the runner's own, shadowed from the workspace's top: `pluggy.py`
     # printed "1 passed" for pytest (deeper, as in src/_pytest/, it is a project's own).

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from lathe.batch.executors import TaskExecutor
 from lathe.batch.results import RunFolder
 from lathe.batch.task_run import RunSettings, TaskResult
-from lathe.batch.tasks import BatchTask, list_hash, path_list_hash
+from lathe.batch.tasks import BatchTask, list_hash, list_hashes
 from lathe.errors import UsageError
 
 # The settings that change what a task's result means, with the option that sets each.
@@ -181,7 +181,7 @@ class Batch:
             return
         changes = []
         tasks = self.options.tasks
-        if earlier.get("tasks_hash") not in (list_hash(tasks), path_list_hash(tasks)):
+        if earlier.get("tasks_hash") not in list_hashes(tasks):
             changes.append("a different task list")
         if earlier.get("model") != self.options.model:
             changes.append(f"model {self.options.model} (it was {earlier.get('model')})")

@@ -16,15 +16,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lathe.agent.check_files import RUNNER_CONFIGS
 from lathe.errors import UsageError
 
 DEFAULT_PROTECTED = (
-    "tests/", "test_*.py", "*_test.py", "conftest.py",
-    "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml",
+    "tests/", "test_*.py", "*_test.py", "conftest.py", *(f"/{name}" for name in RUNNER_CONFIGS),
 )  # fmt: skip
 """Files restored from the task's source before its verify command runs, so that an
 edited test — or a test runner told to load something else — never counts as a fix
-(a task may name its own, `protected`)."""
+(a task may name its own, `protected`). The runner configs are those lathe's own verify
+gate watches (`agent.check_files`): a `.pytest.ini` loading a plugin that passes every
+test made an untouched task solved."""
+# The default before it had every runner config: a run folder made then still resumes.
+_EARLIER_DEFAULT_PROTECTED = (
+    "tests/", "test_*.py", "*_test.py", "conftest.py",
+    "/pytest.ini", "/tox.ini", "/setup.cfg", "/pyproject.toml",
+)  # fmt: skip
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -99,6 +106,18 @@ def path_list_hash(tasks: list[BatchTask]) -> str:
     """The hash manifests held before `list_hash` left local paths out: a run folder
     made then still resumes with the same tasks where they were."""
     return _digest([t.as_json() for t in tasks])
+
+
+def list_hashes(tasks: list[BatchTask]) -> set[str]:
+    """Every hash a run folder of this list may hold: `list_hash`, and those earlier
+    lathes wrote: with paths (`path_list_hash`), and with the default `protected` of
+    before."""
+    earlier = [
+        dataclasses.replace(t, protected=_EARLIER_DEFAULT_PROTECTED)
+        if t.protected == DEFAULT_PROTECTED else t
+        for t in tasks
+    ]  # fmt: skip
+    return {list_hash(tasks), path_list_hash(tasks), list_hash(earlier), path_list_hash(earlier)}
 
 
 def _digest(records: list[dict[str, Any]]) -> str:
