@@ -1,13 +1,16 @@
 """What counts as a solve in `lathe batch`, through the real CLI against the scripted
-fake model: a test runner's config the agent adds never counts."""
+fake model: a test runner's config the agent adds never counts, and a task whose check
+passed before any change is no measurement at all."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
-from tests.batch.tasks import fix, make_task, result_lines, run_batch
+from tests.batch.tasks import batch_env, fix, make_task, result_lines, run_batch
 from tests.fakes.openai_server import Call, Reply
 from tests.service.scripts import by_marker
 
@@ -61,3 +64,32 @@ def test_a_run_folder_made_with_the_earlier_protected_list_still_resumes(tmp_pat
 
     assert again.returncode == 0, again.stderr
     assert len(fake_openai.requests) == requests and len(result_lines(run)) == 1
+
+
+def test_a_task_whose_check_passed_before_any_change_is_not_counted_as_solved(
+    tmp_path, fake_openai
+):
+    # lathe said "the check passed before the run changed anything"; the batch counted
+    # the task as solved with nothing to tell it apart.
+    make_task(tmp_path / "tasks", "t1", code="def add(a, b):\n    return a + b\n")
+    make_task(tmp_path / "tasks", "t2")
+    fake_openai.responder = by_marker({"Task t1": [Reply("Nothing to change.")],
+                                       "Task t2": fix("t2")})  # fmt: skip
+    run = tmp_path / "run"
+
+    done = run_batch(tmp_path, tmp_path / "tasks", run, fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    lines = {line["id"]: line for line in result_lines(run)}
+    assert lines["t1"]["status"] == "passed_before" and lines["t1"]["solved"] is False
+    assert lines["t1"]["baseline_passed"] is True and lines["t1"]["verify_exit"] == 0
+    assert lines["t2"]["status"] == "solved" and lines["t2"]["baseline_passed"] is False
+    footer = done.stdout.strip().splitlines()[-1]
+    assert footer.startswith("solved 1 of 1 · 1 passed its check before any change"), footer
+    report = subprocess.run([sys.executable, "-m", "lathe", "batch", "report", str(run)],
+                            env=batch_env(tmp_path), capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    page = (run / "report.html").read_text()
+    assert "<strong>1/1</strong> (100%)" in page
+    assert "<th>Passed the check before any change (not counted)</th><td>1</td>" in page

@@ -29,7 +29,10 @@ from lathe.batch.results import RunFolder
 from lathe.errors import UsageError
 from lathe.plural import plural
 
-_STATUSES = ("solved", "unsolved", "over_limit", "error")
+_STATUSES = ("solved", "unsolved", "over_limit", "passed_before", "error")
+# A task whose check passed before the agent changed anything: no measurement, so out
+# of every solve rate (numerator and denominator).
+_UNMEASURED = "passed_before"
 
 
 def write_report(
@@ -144,6 +147,8 @@ def _summary(runs: list[_Run]) -> str:
         ("Solved", [f"<strong>{t.solved}/{t.n}</strong> ({t.rate})" for t in totals]),
         ("Unsolved", [str(t.count["unsolved"]) for t in totals]),
         ("Over the time limit", [str(t.count["over_limit"]) for t in totals]),
+        ("Passed the check before any change (not counted)",
+         [str(t.count[_UNMEASURED]) for t in totals]),
         ("Errors (not the agent's)", [_errors(t) for t in totals]),
         ("Claimed verified but failed the check", [str(t.false_verified) for t in totals]),
         ("Tokens (in / out)", [_e(f"{t.tokens:,} ({t.input:,} / {t.output:,})") for t in totals]),
@@ -171,7 +176,7 @@ def _summary(runs: list[_Run]) -> str:
 
 class _Totals:
     def __init__(self, lines: list[dict[str, Any]]) -> None:
-        self.n = len(lines)
+        self.n = sum(line.get("status") != _UNMEASURED for line in lines)  # the rate's
         self.count = {status: 0 for status in _STATUSES}
         self.error_kinds: dict[str, int] = {}
         self.solved = self.false_verified = self.input = self.output = 0
@@ -251,6 +256,8 @@ def _rate_chart(
     counts: dict[str, list[list[int]]] = {}  # group -> per run [solved, n]
     for index, run in enumerate(runs):
         for line in run.lines:
+            if line.get("status") == _UNMEASURED:
+                continue
             for group in groups_of(line):
                 cell = counts.setdefault(group, [[0, 0] for _ in runs])[index]
                 cell[0] += bool(line.get("solved"))
@@ -597,6 +604,7 @@ pre { white-space: pre-wrap; font-size: 12px; background: #f5f7f9; padding: 6px;
 .status.unsolved { background: #fbe0e0; color: #8c1d1d; }
 .status.over_limit { background: #fdebd3; color: #80470b; }
 .status.error { background: #e6e8ec; color: #3c4652; }
+.status.passed_before { background: #efe6f7; color: #5a2d82; }
 .flag { font-size: 12px; color: #8c1d1d; border: 1px solid #e2a3a3; border-radius: 8px;
   padding: 0 5px; white-space: nowrap; }
 .change.newly-solved { color: #17612c; font-weight: 600; }

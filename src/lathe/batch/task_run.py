@@ -8,9 +8,11 @@ of its arguments, returning a `TaskResult`: a Ray worker runs it as the local po
 
 Statuses: `solved` (the verify command passed), `unsolved` (it did not: lathe gave up,
 stopped, or claimed a success the check refutes), `over_limit` (lathe was stopped at the
-task's wall-time limit), `error` (not the agent's doing: the copy, the setup command or
-lathe itself failed — `error_kind` "infrastructure" — or the model endpoint did —
-"provider"). `lathe batch --retry-errors` runs the `error` ones again.
+task's wall-time limit), `passed_before` (the check passed before the agent changed
+anything, so it may not test the task: not a measurement, left out of the solve rate),
+`error` (not the agent's doing: the copy, the setup command or lathe itself failed —
+`error_kind` "infrastructure" — or the model endpoint did — "provider"). `lathe batch
+--retry-errors` runs the `error` ones again.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class TaskResult:
     verify_s: float = 0.0
     verify_tail: str = ""
     false_verified: bool = False  # lathe said verified; the task's own check disagrees
+    # lathe's check before the agent changed anything passed (status `passed_before`);
+    # None: it ran none (or the line is older than this field).
+    baseline_passed: bool | None = None
     diff_stat: dict[str, int] = field(default_factory=lambda: {"files": 0, "added": 0,
                                                                 "removed": 0})  # fmt: skip
     session_id: str | None = None
@@ -310,6 +315,8 @@ def _read_events(stdout: str, result: TaskResult) -> None:
             case "run_started":
                 result.session_id = event.get("session_id")
                 result.attempts += 1
+            case "verify_finished" if event.get("baseline") and result.baseline_passed is None:
+                result.baseline_passed = bool(event.get("passed"))
             case "run_finished":
                 usage = event.get("usage") or {}
                 result.lathe_status = event.get("status")
@@ -349,10 +356,17 @@ def _verify(
         result.verify_tail = note + result.verify_tail
     # Solved only when the agent's run ended on its own (or at its budget) and the check
     # passes: a provider error's passing check is recorded, not counted.
-    result.solved = code == 0 and result.status in ("unsolved", "over_limit")
-    if result.solved:
-        result.status = "solved"
-    result.false_verified = result.lathe_status == "verified" and not result.solved
+    result.false_verified = result.lathe_status == "verified" and code != 0
+    if result.status not in ("unsolved", "over_limit"):
+        return
+    if result.baseline_passed:  # whatever the agent did, the check does not measure it
+        result.status = "passed_before"
+        result.reason = (
+            "the task's check passed before the agent changed anything, so it may not test "
+            "the task: not counted; fix the task's check or its code"
+        )
+    elif code == 0:
+        result.solved, result.status = True, "solved"
 
 
 def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> list[str]:

@@ -151,7 +151,8 @@ def task_line(line: dict[str, Any]) -> str:
     spent = int(tokens.get("input", 0)) + int(tokens.get("output", 0))
     claim = f" ({line['lathe_status']})" if line.get("lathe_status") else ""
     warning = " — lathe said verified; the check disagrees" if line.get("false_verified") else ""
-    reason = f": {line['reason'][:120]}" if line.get("status") == "error" else ""
+    shown = line.get("status") in ("error", "passed_before")
+    reason = f": {line['reason'][:120]}" if shown else ""
     return (
         f"{line['id']}: {line['status']}{claim}{reason}{warning} · "
         f"{_duration(float(line.get('wall_s') or 0))} · {plural(line.get('turns') or 0, 'turn')}"
@@ -190,9 +191,16 @@ def summary_table(lines: list[dict[str, Any]], total: int | None = None) -> str:
     solved = sum(bool(line.get("solved")) for line in lines)
     false = sum(bool(line.get("false_verified")) for line in lines)
     errors = sum(line.get("status") == "error" for line in lines)
-    footer = f"solved {solved} of {len(lines)}"
+    # A check that passed before any change measures nothing: out of the rate.
+    before = sum(line.get("status") == "passed_before" for line in lines)
+    footer = f"solved {solved} of {len(lines) - before}"
     if total is not None and total > len(lines):  # a batch stopped early: the rest wait
-        footer = f"solved {solved} of {total} · {total - len(lines)} not run yet"
+        footer = f"solved {solved} of {total - before} · {total - len(lines)} not run yet"
+    if before:
+        footer += (
+            f" · {before} passed its check before any change (not counted: the check may "
+            "not test the task)"
+        )
     if errors:
         footer += f" · {plural(errors, 'error')} (run again with --retry-errors)"
     if false:
