@@ -8,7 +8,9 @@ any other workspace, a copy. Neither holds a nested repository's `.git`, only it
 Either way the child's folder is a repository of its own whose first commit, `base`, is
 that state, so the child's changes are exactly the difference from `base`. Nothing is
 written into the user's `.git`: no worktree metadata, no refs, no config. Creations for
-one workspace are serialised by a lock.
+one workspace are serialised by a lock. While a folder is its own, the lathe that made
+it holds a lock beside it (`owner_file`, recording `base`): a later run tells a folder
+a killed lathe left by that lock, free (`claim_orphans`, `subagents/orphans.py`).
 
 `child_changes` is that difference, as files with line counts and as a binary git
 patch; `apply_patch` lands it in the parent's workspace only when all of it applies
@@ -28,7 +30,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lathe.checkpoint.shadow import global_excludes_file, isolated_git_environment
@@ -42,11 +44,15 @@ _BASE_MESSAGE = "lathe: the parent's workspace when the child started"
 @dataclass(frozen=True)
 class Worktree:
     """A child's workspace: `path`, a repository whose commit `base` holds the parent's
-    state at creation; `source` is the parent's workspace."""
+    state at creation; `source` is the parent's workspace. `owner` is the lock on
+    `owner_file(path)` this process holds as long as the folder is its own: a lathe
+    killed with -9 holds it no more, and a later run saves and removes what it left
+    (`claim_orphans`)."""
 
     path: Path
     base: str
     source: Path
+    owner: FileLock | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -86,20 +92,99 @@ def create_worktree(workspace: Path, home: Path, name: str) -> Worktree:
     lock = FileLock(root / ".create.lock")
     lock.acquire(record=f"creating {name}\n")
     try:
-        if destination.exists():
+        if destination.exists() or owner_file(destination).exists():
             raise LatheError(f"worktree {destination} already exists; choose another name")
-        head = _repository_head(workspace)
-        if head is None:
-            _copy_tree(workspace, destination)
-        else:
-            _clone_with_changes(workspace, destination, head)
-        base = _commit_everything(destination, _BASE_MESSAGE, force=head is None)
-    except BaseException:
-        shutil.rmtree(destination, ignore_errors=True)
-        raise
+        try:
+            head = _repository_head(workspace)
+            if head is None:
+                _copy_tree(workspace, destination)
+            else:
+                _clone_with_changes(workspace, destination, head)
+            base = _commit_everything(destination, _BASE_MESSAGE, force=head is None)
+            # Under the creation lock, which `claim_orphans` takes too: no one sees the
+            # folder without its owner.
+            owner = FileLock(owner_file(destination))
+            if owner.try_acquire(record=_owner_record(base)) is not None:
+                owner.release()
+                raise LatheError(f"worktree {destination} is being saved by another lathe")
+        except BaseException:
+            shutil.rmtree(destination, ignore_errors=True)
+            owner_file(destination).unlink(missing_ok=True)
+            raise
     finally:
         lock.release()
-    return Worktree(path=destination, base=base, source=workspace)
+    return Worktree(path=destination, base=base, source=workspace, owner=owner)
+
+
+def owner_file(path: Path) -> Path:
+    """The lock beside a child's folder that its lathe holds while the folder is its
+    own; its record names the holder's pid and the folder's `base`."""
+    return path.with_name(f"{path.name}.lock")
+
+
+def _owner_record(base: str) -> str:
+    return f"{os.getpid()}\n{base}\n"
+
+
+def claim_orphans(workspace: Path, home: Path) -> list[Worktree]:
+    """The children's folders of `workspace` whose lathe ended without removing them (a
+    kill -9), each now owned by this process for the caller to save and remove
+    (`remove_worktree`); never one whose lathe still runs (it holds the folder's owner
+    lock). What holds no child's work is removed here: a folder left half made, an
+    owner lock whose folder is gone."""
+    root = worktrees_root(workspace.resolve(), home)
+    try:
+        left = [entry for entry in root.iterdir() if not entry.name.startswith(".")]
+    except FileNotFoundError:  # no child ever had a folder here
+        return []
+    if not left:  # the usual case: every child's folder went when it ended
+        return []
+    claimed = []
+    creating = FileLock(root / ".create.lock")  # no folder is half made by a live lathe now
+    creating.acquire(record="saving what a killed lathe's children left\n")
+    try:
+        names = {entry.name.removesuffix(".lock") for entry in root.iterdir()}
+        for name in sorted(n for n in names if not n.startswith(".")):
+            found = _orphan(root / name, workspace)
+            if found is not None:
+                claimed.append(found)
+    finally:
+        creating.release()
+    return claimed
+
+
+def _orphan(folder: Path, workspace: Path) -> Worktree | None:
+    """`folder` as a worktree this process now owns, when its lathe has ended and it
+    holds a child's work; None otherwise (what it left that holds none is removed)."""
+    lock_file = owner_file(folder)
+    try:
+        record = lock_file.read_text(encoding="utf-8", errors="replace").split()
+    except FileNotFoundError:  # made before owners were recorded, or killed making it
+        record = []
+    base = record[1] if len(record) > 1 else None
+    if base is None and folder.is_dir():
+        base = _base_by_message(folder)
+    owner = FileLock(lock_file)
+    # Its record kept whole: killed while saving this one, the next run finds it again.
+    if owner.try_acquire(record=_owner_record(base or "")) is not None:
+        owner.release()  # its lathe runs: not ours to wait for
+        return None
+    if base is None or not folder.is_dir():  # nothing of a child's: gone, or half made
+        shutil.rmtree(folder, ignore_errors=True)
+        lock_file.unlink(missing_ok=True)
+        owner.release()
+        return None
+    return Worktree(path=folder, base=base, source=workspace, owner=owner)
+
+
+def _base_by_message(folder: Path) -> str | None:
+    """The base commit lathe made in `folder`, found by its message: for a folder whose
+    owner lock records none."""
+    found = _run_git(folder, "rev-list", "-1", "--fixed-strings", f"--grep={_BASE_MESSAGE}",
+                     "HEAD")  # fmt: skip
+    if found.returncode != 0:
+        return None
+    return found.stdout.decode().strip() or None
 
 
 @dataclass(frozen=True)
@@ -352,12 +437,16 @@ def apply_command(workspace: Path, patch_file: Path) -> str:
 
 
 def remove_worktree(tree: Worktree) -> None:
-    """The child's folder, and the one its own children's folders were made in, with
-    their creation lock (each child that started one had left it for good). That one
-    stays while it holds a folder a child of this child left (its work not yet saved)."""
+    """The child's folder, then its owner lock, and the one its own children's folders
+    were made in, with their creation lock (each child that started one had left it for
+    good). That one stays while it holds a folder a child of this child left (its work
+    not yet saved)."""
     # The child's folder lies in `home/worktrees/<slug>/` too.
     own_root = worktrees_root(tree.path, home=tree.path.parents[2])
     shutil.rmtree(tree.path, ignore_errors=True)
+    if tree.owner is not None:  # the folder is gone: nothing is left to own
+        owner_file(tree.path).unlink(missing_ok=True)
+        tree.owner.release()
     lock_file = own_root / ".create.lock"
     if not lock_file.exists():
         return

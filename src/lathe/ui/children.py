@@ -38,6 +38,7 @@ from lathe.events import (
     RunStarted,
     RunStatus,
 )
+from lathe.plural import some_of
 from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
@@ -116,6 +117,13 @@ class _Family:
         return self._profiles
 
     @property
+    def patches(self) -> Path:
+        """Where the children's changes that did not land are kept."""
+        from lathe.home import project_slug
+
+        return self.home / "patches" / project_slug(self.root)
+
+    @property
     def profiles(self) -> Profiles:
         assert self._profiles is not None, "found when the task tool is offered"
         return self._profiles
@@ -182,7 +190,10 @@ class LocalChildren:
 
     def register(self, tools: ToolRegistry) -> None:
         """Offer the task tool in `tools` when this run may start children, and say which
-        profile files cannot be read."""
+        profile files cannot be read. A user's run first saves what the children of a
+        killed lathe left in the workspace, and says where (`subagents/orphans.py`)."""
+        if self._depth == 0:
+            self._save_orphans()
         if not self.offered():
             return
         profiles = self._family.find_profiles(tools.names())
@@ -200,6 +211,38 @@ class LocalChildren:
                 "no one to ask): use them to read and explore."
             )
         tools.register(TaskTool(self, self._profile_list(), note))
+
+    def _save_orphans(self) -> None:
+        from lathe.subagents.orphans import save_orphans
+
+        family = self._family
+        for orphan in save_orphans(family.root, family.home, family.patches):
+            cut = (
+                f"subagent {orphan.name} was cut off: the lathe running it ended without "
+                "cleaning up (killed?)"
+            )
+            if orphan.kept:
+                message = (
+                    f"{cut}, and its changes could not be saved as a patch ({orphan.kept}); "
+                    "its folder is kept with them, for you to copy what you need from and "
+                    f"then delete: {orphan.path}"
+                )
+            elif orphan.patch_file is not None:
+                how = apply_command(family.root, orphan.patch_file)
+                message = (
+                    f"{cut}; its changes were never applied and are kept in "
+                    f"{orphan.patch_file}: `{how}` in the workspace applies them"
+                )
+            elif orphan.left_behind:
+                message = f"{cut}; it had changed nothing a patch carries"
+            else:
+                continue  # it had changed nothing: its folder simply went
+            if orphan.left_behind:
+                message += (
+                    f" (files at paths your ignore rules ignore, or that git could not take, "
+                    f"went with its folder: {some_of(orphan.left_behind, 10)})"
+                )
+            self._emit(Notice(level="warning", message=message))
 
     def changes_files(self, agent: str | None) -> bool:
         profile = self._family.profiles.get(agent or "general")
@@ -689,12 +732,10 @@ class _Child:
         return Merge(True, applied.patch_file, checkpoint=number)
 
     def _patch_file(self) -> Path:
-        from lathe.home import private_folder, project_slug
+        from lathe.home import private_folder
 
         assert self.session is not None
-        family = self.parent._family
-        folder = private_folder(family.home / "patches" / project_slug(family.root))
-        return folder / f"{self.session.id}.patch"
+        return private_folder(self.parent._family.patches) / f"{self.session.id}.patch"
 
 
 def _one_line(text: str) -> str:
