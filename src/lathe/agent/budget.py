@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from lathe.agent.finish import Finish, FinishHandler, RunState, TimeLimit
-from lathe.events import RunStatus
+from lathe.events import RunError, RunStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -145,7 +145,9 @@ def duration(seconds: float) -> str:
 class BudgetGuard(FinishHandler):
     """Ends the run `out_of_budget` when a budget is reached: tokens and cost before
     each model request (the reply that reached it keeps its calls, which cost no
-    tokens), time as a deadline over the whole run."""
+    tokens), time as a deadline over the whole run. A deadline that cuts a model request
+    that was failing keeps its error, and one that passes before the model ever answered
+    ends the run `provider_error`: an outage, not a task the model could not do."""
 
     def __init__(self, budget: RunBudget, *, priced: bool) -> None:
         self._budget = budget
@@ -158,7 +160,26 @@ class BudgetGuard(FinishHandler):
         budget = self._budget
 
         def end(elapsed: float) -> Finish:
-            return Finish(RunStatus.OUT_OF_BUDGET, reason=budget.out_of_time(elapsed))
+            """`out_of_budget`, with the error the model request in flight last failed
+            with; `provider_error` when a request was made and the model never answered
+            (the run measured nothing: `lathe batch --retry-errors` runs it again)."""
+            reason = budget.out_of_time(elapsed)
+            spent = run.spent
+            failing = spent.failing if spent is not None else None
+            if failing is not None:
+                reason = f"{reason}, the model's endpoint failing: {failing}"
+            if run.turn == 0 or spent is None or spent.heard:
+                error = RunError.from_provider_error(failing) if failing else None
+                return Finish(RunStatus.OUT_OF_BUDGET, reason=reason, error=error)
+            if failing is None:
+                reason = (
+                    f"{reason}, with no reply from the model: check that its server is up "
+                    "and answering, or give the run more time (--timeout)"
+                )
+                error = RunError(kind="transport", message=reason)
+            else:
+                error = RunError.from_provider_error(failing)
+            return Finish(RunStatus.PROVIDER_ERROR, reason=reason, error=error)
 
         return TimeLimit(seconds, end)
 

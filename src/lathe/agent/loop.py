@@ -120,6 +120,10 @@ class RunSpending:
     cost_usd: float = 0.0
     started: float = field(default_factory=time.monotonic)
     unpriced_calls: bool = False  # a subagent of unknown cost spent some of it
+    heard: bool = False  # the model answered something: a reply, or the start of one
+    # What the model request in flight last failed with (None once the model answers):
+    # a deadline that cuts the run meanwhile says so (`BudgetGuard`).
+    failing: ProviderError | None = None
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
@@ -253,7 +257,7 @@ class Agent:
             run.turn += 1
             self.emit(TurnStarted(turn=run.turn))
             try:
-                reply = await self._complete(run)
+                reply = await self._complete(run, spend)
             except ProviderError as exc:
                 error = RunError.from_provider_error(exc)
                 failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc), error=error)
@@ -361,14 +365,14 @@ class Agent:
         self.emit(event)
         return event
 
-    async def _complete(self, run: RunState) -> AssistantMessage:
+    async def _complete(self, run: RunState, spend: RunSpending) -> AssistantMessage:
         """One model reply, streamed, retried on transient errors, and shrunk-and-retried
         when the provider says the context is too long (`ContextManager.shrink` says
         how often)."""
         shrunk = False
         while True:
             try:
-                return await self._stream_once(run)
+                return await self._stream_once(run, spend)
             except ContextTooLong as exc:
                 context = self.deps.context
                 if not context:
@@ -377,7 +381,7 @@ class Agent:
                     raise exc.reworded(context.cannot_fit(self.messages, exc)) from exc
                 shrunk = True
 
-    async def _stream_once(self, run: RunState) -> AssistantMessage:
+    async def _stream_once(self, run: RunState, spend: RunSpending) -> AssistantMessage:
         deps = self.deps
         max_output = deps.settings.max_output_tokens
         if deps.context:
@@ -400,7 +404,7 @@ class Agent:
 
         def on_retry(attempt: int, max_attempts: int, wait_s: float, error: ProviderError) -> None:
             nonlocal retries, first_token
-            retries, first_token = retries + 1, None
+            retries, first_token, spend.failing = retries + 1, None, error
             self.emit(
                 Retrying(
                     attempt=attempt, max_attempts=max_attempts, wait_s=wait_s, error=str(error)
@@ -411,6 +415,7 @@ class Agent:
             lambda: deps.provider.stream(request), deps.settings.retry, on_retry
         )
         async for event in stream:
+            spend.heard, spend.failing = True, None
             match event:
                 case llm.TextDelta(text=text):
                     first_token = first_token or time.monotonic()
