@@ -30,6 +30,8 @@ from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunOptions
 
 _INTERRUPTED = "[interrupted by the user]"
+# Lines of a proposed change shown when asked to approve it; `v` shows all of one longer.
+_APPROVAL_DIFF_LINES = 80
 
 
 def run_interactive(options: RunOptions) -> int:
@@ -75,7 +77,7 @@ class InteractiveApp:
         self.resolved = self.setup.model
         self.links = Links(self.workspace, self._model_label(self.resolved), self.resolved.provider)
         self.queue: list[str] = []
-        self.pending_approval: tuple[Any, asyncio.Future[Any]] | None = None
+        self.pending_approval: Asking | None = None
         self.spent = Spent()  # every reply since the session started, subagents' included
         # What the current (or last) run spent, shown against its budget when one is set:
         # each message's run has the budget `--max-cost` and the others give.
@@ -88,7 +90,10 @@ class InteractiveApp:
         self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn or mid-job
         self._exit_armed = False
         self._leaving = False  # a stop signal came: end the session (see _leave)
-        self._approved_diff: str | None = None  # the tool whose diff the person approved
+        # The calls (ids) whose whole diff the person saw and approved: their results
+        # do not show it again. Emptied as each run starts, so one an interrupt left
+        # behind (the call never finished) cannot hide a diff of a later conversation.
+        self._diffs_seen: set[str] = set()
         self.carried: list[str] = []  # text sent ahead of the next message (/skill)
         self.prompt_commands: dict[str, Any] = {}  # /NAME from .lathe/commands/NAME.md
 
@@ -166,8 +171,8 @@ class InteractiveApp:
         self.run_tally(event)
         self.spent.add(event)
         self.run_spent.add(event)
-        if isinstance(event, ToolFinished) and event.name == self._approved_diff:
-            self._approved_diff = None
+        if isinstance(event, ToolFinished) and event.call_id in self._diffs_seen:
+            self._diffs_seen.discard(event.call_id)
             if not event.is_error:  # the person approving saw this very diff already
                 event = event.model_copy(update={"details": {**event.details, "diff": None}})
         self.renderer(event)
@@ -507,6 +512,7 @@ class InteractiveApp:
         session = self.links.session
         self.run_spent = Spent()
         self.run_tally.reset()
+        self._diffs_seen.clear()
         self.emit(
             RunStarted(
                 task=message,
@@ -582,7 +588,10 @@ class InteractiveApp:
     async def ask(self, request: Any) -> Any:
         """`lathe.policy.gate.Approver`: show the request, wait for the answer typed at
         the prompt (see `_answer_approval`)."""
+        from lathe.tools.base import CURRENT_CALL
+
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        asking = Asking(request, future)
         tool = self.gate.policy.tools.get(request.tool)
         command = tool.shell_command(request.arguments) if tool else None
         title = "run command" if command is not None else f"{request.tool} {request.preview}"
@@ -591,22 +600,34 @@ class InteractiveApp:
         if command is not None:
             self.renderer.note(f"    $ {request.preview}", "bold")
         elif diff:
-            self.renderer.diff(diff, limit=80)
-            self._approved_diff = request.tool
-        self.pending_approval = (request, future)
+            cut = self.renderer.diff(
+                diff, limit=_APPROVAL_DIFF_LINES, left_out=" · answer v to see them all"
+            )
+            asking.diff, asking.shown_whole = diff, not cut
+        self.pending_approval = asking
         running = self.status.phase  # the call's label: it runs once approved
         self.status.set_phase("waiting for approval")
         try:
-            return await future
+            answer = await future
         finally:
             self.pending_approval = None
             self.status.set_phase(running)
+        if asking.shown_whole and answer.choice != "deny":
+            # By call id: a tool's name had hidden the diff of its next call when this
+            # one never finished (an interrupt at the approval).
+            self._diffs_seen.add(CURRENT_CALL.get())
+        return answer
 
     def _answer_approval(self, text: str) -> None:
         from lathe.policy.gate import ApprovalAnswer
 
-        assert self.pending_approval is not None
-        _, future = self.pending_approval
+        asking = self.pending_approval
+        assert asking is not None
+        if text.strip().lower() in ("v", "view") and asking.diff is not None:
+            self.renderer.diff(asking.diff, limit=None)
+            asking.shown_whole = True
+            return
+        future = asking.future
         answer = parse_answer(text)
         if answer is None and text.strip().startswith("/"):  # not a message for the model
             self.renderer.note(
@@ -652,7 +673,9 @@ class InteractiveApp:
                 parts.append(("fg:ansicyan", _fit(f"queued: {queued}", width) + "\n"))
             parts.append(("fg:ansiyellow", _fit(self.status.line(), width) + "\n"))
         if self.pending_approval is not None:
-            parts.append(("bold", "allow? y once · a always · n [reason] deny\n"))
+            asking = self.pending_approval
+            whole = " · v whole change" if asking.diff and not asking.shown_whole else ""
+            parts.append(("bold", f"allow? y once · a always · n [reason] deny{whole}\n"))
         parts.append(("bold fg:ansicyan", "> "))
         return parts
 
@@ -712,6 +735,16 @@ class InteractiveApp:
             return int(self.prompt.app.output.get_size().columns)
         except Exception:  # before the prompt exists, or no terminal size
             return 80
+
+
+@dataclasses.dataclass
+class Asking:
+    """An approval waiting for the person's answer."""
+
+    request: Any  # the gate's ApprovalRequest
+    future: asyncio.Future[Any]  # set to the ApprovalAnswer
+    diff: str | None = None  # the change, as its tool predicts it
+    shown_whole: bool = False  # every line of `diff` has been on the screen (`v`)
 
 
 @dataclasses.dataclass

@@ -3,10 +3,13 @@
 The seam itself is `lathe.policy.gate.Approver` (`async ask(ApprovalRequest) ->
 ApprovalAnswer`), declared by the policy layer, which decides when a call needs a person.
 `InteractiveApp.ask` implements it: it prints the request (the exact command, or the
-diff the call would make, as its tool predicts it: `Tool.preview_change`), then the
-prompt takes `y` (allow once), `a` (allow always: the gate remembers the request's key
-for the session, and the session file keeps it for resume; `/approval` lists them,
-`/approval revoke N` withdraws one) or `n [reason]` (deny; the reason goes to the model).
+diff the call would make, as its tool predicts it: `Tool.preview_change`; one over 80
+lines as its start and its end, the count left out between them), then the prompt
+takes `y` (allow once), `a` (allow always: the gate remembers the request's key for the
+session, and the session file keeps it for resume; `/approval` lists them, `/approval
+revoke N` withdraws one), `n [reason]` (deny; the reason goes to the model) or `v`
+(print the whole diff, then ask again). The result of a call approved with its whole
+diff seen does not show it again; one approved from a cut view shows it.
 """
 
 from __future__ import annotations

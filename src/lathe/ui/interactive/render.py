@@ -276,27 +276,28 @@ class Renderer:
         line.append(visible_text(text.strip()))
         self.console.print(line)
 
-    def diff(self, diff: str, limit: int = _DIFF_LINES) -> None:
+    def diff(self, diff: str, limit: int | None = _DIFF_LINES, *, left_out: str = "") -> bool:
+        """Print a coloured diff; one of more than `limit` lines (None: no limit) as its
+        start and its end, with how many lines between them are left out, and
+        `left_out` after that (how to see them). Its end matters as much as its start:
+        a 150-line write ending in `curl ... | sh` had shown its first lines only.
+        Whether lines were left out."""
         from rich.text import Text
 
         lines = visible_text(diff.rstrip("\n")).splitlines()
+        cut = limit is not None and len(lines) > limit
+        tail = limit // 3 if limit is not None and cut else 0
+        head = limit - tail if limit is not None and cut else len(lines)
         out = Text()
-        for line in lines[:limit]:
-            if line.startswith(("+++", "---")):
-                style = "bold"
-            elif line.startswith("@@"):
-                style = "cyan"
-            elif line.startswith("+"):
-                style = "green"
-            elif line.startswith("-"):
-                style = "red"
-            else:
-                style = "dim"
-            out.append("    " + line + "\n", style=style)
-        if len(lines) > limit:
-            more = plural(len(lines) - limit, "more line")
-            out.append(f"    {self.glyphs.ellipsis} {more}\n", "dim")
+        for line in lines[:head]:
+            _diff_line(out, line)
+        if cut:
+            more = plural(len(lines) - head - tail, "line")
+            out.append(f"    {self.glyphs.ellipsis} {more} left out{left_out}\n", "dim")
+            for line in lines[len(lines) - tail :]:
+                _diff_line(out, line)
         self.console.print(out, end="", overflow="fold")
+        return cut
 
     def markdown(self, text: str) -> None:
         """Print markdown without rich's leading blank lines or trailing padding, so
@@ -397,6 +398,20 @@ class Renderer:
                 "yellow",
             )
         self._printed_text = False
+
+
+def _diff_line(out: Any, line: str) -> None:
+    if line.startswith(("+++", "---")):
+        style = "bold"
+    elif line.startswith("@@"):
+        style = "cyan"
+    elif line.startswith("+"):
+        style = "green"
+    elif line.startswith("-"):
+        style = "red"
+    else:
+        style = "dim"
+    out.append("    " + line + "\n", style=style)
 
 
 def _clip(text: str, width: int, *, keep_space: bool = False) -> str:
