@@ -56,7 +56,7 @@ def undo_command(workspace: Path, force: bool) -> None:
         with _held(checkpoints, "lathe undo"):
             report = checkpoints.undo(force=force)
     if report.undid is not None:
-        click.echo(f"Undo of {undone_operation(report.undid, checkpoints.workspace)}:")
+        click.echo(f"Undo of {undone_operation(report.undid)}:")
     _print_report(report, what="undo")
     _fail_when_all_kept(report)
 
@@ -121,11 +121,10 @@ def _open(workspace: Path, doing: str, *, err: bool = False) -> Checkpoints:
     return Checkpoints(found, home)
 
 
-def undone_operation(checkpoint: Checkpoint, workspace: Path) -> str:
+def undone_operation(checkpoint: Checkpoint) -> str:
     """An undone operation as the user knows it, so an earlier run's turn is not taken
-    for the one just run: the turn, its session and the session's task (its title, while
-    the session is stored), or its label. `lathe undo` and the app's /undo both say it."""
-    from lathe.session.store import SessionStore
+    for the one just run: the turn, its session and the message that started its run
+    (`_started_by`), or its label. `lathe undo` and the app's /undo both say it."""
     from lathe.ui.table import clip
 
     if checkpoint.kind == "after" and checkpoint.turn is not None:
@@ -135,10 +134,38 @@ def undone_operation(checkpoint: Checkpoint, workspace: Path) -> str:
     when = f"recorded {_local_time(checkpoint)}"
     if checkpoint.session is None:
         return f"{what} ({when})"
-    sessions = SessionStore(lathe_home()).list(workspace)
-    title = next((s.title for s in sessions if s.id == checkpoint.session), "")
-    task = f'"{clip(" ".join(title.split()), 60)}", ' if title.strip() else ""
+    message = " ".join(_started_by(checkpoint, checkpoint.session).split())
+    task = f'"{clip(message, 60)}", ' if message else ""
     return f"{what} of session {checkpoint.session} ({task}{when})"
+
+
+def _started_by(checkpoint: Checkpoint, session_id: str) -> str:
+    """The message the person sent that started the run whose turn made `checkpoint`:
+    the last one before the session's entry for it. Each message of a conversation (and
+    each `lathe run --continue`) is a run whose turns count from 1, so the session's
+    title, its first message, had been quoted for every turn 1. "" when the session or
+    the entry is gone (a turn cut short by a kill has none)."""
+    from lathe.session import CheckpointEntry, MessageEntry, SessionStore
+    from lathe.types import UserMessage
+
+    try:
+        with SessionStore(lathe_home()).open(session_id, readonly=True) as session:
+            made = [
+                e.id
+                for e in session.entries
+                if isinstance(e, CheckpointEntry) and e.ref == checkpoint.commit
+            ]
+            before = session.branch(made[0]) if made else []
+    except (LatheError, OSError):
+        return ""
+    sent = [
+        e.message.content
+        for e in before
+        if isinstance(e, MessageEntry)
+        and isinstance(e.message, UserMessage)
+        and e.message.origin == "user"  # not a note of lathe's
+    ]
+    return sent[-1] if sent else ""
 
 
 def _held(checkpoints: Checkpoints, doing: str):

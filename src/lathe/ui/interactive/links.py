@@ -308,7 +308,7 @@ class Links(AgentHooks):
             return report.target.label and "back to " + report.target.label
         from lathe.ui.checkpoints_cmd import undone_operation
 
-        return undone_operation(report.undid, self.checkpoints.workspace)
+        return undone_operation(report.undid)
 
     def take_notes(self) -> list[Message]:
         """lathe's notes waiting for the next message (see `notes`); none wait after."""
