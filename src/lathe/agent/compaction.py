@@ -10,6 +10,7 @@ request the provider still refuses ends the run with a `ContextTooLong` saying s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -87,6 +88,13 @@ class ContextManager:
         self._retry_at_tokens = 0
         self.too_short = True  # of the last compact(): see there
         self._output_asked: int | None = None  # max_tokens of the last request
+        self.on_reply: Callable[[llm.ModelRequest, AssistantMessage, float, int], object] = (
+            _uncounted
+        )
+        """Called with each summary request, its reply, its latency (ms) and its retries:
+        the agent running a task sets it to report the request (`model_request`) and
+        count it in the run's usage and cost, which the budgets judge (the summaries had
+        been left out: two priced at $4.50 in a run that said $0.10)."""
         self._lowered_output = False  # the last shrink only asked for less output
 
     def output_tokens(self, wanted: int | None) -> int | None:
@@ -324,12 +332,21 @@ class ContextManager:
             ),
         )
         why = "it answered nothing"
+        started, retries = time.monotonic(), 0
+
+        def retried(*_: object) -> None:
+            nonlocal retries
+            retries += 1
+
         try:
             async for event in stream_with_retry(
-                lambda: self._provider.stream(request), self._retry
+                lambda: self._provider.stream(request), self._retry, retried
             ):
-                if isinstance(event, llm.Completed) and event.message.text.strip():
-                    return event.message.text
+                if isinstance(event, llm.Completed):  # paid for, whatever it says
+                    latency_ms = (time.monotonic() - started) * 1000
+                    self.on_reply(request, event.message, latency_ms, retries)
+                    if event.message.text.strip():
+                        return event.message.text
         except ProviderError as exc:
             why = str(exc)  # a mechanical summary beats losing the session
         self._emit(
@@ -354,6 +371,11 @@ _LEAST_OUTPUT_TOKENS = 256  # a request asks for no less output room (0 is an er
 _SAID_CHARS = 600
 _MECHANICAL_LINES = 60
 _MECHANICAL_CHARS = 12_000
+
+
+def _uncounted(*_: object) -> None:
+    """What a summary request is reported to before any run set `on_reply` (a manager
+    used alone); after one, `/compact` between runs reports to the last run's."""
 
 
 def _union(sets: Sequence[frozenset[str]]) -> frozenset[str]:

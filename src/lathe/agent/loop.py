@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -190,6 +191,8 @@ class Agent:
         run = RunState(emit=self.emit, new_conversation=not self.messages, spent=spend)
         runner = ToolRunner(self.deps, self.emit)
         hooks = self.deps.hooks
+        if self.deps.context:  # a compaction's summary requests are the run's too
+            self.deps.context.on_reply = functools.partial(self._counted, run, spend)
         # The task is recorded before anything runs, so a crash or a deadline during a
         # start hook or a handler's start (the baseline check) leaves a session that
         # `--continue` can pick up.
@@ -262,9 +265,6 @@ class Agent:
                 error = RunError.from_provider_error(exc)
                 failed = Finish(RunStatus.PROVIDER_ERROR, reason=str(exc), error=error)
                 return self._finished(failed, run, spend)
-            self.usage = self.usage + reply.usage
-            spend.usage = spend.usage + reply.usage
-            spend.cost_usd += settings.price(reply.usage) if settings.price else 0.0
             if not is_empty(reply):  # an empty reply is no part of the conversation
                 self.append(reply)
                 reply = self.messages[-1]  # its call ids made unique
@@ -424,24 +424,45 @@ class Agent:
                     first_token = first_token or time.monotonic()
                     self.emit(ThinkingDelta(text=text))
                 case llm.Completed(message=message):
-                    price = deps.settings.price
-                    self.emit(
-                        ModelRequestFinished(
-                            turn=run.turn,
-                            model=message.model or deps.provider.model,
-                            parameters={
-                                "max_output_tokens": request.max_output_tokens,
-                                "temperature": request.temperature,
-                                "tools": len(request.tools),
-                                "messages": len(request.messages),
-                            },
-                            latency_ms=(time.monotonic() - started) * 1000,
-                            first_token_ms=(first_token - started) * 1000 if first_token else None,
-                            retries=retries,
-                            usage=message.usage,
-                            stop_reason=message.stop_reason.value,
-                            cost_usd=price(message.usage) if price else None,
-                        )
-                    )
+                    latency_ms = (time.monotonic() - started) * 1000
+                    first_ms = (first_token - started) * 1000 if first_token else None
+                    self._counted(run, spend, request, message, latency_ms, retries, first_ms)
                     return message
         raise ProviderError("the provider's stream ended without a reply")
+
+    def _counted(
+        self,
+        run: RunState,
+        spend: RunSpending,
+        request: llm.ModelRequest,
+        message: AssistantMessage,
+        latency_ms: float,
+        retries: int,
+        first_token_ms: float | None = None,
+    ) -> None:
+        """A model reply of the run, a turn's or a compaction summary's: reported
+        (`model_request`) and counted in the run's usage and cost, which the budgets
+        judge."""
+        price = self.deps.settings.price
+        cost = price(message.usage) if price else None
+        self.emit(
+            ModelRequestFinished(
+                turn=run.turn,
+                model=message.model or self.deps.provider.model,
+                parameters={
+                    "max_output_tokens": request.max_output_tokens,
+                    "temperature": request.temperature,
+                    "tools": len(request.tools),
+                    "messages": len(request.messages),
+                },
+                latency_ms=latency_ms,
+                first_token_ms=first_token_ms,
+                retries=retries,
+                usage=message.usage,
+                stop_reason=message.stop_reason.value,
+                cost_usd=cost,
+            )
+        )
+        self.usage = self.usage + message.usage
+        spend.usage = spend.usage + message.usage
+        spend.cost_usd += cost or 0.0
