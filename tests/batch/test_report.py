@@ -38,7 +38,7 @@ def _result(task_id: str, status: str, **values) -> TaskResult:
 
 def _run(folder: Path, results: list[TaskResult], *, model: str = "m") -> Path:
     run = RunFolder(folder)
-    run.open_for_appending()
+    run.create()
     run.write_manifest(
         {"lathe_version": "0.1.0", "model": model, "base_url": None, "tasks": "/tasks",
          "tasks_hash": "abc", "task_ids": [r.id for r in results], "executor": "local",

@@ -13,6 +13,7 @@ ones running finish and are recorded, the rest wait for a later run.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -87,9 +88,10 @@ class Batch:
 
     def plan(self) -> Plan:
         options = self.options
-        self.folder.open_for_appending()
+        self.folder.create()
         self._hold_folder()
         self._check_manifest()
+        self.folder.mend()  # only now: a refused run leaves the folder as it was
         done = self.folder.results()
         ids = {task.id for task in options.tasks}
         retried = []
@@ -186,6 +188,8 @@ class Batch:
         if earlier.get("model") != self.options.model:
             changes.append(f"model {self.options.model} (it was {earlier.get('model')})")
         changes += _changed_settings(earlier.get("settings") or {}, self.options.settings)
+        base_url = _base_url_change(earlier, self.options.settings.base_url)
+        changes += [base_url] if base_url else []
         if changes:
             raise UsageError(
                 f"{self.options.out} holds results made with other settings; this run has "
@@ -196,12 +200,15 @@ class Batch:
         from lathe import __version__
 
         options = self.options
-        settings = asdict(options.settings)
+        base_url = options.settings.base_url
+        settings = {**asdict(options.settings), "base_url": _masked_url(base_url)}
         self.folder.write_manifest(
             {
                 "lathe_version": __version__,
                 "model": options.model,
-                "base_url": options.settings.base_url,
+                # Credentials in the URL masked; what tells two such URLs apart, hashed.
+                "base_url": _masked_url(base_url),
+                "base_url_digest": _url_digest(base_url),
                 "tasks": options.source,
                 "tasks_hash": list_hash(options.tasks),
                 "task_ids": [t.id for t in options.tasks],
@@ -216,10 +223,13 @@ class Batch:
 
 def _changed_settings(earlier: dict[str, Any], settings: RunSettings) -> list[str]:
     """Each result setting of `settings` unlike the manifest's, as `--option now (it was
-    before)`; one the manifest does not hold (an older lathe's) is not compared."""
+    before)`; one the manifest does not hold (an older lathe's) is not compared, nor
+    the base URL (`_base_url_change`)."""
     now = asdict(settings)
     changes = []
     for key, option in RESULT_SETTINGS.items():
+        if key == "base_url":
+            continue
         if key in earlier and _shown(key, earlier[key]) != _shown(key, now[key]):
             changes.append(f"{option} {_shown(key, now[key])} (it was {_shown(key, earlier[key])})")
     return changes
@@ -233,3 +243,56 @@ def _shown(key: str, value: Any) -> str:
     if key == "lathe_args":
         return " ".join(value)
     return str(value)
+
+
+def _base_url_change(manifest: dict[str, Any], now: str | None) -> str | None:
+    """`--base-url now (it was before)` when `now` is another endpoint than the
+    manifest's, credentials masked in both; None when it is the same. A manifest with no
+    `base_url_digest` is an earlier lathe's, which wrote the URL as given."""
+    settings = manifest.get("settings") or {}
+    if "base_url" not in settings:  # an older lathe's: not compared
+        return None
+    before = settings["base_url"]
+    if "base_url_digest" not in manifest:
+        same = before == now
+    else:
+        same = before == _masked_url(now) and _same_url(manifest["base_url_digest"], now)
+    if same:
+        return None
+    shown_now = _shown("base_url", _masked_url(now))
+    shown_before = _shown("base_url", _masked_url(before) if isinstance(before, str) else before)
+    if shown_now == shown_before:
+        return f"--base-url {shown_now} with other credentials"
+    return f"--base-url {shown_now} (it was {shown_before})"
+
+
+def _masked_url(url: str | None) -> str | None:
+    from lathe.config.secrets import masked_url
+
+    return None if url is None else masked_url(url)
+
+
+_DIGEST_ROUNDS = 200_000  # each guess at a password in the URL costs as much
+
+
+def _url_digest(url: str | None, salt: bytes | None = None) -> str | None:
+    """What tells a URL holding credentials from another with the same masked form: a
+    salted, slow hash (a password in it must not be guessed from the manifest cheaply);
+    None for a URL with no credentials, which the manifest holds as it is."""
+    if url is None or _masked_url(url) == url:
+        return None
+    salt = salt or os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", url.encode("utf-8"), salt, _DIGEST_ROUNDS)
+    return f"pbkdf2-sha256${_DIGEST_ROUNDS}${salt.hex()}${digest.hex()}"
+
+
+def _same_url(digest: Any, url: str | None) -> bool:
+    """Whether `url` is the one `digest` (`_url_digest`) was made of."""
+    if not isinstance(digest, str):  # None: that URL held no credentials
+        return digest is None and _url_digest(url) is None
+    try:
+        _, rounds, salt, _ = digest.split("$")
+        salt_bytes = bytes.fromhex(salt)
+    except ValueError:
+        return False
+    return rounds == str(_DIGEST_ROUNDS) and _url_digest(url, salt_bytes) == digest

@@ -6,12 +6,15 @@
 - `results.jsonl`: one line a task, appended and fsynced the moment the task ends, so a
   batch killed at any point has lost no finished task, and a task never got two lines
   (one run again with `--retry-errors` has its old line dropped, atomically, first). A
-  torn last line — the one being written when the process died — is cut off on open.
+  torn last line — the one being written when the process died — is cut off (`mend`),
+  once the batch holds the folder and its settings match; a whole one that lacks only
+  its newline gets it.
 - `diffs/ID.diff` and `transcripts/ID.md`: each task's changes and conversation.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -32,33 +35,26 @@ class RunFolder:
     def results(self) -> dict[str, dict[str, Any]]:
         """Each finished task's line, by id, in the order they finished. A whole line
         that is not a task's result (edited by hand, another tool's) is skipped and
-        named in `skipped` ("results.jsonl:N: ..."); its task, if any, runs again."""
-        from pydantic import TypeAdapter, ValidationError
-
+        named in `skipped` ("results.jsonl:N: ..."); its task, if any, runs again. A
+        last line without its newline counts when it is a whole result."""
         found: dict[str, dict[str, Any]] = {}
         self.skipped = []
         try:
             raw = self.results_file.read_bytes()
         except FileNotFoundError:
             return found
-        shape = TypeAdapter(TaskResult)
         for number, line in enumerate(raw.splitlines(keepends=True), 1):
-            if not line.endswith(b"\n"):
-                break  # torn: the task it was for runs again
-            try:
-                record = json.loads(line)
-                shape.validate_python(record)
-            except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
-                if line.strip():
-                    self.skipped.append(
-                        f"{self.results_file.name}:{number}: not a task's result line, skipped"
-                    )
-                continue
-            found[record["id"]] = record
+            record = _result(line)
+            if record is not None:
+                found[record["id"]] = record
+            elif line.endswith(b"\n") and line.strip():  # else torn: its task runs again
+                self.skipped.append(
+                    f"{self.results_file.name}:{number}: not a task's result line, skipped"
+                )
         return found
 
-    def open_for_appending(self) -> None:
-        """Create the folder; cut off a torn last line of an earlier run."""
+    def create(self) -> None:
+        """Make the folder, or find it writable."""
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / ".writable").touch()
@@ -68,13 +64,23 @@ class RunFolder:
                 f"--out {self.path}: cannot make or write the run folder there "
                 f"({exc.strerror or exc}); give another --out"
             ) from None
+
+    def mend(self) -> None:
+        """Make the last line of `results.jsonl` one a line can follow: a whole result
+        that lacks its newline gets it, a torn line is cut off (its task runs again).
+        For a batch that holds the folder, its settings checked: a refused one changes
+        nothing."""
         try:
             raw = self.results_file.read_bytes()
         except FileNotFoundError:
             return
-        whole = raw.rfind(b"\n") + 1
-        if whole < len(raw):
-            os.truncate(self.results_file, whole)
+        last = raw.rfind(b"\n") + 1
+        if last == len(raw):
+            return
+        if _result(raw[last:]) is None:
+            os.truncate(self.results_file, last)
+        else:
+            _append(self.results_file, b"\n")
 
     def record(self, result: TaskResult) -> dict[str, Any]:
         """Write a finished task: its diff and transcript, then its line (fsynced)."""
@@ -89,13 +95,7 @@ class RunFolder:
                 line[key] = str(target.relative_to(self.path))
             else:
                 line[key] = None
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(self.results_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _append(self.results_file, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
         return line
 
     def drop(self, ids: set[str]) -> None:
@@ -139,9 +139,41 @@ def masked_config(workspace: Path) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
-def _id_of(line: bytes) -> str | None:
+def _append(path: Path, data: bytes) -> None:
+    """Append `data` to `path` and fsync it: a finished task's line outlives a crash."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _result(line: bytes) -> dict[str, Any] | None:
+    """`line` as a task's result (`TaskResult`'s shape), or None."""
+    from pydantic import ValidationError
+
     try:
         record = json.loads(line)
-    except json.JSONDecodeError:
+        _shape().validate_python(record)
+    except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
         return None
-    return record.get("id") if isinstance(record, dict) else None
+    return record
+
+
+@functools.cache
+def _shape() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(TaskResult)
+
+
+def _id_of(line: bytes) -> str | None:
+    """The id of the result on `line`; None for a line with none, or one that is no
+    string (edited by hand: a list is no set member)."""
+    try:
+        record = json.loads(line)
+    except ValueError:  # not JSON, not UTF-8
+        return None
+    task_id = record.get("id") if isinstance(record, dict) else None
+    return task_id if isinstance(task_id, str) else None

@@ -1,0 +1,84 @@
+"""`lathe batch`'s run folder through the real CLI against the scripted fake model:
+credentials in --base-url, a last result line missing its newline, and lines lathe did
+not write itself."""
+
+from __future__ import annotations
+
+import json
+
+from tests.batch.tasks import fix, make_task, result_lines, run_batch
+from tests.fakes.openai_server import ErrorReply
+from tests.service.scripts import by_marker
+
+from lathe.config.secrets import masked_url
+
+
+def test_credentials_in_the_base_url_stay_out_of_the_manifest(tmp_path, fake_openai):
+    # Written as given, at the top and in the settings; a resume must still tell two
+    # endpoints apart, and a manifest written so before must still resume.
+    tasks = make_task(tmp_path / "tasks", "t1").parent
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+    url = fake_openai.base_url.replace("http://", "http://batch:s3cret-password-1234@")
+    other = url.replace("s3cret", "d1ffer")  # the same when masked: sk-…1234
+    run = tmp_path / "run"
+
+    done = run_batch(tmp_path, tasks, run, fake_openai, "--base-url", url)
+
+    assert done.returncode == 0, done.stderr
+    text = (run / "manifest.json").read_text()
+    assert "s3cret-password-1234" not in text
+    manifest = json.loads(text)
+    assert manifest["base_url"] == manifest["settings"]["base_url"] == masked_url(url)
+    requests = len(fake_openai.requests)
+    assert run_batch(tmp_path, tasks, run, fake_openai, "--base-url", url).returncode == 0
+    refused = run_batch(tmp_path, tasks, run, fake_openai, "--base-url", other)
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("lathe: ") and "--base-url" in line, line
+    assert "s3cret" not in line and "d1ffer" not in line, line
+    # As an earlier lathe wrote it: the URL itself, no hash.
+    manifest["base_url"] = manifest["settings"]["base_url"] = url
+    del manifest["base_url_digest"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert run_batch(tmp_path, tasks, run, fake_openai, "--base-url", url).returncode == 0
+    assert run_batch(tmp_path, tasks, run, fake_openai, "--base-url", other).returncode == 2
+    assert len(fake_openai.requests) == requests  # nothing ran again
+
+
+def test_a_refused_run_keeps_a_last_result_line_missing_its_newline(tmp_path, fake_openai):
+    # Opening the folder cut the line before the settings were checked: a refused run
+    # (exit 2) lost a finished task's result.
+    tasks = make_task(tmp_path / "tasks", "t1").parent
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+    run = tmp_path / "run"
+    assert run_batch(tmp_path, tasks, run, fake_openai).returncode == 0
+    whole = (run / "results.jsonl").read_bytes()
+    (run / "results.jsonl").write_bytes(whole[:-1])
+    requests = len(fake_openai.requests)
+
+    refused = run_batch(tmp_path, tasks, run, fake_openai, "--max-turns", "3")
+    assert refused.returncode == 2, refused.stderr
+    assert (run / "results.jsonl").read_bytes() == whole[:-1]
+    again = run_batch(tmp_path, tasks, run, fake_openai)
+
+    assert again.returncode == 0, again.stderr
+    assert (run / "results.jsonl").read_bytes() == whole  # given its newline, not cut
+    assert len(fake_openai.requests) == requests  # the task did not run again
+
+
+def test_retry_errors_past_a_result_line_whose_id_is_no_string(tmp_path, fake_openai):
+    # `{"id": [...]}` edited in by hand: --retry-errors ended in a traceback (unhashable).
+    tasks = make_task(tmp_path / "tasks", "t1").parent
+    fake_openai.responder = by_marker({"Task t1": [ErrorReply(401, "bad key")]})
+    run = tmp_path / "run"
+    assert run_batch(tmp_path, tasks, run, fake_openai).returncode == 3
+    with (run / "results.jsonl").open("a") as results:
+        results.write('{"id": ["t1"], "status": "error"}\n')
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+
+    retried = run_batch(tmp_path, tasks, run, fake_openai, "--retry-errors")
+
+    assert retried.returncode == 0, retried.stderr
+    assert "Traceback" not in retried.stderr
+    assert [line["status"] for line in result_lines(run) if line["id"] == "t1"] == ["solved"]
+    assert '{"id": ["t1"], "status": "error"}\n' in (run / "results.jsonl").read_text()
