@@ -1,16 +1,49 @@
-"""`lathe batch`'s run folder through the real CLI against the scripted fake model:
-credentials in --base-url, a last result line missing its newline, and lines lathe did
-not write itself."""
+"""`lathe batch`'s run folder and task list through the real CLI against the scripted
+fake model: a run folder inside a task's repository, credentials in --base-url, a last
+result line missing its newline, and names and lines lathe did not write itself."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
-from tests.batch.tasks import fix, make_task, result_lines, run_batch
+from tests.batch.tasks import BROKEN, VERIFY, batch_env, fix, make_task, result_lines, run_batch
 from tests.fakes.openai_server import ErrorReply
 from tests.service.scripts import by_marker
 
 from lathe.config.secrets import masked_url
+
+
+def test_a_run_folder_inside_the_tasks_repo_is_left_out_of_its_copies(tmp_path, fake_openai):
+    # The second task's copy held the first one's diff, and the run folder changed the
+    # repository's hash: the same command was refused as "a different task list".
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(BROKEN)
+    (project / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    listed = project / "tasks.jsonl"
+    listed.write_text("".join(
+        json.dumps({"id": name, "repo": ".", "task": f"Task {name}: fix add", "verify": VERIFY})
+        + "\n" for name in ("one", "two")
+    ))  # fmt: skip
+    fake_openai.responder = by_marker({"Task one": fix("one"), "Task two": fix("two")})
+    run = project / "runs" / "1"
+    (tmp_path / "tmp").mkdir()
+    env = {**batch_env(tmp_path), "TMPDIR": str(tmp_path / "tmp")}  # the kept copies
+
+    first = run_batch(tmp_path, listed, run, fake_openai, "--workers", "1", "--keep",
+                      "--max-total-wall", "1s", env=env)  # fmt: skip
+    assert first.returncode == 1, first.stderr  # stopped after the first task
+    again = run_batch(tmp_path, listed, run, fake_openai, "--workers", "1", "--keep", env=env)
+
+    assert again.returncode == 0, again.stderr
+    lines = {line["id"]: line for line in result_lines(run)}
+    assert sorted(lines) == ["one", "two"] and lines["two"]["solved"]
+    assert not (Path(lines["two"]["workspace"]) / "runs" / "1").exists()
+    assert "runs/" not in (run / lines["two"]["diff_path"]).read_text()
 
 
 def test_credentials_in_the_base_url_stay_out_of_the_manifest(tmp_path, fake_openai):
@@ -64,6 +97,30 @@ def test_a_refused_run_keeps_a_last_result_line_missing_its_newline(tmp_path, fa
     assert again.returncode == 0, again.stderr
     assert (run / "results.jsonl").read_bytes() == whole  # given its newline, not cut
     assert len(fake_openai.requests) == requests  # the task did not run again
+
+
+def test_a_file_name_that_is_not_utf8_in_a_tasks_repo_is_copied_like_any(tmp_path, fake_openai):
+    folder = make_task(tmp_path / "tasks", "t1")
+    (folder / "repo").chmod(0o755)
+    (folder / "repo" / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+
+    done = run_batch(tmp_path, tmp_path / "tasks", tmp_path / "run", fake_openai)
+
+    assert done.returncode == 0, done.stderr
+    assert result_lines(tmp_path / "run")[0]["solved"] is True
+
+
+def test_a_task_folder_whose_name_is_not_utf8_is_one_line(tmp_path, fake_openai):
+    # It ran, then writing the manifest (and its result) failed with a traceback.
+    make_task(tmp_path / "tasks", "t1").rename(tmp_path / "tasks" / os.fsdecode(b"t\xff"))
+
+    done = run_batch(tmp_path, tmp_path / "tasks", tmp_path / "run", fake_openai)
+
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lathe: ") and "t\\xff" in line and "rename" in line, line
+    assert fake_openai.chat_bodies() == []
 
 
 def test_retry_errors_past_a_result_line_whose_id_is_no_string(tmp_path, fake_openai):

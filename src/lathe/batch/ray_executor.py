@@ -89,7 +89,7 @@ class RayExecutor:
                         remote = ray.remote(num_cpus=self.task_cpus, max_retries=1)(run_task)
                         settings_ref = ray.put(settings)
                     sink.started(task)
-                    failed = self._submit(ray, remote, task, settings_ref)
+                    failed = self._submit(ray, remote, task, settings_ref, settings.run_folder)
                     if failed is not None:
                         sink.finished(failed)
                 if not self._running:
@@ -150,14 +150,15 @@ class RayExecutor:
         return ray, True
 
     def _submit(
-        self, ray: Any, remote: Any, task: BatchTask, settings_ref: Any
+        self, ray: Any, remote: Any, task: BatchTask, settings_ref: Any, leave_out: str | None
     ) -> TaskResult | None:
-        """Send `task` to Ray; a result only when it could not be sent."""
+        """Send `task` to Ray, its repository without the folder `leave_out` (the run
+        folder); a result only when it could not be sent."""
         began, started = time.monotonic(), _now()
         try:
             source = None
             if self.ship_sources and not task.is_git:
-                source = ray.put(pack(task.repo))
+                source = ray.put(pack(task.repo, leave_out))
         except (OSError, ray.exceptions.RayError) as exc:
             return _infrastructure(task, f"shipping the repository to Ray: {exc}", began, started)
         ref = remote.options(name=f"lathe-task-{task.id}").remote(task, settings_ref, source)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.batch.processes import Stopped, run_command, run_process, stopped
-from lathe.batch.tasks import BatchTask
+from lathe.batch.tasks import BatchTask, shown
 
 _TAIL = 2_000
 _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
@@ -56,6 +56,9 @@ class RunSettings:
     max_wall_s: float | None = None  # per task
     lathe_args: tuple[str, ...] = ()
     keep_workspace: bool = False
+    # The batch's run folder, which a task's repository may hold: left out of its copy,
+    # or a later task's copy would hold the earlier tasks' diffs.
+    run_folder: str | None = None
 
 
 @dataclass
@@ -109,7 +112,7 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
     began = time.monotonic()
     try:
         try:
-            _materialize(task, source, base / "given")
+            _materialize(task, settings, source, base / "given")
             _make_writable(base / "given")  # read-only task folders: else not removable
             _copy(base / "given", work)
             if task.setup:
@@ -186,11 +189,13 @@ def _process_identity(pid: int) -> str | None:
     return f"{pid} {fields[19]}"  # starttime, field 22 of proc(5)
 
 
-def _copy(source: Path, target: Path) -> None:
-    """A byte-exact copy, links kept as links; pipes, sockets and devices left out."""
+def _copy(source: Path, target: Path, leave_out: str | None = None) -> None:
+    """A byte-exact copy, links kept as links; pipes, sockets and devices left out, and
+    the folder `leave_out` (an absolute path)."""
 
     def special(folder: str, names: list[str]) -> set[str]:
-        return {name for name in names if _special(Path(folder, name))}
+        paths = {name: Path(folder, name) for name in names}
+        return {name for name, path in paths.items() if _special(path) or str(path) == leave_out}
 
     shutil.copytree(source, target, symlinks=True, ignore=special)
 
@@ -199,11 +204,17 @@ def _special(path: Path) -> bool:
     return not (path.is_symlink() or path.is_dir() or path.is_file())
 
 
-def pack(repo: str) -> bytes:
-    """A repository folder as a tar archive (for Ray's object store)."""
+def pack(repo: str, leave_out: str | None = None) -> bytes:
+    """A repository folder as a tar archive (for Ray's object store), without the
+    folder `leave_out` (an absolute path)."""
     buffer = io.BytesIO()
+    root = Path(repo)
+
+    def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if leave_out and str(root / info.name) == leave_out else info
+
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(repo, arcname=".")
+        archive.add(repo, arcname=".", filter=kept)
     return buffer.getvalue()
 
 
@@ -211,7 +222,7 @@ class _Failed(Exception):
     pass
 
 
-def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
+def _materialize(task: BatchTask, settings: RunSettings, source: bytes | None, into: Path) -> None:
     if source is not None:
         into.mkdir()
         with tarfile.open(fileobj=io.BytesIO(source), mode="r:gz") as archive:
@@ -221,7 +232,7 @@ def _materialize(task: BatchTask, source: bytes | None, into: Path) -> None:
         if task.ref:
             _git("checkout", "--quiet", task.ref, cwd=into)
     else:
-        _copy(Path(task.repo), into)  # bytes as they are: CRLF stays
+        _copy(Path(task.repo), into, settings.run_folder)  # bytes as they are: CRLF stays
 
 
 def _git(*args: str, cwd: Path) -> None:
@@ -409,6 +420,7 @@ def tree_diff(before: Path, after: Path) -> tuple[str, dict[str, int]]:
         old, new = _bytes(before / relative), _bytes(after / relative)
         if old == new:
             continue
+        relative = shown(relative)  # a file name need not be UTF-8; the diff is text
         stat["files"] += 1
         try:
             old_lines = old.decode("utf-8").splitlines(keepends=True) if old is not None else []

@@ -57,15 +57,22 @@ class BatchTask:
         return asdict(self)
 
 
-def load_tasks(source: Path) -> list[BatchTask]:
+def load_tasks(source: Path, *, run_folder: Path | None = None) -> list[BatchTask]:
+    """The tasks of `source`. `run_folder`: the batch's, resolved, which a task's
+    repository may hold (`"repo": "."` beside the list): no part of the task, left out
+    of its content hash as its copies leave it out (`task_run`)."""
     if source.is_dir():
-        tasks = [_from_folder(folder) for folder in sorted(source.iterdir()) if _is_task(folder)]
+        tasks = [
+            _from_folder(folder, run_folder)
+            for folder in sorted(source.iterdir())
+            if _is_task(folder)
+        ]
         if not tasks:
             raise UsageError(
                 f"{source} holds no task folders (each needs repo/, TASK.md and task.json)"
             )
     elif source.is_file():
-        tasks = _from_jsonl(source)
+        tasks = _from_jsonl(source, run_folder)
     else:
         raise UsageError(f"no task list at {source}: give a folder of tasks or a .jsonl file")
     named: dict[str, str] = {}  # file name -> the id that has it
@@ -139,7 +146,7 @@ def _is_task(folder: Path) -> bool:
     return True
 
 
-def _from_folder(folder: Path) -> BatchTask:
+def _from_folder(folder: Path, run_folder: Path | None) -> BatchTask:
     spec = _json_object(folder / "task.json", folder.name)
     try:
         # Bytes decoded, never newline-translated: the task is given exactly as written.
@@ -147,10 +154,11 @@ def _from_folder(folder: Path) -> BatchTask:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"task {folder.name}: cannot read TASK.md ({exc})") from None
     repo = (folder / "repo").resolve()
-    return _task(folder.name, {**spec, "repo": str(repo), "task": text}, where=str(folder))
+    spec = {**spec, "repo": str(repo), "task": text}
+    return _task(folder.name, spec, where=str(folder), run_folder=run_folder)
 
 
-def _from_jsonl(path: Path) -> list[BatchTask]:
+def _from_jsonl(path: Path, run_folder: Path | None) -> list[BatchTask]:
     tasks = []
     try:
         text = path.read_text(encoding="utf-8")
@@ -168,17 +176,22 @@ def _from_jsonl(path: Path) -> list[BatchTask]:
         repo = str(spec.get("repo", ""))
         if repo and "://" not in repo and not repo.startswith("git@"):
             spec["repo"] = str((path.parent / repo).resolve())
-        tasks.append(_task(spec["id"], spec, where=f"{path}:{number}"))
+        tasks.append(_task(spec["id"], spec, where=f"{path}:{number}", run_folder=run_folder))
     if not tasks:
         raise UsageError(f"{path} holds no tasks")
     return tasks
 
 
-def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
+def _task(task_id: str, spec: dict[str, Any], *, where: str, run_folder: Path | None) -> BatchTask:
     if not task_id.strip():  # it ran, and its files were transcripts/.md and diffs/.diff
         raise UsageError(
             f"{where}: the task's `id` is empty; give it one: it names the task's diff and "
             "transcript in the run folder"
+        )
+    if not _is_utf8(task_id):  # it ran, and then its result could not be written
+        raise UsageError(
+            f"task {shown(task_id)} ({shown(where)}): its id (a task folder's name) is not "
+            "UTF-8 text, and the run folder's records are; rename it"
         )
     for key in ("repo", "task", "verify"):
         if not isinstance(spec.get(key), str) or not spec[key].strip():
@@ -209,7 +222,9 @@ def _task(task_id: str, spec: dict[str, Any], *, where: str) -> BatchTask:
     )  # fmt: skip
     if not task.is_git and not Path(task.repo).is_dir():
         raise UsageError(f"task {task_id} ({where}): no repository folder at {task.repo}")
-    fingerprint = task.repo + "@" + (task.ref or "") if task.is_git else _tree_hash(task.repo)
+    fingerprint = (
+        task.repo + "@" + (task.ref or "") if task.is_git else _tree_hash(task.repo, run_folder)
+    )
     return dataclasses.replace(task, fingerprint=fingerprint)
 
 
@@ -223,19 +238,36 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
 
 
-def _tree_hash(root: str) -> str:
+def _tree_hash(root: str, leave_out: Path | None) -> str:
     digest = hashlib.sha256()
     for folder, dirs, files in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if Path(folder, d) != leave_out)
         for name in sorted(files):
             path = Path(folder, name)
             if not (path.is_symlink() or path.is_file()):
                 continue  # a pipe, a socket, a device: never copied, never read (one hung)
-            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            # Names as the file system has them: one need not be UTF-8.
+            digest.update(os.fsencode(path.relative_to(root)) + b"\0")
             digest.update(
-                path.read_bytes() if not path.is_symlink() else os.readlink(path).encode()
+                path.read_bytes() if not path.is_symlink() else os.fsencode(os.readlink(path))
             )
     return digest.hexdigest()
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a name's bytes that were not UTF-8 (os.fsdecode's escapes)
+        return False
+    return True
+
+
+def shown(text: str) -> str:
+    """`text` as a message may show it: a name's bytes that are not UTF-8 as escapes."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte (JSON's "\ud800")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json_object(path: Path, task_id: str) -> dict[str, Any]:

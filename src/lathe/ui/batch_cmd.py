@@ -137,9 +137,9 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
     from lathe.batch.driver import Batch, BatchOptions
     from lathe.batch.results import masked_config
     from lathe.batch.task_run import RunSettings
-    from lathe.batch.tasks import load_tasks
+    from lathe.batch.tasks import load_tasks, shown
 
-    task_list = load_tasks(tasks)
+    task_list = load_tasks(tasks, run_folder=out.resolve())
     settings = RunSettings(
         model=values["model"],
         base_url=values["base_url"],
@@ -149,11 +149,12 @@ def run_batch(tasks: Path, out: Path, workers: int, **values: Any) -> None:
         max_wall_s=values["max_wall"],
         lathe_args=tuple(values["lathe_args"]),
         keep_workspace=values["keep"],
+        run_folder=str(out.resolve()),
     )
     model = _resolved_model(settings, values["max_total_cost"])
     options = BatchOptions(
         tasks=task_list,
-        source=str(tasks.resolve()),
+        source=shown(str(tasks.resolve())),  # the manifest is UTF-8; a path need not be
         out=out.resolve(),
         settings=settings,
         model=model,
