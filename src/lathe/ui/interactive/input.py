@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.errors import ToolError
-from lathe.home import lathe_home, project_slug
+from lathe.home import lathe_home, private_folder, project_slug
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -38,6 +38,20 @@ _SKIP_DIRS = {".git", ".lathe", "node_modules", "__pycache__", ".venv", "venv", 
 
 def history_file(workspace: Path) -> Path:
     return lathe_home() / "history" / f"{project_slug(workspace)}.txt"
+
+
+def _private_history(workspace: Path) -> Path:
+    """The workspace's history file, made readable by lathe's user alone, as a session
+    is: it holds every line typed (created 0644 in a 0755 folder, it was open to every
+    user of the machine). One an older lathe made is tightened."""
+    path = history_file(workspace)
+    private_folder(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return path
 
 
 @dataclass
@@ -228,9 +242,7 @@ def build_prompt(
 
     history: Any
     try:
-        path = history_file(workspace)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        history = FileHistory(str(path))
+        history = FileHistory(str(_private_history(workspace)))
     except OSError:
         history = InMemoryHistory()
 
