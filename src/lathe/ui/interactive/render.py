@@ -239,6 +239,11 @@ class Renderer:
                 self._verify_line(event)
             case RunFinished():
                 self._markdown(self.stream.flush())
+                # A reply that never finished (an error, a deadline) is no part of the
+                # conversation: unmarked, its text had read as the answer.
+                if self.partial_reply.strip():
+                    self.partial_reply = ""
+                    self.note("(the text above was cut off: the reply did not finish)", "yellow")
                 self._finish_line(event)
             case ChildEvent(description=description, event=inner):
                 self._child_line(description, inner)
