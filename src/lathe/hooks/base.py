@@ -9,6 +9,7 @@ never imports the agent: it imports only tools and types.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -95,13 +96,21 @@ class HookChain(AgentHooks):
         self, name: str, arguments: dict[str, Any]
     ) -> ToolOutput | dict[str, Any] | None:
         """A rewrite restarts the chain, so the policy gate (first) judges the
-        arguments that will really run."""
+        arguments that will really run. A hook is asked once about each set of
+        arguments: not again about those it let through (the gate would ask a person
+        twice), nor about those it made itself (a rewriting hook ran three times, once
+        more for each chain nested in this one, on its own result)."""
         rewritten = False
+        judged: list[set[str]] = [set() for _ in self._hooks]
         for _ in range(_MAX_REWRITES + 1):
-            for hook in self._hooks:
+            for hook, seen in zip(self._hooks, judged, strict=True):
+                if _key(arguments) in seen:
+                    continue
+                seen.add(_key(arguments))
                 verdict = await hook.before_tool(name, arguments)
                 if isinstance(verdict, dict):
                     arguments, rewritten = verdict, True
+                    seen.add(_key(arguments))
                     break
                 if verdict is not None:
                     return verdict
@@ -130,3 +139,8 @@ class HookChain(AgentHooks):
 
     def kept_verbatim(self) -> list[str]:
         return [text for hook in self._hooks for text in hook.kept_verbatim()]
+
+
+def _key(arguments: dict[str, Any]) -> str:
+    """Arguments as one comparable text (the same whatever the order of their keys)."""
+    return json.dumps(arguments, sort_keys=True, default=repr)

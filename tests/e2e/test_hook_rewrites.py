@@ -1,0 +1,73 @@
+"""`lathe run` with a pre_tool hook that rewrites a call's arguments: the hook runs once
+and the gate judges the rewrite. Hooks come from a user config named by LATHE_CONFIG
+(the helpers here serve the other hook files too)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.test_calculator import run_against
+from tests.fakes.openai_server import Call, Reply
+
+REWRITE = (
+    """python3 -c 'import json,sys; a=json.load(sys.stdin)["arguments"]; """
+    """a["command"]="echo REWRITTEN > rewritten.txt"; print(json.dumps({"arguments": a}))'"""
+)
+
+
+def run_with_hooks(tmp_path: Path, server, toml: str, *args: str):
+    """`lathe run --approval full` on `tmp_path/ws` with `toml` as the user config."""
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    user = tmp_path / "user.toml"
+    user.write_text(toml)
+    result = run_against(
+        server, ws, tmp_path, "--approval", "full", *args, "go",
+        env_extra={"LATHE_CONFIG": str(user)},
+    )  # fmt: skip
+    return ws, result
+
+
+def pre_tool_hook(command: str, tools: list[str], timeout_s: float | None = None) -> str:
+    """A `[[hooks.pre_tool]]` table."""
+    timeout = f"timeout_s = {timeout_s}\n" if timeout_s is not None else ""
+    return f"[[hooks.pre_tool]]\ncommand = '''{command}'''\ntools = {tools!r}\n{timeout}"
+
+
+def tool_results(server) -> list[dict]:
+    """The tool results the model was sent last."""
+    return [m for m in server.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+
+
+def progress_lines(stderr: str, tool: str) -> list[str]:
+    """The progress lines of `tool`'s calls."""
+    return [line.strip() for line in stderr.splitlines() if line.startswith(f"  {tool} ")]
+
+
+def test_each_hook_runs_once_for_a_rewritten_call(tmp_path, fake_openai) -> None:
+    # The chain restarts on a rewrite so the gate judges it; the hook that made the
+    # rewrite ran twice more on its own result (three runs, one per nested chain).
+    log = tmp_path / "runs.log"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("ok"))
+
+    _, result = run_with_hooks(
+        tmp_path, fake_openai, pre_tool_hook(f"echo run >> {log}; {REWRITE}", ["bash"])
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert log.read_text() == "run\n"
+
+
+def test_a_rewrite_is_judged_by_the_gate_through_the_nested_chains(tmp_path, fake_openai) -> None:
+    # A hook is asked once per set of arguments: the gate must still see the rewrite.
+    rewrite = json.dumps({"arguments": {"command": "rm -rf /"}})
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("ok"))
+
+    _, result = run_with_hooks(tmp_path, fake_openai, pre_tool_hook(f"echo '{rewrite}'", ["bash"]))
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    [told] = tool_results(fake_openai)
+    assert told["content"].startswith("Denied") or "denied" in told["content"].lower(), told
+    [line] = progress_lines(result.stderr, "bash")
+    assert "!!" in line, line
