@@ -1,13 +1,13 @@
-"""`lathe run` with a pre_tool hook that rewrites a call's arguments: the hook runs once
-and the gate judges the rewrite. Hooks come from a user config named by LATHE_CONFIG
-(the helpers here serve the other hook files too)."""
+"""`lathe run` with a pre_tool hook that rewrites a call's arguments: what ran is said to
+the user, the session and the model, and the hook runs once. Hooks come from a user
+config named by LATHE_CONFIG (the helpers here serve the other hook files too)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.e2e.test_calculator import run_against
+from tests.e2e.test_calculator import lathe, run_against
 from tests.fakes.openai_server import Call, Reply
 
 REWRITE = (
@@ -43,6 +43,41 @@ def tool_results(server) -> list[dict]:
 def progress_lines(stderr: str, tool: str) -> list[str]:
     """The progress lines of `tool`'s calls."""
     return [line.strip() for line in stderr.splitlines() if line.startswith(f"  {tool} ")]
+
+
+def test_a_rewritten_call_is_shown_and_told_as_it_ran(tmp_path, fake_openai) -> None:
+    # The hook's command ran, but the progress line said `bash echo hi -> exit 0` and the
+    # model read `[exit code: 0]` as the result of its own command.
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("ok"))
+
+    ws, result = run_with_hooks(tmp_path, fake_openai, pre_tool_hook(REWRITE, ["bash"]))
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (ws / "rewritten.txt").read_text() == "REWRITTEN\n"
+    [line] = progress_lines(result.stderr, "bash")
+    assert "echo REWRITTEN > rewritten.txt" in line, result.stderr
+    [told] = tool_results(fake_openai)
+    first = told["content"].splitlines()[0]
+    assert "hook changed" in first and "echo REWRITTEN > rewritten.txt" in first, told
+
+
+def test_a_rewritten_call_is_recorded_as_it_ran(tmp_path, fake_openai) -> None:
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "echo hi"})]), Reply("ok"))
+
+    _, result = run_with_hooks(tmp_path, fake_openai, pre_tool_hook(REWRITE, ["bash"]), "--json")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    [finished] = [e for e in events if e["type"] == "tool_finished"]
+    assert finished["details"]["rewritten_arguments"] == {
+        "command": "echo REWRITTEN > rewritten.txt"
+    }
+    assert "echo REWRITTEN > rewritten.txt" in finished["summary"]
+    session = next(e["session_id"] for e in events if e["type"] == "run_started")
+    home = {"LATHE_HOME": str(tmp_path / "home")}
+    shown = lathe("sessions", "show", session, cwd=tmp_path, env_extra=home).stdout
+    assert "→ bash(echo hi)" in shown  # the model's call, as it wrote it
+    assert "echo REWRITTEN > rewritten.txt" in shown.split("← bash", 1)[1], shown
 
 
 def test_each_hook_runs_once_for_a_rewritten_call(tmp_path, fake_openai) -> None:

@@ -10,6 +10,7 @@ evidence) is for the finish handlers to judge (`agent/finish.py`).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -145,7 +146,6 @@ class ToolRunner:
                     content=f"Error: a hook rewrote the arguments badly: {params}", is_error=True
                 )
                 return bad, False
-            arguments = verdict
         self.running[item.call.id] = time.monotonic()
         refused = False
         try:
@@ -163,7 +163,46 @@ class ToolRunner:
         # Capped before the hooks: what they add is theirs to bound, and a nested
         # AGENTS.md appended to a `read` page cut a hole in the middle of the page.
         output = _within_cap(_printable_output(output), self._context)
-        return await hooks.after_tool(item.tool.name, arguments, output), refused
+        ran = verdict if isinstance(verdict, dict) else arguments
+        output = await hooks.after_tool(item.tool.name, ran, output)
+        if ran != arguments:
+            shown = item.tool.summarize_call(params)
+            output = _as_rewritten(
+                output,
+                arguments,
+                ran,
+                shown if shown != item.tool.summarize_call(item.params) else "",
+            )
+        return output, refused
+
+
+def _as_rewritten(
+    output: ToolOutput, sent: dict[str, Any], ran: dict[str, Any], shown: str
+) -> ToolOutput:
+    """The output of a call a pre_tool hook rewrote from `sent` to `ran`, saying so: the
+    model must not take it for the result of the call it sent, nor the user for that of
+    the call announced (`ToolStarted` has the model's arguments: the hooks run after
+    it). `shown`: the rewritten call's key argument, when the rewrite changed it."""
+    changed = {key: value for key, value in ran.items() if sent.get(key) != value}
+    gone = [key for key in sent if key not in ran]
+    what = json.dumps(changed, ensure_ascii=False)
+    what = what if len(what) <= _REWRITE_SHOWN else f"{what[:_REWRITE_SHOWN]}…"
+    without = f", without {', '.join(gone)}" if gone else ""
+    note = (
+        f"[A hook changed this call's arguments before it ran, so this is the result of "
+        f"{what}{without}, not of the call you sent.]"
+    )
+    outcome = output.summary or _first_line(output.content)
+    rewrote = f"a hook rewrote it to: {shown}" if shown else "a hook rewrote its arguments"
+    return replace(
+        output,
+        content=f"{note}\n{output.content}",
+        summary=f"{outcome} ({rewrote})" if outcome else rewrote,
+        details={**output.details, "rewritten_arguments": ran},
+    )
+
+
+_REWRITE_SHOWN = 2_000  # characters of the rewritten arguments the model is shown
 
 
 def _with_refusal_hint(
