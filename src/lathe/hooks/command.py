@@ -12,8 +12,9 @@ much it prints. pre_tool: exit 2 blocks the call with stderr as the reason the m
 sees; other non-zero exits are reported and the call goes on; JSON `{"arguments":
 {...}}` on stdout rewrites the arguments. post_tool: JSON `{"content": "..."}` on stdout
 replaces the result. A pre_tool hook that times out blocks the call: a guard that could
-not decide must not wave a call through. Stdout cut by the cap is not JSON, so it
-rewrites nothing.
+not decide must not wave a call through (the user is warned once per hook, and each
+refusal's summary gives the reason). Stdout cut by the cap is not JSON, so it rewrites
+nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lathe.exec.local import LocalExecutor
+from lathe.exec.terminal import visible_text
 from lathe.hooks.base import AgentHooks
 from lathe.policy.rules import names_tool
 from lathe.tools.base import ToolOutput
@@ -110,10 +112,29 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _blocked(hook: HookCommand, result: HookRun) -> ToolOutput:
+    """A call a pre_tool hook refused (exit 2, or no answer in time), with its reason for
+    the model and the first line of it for the faces (`!! blocked` alone left the user
+    guessing while the run went stuck)."""
+    reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
+    first = visible_text(reason.splitlines()[0].strip())
+    first = first if len(first) <= _REASON_SHOWN else f"{first[: _REASON_SHOWN - 1]}…"
+    return ToolOutput(
+        content=f"Blocked by a hook: {reason}",
+        is_error=True,
+        summary=f"blocked by hook: {first}",
+        details={"denied": first, "denied_by": "hook"},
+    )
+
+
+_REASON_SHOWN = 100  # characters of a refusal's reason in its one-line summary
+
+
 class CommandHooks(AgentHooks):
     """The config's hooks. `warn` hears of each that failed (an exit other than 0, or 2
-    of a pre_tool hook) or ran out of time, and what the run did instead: a failing
-    guard must not go unseen while the calls it guards go on."""
+    of a pre_tool hook) or ran out of time (a pre_tool hook once, however many calls
+    it blocks so), and what the run did instead: a failing guard must not go unseen
+    while the calls it guards go on, nor one that refuses them all."""
 
     def __init__(
         self,
@@ -126,6 +147,7 @@ class CommandHooks(AgentHooks):
         self._workspace = workspace
         self._executor = executor or hook_executor()
         self._warn = warn
+        self._timed_out: list[HookCommand] = []  # pre_tool hooks warned of for a timeout
 
     async def _run(
         self, kind: str, hook: HookCommand, event: dict[str, Any], instead: str
@@ -180,11 +202,17 @@ class CommandHooks(AgentHooks):
         for hook in self._for_tool(self._config.pre_tool, name):
             event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
             result = await self._run("pre_tool", hook, event, f"the {name} call went on")
-            if result.exit_code is None or result.exit_code == 2:
-                reason = result.stderr.strip() or f"the pre_tool hook `{hook.command}` refused it"
-                return ToolOutput(
-                    content=f"Blocked by a hook: {reason}", is_error=True, summary="blocked"
+            if result.exit_code is None and hook not in self._timed_out:
+                # Said once: it refuses each call it guards while it runs out of time, and
+                # a line per call would bury everything else.
+                self._timed_out.append(hook)
+                self._warn(
+                    f"the pre_tool hook `{hook.command}` ran past its {hook.timeout_s:g} s; "
+                    f"the {name} call was blocked, as is every call it guards that it does "
+                    "not answer in time"
                 )
+            if result.exit_code is None or result.exit_code == 2:
+                return _blocked(hook, result)
             reply = self._reply(hook, result, "arguments", "the call went on as the model made it")
             if reply and isinstance(reply.get("arguments"), dict):
                 rewritten = reply["arguments"]
