@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from lathe.exec.local import LocalExecutor
 from lathe.exec.terminal import visible_text
 from lathe.hooks.base import AgentHooks
-from lathe.policy.rules import names_tool
-from lathe.tools.base import ToolOutput
+from lathe.policy.rules import covers_path_tool, names_tool
+from lathe.tools.base import ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
     from lathe.config.schema import HookCommand, HooksConfig
@@ -142,8 +142,12 @@ class CommandHooks(AgentHooks):
         workspace: Path,
         executor: LocalExecutor | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        tools: ToolRegistry | None = None,
     ) -> None:
+        """`tools`: the run's, which say which tools name a path and change files (None:
+        the built-in tools)."""
         self._config = config
+        self._registry = tools
         self._workspace = workspace
         self._executor = executor or hook_executor()
         self._warn = warn
@@ -183,7 +187,26 @@ class CommandHooks(AgentHooks):
         return reply
 
     def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
-        return [h for h in hooks if not h.tools or any(names_tool(t, tool) for t in h.tools)]
+        """The hooks whose `tools` govern `tool` as a rule's tool part would (a guard
+        as a deny rule): one for `edit` guards `write` too, one for `read` every tool
+        that names a path (a guard on `edit` had let `write gen/out.py` through)."""
+        found = self._tools().get(tool) if any(h.tools for h in hooks) else None
+        on_path = found is not None and found.path_argument is not None
+        changes_files = found is not None and not found.read_only
+
+        def governs(entry: str) -> bool:
+            if on_path:
+                return covers_path_tool(entry, tool, changes_files=changes_files, denies=True)
+            return names_tool(entry, tool)
+
+        return [h for h in hooks if not h.tools or any(governs(t) for t in h.tools)]
+
+    def _tools(self) -> ToolRegistry:
+        if self._registry is None:
+            from lathe.tools.builtin import builtin_tools
+
+            self._registry = ToolRegistry(builtin_tools())
+        return self._registry
 
     async def on_run_start(self, task: str) -> None:
         for hook in self._config.session_start:

@@ -268,10 +268,8 @@ class RuleSet:
         that `changes_files` there (write as well as edit)."""
         for action, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
-                applies = (
-                    names_tool(rule.tool, tool)
-                    or (names_tool(rule.tool, "edit") and changes_files)
-                    or (action == "deny" and names_tool(rule.tool, "read"))
+                applies = covers_path_tool(
+                    rule.tool, tool, changes_files=changes_files, denies=action == "deny"
                 )
                 if applies and (
                     rule.pattern is None or path_matches(relative_path, rule.pattern, is_dir=is_dir)
@@ -318,6 +316,18 @@ class RuleSet:
                 if rule.pattern is None and any(names_tool(rule.tool, tool) for tool in tools):
                     return action, rule  # type: ignore[return-value]
         return None
+
+
+def covers_path_tool(rule_tool: str, tool: str, *, changes_files: bool, denies: bool) -> bool:
+    """Whether a rule's (or a hook's) tool part governs the calls of `tool`, one that
+    names a path: it names the tool, or it is `edit` and the tool `changes_files` there
+    (write as well as edit), or it `denies` (a hook guards) `read`, which holds for every
+    tool that could reveal the path."""
+    return (
+        names_tool(rule_tool, tool)
+        or (names_tool(rule_tool, "edit") and changes_files)
+        or (denies and names_tool(rule_tool, "read"))
+    )
 
 
 def names_tool(rule_tool: str, tool: str) -> bool:
