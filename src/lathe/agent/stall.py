@@ -101,11 +101,13 @@ class StallGuard(FinishHandler):
         self._limit = repeat_limit
         self._detector = StallDetector(repeat_limit)
         self._refusals: Counter[str] = Counter()
+        self._refused_by: dict[str, set[str]] = {}  # tool: who refused its counted calls
         self._refusals_nudged = False
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._detector = StallDetector(self._limit)
         self._refusals = Counter()
+        self._refused_by = {}
         self._refusals_nudged = False
         return ()
 
@@ -144,18 +146,28 @@ class StallGuard(FinishHandler):
         for record in calls:
             if record.changes_files and not record.output.is_error:
                 self._refusals.clear()  # progress: earlier refusals were not a loop
+                self._refused_by.clear()
                 refused_now.clear()
             elif _not_run(record):
                 refused_now.add(record.call.name)
+                by = str(record.output.details.get("denied_by", ""))
+                self._refused_by.setdefault(record.call.name, set()).add(by)
         self._refusals.update(refused_now)
         if not self._refusals:
             return None
         tool, count = self._refusals.most_common(1)[0]
         if count >= 2 * self._limit:
+            turns = f"in {plural(count, 'turn')} without a change in between"
+            if self._refused_by.get(tool) == {"hook"}:  # not the model's doing: say whose
+                last = [r for r in calls if _not_run(r) and r.call.name == tool]
+                why = f": {last[-1].output.details.get('denied', '')}" if last else ""
+                return Finish(
+                    RunStatus.STUCK,
+                    reason=f"a pre_tool hook refused every {tool} call ({turns}){why}",
+                )
             return Finish(
                 RunStatus.STUCK,
-                reason=f"the model kept asking for {tool} calls that are refused "
-                f"(refused in {plural(count, 'turn')} without a change in between)",
+                reason=f"the model kept asking for {tool} calls that are refused ({turns})",
             )
         if count >= self._limit and not self._refusals_nudged:
             self._refusals_nudged = True

@@ -190,7 +190,7 @@ def build_safety(
         on_remember=remember,
         words=setup.words(),
     )
-    hooks = _hooks(setup, warn, hide_env=hidden, keep_env=keep)
+    hooks = _hooks(setup, warn, tools, hide_env=hidden, keep_env=keep)
     if mcp is not None:
 
         def check_mcp_names() -> None:
@@ -411,10 +411,16 @@ def _key_variables(setup: RunSetup) -> list[str]:
 
 
 def _hooks(
-    setup: RunSetup, warn: Callable[[str], None], *, hide_env: list[str], keep_env
+    setup: RunSetup,
+    warn: Callable[[str], None],
+    tools: ToolRegistry,
+    *,
+    hide_env: list[str],
+    keep_env,
 ) -> list[AgentHooks]:
     """Config command hooks (run unsandboxed through the hook executor, with the
-    environment commands get: no keys), then plugin hooks; they run after the gate."""
+    environment commands get: no keys; `tools` say which of the run's tools a hook on
+    `edit` or `read` also guards), then plugin hooks; they run after the gate."""
     from lathe.hooks.command import CommandHooks, hook_executor
     from lathe.hooks.plugins import load_plugin_hooks
 
@@ -422,7 +428,8 @@ def _hooks(
     for problem in problems:
         warn(problem)
     executor = hook_executor(hide_env=hide_env, keep_env=keep_env)
-    return [CommandHooks(setup.loaded.config.hooks, setup.workspace, executor, warn), *plugins]
+    config = setup.loaded.config.hooks
+    return [CommandHooks(config, setup.workspace, executor, warn, tools), *plugins]
 
 
 def hide_own_environment() -> None:
