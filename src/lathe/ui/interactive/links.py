@@ -231,10 +231,13 @@ class Links(AgentHooks):
             current = self.session.id if self.session is not None else None
             listed = self.store.list(self.workspace)
             others = [s for s in listed if s.id != current and s.worked_in]
-            if not others:
-                app.renderer.note("no other session in this workspace to resume")
+            # The newest one this lathe can open: one another lathe holds would refuse.
+            free = [s for s in others if s.status != "running"]
+            if not free:
+                busy = " that no other lathe has open" if others else ""
+                app.renderer.note(f"no other session in this workspace to resume{busy}")
                 return
-            session_id = others[0].id
+            session_id = free[0].id
         try:
             if self.session is not None and self.store.full_id(session_id) == self.session.id:
                 app.renderer.note(f"you are in session {self.session.id} already")
