@@ -92,3 +92,23 @@ def test_a_model_named_during_compact_answers_the_next_message(
     term.send("go on")
     term.wait_for(r"^After\.")
     assert [b["model"] for b in fake_openai.chat_bodies()][-2:] == ["fake-model", "other-model"]
+
+
+def test_what_the_model_read_before_a_switch_counts_after_it(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # The agent rebuilt for the new model started with no file seen: a whole-file write
+    # of a file read just before was refused as never read.
+    rewrite = Call("write", {"path": "app.py", "content": "def add(a, b):\n    return a + b\n"})
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "app.py"})]), Reply("Read it."),
+        Reply(calls=[rewrite]), Reply("Rewritten."),
+    )  # fmt: skip
+    term = launch("--approval", "full")
+    term.send("read app.py")
+    term.wait_for(r"^Read it\.")
+    term.send("/model other-model")
+    term.wait_for(r"model: fake-model → other-model")
+    term.send("now rewrite it")
+    term.wait_for(r"^Rewritten\.")
+    assert (workspace / "app.py").read_text().endswith("a + b\n")

@@ -137,7 +137,11 @@ class InteractiveApp:
         # Rebuilt for the new model, the conversation kept: its profile (reply code,
         # write, limits, words, request extras), its prices and its window all follow.
         self.setup = dataclasses.replace(self.setup, model=resolved, endpoint=endpoint)
+        seen = self.agent.deps.tool_context.file_state
         self.agent = self._agent_for(self.agent.messages, usage=self.agent.usage)
+        # What the conversation read and wrote still counts: a whole-file write of a
+        # file read before the switch was refused as never read.
+        self.agent.deps.tool_context.file_state = seen
         self.status.model = resolved.model_id
         self.links.record_model_change(resolved.provider, self._model_label(resolved))
         asyncio.get_running_loop().create_task(old.aclose())
