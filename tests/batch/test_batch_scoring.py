@@ -5,6 +5,9 @@ agent's code: no key, the run's sandbox, nothing left running after them."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from tests.batch.tasks import (
     BROKEN,
     VERIFY,
+    batch_argv,
     batch_env,
     fix,
     make_task,
@@ -101,13 +105,46 @@ def test_nothing_the_setup_or_verify_command_starts_outlives_the_task(tmp_path, 
             os.kill(pid, 9)
 
 
+def test_ctrl_c_while_the_check_runs_ends_it_and_the_batch_at_once(tmp_path, fake_openai):
+    tag = str(4000 + uuid.uuid4().int % 5000)
+    # Only the batch's check sleeps (its copy is `checked`; lathe's own runs in `work`).
+    verify = f'case "$PWD" in */checked) sleep 3{tag};; esac; {VERIFY}'
+    make_task(tmp_path / "tasks", "t1", verify=verify)
+    fake_openai.responder = by_marker({"Task t1": fix("t1")})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    argv = batch_argv(tmp_path / "tasks", tmp_path / "run", fake_openai)
+    process = subprocess.Popen(argv, env={**batch_env(tmp_path), "TMPDIR": str(scratch)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not _sleeping(tag):
+            assert process.poll() is None and time.monotonic() < deadline, "no check ran"
+            time.sleep(0.2)
+
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=30)
+
+        assert process.returncode == 130, errors
+        assert _sleeping(tag) == []
+        assert list(scratch.glob("lathe-task-*")) == [], errors
+        assert not (tmp_path / "run" / "results.jsonl").exists()  # it runs next time
+    finally:
+        process.kill()
+        for pid in _sleeping(tag):
+            os.kill(pid, 9)
+
+
 def _sleeping(tag: str) -> list[int]:
+    """The `sleep 1TAG`, `sleep 2TAG` and `sleep 3TAG` processes alive."""
+    ours = {f"{n}{tag}".encode() for n in "123"}
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[:1] == [b"sleep"] and argv[1:2] in ([f"1{tag}".encode()], [f"2{tag}".encode()]):
+        if argv[0] == b"sleep" and len(argv) > 1 and argv[1] in ours:
             found.append(int(proc.name))
     return found

@@ -131,6 +131,8 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
             if result.status != "error" or result.error_kind == "provider":
                 _verify(task, settings, pristine, work, result)
             result.diff, result.diff_stat = tree_diff(pristine, work)
+        except Stopped:  # during the scoring: not recorded, it runs next time
+            return result
         except Exception as exc:  # whatever the work left behind, the task gets its line
             result.status, result.solved, result.error_kind = "error", False, "infrastructure"
             result.reason = f"scoring the task failed: {type(exc).__name__}: {exc}"
