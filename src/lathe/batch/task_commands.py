@@ -12,6 +12,10 @@ left running after it (the sandbox's end, or the supervisor).
 The setup command runs before the agent, on the task's own files: the task author's, so
 not sandboxed (it often installs what the task needs, over the network), but with the
 environment commands get and under the supervisor all the same.
+
+Either way this process is made non-dumpable first, as `lathe run` makes itself
+(`ui.safety.hide_own_environment`): a command it runs unsandboxed could otherwise read
+the key from `/proc/<its pid>/environ`.
 """
 
 from __future__ import annotations
@@ -57,9 +61,10 @@ def setup_executor(settings: RunSettings, workspace: Path) -> Executor:
     """The executor of the setup command of a task copied to `workspace`: unsandboxed,
     with the environment `lathe run` gives commands there."""
     from lathe.exec.local import LocalExecutor
-    from lathe.ui.safety import _key_variables
+    from lathe.ui.safety import _key_variables, hide_own_environment
 
     setup = run_setup(settings, workspace)
+    hide_own_environment()
     return LocalExecutor(
         hide_env=_key_variables(setup), keep_env=setup.loaded.config.permissions.env_passthrough
     )
@@ -72,6 +77,7 @@ def verify_executor(settings: RunSettings, started_from: Path, workspace: Path) 
     from lathe.ui.safety import build_safety
 
     setup = dataclasses.replace(run_setup(settings, started_from), workspace=workspace)
+    # build_safety hides this process's environment too (`hide_own_environment`).
     return build_safety(setup, None, approver=None, emit=_ignored, start_mcp=False).executor
 
 
