@@ -139,3 +139,22 @@ def test_retry_errors_past_a_result_line_whose_id_is_no_string(tmp_path, fake_op
     assert "Traceback" not in retried.stderr
     assert [line["status"] for line in result_lines(run) if line["id"] == "t1"] == ["solved"]
     assert '{"id": ["t1"], "status": "error"}\n' in (run / "results.jsonl").read_text()
+
+
+def test_the_archive_ray_ships_leaves_the_run_folder_out(tmp_path):
+    # What the local pool's copy leaves out, Ray's archive of the repository must too.
+    import io
+    import tarfile
+
+    from lathe.batch.task_run import pack
+
+    repo = tmp_path / "project"
+    (repo / "runs" / "1" / "diffs").mkdir(parents=True)
+    (repo / "runs" / "1" / "diffs" / "one.diff").write_text("+a + b\n")
+    (repo / "runs" / "other.txt").write_text("kept\n")
+    (repo / "calc.py").write_text(BROKEN)
+
+    packed = pack(str(repo), str(repo / "runs" / "1"))
+
+    with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
+        assert sorted(archive.getnames()) == [".", "./calc.py", "./runs", "./runs/other.txt"]
