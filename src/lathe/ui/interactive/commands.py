@@ -143,7 +143,7 @@ async def _model(app: InteractiveApp, argument: str) -> bool:
         app.renderer.error(str(exc))
         return True
     when = (
-        "from the next message: this turn keeps its model"
+        "from the next message: what runs now keeps its model"
         if app.running
         else "from the next request"
     )
