@@ -51,6 +51,7 @@ class McpConnection:
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
+        self._ready: asyncio.Future[Any] | None = None  # done once the handshake ended
         self._lock: asyncio.Lock | None = None
         self.starts = 0
         self.last_error: str | None = None
@@ -174,6 +175,7 @@ class McpConnection:
                 )
             self.starts += 1
             ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._ready = ready
             self._stop = asyncio.Event()
             self._task = asyncio.create_task(self._serve(ready), name=f"mcp:{self.name}")
             timeout = self.entry.config.startup_timeout_s
@@ -189,6 +191,9 @@ class McpConnection:
             except McpFailure as exc:
                 await self._end_task()
                 self.last_error = str(exc)
+                raise
+            except asyncio.CancelledError:  # Ctrl-C while it starts: stop it now
+                await self._end_task(at_once=True)
                 raise
             if self.on_started is not None:
                 await self.on_started(self)
@@ -332,22 +337,31 @@ class McpConnection:
 
     async def _end_task(self, *, at_once: bool = False) -> None:
         """Stop the server. A running client is left the way the SDK leaves it (stdin
-        closed, then SIGTERM, then SIGKILL, each step bounded); `at_once`: the task is
-        still in the handshake, which the stop cannot reach, so it is cancelled now
-        (waiting first cost a hung server's caller 8 s more than its startup timeout)."""
+        closed, then SIGTERM, then SIGKILL, each step bounded). The task is cancelled
+        at once instead when `at_once`, when the client never became ready (still in
+        the handshake, which the stop cannot reach: waiting first cost 8 s, after a
+        startup timeout, at Ctrl-C, at the end of an `--mcp-eager` run), and when the
+        caller is cancelled meanwhile (Ctrl-C), which is raised again once it is."""
         task, self._task = self._task, None
         self._client = None
         if task is None:
             return
         if self._stop is not None:
             self._stop.set()
-        if not at_once:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
+        interrupted = False
+        if not at_once and self._ready is not None and self._ready.done():
+            try:
                 await asyncio.wait_for(asyncio.shield(task), 8)
+            except asyncio.CancelledError:
+                interrupted = not task.cancelled()  # else the task itself was cancelled
+            except Exception:  # the server's own failure: it is stopped all the same
+                pass
         if not task.done():
             task.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await task
+        if interrupted:
+            raise asyncio.CancelledError
 
     async def aclose(self) -> None:
         await self._end_task()
