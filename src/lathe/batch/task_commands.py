@@ -61,12 +61,12 @@ def setup_executor(settings: RunSettings, workspace: Path) -> Executor:
     """The executor of the setup command of a task copied to `workspace`: unsandboxed,
     with the environment `lathe run` gives commands there."""
     from lathe.exec.local import LocalExecutor
-    from lathe.ui.safety import _key_variables, hide_own_environment
+    from lathe.ui.safety import hide_own_environment, key_variables
 
     setup = run_setup(settings, workspace)
     hide_own_environment()
     return LocalExecutor(
-        hide_env=_key_variables(setup), keep_env=setup.loaded.config.permissions.env_passthrough
+        hide_env=key_variables(setup), keep_env=setup.loaded.config.permissions.env_passthrough
     )
 
 

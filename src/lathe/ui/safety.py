@@ -112,7 +112,7 @@ def build_safety(
         *_server_files(setup),
         *files_hooks_run(setup.loaded.config.hooks, setup.workspace),
     )
-    hidden = _key_variables(setup)
+    hidden = key_variables(setup)
     keep = config.env_passthrough
     executor: Executor = LocalExecutor(hide_env=hidden, keep_env=keep)
     sandboxed = False
@@ -392,7 +392,7 @@ def _history_reveals(workspace: Path, rules: RuleSet, emit) -> bool:
     return True
 
 
-def _key_variables(setup: RunSetup) -> list[str]:
+def key_variables(setup: RunSetup) -> list[str]:
     """Every variable that may hold a model provider's key: commands never see them."""
     from lathe.config import KEY_OVERRIDE_ENV
 
