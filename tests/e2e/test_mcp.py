@@ -285,8 +285,11 @@ def test_two_hundred_tools_are_deferred_and_still_callable(tmp_path, fake_openai
         Reply(calls=[Call("mcp__many__tool_9", {"limit": "many"})]),
         Reply("Found them."),
     )
+    # A 128k window: the listing (22 KB) fits the tenth MCP schemas may take, so each tool
+    # comes with its first sentence (the 32k assumed for an unknown model: names only).
+    window = ["-c", "models.m.provider=openai", "-c", "models.m.context_window=128000"]
 
-    result = run(fake_openai, tmp_path, ws)
+    result = run(fake_openai, tmp_path, ws, *window)
 
     assert result.returncode == 0, result.stderr
     bodies = fake_openai.chat_bodies()

@@ -114,7 +114,7 @@ class McpSession(AgentHooks):
         for tool in self.tools.values():
             self._names[tool.connection.name].add(tool.name)
         if self.deferred:
-            self._registry.register(ToolSearchTool(tools))
+            self._registry.register(ToolSearchTool(tools, budget_tokens=self._budget))
         self._registry.register(McpResourceTool(self.connections))
         self._listed = True
         self._listing_done.set()

@@ -218,14 +218,16 @@ class ToolSearchTool(Tool):
     repeatable: ClassVar[bool] = True
     most: ClassVar[int] = 8
 
-    def __init__(self, deferred: list[McpTool]) -> None:
+    def __init__(self, deferred: list[McpTool], *, budget_tokens: int | None = None) -> None:
+        """`budget_tokens`: what this description may cost (at 3 bytes a token, as
+        `schema_tokens` counts); None: no bound."""
         self.deferred = deferred
-        listing = "\n".join(tool.one_line() for tool in deferred)
-        self.description = (  # type: ignore[misc]
+        self.description = _listed(  # type: ignore[misc]
             "Find MCP tools by what they do and get their full parameter schemas. These "
             "tools are callable by name, but their schemas are not listed to save context: "
-            "search before calling one (a call with wrong arguments returns its schema). "
-            f"The tools:\n{listing}"
+            "search before calling one (a call with wrong arguments returns its schema). ",
+            deferred,
+            None if budget_tokens is None else budget_tokens * 3,
         )
 
     async def execute(self, args: SearchParams, ctx: ToolContext) -> ToolOutput:
@@ -258,6 +260,32 @@ class ToolSearchTool(Tool):
             json.dumps(specs, ensure_ascii=False, indent=1), ctx,
             summary=f"{len(found)} tool{'s' if len(found) > 1 else ''}",
         )  # fmt: skip
+
+
+def _listed(intro: str, tools: list[McpTool], budget: int | None) -> str:
+    """`intro` and the tools within `budget` bytes (None: all): each with the first
+    sentence of its description, else their names alone, else the first names and how
+    many more there are. 3,000 tools had made a 466 KB description, past gpt-4o's
+    window, which a deferral is there to spare."""
+    lines = [tool.one_line() for tool in tools]
+    whole = f"{intro}The tools:\n" + "\n".join(lines)
+    if budget is None or len(whole.encode()) <= budget:
+        return whole
+    names = [tool.name for tool in tools]
+    head = f"{intro}The tools (names only; search to learn what they do):\n"
+    if len(head) + sum(len(name) + 1 for name in names) <= budget:
+        return head + "\n".join(names)
+    total = f"{len(names):,}"
+    head = f"{intro}The first {total} of {total} tools (search finds every one):\n"
+    room = budget - len(head.encode()) - len(f"\n… and {total} more".encode())
+    shown: list[str] = []
+    for name in names:
+        room -= len(name) + 1
+        if room < 0:
+            break
+        shown.append(name)
+    head = f"{intro}The first {len(shown):,} of {total} tools (search finds every one):\n"
+    return head + "\n".join(shown) + f"\n… and {len(names) - len(shown):,} more"
 
 
 def _words(text: str) -> list[str]:

@@ -266,8 +266,10 @@ def _prompt_parts(instructions: str | None, labels: list[str], memory: str | Non
 
 
 def _fixed_tokens(system: str, tools: ToolRegistry):
-    """The tokens of the system prompt and the advertised tool specs, counted again only
-    when the specs change (MCP tools are registered when the first run starts)."""
+    """The tokens of the system prompt and the advertised tool specs — names and
+    descriptions too: `tool_search`'s description lists every deferred MCP tool —,
+    counted again only when the specs change (MCP tools are registered when the first
+    run starts)."""
     from lathe.agent.compaction import fixed_prompt_tokens
 
     counted: list = [None, 0]
@@ -275,7 +277,8 @@ def _fixed_tokens(system: str, tools: ToolRegistry):
     def tokens() -> int:
         specs = tools.specs()  # the same list until a tool is registered
         if counted[0] is not specs:
-            counted[:] = [specs, fixed_prompt_tokens(system, str([s.parameters for s in specs]))]
+            text = str([[s.name, s.description, s.parameters] for s in specs])
+            counted[:] = [specs, fixed_prompt_tokens(system, text)]
         return counted[1]
 
     return tokens
