@@ -16,8 +16,10 @@ over the built-in ones of the same name:
 
 Every key is optional but `description`. `tools` is an allow list (the child gets those
 of the parent's tools, no others) of lathe's tool names, a loaded plugin's or an MCP
-tool's: a name it does not know refuses the profile, as a hook's does (Claude Code's
-`Read, Grep` had given the child no tools at all); `approval` can only make a child
+tool's, or `*` globs of them (`mcp__docs__*`) as in a rule: a name it does not know
+refuses the profile, as a hook's does (Claude Code's `Read, Grep` had given the child no
+tools at all); an MCP tool is judged when a task call names the profile, against the
+run's (`parent_tools.lacking_mcp_tools`); `approval` can only make a child
 stricter than its parent, never looser; a profile whose tools change nothing, or whose
 approval is read-only, runs like `explore`. The body is the child's standing
 instructions, put before each brief. A file that cannot be read or is refused is

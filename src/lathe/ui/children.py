@@ -1,16 +1,17 @@
 """Running the task tool's children for a face: `LocalChildren` is the `ChildRunner`
 (`subagents/task_tool.py`) every face builds for its run.
 
-A child gets the parent's provider, configuration and rules, never a looser approval
-(it has no one to ask, so what would ask is refused), a turn limit of its own
-(`agents.max_turns`), no verify command, and its own session, linked to the parent's
-session and call. A child that may change files works in its own worktree
-(`subagents/worktree.py`) behind its own sandbox bound to that folder; when it ends,
-its changes come back as one patch, applied to the parent's workspace as one checkpoint
-when it applies whole or merges three ways with what the workspace has since, kept as a
-file and reported when it does not. The `explore` profile (and any profile that changes
-nothing, `subagents/profiles.py`) runs in the parent's workspace with the read-only
-tools and no worktree.
+A child gets the parent's provider, configuration and rules, never a looser approval (it
+has no one to ask, so what would ask is refused), a turn limit of its own
+(`agents.max_turns`), no verify command, the parent's MCP tools its profile allows (over
+the parent's connections: it starts no server, `subagents/parent_tools.py`), and its own
+session, linked to the parent's session and call. A child that may change files works in
+its own worktree (`subagents/worktree.py`) behind its own sandbox bound to that folder;
+when it ends, its changes come back as one patch, applied to the parent's workspace as
+one checkpoint when it applies whole or merges three ways with what the workspace has
+since, kept as a file and reported when it does not. The `explore` profile (and any
+profile that changes nothing, `subagents/profiles.py`) runs in the parent's workspace
+with the read-only tools and no worktree.
 Children run at once up to `agents.max_parallel`; nesting stops at `agents.max_depth`.
 Its events reach the parent's stream wrapped in `ChildEvent`.
 """
@@ -39,6 +40,12 @@ from lathe.events import (
     RunStatus,
 )
 from lathe.plural import some_of
+from lathe.subagents.parent_tools import (
+    Allowed,
+    lacking_mcp_tools,
+    register_shared,
+    shared_mcp_tools,
+)
 from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
 from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
 from lathe.subagents.task_tool import ChildRequest, TaskTool
@@ -51,7 +58,7 @@ from lathe.subagents.worktree import (
     create_worktree,
     remove_worktree,
 )
-from lathe.tools.base import ToolRegistry
+from lathe.tools.base import Tool, ToolRegistry
 from lathe.types import Usage
 from lathe.ui.recorder import RunTally
 from lathe.ui.setup import RunSetup
@@ -133,8 +140,8 @@ class LocalChildren:
     """A `ChildRunner` for one run at nesting depth `depth` (0: the user's run).
 
     `parent_session_id` is called when a child starts (the interactive face's session
-    changes with /clear and /resume); `allowed_tools`, when set, bounds the tools of
-    every child below (a profile's allow list holds for its descendants too)."""
+    changes with /clear and /resume); `allowed_tools` bounds the tools of every child
+    below (a profile's allow list holds for its descendants too)."""
 
     def __init__(
         self,
@@ -148,7 +155,7 @@ class LocalChildren:
         home: Path | None = None,
         depth: int = 0,
         family: _Family | None = None,
-        allowed_tools: frozenset[str] | None = None,
+        allowed_tools: Allowed | None = None,
         wrap_executor: Callable[[Any], Any] | None = None,
         wrap_provider: Callable[[Any, Any], Any] | None = None,
         run_tally: RunTally | None = None,
@@ -167,7 +174,8 @@ class LocalChildren:
         )
         self._checkpoints = checkpoints
         self._depth = depth
-        self._allowed = allowed_tools
+        self._allowed = allowed_tools or Allowed()
+        self._run_tools = ToolRegistry()  # the run's, once `register` is given it
         if family is None:
             assert home is not None, "a user's run names lathe's data dir"
             family = _Family(config=setup.loaded.config.agents, home=home, root=setup.workspace)
@@ -185,13 +193,16 @@ class LocalChildren:
         return (
             self._setup.model.profile.settings.subagents
             and self._depth < self._family.config.max_depth
-            and (self._allowed is None or TaskTool.name in self._allowed)
+            and TaskTool.name in self._allowed
         )
 
     def register(self, tools: ToolRegistry) -> None:
         """Offer the task tool in `tools` when this run may start children, and say which
         profile files cannot be read. A user's run first saves what the children of a
-        killed lathe left in the workspace, and says where (`subagents/orphans.py`)."""
+        killed lathe left in the workspace, and says where (`subagents/orphans.py`).
+        `tools` is the run's registry: its MCP tools, there once the run starts, are
+        those its children may share."""
+        self._run_tools = tools
         if self._depth == 0:
             self._save_orphans()
         if not self.offered():
@@ -269,6 +280,13 @@ class LocalChildren:
             raise ToolError(
                 f"subagents may nest {self._family.config.max_depth} deep (agents.max_depth); "
                 "do this part yourself"
+            )
+        lacking = lacking_mcp_tools(profile.tools or (), self._run_tools, self._setup.mcp_servers)
+        if lacking:  # the child would run without them, and end `completed`
+            where = f" ({profile.path})" if profile.path is not None else ""
+            raise ToolError(
+                f"the subagent profile {name!r}{where} names MCP tools this run does not "
+                f"have: {'; '.join(lacking)}. Name another profile, or do this part yourself"
             )
         async with self._lending_my_slot(), self._family.slots:
             self._check_total()
@@ -406,7 +424,7 @@ class _Child:
                 # when it ends: the output had named a path that no longer existed.
                 aside = spill_dir(parent._family.root) / "set-aside" / f"subagent-{session.id}"
                 safety.executor.set_aside_dir = aside
-            tools = self._tools(safety.tools)
+            tools = self._tools(safety.tools, child_setup)
             if not self.profile.read_only:
                 LocalChildren(
                     child_setup, parent._provider, parent._redactor, observer,
@@ -450,22 +468,31 @@ class _Child:
         finally:
             observer.close()
 
-    def _allowed_below(self) -> frozenset[str] | None:
+    def _allowed_below(self) -> Allowed:
         """The tools this child and its descendants may have: its profile's allow list
-        within the one from above."""
-        above, own = self.parent._allowed, self.profile.tools
-        if own is None:
-            return above
-        return frozenset(own) if above is None else above & frozenset(own)
+        within those from above."""
+        return self.parent._allowed.within(self.profile.tools)
 
-    def _tools(self, tools: ToolRegistry) -> ToolRegistry:
-        """The parent's tools the profile allows: its allow list (within any from
-        above), read-only ones only for a child that changes nothing."""
+    def _tools(self, own: ToolRegistry, child_setup: RunSetup) -> ToolRegistry:
+        """The tools the profile allows (within any allow list from above), read-only
+        ones only for a child that changes nothing: of `own`, built as the parent's
+        were, and of the parent's MCP tools, over the parent's connections. Those are
+        registered in `own` too, which the child's gate judges a call by: a tool it
+        does not find there it takes for one that changes files."""
         allowed = self._allowed_below()
-        kept = [tools.get(name) for name in tools.names() if allowed is None or name in allowed]
-        return ToolRegistry(
-            [t for t in kept if t is not None and (t.read_only or not self.profile.read_only)]
-        )
+
+        def fits(tool: Tool) -> bool:
+            return tool.name in allowed and (tool.read_only or not self.profile.read_only)
+
+        shared = [t for t in shared_mcp_tools(self.parent._run_tools) if fits(t)]
+        kept = [t for name in own.names() if (t := own.get(name)) is not None and fits(t)]
+        brief = child_setup.model.profile.settings.tool_descriptions == "brief"
+        tools = ToolRegistry(kept, brief=brief)
+        window = child_setup.model.context_window
+        share = child_setup.loaded.config.mcp.schema_share
+        for registry in (own, tools):
+            register_shared(registry, shared, window_tokens=window, schema_share=share)
+        return tools
 
     def _provider(self, child_setup: RunSetup):
         """The parent's provider, or one for the profile's own model."""
