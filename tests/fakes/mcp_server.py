@@ -19,6 +19,10 @@ its configuration, secrets included). `--twins`: tools `a.b` and `a_b` besides.
 server its browser), in a session of its own, writes its pid to F and sleeps.
 `--newer-if F`: when F exists at start, the server is a newer release whose `add(a, b, c)`
 takes a third integer and is no longer marked read-only.
+`--raw-tools F`: the server speaks JSON-RPC itself, without the SDK (whose server refuses
+to send a malformed list), over stdio: it lists the tools of the JSON file F as they are
+written, and a call of any of them answers `NAME: ARGUMENTS`. `--same-cursor`: each page
+of its list names the same next page.
 """
 
 import argparse
@@ -49,6 +53,8 @@ def main() -> None:
     parser.add_argument("--helper-pid-file")
     parser.add_argument("--token", help="taken and ignored, as a real server's key would be")
     parser.add_argument("--newer-if")
+    parser.add_argument("--raw-tools")
+    parser.add_argument("--same-cursor", action="store_true")
     args = parser.parse_args()
     if args.helper_pid_file:
         import subprocess
@@ -63,6 +69,9 @@ def main() -> None:
         for _ in sys.stdin:  # swallow the handshake, answer nothing
             pass
         time.sleep(3600)
+    if args.raw_tools:
+        serve_raw(json.loads(Path(args.raw_tools).read_text()), args.calls, args.same_cursor)
+        return
     if args.garbage:
         print("starting the fake server...", flush=True)
         print("{not json at all", flush=True)
@@ -72,6 +81,42 @@ def main() -> None:
         server.run()
     else:
         serve_http(server, args.transport, Path(args.port_file))
+
+
+def serve_raw(tools, calls_file: str | None, same_cursor: bool) -> None:
+    """Answer JSON-RPC requests on stdin, a line each, as a server written without the
+    SDK might (its discovery probe is a method it does not know: the client falls back
+    to the handshake)."""
+
+    def send(message_id, result=None, error=None) -> None:
+        reply = {"jsonrpc": "2.0", "id": message_id}
+        reply |= {"error": error} if error else {"result": result}
+        print(json.dumps(reply), flush=True)
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        method, message_id = request.get("method"), request.get("id")
+        params = request.get("params") or {}
+        if message_id is None:
+            continue  # a notification
+        if method == "initialize":
+            send(message_id, {
+                "protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "raw", "version": "1"},
+            })  # fmt: skip
+        elif method == "tools/list":
+            send(message_id, {"tools": tools} | ({"nextCursor": "again"} if same_cursor else {}))
+        elif method == "tools/call":
+            name, arguments = params["name"], params.get("arguments") or {}
+            if calls_file:
+                with open(calls_file, "a", encoding="utf-8") as out:
+                    out.write(json.dumps({"name": name, "arguments": arguments}) + "\n")
+            text = f"{name}: {json.dumps(arguments)}"
+            send(message_id, {"content": [{"type": "text", "text": text}]})
+        elif method == "ping":
+            send(message_id, {})
+        else:
+            send(message_id, error={"code": -32601, "message": "Method not found"})
 
 
 def serve_http(server, transport: str, port_file: Path) -> None:

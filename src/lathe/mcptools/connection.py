@@ -14,6 +14,9 @@ Contract of `McpConnection`:
   only send requests over it. `aclose` ends that task, and with it the server: the
   SDK's stdio transport closes the server's stdin, then terminates its process tree.
 - A cancelled caller (Ctrl-C) cancels its request only; the server keeps running.
+- A tool the SDK would refuse in a `tools/list` answer is left out of it before the SDK
+  reads it (it refused the whole list for one malformed tool), and a page cursor the
+  server repeats ends the listing; `listing_notes` says what the last listing lost.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ class McpConnection:
         self.starts = 0
         self.last_error: str | None = None
         self.protocol: str | None = None  # the protocol version the handshake agreed on
+        self.listing_notes: list[str] = []
+        """One line for each tool the last `list_tools` left out (malformed), and for a
+        listing cut short (a repeated page cursor)."""
+        self._left_out: dict[str, None] = {}  # noted as the answers arrive, in order
         # Awaited each time the server has started (the session refreshes its tool list).
         self.on_started: Callable[[McpConnection], Awaitable[None]] | None = None
 
@@ -75,15 +82,27 @@ class McpConnection:
         """Every tool the server offers (all pages), fetched fresh."""
 
         async def fetch(client: Any) -> list[Any]:
-            tools, cursor = [], None
+            tools: dict[str, Any] = {}  # by name: a page given again adds none twice
+            cursor, seen = None, set()
+            self._left_out = {}
             while True:
                 page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-                tools.extend(page.tools)
+                for tool in page.tools:
+                    tools.setdefault(tool.name, tool)
                 cursor = page.next_cursor
-                if not cursor:
-                    return tools
+                if not cursor or cursor in seen:
+                    break
+                seen.add(cursor)
+            self.listing_notes = list(self._left_out)
+            if cursor:  # it named a page it had given: asking again would never end
+                self.listing_notes.append(
+                    f"MCP server {self.name} named the same next page ({_shown(cursor)}) "
+                    f"twice while listing its tools; lathe stopped there, keeping the "
+                    f"{len(tools)} tool{'' if len(tools) == 1 else 's'} it had listed"
+                )
+            return list(tools.values())
 
-        return await self._request("listing its tools", fetch, self._startup_s)
+        return await self._request("listing its tools", fetch, self._startup_s, listing=True)
 
     async def list_resources(self) -> list[Any]:
         async def fetch(client: Any) -> list[Any]:
@@ -91,7 +110,7 @@ class McpConnection:
                 return []
             return list((await client.list_resources(cache_mode="refresh")).resources)
 
-        return await self._request("listing its resources", fetch, self._startup_s)
+        return await self._request("listing its resources", fetch, self._startup_s, listing=True)
 
     async def list_prompts(self) -> list[Any]:
         async def fetch(client: Any) -> list[Any]:
@@ -99,7 +118,7 @@ class McpConnection:
                 return []
             return list((await client.list_prompts(cache_mode="refresh")).prompts)
 
-        return await self._request("listing its prompts", fetch, self._startup_s)
+        return await self._request("listing its prompts", fetch, self._startup_s, listing=True)
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
         timeout = self.entry.config.tool_timeout_s
@@ -116,21 +135,27 @@ class McpConnection:
         return await self._request(f"reading {uri}", read, self.entry.config.tool_timeout_s)
 
     async def _request(
-        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
+        self,
+        doing: str,
+        request: Callable[[Any], Awaitable[Any]],
+        timeout: float,
+        *,
+        listing: bool = False,
     ) -> Any:
         """`request` over the running client. A caller cancelled meanwhile (Ctrl-C) is
         cancelled however the SDK ended the request: its anyio side may answer the
         cancellation with a result or another error, which would otherwise swallow it
-        and leave the run going."""
+        and leave the run going. `listing`: a failure says nothing of a next call (the
+        caller of a listing says what follows)."""
         caller = asyncio.current_task()
         try:
-            return await self._request_once(doing, request, timeout)
+            return await self._request_once(doing, request, timeout, listing)
         finally:
             if caller is not None and caller.cancelling():
                 raise asyncio.CancelledError
 
     async def _request_once(
-        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float
+        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float, listing: bool
     ) -> Any:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -144,19 +169,25 @@ class McpConnection:
                 return await request(client)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
+                await self._drop(
+                    f"did not answer within {timeout:g} s while {doing}", served_by, listing
+                )
             elif exc.code == CONNECTION_CLOSED and exc.error.message == _SDK_CLOSED:
                 await self._drop(
-                    f"closed the connection while {doing} (it may have crashed)", served_by
+                    f"closed the connection while {doing} (it may have crashed)",
+                    served_by,
+                    listing,
                 )
             message = exc.error.message
             raise McpFailure(f"MCP server {self.name} refused {doing}: {message}") from None
         except TimeoutError:
-            await self._drop(f"did not answer within {timeout:g} s while {doing}", served_by)
+            await self._drop(
+                f"did not answer within {timeout:g} s while {doing}", served_by, listing
+            )
         except Exception as exc:  # the transport broke: the process died, the socket closed
             if not self.running:
-                await self._drop(f"stopped while {doing} (it may have crashed)", served_by)
-            await self._drop(f"failed while {doing}: {_describe(exc)}", served_by)
+                await self._drop(f"stopped while {doing} (it may have crashed)", served_by, listing)
+            await self._drop(f"failed while {doing}: {_describe(exc)}", served_by, listing)
         raise AssertionError("unreachable")  # _drop always raises
 
     async def _ensure_started(self) -> Any:
@@ -216,7 +247,7 @@ class McpConnection:
             for kind in kinds:
                 try:
                     async with contextlib.AsyncExitStack() as stack:
-                        transport = self._transport(stack, kind)
+                        transport = _checked_listings(self._transport(stack, kind), self)
                         client = await stack.enter_async_context(
                             Client(transport, read_timeout_seconds=config.tool_timeout_s)
                         )
@@ -319,14 +350,20 @@ class McpConnection:
         ).start()
         return os.fdopen(write_end, "w", encoding="utf-8")  # closed by the exit stack
 
-    async def _drop(self, what: str, served_by: asyncio.Task[None] | None) -> None:
+    async def _drop(
+        self, what: str, served_by: asyncio.Task[None] | None, listing: bool = False
+    ) -> None:
         """Forget the broken connection (the next request starts the server again) and
         raise the failure the model reads. `served_by`: the connection's task when the
         request began; when another has replaced it (a parallel call failed first and a
-        third restarted the server), that new one is left running."""
+        third restarted the server), that new one is left running. `listing`: the
+        failure of a listing, which says nothing of a next call (the run whose listing
+        failed offers none of its tools)."""
         self.last_error = what
         if self._task is served_by:
             await self._end_task()
+        if listing:
+            raise McpFailure(f"MCP server {self.name} {what}")
         left = MAX_RESTARTS + 1 - self.starts
         again = (
             "the next call starts it again"
@@ -366,6 +403,44 @@ class McpConnection:
     async def aclose(self) -> None:
         await self._end_task()
 
+    def _valid_tools(self, result: dict[str, Any]) -> list[Any]:
+        """The tools of a `tools/list` answer the SDK accepts, judged one at a time as
+        it judges a whole answer (the negotiated version's schema, then its `Tool`);
+        each left out is noted, naming it and what is wrong. An answer wrong besides
+        its tools is left whole, for the SDK to refuse."""
+        from mcp.types import Tool, methods
+        from pydantic import ValidationError
+
+        version = self.protocol or "2025-11-25"  # the SDK's own fallback
+
+        def problem(tool: Any, answer: dict[str, Any]) -> str | None:
+            try:
+                with contextlib.suppress(KeyError):  # no schema for this version
+                    methods.validate_server_result("tools/list", version, answer)
+                if tool is not None:
+                    Tool.model_validate(tool, by_name=False)
+            except ValidationError as exc:
+                return _field_problem(exc, skip=2)  # ("tools", 0)
+            except ValueError:  # a version the schemas do not know: the SDK judges
+                return None
+            return None
+
+        if problem(None, {**result, "tools": []}) is not None:
+            return result["tools"]
+        kept = []
+        for index, tool in enumerate(result["tools"]):
+            wrong = problem(tool, {**result, "tools": [tool]})
+            if wrong is None:
+                kept.append(tool)
+                continue
+            name = tool.get("name") if isinstance(tool, dict) else None
+            which = _shown(name) if isinstance(name, str) else f"number {index + 1}"
+            self._left_out[
+                f"MCP server {self.name}: its tool {which} is left out ({wrong}); "
+                "its other tools are offered"
+            ] = None
+        return kept
+
 
 def _path_problem(command: str, cwd: Path) -> str | None:
     """Why the command, a path (taken from `cwd` when relative), cannot be run, naming
@@ -383,10 +458,68 @@ def _path_problem(command: str, cwd: Path) -> str | None:
     return None
 
 
+@contextlib.asynccontextmanager
+async def _checked_listings(transport: Any, connection: McpConnection) -> Any:
+    """`transport` (the SDK's: it gives its receiving and sending streams), each
+    `tools/list` answer it receives rid of the tools the SDK would refuse
+    (`McpConnection._valid_tools`) before the SDK reads it. Done on the wire because
+    the SDK validates a list whole, and relists to check each call's result: one tool
+    with `"required": "a"` had cost every tool of the server."""
+    async with transport as (receiving, sending):
+        yield _CheckedListings(receiving, connection), sending
+
+
+class _CheckedListings:
+    """A receiving stream that passes on what it receives, an answer holding a `tools`
+    list (only `tools/list` answers have one) with its valid tools only."""
+
+    def __init__(self, stream: Any, connection: McpConnection) -> None:
+        self._stream = stream
+        self._connection = connection
+
+    async def __aenter__(self) -> _CheckedListings:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __aiter__(self) -> _CheckedListings:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self._stream.__anext__()
+        result = getattr(getattr(item, "message", None), "result", None)
+        if isinstance(result, dict) and isinstance(result.get("tools"), list):
+            result["tools"] = self._connection._valid_tools(result)
+        return item
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _shown(text: str) -> str:
+    """A server's word as a line may quote it: escaped, and cut past 60 characters."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _field_problem(exc: Any, skip: int = 0) -> str:
+    """`field.path: what is wrong` of a pydantic ValidationError's first error, the
+    first `skip` parts of its path left out; never the value (a server's words)."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"][skip:])
+    return f"{where}: {first['msg']}" if where else first["msg"]
+
+
 def _describe(exc: BaseException) -> str:
-    """One line for an exception, looking inside exception groups."""
+    """One line for an exception, looking inside exception groups; of a validation
+    error, the field and what is wrong with it (its first line named only the model)."""
+    from pydantic import ValidationError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, ValidationError) and exc.errors():
+        return f"{type(exc).__name__}: {_field_problem(exc)}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

@@ -88,7 +88,7 @@ class McpSession(AgentHooks):
         self._refreshes: set[asyncio.Task[None]] = set()
         self._relisting: set[str] = set()
         self._listing_done = asyncio.Event()
-        self._clashes: set[str] = set()  # the warnings given about names
+        self._said: set[str] = set()  # the warnings given about names and listings
 
     async def on_run_start(self, task: str) -> None:
         if self._prepared:
@@ -142,6 +142,8 @@ class McpSession(AgentHooks):
                 Notice(level="warning", message=f"{exc}; its tools are not offered in this run")
             )
             return None
+        for note in connection.listing_notes:
+            self._warn_once(note)
         remote = [remote_tool(tool) for tool in listed]
         self._store(connection.entry, remote)
         return remote
@@ -153,10 +155,15 @@ class McpSession(AgentHooks):
         servers' tools); a name another server's tool has is a warning, once."""
         tools = mcp_tools(connection, offered(connection.entry.config, remote), others)
         for clash in clashes(tools, others):
-            if clash not in self._clashes:
-                self._clashes.add(clash)
-                self._emit(Notice(level="warning", message=clash))
+            self._warn_once(clash)
         return tools
+
+    def _warn_once(self, message: str) -> None:
+        """A warning, unless this session gave it already (a server lists its tools
+        again each time it starts)."""
+        if message not in self._said:
+            self._said.add(message)
+            self._emit(Notice(level="warning", message=message))
 
     def _add(self, tool: McpTool) -> None:
         if tool.name in self.tools or self._registry.get(tool.name) is not None:
@@ -183,6 +190,8 @@ class McpSession(AgentHooks):
                 return  # the call that started it reports what is wrong
             finally:
                 self._relisting.discard(connection.name)
+            for note in connection.listing_notes:
+                self._warn_once(note)
             self._store(connection.entry, remote)
             # Named once every server's tools are (an eager start can end first).
             await self._listing_done.wait()
