@@ -37,3 +37,33 @@ def test_a_childs_end_shows_and_agents_opens_its_transcript(
     )
     term.send(f"/agents {child_id[:6]}")
     term.wait_for(r"the child read app\.py")
+
+
+def test_a_child_runs_under_the_approval_mode_set_in_the_session(
+    launch, fake_openai: FakeOpenAIServer, workspace
+) -> None:
+    # Children took the approval the app started with: after `--approval full` then
+    # `/approval ask`, an approved task call's child ran its commands unasked.
+    def answer(body: dict[str, Any]) -> Reply:
+        opening = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if "[child M]" in opening:
+            return (
+                Reply(calls=[Call("bash", {"command": "touch CHILD_RAN"})])
+                if turns == 0
+                else Reply("the child is done")
+            )
+        if turns == 0:
+            brief = {"description": "make", "prompt": "[child M] touch a file"}
+            return Reply(calls=[Call("task", brief, id="call_M")])
+        return Reply("Parent done.")
+
+    fake_openai.responder = answer
+    term = launch("--approval", "full")
+    term.send("/approval ask")
+    term.wait_for(r"approval: ask")
+    term.send("hand it to a subagent")
+    term.wait_for(r"allow\?")
+    term.send("y")
+    term.wait_for(r"Parent done\.")
+    assert not (workspace / "CHILD_RAN").exists()

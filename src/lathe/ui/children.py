@@ -159,13 +159,16 @@ class LocalChildren:
         wrap_executor: Callable[[Any], Any] | None = None,
         wrap_provider: Callable[[Any, Any], Any] | None = None,
         run_tally: RunTally | None = None,
+        approval: Callable[[], str] | None = None,
     ) -> None:
         """`home`: lathe's data dir, for a user's run; a child's run shares its
         parent's `family` instead. `wrap_executor` and `wrap_provider` go around every
         child's executor and own provider (the service's shared limits). `run_tally`:
         the user's run's, whose replies its children's budgets count (None: only the
-        children's own count)."""
+        children's own count). `approval`: the run's mode as it is now, where the face
+        lets the user change it (`/approval`); else the setup's."""
         self._setup = setup
+        self._approval = approval or (lambda: setup.approval)
         self._provider = provider
         self._redactor = redactor
         self._emit = emit
@@ -212,11 +215,12 @@ class LocalChildren:
             self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
         readers = ", ".join(p.name for p in profiles.by_name.values() if p.read_only)
         note = ""
-        if self._setup.approval == "read-only":
+        approval = self._approval()
+        if approval == "read-only":
             if not readers:  # every call would be refused
                 return
             note = f"In this session (read-only mode) only {readers} may run: they change nothing."
-        elif self._setup.approval == "ask":
+        elif approval == "ask":
             note = (
                 "In this session subagents cannot change files (approval ask: they have "
                 "no one to ask): use them to read and explore."
@@ -513,7 +517,7 @@ class _Child:
         loaded = setup.loaded
         config = loaded.config
         profile = self.profile
-        approval = stricter_approval(setup.approval, profile.approval)
+        approval = stricter_approval(self.parent._approval(), profile.approval)
         if self.profile.read_only:
             approval = "read-only"
         child_config = config.model_copy(

@@ -261,6 +261,7 @@ class InteractiveApp:
             parent_session_id=lambda: self.links.session.id,
             checkpoints=self.links.checkpoints,
             home=lathe_home(), run_tally=self.run_tally,
+            approval=lambda: self.gate.policy.mode.value,  # /approval changes it
         ).register(safety.tools)  # fmt: skip
         self.safety, self.chain = safety, self._hooks(safety, self.redactor)
         return self._agent_for(history)
