@@ -154,7 +154,7 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
 
     async def run_task(
         workspace: Annotated[str, Field(description="Absolute path of the directory to work in.")],
-        task: Annotated[str, Field(min_length=1, description="What to do, in words.")],
+        task: Annotated[str, Field(pattern=r"\S", description="What to do, in words.")],
         ctx: Context,
         verify: Annotated[
             str | None,
@@ -206,7 +206,13 @@ def build_mcp_server(manager: "SessionManager", stopping: Stopping) -> "MCPServe
         recorded."""
         from lathe.session import SessionStore
 
-        where = Path(workspace).expanduser().resolve() if workspace else None
+        try:
+            where = Path(workspace).expanduser().resolve() if workspace else None
+        except (ValueError, OSError, RuntimeError) as exc:  # a null byte, ~nobody/
+            raise ToolError(
+                f"workspace {workspace!r} is not a usable path ({exc}); give "
+                "a directory's absolute path, or leave it out for every workspace's sessions"
+            ) from None
         summaries = await asyncio.to_thread(SessionStore(manager.home).list, where)
         return SessionList(
             sessions=[_stored(summary) for summary in summaries[:limit]], total=len(summaries)
@@ -280,6 +286,8 @@ def _problem(error: Any, schema: dict[str, Any]) -> str:
         return f"`{field}` is required{need}"
     given = repr(error.get("input"))
     given = given if len(given) <= 60 else given[:57] + "..."
+    if error["type"] == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") == r"\S":
+        return f"`{field}` needs a word, not only spaces ({given})"
     message = str(error["msg"])
     return f"`{field}`: {message[:1].lower()}{message[1:]}, not {given}"
 
