@@ -15,11 +15,13 @@ from lathe.checkpoint.shadow import LogRecord
 FileStatus = Literal["added", "modified", "deleted"]
 
 # Checkpoints that are the result of something lathe did to the workspace: an agent turn
-# ("after"), a restore, an undo, a run's reset between its attempts. The first two are
-# what `undo` reverts, newest first; a reset is part of the run, whose failed attempts it
-# discarded.
+# ("after"), a restore, an undo, a run's reset between its attempts, a check the verify
+# gate ran ("check": what the code under test wrote when it ran, a report). The first two
+# are what `undo` reverts, newest first; a reset is part of the run, whose failed
+# attempts it discarded; a check is no change anyone asked for, but what it wrote is
+# lathe's, not the user's, when a run starts over.
 UNDOABLE_KINDS = frozenset({"after", "restore"})
-LATHE_KINDS = UNDOABLE_KINDS | {"undo", "reset"}
+LATHE_KINDS = UNDOABLE_KINDS | {"undo", "reset", "check"}
 
 _STATUS = {"A": "added", "D": "deleted"}
 

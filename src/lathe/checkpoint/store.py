@@ -7,7 +7,9 @@ returns that checkpoint, so the chain holds distinct states (undo markers aside)
 
 The loop calls `before_turn(n)` before a turn's tools run and `after_turn(n)` after
 them. A `before` checkpoint appears only when something changed since lathe last looked,
-i.e. the user's own edits; an `after` checkpoint only when the turn changed files.
+i.e. the user's own edits; an `after` checkpoint only when the turn changed files. A run
+that may start over records its verify checks the same way (`snapshot`, kinds "before"
+and "check"), so what the code a check ran wrote counts as lathe's, not as the user's.
 
 `undo` works like an editor's: it reverts the newest agent turn (or restore) not undone
 yet, and run again goes one further back. It first records the current state (a
@@ -125,7 +127,9 @@ class Checkpoints:
         """Record the workspace now; returns the newest checkpoint if nothing changed.
 
         `kind` is "before" for a state found (possibly edited by the user), "after" for
-        the result of an agent turn, "restore" for the result of an undo or restore.
+        the result of an agent turn, "restore" for the result of an undo or restore,
+        "check" for what a check the verify gate ran left (recorded as lathe's, never
+        undone: `start_over` puts it back).
         """
         with self._locked(create=True):
             return self._snapshot(label, turn=turn, kind=kind, session=session)

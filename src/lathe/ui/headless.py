@@ -128,6 +128,7 @@ class _HeadlessRun:
         self.origin: Literal["user", "lathe"] = "user"  # whose the task is (RunStarted)
         # The first attempt's check files, each later attempt is judged against.
         self._check_files_at_start: dict[str, str] | None = None
+        self._records_checks = False  # the run may start over: its checks are lathe's
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -140,7 +141,7 @@ class _HeadlessRun:
         self.recorder = SessionRecorder(session)
         redactor = Redactor.for_run(setup.secrets(), os.environ)
         self.observer = self.emit = Observer(
-            session.path, session.id, redactor, _both(self.tally, self.emit)
+            session.path, session.id, redactor, _each(self.tally, self.emit, self._check_ran)
         )
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
@@ -166,6 +167,7 @@ class _HeadlessRun:
         started = time.monotonic()
         if attempts > 1:
             start = await asyncio.to_thread(checkpoints.snapshot, "before the run")
+            self._records_checks = True
         try:
             finished = await self._attempt(task, history, provider, safety, redactor, checkpoints)
             ends = [finished]
@@ -246,6 +248,13 @@ class _HeadlessRun:
             self._check_files_at_start = gate.check_files_at_start
         self.recorder.record_end(finished)
         return finished
+
+    def _check_ran(self, event: AgentEvent) -> None:
+        """The verify gate's checks, recorded around (`CheckpointRecorder.observe`) when
+        the run may start over: what a check wrote is the run's, which a start-over puts
+        back, not the user's."""
+        if self._records_checks and self.changes is not None:
+            self.changes.observe(event)
 
     def _offer_children(self, provider, redactor, session, checkpoints, tools) -> None:
         """The task tool, when the model's profile and the config allow children."""
@@ -357,10 +366,10 @@ class _HeadlessRun:
             self.recorder.record_interrupt(self.tally, reason)
 
 
-def _both(first: Callable[[AgentEvent], None], then: Callable[[AgentEvent], None]):
+def _each(*consumers: Callable[[AgentEvent], None]):
     def each(event: AgentEvent) -> None:
-        first(event)
-        then(event)
+        for consumer in consumers:
+            consumer(event)
 
     return each
 

@@ -15,6 +15,8 @@ from lathe.events import (
     RunFinished,
     RunStatus,
     TurnStarted,
+    VerifyFinished,
+    VerifyStarted,
 )
 from lathe.hooks.base import AgentHooks
 from lathe.plural import some_of
@@ -179,8 +181,9 @@ def _conversation_ids(session: Session) -> list[str]:
 
 class CheckpointRecorder(AgentHooks):
     """Snapshots the workspace around every turn that may change files, so `lathe undo`
-    covers edits and shell commands alike. `changed` says whether a turn of this run
-    changed a file, whichever tool did it."""
+    covers edits and shell commands alike, and, given the run's events (`observe`),
+    around the verify gate's checks. `changed` says whether a turn of this run changed
+    a file, whichever tool did it."""
 
     def __init__(self, checkpoints, session: Session | None) -> None:
         self._checkpoints = checkpoints
@@ -207,3 +210,21 @@ class CheckpointRecorder(AgentHooks):
         self.changed = True
         if self._session is not None:
             self._session.append(CheckpointEntry(ref=checkpoint.commit, turn=turn))
+
+    def observe(self, event: AgentEvent) -> None:
+        """Record around each check the verify gate runs (the baseline too): the state it
+        starts from as found ("before": the user's edits since the last look stay
+        theirs), and what it leaves as lathe's ("check"), so a run's start-over puts back
+        what the code it ran wrote (attempt 1's code had overwritten a tracked file when
+        the check imported it, and the start-over kept that as the user's). Not in a
+        thread: the gate may write files right after the check (code it applied and puts
+        back), which the snapshot must not take for the check's."""
+        session_id = self._session.id if self._session is not None else None
+        match event:
+            case VerifyStarted(baseline=baseline):
+                which = "baseline" if baseline else "verify"
+                self._checkpoints.snapshot(f"before the {which} check", kind="before")
+            case VerifyFinished(baseline=baseline):
+                which = "baseline" if baseline else "verify"
+                label = f"after the {which} check"
+                self._checkpoints.snapshot(label, kind="check", session=session_id)
