@@ -115,7 +115,7 @@ class _HeadlessRun:
         from lathe.ui.recorder import RunTally
 
         self.setup = setup
-        self.emit = (
+        self.emit: Callable[[AgentEvent], None] = (
             JsonPrinter()
             if as_json
             else ProgressPrinter(files_changed=self._changed, unrecorded=self._unrecorded)
@@ -129,6 +129,7 @@ class _HeadlessRun:
         # The first attempt's check files, each later attempt is judged against.
         self._check_files_at_start: dict[str, str] | None = None
         self._records_checks = False  # the run may start over: its checks are lathe's
+        self.ends: _EndHeld | None = None
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -140,9 +141,10 @@ class _HeadlessRun:
         session, history = self._open_session()
         self.recorder = SessionRecorder(session)
         redactor = Redactor.for_run(setup.secrets(), os.environ)
-        self.observer = self.emit = Observer(
+        self.observer = Observer(
             session.path, session.id, redactor, _each(self.tally, self.emit, self._check_ran)
         )
+        self.emit = self.ends = held = _EndHeld(self.observer)
         self.cleanup.callback(self.observer.close)
         if history and not (task and task.strip()):
             task, self.origin = setup.words().say("continue_task"), "lathe"
@@ -171,14 +173,18 @@ class _HeadlessRun:
         try:
             finished = await self._attempt(task, history, provider, safety, redactor, checkpoints)
             ends = [finished]
+            why_last = ""  # why no further attempt, when the attempts left could have helped
             for attempt in range(2, attempts + 1):
                 if finished.status not in _ANOTHER_ATTEMPT_MAY_HELP:
                     break
                 spent = _spent(ends, time.monotonic() - started)
                 over = self._budget_reached(spent)
                 if over:
+                    # Said before the attempt's end, which stays the last event.
                     self.emit(Notice(level="info", message=f"no further attempt: {over}"))
+                    why_last = f"no further attempt was made: {over}"
                     break
+                self._end_attempt(finished)
                 reset = await asyncio.to_thread(checkpoints.start_over, start, attempt)
                 kept = sorted(reset.kept)
                 self.emit(
@@ -198,8 +204,10 @@ class _HeadlessRun:
                     task, [], provider, safety, redactor, checkpoints, spent=spent
                 )
                 ends.append(finished)
-            return finished
+            ends[-1] = self._end_attempt(finished, why_last)
+            return ends[-1]
         finally:
+            held.release()  # an end held when something failed after it
             await safety.aclose()
             await provider.aclose()
 
@@ -246,7 +254,16 @@ class _HeadlessRun:
         finished = redactor.event(await agent.run(task))
         if (gate := _verify_gate(agent)) is not None:
             self._check_files_at_start = gate.check_files_at_start
+        return finished
+
+    def _end_attempt(self, finished: RunFinished, note: str = "") -> RunFinished:
+        """The attempt's end, once the run knows whether another attempt follows:
+        recorded in its session, and shown, held until now (`_EndHeld`) so that nothing
+        comes after it; `note` adds why the run makes no further attempt to its reason."""
+        assert self.recorder is not None and self.ends is not None
+        finished = _noted(finished, note)
         self.recorder.record_end(finished)
+        self.ends.release(note)
         return finished
 
     def _check_ran(self, event: AgentEvent) -> None:
@@ -372,6 +389,36 @@ def _each(*consumers: Callable[[AgentEvent], None]):
             consumer(event)
 
     return each
+
+
+class _EndHeld:
+    """Passes each event on to `inner`, but holds an attempt's `run_finished` until the
+    run has decided whether another attempt follows (`release`): a notice that none will
+    (the budget reached) had come after it, and `run_finished` is the last line."""
+
+    def __init__(self, inner: Callable[[AgentEvent], None]) -> None:
+        self._inner = inner
+        self.held: RunFinished | None = None
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, RunFinished):
+            self.release()
+            self.held = event
+        else:
+            self._inner(event)
+
+    def release(self, note: str = "") -> None:
+        """Pass the held end on, `note` added to its reason; nothing when none is held."""
+        held, self.held = self.held, None
+        if held is not None:
+            self._inner(_noted(held, note))
+
+
+def _noted(end: RunFinished, note: str) -> RunFinished:
+    """`end` with `note` after its reason."""
+    if not note:
+        return end
+    return end.model_copy(update={"reason": f"{end.reason}; {note}" if end.reason else note})
 
 
 def _verify_gate(agent):
