@@ -3,14 +3,17 @@
 - With `--json`, the notice that no further attempt would start (the budget reached)
   came after the last `run_finished`, which docs/events.md promises is the last line,
   and that `run_finished` said only that the attempt was stuck.
+- The closing `status:` line gave the last attempt's turns and tokens alone, which read
+  as what the command had spent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from tests.checkpoint.helpers import run
+from tests.checkpoint.helpers import bash, run
 from tests.fakes.openai_server import Reply
 
 VERIFY = "sh calc.sh"
@@ -55,3 +58,23 @@ def test_the_closing_lines_say_the_budget_stopped_the_attempts(tmp_path, fake_op
     status = next(i for i, line in enumerate(lines) if line.startswith("status: stuck"))
     assert NO_FURTHER in lines[status + 1], lines[status:]
     assert not [line for line in lines[status:] if line.startswith("lathe: info:")], lines
+
+
+_STATUS = re.compile(r"status: \w+ after (\d+) turns?; tokens (\d+) in, (\d+) out")
+
+
+def test_the_closing_lines_say_what_all_the_attempts_spent(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(
+        *[Reply("Done.")] * 3,  # attempt 1: stuck
+        Reply(calls=[bash("echo 'exit 0' > calc.sh")]), Reply("Fixed."),  # attempt 2
+    )  # fmt: skip
+
+    result = run(fake_openai, ws, tmp_path, "--verify", VERIFY, "--attempts", "2", "go")
+
+    assert result.returncode == 0, result.stderr
+    each = [tuple(map(int, m.groups())) for m in _STATUS.finditer(result.stderr)]
+    assert [turns for turns, _, _ in each] == [3, 2], result.stderr
+    turns, tokens_in, tokens_out = (sum(column) for column in zip(*each, strict=True))
+    last = result.stderr.splitlines()[-1]
+    assert last == f"  all 2 attempts: {turns} turns; tokens {tokens_in} in, {tokens_out} out"

@@ -115,6 +115,7 @@ class _HeadlessRun:
         from lathe.ui.recorder import RunTally
 
         self.setup = setup
+        self.as_json = as_json
         self.emit: Callable[[AgentEvent], None] = (
             JsonPrinter()
             if as_json
@@ -205,6 +206,7 @@ class _HeadlessRun:
                 )
                 ends.append(finished)
             ends[-1] = self._end_attempt(finished, why_last)
+            self._say_whole_spend(ends)
             return ends[-1]
         finally:
             held.release()  # an end held when something failed after it
@@ -265,6 +267,27 @@ class _HeadlessRun:
         self.recorder.record_end(finished)
         self.ends.release(note)
         return finished
+
+    def _say_whole_spend(self, ends: list[RunFinished]) -> None:
+        """After the last attempt's status line (its own turns and tokens, as its
+        `run_finished` says), what all the attempts of the command spent together."""
+        if self.as_json or len(ends) < 2:
+            return
+        from lathe.plural import plural
+        from lathe.types import Usage
+        from lathe.ui.progress import ReaderMayLeave
+
+        usage = sum((end.usage for end in ends), Usage())
+        costs = [end.cost_usd for end in ends]
+        line = (
+            f"  all {len(ends)} attempts: {plural(sum(end.turns for end in ends), 'turn')}; "
+            f"tokens {usage.input_tokens:,} in, {usage.output_tokens:,} out"
+            + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
+            + ("" if None in costs else f"; cost ${sum(c or 0.0 for c in costs):.4f}")
+        )
+        out = ReaderMayLeave.around(sys.stderr)
+        out.write(line + "\n")
+        out.flush()
 
     def _check_ran(self, event: AgentEvent) -> None:
         """The verify gate's checks, recorded around (`CheckpointRecorder.observe`) when
