@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from lathe.agent.budget import BudgetGuard
 from lathe.agent.finish import FinishHandler
-from lathe.agent.replies import CutOffReply, EmptyReply, UnreadableReply
+from lathe.agent.replies import CutOffReply, EmptyReply, FilteredReply, UnreadableReply
 from lathe.agent.stall import StallGuard
 from lathe.agent.verify import (
     EvidenceEnd,
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
     """In the order they are asked: the repeat breaker (a repeat is not acted on), the
-    budgets, a reply unreadable, empty or cut off (it cannot be taken as it is), then the
-    verify gate, the stall rules, and the unverified end."""
+    budgets, a reply unreadable, filtered, empty or cut off (it cannot be taken as it
+    is), then the verify gate, the stall rules, and the unverified end."""
     settings, words, ctx = deps.settings, deps.words, deps.tool_context
     handlers: list[FinishHandler] = []
     if settings.repeat_temperature is not None:  # first: it must see every reply
@@ -34,10 +34,12 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
         handlers.append(RepeatBreaker(settings.repeat_temperature, words, deps.tools.get))
     if settings.budget is not None:
         handlers.append(BudgetGuard(settings.budget, priced=settings.price is not None))
-    # Unreadable first (such a reply is also empty), then empty: it must see every other
-    # reply to count those in a row (a cut-off one is never empty).
+    # Unreadable first (such a reply is also empty), then a filtered one (which may be
+    # empty too, and ends the run), then empty: it must see every other reply to count
+    # those in a row (a cut-off one is never empty).
     handlers += [
         UnreadableReply(words, settings.stall_repeat_limit),
+        FilteredReply(),
         EmptyReply(gated=settings.verify_command is not None),
         CutOffReply(words, settings.stall_repeat_limit),
     ]

@@ -40,7 +40,12 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
 - `ending(end, run)`: a reply or a batch of calls ends the run as `end` (a handler's
   finish, the stall guard's `stuck` among them); the first handler that answers
   replaces it. The verify gate checks a change made since its check last ran before a
-  `stuck` end, as at the turn limit.
+  `stuck` end, as at the turn limit, and checks before a `provider_error` end a reply
+  brought (one the provider's content filter stopped): a passing check is evidence
+  whatever the reply said.
+
+A handler that ends the run on a reply gives `run.answer(reply)` as the answer: the
+reply's text after that of the cut replies it continues.
 
 A reply without tool calls that no handler takes ends the run `unverified`.
 """
@@ -130,6 +135,16 @@ class RunState:
     temperature: float | None = None
     """The sampling temperature of the requests from now on, when a handler sets one
     (`agent/repeats.py`); None: the settings'."""
+    cut_text: str = ""
+    """The text of the replies cut by the output limit right before the one being
+    judged, each answered "continue" (`CutOffReply` keeps it): the answer goes on from
+    there."""
+
+    def answer(self, reply: AssistantMessage) -> str:
+        """The run's answer when `reply` ends it: the text of the cut replies it
+        continues, then its own. Every handler that ends a run on a reply answers this:
+        the last piece alone had been the answer."""
+        return self.cut_text + reply.text
 
 
 class FinishHandler:

@@ -1,5 +1,6 @@
 """Finish handlers for replies that cannot be taken as they are: one cut off by the
-output limit, one the server could not parse, and an empty one."""
+output limit, one the server could not parse, one the provider's content filter stopped,
+and an empty one."""
 
 from __future__ import annotations
 
@@ -27,13 +28,23 @@ class CutOffReply(FinishHandler):
         self._limit = limit
         self._in_a_row = 0
         self._last_text: str | None = None
+        # The text of the cut replies in a row, up to the one of turn `_continued_turn`.
+        self._continued, self._continued_turn = "", 0
 
     async def begin(self, run: RunState) -> tuple[()]:
         self._in_a_row, self._last_text = 0, None
+        self._continued, self._continued_turn = "", 0
         return ()
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
-        if reply.stop_reason is not StopReason.MAX_TOKENS:
+        # The answer a reply ends the run with goes on from the cut replies right before
+        # it (the turn before: one asked again in between, as an empty one, breaks it).
+        follows = self._continued_turn == run.turn - 1
+        run.cut_text = self._continued if follows else ""
+        cut = reply.stop_reason is StopReason.MAX_TOKENS
+        if cut and not reply.tool_calls:
+            self._continued, self._continued_turn = run.cut_text + reply.text, run.turn
+        if not cut:
             self._in_a_row, self._last_text = 0, None
             return None
         stalled = bool(reply.tool_calls) or reply.text == self._last_text
@@ -51,6 +62,32 @@ class CutOffReply(FinishHandler):
             results = refused_results(reply.tool_calls, text, "not run: reply cut off", run.emit)
             return ContinueWith(messages=results)
         return ContinueWith(messages=(lathe_note(self._words.say("cut_off_reply")),))
+
+
+class FilteredReply(FinishHandler):
+    """A reply the provider's content filter stopped (`StopReason.CONTENT_FILTER`:
+    OpenAI's `content_filter`, Anthropic's `refusal`) is not one the model finished: the
+    run ends `provider_error` saying so, with what the reply said as the answer and its
+    calls unrun (their arguments may be cut). Not `unverified`, exit 0: the run had
+    ended as a success with a half sentence for an answer and no word of the filter;
+    `provider_error` says the provider, not the model or the task, ended it (as two
+    empty replies do), and exit 3 lets a script or `lathe batch --retry-errors` run it
+    again. The verify gate checks first (`VerifyGate.ending`): a passing check is
+    evidence whatever the reply said."""
+
+    async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
+        if reply.stop_reason is not StopReason.CONTENT_FILTER:
+            return None
+        error = RunError(kind="provider", message=FILTERED)
+        return Finish(
+            RunStatus.PROVIDER_ERROR, reason=FILTERED, answer=run.answer(reply), error=error
+        )
+
+
+FILTERED = (
+    "the provider's content filter stopped the model's reply before it was finished, so "
+    "the task may be unfinished (the answer is what it said until then)"
+)
 
 
 class UnreadableReply(FinishHandler):

@@ -42,14 +42,62 @@ _ONLY_LOOKS = frozenset(
 _GIT_LOOKS = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse"})
 
 
-_PARTS = re.compile(r"&&|\|\||[;|&\n]")
+def shell_parts(command: str) -> list[tuple[str, str]]:
+    """The parts of a shell command between its control operators, each with the one
+    after it ("" after the last): `&&`, `||`, `;`, `|`, `|&`, `&` or a newline. Quotes,
+    backslashes and `$(...)` are kept whole (`pytest -k "a;b"` is one part, not `b"`), a
+    redirect's `&` is no operator (`2>&1`), and the parentheses and braces of a subshell
+    or a group are left out (`(cd x && pytest)`: `cd x`, `pytest`)."""
+    parts: list[tuple[str, str]] = []
+    current, quote, depth, i = "", "", 0, 0
+    while i < len(command):
+        char, two = command[i], command[i : i + 2]
+        step = 2 if char == "\\" else 1
+        if quote:
+            quote = "" if char == quote else quote
+            step = 2 if char == "\\" and quote == '"' else 1
+        elif char in "'\"`":
+            quote = char
+        elif two == "$(":
+            depth, step = depth + 1, 2
+        elif char == ")" and depth:
+            depth -= 1
+        elif depth == 0 and (operator := _operator(command, i, current)):
+            parts.append((current, operator))
+            current, i = "", i + len(operator)
+            continue
+        current, i = current + command[i : i + step], i + step
+    parts.append((current, ""))
+    return [(_bare(text), operator) for text, operator in parts]
+
+
+def _operator(command: str, i: int, before: str) -> str:
+    """The control operator at `command[i]`, "" when none starts there."""
+    two = command[i : i + 2]
+    if two in ("&&", "||", "|&"):
+        return two
+    if command[i] == "&" and (before.endswith(">") or command[i + 1 : i + 2] == ">"):
+        return ""  # `2>&1`, `&>file`
+    return command[i] if command[i] in ";|&\n" else ""
+
+
+def _bare(part: str) -> str:
+    """A part without the opening or closing of a subshell or a group around it."""
+    part = part.strip()
+    while part[:1] in ("(", "{") and part:
+        part = part[1:].lstrip()
+    while part.endswith(")") and part.count(")") > part.count("("):
+        part = part[:-1].rstrip()
+    if part == "}" or (part.endswith("}") and part[:-1].endswith((" ", ";")) and "{" not in part):
+        part = part[:-1].rstrip()
+    return part
 
 
 def is_test_like(command: str) -> bool:
     """Whether a part of the command runs a test runner or checker (`runs_a_check`): a
     part that installs one, names its file (`sed -i ... pytest.ini`) or runs it to fix
     what it checks does not."""
-    return any(runs_a_check(part) for part in _PARTS.split(command))
+    return any(runs_a_check(part) for part, _ in shell_parts(command))
 
 
 # A checker told to change what it checks (`ruff --fix`, `ruff format`, `jest -u`).
@@ -82,7 +130,7 @@ def only_looks(command: str) -> bool:
     any other, files may have changed (`sed -i` after a passing pytest broke the code)."""
     if ">" in command or "$(" in command or "`" in command:
         return False
-    for part in _PARTS.split(command):
+    for part, _ in shell_parts(command):
         words = part.split()
         if not words:
             continue
@@ -93,6 +141,61 @@ def only_looks(command: str) -> bool:
         if words[0] not in _ONLY_LOOKS:
             return False
     return True
+
+
+# A runner asked for something other than a run: its version, its help, what it would
+# collect. Such a part only looks, but tells nothing of the tests.
+_NOT_A_RUN = re.compile(
+    r"\s(--version|-V|--help|-h|--collect-only|--co|--fixtures|--markers|--list\w*)(\s|=|$)"
+)
+_PIPEFAIL = re.compile(r"^set\s+(-\w+\s+)*-\w*o\s*pipefail\b")
+_LOST_BY = {
+    "|": "a pipe after it", "|&": "a pipe after it", "||": "`||` after it",
+    ";": "a command after it", "\n": "a command after it", "&": "it ran in the background",
+}  # fmt: skip
+
+
+def evidence_of(
+    command: str, exit_code: int | None, output: str
+) -> tuple[Evidence | None, str] | None:
+    """What a command the model ran tells of the tests: None when no part of it runs a
+    test runner or checker (`--version`, `--help` or `--collect-only` runs none); `(None,
+    "")` when a part after the last one that does may change files (`pytest && sed -i
+    ...`); else the evidence and, when its exit status need not be the runners' (a pipe
+    after one without `set -o pipefail`, `||`, `;`, `&`), why: then the exit code is
+    read from the runner's counts in `output` (1 when they report a failure, else 0),
+    or None when it shows none. `pytest | tail -3` had been reported as "exited 0" after
+    "1 failed"."""
+    parts = [(part, operator) for part, operator in shell_parts(command) if part]
+    runs = [n for n, (part, _) in enumerate(parts) if runs_a_check(part)]
+    runs = [n for n in runs if not _NOT_A_RUN.search(parts[n][0])]
+    if not runs:
+        return None
+    if not all(only_looks(part) for part, _ in parts[runs[-1] + 1 :]):
+        return None, ""
+    pipefail = any(_PIPEFAIL.match(part) for part, _ in parts[: runs[0]])
+    lost = None
+    for n in range(runs[0], len(parts)):
+        operator = parts[n][1]
+        last = n == len(parts) - 1
+        if operator == "&&" or (operator in ("|", "|&") and pipefail) or (last and operator != "&"):
+            continue
+        lost = _LOST_BY.get(operator, "a command after it")
+        break
+    evidence = Evidence(command=command, exit_code=exit_code)
+    if lost is None:
+        return evidence, ""
+    counts = check_counts(output)
+    if counts is None:
+        return evidence.model_copy(update={"exit_code": None}), (
+            f"the exit status of `{command}` is not its test runner's ({lost}) and its "
+            "output shows no test counts: whether the tests passed is unclear"
+        )
+    judged = 1 if counts["failed"] or _failing_summary(output) else 0
+    return evidence.model_copy(update={"exit_code": judged}), (
+        f"the exit status of `{command}` is not its test runner's ({lost}); its output "
+        f"reports {counts_text(counts)}, so the evidence gives exit {judged}"
+    )
 
 
 def may_change_files(record: CallRecord) -> bool:
@@ -115,14 +218,17 @@ class VerifyCannotRun(UsageError):
 
 class EvidenceEnd(FinishHandler):
     """Without a verify gate, a reply without calls ends the run `unverified`, with the
-    evidence: the last test-like command the model ran after its last file change, and
-    its exit code (any later change clears it)."""
+    evidence: the last command the model ran that runs tests after its last file
+    change, and the runner's exit code (`evidence_of`; the reason says when it was
+    read from the output or cannot be told). Any later change clears it, one later in
+    the same command too."""
 
     def __init__(self) -> None:
         self.latest: Evidence | None = None
+        self._doubt = ""  # why `latest`'s exit code is not the command's own, if it is not
 
     async def begin(self, run: RunState) -> Sequence[Message]:
-        self.latest = None
+        self.latest, self._doubt = None, ""
         return ()
 
     async def after_calls(
@@ -131,17 +237,25 @@ class EvidenceEnd(FinishHandler):
         for record in calls:
             command = record.tool.shell_command(record.arguments or {}) if record.tool else None
             ran = command is not None and (_has_exit(record) or not record.output.is_error)
-            if ran and is_test_like(command):
+            judged = None
+            if ran and command is not None:
                 exit_code = record.output.details.get("exit_code")
-                self.latest = Evidence(command=command, exit_code=exit_code)
+                judged = evidence_of(command, exit_code, record.output.content)
+            if judged is not None:
+                self.latest, self._doubt = judged
             elif may_change_files(record):
-                self.latest = None
+                self.latest, self._doubt = None, ""
         return None
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
         if reply.tool_calls:
             return None
-        return Finish(RunStatus.UNVERIFIED, answer=reply.text, evidence=self.latest)
+        return Finish(
+            RunStatus.UNVERIFIED,
+            answer=run.answer(reply),
+            evidence=self.latest,
+            reason=self._doubt,
+        )
 
 
 def _has_exit(record: CallRecord) -> bool:
@@ -243,11 +357,11 @@ class VerifyGate(FinishHandler):
         result = await self._check(run)
         if passed(result):
             reason = await self._caveat(result)
-            return Finish(RunStatus.VERIFIED, answer=reply.text, reason=reason)
+            return Finish(RunStatus.VERIFIED, answer=run.answer(reply), reason=reason)
         if not self._changed and (reason := unusable_reason(self._settings.command, result)):
             # Nothing this run did can have broken it (a conversation that goes on has no
             # baseline): the model must not be blamed, turn after turn, for a typo in it.
-            return Finish(RunStatus.FAILED, answer=reply.text, reason=reason)
+            return Finish(RunStatus.FAILED, answer=run.answer(reply), reason=reason)
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
@@ -359,11 +473,16 @@ class VerifyGate(FinishHandler):
     async def ending(self, end: Finish, run: RunState) -> Finish | None:
         """A run about to end `stuck` with a change the check has not seen is checked
         first: a fix the model made before it went round in circles is `verified`, not
-        undone by another attempt."""
-        if end.status is not RunStatus.STUCK or not self._unchecked:
+        undone by another attempt. So is one about to end `provider_error` on a reply
+        (the provider's content filter stopped it), whatever changed: a passing check is
+        evidence whatever the reply said."""
+        if end.status is RunStatus.STUCK and self._unchecked:
+            reason = f"{end.reason}; the check passed on what it changed before"
+        elif end.status is RunStatus.PROVIDER_ERROR:
+            reason = f"{end.reason}; the check passed"
+        else:
             return None
-        reason = f"{end.reason}; the check passed on what it changed before"
-        return await self._verified_now(run, reason, end.messages)
+        return await self._verified_now(run, reason, end.messages, answer=end.answer)
 
     async def out_of_turns(self, run: RunState) -> Finish | None:
         """What changed since the check last ran is checked now: a fix made in the last
@@ -382,7 +501,7 @@ class VerifyGate(FinishHandler):
         )
 
     async def _verified_now(
-        self, run: RunState, reason: str, messages: Sequence[Message] = ()
+        self, run: RunState, reason: str, messages: Sequence[Message] = (), answer: str = ""
     ) -> Finish | None:
         """The run `verified` for `reason` (with any caveat) when the check passes now,
         on a change it had not seen; None when it fails."""
@@ -393,6 +512,7 @@ class VerifyGate(FinishHandler):
         return Finish(
             RunStatus.VERIFIED,
             reason=f"{reason}; {caveat}" if caveat else reason,
+            answer=answer,
             messages=messages,
         )
 
