@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import stat
 from collections.abc import Collection
 from pathlib import Path
@@ -124,16 +123,46 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 def named_by(command: str, workspace: Path) -> list[str]:
     """The workspace files `command` names (`sh run_tests.sh`, `python tools/check.py`)
-    or whose runner reads them (`make test`: the Makefile)."""
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = command.split()
+    or whose runner reads them (`make test`: the Makefile; `make -C sub test`: sub's),
+    each word read from the folder the shell is in there: the command is parsed as
+    lathe's guard parses it, so `cd ci && sh check.sh` names ci/check.sh, and `sh -c
+    'sh ci/check.sh'` does too. Before, each word was looked for at the workspace's
+    top, and both had a plain `verified` after the model emptied the script."""
+    from lathe.policy.shell_parse import parse_script
+
     root = Path(os.path.realpath(workspace))
-    named: list[str] = []
-    for word in words:
-        for candidate in (word, *_RUNNER_FILES.get(os.path.basename(word), ())):
-            path = Path(os.path.realpath(root / candidate))
+    try:
+        home = Path.home()
+        commands = parse_script(command, cwd=root, home=home).commands
+    except (RuntimeError, RecursionError):  # no home known, a command nested too deep
+        commands = []
+    named: set[str] = set()
+    for simple in commands:
+        if simple.cwd is None:
+            continue
+        words = [word.value for word in simple.words if word.value is not None]
+        base = os.path.basename(simple.name)
+        folder = _make_folder(words[1:], simple.cwd) if base == "make" else simple.cwd
+        runner_files = [folder / name for name in _RUNNER_FILES.get(base, ())]
+        for candidate in [*(simple.cwd / word for word in words), *runner_files]:
+            try:
+                path = Path(os.path.realpath(candidate))
+            except (OSError, ValueError):  # a word holding a NUL byte
+                continue
             if path != root and path.is_relative_to(root) and path.is_file():
-                named.append(path.relative_to(root).as_posix())
-    return sorted(set(named))
+                named.add(path.relative_to(root).as_posix())
+    return sorted(named)
+
+
+def _make_folder(args: list[str], cwd: Path) -> Path:
+    """The folder `make args...` reads its Makefile in: the last `-C DIR` (or
+    `--directory=DIR`), each relative to the one before."""
+    folder = cwd
+    for n, arg in enumerate(args):
+        if arg in ("-C", "--directory") and n + 1 < len(args):
+            folder = folder / args[n + 1]
+        elif arg.startswith("--directory="):
+            folder = folder / arg.partition("=")[2]
+        elif arg.startswith("-C") and len(arg) > 2:
+            folder = folder / arg[2:]
+    return folder
