@@ -3,6 +3,9 @@ runner's configuration, and the files the verify command itself names or runs (a
 Makefile for `make test`, a script). A check that passes only because these changed
 verifies nothing, so the verify gate says which of them changed since it first ran,
 and code in a reply never changes them (`reply_code`).
+
+Also the files a call changes (`changed_by`), named before it runs: their content then
+and at the end tells the gate whether the run changed anything at all.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ import re
 import stat
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lathe.tools.base import Tool
 
 RUNNER_CONFIGS = (
     "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
@@ -49,7 +56,7 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
     the verify `command`, the workspace files it names or its runner reads too."""
     found: dict[str, str] = {}
     for relative in named_by(command, workspace) if command else ():
-        if (digest := _digest(workspace / relative)) is not None:
+        if (digest := digest_of(workspace / relative)) is not None:
             found[relative] = digest
     for folder, dirs, files in os.walk(workspace):
         dirs[:] = [d for d in dirs if not _left_out(Path(folder, d))]
@@ -58,7 +65,7 @@ def check_file_digests(workspace: Path, command: str | None = None) -> dict[str,
             relative = name if base == "." else f"{base}/{name}"
             if not CHECK_FILE.search(relative):
                 continue
-            if (digest := _digest(Path(folder, name))) is not None:
+            if (digest := digest_of(Path(folder, name))) is not None:
                 found[relative] = digest
     return found
 
@@ -97,7 +104,7 @@ def _left_out(folder: Path) -> bool:
     return any(os.path.lexists(folder / mark) for mark in _GENERATED_MARKS)
 
 
-def _digest(path: Path) -> str | None:
+def digest_of(path: Path) -> str | None:
     """A digest of a regular file's content; None for anything else: opening a named
     pipe the model made among the tests waited for a writer for good."""
     try:
@@ -166,3 +173,57 @@ def _make_folder(args: list[str], cwd: Path) -> Path:
         elif arg.startswith("-C") and len(arg) > 2:
             folder = folder / arg[2:]
     return folder
+
+
+# The commands whose every file change lathe's guard names (`policy.command.analyze`'s
+# `changes`: `sed -i`, `cp`, `mv`, `tee`, ...); another that is not one that only
+# looks (`verify.looks_only`) may change any file.
+_NAMED_CHANGES = frozenset({"sed", "tee", "cp", "mv", "unlink", "shred", "truncate", "rsync", "rm"})
+# ... but not those of a folder's content: `rm -r`, `cp -a`, `rsync -r`.
+_RECURSIVE = re.compile(r"^(-[a-zA-Z]*[rRa][a-zA-Z]*|--recursive|--archive)$")
+_GLOB = re.compile(r"[*?[]")
+
+
+def changed_by(tool: Tool | None, arguments: dict[str, Any], workspace: Path) -> list[Path] | None:
+    """The files a call may change, named before it runs: none for a tool that only
+    reads (or none of that name); the file an edit or a write names; those a command's
+    redirects and file commands name (`sed -i`, `cp`, `mv`, `tee`, `rm`, not of a
+    folder's content) when it runs nothing else that may change files. None when they
+    cannot be named: another program (`python fix.py`), a word known only at run time,
+    a folder, a pattern, a command the guard does not let run as it is."""
+    if tool is None or tool.read_only:
+        return []
+    command = tool.shell_command(arguments)
+    if command is not None:
+        return _changed_by_command(command, workspace)
+    named = arguments.get(tool.path_argument) if tool.path_argument else None
+    if not isinstance(named, str):
+        return None
+    try:
+        return [Path(os.path.realpath(Path(workspace) / os.path.expanduser(named)))]
+    except (OSError, ValueError):  # a NUL byte: the tool refuses it
+        return []
+
+
+def _changed_by_command(command: str, workspace: Path) -> list[Path] | None:
+    from lathe.agent.verify import looks_only
+    from lathe.policy.command import analyze
+
+    try:
+        analysis = analyze(command, workspace=workspace, home=Path.home())
+    except RuntimeError:  # no home folder known
+        return None
+    if analysis.decision != "allow":  # what runs is known only at run time, or it asks
+        return None
+    for simple in (*analysis.commands, *analysis.indirect, *analysis.in_files):
+        if not simple.resolved:
+            return None
+        words, base = [simple.name, *simple.args], os.path.basename(simple.name)
+        if base not in _NAMED_CHANGES and not looks_only(words):
+            return None
+        if base in ("rm", "cp", "rsync") and any(_RECURSIVE.match(w) for w in words[1:]):
+            return None
+    changed = list(analysis.changes)
+    if any(_GLOB.search(str(path)) or path.is_dir() for path in changed):
+        return None
+    return changed

@@ -18,8 +18,11 @@ from lathe.agent.verify import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lathe.agent.loop import AgentDeps
     from lathe.exec.base import ExecResult
+    from lathe.types import ToolCall
 
 
 def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
@@ -108,6 +111,12 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             named = named_by(command, workspace) if command else []
             return judged_against(now, before(lambda path: is_check_file(path, workspace, named)))
 
+        def changed_by(call: ToolCall) -> list[Path] | None:
+            from lathe.agent.check_files import changed_by as files_changed_by
+
+            tool = deps.tools.get(call.name)
+            return files_changed_by(tool, call.parsed_arguments(), ctx.workspace)
+
         gate = VerifySettings(
             command=settings.verify_command,
             run_first=settings.verify_first,
@@ -123,6 +132,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 failing_code=failing_code,
                 check_files=check_files,
                 check_files_at_start=settings.check_files_at_start,
+                changed_by=changed_by,
             )
         )
     handlers.append(StallGuard(words, settings.stall_repeat_limit))

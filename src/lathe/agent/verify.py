@@ -7,6 +7,7 @@ the configured command through the same executor as the `bash` tool.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -130,17 +131,17 @@ def only_looks(command: str) -> bool:
     any other, files may have changed (`sed -i` after a passing pytest broke the code)."""
     if ">" in command or "$(" in command or "`" in command:
         return False
-    for part, _ in shell_parts(command):
-        words = part.split()
-        if not words:
-            continue
-        if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
-            continue
-        if runs_a_check(part):
-            continue
-        if words[0] not in _ONLY_LOOKS:
-            return False
-    return True
+    return all(looks_only(part.split()) for part, _ in shell_parts(command))
+
+
+def looks_only(words: Sequence[str]) -> bool:
+    """Whether a simple command, by its words, only reads (`cat x`, `git diff`) or runs a
+    test runner or checker not told to fix what it checks; its redirects aside."""
+    if not words:
+        return True
+    if words[0] == "git" and len(words) > 1 and words[1] in _GIT_LOOKS:
+        return True
+    return words[0] in _ONLY_LOOKS or runs_a_check(" ".join(words))
 
 
 # A runner asked for something other than a run: its version, its help, what it would
@@ -295,6 +296,7 @@ class VerifyGate(FinishHandler):
         failing_code: Callable[[ExecResult], str] | None = None,
         check_files: Callable[..., Awaitable[dict[str, str]]] | None = None,
         check_files_at_start: dict[str, str] | None = None,
+        changed_by: Callable[[ToolCall], list[Path] | None] | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
         worse after it than before (None: it stays). `failing_code`: the code a failed
@@ -302,7 +304,11 @@ class VerifyGate(FinishHandler):
         the digests of the files the check is made of (`agent.check_files`), taken when
         the run begins and when it is verified; a change is the verified run's reason.
         Called with `earlier_runs=True` when a conversation goes on: the files its
-        earlier runs changed count as they were before them."""
+        earlier runs changed count as they were before them. `changed_by`: the files a
+        call may change, named before it runs (None: they cannot be named;
+        `check_files.changed_by`); with it, whether anything changed since the check
+        failed at the start is judged by those files' content, so a change taken back is
+        none (without it, by whether a call may have changed files)."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
@@ -326,11 +332,19 @@ class VerifyGate(FinishHandler):
         self._last_shown = ""  # what the last failed check showed the model, as compared
         self._changed = False  # a call that may change files succeeded since then
         self._unchecked = False  # one succeeded since the check last ran (or the run began)
+        self._changed_by = changed_by
+        # Each file a call of the run was about to change, and its digest then (None:
+        # absent); the calls whose files could not be named, and whether one of them may
+        # have changed files (then anything may differ).
+        self._before: dict[Path, str | None] = {}
+        self._unnamed: set[str] = set()
+        self._unseen_change = False
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
         self._passed_before, self._baseline, self._changed = False, None, False
         self._unchecked = False
+        self._before, self._unnamed, self._unseen_change = {}, set(), False
         self._last_shown = ""
         if self._check_files is not None and self.check_files_at_start is None:
             earlier_runs = not run.new_conversation
@@ -353,19 +367,21 @@ class VerifyGate(FinishHandler):
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
         if reply.tool_calls:
+            await self._note_before(reply.tool_calls)
             return None
         result = await self._check(run)
         if passed(result):
             reason = await self._caveat(result)
             return Finish(RunStatus.VERIFIED, answer=run.answer(reply), reason=reason)
-        if not self._changed and (reason := unusable_reason(self._settings.command, result)):
+        if not self._changed and (unusable := unusable_reason(self._settings.command, result)):
             # Nothing this run did can have broken it (a conversation that goes on has no
             # baseline): the model must not be blamed, turn after turn, for a typo in it.
-            return Finish(RunStatus.FAILED, answer=run.answer(reply), reason=reason)
+            return Finish(RunStatus.FAILED, answer=run.answer(reply), reason=unusable)
         self._failed = True
         if self._reply_code and "```" in reply.text:
             calls = await self._reply_code(reply.text, run.turn)
             if calls:
+                await self._note_before(calls)
                 self._pending = reply
                 self._pending_result = result
                 self._put_back = self._keep_files(calls) if self._keep_files else None
@@ -376,9 +392,10 @@ class VerifyGate(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
-        may_change = any(may_change_files(record) for record in calls)
-        self._changed = self._changed or may_change
-        self._unchecked = self._unchecked or may_change
+        changing = [record for record in calls if may_change_files(record)]
+        self._changed = self._changed or bool(changing)
+        self._unchecked = self._unchecked or bool(changing)
+        self._unseen_change |= any(record.call.id in self._unnamed for record in changing)
         if not by_lathe:
             self._idle_claims = 0
             return None
@@ -431,12 +448,45 @@ class VerifyGate(FinishHandler):
                 "the task: see that it fails without the change"
             )
         doubts = [await self._changed_check_files(), self._fewer_tests(result)]
-        if self._baseline is not None and not self._changed:
+        if self._baseline is not None and not await self._differs():
             doubts.append(
                 "nothing was changed since the check failed at the start, so it may be "
                 "flaky: run it again"
             )
         return "; ".join(doubt for doubt in doubts if doubt)
+
+    async def _note_before(self, calls: Sequence[ToolCall]) -> None:
+        """Keep the digest of each file `calls` are about to change that no call of the
+        run changed before, and which calls' files cannot be named."""
+        if self._changed_by is None or self._unseen_change:
+            return
+        new: list[Path] = []
+        for call in calls:
+            paths = self._changed_by(call)
+            if paths is None:
+                self._unnamed.add(call.id)
+            else:
+                new += [path for path in paths if path not in self._before]
+        if new:
+            from lathe.agent.check_files import digest_of
+
+            digests = await asyncio.to_thread(lambda: [digest_of(path) for path in new])
+            self._before.update(zip(new, digests, strict=True))
+
+    async def _differs(self) -> bool:
+        """Whether the workspace may differ from how the run found it: a file a call
+        changed holds other content now (one changed and changed back does not), or a
+        call whose files cannot be named may have changed any."""
+        if not self._changed or self._changed_by is None or self._unseen_change:
+            return self._changed
+        from lathe.agent.check_files import digest_of
+
+        before = dict(self._before)
+        return await asyncio.to_thread(
+            lambda: any(
+                digest_of(path) != digest or path.is_dir() for path, digest in before.items()
+            )
+        )
 
     async def _changed_check_files(self) -> str:
         if self._check_files is None or self.check_files_at_start is None:
