@@ -417,12 +417,15 @@ class McpConnection:
             try:
                 with contextlib.suppress(KeyError):  # no schema for this version
                     methods.validate_server_result("tools/list", version, answer)
+            except ValidationError as exc:
+                return _field_problem(exc, skip=2)  # the path starts ("tools", 0)
+            except ValueError:  # a version the schemas do not know: the SDK judges
+                return None
+            try:
                 if tool is not None:
                     Tool.model_validate(tool, by_name=False)
             except ValidationError as exc:
-                return _field_problem(exc, skip=2)  # ("tools", 0)
-            except ValueError:  # a version the schemas do not know: the SDK judges
-                return None
+                return _field_problem(exc)
             return None
 
         if problem(None, {**result, "tools": []}) is not None:
