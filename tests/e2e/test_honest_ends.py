@@ -141,3 +141,17 @@ def test_an_anthropic_refusal_is_a_filtered_reply(tmp_path, fake_anthropic):
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert (_finished(done)["status"], done.returncode) == ("provider_error", 3), done.stderr
+
+
+def test_a_filtered_reply_after_a_cut_one_keeps_the_whole_answer(tmp_path, fake_openai):
+    # The filter's handler is asked before the cut-off one: the answer must not depend
+    # on which handler kept the cut text.
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(
+        Reply(PARTS[0], finish_reason="length"), Reply(PARTS[1], finish_reason="content_filter")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "How do I fix add?")
+    assert (_finished(done)["status"], _finished(done)["answer"]) == (
+        "provider_error",
+        "".join(PARTS),
+    )

@@ -141,7 +141,7 @@ def named_by(command: str, workspace: Path) -> list[str]:
     try:
         home = Path.home()
         commands = parse_script(command, cwd=root, home=home).commands
-    except (RuntimeError, RecursionError):  # no home known, a command nested too deep
+    except (RuntimeError, RecursionError, OSError):  # no home, nested too deep, unreadable
         commands = []
     named: set[str] = set()
     for simple in commands:

@@ -136,15 +136,23 @@ class RunState:
     """The sampling temperature of the requests from now on, when a handler sets one
     (`agent/repeats.py`); None: the settings'."""
     cut_text: str = ""
-    """The text of the replies cut by the output limit right before the one being
-    judged, each answered "continue" (`CutOffReply` keeps it): the answer goes on from
-    there."""
+    """The text of the replies cut by the output limit in a row, each answered
+    "continue", up to the one of turn `cut_turn` (`continues`)."""
+    cut_turn: int = 0
+
+    def continues(self, cut: AssistantMessage) -> None:
+        """`cut`, this turn's reply, was cut by the output limit and the next goes on
+        from it (`CutOffReply`)."""
+        self.cut_text = (self.cut_text if self.cut_turn == self.turn - 1 else "") + cut.text
+        self.cut_turn = self.turn
 
     def answer(self, reply: AssistantMessage) -> str:
-        """The run's answer when `reply` ends it: the text of the cut replies it
-        continues, then its own. Every handler that ends a run on a reply answers this:
-        the last piece alone had been the answer."""
-        return self.cut_text + reply.text
+        """The run's answer when `reply`, this turn's, ends it: the text of the cut
+        replies in a row right before it, then its own (a turn between, as an empty
+        reply asked again, breaks the row). Every handler that ends a run on a reply
+        gives this: the last piece alone had been the answer."""
+        continued = self.cut_turn == self.turn - 1
+        return self.cut_text + reply.text if continued else reply.text
 
 
 class FinishHandler:

@@ -28,25 +28,17 @@ class CutOffReply(FinishHandler):
         self._limit = limit
         self._in_a_row = 0
         self._last_text: str | None = None
-        # The text of the cut replies in a row, up to the one of turn `_continued_turn`.
-        self._continued, self._continued_turn = "", 0
 
     async def begin(self, run: RunState) -> tuple[()]:
         self._in_a_row, self._last_text = 0, None
-        self._continued, self._continued_turn = "", 0
         return ()
 
     async def after_reply(self, reply: AssistantMessage, run: RunState) -> Decision | None:
-        # The answer a reply ends the run with goes on from the cut replies right before
-        # it (the turn before: one asked again in between, as an empty one, breaks it).
-        follows = self._continued_turn == run.turn - 1
-        run.cut_text = self._continued if follows else ""
-        cut = reply.stop_reason is StopReason.MAX_TOKENS
-        if cut and not reply.tool_calls:
-            self._continued, self._continued_turn = run.cut_text + reply.text, run.turn
-        if not cut:
+        if reply.stop_reason is not StopReason.MAX_TOKENS:
             self._in_a_row, self._last_text = 0, None
             return None
+        if not reply.tool_calls:  # the answer goes on from its text (`RunState.answer`)
+            run.continues(reply)
         stalled = bool(reply.tool_calls) or reply.text == self._last_text
         self._in_a_row = self._in_a_row + 1 if stalled else 0
         self._last_text = reply.text
