@@ -64,8 +64,8 @@ def test_a_change_after_the_runner_in_the_same_command_leaves_no_evidence(comman
 
 @pytest.mark.parametrize(
     "command",
-    ["pytest --version", "python -m pytest -V", "pytest --collect-only -q", "mypy --help",
-     "ls && cat pytest.ini", "pip install pytest"],
+    ["cargo test -- --list", "python -m pytest --version", "pytest --collect-only -q",
+     "mypy --help", "ls && cat pytest.ini", "pip install pytest"],
 )  # fmt: skip
 def test_a_command_that_runs_no_tests_is_no_evidence(command):
     assert evidence_of(command, 0, PASSED) is None

@@ -145,9 +145,10 @@ def looks_only(words: Sequence[str]) -> bool:
 
 
 # A runner asked for something other than a run: its version, its help, what it would
-# collect. Such a part only looks, but tells nothing of the tests.
+# collect. Such a part only looks, but tells nothing of the tests. (Not `-V`: ctest's
+# verbose run.)
 _NOT_A_RUN = re.compile(
-    r"\s(--version|-V|--help|-h|--collect-only|--co|--fixtures|--markers|--list\w*)(\s|=|$)"
+    r"\s(--version|--help|-h|--collect-only|--co|--fixtures|--markers|--list\w*)(\s|=|$)"
 )
 _PIPEFAIL = re.compile(r"^set\s+(-\w+\s+)*-\w*o\s*pipefail\b")
 _LOST_BY = {
