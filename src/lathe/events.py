@@ -203,6 +203,13 @@ class Evidence(BaseModel):
     command: str
     exit_code: int | None
 
+    def outcome(self) -> str:
+        """How the command ended, in words: `exited 1`, or that it is unclear (its exit
+        status need not be the runner's and its output gave no counts)."""
+        if self.exit_code is None:
+            return "ran with an unclear outcome"
+        return f"exited {self.exit_code}"
+
 
 class RunError(BaseModel):
     """What the provider failed with, for a program: the kind of failure, the HTTP

@@ -155,3 +155,16 @@ def test_a_filtered_reply_after_a_cut_one_keeps_the_whole_answer(tmp_path, fake_
         "provider_error",
         "".join(PARTS),
     )
+
+
+def test_the_closing_lines_say_an_unclear_outcome_in_words(tmp_path, fake_openai):
+    # They said "`...` exited None".
+    ws = _repo(tmp_path)
+    command = f"{VERIFY} >/dev/null 2>&1; echo finished"
+    fake_openai.enqueue(
+        Reply(calls=[BREAK]), Reply(calls=[Call("bash", {"command": command})]), Reply("Done.")
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "Fix add")
+    assert done.returncode == 0, done.stderr
+    assert "None" not in done.stderr
+    assert f"evidence: `{command}` ran with an unclear outcome after the last edit" in done.stderr

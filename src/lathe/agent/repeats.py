@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from lathe.tools.base import Tool
 
 _CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-_LEFT_TO_OTHERS = (StopReason.MAX_TOKENS, StopReason.UNREADABLE)
+_LEFT_TO_OTHERS = (StopReason.MAX_TOKENS, StopReason.UNREADABLE, StopReason.CONTENT_FILTER)
 
 
 def reply_signature(reply: AssistantMessage) -> str:

@@ -113,7 +113,7 @@ def _claim(result: ChildResult) -> str:
     if evidence is not None:
         return (
             f"Not verified by lathe: after its last change it ran `{evidence.command}`, "
-            f"which exited {evidence.exit_code}. Check its work before relying on it."
+            f"which {evidence.outcome()}. Check its work before relying on it."
         )
     return "Not verified: no check ran after its last change. Check its work before relying on it."
 

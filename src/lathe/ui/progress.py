@@ -164,7 +164,7 @@ class ProgressPrinter:
         (which `nested_repos` leave unknown)."""
         evidence = event.evidence
         if self._files_changed is not None and not self._files_changed() and not nested_repos:
-            ran = f"; `{evidence.command}` exited {evidence.exit_code}" if evidence else ""
+            ran = f"; `{evidence.command}` {evidence.outcome()}" if evidence else ""
             if self._written:  # an ignored `.env` it edited: not "no file was changed"
                 them = "it" if len(self._written) == 1 else "them"
                 self._line(
@@ -175,7 +175,7 @@ class ProgressPrinter:
                 self._line(f"  no file was changed{ran}")
         elif evidence:
             self._line(
-                f"  evidence: `{evidence.command}` exited {evidence.exit_code} "
+                f"  evidence: `{evidence.command}` {evidence.outcome()} "
                 "after the last edit (lathe ran no check of its own; use --verify)"
             )
         else:
