@@ -30,7 +30,7 @@ from lathe.exec.local import LocalExecutor
 from lathe.exec.terminal import visible_text
 from lathe.hooks.base import AgentHooks
 from lathe.policy.rules import covers_path_tool, names_tool
-from lathe.tools.base import ToolOutput, ToolRegistry
+from lathe.tools.base import Tool, ToolOutput, ToolRegistry
 
 if TYPE_CHECKING:
     from lathe.config.schema import HookCommand, HooksConfig
@@ -112,6 +112,12 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _names(hook: HookCommand, tool: str) -> bool:
+    """Whether `hook`'s `tools` name `tool` (exactly or as a glob, as `rules.names_tool`
+    matches), or are empty: every tool."""
+    return not hook.tools or any(names_tool(t, tool) for t in hook.tools)
+
+
 def _blocked(hook: HookCommand, result: HookRun) -> ToolOutput:
     """A call a pre_tool hook refused (exit 2, or no answer in time), with its reason for
     the model and the first line of it for the faces (`!! blocked` alone left the user
@@ -152,6 +158,7 @@ class CommandHooks(AgentHooks):
         self._executor = executor or hook_executor()
         self._warn = warn
         self._timed_out: list[HookCommand] = []  # pre_tool hooks warned of for a timeout
+        self._not_rewriting: list[tuple[HookCommand, str]] = []  # warned of, see `_guards`
 
     async def _run(
         self, kind: str, hook: HookCommand, event: dict[str, Any], instead: str
@@ -186,20 +193,30 @@ class CommandHooks(AgentHooks):
             )
         return reply
 
-    def _for_tool(self, hooks: list[HookCommand], tool: str) -> list[HookCommand]:
-        """The hooks whose `tools` govern `tool` as a rule's tool part would (a guard
-        as a deny rule): one for `edit` guards `write` too, one for `read` every tool
-        that names a path (a guard on `edit` had let `write gen/out.py` through)."""
-        found = self._tools().get(tool) if any(h.tools for h in hooks) else None
-        on_path = found is not None and found.path_argument is not None
-        changes_files = found is not None and not found.read_only
-
-        def governs(entry: str) -> bool:
-            if on_path:
-                return covers_path_tool(entry, tool, changes_files=changes_files, denies=True)
-            return names_tool(entry, tool)
-
-        return [h for h in hooks if not h.tools or any(governs(t) for t in h.tools)]
+    def _guards(self, tool: str) -> list[tuple[HookCommand, bool]]:
+        """The pre_tool hooks that guard `tool`, each with whether it may rewrite its
+        calls. A hook's `tools` cover `tool` as a deny rule's tool part would: one on
+        `edit` guards `write` too, one on `read` every tool that names a path (a guard on
+        `edit` had let `write gen/out.py` through). But it rewrites only the tools they
+        name: its arguments are those of another tool (a hook on `read` had turned
+        `write a.py` into `{"path": "other.py"}`, the content dropped)."""
+        found: Tool | None = None
+        guards = []
+        for hook in self._config.pre_tool:
+            if _names(hook, tool):
+                guards.append((hook, True))
+                continue
+            found = found or self._tools().get(tool)
+            if (
+                found is not None
+                and found.path_argument is not None
+                and any(
+                    covers_path_tool(t, tool, changes_files=not found.read_only, denies=True)
+                    for t in hook.tools
+                )
+            ):
+                guards.append((hook, False))
+        return guards
 
     def _tools(self) -> ToolRegistry:
         if self._registry is None:
@@ -222,8 +239,9 @@ class CommandHooks(AgentHooks):
         self, name: str, arguments: dict[str, Any]
     ) -> ToolOutput | dict[str, Any] | None:
         rewritten: dict[str, Any] | None = None
-        for hook in self._for_tool(self._config.pre_tool, name):
-            event = {"event": "pre_tool", "tool": name, "arguments": rewritten or arguments}
+        for hook, rewrites in self._guards(name):
+            current = arguments if rewritten is None else rewritten
+            event = {"event": "pre_tool", "tool": name, "arguments": current}
             result = await self._run("pre_tool", hook, event, f"the {name} call went on")
             if result.exit_code is None and hook not in self._timed_out:
                 # Said once: it refuses each call it guards while it runs out of time, and
@@ -237,15 +255,26 @@ class CommandHooks(AgentHooks):
             if result.exit_code is None or result.exit_code == 2:
                 return _blocked(hook, result)
             reply = self._reply(hook, result, "arguments", "the call went on as the model made it")
-            if reply and isinstance(reply.get("arguments"), dict):
+            if not reply or not isinstance(reply.get("arguments"), dict):
+                continue
+            if rewrites:
                 rewritten = reply["arguments"]
+            elif reply["arguments"] != current and (hook, name) not in self._not_rewriting:
+                # Said once: the hook may answer so for every call of the tool.
+                self._not_rewriting.append((hook, name))
+                self._warn(
+                    f"the pre_tool hook `{hook.command}` rewrote a {name} call; its tools "
+                    f"({', '.join(hook.tools)}) let it block {name} calls, as a deny rule's "
+                    f"would, but rewrite only the tools they name, so its rewrites of {name} "
+                    "calls are ignored"
+                )
         return rewritten if rewritten is not None and rewritten != arguments else None
 
     async def after_tool(
         self, name: str, arguments: dict[str, Any], output: ToolOutput
     ) -> ToolOutput:
         instead = f"the {name} result went to the model as it was"
-        for hook in self._for_tool(self._config.post_tool, name):
+        for hook in (h for h in self._config.post_tool if _names(h, name)):
             event = {
                 "event": "post_tool", "tool": name, "arguments": arguments,
                 "content": output.content, "is_error": output.is_error,
