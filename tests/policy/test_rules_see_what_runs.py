@@ -106,6 +106,19 @@ def test_a_deny_rule_holds_for_a_command_a_script_on_disk_names(
     assert policy.decide("bash", {"command": command}).action == "ask"
 
 
+@pytest.mark.parametrize(
+    "line", ["echo push | xargs git", "xargs git < args.txt", 'git "$ACTION" origin main']
+)
+def test_a_script_on_disk_naming_the_program_is_held_to_what_its_words_may_be(
+    tmp_path: Path, line: str
+) -> None:
+    # Words known only at run time after the program it names may be the rule's: the
+    # same line in a file had passed where it was refused on the command line.
+    (tmp_path / "e.sh").write_text(line + "\n")
+    policy = _policy(tmp_path, deny=["bash(git push:*)"])
+    assert policy.decide("bash", {"command": "sh e.sh"}).action == "deny"
+
+
 def test_a_script_on_disk_is_held_to_the_commands_it_names_not_those_it_may_run(
     tmp_path: Path,
 ) -> None:

@@ -159,9 +159,9 @@ def matches_rule(
     any words after its own (`echo push | xargs git` may be `git push`). Such a rule
     also holds through the wrappers a command was run by, named by their program alone:
     `strace:*` and `env:*` cover `strace ls` and `env -S ls`. With `named` as well, the
-    words that decide the match must be known: a word known only at run time (or what
-    xargs feeds) matches nothing, as for a script on disk whose `"$RUNNER" -q` may be
-    anything and would otherwise match every rule.
+    program must be named: one known only at run time matches nothing, as for a script
+    on disk whose `"$RUNNER" -q` may be anything and would otherwise match every rule;
+    the words after a named program may still be anything (`xargs git`, `git "$A"`).
     """
     prefix = rule_pattern.endswith(":*")
     try:
@@ -179,7 +179,7 @@ def matches_rule(
         spellings = [privileged + words, privileged + canonical, canonical]
         runners = [v.split()[0] for v in command.via]
         spellings += [runners[i:] + words for i in range(len(runners))]
-        return any(_may_be(s, wanted, prefix=prefix, unknown=not named) for s in spellings)
+        return any(_may_be(s, wanted, prefix=prefix, unknown_program=not named) for s in spellings)
     if not command.resolved or any(_RISKY_ENV.fullmatch(n) for n in command.assigned):
         return False
     subject = privileged + [w.value for w in command.words if w.value is not None]
@@ -189,22 +189,26 @@ def matches_rule(
 
 
 def _may_be(
-    subject: list[str | None], wanted: list[str], *, prefix: bool, unknown: bool = True
+    subject: list[str | None],
+    wanted: list[str],
+    *,
+    prefix: bool,
+    unknown_program: bool = True,
 ) -> bool:
     """Whether words of which None ones are unknown may be `wanted` (`prefix`: begin
-    with it). An unknown word may stand for several, so from it on anything may follow
-    (`unknown`; when False it is none of the words wanted)."""
+    with it). An unknown word may stand for several, so from it on anything may follow;
+    an unknown first word, the program, may be none of them (`unknown_program` False)."""
     for index, want in enumerate(wanted):
         if index >= len(subject):
             return False
         if subject[index] is None:
-            return unknown
+            return unknown_program or index > 0
         if subject[index] != want:
             return False
     if prefix:
         return True
     rest = subject[len(wanted) :]
-    return not rest or (unknown and rest == [None])
+    return not rest or rest == [None]
 
 
 # git's options that come before the subcommand, with (True) or without a value.
