@@ -116,7 +116,8 @@ VARIANTS = [
     "find ~ -type f -exec truncate -s0 {} +",
     "cat <<'EOF' > ~/.bashrc\nalias ls='rm -rf ~'\nEOF",
     "ln -s ~ ./h; rm -rf h/",
-    "ln -s ~ /tmp/h && rm -rf /tmp/h/",
+    # (a name no one else uses: where /tmp/h is a folder, the link goes inside it)
+    "ln -s ~ /tmp/lathe-guard-test-h && rm -rf /tmp/lathe-guard-test-h/",
     "ln -s ~/.bashrc rc; echo x >> rc",
     "rm -rf /tmp/*",
     "rm -rf /tmp",
