@@ -26,9 +26,10 @@ from lathe.batch.task_run import RunSettings, TaskResult
 from lathe.batch.tasks import BatchTask, list_hash, list_hashes
 from lathe.errors import UsageError
 
-# The settings that change what a task's result means, with the option that sets each.
+# The settings that change what a task's result means, with the option that sets each;
+# the base URL does too, compared apart since the manifest holds it masked
+# (`_base_url_change`).
 RESULT_SETTINGS = {
-    "base_url": "--base-url",
     "max_turns": "--max-turns",
     "attempts": "--attempts",
     "max_cost": "--max-cost",
@@ -228,8 +229,6 @@ def _changed_settings(earlier: dict[str, Any], settings: RunSettings) -> list[st
     now = asdict(settings)
     changes = []
     for key, option in RESULT_SETTINGS.items():
-        if key == "base_url":
-            continue
         if key in earlier and _shown(key, earlier[key]) != _shown(key, now[key]):
             changes.append(f"{option} {_shown(key, now[key])} (it was {_shown(key, earlier[key])})")
     return changes
