@@ -101,16 +101,24 @@ class HookChain(AgentHooks):
         twice), nor about those it made itself (a rewriting hook ran three times, once
         more for each chain nested in this one, on its own result)."""
         rewritten = False
-        judged: list[set[str]] = [set() for _ in self._hooks]
+        # Each hook's keys of the arguments it was asked about, kept from the first
+        # rewrite on: until then each is asked once about the model's arguments, and
+        # encoding them for every hook cost 30 ms on an 840 KB write.
+        judged: list[set[str]] = []
+        key = ""  # the arguments' key, once there are keys to compare
         for _ in range(_MAX_REWRITES + 1):
-            for hook, seen in zip(self._hooks, judged, strict=True):
-                if _key(arguments) in seen:
-                    continue
-                seen.add(_key(arguments))
+            for index, hook in enumerate(self._hooks):
+                if judged:
+                    if key in judged[index]:
+                        continue
+                    judged[index].add(key)
                 verdict = await hook.before_tool(name, arguments)
                 if isinstance(verdict, dict):
-                    arguments, rewritten = verdict, True
-                    seen.add(_key(arguments))
+                    if not judged:  # those asked so far were asked about the model's
+                        first = _key(arguments)
+                        judged = [{first} if i <= index else set() for i in range(len(self._hooks))]
+                    arguments, rewritten, key = verdict, True, _key(verdict)
+                    judged[index].add(key)
                     break
                 if verdict is not None:
                     return verdict
