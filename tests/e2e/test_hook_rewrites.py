@@ -106,3 +106,46 @@ def test_a_rewrite_is_judged_by_the_gate_through_the_nested_chains(tmp_path, fak
     assert told["content"].startswith("Denied") or "denied" in told["content"].lower(), told
     [line] = progress_lines(result.stderr, "bash")
     assert "!!" in line, line
+
+
+def _finished_summary(stdout: str) -> str:
+    [finished] = [e for e in map(json.loads, stdout.splitlines()) if e["type"] == "tool_finished"]
+    return finished["summary"]
+
+
+def test_a_long_rewritten_call_still_says_a_hook_rewrote_it(tmp_path, fake_openai) -> None:
+    # The 120-character cut took the end of the summary: `(a hook rewrote it to: gen/…`
+    # with no closing parenthesis, or nothing of it at all.
+    far = "/".join(["deeply_nested_folder"] * 4) + "/a_file_with_a_long_name.py"
+    redirect = f"""echo '{{"arguments": {{"path": "{far}", "content": "x"}}}}'"""
+    fake_openai.enqueue(Reply(calls=[Call("write", {"path": "a.py", "content": "x"})]), Reply("ok"))
+
+    ws, result = run_with_hooks(tmp_path, fake_openai, pre_tool_hook(redirect, ["write"]), "--json")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (ws / far).is_file()
+    summary = _finished_summary(result.stdout)
+    assert len(summary) <= 120 and summary.startswith("created"), summary
+    assert "(a hook rewrote it to: deeply_nested_folder/" in summary, summary
+    assert summary.endswith("…)"), summary
+
+
+def test_a_long_outcome_keeps_the_word_that_a_hook_rewrote_the_call(tmp_path, fake_openai) -> None:
+    # The key argument (the path) unchanged: the summary ends `(a hook rewrote its
+    # arguments)`, after an error naming the long path.
+    far = "/".join(["deeply_nested_folder"] * 5)
+    (tmp_path / "ws" / far).mkdir(parents=True)
+    new_content = (
+        """python3 -c 'import json,sys; a=json.load(sys.stdin)["arguments"]; """
+        """a["content"]="y"; print(json.dumps({"arguments": a}))'"""
+    )
+    fake_openai.enqueue(Reply(calls=[Call("write", {"path": far, "content": "x"})]), Reply("ok"))
+
+    _, result = run_with_hooks(
+        tmp_path, fake_openai, pre_tool_hook(new_content, ["write"]), "--json"
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = _finished_summary(result.stdout)
+    assert len(summary) <= 120 and summary.startswith(far[:40]), summary
+    assert summary.endswith("… (a hook rewrote its arguments)"), summary

@@ -192,8 +192,13 @@ def _as_rewritten(
         f"[A hook changed this call's arguments before it ran, so this is the result of "
         f"{what}{without}, not of the call you sent.]"
     )
-    outcome = output.summary or _first_line(output.content)
-    rewrote = f"a hook rewrote it to: {shown}" if shown else "a hook rewrote its arguments"
+    # Its outcome and `shown` are cut to fit one summary, never the words saying a hook
+    # rewrote it: the cut to `_SUMMARY_MAX` had taken them, the parenthesis with them.
+    outcome, shown = _first_line(output.summary or output.content), _first_line(shown)
+    rewrote = "a hook rewrote it to: " if shown else "a hook rewrote its arguments"
+    room = _SUMMARY_MAX - len(rewrote) - len(" ()")
+    outcome = _clipped(outcome, max(room - len(shown), _OUTCOME_KEPT))
+    rewrote += _clipped(shown, room - len(outcome) if outcome else _SUMMARY_MAX - len(rewrote))
     return replace(
         output,
         content=f"{note}\n{output.content}",
@@ -203,6 +208,11 @@ def _as_rewritten(
 
 
 _REWRITE_SHOWN = 2_000  # characters of the rewritten arguments the model is shown
+_OUTCOME_KEPT = 40  # characters of a rewritten call's outcome kept beside a long key argument
+
+
+def _clipped(text: str, most: int) -> str:
+    return text if len(text) <= most else f"{text[: most - 1]}…"
 
 
 def _with_refusal_hint(
@@ -308,7 +318,10 @@ def _first_line(text: str) -> str:
 
     text = visible_text(text.strip())
     line = text.splitlines()[0] if text else ""
-    return line[:120]
+    return line[:_SUMMARY_MAX]
+
+
+_SUMMARY_MAX = 120  # characters of a summary
 
 
 def refused_results(
