@@ -7,7 +7,8 @@ holds its owner lock (`worktree.owner_file`) while it lives and the kernel drops
 it dies, so a later run in the workspace tells the folders whose lathe has ended
 (`worktree.claim_orphans`) from those of one still at work; `save_orphans` keeps each
 one's changes as `patches/<id>.patch`, never applied (the user decides), and removes
-the folder, or keeps it when its changes cannot be read back.
+the folder, or leaves it to the user when its changes cannot be read back
+(`worktree.keep_for_user`: said once, not on every run).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from pathlib import Path
 
 from lathe.errors import LatheError
 from lathe.home import private_folder
-from lathe.subagents.worktree import child_changes, claim_orphans, remove_worktree
+from lathe.subagents.worktree import (
+    child_changes,
+    claim_orphans,
+    keep_for_user,
+    remove_worktree,
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ def save_orphans(workspace: Path, home: Path, patches: Path) -> list[Orphan]:
             why = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             saved.append(Orphan(name, tree.path, kept=why))
             saved += save_orphans(tree.path, home, patches)
-            tree.owner.release()
+            keep_for_user(tree)  # told once: later runs leave it to the user
             continue
         saved.append(Orphan(name, tree.path, patch_file, changes.left_behind))
         saved += save_orphans(tree.path, home, patches)  # while its folder, their source, is there

@@ -10,7 +10,9 @@ that state, so the child's changes are exactly the difference from `base`. Nothi
 written into the user's `.git`: no worktree metadata, no refs, no config. Creations for
 one workspace are serialised by a lock. While a folder is its own, the lathe that made
 it holds a lock beside it (`owner_file`, recording `base`): a later run tells a folder
-a killed lathe left by that lock, free (`claim_orphans`, `subagents/orphans.py`).
+a killed lathe left by that lock, free (`claim_orphans`, `subagents/orphans.py`). A
+folder left to the user (its changes could not be read back) is marked so
+(`keep_for_user`), its lock dropped: later runs leave it alone.
 
 `child_changes` is that difference, as files with line counts and as a binary git
 patch; `apply_patch` lands it in the parent's workspace only when all of it applies
@@ -122,6 +124,22 @@ def owner_file(path: Path) -> Path:
     return path.with_name(f"{path.name}.lock")
 
 
+def kept_file(path: Path) -> Path:
+    """The marker beside a child's folder left to the user (`keep_for_user`)."""
+    return path.with_name(f"{path.name}.kept")
+
+
+def keep_for_user(tree: Worktree) -> None:
+    """Leave the child's folder to the user, who was told to copy from it and delete it:
+    marked kept, which `claim_orphans` honours, and its owner lock dropped (held, it
+    leaked in a long-lived lathe, and once it was gone the next run took the folder for
+    a killed lathe's: "cut off ... (killed?)", and removed it once it could save it)."""
+    kept_file(tree.path).write_text(f"{tree.base}\n", encoding="utf-8")
+    if tree.owner is not None:  # marked first: a sweep that takes the lock sees the mark
+        owner_file(tree.path).unlink(missing_ok=True)
+        tree.owner.release()
+
+
 def _owner_record(base: str) -> str:
     return f"{os.getpid()}\n{base}\n"
 
@@ -130,8 +148,10 @@ def claim_orphans(workspace: Path, home: Path) -> list[Worktree]:
     """The children's folders of `workspace` whose lathe ended without removing them (a
     kill -9), each now owned by this process for the caller to save and remove
     (`remove_worktree`); never one whose lathe still runs (it holds the folder's owner
-    lock). What holds no child's work is removed here: a folder left half made, an
-    owner lock whose folder is gone."""
+    lock), nor one left to the user (`keep_for_user`), nor any while another lathe
+    makes a folder: this run's start does not wait for a copy of the workspace, and a
+    later one finds them. What holds no child's work is removed here: a folder left
+    half made, an owner lock or a kept mark whose folder is gone."""
     root = worktrees_root(workspace.resolve(), home)
     try:
         left = [entry for entry in root.iterdir() if not entry.name.startswith(".")]
@@ -141,10 +161,16 @@ def claim_orphans(workspace: Path, home: Path) -> list[Worktree]:
         return []
     claimed = []
     creating = FileLock(root / ".create.lock")  # no folder is half made by a live lathe now
-    creating.acquire(record="saving what a killed lathe's children left\n")
+    if creating.try_acquire(record="saving what a killed lathe's children left\n") is not None:
+        creating.release()
+        return []
     try:
-        names = {entry.name.removesuffix(".lock") for entry in root.iterdir()}
+        names = {entry.name.removesuffix(".lock").removesuffix(".kept") for entry in root.iterdir()}
         for name in sorted(n for n in names if not n.startswith(".")):
+            if kept_file(root / name).exists():
+                if not (root / name).is_dir():  # the user is done with it
+                    kept_file(root / name).unlink(missing_ok=True)
+                continue
             found = _orphan(root / name, workspace)
             if found is not None:
                 claimed.append(found)
@@ -168,6 +194,10 @@ def _orphan(folder: Path, workspace: Path) -> Worktree | None:
     # Its record kept whole: killed while saving this one, the next run finds it again.
     if owner.try_acquire(record=_owner_record(base or "")) is not None:
         owner.release()  # its lathe runs: not ours to wait for
+        return None
+    if kept_file(folder).exists():  # left to the user since we looked: its lock file went
+        lock_file.unlink(missing_ok=True)
+        owner.release()
         return None
     if base is None or not folder.is_dir():  # nothing of a child's: gone, or half made
         shutil.rmtree(folder, ignore_errors=True)

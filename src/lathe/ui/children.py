@@ -56,6 +56,7 @@ from lathe.subagents.worktree import (
     apply_patch,
     child_changes,
     create_worktree,
+    keep_for_user,
     remove_worktree,
 )
 from lathe.tools.base import Tool, ToolRegistry
@@ -397,14 +398,16 @@ class _Child:
         session closes. A second Ctrl-C does not cut this short: it cut the wait for the
         save, and the worktree went while the patch was still being written. Should the
         save itself be stopped (the loop shutting down) or fail, or the changes not be
-        read back at all (`keep_folder`), the worktree stays, with the work in it."""
+        read back at all (`keep_folder`), the worktree stays, with the work in it, left to
+        the user (`keep_for_user`): no later run takes it for a killed lathe's."""
         if saving is not None:
             try:
                 await saving
             except Exception:  # not known to be saved: the work stays where it is
                 self.keep_folder = True
-        if self.tree is not None and not self.keep_folder:
-            await asyncio.to_thread(remove_worktree, self.tree)
+        if self.tree is not None:
+            done = keep_for_user if self.keep_folder else remove_worktree
+            await asyncio.to_thread(done, self.tree)
         assert self.session is not None
         self.session.close()
 
