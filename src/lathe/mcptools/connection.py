@@ -404,16 +404,17 @@ class McpConnection:
         await self._end_task()
 
     def _valid_tools(self, result: dict[str, Any]) -> list[Any]:
-        """The tools of a `tools/list` answer the SDK accepts, judged one at a time as
-        it judges a whole answer (the negotiated version's schema, then its `Tool`);
-        each left out is noted, naming it and what is wrong. An answer wrong besides
-        its tools is left whole, for the SDK to refuse."""
+        """The tools of a `tools/list` answer the SDK accepts, judged as it judges a
+        whole answer (the negotiated version's schema, then its `Tool`): the whole answer
+        once, and only when that fails each tool alone, to leave out those wrong; each
+        left out is noted, naming it and what is wrong. An answer wrong besides its
+        tools is left whole, for the SDK to refuse."""
         from mcp.types import Tool, methods
         from pydantic import ValidationError
 
         version = self.protocol or "2025-11-25"  # the SDK's own fallback
 
-        def problem(tool: Any, answer: dict[str, Any]) -> str | None:
+        def problem(answer: dict[str, Any]) -> str | None:
             try:
                 with contextlib.suppress(KeyError):  # no schema for this version
                     methods.validate_server_result("tools/list", version, answer)
@@ -422,17 +423,18 @@ class McpConnection:
             except ValueError:  # a version the schemas do not know: the SDK judges
                 return None
             try:
-                if tool is not None:
+                for tool in answer["tools"]:
                     Tool.model_validate(tool, by_name=False)
             except ValidationError as exc:
                 return _field_problem(exc)
             return None
 
-        if problem(None, {**result, "tools": []}) is not None:
+        # One tool at a time cost twice the whole answer's check, on the event loop.
+        if problem(result) is None or problem({**result, "tools": []}) is not None:
             return result["tools"]
         kept = []
         for index, tool in enumerate(result["tools"]):
-            wrong = problem(tool, {**result, "tools": [tool]})
+            wrong = problem({**result, "tools": [tool]})
             if wrong is None:
                 kept.append(tool)
                 continue
