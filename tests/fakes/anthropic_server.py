@@ -101,6 +101,8 @@ class Reply:
     stall_after: int | None = None
     stall_s: float = 0.0
     trickle_s: float = 0.0
+    # The stream's Content-Type; None: none sent (a proxy that drops or rewrites it).
+    content_type: str | None = "text/event-stream"
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,8 @@ class _AnthropicHandler(_Handler):
 
     def _send_events(self, reply: Reply, request: dict[str, Any]) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        if reply.content_type is not None:
+            self.send_header("Content-Type", reply.content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()

@@ -93,6 +93,7 @@ from lathe.llm.http_stream import (
     content_type,
     is_event_stream,
     is_json,
+    sniffed,
     without_query,
 )
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, TotalTimeExceeded, within_total
@@ -188,13 +189,15 @@ class AnthropicProvider:
             raw = await create(**self._params(request))
         reply = _Reply(self._model)
         reply.sent_bytes = int(raw.http_request.headers.get("content-length") or 0)
-        if not is_event_stream(raw.http_response):
-            for event in await _whole_reply(raw.http_response, self._ctx):
+        response = await sniffed(raw.http_response)  # closing it closes the one sent
+        if not is_event_stream(response):
+            for event in await _whole_reply(response, self._ctx):
                 for delta in reply.feed(event):
                     yield delta
             yield Completed(reply.finish(self._ctx.base_url))
             return
-        events = await raw.parse(to=anthropic.AsyncStream[object])
+        # Over `response`, which may be a stream the content type did not say was one.
+        events = anthropic.AsyncStream(cast_to=object, response=response, client=self._client.get())
         try:
             async for event in events:
                 for delta in reply.feed(event):

@@ -226,6 +226,56 @@ async def body_start(response: Any, limit: int = 4096) -> bytes:
     return start[:limit]
 
 
+# How a body of server-sent events may start: a field, or a comment (a keep-alive).
+_EVENTS_START = (b"data:", b"event:", b"id:", b":")
+
+
+async def sniffed(response: Any) -> Any:
+    """`response` as it is when its content type says JSON or server-sent events, else
+    one that gives its whole body from the start, read here as far as needed to tell
+    whether it starts as a stream of events does (`data:`, `event:`, `id:` or a `:`
+    comment, after any whitespace): such a body is labelled `text/event-stream`,
+    whatever its content type said (a proxy may drop it, or send `text/plain` or
+    `application/octet-stream`). Anything else keeps its headers, for `not_a_reply`.
+    Closing the response returned closes `response`."""
+    import httpx2
+
+    if is_json(response) or is_event_stream(response):
+        return response
+    chunks = response.aiter_bytes()
+    start = b""
+    async for data in chunks:  # left unfinished: the replay goes on from here
+        start += data
+        if len(start.lstrip()) >= max(map(len, _EVENTS_START)):
+            break
+    kept = {"content-encoding", "content-length"}  # the body given is decoded already
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in kept]
+    if start.lstrip().startswith(_EVENTS_START):
+        headers = [(k, v) for k, v in headers if k.lower() != "content-type"]
+        headers.append(("content-type", "text/event-stream"))
+
+    class Replay(httpx2.AsyncByteStream):
+        """The body, its start read already: the start, then the rest."""
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            if start:
+                yield start
+            async for data in chunks:
+                yield data
+
+        async def aclose(self) -> None:
+            await chunks.aclose()
+            await response.aclose()
+
+    return httpx2.Response(
+        response.status_code,
+        headers=headers,
+        stream=Replay(),
+        request=response.request,
+        extensions=response.extensions,
+    )
+
+
 def json_bytes(value: object) -> bytes:
     """`value` as the compact UTF-8 JSON a request body is sent as."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

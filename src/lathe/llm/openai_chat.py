@@ -86,6 +86,7 @@ from lathe.llm.http_stream import (
     json_events,
     new_client,
     post_streaming,
+    sniffed,
 )
 from lathe.llm.timeouts import DEFAULT_TIMEOUTS, Timeouts, within_total
 from lathe.types import (
@@ -178,6 +179,7 @@ class OpenAIChatProvider:
             response, sent = await self._open(request)
             reply.sent_bytes = sent
             try:
+                response = await sniffed(response)  # closing it closes the one sent
                 if is_json(response):
                     chunk = _completion_as_chunk(await response.aread(), response, self._ctx)
                     for event in reply.feed(chunk):
