@@ -92,9 +92,11 @@ class ContextManager:
             _uncounted
         )
         """Called with each summary request, its reply, its latency (ms) and its retries:
-        the agent running a task sets it to report the request (`model_request`) and
-        count it in the run's usage and cost, which the budgets judge (the summaries had
-        been left out: two priced at $4.50 in a run that said $0.10)."""
+        the agent given this manager sets it when it is made, to report the request
+        (`model_request`) and count it in its usage, and in the run's usage and cost,
+        which the budgets judge, when one is going (the summaries had been left out: two
+        priced at $4.50 in a run that said $0.10; a `/compact` before an agent's first
+        run, in none)."""
         self._lowered_output = False  # the last shrink only asked for less output
 
     def output_tokens(self, wanted: int | None) -> int | None:
@@ -374,8 +376,8 @@ _MECHANICAL_CHARS = 12_000
 
 
 def _uncounted(*_: object) -> None:
-    """What a summary request is reported to before any run set `on_reply` (a manager
-    used alone); after one, `/compact` between runs reports to the last run's."""
+    """What a summary request is reported to by a manager no agent was given (one used
+    alone)."""
 
 
 def _union(sets: Sequence[frozenset[str]]) -> frozenset[str]:

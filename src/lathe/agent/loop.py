@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -145,6 +144,9 @@ class Agent:
         self.usage = Usage()
         self.handlers: list[FinishHandler] = []
         self._request_view = RequestView()  # used when no context manager prunes
+        self._running: tuple[RunState, RunSpending] | None = None  # the run going on
+        if deps.context:  # a summary request is the agent's, made in a run or not
+            deps.context.on_reply = self._counted
         self._call_ids = {
             call.id
             for message in self.messages
@@ -178,7 +180,10 @@ class Agent:
         """The run, start and stop hooks included: the time limit holds over them too
         (a session_start hook or an MCP server's start-up that hangs, a stop hook that
         takes its time), so a run given N seconds ends within them."""
-        return await self._run(user_input)
+        try:
+            return await self._run(user_input)
+        finally:
+            self._running = None  # a summary asked for after it is no spend of this run
 
     async def _run(self, user_input: str) -> RunFinished:
         if self.deps.finish is None:  # built per run, from the deps as they are now
@@ -191,8 +196,7 @@ class Agent:
         run = RunState(emit=self.emit, new_conversation=not self.messages, spent=spend)
         runner = ToolRunner(self.deps, self.emit)
         hooks = self.deps.hooks
-        if self.deps.context:  # a compaction's summary requests are the run's too
-            self.deps.context.on_reply = functools.partial(self._counted, run, spend)
+        self._running = (run, spend)  # a compaction's summary requests are the run's too
         # The task is recorded before anything runs, so a crash or a deadline during a
         # start hook or a handler's start (the baseline check) leaves a session that
         # `--continue` can pick up.
@@ -426,28 +430,27 @@ class Agent:
                 case llm.Completed(message=message):
                     latency_ms = (time.monotonic() - started) * 1000
                     first_ms = (first_token - started) * 1000 if first_token else None
-                    self._counted(run, spend, request, message, latency_ms, retries, first_ms)
+                    self._counted(request, message, latency_ms, retries, first_ms)
                     return message
         raise ProviderError("the provider's stream ended without a reply")
 
     def _counted(
         self,
-        run: RunState,
-        spend: RunSpending,
         request: llm.ModelRequest,
         message: AssistantMessage,
         latency_ms: float,
         retries: int,
         first_token_ms: float | None = None,
     ) -> None:
-        """A model reply of the run, a turn's or a compaction summary's: reported
-        (`model_request`) and counted in the run's usage and cost, which the budgets
-        judge."""
+        """A model reply, a turn's or a compaction summary's: reported (`model_request`)
+        and counted in the agent's usage; during a run, in the run's usage and cost too,
+        which its budgets judge. A summary asked for outside a run (before the first
+        run or between two) has no run's budget and no turn (0)."""
         price = self.deps.settings.price
         cost = price(message.usage) if price else None
         self.emit(
             ModelRequestFinished(
-                turn=run.turn,
+                turn=self._running[0].turn if self._running else 0,
                 model=message.model or self.deps.provider.model,
                 parameters={
                     "max_output_tokens": request.max_output_tokens,
@@ -464,5 +467,7 @@ class Agent:
             )
         )
         self.usage = self.usage + message.usage
-        spend.usage = spend.usage + message.usage
-        spend.cost_usd += cost or 0.0
+        if self._running:
+            spend = self._running[1]
+            spend.usage = spend.usage + message.usage
+            spend.cost_usd += cost or 0.0
