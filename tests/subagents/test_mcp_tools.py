@@ -196,3 +196,31 @@ def test_children_share_the_parents_server_and_its_tools_stay_deferred(tmp_path,
     told = _results(result.stdout)
     assert not told["call_A"]["is_error"] and not told["call_B"]["is_error"]
     assert_server_gone(tmp_path)
+
+
+@pytest.mark.parametrize("outer_has", ["", ", mcp__fk__add"])
+def test_a_grandchild_naming_an_mcp_tool_its_parents_profile_leaves_out_is_told_so(
+    tmp_path, fake_openai, outer_has
+):
+    # The server started fine; the child's own allow list left mcp__fk__echo out. The
+    # refusal said fk's tools "could not be listed in this run (it did not start...)",
+    # or that fk "offers only mcp__fk__add".
+    ws = _project(tmp_path)
+    user_config(tmp_path, {"fk": stdio_server(tmp_path)})
+    _profile(ws, "outer", f"read, edit, task{outer_has}")
+    _profile(ws, "inner", "read, mcp__fk__echo")
+    fake_openai.responder = Script(
+        parent=[Reply(calls=[_task("o", "[child O] delegate", agent="outer")]), Reply("done")],
+        children={"[child O]": [Reply(calls=[_task("i", "[child I] echo", agent="inner")]),
+                                Reply("could not")],
+                  "[child I]": [Reply("never")]},
+    )  # fmt: skip
+
+    result = _run(fake_openai, tmp_path, ws, "--approval", "full")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [refused] = tool_results(_bodies_of(fake_openai, "[child O]")[1])
+    assert "mcp__fk__echo" in refused and "allow list" in refused, refused
+    assert "outer" in refused and "could not be listed" not in refused, refused
+    assert "offers only" not in refused, refused
+    assert _bodies_of(fake_openai, "[child I]") == []

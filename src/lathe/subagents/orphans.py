@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lathe.errors import LatheError
 from lathe.home import private_folder
+from lathe.subagents.result import one_line
 from lathe.subagents.worktree import (
     child_changes,
     claim_orphans,
@@ -56,8 +57,7 @@ def save_orphans(workspace: Path, home: Path, patches: Path) -> list[Orphan]:
                 patch_file = private_folder(patches) / f"{name}.patch"
                 patch_file.write_bytes(changes.patch)
         except (LatheError, OSError) as exc:  # its folder still holds the work: kept
-            why = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-            saved.append(Orphan(name, tree.path, kept=why))
+            saved.append(Orphan(name, tree.path, kept=one_line(str(exc))))
             saved += save_orphans(tree.path, home, patches)
             keep_for_user(tree)  # told once: later runs leave it to the user
             continue

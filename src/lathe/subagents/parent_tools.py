@@ -13,8 +13,9 @@ works where it was started: what it changes, it changes for the user's workspace
 the child's copy (no patch carries it).
 
 An MCP tool a profile names that the parent lacks (no such server, not trusted,
-disabled, not listed, no such tool) refuses the task call (`lacking_mcp_tools` says
-which and why): the child would have run without it and ended `completed`. It is
+disabled, left out by the allow list of a profile above, not listed, no such tool)
+refuses the task call (`lacking_mcp_tools` says which and why): the child would have
+run without it and ended `completed`. It is
 judged when the call comes, not when the profile is read: whether a server's tool
 exists is known only to a run that listed the servers, and a user's profile serves
 projects with other servers.
@@ -33,17 +34,30 @@ from lathe.tools.base import Tool, ToolRegistry
 
 @dataclass(frozen=True)
 class Allowed:
-    """The allow lists bounding a child: a tool is allowed when every list names it
-    (exactly or by a glob). No list: every tool."""
+    """The allow lists bounding a child, each of the profile named beside it in
+    `profiles`: a tool is allowed when every list names it (exactly or by a glob). No
+    list: every tool."""
 
     lists: tuple[tuple[str, ...], ...] = ()
+    profiles: tuple[str, ...] = ()
 
     def __contains__(self, tool: str) -> bool:
-        return all(any(names_tool(name, tool) for name in names) for names in self.lists)
+        return not self.leaving_out(tool)
 
-    def within(self, names: tuple[str, ...] | None) -> Allowed:
-        """These bounds and a profile's `tools` (None: the profile bounds nothing)."""
-        return self if names is None else Allowed((*self.lists, names))
+    def leaving_out(self, tool: str) -> list[str]:
+        """The profiles whose allow list does not name `tool`."""
+        return [
+            profile
+            for profile, names in zip(self.profiles, self.lists, strict=True)
+            if not any(names_tool(name, tool) for name in names)
+        ]
+
+    def within(self, names: tuple[str, ...] | None, profile: str) -> Allowed:
+        """These bounds and the `tools` of the profile named `profile` (None: it bounds
+        nothing)."""
+        if names is None:
+            return self
+        return Allowed((*self.lists, names), (*self.profiles, profile))
 
 
 def shared_mcp_tools(parent: ToolRegistry) -> list[Tool]:
@@ -75,18 +89,21 @@ def register_shared(
         registry.register(ToolSearchTool(server_tools, budget_tokens=budget))
 
 
-def lacking_mcp_tools(named: Iterable[str], tools: ToolRegistry, servers: Any) -> list[str]:
-    """Each MCP tool (or glob) of `named` that matches none of `tools` (the parent's),
-    with why: `servers` is the run's `DeclaredServers` (None: none declared)."""
+def lacking_mcp_tools(
+    named: Iterable[str], tools: ToolRegistry, servers: Any, allowed: Allowed
+) -> list[str]:
+    """Each MCP tool (or glob) of `named` that matches none of `tools` (the parent's,
+    within `allowed`, the allow lists above it), with why: `servers` is the run's
+    `DeclaredServers` (None: none declared)."""
     have = tools.names()
     lacking = []
     for name in named:
         if name.lower().startswith("mcp__") and not any(names_tool(name, t) for t in have):
-            lacking.append(f"{name} ({_why_lacking(name, tools, servers)})")
+            lacking.append(f"{name} ({_why_lacking(name, tools, servers, allowed)})")
     return lacking
 
 
-def _why_lacking(name: str, tools: ToolRegistry, servers: Any) -> str:
+def _why_lacking(name: str, tools: ToolRegistry, servers: Any, allowed: Allowed) -> str:
     from lathe.mcptools.tools import McpTool
 
     entries = list(servers.entries) if servers is not None else []
@@ -113,6 +130,12 @@ def _why_lacking(name: str, tools: ToolRegistry, servers: Any) -> str:
         )
     if not entry.config.enabled:
         return f"the MCP server {entry.name} is disabled (enabled = false)"
+    above = allowed.leaving_out(name)
+    if above:  # the server may well have it: the parent has only what its profile allows
+        return (
+            f"the allow list (tools:) of the profile {', '.join(above)} above it leaves "
+            "it out: a subagent has only the tools the profiles above it allow"
+        )
     of_server = [
         tool.name
         for tool in (tools.get(n) for n in tools.names())

@@ -134,13 +134,22 @@ def _changes(result: ChildResult) -> list[str]:
 def _left_behind(paths: tuple[str, ...]) -> list[str]:
     if not paths:
         return []
-    shown = some_of(paths, 10)
-    return [
-        f"Files it made at paths your ignore rules ignore, changed inside a submodule, or "
-        f"that git could not take (a path git refuses, a file it cannot read) were not "
-        f"brought back (they were only in its copy, now removed): {shown}. Make them here "
-        "if they are needed."
-    ]
+    return [f"{left_behind(paths)}. Make them here if they are needed."]
+
+
+def left_behind(paths: tuple[str, ...]) -> str:
+    """The files no patch of a child's carries (`worktree.Changes.left_behind`), gone
+    with its folder: one sentence, for the model's result and the user's notice alike."""
+    return (
+        "Files it made at paths your ignore rules ignore, changed inside a submodule, or "
+        "that git could not take (a path git refuses, a file it cannot read) were not "
+        f"brought back (they were only in its copy, now removed): {some_of(paths, 10)}"
+    )
+
+
+def one_line(text: str) -> str:
+    """`text` (git's own words often span lines) on one line."""
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _merged(result: ChildResult) -> list[str]:

@@ -39,7 +39,6 @@ from lathe.events import (
     RunStarted,
     RunStatus,
 )
-from lathe.plural import some_of
 from lathe.subagents.parent_tools import (
     Allowed,
     lacking_mcp_tools,
@@ -47,7 +46,15 @@ from lathe.subagents.parent_tools import (
     shared_mcp_tools,
 )
 from lathe.subagents.profiles import AgentProfile, Profiles, find_profiles, stricter_approval
-from lathe.subagents.result import ChildResult, ChildStatus, Merge, capped_answer, child_status
+from lathe.subagents.result import (
+    ChildResult,
+    ChildStatus,
+    Merge,
+    capped_answer,
+    child_status,
+    left_behind,
+    one_line,
+)
 from lathe.subagents.task_tool import ChildRequest, TaskTool
 from lathe.subagents.worktree import (
     Changes,
@@ -254,10 +261,7 @@ class LocalChildren:
             else:
                 continue  # it had changed nothing: its folder simply went
             if orphan.left_behind:
-                message += (
-                    f" (files at paths your ignore rules ignore, or that git could not take, "
-                    f"went with its folder: {some_of(orphan.left_behind, 10)})"
-                )
+                message += f". {left_behind(orphan.left_behind)}"
             self._emit(Notice(level="warning", message=message))
 
     def changes_files(self, agent: str | None) -> bool:
@@ -286,7 +290,9 @@ class LocalChildren:
                 f"subagents may nest {self._family.config.max_depth} deep (agents.max_depth); "
                 "do this part yourself"
             )
-        lacking = lacking_mcp_tools(profile.tools or (), self._run_tools, self._setup.mcp_servers)
+        lacking = lacking_mcp_tools(
+            profile.tools or (), self._run_tools, self._setup.mcp_servers, self._allowed
+        )
         if lacking:  # the child would run without them, and end `completed`
             where = f" ({profile.path})" if profile.path is not None else ""
             raise ToolError(
@@ -478,7 +484,7 @@ class _Child:
     def _allowed_below(self) -> Allowed:
         """The tools this child and its descendants may have: its profile's allow list
         within those from above."""
-        return self.parent._allowed.within(self.profile.tools)
+        return self.parent._allowed.within(self.profile.tools, self.profile.name)
 
     def _tools(self, own: ToolRegistry, child_setup: RunSetup) -> ToolRegistry:
         """The tools the profile allows (within any allow list from above), read-only
@@ -618,7 +624,7 @@ class _Child:
         if self.tree is not None and self.merged is None:
             changes, kept = await self._save_unlanded("lathe failed before they landed")
         finished = self.finished
-        what = _one_line(str(exc))
+        what = one_line(str(exc))
         if finished is not None:
             status = child_status(finished.status).value
             reason = f"the subagent ended ({status}), then lathe failed: {what}"
@@ -664,7 +670,7 @@ class _Child:
                 Notice(
                     level="warning",
                     message=f"the changes of subagent {self.request.description!r} could not "
-                    f"be saved as a patch ({_one_line(str(exc))}); its folder is kept with "
+                    f"be saved as a patch ({one_line(str(exc))}); its folder is kept with "
                     f"them, for you to copy what you need from and then delete: {tree.path}",
                 )
             )
@@ -770,11 +776,6 @@ class _Child:
 
         assert self.session is not None
         return private_folder(self.parent._family.patches) / f"{self.session.id}.patch"
-
-
-def _one_line(text: str) -> str:
-    """`text` (git's own words often span lines) on one line."""
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _conflict(reason: str) -> str:
