@@ -7,32 +7,16 @@ say `text/event-stream` to be read as a stream."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from tests.e2e.test_not_a_model_reply import _lathe
 from tests.fakes import anthropic_server as claude
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 TYPES = [None, "text/plain", "application/octet-stream", "text/html"]
 IDS = ["none", "text-plain", "octet-stream", "text-html"]
-
-
-def _lathe(tmp_path: Path, base_url: str, *args: str) -> subprocess.CompletedProcess:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update(OPENAI_API_KEY="sk-test", ANTHROPIC_API_KEY="sk-ant-test")
-    env.update(LATHE_HOME=str(tmp_path / "home"))
-    return subprocess.run(
-        [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
-         base_url, "-C", str(ws), *args, "say hi"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def _answer(result: subprocess.CompletedProcess) -> str:
