@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
 
 
@@ -67,3 +68,43 @@ def test_a_child_runs_under_the_approval_mode_set_in_the_session(
     term.send("y")
     term.wait_for(r"Parent done\.")
     assert not (workspace / "CHILD_RAN").exists()
+
+
+def _task_description(server: FakeOpenAIServer) -> str:
+    tools = server.chat_bodies()[-1]["tools"]
+    return next(t["function"]["description"] for t in tools if t["function"]["name"] == "task")
+
+
+@pytest.mark.parametrize(("start", "then"), [("ask", "auto"), ("full", "ask")])
+def test_the_task_tools_description_holds_whatever_approval_the_session_moves_to(
+    launch, fake_openai: FakeOpenAIServer, start: str, then: str
+) -> None:
+    # Written at start for the mode then: started in ask, then `/approval auto`, it
+    # still said "subagents cannot change files"; started in full, then `/approval ask`,
+    # it said nothing of ask mode. It is the same in every mode now, the rule per mode.
+    fake_openai.responder = lambda body: Reply("noted")
+    term = launch("--approval", start)
+    term.send(f"/approval {then}")
+    term.wait_for(rf"approval: {then}")
+    term.send("hello")
+    term.wait_for(r"noted")
+    described = _task_description(fake_openai)
+    assert "In this session" not in described, described
+    assert "in ask mode" in described.lower() and "read-only mode" in described, described
+
+
+def test_a_session_started_read_only_offers_subagents_once_approval_allows(
+    launch, fake_openai: FakeOpenAIServer, workspace
+) -> None:
+    # With no profile that changes nothing, read-only mode left the task tool out for
+    # good: after `/approval auto` the model still had no task tool.
+    agents = workspace / ".lathe" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "explore.md").write_text("---\ndescription: edits too\ntools: read, edit\n---\nGo.\n")
+    fake_openai.responder = lambda body: Reply("noted")
+    term = launch("--approval", "read-only")
+    term.send("/approval auto")
+    term.wait_for(r"approval: auto")
+    term.send("hello")
+    term.wait_for(r"noted")
+    assert "read-only mode" in _task_description(fake_openai)

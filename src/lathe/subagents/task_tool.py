@@ -78,8 +78,10 @@ class TaskTool(Tool):
     concurrent: ClassVar[bool] = True
 
     def __init__(self, runner: ChildRunner, profiles: str = "", note: str = "") -> None:
-        """`profiles`: what `agent` may name here; `note`, a sentence on what children
-        may do in this session."""
+        """`profiles`: what `agent` may name here; `note`, what children may do in each
+        approval mode that bounds them, never the mode of the moment: the user may change
+        it while the description, part of the cached prompt, stays (the gate judges each
+        call by the mode then, `read_only_call`)."""
         self._runner = runner
         listed = f" Profiles (agent): {profiles}." if profiles else ""
         if listed or note:

@@ -208,9 +208,10 @@ class LocalChildren:
         )
 
     def register(self, tools: ToolRegistry) -> None:
-        """Offer the task tool in `tools` when this run may start children, and say which
-        profile files cannot be read. A user's run first saves what the children of a
-        killed lathe left in the workspace, and says where (`subagents/orphans.py`).
+        """Offer the task tool in `tools` when this run may start children, whatever
+        the approval mode now (it may change), and say which profile files cannot be
+        read. A user's run first saves what the children of a killed lathe left in the
+        workspace, and says where (`subagents/orphans.py`).
         `tools` is the run's registry: its MCP tools, there once the run starts, are
         those its children may share."""
         self._run_tools = tools
@@ -221,18 +222,15 @@ class LocalChildren:
         profiles = self._family.find_profiles(tools.names())
         for problem in profiles.problems:
             self._emit(Notice(level="warning", message=f"subagent profile skipped: {problem}"))
+        # The rule of each mode, not the mode now: the user may change it (`/approval`),
+        # and the description is part of the cached prompt. The gate refuses a call the
+        # mode of the moment does not allow.
         readers = ", ".join(p.name for p in profiles.by_name.values() if p.read_only)
-        note = ""
-        approval = self._approval()
-        if approval == "read-only":
-            if not readers:  # every call would be refused
-                return
-            note = f"In this session (read-only mode) only {readers} may run: they change nothing."
-        elif approval == "ask":
-            note = (
-                "In this session subagents cannot change files (approval ask: they have "
-                "no one to ask): use them to read and explore."
-            )
+        note = (
+            "In ask mode subagents cannot change files (they have no one to ask): "
+            "use them to read and explore. In read-only mode "
+            + (f"only {readers} may run: they change nothing." if readers else "none may run.")
+        )
         tools.register(TaskTool(self, self._profile_list(), note))
 
     def _save_orphans(self) -> None:
