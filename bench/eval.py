@@ -184,6 +184,9 @@ def _fmt(value: Any, width: int) -> str:
 
 def print_table(runs: list[dict[str, Any]], lines: dict[str, dict[str, Any]], label: str) -> None:
     done = [(run, lines[run["id"]]) for run in runs if run["id"] in lines]
+    # A task whose check passed before any change measures nothing: lathe batch leaves
+    # it out of the solve rate, and so do the rates here (its row still shows).
+    counted = [(run, line) for run, line in done if line.get("status") != "passed_before"]
     name_w = max([len("task"), *(len(run["id"]) for run in runs)])
     header = (
         f"{'task'.ljust(name_w)}  {'solved':>6}  {'result':<10}  {'lathe status':<12}  "
@@ -204,11 +207,11 @@ def print_table(runs: list[dict[str, Any]], lines: dict[str, dict[str, Any]], la
     print("-" * len(header))
     if any(run["repeat"] > 1 for run in runs):
         per_task: dict[str, list[bool]] = {}
-        for run, line in done:
+        for run, line in counted:
             per_task.setdefault(run["task"], []).append(bool(line.get("solved")))
         print("per task: " + ", ".join(f"{t} {sum(s)}/{len(s)}" for t, s in per_task.items()))
     per_kind: dict[str, list[bool]] = {}
-    for _run, line in done:
+    for _run, line in counted:
         per_kind.setdefault(line.get("kind") or "-", []).append(bool(line.get("solved")))
     kind_w = max([len("kind"), *(len(k) for k in per_kind)])
     print(f"\n{'kind'.ljust(kind_w)}  {'solved':>8}  {'rate':>5}")
@@ -216,15 +219,16 @@ def print_table(runs: list[dict[str, Any]], lines: dict[str, dict[str, Any]], la
         rate = 100 * sum(solved) / len(solved)
         print(f"{kind.ljust(kind_w)}  {f'{sum(solved)}/{len(solved)}':>8}  {rate:4.0f}%")
 
+    scored = [line for _run, line in counted]  # the rate's; the spend is every run's
     results = [line for _run, line in done]
-    solved = sum(bool(line.get("solved")) for line in results)
+    solved = sum(bool(line.get("solved")) for line in scored)
     turns = [line["turns"] for line in results if line.get("turns") is not None]
     wall = sum(float(line.get("wall_s") or 0) for line in results)
     tokens_in = sum(int((line.get("tokens") or {}).get("input") or 0) for line in results)
     tokens_out = sum(int((line.get("tokens") or {}).get("output") or 0) for line in results)
-    rate = 100 * solved / len(results) if results else 0.0
+    rate = 100 * solved / len(scored) if scored else 0.0
     print(
-        f"\nsolved {solved}/{len(results)} runs ({rate:.0f}%); "
+        f"\nsolved {solved}/{len(scored)} runs ({rate:.0f}%); "
         f"mean turns {sum(turns) / len(turns) if turns else 0:.1f}; "
         f"tokens in {tokens_in:,} out {tokens_out:,}; "
         f"total wall {wall:.0f}s (mean {wall / max(len(results), 1):.0f}s)"
@@ -233,6 +237,8 @@ def print_table(runs: list[dict[str, Any]], lines: dict[str, dict[str, Any]], la
     claimed = sum(bool(line.get("false_verified")) for line in results)
     if errors:
         print(f"{errors} ended in an error, not the agent's doing (--batch-arg=--retry-errors)")
+    if len(counted) < len(done):
+        print(f"{len(done) - len(counted)} passed its check before any change (not counted)")
     if claimed:
         print(f"{claimed} claimed verified but failed the task's check")
     if len(done) < len(runs):

@@ -131,3 +131,20 @@ def test_an_unknown_task_is_refused_before_anything_runs(tmp_path, fake_openai, 
     assert code == 2
     assert "unknown task(s): nope" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not fake_openai.requests
+
+
+def test_a_task_whose_check_passed_before_any_change_is_left_out_of_the_rate(capsys):
+    # lathe batch leaves such a task out of its solve rate (`passed_before`); the eval
+    # table had counted it as a run not solved.
+    runs = [{"id": f"t{n}", "task": f"t{n}", "repeat": 1} for n in (1, 2, 3)]
+    lines = {
+        "t1": {"status": "solved", "solved": True, "kind": "logic-bug"},
+        "t2": {"status": "unsolved", "solved": False, "kind": "logic-bug"},
+        "t3": {"status": "passed_before", "solved": False, "kind": "logic-bug"},
+    }
+    load_eval().print_table(runs, lines, "after")
+    table = capsys.readouterr().out
+    assert "solved 1/2 runs (50%)" in table
+    assert "1 passed its check before any change (not counted)" in table
+    kinds = {line.split()[0]: line.split()[1:] for line in table.splitlines() if line}
+    assert kinds["logic-bug"] == ["1/2", "50%"]
