@@ -46,6 +46,40 @@ def test_a_run_folder_inside_the_tasks_repo_is_left_out_of_its_copies(tmp_path, 
     assert "runs/" not in (run / lines["two"]["diff_path"]).read_text()
 
 
+def test_an_earlier_run_folder_inside_the_tasks_repo_is_left_out_of_its_copies(
+    tmp_path, fake_openai
+):
+    # Only the batch's own run folder was left out: a second batch into runs/2 gave each
+    # task a copy holding runs/1, the first batch's diffs and transcripts: the answers.
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(BROKEN)
+    (project / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    listed = project / "tasks.jsonl"
+    listed.write_text(
+        json.dumps({"id": "one", "repo": ".", "task": "Task one: fix add", "verify": VERIFY}) + "\n"
+    )
+    fake_openai.responder = by_marker({"Task one": fix("one")})
+    (tmp_path / "tmp").mkdir()
+    env = {**batch_env(tmp_path), "TMPDIR": str(tmp_path / "tmp")}  # the kept copies
+    first = run_batch(tmp_path, listed, project / "runs" / "1", fake_openai, env=env)
+    assert first.returncode == 0, first.stderr
+    (project / "data").mkdir()  # a folder of the project's own with such names stays
+    (project / "data" / "manifest.json").write_text("{}\n")
+    (project / "data" / "results.jsonl").write_text("{}\n")
+
+    second = run_batch(tmp_path, listed, project / "runs" / "2", fake_openai, "--keep", env=env)
+
+    assert second.returncode == 0, second.stderr
+    (line,) = result_lines(project / "runs" / "2")
+    copy = Path(line["workspace"])
+    assert line["solved"] and (copy / "calc.py").exists()
+    assert not (copy / "runs" / "1").exists()
+    assert (copy / "data" / "manifest.json").exists()
+
+
 def test_credentials_in_the_base_url_stay_out_of_the_manifest(tmp_path, fake_openai):
     # Written as given, at the top and in the settings; a resume must still tell two
     # endpoints apart, and a manifest written so before must still resume.

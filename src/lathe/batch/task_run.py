@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lathe.batch.processes import Stopped, run_command, run_process, stopped
-from lathe.batch.tasks import BatchTask, shown
+from lathe.batch.tasks import BatchTask, is_run_folder, shown
 
 _TAIL = 2_000
 _NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
@@ -193,11 +193,13 @@ def _process_identity(pid: int) -> str | None:
 
 def _copy(source: Path, target: Path, leave_out: str | None = None) -> None:
     """A byte-exact copy, links kept as links; pipes, sockets and devices left out, and
-    the folder `leave_out` (an absolute path)."""
+    the folder `leave_out` (an absolute path) and any other batch's run folder."""
 
     def special(folder: str, names: list[str]) -> set[str]:
         paths = {name: Path(folder, name) for name in names}
-        return {name for name, path in paths.items() if _special(path) or str(path) == leave_out}
+        return {
+            name for name, path in paths.items() if _special(path) or _left_out(path, leave_out)
+        }
 
     shutil.copytree(source, target, symlinks=True, ignore=special)
 
@@ -206,14 +208,22 @@ def _special(path: Path) -> bool:
     return not (path.is_symlink() or path.is_dir() or path.is_file())
 
 
+def _left_out(path: Path, leave_out: str | None) -> bool:
+    """The batch's own run folder (`leave_out`), or an earlier batch's: its diffs are
+    other tasks' answers."""
+    return str(path) == leave_out or (
+        not path.is_symlink() and path.is_dir() and is_run_folder(path)
+    )
+
+
 def pack(repo: str, leave_out: str | None = None) -> bytes:
     """A repository folder as a tar archive (for Ray's object store), without the
-    folder `leave_out` (an absolute path)."""
+    folder `leave_out` (an absolute path) or any other batch's run folder."""
     buffer = io.BytesIO()
     root = Path(repo)
 
     def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        return None if leave_out and str(root / info.name) == leave_out else info
+        return None if info.isdir() and _left_out(root / info.name, leave_out) else info
 
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         archive.add(repo, arcname=".", filter=kept)

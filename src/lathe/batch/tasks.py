@@ -238,10 +238,24 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether `folder` is a `lathe batch` run folder, this batch's or an earlier one's
+    (its manifest and results beside the diffs or transcripts of finished tasks): one
+    inside a task's repository holds other tasks' answers, so it is left out of every
+    copy of the task and of its content hash."""
+    return (
+        (folder / "manifest.json").is_file()
+        and (folder / "results.jsonl").is_file()
+        and ((folder / "diffs").is_dir() or (folder / "transcripts").is_dir())
+    )
+
+
 def _tree_hash(root: str, leave_out: Path | None) -> str:
     digest = hashlib.sha256()
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if Path(folder, d) != leave_out)
+        dirs[:] = sorted(
+            d for d in dirs if Path(folder, d) != leave_out and not is_run_folder(Path(folder, d))
+        )
         for name in sorted(files):
             path = Path(folder, name)
             if not (path.is_symlink() or path.is_file()):
