@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.e2e.test_mcp import (
     assert_server_gone,
+    lathe,
     received,
     run,
     stdio_server,
@@ -101,3 +102,18 @@ def test_a_list_that_is_no_list_is_a_warning_naming_the_field(tmp_path, fake_ope
     assert "tools: Input should be a valid list" in warning, warning
     assert "its tools are not offered in this run" in warning
     assert "next call" not in warning  # there is none: the run offers it no tool
+
+
+def test_mcp_list_and_test_say_which_tool_they_left_out(tmp_path):
+    # A run warned of the malformed tool, but `lathe mcp list` and `lathe mcp test`, the
+    # commands a user checks a server with, showed the other tools and said nothing.
+    ws = workspace(tmp_path)
+    broken = {"name": "badschema", "inputSchema": {"type": "object", "required": "a"}}
+    user_config(tmp_path, {"raw": _raw_server(tmp_path, [ECHO, broken])})
+
+    for args in (["list", "-C", str(ws)], ["test", "raw", "-C", str(ws)]):
+        done = lathe("mcp", *args, tmp_path=tmp_path)
+        assert done.returncode == 0, done.stderr
+        said = done.stdout + done.stderr
+        assert "mcp__raw__echo" in said
+        assert "'badschema'" in said and "inputSchema.required" in said, said

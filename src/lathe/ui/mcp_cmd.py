@@ -46,7 +46,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         return
     reports, clashes = asyncio.run(_probe_all(declared.runnable(), workspace))
     mask = _redactor(declared).mask
-    rows, details = [], []
+    rows, details, notices = [], [], [*declared.notices, *clashes]
     for entry in declared.entries:
         report = reports.get(entry.name)
         if not entry.trusted:
@@ -63,6 +63,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         rows.append([mask(cell) for cell in row])
         if report and report.ok:
             details.append(report.describe())
+            notices += report.notes
     print_list(
         [
             Column("NAME"), Column("TRANSPORT"), Column("TRUST"), Column("HEALTH", flex=True),
@@ -75,7 +76,7 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
         click.echo("")
         for line in lines:
             click.echo(mask(line))
-    for notice in [*declared.notices, *clashes]:
+    for notice in notices:
         click.echo(f"lathe: {mask(notice)}", err=True)
 
 
@@ -105,6 +106,8 @@ def test_server(name: str, workspace: Path, trust_project_mcp: bool) -> None:
         raise SystemExit(1)
     for line in report.describe():
         click.echo(mask(line))
+    for note in report.notes:
+        click.echo(f"lathe: {mask(note)}", err=True)
 
 
 @mcp_group.command("import")
@@ -192,6 +195,7 @@ class _Report:
         self.tokens = 0
         self.resources: list[str] = []
         self.prompts: list[str] = []
+        self.notes: list[str] = []  # what the listing left out, and why
 
     def describe(self) -> list[str]:
         lines = [f"{self.name} tools ({self.tokens:,} tokens of schemas):"]
@@ -238,6 +242,7 @@ async def _probe(connection: Any) -> _Report:
     started = time.monotonic()
     try:
         report.remote = [remote_tool(tool) for tool in await connection.list_tools()]
+        report.notes = list(connection.listing_notes)
         elapsed = time.monotonic() - started
         report.resources = [str(r.uri) for r in await connection.list_resources()]
         report.prompts = [p.name for p in await connection.list_prompts()]
