@@ -6,7 +6,6 @@ the task counted as measured and unsolved."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.e2e.test_not_a_model_reply import _finished
 from tests.fakes.openai_server import Call, Hang, Reply, server_error
 
 TIMEOUT = "3s"
@@ -30,12 +30,6 @@ def _lathe(tmp_path: Path, server, *args: str) -> subprocess.CompletedProcess:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def _finished(result: subprocess.CompletedProcess) -> dict:
-    events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert events and events[-1]["type"] == "run_finished", result.stderr
-    return events[-1]
 
 
 @pytest.mark.waits

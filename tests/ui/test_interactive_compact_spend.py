@@ -5,18 +5,7 @@ before the first run of a resumed session or between runs."""
 from __future__ import annotations
 
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _flat(screen: str) -> str:
-    return " ".join(screen.split())  # a long line may wrap
+from tests.ui.test_interactive_spend import _flat, _usage
 
 
 def test_compact_first_thing_in_a_resumed_session_is_counted(
