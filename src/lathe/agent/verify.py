@@ -458,8 +458,12 @@ class VerifyGate(FinishHandler):
 
     async def _note_before(self, calls: Sequence[ToolCall]) -> None:
         """Keep the digest of each file `calls` are about to change that no call of the
-        run changed before, and which calls' files cannot be named."""
+        run changed before, and which calls' files cannot be named. Only the flaky
+        caveat reads them, which needs a baseline that failed: without one nothing is
+        kept (each bash call would be analysed again for nothing)."""
         if self._changed_by is None or self._unseen_change:
+            return
+        if self._baseline is None or self._passed_before:
             return
         new: list[Path] = []
         for call in calls:
