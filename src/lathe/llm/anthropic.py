@@ -521,12 +521,13 @@ async def _whole_reply(response: Any, ctx: ErrorContext) -> list[dict[str, Any]]
     raised as the error it stands for, anything else (a network's login page, another
     API's JSON) raised as `not_a_reply`. Read as a stream, each had ended without
     message_stop: "the connection was probably cut", five times over."""
+    json_body = is_json(response)
     try:
-        raw = await response.aread() if is_json(response) else await body_start(response)
+        raw = await response.aread() if json_body else await body_start(response)
     finally:
         await response.aclose()
     try:
-        body = json.loads(raw) if is_json(response) else None
+        body = json.loads(raw) if json_body else None
     except ValueError:
         body = None
     if isinstance(body, Mapping) and body.get("error"):

@@ -202,13 +202,13 @@ async def json_events(response: Any) -> AsyncIterator[object]:
 def is_json(response: Any) -> bool:
     """True when the reply is one JSON document rather than a stream of events (a server
     that ignored `stream: true`)."""
-    content_type = response.headers.get("content-type", "")
-    return "json" in content_type and "event-stream" not in content_type
+    said = content_type(response)
+    return "json" in said and "event-stream" not in said
 
 
 def is_event_stream(response: Any) -> bool:
     """True when the reply says it is a stream of server-sent events."""
-    return "text/event-stream" in response.headers.get("content-type", "").lower()
+    return "text/event-stream" in content_type(response).lower()
 
 
 def content_type(response: Any) -> str:

@@ -181,7 +181,9 @@ class OpenAIChatProvider:
             try:
                 response = await sniffed(response)  # closing it closes the one sent
                 if is_json(response):
-                    chunk = _completion_as_chunk(await response.aread(), response, self._ctx)
+                    chunk = _completion_as_chunk(
+                        await response.aread(), content_type(response), self._ctx
+                    )
                     for event in reply.feed(chunk):
                         yield event
                 elif not is_event_stream(response):
@@ -571,8 +573,9 @@ def _choices(chunk: Mapping[str, Any]) -> list[Any]:
     return choices
 
 
-def _completion_as_chunk(raw: bytes, response: Any, ctx: ErrorContext) -> dict[str, Any]:
-    """A whole (non-streamed) completion, the reply's body `raw`, rewritten as one stream
+def _completion_as_chunk(raw: bytes, said_type: str, ctx: ErrorContext) -> dict[str, Any]:
+    """A whole (non-streamed) completion, the reply's body `raw` (of the content type
+    `said_type`), rewritten as one stream
     chunk; an error it reports raised as the error it stands for, and a body that is no
     completion at all (not JSON, no choice) raised as `not_a_reply`."""
     try:
@@ -582,7 +585,7 @@ def _completion_as_chunk(raw: bytes, response: Any, ctx: ErrorContext) -> dict[s
     if isinstance(body, Mapping) and body.get("error"):
         raise stream_error(body["error"], ctx, streamed=False)
     if not isinstance(body, Mapping) or not any(isinstance(c, Mapping) for c in _choices(body)):
-        raise not_a_reply(ctx, content_type(response), raw)
+        raise not_a_reply(ctx, said_type, raw)
     choices = []
     for choice in _choices(body):
         if not isinstance(choice, Mapping):

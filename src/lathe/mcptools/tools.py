@@ -108,9 +108,16 @@ class McpTool(Tool):
         self.connection = connection
         self.remote_name: str = remote["name"]
         self.name = tool_name(connection.name, self.remote_name, taken or set())  # type: ignore[misc]
-        self._describe(remote)
+        self.relisted(remote)
 
-    def _describe(self, remote: dict[str, Any]) -> None:
+    def relisted(self, remote: dict[str, Any]) -> None:
+        """Take what the server says of this tool (at first, and when a run that started
+        from the cache lists the tools again once the server starts): whether it is
+        read-only, which the gate judges by, its description and its schema, which its
+        arguments are checked against. A stale `readOnlyHint` had let a tool the server
+        no longer marks read-only run under `--approval read-only` for the whole run.
+        What the model was already sent stays as it is until the specs are rebuilt; a
+        call that no longer fits gets the new schema in its error."""
         self.description = (  # type: ignore[misc]
             remote.get("description")
             or f"The {self.remote_name} tool of the MCP server {self.connection.name}."
@@ -119,16 +126,6 @@ class McpTool(Tool):
         self.schema: dict[str, Any] = schema if isinstance(schema, dict) else {"type": "object"}
         self.read_only = bool(remote.get("read_only"))  # type: ignore[misc]
         self._parameters: type[Params] | None = None
-
-    def relisted(self, remote: dict[str, Any]) -> None:
-        """Take what the server says of this tool now (a run that started from the cache
-        lists the tools again once the server starts): whether it is read-only, which
-        the gate judges by, its description and its schema, which its arguments are
-        checked against. A stale `readOnlyHint` had let a tool the server no longer
-        marks read-only run under `--approval read-only` for the whole run. What the
-        model was already sent stays as it is until the specs are rebuilt; a call that
-        no longer fits gets the new schema in its error."""
-        self._describe(remote)
 
     @property  # type: ignore[override]
     def parameters(self) -> type[Params]:
