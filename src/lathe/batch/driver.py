@@ -202,13 +202,14 @@ class Batch:
 
         options = self.options
         base_url = options.settings.base_url
-        settings = {**asdict(options.settings), "base_url": _masked_url(base_url)}
+        masked = _masked_url(base_url)
+        settings = {**asdict(options.settings), "base_url": masked}
         self.folder.write_manifest(
             {
                 "lathe_version": __version__,
                 "model": options.model,
                 # Credentials in the URL masked; what tells two such URLs apart, hashed.
-                "base_url": _masked_url(base_url),
+                "base_url": masked,
                 "base_url_digest": _url_digest(base_url),
                 "tasks": options.source,
                 "tasks_hash": list_hash(options.tasks),

@@ -232,7 +232,7 @@ class LocalExecutor:
         # A timed-out command's wrapper may have counted as the timeout struck: the
         # timeout's own note says everything was stopped.
         left = 0 if end.timed_out else left
-        note = self._note(left, end.lingered, sandboxed=census is not None)
+        note = self._note(left, end.lingered)
         return ExecResult(
             exit_code=end.exit_code,
             output=out.sink.text() + ("" if err else note),
@@ -243,14 +243,14 @@ class LocalExecutor:
             stderr=err.sink.text() + note if err else "",
         )
 
-    def _note(self, left: int, lingered: bool, *, sandboxed: bool) -> str:
+    def _note(self, left: int, lingered: bool) -> str:
         """What lathe says under the output about what it had to stop when the command
         exited: `left` processes still running (the sandbox's end stopped them, or the
         supervisor), or a group that kept the pipe open past the linger."""
         if left:
             processes = "1 background process" if left == 1 else f"{left} background processes"
             which = "which was" if left == 1 else "which were"
-            how = "with its sandbox" if sandboxed else (
+            how = "with its sandbox" if self._census else (
                 f"(SIGTERM, then SIGKILL after {self._kill_grace_s:g} s)"
             )  # fmt: skip
             return (

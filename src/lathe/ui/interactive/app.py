@@ -596,7 +596,7 @@ class InteractiveApp:
         from lathe.tools.base import CURRENT_CALL
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        asking = Asking(request, future)
+        asking = Asking(future)
         tool = self.gate.policy.tools.get(request.tool)
         command = tool.shell_command(request.arguments) if tool else None
         title = "run command" if command is not None else f"{request.tool} {request.preview}"
@@ -746,7 +746,6 @@ class InteractiveApp:
 class Asking:
     """An approval waiting for the person's answer."""
 
-    request: Any  # the gate's ApprovalRequest
     future: asyncio.Future[Any]  # set to the ApprovalAnswer
     diff: str | None = None  # the change, as its tool predicts it
     shown_whole: bool = False  # every line of `diff` has been on the screen (`v`)
