@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lathe.errors import LatheError
-from lathe.home import private_folder
 from lathe.subagents.result import one_line
 from lathe.subagents.worktree import (
     child_changes,
     claim_orphans,
     keep_for_user,
+    keep_patch,
     remove_worktree,
 )
 
@@ -52,10 +52,7 @@ def save_orphans(workspace: Path, home: Path, patches: Path) -> list[Orphan]:
         name = tree.path.name
         try:
             changes = child_changes(tree)
-            patch_file = None
-            if changes.patch:
-                patch_file = private_folder(patches) / f"{name}.patch"
-                patch_file.write_bytes(changes.patch)
+            patch_file = keep_patch(patches, name, changes.patch)
         except (LatheError, OSError) as exc:  # its folder still holds the work: kept
             saved.append(Orphan(name, tree.path, kept=one_line(str(exc))))
             saved += save_orphans(tree.path, home, patches)

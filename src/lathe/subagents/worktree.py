@@ -129,6 +129,20 @@ def kept_file(path: Path) -> Path:
     return path.with_name(f"{path.name}.kept")
 
 
+def patch_file(patches: Path, name: str) -> Path:
+    """Where child `name`'s unlanded changes are kept, in the 0700 `patches` folder."""
+    return private_folder(patches) / f"{name}.patch"
+
+
+def keep_patch(patches: Path, name: str, patch: bytes) -> Path | None:
+    """`patch` written to child `name`'s patch file; None when it changed nothing."""
+    if not patch:
+        return None
+    target = patch_file(patches, name)
+    target.write_bytes(patch)
+    return target
+
+
 def keep_for_user(tree: Worktree) -> None:
     """Leave the child's folder to the user, who was told to copy from it and delete it:
     marked kept, which `claim_orphans` honours, and its owner lock dropped (held, it

@@ -679,11 +679,10 @@ class _Child:
 
     def _keep(self, patch: bytes) -> Path | None:
         """`patch` written to the child's patch file; None when it changed nothing."""
-        if not patch:
-            return None
-        target = self._patch_file()
-        target.write_bytes(patch)
-        return target
+        from lathe.subagents.worktree import keep_patch
+
+        assert self.session is not None
+        return keep_patch(self.parent._family.patches, self.session.id, patch)
 
     async def _result(self) -> ChildResult:
         finished = self.finished
@@ -770,10 +769,10 @@ class _Child:
         return Merge(True, applied.patch_file, checkpoint=number)
 
     def _patch_file(self) -> Path:
-        from lathe.home import private_folder
+        from lathe.subagents.worktree import patch_file
 
         assert self.session is not None
-        return private_folder(self.parent._family.patches) / f"{self.session.id}.patch"
+        return patch_file(self.parent._family.patches, self.session.id)
 
 
 def _conflict(reason: str) -> str:
