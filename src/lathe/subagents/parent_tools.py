@@ -70,23 +70,28 @@ def shared_mcp_tools(parent: ToolRegistry) -> list[Tool]:
 
 
 def register_shared(
-    registry: ToolRegistry, shared: list[Tool], *, window_tokens: int, schema_share: float
+    registries: Iterable[ToolRegistry],
+    shared: list[Tool],
+    *,
+    window_tokens: int,
+    schema_share: float,
 ) -> None:
-    """`shared` (the parent's MCP tools a child may have) into the child's `registry`,
-    deferred behind a `tool_search` of their own where their specs would cost more than
-    `schema_share` of the child's window, its listing held to that share too
-    (`McpSession` judges the parent's alike)."""
+    """`shared` (the parent's MCP tools a child may have) into each of the child's
+    `registries`, deferred behind a `tool_search` of each one's own where their specs
+    would cost more than `schema_share` of the child's window (judged once), its listing
+    held to that share too (`McpSession` judges the parent's alike)."""
     from lathe.mcptools.session import schema_tokens
     from lathe.mcptools.tools import McpTool, ToolSearchTool
 
     server_tools = [t for t in shared if isinstance(t, McpTool)]
     budget = int(window_tokens * schema_share)
     deferred = bool(server_tools) and schema_tokens(server_tools) > budget
-    for tool in shared:
-        if registry.get(tool.name) is None:
-            registry.register(tool, advertised=not (deferred and isinstance(tool, McpTool)))
-    if deferred and registry.get(ToolSearchTool.name) is None:
-        registry.register(ToolSearchTool(server_tools, budget_tokens=budget))
+    for registry in registries:
+        for tool in shared:
+            if registry.get(tool.name) is None:
+                registry.register(tool, advertised=not (deferred and isinstance(tool, McpTool)))
+        if deferred and registry.get(ToolSearchTool.name) is None:
+            registry.register(ToolSearchTool(server_tools, budget_tokens=budget))
 
 
 def lacking_mcp_tools(

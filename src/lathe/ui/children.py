@@ -501,8 +501,7 @@ class _Child:
         tools = ToolRegistry(kept, brief=brief)
         window = child_setup.model.context_window
         share = child_setup.loaded.config.mcp.schema_share
-        for registry in (own, tools):
-            register_shared(registry, shared, window_tokens=window, schema_share=share)
+        register_shared((own, tools), shared, window_tokens=window, schema_share=share)
         return tools
 
     def _provider(self, child_setup: RunSetup):
