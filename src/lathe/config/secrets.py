@@ -346,7 +346,7 @@ def _url_credential_spans(url: str) -> list[tuple[int, int]]:
     (`x-access-token@`, not `git@` nor `ada@`), and the values of query parameters named
     like one, 8 characters or more (`token_type=bearer` names a kind, not a token); none
     that stands for a secret kept elsewhere (`postgres://app:${DB_PASSWORD}@db/app`)."""
-    from urllib.parse import urlsplit
+    from urllib.parse import parse_qsl, urlsplit
 
     try:
         parts = urlsplit(url)
@@ -361,10 +361,13 @@ def _url_credential_spans(url: str) -> list[tuple[int, int]]:
         spans.append((start, start + len(password)))
     elif not password and user and (looks_like_secret(user) or secret_parameter(user)):
         spans.append((start, start + len(userinfo)))
-    for what, value in url_credentials(url):
-        # A path's segment is judged only in a URL that is a setting (`url_secrets`):
-        # in text a link's commit hash looks as random as a key.
-        if what in ("password", "path") or _PLACEHOLDER.fullmatch(value) or len(value) < 8:
+    # The query's credentials as `url_credentials` finds them, from the split made here;
+    # a path's segment is judged only in a URL that is a setting (`url_secrets`): in
+    # text a link's commit hash looks as random as a key.
+    for what, value in parse_qsl(parts.query):
+        if not (value and secret_parameter(what)):
+            continue
+        if _PLACEHOLDER.fullmatch(value) or len(value) < 8:
             continue
         query = url.find("?")
         name = re.compile(rf"(?:^|[?&]){re.escape(what)}=([^&#]*)")
