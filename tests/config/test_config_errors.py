@@ -212,3 +212,29 @@ def test_a_config_variable_naming_dev_null_means_no_user_file(workspace: Path, m
     loaded = load_config(workspace)
     assert loaded.config.permissions.deny == []
     assert loaded.origin("model") == "default"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://mcp.example.com/mcp?api_key={FAKE_KEY}",
+        f"https://mcp.example.com/mcp/{FAKE_KEY}/sse",
+        "https://ada:hunter2-very-secret@mcp.example.com/mcp",
+    ],
+)
+def test_a_literal_secret_in_an_mcp_url_is_rejected_without_being_echoed(
+    workspace: Path, user_file: Path, url: str
+) -> None:
+    user_file.write_text(f'[mcp.servers.remote]\nurl = "{url}"\n')
+    message = error_of(workspace)
+    assert "mcp.servers.remote.url" in message and "holds a secret" in message
+    assert "${" in message  # says how to write it instead
+    assert FAKE_KEY not in message and "hunter2" not in message
+
+
+def test_an_mcp_url_taking_its_secret_from_the_environment_is_fine(
+    workspace: Path, user_file: Path
+) -> None:
+    url = "https://mcp.example.com/mcp/${MCP_PATH_KEY}/sse?api_key=${MCP_KEY}&page=2"
+    user_file.write_text(f'[mcp.servers.remote]\nurl = "{url}"\n')
+    assert load_config(workspace).config.mcp.servers["remote"].url == url

@@ -40,13 +40,15 @@ def not_found_url() -> Iterator[str]:
 
 
 def test_a_key_in_the_url_path_is_masked_where_the_failed_start_is_reported(
-    tmp_path, fake_openai, not_found_url
+    tmp_path, fake_openai, not_found_url, monkeypatch
 ):
     # "warning: MCP server zap failed to start: HTTPStatusError: ... for url
     # 'http://.../mcp/sk-ak-abcdef0123456789abcdef/sse'", and the same in the tool
     # result, the session's .jsonl and its .log.
     ws = workspace(tmp_path)
-    user_config(tmp_path, {"zap": {"url": not_found_url}})
+    # Config files refuse the key itself, so it comes from the environment, as users write it.
+    monkeypatch.setenv("ZAP_KEY", KEY)
+    user_config(tmp_path, {"zap": {"url": not_found_url.replace(KEY, "${ZAP_KEY}")}})
     fake_openai.enqueue(
         Reply(calls=[Call("mcp_resource", {"server": "zap", "uri": "x://y"})]), Reply("Done.")
     )

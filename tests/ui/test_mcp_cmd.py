@@ -397,3 +397,22 @@ def test_what_test_and_list_print_of_a_failing_server_keeps_its_url_secret(tmp_p
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_list_says_why_the_only_declared_server_was_left_out(tmp_path):
+    """A .mcp.json whose one server stores its key in the URL: `mcp list` said only "no
+    MCP servers", hiding the notice that names the file and the fix."""
+    key = "sk-proj-Zx81mQ0aLr7TnW3vYc5uHk2ePd9s"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text(
+        json.dumps(
+            {"mcpServers": {"r": {"type": "http", "url": f"https://x.example/m?token={key}"}}}
+        )
+    )
+
+    result = lathe("mcp", "list", "-C", str(ws), tmp_path=tmp_path)
+
+    assert "no MCP servers" in result.stdout
+    assert "mcpServers.r.url" in result.stderr and "query parameter 'token'" in result.stderr
+    assert key not in result.stdout + result.stderr

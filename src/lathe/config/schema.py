@@ -27,7 +27,12 @@ from pydantic import (
 )
 
 from lathe.config import catalog
-from lathe.config.secrets import ENV_NAME, looks_like_secret, refuse_literal_secrets
+from lathe.config.secrets import (
+    ENV_NAME,
+    looks_like_secret,
+    refuse_literal_secrets,
+    refuse_url_secrets,
+)
 
 Approval = Literal["read-only", "ask", "auto", "full"]
 # lathe's own kinds, or one a `lathe.providers` plugin adds: checked when the provider
@@ -701,7 +706,7 @@ class McpServerConfig(Section):
 
     url: str | None = Field(default=None, examples=["https://mcp.example.com/mcp"])
     """Endpoint of a remote server (streamable HTTP, with the legacy SSE transport as a
-    fallback)."""
+    fallback). A key it carries is written ${VAR} (`?api_key=${MCP_KEY}`), never itself."""
 
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers sent to `url`; write "Bearer ${TOKEN}" to take a secret from the
@@ -731,6 +736,11 @@ class McpServerConfig(Section):
     @classmethod
     def _no_literal_secrets(cls, values: dict[str, str]) -> dict[str, str]:
         return refuse_literal_secrets(values)
+
+    @field_validator("url")
+    @classmethod
+    def _no_secret_in_url(cls, url: str | None) -> str | None:
+        return None if url is None else refuse_url_secrets(url)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

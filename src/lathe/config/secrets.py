@@ -90,6 +90,23 @@ def refuse_literal_secrets(values: dict[str, str], what: str = "") -> dict[str, 
     return values
 
 
+def refuse_url_secrets(url: str) -> str:
+    """`url` unchanged, or a ValueError naming where it holds a literal credential (its
+    password, a query parameter, a key in its path; `url_credentials`) and how to take
+    it from the environment instead. `${VAR}` references are no credential."""
+    for what, value in url_credentials(url):
+        if ENV_REF.sub("", value).strip():
+            where = {"password": "its password", "path": "its path"}.get(
+                what, f"its query parameter {what!r}"
+            )
+            raise ValueError(
+                f"holds a secret in {where}; secrets are never stored in config files. "
+                "Write ${VAR} in its place (e.g. https://host/mcp?api_key=${MCP_TOKEN}) "
+                "and export VAR"
+            )
+    return url
+
+
 def looks_like_secret(value: str) -> bool:
     """True for strings that look like a credential rather than a name or a URL.
 

@@ -43,6 +43,8 @@ def list_servers(workspace: Path, trust_project_mcp: bool) -> None:
     declared = _declared(workspace, trust_project_mcp)
     if not declared.entries:
         click.echo("no MCP servers: add [mcp.servers.NAME] to a config file or a .mcp.json")
+        for notice in declared.notices:
+            click.echo(f"lathe: {notice}", err=True)
         return
     reports, clashes = asyncio.run(_probe_all(declared.runnable(), workspace))
     mask = _redactor(declared).mask
