@@ -64,3 +64,6 @@ def test_a_first_request_too_long_counts_the_tool_listing_as_tool_definitions(
     said = re.search(r"system prompt and tool definitions are about ([\d,]+)", result.stderr)
     assert said, result.stderr
     assert int(said.group(1).replace(",", "")) >= len(listing.encode()) // 3, result.stderr
+    # The advice was "a smaller task message" for a task of three words.
+    assert "the MCP servers' tool definitions (many) about" in result.stderr
+    assert "include_tools" in result.stderr and "smaller task message" not in result.stderr

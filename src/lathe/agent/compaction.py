@@ -59,11 +59,12 @@ class ContextManager:
         on_compaction: Callable[[str, int, int, int], None] | None = None,
         words: Words | None = None,
         kept_verbatim: Callable[[], list[str]] | None = None,
-        prompt_parts: Sequence[PromptPart] = (),
+        prompt_parts: Sequence[PromptPart] | Callable[[], Sequence[PromptPart]] = (),
     ) -> None:
         """`kept_verbatim`: the texts a compaction must carry over word for word
-        (`AgentHooks.kept_verbatim`); `prompt_parts`: what of the system prompt the
-        user can shrink, for `cannot_fit` to name."""
+        (`AgentHooks.kept_verbatim`); `prompt_parts`: what of the system prompt and
+        tool definitions the user can shrink, for `cannot_fit` to name (a callable, as
+        `fixed_tokens`, when tools can join after the start)."""
         self.budget = budget
         self.meter = TokenMeter()
         self._view = RequestView()
@@ -76,7 +77,7 @@ class ContextManager:
         self._on_compaction = on_compaction
         self._words = words or load_words()
         self._kept_verbatim = kept_verbatim or list
-        self._prompt_parts = tuple(prompt_parts)
+        self._prompt_parts = prompt_parts if callable(prompt_parts) else lambda: prompt_parts
         # Which of the texts to keep (`_kept`) each chunk of the request holds, and the
         # last opening message that had to carry some of them.
         self._kept: tuple[str, ...] = ()
@@ -191,7 +192,7 @@ class ContextManager:
         held = f"of which the system prompt and tool definitions are about {fixed:,}"
         # A part of a quarter of the system prompt or more is worth the user's work.
         filling = sorted(
-            (p for p in self._prompt_parts if p.tokens * 4 >= fixed),
+            (p for p in self._prompt_parts() if p.tokens * 4 >= fixed),
             key=lambda p: p.tokens,
             reverse=True,
         )

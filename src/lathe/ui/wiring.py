@@ -226,7 +226,7 @@ def build_agent(
             on_compaction=hooks.on_compaction,
             words=words,
             kept_verbatim=hooks.kept_verbatim,
-            prompt_parts=_prompt_parts(instructions, instruction_labels, memory),
+            prompt_parts=_prompt_parts(instructions, instruction_labels, memory, tools),
         )
     deps = AgentDeps(
         provider=provider,
@@ -241,9 +241,12 @@ def build_agent(
     return Agent(deps, emit, messages)
 
 
-def _prompt_parts(instructions: str | None, labels: list[str], memory: str | None):
-    """The parts of the system prompt the user wrote, for the error of a first request
-    that does not fit to name."""
+def _prompt_parts(
+    instructions: str | None, labels: list[str], memory: str | None, tools: ToolRegistry
+):
+    """The parts of the system prompt the user wrote, and the MCP servers' tool
+    definitions, for the error of a first request that does not fit to name (it had
+    advised a smaller task message where a server's tools filled the request)."""
     from lathe.agent.compaction import PromptPart
     from lathe.agent.context import estimate_tokens
 
@@ -262,7 +265,37 @@ def _prompt_parts(instructions: str | None, labels: list[str], memory: str | Non
                 "the memory", estimate_tokens(memory), "empty the memory (`lathe memory clear`)"
             )
         )
-    return parts
+    return lambda: [*parts, *_mcp_definitions(tools)]
+
+
+def _mcp_definitions(tools: ToolRegistry):
+    """The advertised specs of MCP servers' tools (`tool_search`'s listing of the
+    deferred ones included) as one part, when there are any."""
+    from lathe.agent.compaction import PromptPart
+    from lathe.agent.context import estimate_tokens
+    from lathe.mcptools.tools import McpResourceTool, McpTool, ToolSearchTool
+
+    servers: dict[str, None] = {}
+    specs = []
+    for spec in tools.specs():
+        tool = tools.get(spec.name)
+        if isinstance(tool, McpTool):
+            servers[tool.connection.name] = None
+        elif isinstance(tool, ToolSearchTool):
+            servers.update((deferred.connection.name, None) for deferred in tool.deferred)
+        elif not isinstance(tool, McpResourceTool):
+            continue
+        specs.append([spec.name, spec.description, spec.parameters])
+    if not servers:
+        return []
+    return [
+        PromptPart(
+            f"the MCP servers' tool definitions ({', '.join(servers)})",
+            estimate_tokens(str(specs)),
+            "offer fewer MCP tools (enabled = false for a server the task does not need, "
+            "or include_tools) or lower mcp.schema_share",
+        )
+    ]
 
 
 def _fixed_tokens(system: str, tools: ToolRegistry):
