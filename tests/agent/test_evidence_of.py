@@ -42,6 +42,8 @@ def test_a_command_splits_at_its_operators_not_inside_quotes_or_redirects(comman
         # A failing summary anywhere counts, as for the verify gate.
         ("pytest -q | cat", 0, FAILED + PASSED, 1, "a pipe after it"),
         ("pytest -q > /dev/null; echo done", 0, "done\n", None, "is unclear"),
+        # A conftest zeroed the exit status after a test failed.
+        ("pytest -q", 0, FAILED, 1, "exited 0, but its output reports 1 failing"),
     ],
 )
 def test_the_exit_code_is_the_runners_or_read_from_its_counts(

@@ -386,3 +386,21 @@ def test_a_cut_check_output_failing_again_alike_is_not_sent_twice(tmp_path, fake
     last = json.dumps(fake_openai.chat_bodies()[-1]["messages"])
     assert last.count("noise line 2900 of the failing check") == 1  # the baseline's alone
     assert "the same output as the last failed check" in last
+
+
+def test_evidence_is_a_failure_when_the_exit_status_is_zeroed_after_tests_failed(
+    tmp_path, fake_openai
+):
+    # Without --verify, a conftest that sets the exit status to 0 made the evidence
+    # "exited 0" under "1 failed", where the verify gate reads the same run as failing.
+    ws = _repo(tmp_path)
+    fake_openai.enqueue(
+        Reply(calls=[Call("write", {"path": "conftest.py", "content": EXIT_ZERO})]),
+        Reply(calls=[Call("bash", {"command": VERIFY})]),
+        Reply("All tests pass."),
+    )
+    done = lathe_run(fake_openai, ws, tmp_path, "--json", "--approval", "full", "Fix add")
+    finished = _finished(done)
+    assert finished["status"] == "unverified"
+    assert finished["evidence"]["exit_code"] == 1
+    assert "exited 0, but its output reports 1 failing" in finished["reason"]

@@ -186,6 +186,11 @@ def evidence_of(
         break
     evidence = Evidence(command=command, exit_code=exit_code)
     if lost is None:
+        if exit_code == 0 and reports_failure(output):  # as `passed` reads it for the gate
+            return evidence.model_copy(update={"exit_code": 1}), (
+                f"`{command}` exited 0, but its output reports "
+                f"{counts_text(check_counts(output))}, so the evidence gives exit 1"
+            )
         return evidence, ""
     counts = check_counts(output)
     if counts is None:
@@ -193,7 +198,7 @@ def evidence_of(
             f"the exit status of `{command}` is not its test runner's ({lost}) and its "
             "output shows no test counts: whether the tests passed is unclear"
         )
-    judged = 1 if counts["failed"] or _failing_summary(output) else 0
+    judged = 1 if reports_failure(output) else 0
     return evidence.model_copy(update={"exit_code": judged}), (
         f"the exit status of `{command}` is not its test runner's ({lost}); its output "
         f"reports {counts_text(counts)}, so the evidence gives exit {judged}"
@@ -833,10 +838,14 @@ def whole_output(result: ExecResult) -> str:
 def passed(result: ExecResult) -> bool:
     """Exit 0, in time, and no failing test in the summary it printed: a conftest can set
     the exit status to 0 (or `os._exit(0)`) after tests failed."""
-    if result.exit_code != 0 or result.timed_out:
-        return False
-    counts = check_counts(result.output)
-    return (counts is None or counts["failed"] == 0) and not _failing_summary(result.output)
+    return result.exit_code == 0 and not result.timed_out and not reports_failure(result.output)
+
+
+def reports_failure(output: str) -> bool:
+    """Whether a test runner's counts in `output`, or any closing summary in it, report
+    a failing test."""
+    counts = check_counts(output)
+    return bool(counts and counts["failed"]) or _failing_summary(output)
 
 
 # A test runner's closing line: pytest's "1 failed, 2 passed in 0.12s", jest's
