@@ -8,7 +8,8 @@ import pytest
 from lathe.agent.check_files import CHECK_FILE
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import Budget
-from lathe.agent.verify import is_test_like, only_looks, passed
+from lathe.agent.evidence import is_test_like, only_looks
+from lathe.agent.verify import passed
 from lathe.errors import ContextTooLong
 from lathe.exec.base import ExecResult
 

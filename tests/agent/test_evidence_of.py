@@ -1,11 +1,11 @@
-"""How a command the model ran is read as evidence of the tests (`verify.evidence_of`)
-and split at its control operators (`verify.shell_parts`)."""
+"""How a command the model ran is read as evidence of the tests (`evidence.evidence_of`)
+and split at its control operators (`evidence.shell_parts`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lathe.agent.verify import evidence_of, shell_parts
+from lathe.agent.evidence import evidence_of, shell_parts
 
 FAILED = "F\n1 failed in 0.01s\n"
 PASSED = ".\n1 passed in 0.01s\n"

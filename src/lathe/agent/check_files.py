@@ -177,7 +177,7 @@ def _make_folder(args: list[str], cwd: Path) -> Path:
 
 # The commands whose every file change lathe's guard names (`policy.command.analyze`'s
 # `changes`: `sed -i`, `cp`, `mv`, `tee`, ...); another that is not one that only
-# looks (`verify.looks_only`) may change any file.
+# looks (`evidence.looks_only`) may change any file.
 _NAMED_CHANGES = frozenset({"sed", "tee", "cp", "mv", "unlink", "shred", "truncate", "rsync", "rm"})
 # ... but not those of a folder's content: `rm -r`, `cp -a`, `rsync -r`.
 _RECURSIVE = re.compile(r"^(-[a-zA-Z]*[rRa][a-zA-Z]*|--recursive|--archive)$")
@@ -206,7 +206,7 @@ def changed_by(tool: Tool | None, arguments: dict[str, Any], workspace: Path) ->
 
 
 def _changed_by_command(command: str, workspace: Path) -> list[Path] | None:
-    from lathe.agent.verify import looks_only
+    from lathe.agent.evidence import looks_only
     from lathe.policy.command import analyze
 
     try:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lathe.agent.budget import BudgetGuard
+from lathe.agent.evidence import EvidenceEnd
 from lathe.agent.finish import FinishHandler
 from lathe.agent.replies import CutOffReply, EmptyReply, FilteredReply, UnreadableReply
 from lathe.agent.stall import StallGuard
 from lathe.agent.verify import (
-    EvidenceEnd,
     VerifyGate,
     VerifySettings,
     focused,
