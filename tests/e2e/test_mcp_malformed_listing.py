@@ -90,6 +90,28 @@ def test_a_page_cursor_that_repeats_ends_the_listing_with_the_tools_it_gave(tmp_
     assert tool_results(bodies[1]) == ['echo: {"text": "hi"}']
 
 
+def test_pages_that_name_a_new_page_each_time_and_add_no_tool_end_the_listing(
+    tmp_path, fake_openai
+):
+    # Each page named a new next page and gave the same tools: lathe asked until the
+    # startup timeout, then said the server did not answer, and offered none of them.
+    ws = workspace(tmp_path)
+    server = _raw_server(tmp_path, [ECHO], "--new-cursor", startup_timeout_s=20)
+    user_config(tmp_path, {"raw": server})
+    fake_openai.enqueue(Reply(calls=[Call("mcp__raw__echo", {"text": "hi"})]), Reply("Done."))
+
+    result = run(fake_openai, tmp_path, ws)
+
+    assert result.returncode == 0, result.stderr
+    bodies = fake_openai.chat_bodies()
+    assert [name for name in tool_names(bodies[0]) if name.startswith("mcp__raw__")] == [
+        "mcp__raw__echo"
+    ]
+    [warning] = _warnings(result.stderr)
+    assert "added no tool" in warning and "did not answer" not in warning, warning
+    assert tool_results(bodies[1]) == ['echo: {"text": "hi"}']
+
+
 def test_a_list_that_is_no_list_is_a_warning_naming_the_field(tmp_path, fake_openai):
     ws = workspace(tmp_path)
     user_config(tmp_path, {"raw": _raw_server(tmp_path, "nope")})

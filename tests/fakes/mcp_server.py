@@ -22,7 +22,8 @@ takes a third integer and is no longer marked read-only.
 `--raw-tools F`: the server speaks JSON-RPC itself, without the SDK (whose server refuses
 to send a malformed list), over stdio: it lists the tools of the JSON file F as they are
 written, and a call of any of them answers `NAME: ARGUMENTS`. `--same-cursor`: each page
-of its list names the same next page.
+of its list names the same next page; `--new-cursor`: each page names a new next page,
+giving the same tools again, without end.
 """
 
 import argparse
@@ -55,6 +56,7 @@ def main() -> None:
     parser.add_argument("--newer-if")
     parser.add_argument("--raw-tools")
     parser.add_argument("--same-cursor", action="store_true")
+    parser.add_argument("--new-cursor", action="store_true")
     args = parser.parse_args()
     if args.helper_pid_file:
         import subprocess
@@ -70,7 +72,8 @@ def main() -> None:
             pass
         time.sleep(3600)
     if args.raw_tools:
-        serve_raw(json.loads(Path(args.raw_tools).read_text()), args.calls, args.same_cursor)
+        cursor = "same" if args.same_cursor else "new" if args.new_cursor else None
+        serve_raw(json.loads(Path(args.raw_tools).read_text()), args.calls, cursor)
         return
     if args.garbage:
         print("starting the fake server...", flush=True)
@@ -83,7 +86,7 @@ def main() -> None:
         serve_http(server, args.transport, Path(args.port_file))
 
 
-def serve_raw(tools, calls_file: str | None, same_cursor: bool) -> None:
+def serve_raw(tools, calls_file: str | None, cursor: str | None) -> None:
     """Answer JSON-RPC requests on stdin, a line each, as a server written without the
     SDK might (its discovery probe is a method it does not know: the client falls back
     to the handshake)."""
@@ -93,6 +96,7 @@ def serve_raw(tools, calls_file: str | None, same_cursor: bool) -> None:
         reply |= {"error": error} if error else {"result": result}
         print(json.dumps(reply), flush=True)
 
+    pages = 0
     for line in sys.stdin:
         request = json.loads(line)
         method, message_id = request.get("method"), request.get("id")
@@ -105,7 +109,9 @@ def serve_raw(tools, calls_file: str | None, same_cursor: bool) -> None:
                 "serverInfo": {"name": "raw", "version": "1"},
             })  # fmt: skip
         elif method == "tools/list":
-            send(message_id, {"tools": tools} | ({"nextCursor": "again"} if same_cursor else {}))
+            pages += 1
+            named = {"same": "again", "new": f"page-{pages}"}.get(cursor or "")
+            send(message_id, {"tools": tools} | ({"nextCursor": named} if named else {}))
         elif method == "tools/call":
             name, arguments = params["name"], params.get("arguments") or {}
             if calls_file:

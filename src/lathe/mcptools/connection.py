@@ -44,6 +44,8 @@ class McpFailure(ToolError):
 # What the SDK says of a connection that closed, with the code a server may also give
 # an error of its own (-32000, the first of the codes left to servers).
 _SDK_CLOSED = "Connection closed"
+# Pages in a row adding no tool after which a listing that names ever new pages stops.
+_IDLE_PAGES = 3
 
 
 class McpConnection:
@@ -79,26 +81,36 @@ class McpConnection:
         return self.entry.config.startup_timeout_s
 
     async def list_tools(self) -> list[Any]:
-        """Every tool the server offers (all pages), fetched fresh."""
+        """Every tool the server offers (all pages), fetched fresh; a listing that would
+        not end (a page named twice, or `_IDLE_PAGES` pages in a row adding no tool)
+        stops with a note."""
 
         async def fetch(client: Any) -> list[Any]:
             tools: dict[str, Any] = {}  # by name: a page given again adds none twice
-            cursor, seen = None, set()
+            cursor, seen, idle = None, set(), 0
             self._left_out = {}
             while True:
                 page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                known = len(tools)
                 for tool in page.tools:
                     tools.setdefault(tool.name, tool)
+                idle = idle + 1 if len(tools) == known else 0
                 cursor = page.next_cursor
-                if not cursor or cursor in seen:
+                if not cursor or cursor in seen or idle >= _IDLE_PAGES:
                     break
                 seen.add(cursor)
             self.listing_notes = list(self._left_out)
-            if cursor:  # it named a page it had given: asking again would never end
+            kept = f"{len(tools)} tool{'' if len(tools) == 1 else 's'} it had listed"
+            if cursor in seen:  # it named a page it had given: asking again would never end
                 self.listing_notes.append(
                     f"MCP server {self.name} named the same next page ({_shown(cursor)}) "
-                    f"twice while listing its tools; lathe stopped there, keeping the "
-                    f"{len(tools)} tool{'' if len(tools) == 1 else 's'} it had listed"
+                    f"twice while listing its tools; lathe stopped there, keeping the {kept}"
+                )
+            elif cursor:  # a new page each time, adding nothing: it may never end either
+                self.listing_notes.append(
+                    f"MCP server {self.name} named {_IDLE_PAGES} next pages in a row that "
+                    f"added no tool while listing its tools; lathe stopped there, keeping "
+                    f"the {kept}"
                 )
             return list(tools.values())
 
