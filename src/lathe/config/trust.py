@@ -6,8 +6,9 @@ a verify command that runs in the sandbox, rules that deny more), but some setti
 commands on this machine outside the sandbox (hooks; the verify command when there is
 no sandbox), turn the sandbox or its rules off, or decide where the API key is sent.
 Those apply only once the user trusts them, and trust is tied to their content: a
-fingerprint of exactly those settings (the verify command always among them, so one
-trust serves sandboxed and unsandboxed runs alike), recorded per project file in
+fingerprint of exactly those settings as the file sets them (the verify command always
+among them, so one trust serves sandboxed and unsandboxed runs alike, and those a flag
+overrides too, so it serves runs with and without the flag), recorded per project file in
 `LATHE_HOME/trusted-projects.json`. A change asks again.
 """
 
@@ -103,10 +104,13 @@ def project_settings(
     loaded: LoadedConfig, *, commands_sandboxed: bool = False, serving: bool = True
 ) -> ProjectSettings | None:
     """What the project file sets that may need trust; None when none of it needs trust
-    for this run (or there is no project file). A setting a flag, `-c` or the environment
-    overrides does not apply. The verify command needs trust only when commands run
-    outside the sandbox (it would run on this machine, before the first model call), and
-    `serve.*` only to a server (`serving`); both are part of the fingerprint either way."""
+    for this run (or there is no project file). The settings, and so the fingerprint,
+    are every one of them the file sets, whatever the command line: a flag, `-c` or the
+    environment overriding one decides only that it does not apply to this run, so
+    needs no trust now, and one trust serves runs with and without the override. The
+    verify command needs trust only when commands run outside the sandbox (it would run
+    on this machine, before the first model call), and `serve.*` only to a server
+    (`serving`); both are part of the fingerprint either way."""
     if loaded.project_file is None:
         return None
     chosen, needed = [], False
@@ -114,11 +118,9 @@ def project_settings(
         verify = path == ("agent", "verify") and bool(value)
         if not (verify or _needs_trust(path, value)):
             continue
-        origin = loaded.origins.get(path)
-        overridden = origin is not None and origin.layer in ("env", "flag", "override")
-        if overridden and not origin.earlier:
-            continue
         chosen.append((format_key(path), value))
+        if _overridden(loaded, path):
+            continue
         if verify:
             needed = needed or not commands_sandboxed
         elif path[:1] == ("serve",):
@@ -128,6 +130,13 @@ def project_settings(
     if not needed:
         return None
     return ProjectSettings(Path(loaded.project_file).resolve(), tuple(chosen))
+
+
+def _overridden(loaded: LoadedConfig, path: KeyPath) -> bool:
+    """Whether a flag, `-c` or the environment replaces what the project file sets at
+    `path` (a rule list they add to keeps the file's rules, so it is not replaced)."""
+    origin = loaded.origins.get(path)
+    return origin is not None and origin.layer in ("env", "flag", "override") and not origin.earlier
 
 
 # Keys whose empty or false value asks for nothing (no allow rule, nothing passed through,
