@@ -4,7 +4,10 @@
   returning a Tool or a list of them. Their tools join every run's registry after the
   built-ins; a name already taken, or one lathe may give a tool of its own in a run
   (`task`, registered after the plugins, and an MCP server's `mcp__...` too), is a
-  problem, and that tool is skipped.
+  problem, and that tool is skipped; so is one whose name a model cannot call (1 to 64
+  letters, digits, `_` or `-`) or whose spec cannot be built (`tools/base.tool_spec`).
+  A tool's `execute` that raises, or returns no `ToolOutput`, is that tool's internal
+  error, which the model is told (agent/tooling.py).
 - `lathe.providers`: the entry point's name is a provider `kind` (`[providers.NAME]
   kind = "..."`), its object a factory `(Endpoint) -> Provider` (see llm/registry.py).
   Read only when a config names a kind lathe does not have itself.
@@ -27,6 +30,7 @@ chose is worse than not running.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
@@ -93,8 +97,9 @@ def problem_line(entry: EntryPoint, problem: str) -> str:
 
 def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> list[Any]:
     """The tools of every `lathe.tools` plugin, none named like one in `taken`, like a
-    tool lathe may register in a run, nor like one another; each plugin that fails, or
-    tool skipped, goes to `on_problem`."""
+    tool lathe may register in a run, nor like one another, each with a name the model
+    can call and a spec lathe can build; each plugin that fails, or tool skipped, goes
+    to `on_problem`."""
     tools: list[Any] = []
     for entry in entry_points_of(TOOLS):
         try:
@@ -104,7 +109,7 @@ def load_tool_plugins(on_problem: Callable[[str], None], taken: set[str]) -> lis
             continue
         kept, skipped = _named_apart(made, taken)
         for name, why in skipped.items():
-            on_problem(problem_line(entry, f"the tool {name!r} has {_SKIPPED[why]}"))
+            on_problem(problem_line(entry, f"the tool {name!r} has {why}"))
         tools.extend(kept)
     return tools
 
@@ -114,30 +119,56 @@ _SKIPPED = {
     "own": "lathe's own name",
     "mcp": "a name kept for MCP servers' tools (mcp__SERVER__TOOL)",
     "taken": "another plugin's name",
+    "name": "a name the model cannot call (1 to 64 letters, digits, _ or -)",
 }
+
+# What every model endpoint lathe speaks to takes as a function's name; a request
+# offering any other name is refused whole, failing every turn of the run.
+_CALLABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _named_apart(made: list[Any], taken: set[str]) -> tuple[list[Any], dict[str, str]]:
     """The tools of `made` a run registers, their names added to `taken`, and why each
-    other was skipped (a key of `_SKIPPED`). Lathe's own names are reserved whether or
-    not this run registers them yet: the task tool and MCP's come after the plugins,
-    and a plugin's tool of that name had ended every run."""
+    other was skipped, by its name. Lathe's own names are reserved whether or not this
+    run registers them yet: the task tool and MCP's come after the plugins, and a
+    plugin's tool of that name had ended every run."""
     from lathe.tools.builtin import known_tool_names
 
     own = known_tool_names(())
     kept: list[Any] = []
     skipped: dict[str, str] = {}
     for tool in made:
-        if tool.name in own:
-            skipped[tool.name] = "own"
-        elif tool.name.lower().startswith("mcp__"):
-            skipped[tool.name] = "mcp"
-        elif tool.name in taken:
-            skipped[tool.name] = "taken"
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str) or not _CALLABLE_NAME.fullmatch(name):
+            skipped[str(name)] = _SKIPPED["name"]
+        elif (unbuilt := _spec_failure(tool)) is not None:
+            skipped[name] = f"a spec lathe cannot build ({unbuilt})"
+        elif name in own:
+            skipped[name] = _SKIPPED["own"]
+        elif name.lower().startswith("mcp__"):
+            skipped[name] = _SKIPPED["mcp"]
+        elif name in taken:
+            skipped[name] = _SKIPPED["taken"]
         else:
-            taken.add(tool.name)
+            taken.add(name)
             kept.append(tool)
     return kept, skipped
+
+
+def _spec_failure(tool: Any) -> str | None:
+    """Why the spec the model is sent cannot be built for `tool`, in full or brief (a
+    registry builds it as the run starts, and a `parameters` that is no Params model
+    had ended every run there); None: it can."""
+    from lathe.tools.base import tool_spec
+
+    try:
+        for brief in (False, True):
+            spec = tool_spec(tool, brief=brief)
+            if not isinstance(spec.description, str):
+                raise TypeError(f"its description is {type(spec.description).__name__}")
+    except Exception as exc:  # a plugin's bug, whatever it raises
+        return describe_failure(exc)
+    return None
 
 
 def _tools_from(entry: EntryPoint) -> list[Any]:
@@ -153,6 +184,12 @@ def _tools_from(entry: EntryPoint) -> list[Any]:
     if wrong:
         raise TypeError(f"it gave {', '.join(wrong)}, which is not a lathe Tool")
     return made
+
+
+def _shown(name: str) -> str:
+    """A skipped tool's name in `lathe plugins`' list: quoted when it is no name a
+    model can call ("" had been a blank there)."""
+    return name if _CALLABLE_NAME.fullmatch(name) else repr(name)
 
 
 def hooks_from(entry: EntryPoint, workspace: Path) -> Any:
@@ -205,7 +242,7 @@ def survey() -> list[PluginStatus]:
                     kept, skipped = _named_apart(_tools_from(entry), taken)
                     provides = "; ".join([
                         *([", ".join(tool.name for tool in kept)] if kept else []),
-                        *(f"{name} skipped: {_SKIPPED[why]}" for name, why in skipped.items()),
+                        *(f"{_shown(name)} skipped: {why}" for name, why in skipped.items()),
                     ])  # fmt: skip
                 elif group == HOOKS:
                     hooks_from(entry, Path.cwd())

@@ -154,12 +154,10 @@ class ToolRunner:
             output = ToolOutput(content=f"Error: {exc}", is_error=True, summary=str(exc))
             refused = isinstance(exc, ToolRefusal)
         except Exception as exc:  # a tool bug must not kill a user's run; the model is told
-            output = ToolOutput(
-                content=f"Error: internal error in the {item.tool.name} tool: "
-                f"{type(exc).__name__}: {exc}",
-                is_error=True,
-                summary=f"internal error: {type(exc).__name__}",
-            )
+            output = _internal_error(item.tool, exc)
+        if not isinstance(output, ToolOutput):  # a plugin's bug too: it had ended the run
+            wrong = TypeError(f"it returned a {type(output).__name__}, not a ToolOutput")
+            output = _internal_error(item.tool, wrong)
         # Capped before the hooks: what they add is theirs to bound, and a nested
         # AGENTS.md appended to a `read` page cut a hole in the middle of the page.
         output = _within_cap(_printable_output(output), self._context)
@@ -174,6 +172,15 @@ class ToolRunner:
                 shown if shown != item.tool.summarize_call(item.params) else "",
             )
         return output, refused
+
+
+def _internal_error(tool: Tool, exc: Exception) -> ToolOutput:
+    """What the model is told of a bug in `tool`, the error `exc` it raised or made."""
+    return ToolOutput(
+        content=f"Error: internal error in the {tool.name} tool: {type(exc).__name__}: {exc}",
+        is_error=True,
+        summary=f"internal error: {type(exc).__name__}",
+    )
 
 
 def _as_rewritten(
