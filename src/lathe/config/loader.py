@@ -302,9 +302,10 @@ def _with_earlier(previous: Origin, current: Origin) -> Origin:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The tables of a TOML file; a leading byte order mark, which some editors write,
+    is not part of the text (as for instruction files and SKILL.md)."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(path.read_bytes().decode("utf-8").removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
