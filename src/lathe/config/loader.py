@@ -452,8 +452,10 @@ def _shown(value: Any) -> str:
 def _origin_near(path: KeyPath, origins: Mapping[KeyPath, Origin]) -> Origin:
     """The origin to blame for an error at `path`: its own, else the latest layer that set
     something in the nearest enclosing table (an entry missing a key, a section whose
-    keys disagree)."""
-    if path in origins:
+    keys disagree). Where the defaults set `path` itself (the empty `mcp.servers`
+    table), the latest layer that set something under it is blamed: a check of the whole
+    table fails for what a layer put in it."""
+    if path in origins and origins[path].layer != "default":
         return origins[path]
     for cut in range(len(path), 0, -1):
         near = [o for p, o in origins.items() if p[:cut] == path[:cut]]
