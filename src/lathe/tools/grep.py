@@ -20,7 +20,7 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -195,24 +195,45 @@ async def run_rg_project_first(
     with the line before). rg lists files in no set order, so when that search was cut
     holding lines of those folders, the project's own may be past the cut: it is
     searched again without them. `split=False` (a search that names such a folder)
-    keeps every line the project's."""
-    first = await run_rg([*args, "--", target], cwd=cwd, max_bytes=max_bytes)
-    if not split:
-        return Split(first, first.lines(), [], False)
+    keeps every line the project's.
+
+    A folder `target` is searched with rg running inside it, so that a glob in `args`
+    holding a slash is matched from that folder (rg matches one from where it runs);
+    the lines' paths are given back as from `cwd`."""
     below = vendored.prefix(target)
+    folder = cwd / target if below and (cwd / target).is_dir() else None
+
+    async def search(argv: list[str]) -> tuple[RgResult, list[str]]:
+        if folder is None:
+            result = await run_rg([*argv, "--", target], cwd=cwd, max_bytes=max_bytes)
+            return result, result.lines()
+        result = await run_rg([*argv, "--", "."], cwd=folder, max_bytes=max_bytes)
+        lines = [below + line if path_of(line) is not None else line for line in result.lines()]
+        return _named_from(below, result), lines
+
+    first, lines = await search(args)
+    if not split:
+        return Split(first, lines, [], False)
     own: list[str] = []
     others: list[str] = []
     into = own
-    for line in first.lines():
+    for line in lines:
         path = path_of(line)
         if path is not None:
             into = others if vendored.inside(path, below) else own
         into.append(line)
     if others and first.cut:
-        args = [*args, *vendored.EXCLUDE_GLOBS, "--", target]
-        project = await run_rg(args, cwd=cwd, max_bytes=max_bytes)
-        return Split(project, project.lines(), others, True)
+        project, lines = await search([*args, *vendored.EXCLUDE_GLOBS])
+        return Split(project, lines, others, True)
     return Split(first, own, others, False)
+
+
+def _named_from(below: str, result: RgResult) -> RgResult:
+    """`result` with the paths in rg's messages ("rg: ./sub: Permission denied") read
+    from the workspace, rg having run inside the folder `below`."""
+    if "rg: ./" not in result.stderr:
+        return result
+    return replace(result, stderr=result.stderr.replace("rg: ./", f"rg: {below}"))
 
 
 async def _read_stderr(stream: asyncio.StreamReader) -> bytes:
