@@ -3,7 +3,8 @@
 What the session did so far is replayed, then its live events are drawn as the
 interactive session draws its own (`interactive.render.Renderer`). A typed line is sent
 as a message (drawn when its turn starts, and noted when it waits behind a running
-one); while an approval is pending, `y` / `a` / `n [reason]` answer it;
+one); while an approval is pending, `y` / `a` / `n [reason]` answer it, and `v` shows
+the whole change it is for (a long one is drawn as its start and end);
 `/abort` stops the run; Ctrl-D (or `/quit`) detaches and leaves the session running;
 `/help` lists these. Any other `/word` line is refused, never sent (`//` sends a line
 that begins with `/`), as in the interactive session.
@@ -130,7 +131,10 @@ _COMMANDS = {
     "/quit": "detach; the session goes on (Ctrl-D too)",
     "/exit": "the same as /quit",
 }
-_KEYS = "Enter sends · y/a/n answer an approval · /abort · /help · Ctrl-D detaches"
+_KEYS = (
+    "Enter sends · y/a/n answer an approval (v shows a change whole) · /abort · /help · "
+    "Ctrl-D detaches"
+)
 
 
 class _Attached:
@@ -251,9 +255,9 @@ class _Attached:
             self.renderer.note(
                 f"approve: {data['tool']} {_what(data)}  ({data['reason']})", "yellow"
             )
-            if preview.startswith("--- "):
-                self.renderer.diff(preview)
-            self.renderer.note("allow? y once · a always · n [reason] deny", "bold")
+            cut = preview.startswith("--- ") and self.renderer.diff(preview)
+            whole = " · v whole change" if cut else ""
+            self.renderer.note(f"allow? y once · a always · n [reason] deny{whole}", "bold")
         elif kind == "approval_resolved":
             self.pending.pop(str(data.get("approval_id")), None)
             self.renderer.note(f"  approval: {data['choice']} ({data.get('by', 'user')})")
@@ -276,6 +280,8 @@ class _Attached:
         from lathe.ui.interactive.approval import parse_answer
 
         try:
+            if self.pending and text.strip().lower() in ("v", "view") and self._show_whole():
+                return True
             if self.pending and (answer := parse_answer(text)) is not None:
                 choice, reason = answer
                 oldest = next(iter(self.pending))
@@ -290,6 +296,15 @@ class _Attached:
             if exc.status == 404 and not self._served():
                 raise
             self.renderer.error(str(exc))
+        return True
+
+    def _show_whole(self) -> bool:
+        """Print the whole change the oldest pending approval is for (its start and end
+        were shown); False when it is for no change (a command)."""
+        preview = str(next(iter(self.pending.values())).get("preview") or "")
+        if not preview.startswith("--- "):
+            return False
+        self.renderer.diff(preview, limit=None)
         return True
 
     def _command(self, line: str) -> bool:
