@@ -26,6 +26,9 @@ HIDDEN = {
     "HTTP_AUTHORIZATION": "Basic YWxhZGRpbjpvcGVuc2VzYW1l",
     "PGPASS": "pgPw-7731-xyz",
     "SMTP_PASS": "mail-pw-1",
+    "SSHPASS": "Sup3r-ssh-pass",
+    "LDAP_BIND_PW": "ldap-pw-98765",
+    "SMTP_PW": "smtppw12345",
     "STRIPE_SK": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
     "GOOGLE_CREDS": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY..."}',
     "AWS_CREDS_JSON": '{"id": 1}',
@@ -43,7 +46,7 @@ HIDDEN = {
 }
 KEPT = {
     "PATH": "/usr/bin:/bin", "HOME": "/home/ada", "LANG": "C.UTF-8", "TERM": "xterm-256color",
-    "PWD": "/w", "OLDPWD": "/",
+    "PWD": "/w", "OLDPWD": "/", "PWDEBUG": "1", "PW_TEST_REPORTER": "list",
     "XDG_SESSION_TYPE": "wayland", "XDG_SESSION_ID": "3", "XDG_SESSION_CLASS": "user",
     "XDG_SESSION_DESKTOP": "gnome", "DESKTOP_SESSION": "ubuntu", "GDMSESSION": "ubuntu",
     "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",

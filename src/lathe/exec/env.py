@@ -18,19 +18,21 @@ from lathe.config.secrets import find_credentials
 # Names that hold credentials by convention: OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD,
 # AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, GITLAB_PAT, MYSQL_PWD,
 # PROXY_AUTH, CI_JOB_JWT, DOCKER_AUTH_CONFIG, SLACK_WEBHOOK_URL, SESSION_COOKIE,
-# AUTHORIZATION, PGPASS, SMTP_PASS, STRIPE_SK, GOOGLE_CREDS, and the sessions vault CLIs
-# unlock with, named one by one (Bitwarden's BW_SESSION, 1Password's OP_SESSION_<account>;
-# a session's token or key, AWS_SESSION_TOKEN, by its TOKEN or KEY) (not SSH_AUTH_SOCK).
+# AUTHORIZATION, PGPASS, SMTP_PASS, SMTP_PW, LDAP_BIND_PW, SSHPASS (sshpass -e), STRIPE_SK,
+# GOOGLE_CREDS, and the sessions vault CLIs unlock with, named one by one (Bitwarden's
+# BW_SESSION, 1Password's OP_SESSION_<account>; a session's token or key,
+# AWS_SESSION_TOKEN, by its TOKEN or KEY) (not SSH_AUTH_SOCK).
 # The CI names match at the end only: JWT_ALGORITHM, WEBHOOK_PORT, COOKIE_DOMAIN and
 # AZURE_AUTH_LOCATION are settings tools need. PASS and SESSION count only as whole
 # parts of a name in those places: COMPASS_URL, PASS_THROUGH, NO_PASS, TMUX_SESSION,
 # PIPENV_SESSION, XDG_SESSION_TYPE, DBUS_SESSION_BUS_ADDRESS (without it a D-Bus client
-# starts a bus of its own), DESKTOP_SESSION, GIT_ASKPASS and PGPASSFILE hold none.
+# starts a bus of its own), DESKTOP_SESSION, GIT_ASKPASS and PGPASSFILE hold none; nor
+# do PWD and OLDPWD (_PW and _PWD need the underscore).
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTHORIZATION(_HEADER)?$"
     r"|JWT(_V\d+)?$|WEBHOOK(_URL)?$|COOKIE$|_AUTH_CONFIG$"
-    r"|_PAT$|_PWD$|_SK$|_AUTH$|^AUTH_|_DSN$|(^|_)CREDS?(_|$)"
-    r"|(^|(?<!^NO)_|^PG)PASS$"
+    r"|_PAT$|_PWD?$|_SK$|_AUTH$|^AUTH_|_DSN$|(^|_)CREDS?(_|$)"
+    r"|(^|(?<!^NO)_|^PG|^SSH)PASS$"
     r"|^BW_SESSION$|^OP_SESSION(_|$)",
     re.IGNORECASE,
 )
