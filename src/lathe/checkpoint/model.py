@@ -178,7 +178,11 @@ def encode_message(
 
 def checkpoint_from(record: LogRecord, n: int) -> Checkpoint:
     label, _, body = record.message.partition("\n")
-    trailers = dict(line.split(": ", 1) for line in body.splitlines() if line.startswith("Lathe-"))
+    trailers = {
+        key: value
+        for key, colon, value in (line.partition(": ") for line in body.splitlines())
+        if colon and key.startswith("Lathe-")
+    }
     turn = trailers.get("Lathe-Turn")
     kept = trailers.get("Lathe-Kept", "0")
     failed = trailers.get("Lathe-Failed", "0")

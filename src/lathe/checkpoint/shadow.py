@@ -288,7 +288,14 @@ class ShadowRepo:
         if max_count is not None:
             args.append(f"--max-count={max_count}")
         out = self._git(*args, rev, "--").decode("utf-8", "surrogateescape")
-        return [_parse_record(chunk) for chunk in out.split("\x1e") if chunk.strip("\0\n")]
+        try:
+            return _parse_log(out)
+        except ValueError as exc:
+            raise LatheError(
+                f"checkpoint store {self.git_dir}: lathe cannot read its history ({exc}); "
+                f"the store is damaged: move {self.root} aside (its checkpoints go with "
+                "it; the workspace is not touched)"
+            ) from None
 
     def count(self, rev: str) -> int:
         """How many checkpoints the chain holds up to and including `rev`."""
@@ -537,18 +544,38 @@ def isolated_git_environment(
     return env
 
 
-def _parse_record(chunk: str) -> LogRecord:
-    commit, tree, parents, stamp, message, rest = chunk.split("\x1f", 5)
-    names = rest.lstrip("\0\n").split("\0")
-    changes = tuple(
-        (status, path) for status, path in zip(names[0::2], names[1::2], strict=False) if path
-    )
+def _parse_log(out: str) -> list[LogRecord]:
+    """The records of `log`'s output, read in sequence: each commit's header (from its
+    0x1E to the NUL after it), then its (status, path) pairs, each field ended by a NUL.
+    A path may hold any byte but NUL (0x1E and 0x1F too), so none is split on: a path is
+    always the field after a status. Raises ValueError for output of another shape."""
+    commits: list[tuple[str, list[tuple[str, str]]]] = []
+    fields = iter(out.split("\0"))
+    for field in fields:
+        status = field.lstrip("\n")
+        if status.startswith("\x1e"):
+            commits.append((status[1:], []))
+        elif status:
+            path = next(fields, "")
+            if not commits or not status.isalnum() or not path:
+                raise ValueError(f"a file status {status[:20]!r} outside a commit record")
+            commits[-1][1].append((status, path))
+    return [_parse_record(header, tuple(changes)) for header, changes in commits]
+
+
+def _parse_record(header: str, changes: tuple[tuple[str, str], ...]) -> LogRecord:
+    """One commit's `%H%x1f%T%x1f%P%x1f%ct%x1f%B%x1f` (see `ShadowRepo.log`), its changes
+    beside it: the message is all after the fourth 0x1F but the one that ends it."""
+    parts = header.split("\x1f", 4)
+    if len(parts) != 5 or not parts[4].endswith("\x1f") or not parts[3].isdigit():
+        raise ValueError(f"a commit record of another shape: {header[:60]!r}")
+    commit, tree, parents, stamp, message = parts
     return LogRecord(
         commit=commit,
         tree=tree,
         parent=parents.split(" ")[0] or None,
         timestamp=int(stamp),
-        message=message,
+        message=message[:-1],
         changes=changes,
     )
 
