@@ -4,12 +4,14 @@ through the real CLI against the fake server:
 - a name holding 0x1E broke the store for good: `ShadowRepo.log` split git's output on
   that byte, so the run died with a traceback, and `lathe undo` and `lathe checkpoints
   list` with it, for as long as the commit stayed in the history;
+- `lathe undo` printed names raw: a file named with an OSC 52 sequence wrote the
+  clipboard of the terminal that ran it.
 """
 
 from __future__ import annotations
 
 import pytest
-from tests.checkpoint.helpers import lathe, run
+from tests.checkpoint.helpers import bash, lathe, run
 from tests.fakes.openai_server import Call, Reply
 
 from lathe.checkpoint import Checkpoints
@@ -37,6 +39,7 @@ def test_a_name_holding_the_record_separator_is_recorded_and_undone(tmp_path, fa
     undone = lathe(tmp_path, "undo", "-C", str(ws))
     assert undone.returncode == 0, undone.stderr
     assert not (ws / ODD).exists()
+    assert "deleted    odd\\x1ename\\x1f.txt" in undone.stdout
 
 
 def test_a_store_holding_such_a_name_reads_in_a_later_process(tmp_path, home) -> None:
@@ -75,3 +78,18 @@ def test_a_log_lathe_cannot_read_is_the_store_damaged_error(cp, ws, monkeypatch)
 
     with pytest.raises(LatheError, match=r"cannot read.*move .* aside"):
         Checkpoints(ws, cp.home).list()
+
+
+def test_undo_writes_out_the_control_characters_of_a_name(tmp_path, fake_openai):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    name = "q\x1b]52;c;ZWNobyBwd25lZA==\x07evil.txt"
+    fake_openai.enqueue(Reply(calls=[bash(f"touch '{name}'")]), Reply("Done."))
+    assert run(fake_openai, ws, tmp_path, "touch it").returncode == 0
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert "\x1b" not in undone.stdout and "\x07" not in undone.stdout, repr(undone.stdout)
+    assert "deleted    q\\x1b]52;c;ZWNobyBwd25lZA==\\x07evil.txt" in undone.stdout

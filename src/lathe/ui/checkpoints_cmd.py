@@ -177,13 +177,15 @@ def _held(checkpoints: Checkpoints, doing: str):
 
 @contextmanager
 def _errors_exit() -> Iterator[None]:
+    from lathe.exec.terminal import visible_text
+
     try:
         yield
     except UsageError as exc:
-        click.echo(f"lathe: {exc}", err=True)
+        click.echo(f"lathe: {visible_text(str(exc))}", err=True)  # it may name files
         raise SystemExit(2) from None
     except LatheError as exc:
-        click.echo(f"lathe: {exc}", err=True)
+        click.echo(f"lathe: {visible_text(str(exc))}", err=True)
         raise SystemExit(1) from None
 
 
@@ -245,7 +247,26 @@ def _fail_when_all_kept(report: RestoreReport) -> None:
 
 def _print_paths(verb: str, paths: list[str], *, err: bool = False) -> None:
     for path in paths:
-        click.echo(f"  {verb:<10} {path}" if verb else f"  {path}", err=err)
+        name = _shown_path(path)
+        click.echo(f"  {verb:<10} {name}" if verb else f"  {name}", err=err)
+
+
+def _shown_path(path: str) -> str:
+    """`path` as a terminal may show it: each character that is not printable written
+    out (`\\x1b`; a byte that is not UTF-8 as itself, `\\xff`), so that a name cannot
+    move the cursor, set the clipboard (OSC 52) or split its line."""
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else _escaped(c) for c in path)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as surrogateescape keeps it
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _describe(checkpoint: Checkpoint) -> str:
