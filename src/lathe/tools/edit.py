@@ -8,10 +8,11 @@ though, because then the model's picture of the rest of the file is out of date.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
-import string
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from lathe.tools.files import (
     unified_diff,
     with_line_endings_of,
 )
-from lathe.tools.locate import code_used_by, elsewhere_note
+from lathe.tools.locate import WORD_CHARS, code_used_by, cut_side, elsewhere_note
 from lathe.tools.paths import display_path, resolve_path
 
 _REGION_CONTEXT = 2
@@ -152,8 +153,8 @@ class EditTool(Tool):
             old, new = _as_in_the_file(ShownText(text), old, new)
             starts = _occurrences(text, old)
         if not starts:
-            elsewhere = elsewhere_note(
-                ctx.workspace, old, besides=path, unreadable=ctx.deny_read,
+            elsewhere = functools.partial(
+                elsewhere_note, ctx.workspace, old, besides=path, unreadable=ctx.deny_read,
                 unchangeable=ctx.deny_edit, what="old_string",
             )  # fmt: skip
             raise ToolError(_not_found_message(text, old, shown, elsewhere))
@@ -242,35 +243,30 @@ def _occurrences(text: str, needle: str, *, overlapping: bool = False) -> list[i
     return starts
 
 
-_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
-
-
 def _cut_word(text: str, old: str, starts: list[int], shown: str) -> str:
     """Why the edit is refused when an occurrence of `old` begins or ends inside a
     word of `text` (ASCII letters, digits, _), or "". The 1.5B's `if x:` matched inside
     `elif x:`, and its new lines replaced half the keyword."""
     for start in starts:
         end = start + len(old)
-        if start > 0 and text[start - 1] in _WORD_CHARS and old[0] in _WORD_CHARS:
-            side, at = "starts", start
-        elif end < len(text) and text[end] in _WORD_CHARS and old[-1] in _WORD_CHARS:
-            side, at = "ends", end - 1
-        else:
+        side = cut_side(text, start, end)
+        if not side:
             continue
+        at = start if side == "starts" else end - 1
         first = at
-        while first > 0 and text[first - 1] in _WORD_CHARS:
+        while first > 0 and text[first - 1] in WORD_CHARS:
             first -= 1
         last = at
-        while last < len(text) and text[last] in _WORD_CHARS:
+        while last < len(text) and text[last] in WORD_CHARS:
             last += 1
         line_start = text.rfind("\n", 0, at) + 1
         line_end = text.find("\n", at)
         line = text[line_start : len(text) if line_end == -1 else line_end]
         quote, what = line, "the whole line"
         if len(line) > SHOWN_LINE_CHARS:  # a 5 MB minified line was quoted whole
-            while start > 0 and text[start - 1] in _WORD_CHARS:
+            while start > 0 and text[start - 1] in WORD_CHARS:
                 start -= 1
-            while end < len(text) and text[end] in _WORD_CHARS:
+            while end < len(text) and text[end] in WORD_CHARS:
                 end += 1
             quote, what = cut_line(text[start:end]), "old_string widened to whole words"
         return (
@@ -292,14 +288,19 @@ def _diff_stats(diff: str) -> tuple[int, int]:
     return added, removed
 
 
-def _not_found_message(text: str, old: str, shown: str, elsewhere: str = "") -> str:
+def _not_found_message(
+    text: str, old: str, shown: str, elsewhere: Callable[[], str] = lambda: ""
+) -> str:
+    """Why `old` is not in `text`, and the likeliest way on: where the file matches it
+    but for characters the model cannot see, or whitespace; else the other files that
+    hold it (`elsewhere`, asked only then: the file's own near match is likelier what
+    the model meant than a copy of the text in another file); else the most similar
+    region, or the whole of a short file."""
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     wanted = old.strip("\n").split("\n")
     message = f"old_string was not found in {shown}."
-    if elsewhere:
-        return f"{message} {elsewhere}"
     if _NUMBERED_LINE.search(old):
         message += (
             " It seems to include line numbers from read; leave out the number and the tab"
@@ -315,6 +316,8 @@ def _not_found_message(text: str, old: str, shown: str, elsewhere: str = "") -> 
             f"indentation are ignored; the file has:\n{region}\nCopy the text exactly, "
             f"including indentation (tabs vs spaces)."
         )
+    if note := elsewhere():
+        return f"{message} {note}"
     best = _closest_window(lines, wanted)
     if best is None and len(lines) <= _WHOLE_FILE_LINES:
         return (

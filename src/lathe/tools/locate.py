@@ -7,6 +7,7 @@ holds the text turns a dead end into the next step.
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,20 @@ if TYPE_CHECKING:
     import ast
 
 _TIMEOUT_S = 10.0
+_MAX_READ = 20  # files rg lists that are read to see where the text lies in them
+
+WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def cut_side(text: str, start: int, end: int) -> str:
+    """ "starts" when `text[start:end]` begins inside a word of `text` (ASCII letters,
+    digits, _), "ends" when it ends inside one, else "": an edit of it would change
+    part of a word."""
+    if start > 0 and text[start - 1] in WORD_CHARS and text[start] in WORD_CHARS:
+        return "starts"
+    if end < len(text) and text[end] in WORD_CHARS and text[end - 1] in WORD_CHARS:
+        return "ends"
+    return ""
 
 
 def files_containing(
@@ -23,7 +38,8 @@ def files_containing(
 ) -> list[tuple[str, int]]:
     """Up to `limit` other files holding `text` exactly, as (display path, first line),
     sorted; [] when there are more than `limit` (the hint would not narrow anything) or
-    ripgrep cannot run."""
+    ripgrep cannot run. A file holding `text` only where it begins or ends inside a
+    word (`a = 1` in `a = 10`) does not count: edit would refuse that change."""
     from lathe.tools.grep import RG_COMMON, readable_paths, rg_lines, strip_dot
 
     if not text.strip():
@@ -47,7 +63,7 @@ def files_containing(
     skip = besides.resolve()
     listing = readable_paths(sorted(strip_dot(name) for name in listing), unreadable)
     others = [path for name in listing if (path := (workspace / name).resolve()) != skip]
-    if len(others) > limit:
+    if len(others) > _MAX_READ:
         return []
     found = []
     for path in others:
@@ -55,10 +71,19 @@ def files_containing(
             content = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        index = content.find(text)
+        index = _first_whole(content, text)
         if index >= 0:
             found.append((display_path(workspace, path), content.count("\n", 0, index) + 1))
-    return found
+    return found if len(found) <= limit else []
+
+
+def _first_whole(content: str, text: str) -> int:
+    """Where `text` first occurs in `content` without beginning or ending inside a
+    word, or -1."""
+    index = content.find(text)
+    while index != -1 and cut_side(content, index, index + len(text)):
+        index = content.find(text, index + 1)
+    return index
 
 
 def elsewhere_note(
@@ -111,6 +136,7 @@ def code_used_by(
     if not imported:
         return ", ".join(_module_files(workspace, list(modules), unchangeable)[:3])
     found = definitions(workspace, list(imported), unchangeable)
+
     def not_in_text(name: str) -> bool:
         return re.search(rf"\b{re.escape(name)}\b", text) is None
 
