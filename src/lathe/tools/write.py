@@ -8,6 +8,7 @@ overwrite keeps the old file's encoding, BOM and line endings.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -61,6 +62,7 @@ class WriteTool(Tool):
         return args.path
 
     async def execute(self, args: WriteParams, ctx: ToolContext) -> ToolOutput:
+        _refuse_folder_form(args.path)
         path = resolve_path(ctx.workspace, args.path)
         shown = display_path(ctx.workspace, path)
         with os_errors(shown, "write"):
@@ -129,6 +131,19 @@ class WriteTool(Tool):
             content=f"Overwrote {shown} ({lines}{was}).\n\n{clip_diff(diff)}",
             summary=f"overwritten, {lines}",
             details={"path": shown, "created": False, "diff": cut_lines(diff)},
+        )
+
+
+def _refuse_folder_form(given: str) -> None:
+    """ToolError when `given` names a folder by its form: it ends in "/" (or "/." or
+    "/.."). Resolved, it loses that ending, and `newdir/` was created as a file named
+    `newdir`, in the way of the folder the model meant."""
+    path = given.strip()
+    last = path.replace(os.sep, "/").rsplit("/", 1)[-1]
+    if path and last in ("", ".", ".."):
+        raise ToolError(
+            f"{path} names a folder, not a file; give the path of the file to write "
+            "(its folders are created as needed)"
         )
 
 
