@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lathe.config.secrets import env_references
+from lathe.errors import UsageError
 from lathe.events import Notice
-from lathe.exec.base import Executor
+from lathe.exec.base import ExecResult, Executor
 from lathe.hooks.base import AgentHooks, HookChain
-from lathe.policy.gate import Approver, Mode, Policy, PolicyGate
+from lathe.policy.gate import ApprovalRequest, Approver, Mode, Policy, PolicyGate
 from lathe.policy.rules import RuleSet, protected_patterns
 from lathe.tools.base import ToolRegistry
 from lathe.ui.setup import RunSetup
@@ -140,6 +141,8 @@ def build_safety(
             )
             sandboxed = True
         else:
+            if approver is None and setup.loaded.config.agent.verify:
+                raise _check_would_run_unsandboxed(status.message)
             fallback = (
                 "commands will be refused in this headless run"
                 if setup.options.headless
@@ -190,6 +193,8 @@ def build_safety(
         on_remember=remember,
         words=setup.words(),
     )
+    if not sandboxed and approver is not None and config.executor is None:
+        executor = _AsksOutsideCalls(executor, gate)
     hooks = _hooks(setup, warn, tools, hide_env=hidden, keep_env=keep)
     if mcp is not None:
 
@@ -314,6 +319,59 @@ def _check_tool_names(profile: str, names: list[str]) -> None:
             f"profiles.{profile}.tools names {', '.join(map(repr, unknown))}, which lathe does "
             f"not have; use some of: {', '.join(OWN_TOOL_NAMES)}"
         )
+
+
+class CheckDeclined(UsageError):
+    """The person asked declined to run the verify command unsandboxed: the run stops."""
+
+
+class _AsksOutsideCalls:
+    """The executor of a run whose commands have no sandbox and a person to ask. A
+    command a tool call runs was judged with the call by the gate, which asked where the
+    mode wants a sandbox; one run outside any call (`CURRENT_CALL` unset: the verify
+    check, which runs the model's code) asks the same way, unless the mode is `full` now
+    (`/approval` changes it) or its key was allowed always. Declined: `CheckDeclined`."""
+
+    def __init__(self, inner: Executor, gate: PolicyGate) -> None:
+        self._inner = inner
+        self._gate = gate
+
+    async def run(self, command: str, **options) -> ExecResult:
+        from lathe.tools.base import CURRENT_CALL
+
+        if not CURRENT_CALL.get() and self._gate.policy.mode is not Mode.FULL:
+            await self._ask(command)
+        return await self._inner.run(command, **options)
+
+    async def _ask(self, command: str) -> None:
+        gate = self._gate
+        key = f"bash({command.strip()})"
+        if key in gate.remembered or gate.approver is None:
+            return
+        reason = "the verify command runs the model's code, and no sandbox can contain it"
+        request = ApprovalRequest("bash", {"command": command}, reason, key, command)
+        answer = await gate.approver.ask(request)
+        if answer.choice == "deny":
+            why = f": {answer.reason}" if answer.reason else ""
+            said = "nobody answered in time" if answer.by == "timeout" else "it was declined"
+            raise CheckDeclined(f"the verify command was not run unsandboxed: {said}{why}")
+        if answer.choice == "always":
+            gate.remembered.add(key)
+            if gate.on_remember:
+                gate.on_remember(key)
+
+    def __getattr__(self, name: str):  # the executor's own attributes (aclose ...)
+        return getattr(self._inner, name)
+
+
+def _check_would_run_unsandboxed(why: str):
+    """The UsageError of a run with nobody to ask whose verify command would run the
+    model's code with no sandbox (`why`: the sandbox's own reason, with its fix)."""
+    return UsageError(
+        "the verify command would run the model's code unsandboxed, and nobody can be "
+        f"asked in this run: {why} Or pass --approval full to run it, and every command, "
+        "unsandboxed."
+    )
 
 
 def _plugin_executor(name: str, workspace: Path, hide_env: list[str], keep_env) -> Executor:
