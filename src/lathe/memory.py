@@ -5,6 +5,10 @@
   the user's repository;
 - the user's: `$LATHE_HOME/memory/user.md`, for every project.
 
+`LATHE_MEMORY_DIR` names another folder for both (`memory/` of LATHE_HOME otherwise):
+`lathe batch` gives each task's run one of its own, so no task reads or writes the
+user's memory or another task's.
+
 An entry is a Markdown bullet (`- text`, later lines indented by two spaces), so the
 file reads well in an editor (`lathe memory edit`); text outside a bullet is kept as an
 entry of its own. `MemoryStore` changes a file under its lock (`file_lock.FileLock` on
@@ -45,11 +49,21 @@ class MemoryRefused(Exception):
     """A change the store refused; the message says why and what to do instead."""
 
 
+MEMORY_DIR_VARIABLE = "LATHE_MEMORY_DIR"
+
+
 def memory_path(scope: Scope, workspace: Path, home: Path | None = None) -> Path:
+    """The memory file of `scope` for `workspace`: under `home`/memory when given, else
+    under $LATHE_MEMORY_DIR (where `lathe batch` gives each task a folder of its own),
+    else under LATHE_HOME/memory."""
     from lathe.config.loader import project_root
     from lathe.home import lathe_home, project_slug
 
-    base = (home or lathe_home()) / "memory"
+    own = os.environ.get(MEMORY_DIR_VARIABLE)
+    if home is None and own:
+        base = Path(own).expanduser().absolute()  # as LATHE_HOME: children run elsewhere
+    else:
+        base = (home or lathe_home()) / "memory"
     if scope == "user":
         return base / "user.md"
     return base / "projects" / f"{project_slug(project_root(workspace))}.md"

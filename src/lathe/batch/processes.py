@@ -100,14 +100,20 @@ def run_command(
 
 
 def run_process(
-    argv: list[str], cwd: Path, timeout: float, *, stdin: str | None = None
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    *,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[int | None, str, str, bool]:
     """Run in a process group of its own until its first process exits (its exit code)
     or `timeout` passes (then killed is True); either way the whole group is killed
     then, so a process it left in the background neither holds the result back nor
     outlives it. The group also dies with this process (PR_SET_PDEATHSIG), so a batch
     killed with -9 leaves no task running. Output goes through files, not pipes, for
-    the same reason: nothing waits for a background process to close them."""
+    the same reason: nothing waits for a background process to close them. `env`: its
+    environment, when not this process's."""
     _prctl()
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         with _STARTING:
@@ -115,7 +121,7 @@ def run_process(
                 raise Stopped
             process = subprocess.Popen(
                 argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=out_file, stderr=err_file, start_new_session=True,
+                stdout=out_file, stderr=err_file, start_new_session=True, env=env,
                 preexec_fn=_die_with_parent,
             )  # fmt: skip
             _RUNNING.add(process.pid)

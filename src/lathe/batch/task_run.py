@@ -301,15 +301,32 @@ def run_arguments(settings: RunSettings, work: Path, verify: str, timeout: float
     for flag, value in options.items():
         if value is not None:
             argv += [flag, str(value)]
-    # lathe's own check gets the task's time limit too (its default is 15 minutes).
-    return [*argv, "-c", f"agent.verify_timeout_s={timeout:g}", *settings.lathe_args]
+    # lathe's own check gets the task's time limit too (its default is 15 minutes). No
+    # memory tools: a write would outlive the task, and recall would search the user's
+    # sessions, this batch's other tasks and earlier runs of this one among them.
+    return [
+        *argv,
+        *("-c", f"agent.verify_timeout_s={timeout:g}"),
+        *("-c", "memory.tools=false"),
+        *settings.lathe_args,
+    ]
+
+
+def task_environment(work: Path) -> dict[str, str]:
+    """The environment of the `lathe run` of a task copied to `work`: this process's
+    (its key, its LATHE_HOME for the session), the memory folder an empty one of the
+    task's own, so the user's memory is neither read into its prompt nor written."""
+    from lathe.memory import MEMORY_DIR_VARIABLE
+
+    return {**os.environ, MEMORY_DIR_VARIABLE: str(work.parent / "memory")}
 
 
 def _run_lathe(task: BatchTask, settings: RunSettings, work: Path, result: TaskResult) -> None:
     arguments = run_arguments(settings, work, task.verify, task.timeout)
     argv = [sys.executable, "-m", "lathe", "run", *arguments]
     limit = (settings.max_wall_s or 3600.0) + _GRACE_S
-    code, out, err, killed = run_process(argv, work, limit, stdin=task.task)
+    env = task_environment(work)
+    code, out, err, killed = run_process(argv, work, limit, stdin=task.task, env=env)
     _read_events(out, result)
     if killed:
         result.status, result.error_kind = "over_limit", None
