@@ -30,6 +30,7 @@ from lathe.config import catalog
 from lathe.config.secrets import (
     ENV_NAME,
     looks_like_secret,
+    refuse_literal_headers,
     refuse_literal_secrets,
     refuse_url_secrets,
 )
@@ -207,7 +208,7 @@ class ProviderConfig(Section):
     @field_validator("headers")
     @classmethod
     def _no_literal_secrets(cls, headers: dict[str, str]) -> dict[str, str]:
-        return refuse_literal_secrets(headers, "header")
+        return refuse_literal_headers(headers)
 
 
 class ModelConfig(Section):
@@ -732,7 +733,12 @@ class McpServerConfig(Section):
     exclude_tools: list[str] = Field(default_factory=list)
     """Glob patterns of the server's tool names never to offer (after include_tools)."""
 
-    @field_validator("headers", "env")
+    @field_validator("headers")
+    @classmethod
+    def _no_literal_secret_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return refuse_literal_headers(headers)
+
+    @field_validator("env")
     @classmethod
     def _no_literal_secrets(cls, values: dict[str, str]) -> dict[str, str]:
         return refuse_literal_secrets(values)

@@ -90,6 +90,57 @@ def refuse_literal_secrets(values: dict[str, str], what: str = "") -> dict[str, 
     return values
 
 
+def refuse_literal_headers(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` (a config table of HTTP headers) unchanged, or a ValueError for the first
+    holding a literal secret: a value that looks like one (`refuse_literal_secrets`), or
+    any literal where the header's name says its value is a credential
+    (`credential_header`), however short: that part may be `${VAR}` references only
+    (`Bearer ${TOKEN}`, a cookie's `session=${SESSION}`), and none with a default. The
+    error names the header, never its value."""
+    for name, value in headers.items():
+        refuse_literal_secrets({name: value}, "header")
+        if credential_header(name) and not all(
+            map(_only_references, _credential_parts(name, value))
+        ):
+            example = "session=${MY_SESSION}" if _COOKIE.search(name) else "Bearer ${MY_TOKEN}"
+            raise ValueError(
+                f"header {name!r} carries a credential, so its value is never stored in config "
+                f'files. Write "${{VAR}}" in its place (e.g. "{example}") and export VAR'
+            )
+    return headers
+
+
+# A header named for a credential that names a setting about one, not the credential
+# (X-Auth-Scheme, X-Token-Type), as `lathe mcp import` judges names.
+_ABOUT_A_CREDENTIAL = re.compile(
+    r"(URL|URI|ENDPOINT|HOST|PORT|FILE|PATH|DIR|STORE|SCHEME|TYPE|MODE|METHOD|PROVIDER)$",
+    re.IGNORECASE,
+)
+_COOKIE = re.compile(r"cookie", re.IGNORECASE)
+
+
+def credential_header(name: str) -> bool:
+    """Whether the value of a header of this name is a credential (`secret_header`:
+    `Authorization`, `X-Api-Key`, `Cookie`), not a setting about one (`X-Auth-Scheme`)."""
+    return secret_header(name) and not _ABOUT_A_CREDENTIAL.search(name)
+
+
+def _credential_parts(name: str, value: str) -> list[str]:
+    """The parts of a credential header's value that are the credential: what follows an
+    auth scheme word (`Bearer `), or each cookie's value (`a=X; b=Y`)."""
+    if _COOKIE.search(name):
+        return [pair.partition("=")[2] if "=" in pair else pair for pair in value.split(";")]
+    return [auth_scheme(value)[1]]
+
+
+def _only_references(text: str) -> bool:
+    """Whether `text` is `${VAR}` references alone (spaces aside), none with a default
+    (`${TOKEN:-…}` stores its default in the file)."""
+    if any(match.group(2) for match in ENV_REF.finditer(text)):
+        return False
+    return not ENV_REF.sub("", text).strip()
+
+
 def refuse_url_secrets(url: str) -> str:
     """`url` unchanged, or a ValueError naming where it holds a literal credential (its
     password, a query parameter, a key in its path; `url_credentials`) and how to take
