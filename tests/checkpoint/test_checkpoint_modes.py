@@ -123,3 +123,91 @@ def test_modes_hold_when_most_files_are_private(cp: Checkpoints, ws: Path) -> No
     cp.undo()
 
     assert (mode(ws / "f0"), mode(ws / "open.txt"), mode(ws / "run.sh")) == (0o600, 0o644, 0o700)
+
+
+def test_undo_gives_back_the_bits_a_turn_changed_with_chmod(tmp_path, fake_openai):
+    # A non-exec bit is in no git tree: undo compared trees only, so it reverted app.py
+    # and left secret.env readable by every local user.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "secret.env").write_text("TOKEN=abc\n")
+    (ws / "secret.env").chmod(0o600)
+    (ws / "app.py").write_text("x = 1\n")
+    fake_openai.enqueue(
+        Reply(calls=[bash("chmod 666 secret.env; echo 'x = 2' > app.py")]), Reply("Done.")
+    )
+    assert run(fake_openai, ws, tmp_path, "change them").returncode == 0
+    assert mode(ws / "secret.env") == 0o666
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "app.py").read_text() == "x = 1\n"
+    assert oct(mode(ws / "secret.env")) == oct(0o600)
+    assert "reverted   app.py" in undone.stdout
+    assert "mode restored secret.env" in undone.stdout
+
+
+def test_a_turn_that_only_changed_bits_is_undone(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "secret.env", "TOKEN=abc\n")
+    (ws / "secret.env").chmod(0o600)
+    cp.before_turn(1)
+    shell(ws, "chmod 644 secret.env")
+    cp.after_turn(1)
+
+    report = cp.undo()
+
+    assert report.modes == ["secret.env"] and report.changed
+    assert mode(ws / "secret.env") == 0o600
+
+
+def test_bits_the_user_changed_after_the_turn_are_kept(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "secret.env", "TOKEN=abc\n")
+    (ws / "secret.env").chmod(0o600)
+    write(ws, "app.py", "x = 1\n")
+    cp.before_turn(1)
+    shell(ws, "chmod 666 secret.env; echo 'x = 2' > app.py")
+    cp.after_turn(1)
+    (ws / "secret.env").chmod(0o640)
+
+    report = cp.undo()
+
+    assert report.kept == ["secret.env"] and report.modes == []
+    assert mode(ws / "secret.env") == 0o640
+    cp.undo(force=True)
+    assert mode(ws / "secret.env") == 0o600
+
+
+def test_restore_gives_back_bits_alone(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "secret.env", "TOKEN=abc\n")
+    (ws / "secret.env").chmod(0o600)
+    write(ws, "run.sh", "#!/bin/sh\n")
+    (ws / "run.sh").chmod(0o700)
+    first = cp.before_turn(1)
+    shell(ws, "chmod 644 secret.env; chmod 755 run.sh")
+    cp.after_turn(1)
+
+    report = cp.restore(first.n)
+
+    assert report.modes == ["run.sh", "secret.env"] and report.result is not None
+    assert (mode(ws / "secret.env"), mode(ws / "run.sh")) == (0o600, 0o700)
+    assert cp.undo().modes == ["run.sh", "secret.env"]  # a restore that set bits alone
+    assert (mode(ws / "secret.env"), mode(ws / "run.sh")) == (0o644, 0o755)
+
+
+def test_restore_keeps_bits_the_user_set_since(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "secret.env", "TOKEN=abc\n")
+    (ws / "secret.env").chmod(0o600)
+    write(ws, "notes.txt", "n\n")
+    first = cp.before_turn(1)
+    shell(ws, "chmod 644 secret.env")
+    cp.after_turn(1)
+    (ws / "secret.env").chmod(0o640)
+    (ws / "notes.txt").chmod(0o600)
+
+    report = cp.restore(first.n)
+
+    assert report.kept == ["notes.txt", "secret.env"] and not report.changed
+    assert (mode(ws / "secret.env"), mode(ws / "notes.txt")) == (0o640, 0o600)
+    assert cp.restore(first.n, force=True).forced == ["notes.txt", "secret.env"]
+    assert (mode(ws / "secret.env"), mode(ws / "notes.txt")) == (0o600, 0o644)

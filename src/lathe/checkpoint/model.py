@@ -131,7 +131,9 @@ class RestoreReport:
     """What an undo or restore did. Paths are relative to the workspace, POSIX style.
 
     `restored` were reverted in place, `recreated` had been deleted and are back,
-    `deleted` did not exist at the target and are gone. `kept` were changed by the user
+    `deleted` did not exist at the target and are gone; `modes` had the target's content
+    but other permission bits (a chmod, which no git tree shows), set back to the target's.
+    `kept` were changed by the user
     since lathe last wrote them and were left alone; `forced` are such files
     that were overwritten because force was asked. `skipped` are left alone, force or not,
     because checkpoints do not hold their current contents: nested git repositories, and
@@ -154,6 +156,7 @@ class RestoreReport:
     restored: list[str] = field(default_factory=list)
     recreated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    modes: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -163,7 +166,7 @@ class RestoreReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.restored or self.recreated or self.deleted)
+        return bool(self.restored or self.recreated or self.deleted or self.modes)
 
 
 def encode_message(

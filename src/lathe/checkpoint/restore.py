@@ -6,6 +6,7 @@ import os
 import secrets
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from lathe.checkpoint.model import Modes, RestoreReport
@@ -42,13 +43,39 @@ def plan_restore(
     return deletes, writes
 
 
-def unchangeable(workspace: Path, deletes: list[str], writes: list[Change]) -> dict[str, str]:
-    """Those of the files a restore would delete or write that it cannot, each with
-    why, found before anything changes: a folder the process may not write in (its
+def plan_modes(
+    report: RestoreReport, bits: dict[str, int], protected: set[str], force: bool
+) -> dict[str, int]:
+    """Of `bits` (files whose content is already the target's, each with the permission
+    bits the target recorded for it), those whose bits to set back: one the user
+    changed since lathe last did (`protected`) is kept unless `force`. Fills `modes`,
+    `kept` and `forced` in the report."""
+    chmods: dict[str, int] = {}
+    for path, mode in sorted(bits.items()):
+        if path in protected:
+            if not force:
+                report.kept.append(path)
+                continue
+            report.forced.append(path)
+        chmods[path] = mode
+        report.modes.append(path)
+    return chmods
+
+
+def unchangeable(
+    workspace: Path, deletes: list[str], writes: list[Change], chmods: Iterable[str] = ()
+) -> dict[str, str]:
+    """Those of the files a restore would delete, write or chmod that it cannot, each
+    with why, found before anything changes: a folder the process may not write in (its
     mode, an immutable folder, a read-only file system), a file whose attributes refuse
-    changes (immutable). Not everything shows beforehand (an append-only file, a full
-    disk): `apply_restore` records what fails on the way in `report.failed`."""
+    changes (immutable), a file to chmod that is another user's. Not everything shows
+    beforehand (an append-only file, a full disk): `apply_restore` records what fails on
+    the way in `report.failed`."""
     found: dict[str, str] = {}
+    for path in chmods:
+        why = _not_yours(workspace / path)
+        if why is not None:
+            found[path] = why
     folders: dict[Path, str | None] = {}
     for path in [*deletes, *(c.path for c in writes)]:
         if not _writable(workspace, path):
@@ -65,6 +92,18 @@ def unchangeable(workspace: Path, deletes: list[str], writes: list[Change]) -> d
         if why is not None:
             found[path] = why
     return found
+
+
+def _not_yours(full: Path) -> str | None:
+    """Why this process may not set the bits of `full` (it belongs to another user), or
+    None."""
+    try:
+        owner = os.lstat(full).st_uid
+    except OSError:
+        return None  # gone meanwhile: `apply_restore` keeps it
+    if os.geteuid() in (0, owner):
+        return None
+    return f"the file is another user's (owner uid {owner}): its mode cannot be set back"
 
 
 def _refused(full: Path, kind: str, workspace: Path) -> str | None:
@@ -92,11 +131,16 @@ def _refused(full: Path, kind: str, workspace: Path) -> str | None:
 
 
 def apply_restore(
-    repo: ShadowRepo, report: RestoreReport, deletes: list[str], writes: list[Change]
+    repo: ShadowRepo,
+    report: RestoreReport,
+    deletes: list[str],
+    writes: list[Change],
+    chmods: dict[str, int] | None = None,
 ) -> None:
-    """Delete, prune emptied directories, then write the files of `report.target`;
-    refusals land in kept or skipped, and what fails on the way (an append-only file, a
-    full disk) in `report.failed`, the rest going on.
+    """Delete, prune emptied directories, write the files of `report.target`, then set
+    the bits of `chmods` (see `plan_modes`); refusals land in kept or skipped, and what
+    fails on the way (an append-only file, a full disk) in `report.failed`, the rest
+    going on.
 
     The target's `.gitignore` files are written first, and a file they ignore is not
     deleted: it is missing from the target because it was ignored then, not because it
@@ -136,8 +180,35 @@ def apply_restore(
         else:
             ready.append(change)
     _write(repo, ready, target.modes, report)
-    for names in (report.restored, report.recreated, report.deleted, report.kept, report.skipped):
+    _set_bits(workspace, chmods or {}, report)
+    for names in (
+        report.restored,
+        report.recreated,
+        report.deleted,
+        report.modes,
+        report.kept,
+        report.skipped,
+    ):
         names.sort()
+
+
+def _set_bits(workspace: Path, chmods: dict[str, int], report: RestoreReport) -> None:
+    """Give each file of `chmods` its bits. One that is no longer a regular file there
+    (changed meanwhile) is kept; one that refuses is in `report.failed`."""
+    for path, bits in chmods.items():
+        full = workspace / path
+        try:
+            if _real_parents(workspace, path) and stat.S_ISREG(os.lstat(full).st_mode):
+                os.chmod(full, bits)
+                continue
+            report.kept.append(path)
+        except FileNotFoundError:
+            report.kept.append(path)
+        except OSError as exc:
+            report.failed[path] = f"mode not set back: {exc.strerror}"
+        report.modes.remove(path)
+        if path in report.forced:
+            report.forced.remove(path)
 
 
 def _write(

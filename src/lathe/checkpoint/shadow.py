@@ -320,6 +320,16 @@ class ShadowRepo:
             return None
         return self._git("cat-file", "blob", meta[2].decode())
 
+    def regular_files(self, tree: str) -> dict[str, bool]:
+        """Each regular file `tree` records, with whether it is executable there."""
+        found: dict[str, bool] = {}
+        for entry in self._git("ls-tree", "-r", "-z", tree).split(b"\0"):
+            meta, _, path = entry.partition(b"\t")
+            kind = meta[:6]
+            if kind in (_REGULAR, _EXECUTABLE):
+                found[path.decode("utf-8", "surrogateescape")] = kind == _EXECUTABLE
+        return found
+
     def directories(self, tree: str) -> set[str]:
         return set(_listed(self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)))
 

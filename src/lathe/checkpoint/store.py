@@ -2,8 +2,9 @@
 
 A checkpoint is a commit in the workspace's shadow repository (see `shadow.py`) whose
 tree is every non-ignored file of the workspace, and whose parent is the state just
-before it. A snapshot whose tree equals the newest checkpoint's records nothing and
-returns that checkpoint, so the chain holds distinct states (undo markers aside).
+before it. A snapshot whose tree and permission bits (`Modes`, which no tree holds)
+equal the newest checkpoint's records nothing and returns that checkpoint, so the chain
+holds distinct states (undo markers aside).
 
 The loop calls `before_turn(n)` before a turn's tools run and `after_turn(n)` after
 them. A `before` checkpoint appears only when something changed since lathe last looked,
@@ -48,7 +49,7 @@ from lathe.checkpoint.model import (
     checkpoint_from,
     encode_message,
 )
-from lathe.checkpoint.restore import apply_restore, plan_restore, unchangeable
+from lathe.checkpoint.restore import apply_restore, plan_modes, plan_restore, unchangeable
 from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import LatheError, UsageError
 from lathe.file_lock import FileLock
@@ -139,8 +140,9 @@ class Checkpoints:
     def undo(self, force: bool = False) -> RestoreReport:
         """Revert the newest agent turn (or restore) not undone yet; again goes further back.
 
-        Only the files that operation changed are touched; those the user changed since
-        it ended are kept and reported unless `force`. `undo(force=True)` right after an
+        Only the files that operation changed (their content, or their permission bits
+        alone) are touched; those the user changed since it ended are kept and reported
+        unless `force`. `undo(force=True)` right after an
         undo that kept files finishes that undo instead of going further back; after one
         that kept every file and changed none, a plain undo offers the same operation
         again. An undo is taken back by restoring its `backup` checkpoint.
@@ -162,9 +164,13 @@ class Checkpoints:
             cut_short = operation.label.endswith(_CUT_SHORT)
             if cut_short:  # recorded after lathe died: edits since then are in it too
                 protected |= scope
-            changes = [c for c in self._repo.diff(backup.tree, target.tree) if c.path in scope]
+            differ = self._repo.diff(backup.tree, target.tree)
+            changes = [c for c in differ if c.path in scope]
+            found = self._bits_back(backup, target, scope | {c.path for c in differ})
+            bits, users_bits = _bits_undone(operation, backup, found, cut_short)
+            protected |= users_bits
             doing = f"undo of {what}"
-            report = self._restore(target, backup, changes, protected, force, doing)
+            report = self._restore(target, backup, changes, protected, force, doing, bits)
             report.cut_short, report.undid = cut_short, operation
             # Recorded even when nothing changed: it marks the operation as undone (the
             # user had reverted it by hand), or, when it kept every file, as the one
@@ -277,10 +283,16 @@ class Checkpoints:
         tree = self._repo.stage_all()
         head = self._repo.head()
         newest = self._checkpoint(head) if head is not None else None
+        modes = None
         if newest is not None and newest.tree == tree and kind != "before":
-            return newest
+            # No content changed, but bits may have (`chmod 666 secret.env`), which no
+            # tree shows: that turn or restore is a change to record, and to undo.
+            modes = Modes.of_files(self._repo.file_modes())
+            if newest.modes is None or newest.modes == modes:
+                return newest
         folders = self._folders()
-        modes = Modes.of_files(self._repo.file_modes())
+        if modes is None:
+            modes = Modes.of_files(self._repo.file_modes())
         # A state found ("before") with only a new empty folder, or other permission
         # bits, is another state: a restore to the newest would not know to keep them.
         state = (tree, folders, modes)
@@ -328,7 +340,11 @@ class Checkpoints:
             history = [backup, *history]
         changes = self._repo.diff(backup.tree, target.tree)
         protected, cut = self._users_files(history, backup, {c.path for c in changes})
-        report = self._restore(target, backup, changes, protected, force, label)
+        found = self._bits_back(backup, target, {c.path for c in changes})
+        users_bits, cut_bits = _users_bits(history, backup, found)
+        protected, cut = protected | users_bits, cut | cut_bits
+        bits = {path: back for path, (_, back) in found.items()}
+        report = self._restore(target, backup, changes, protected, force, label, bits)
         report.cut_short = not cut.isdisjoint(report.kept + report.forced)
         return report
 
@@ -379,22 +395,41 @@ class Checkpoints:
         protected: set[str],
         force: bool,
         doing: str,
+        bits: dict[str, int] | None = None,
     ) -> RestoreReport:
-        """Bring `changes` to `target`. What can be seen beforehand not to be changeable
-        (a folder that may not be written, an immutable file) stops it before anything
-        changes, with a `UsageError` naming each file and why: it had stopped half done,
-        no undo recorded, advising to move the store aside."""
+        """Bring `changes` to `target`, and the files of `bits` (see `_bits_back`) to
+        its permission bits. What can be seen beforehand not to be changeable (a folder
+        that may not be written, an immutable file, another user's file to chmod) stops
+        it before anything changes, with a `UsageError` naming each file and why: it had
+        stopped half done, no undo recorded, advising to move the store aside."""
         report = RestoreReport(target=target, backup=backup)
         deletes, writes = plan_restore(report, changes, protected, force)
-        blocked = unchangeable(self.workspace, deletes, writes)
+        chmods = plan_modes(report, bits or {}, protected, force)
+        blocked = unchangeable(self.workspace, deletes, writes, chmods)
         if blocked:
             raise UsageError(
                 f"{doing} not done: {plural(len(blocked), 'file')} cannot be changed here, "
                 f"so nothing was changed:{_why_each(blocked)}\nmake "
                 f"{'it' if len(blocked) == 1 else 'them'} changeable, then run it again"
             )
-        apply_restore(self._repo, report, deletes, writes)
+        apply_restore(self._repo, report, deletes, writes, chmods)
         return report
+
+    def _bits_back(
+        self, now: Checkpoint, target: Checkpoint, other: set[str]
+    ) -> dict[str, tuple[bool, int]]:
+        """The regular files whose content `now` and `target` share (not in `other`, the
+        paths whose content differs) but whose recorded permission bits differ, which no
+        tree shows: each with whether it is executable and its bits at `target`. Empty
+        when either was recorded by an older lathe, which kept no bits."""
+        if now.modes is None or target.modes is None or now.modes == target.modes:
+            return {}
+        back: dict[str, tuple[bool, int]] = {}
+        for path, executable in self._repo.regular_files(now.tree).items():
+            bits = target.modes.of(path, executable)
+            if path not in other and bits != now.modes.of(path, executable):
+                back[path] = (executable, bits)
+        return back
 
     def _history(self) -> builtins.list[Checkpoint]:
         if self._repo.head() is None:
@@ -498,6 +533,69 @@ def _not_discarded(history: list[Checkpoint]) -> Iterator[Checkpoint]:
             yield checkpoint
 
 
+def _bits_at(checkpoint: Checkpoint, path: str, executable: bool) -> int | None:
+    """The permission bits `checkpoint` recorded for the file; None if it kept none."""
+    return None if checkpoint.modes is None else checkpoint.modes.of(path, executable)
+
+
+def _bits_undone(
+    operation: Checkpoint, now: Checkpoint, found: dict[str, tuple[bool, int]], cut_short: bool
+) -> tuple[dict[str, int], set[str]]:
+    """Of `found` (see `Checkpoints._bits_back`, the target being the state before
+    `operation`), the files whose bits an undo of `operation` sets back: those it
+    changed (unlike the target's). And those of them that are the user's: their bits
+    changed since (`now` unlike `operation`), or the operation was cut short."""
+    bits: dict[str, int] = {}
+    users: set[str] = set()
+    for path, (executable, back) in found.items():
+        then = _bits_at(operation, path, executable)
+        if then == back:
+            continue  # changed after the operation: not its change to undo
+        bits[path] = back
+        if cut_short or then != _bits_at(now, path, executable):
+            users.add(path)
+    return bits, users
+
+
+def _users_bits(
+    history: list[Checkpoint], now: Checkpoint, found: dict[str, tuple[bool, int]]
+) -> tuple[set[str], set[str]]:
+    """Of `found` (see `Checkpoints._bits_back`), the files whose bits differ `now` from
+    how lathe last left them, and those that are the user's because a cut-short turn
+    changed them last: as `Checkpoints._users_files` judges content, where a lathe
+    checkpoint set a file's bits when it names the file or records other bits for it
+    than its parent does."""
+    by_commit = {c.commit: c for c in history}
+    users: set[str] = set()
+    cut: set[str] = set()
+    for path, (executable, _) in found.items():
+        baseline = next(
+            (
+                c
+                for c in history  # newest first
+                if c.by_lathe and _set_bits_of(c, by_commit.get(c.parent or ""), path, executable)
+            ),
+            history[-1],
+        )
+        if baseline.kind == "after" and baseline.label.endswith(_CUT_SHORT):
+            cut.add(path)
+        elif _bits_at(baseline, path, executable) != _bits_at(now, path, executable):
+            users.add(path)
+    return users | cut, cut
+
+
+def _set_bits_of(
+    checkpoint: Checkpoint, parent: Checkpoint | None, path: str, executable: bool
+) -> bool:
+    """Whether `checkpoint` set the file's bits: it names the file (written, so its bits
+    too), or records other bits for it than `parent`, the state before it."""
+    if any(change.path == path for change in checkpoint.files):
+        return True
+    return parent is not None and _bits_at(checkpoint, path, executable) != _bits_at(
+        parent, path, executable
+    )
+
+
 def _describe(operation: Checkpoint) -> str:
     if operation.kind == "after" and operation.turn is not None:
         return f"turn {operation.turn}"
@@ -538,6 +636,7 @@ def _raise_if_failed(report: RestoreReport, doing: str, then: str) -> None:
             ("reverted", report.restored),
             ("recreated", report.recreated),
             ("deleted", report.deleted),
+            ("modes set back", report.modes),
         )
     )
     kept = f"; kept as yours: {some_of(report.kept, 10)}" if report.kept else ""

@@ -203,6 +203,7 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
     _print_paths("reverted", report.restored)
     _print_paths("recreated", report.recreated)
     _print_paths("deleted", report.deleted)
+    _print_paths("mode restored", report.modes)
     if report.forced:
         click.secho(
             f"Overwrote {plural(len(report.forced), 'file')} you had changed (--force):",
