@@ -178,8 +178,8 @@ class Policy:
             return Decision("deny", "; ".join(analysis.reasons), key, command, brief=first)
         denied_read = self._reveals_denied_path(analysis)
         if denied_read:
-            reason = f"it reads {denied_read}, which a read rule denies"
-            return Decision("deny", reason, key, command, brief=f"a read rule denies {denied_read}")
+            reason, brief = denied_read
+            return Decision("deny", reason, key, command, brief=brief)
         verdict = self.rules.for_commands(
             analysis.commands, also=analysis.indirect, named=analysis.in_files
         )
@@ -226,19 +226,58 @@ class Policy:
                     return dataclasses.replace(guarded, key=key, preview=command)
         return None
 
-    def _reveals_denied_path(self, analysis: Any) -> str | None:
+    def _reveals_denied_path(self, analysis: Any) -> tuple[str, str] | None:
+        """Why the command would show a file a read rule denies, and a few words: a word
+        names it (a glob word: any path it matches), or the command carries a folder
+        that holds it (`carried.carries`: mv, cp -r, tar ...) to another name, beyond
+        the rule's reach. The workspace root, which holds everything, is no such folder."""
+        from lathe.policy.carried import carries, named_paths
+
         patterns = self.rules.denied_read_patterns()
+        if not patterns:
+            return None
         for command in analysis.commands:
+            carrier = carries(command)
             for word in command.words[1:]:
                 if word.value is None or word.value.startswith("-"):
                     continue
-                named = (command.cwd or self.workspace) / Path(word.value).expanduser()
-                names = workspace_names(self.workspace, named)
-                is_dir = bool(names) and _is_dir(named)
-                for name in names:
-                    if matches_any(name, patterns, is_dir=is_dir):
-                        return name
+                for named in named_paths(command.cwd or self.workspace, word):
+                    names = workspace_names(self.workspace, named)
+                    is_dir = bool(names) and _is_dir(named)
+                    for name in names:
+                        if matches_any(name, patterns, is_dir=is_dir):
+                            return f"it reads {name}, which a read rule denies", (
+                                f"a read rule denies {name}"
+                            )
+                    if carrier and is_dir and names[0] != ".":
+                        held = self._denied_inside(named, names[0], patterns)
+                        if held:
+                            return held
         return None
+
+    def _denied_inside(
+        self, folder: Path, name: str, patterns: list[str]
+    ) -> tuple[str, str] | None:
+        """Why carrying `folder` (`name` in the workspace) elsewhere is refused, and a few
+        words, when it holds a file a read rule denies, or more than can be looked at."""
+        from lathe.policy.carried import WALK_LIMIT, denied_inside
+
+        found, complete = denied_inside(folder, name, patterns)
+        if not complete:
+            reason = (
+                f"it moves or copies {name}, which holds more than {WALK_LIMIT:,} entries: "
+                "too many to see that none is a file a read rule denies"
+            )
+            return reason, f"{name} may hold a file a read rule denies"
+        if found is None:
+            return None
+        verdict = self.rules.for_path("read", found, is_dir=_is_dir(self.workspace / found))
+        rule = verdict[1].key if verdict and verdict[0] == "deny" else "a read rule"
+        reason = (
+            f"it moves or copies {name}, which holds {found}, which the rule {rule} denies "
+            "reading: under another name it would be out of the rule's reach"
+        )
+        return reason, rule
 
     def _mode_default(self, tool: str, read_only: bool, key: str, preview: str) -> Decision:
         match self.mode:
