@@ -11,6 +11,13 @@ Deny patterns are matched against the workspace when the view is built, that is 
 command starts: a file created later escapes them (the executors move aside what a
 command creates under an edit-denied name; see `lathe.exec.sandboxed`).
 
+lathe's own folders (its data dir, where checkpoint stores, sessions and logs live, and
+its user config) are never a command's, wherever they lie: inside the workspace they
+are masked like a denied path, after the workspace is bound (a command that wrote a
+clean filter into a checkpoint store had lathe's own `git add` run it on the host). So
+are the usual credential folders of the home directory when the workspace holds it
+(`lathe run -C ~`).
+
 git's config in the home folder is shown as it is only when nothing in it is a
 credential; otherwise a copy without those entries is shown in its place (`copies`), so
 git inside still knows the user's name, email and aliases and no command reads a token
@@ -20,6 +27,7 @@ an `insteadOf` URL or an `extraheader` holds.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import os
@@ -27,7 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +56,13 @@ HOME_TOOLS = (
 # crates.io token, uv's index passwords were readable).
 HOME_CREDENTIALS = (
     ".cargo/credentials", ".cargo/credentials.toml", ".local/share/uv/credentials",
+)  # fmt: skip
+# Stored credentials in the home folder, masked when the workspace holds them (started in
+# ~ or above it); elsewhere nothing shows them.
+HOME_SECRETS = (
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
+    ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials", ".config/git/credentials",
+    ".password-store", ".local/share/keyrings", ".vault-token",
 )  # fmt: skip
 # git's own config, shown as it is or as a copy without its credentials (`_git_configs`).
 GIT_CONFIGS = (".gitconfig", ".config/git/config")
@@ -74,11 +89,13 @@ class SandboxView:
     `tools`: directories outside the system ones shown read-only. `workspace`: shown
     writable, at its own path. `read_only`: paths inside the workspace shown read-only.
     `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
-    empty file nobody may open). `covered`: folders inside the tools shown as empty
-    ones, the workspace still bound on top (lathe's data dir under ~/.local holds every
-    session, patch and subagent worktree). `copies`: (where, the file shown there) for
-    files lathe wrote in place of the user's, shown read-only on top of the tools: git's
-    config without its credentials. A private, empty /tmp lies under all of them."""
+    empty file nobody may open), lathe's own folders inside the workspace among them,
+    last. `covered`: folders inside
+    the tools shown as empty ones, the workspace still bound on top (lathe's data dir
+    under ~/.local holds every session, patch and subagent worktree). `copies`: (where,
+    the file shown there) for files lathe wrote in place of the user's, shown read-only
+    on top of the tools: git's config without its credentials. A private, empty /tmp
+    lies under all of them."""
 
     workspace: Path
     cwd: Path
@@ -125,6 +142,7 @@ def sandbox_view(
     shown_git, git_copies = _git_configs(home)
     tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
+    masked = _kept_out(workspace, home)
     return SandboxView(
         workspace=workspace,
         cwd=cwd,
@@ -133,9 +151,59 @@ def sandbox_view(
         tools=tools,
         covered=_covered(tools),
         copies=tuple(git_copies),
-        read_only=tuple(p for p in dict.fromkeys(shown_read_only) if p is not None),
-        hidden=tuple(p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p),
+        read_only=_outside(dict.fromkeys(shown_read_only), masked),
+        hidden=(*_outside(dict.fromkeys(_mounted(p, workspace) for p in hidden), masked), *masked),
     )
+
+
+def _outside(
+    paths: Iterable[Path | None], masked: Sequence[Path], *, strict: bool = False
+) -> tuple[Path, ...]:
+    """`paths` but those in or under a masked one (with `strict`, under one only): a
+    mount inside a folder already masked (empty and unreadable) cannot be made, and
+    would show nothing anyway."""
+    return tuple(
+        p
+        for p in paths
+        if p is not None and not any(p.is_relative_to(m) and (p != m or not strict) for m in masked)
+    )
+
+
+def _kept_out(workspace: Path, home: Path) -> tuple[Path, ...]:
+    """What the workspace holds that no command may see: lathe's data dir and user
+    config, and the home folder's credentials (`HOME_SECRETS`), each where a mount over
+    it must land (`_mounted`). lathe's folders are made when missing, so a command
+    cannot make them first (a checkpoint store's config, a config's hooks: both end up
+    run on the host)."""
+    from lathe.config.loader import user_config_path
+    from lathe.home import lathe_home
+
+    config = user_config_path()
+    made = [lathe_home()] if os.environ.get("LATHE_CONFIG") else [lathe_home(), config.parent]
+    found = []
+    for path in (*made, config, *(home / name for name in HOME_SECRETS)):
+        inside = _inside(Path(os.path.abspath(path)), workspace)
+        if inside is None:
+            continue
+        if path in made:
+            with contextlib.suppress(OSError):
+                inside.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target = _mounted(inside, workspace)
+        if target is not None and (target == inside or _inside(target, workspace)):
+            found.append(target)
+    return _outside(dict.fromkeys(found), found, strict=True)  # the config in its folder
+
+
+def _inside(path: Path, workspace: Path) -> Path | None:
+    """Where `path` (or where it leads, through links on its way) lies in the workspace
+    as a command sees it; None outside it, and for the workspace itself: masking lathe's
+    data dir when that holds the workspace (a subagent's worktree) would hide it all."""
+    if path != workspace and path.is_relative_to(workspace):
+        return path
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(workspace))
+    if real != root and real.is_relative_to(root):
+        return workspace / real.relative_to(root)
+    return None
 
 
 def _covered(tools: Sequence[Path]) -> tuple[Path, ...]:
