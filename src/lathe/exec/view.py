@@ -16,7 +16,8 @@ its user config) are never a command's, wherever they lie: inside the workspace 
 are masked like a denied path, after the workspace is bound (a command that wrote a
 clean filter into a checkpoint store had lathe's own `git add` run it on the host). So
 are the usual credential folders of the home directory when the workspace holds it
-(`lathe run -C ~`).
+(`lathe run -C ~`). A workspace whose `.git` is a file (a linked worktree, a submodule)
+gets the git dir it names, and a worktree's common one, read-only wherever they lie.
 
 git's config in the home folder is shown as it is only when nothing in it is a
 credential; otherwise a copy without those entries is shown in its place (`copies`), so
@@ -87,10 +88,10 @@ class SandboxView:
     `system`: (directory, symlink target or None) for each system directory present
     here; a symlinked one (Debian's /bin -> usr/bin) is recreated as the same link.
     `tools`: directories outside the system ones shown read-only. `workspace`: shown
-    writable, at its own path. `read_only`: paths inside the workspace shown read-only.
-    `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
-    empty file nobody may open), lathe's own folders inside the workspace among them,
-    last. `covered`: folders inside
+    writable, at its own path. `read_only`: paths inside the workspace shown read-only,
+    and the git dirs a `.git` file names wherever they lie. `hidden`: paths shown empty
+    and unreadable (a folder as an empty one, a file as an empty file nobody may open),
+    lathe's own folders inside the workspace among them, last. `covered`: folders inside
     the tools shown as empty ones, the workspace still bound on top (lathe's data dir
     under ~/.local holds every session, patch and subagent worktree). `copies`: (where,
     the file shown there) for files lathe wrote in place of the user's, shown read-only
@@ -135,6 +136,8 @@ def sandbox_view(
     kept = [workspace / name for name in read_only]
     kept += compiled(tuple(deny_write)).existing(workspace)
     shown_read_only = [_mounted(p, workspace, inside_only=True) for p in kept]
+    if not hide_git:
+        shown_read_only += _named_git_dirs(workspace, writable=".git" not in read_only)
     hidden = compiled(tuple(deny_read)).existing(workspace)
     if hide_git:  # nested ones too: a submodule's objects lie in the outer .git
         hidden += compiled((".git",)).existing(workspace)
@@ -204,6 +207,34 @@ def _inside(path: Path, workspace: Path) -> Path | None:
     if real != root and real.is_relative_to(root):
         return workspace / real.relative_to(root)
     return None
+
+
+def _named_git_dirs(workspace: Path, *, writable: bool) -> list[Path]:
+    """The git dir a `.git` file in the workspace names (a linked worktree's, a
+    submodule's) and, for a worktree, the common one its `commondir` names: git inside
+    finds no repository without them. Outside the workspace they are shown read-only
+    whatever the rules; inside it, like `.git` (none when `writable`)."""
+    dot_git = workspace / ".git"
+    if not dot_git.is_file():
+        return []
+    try:
+        git_dir = _path_in(dot_git, prefix="gitdir:")
+        common = _path_in(git_dir / "commondir") if git_dir and git_dir.is_dir() else None
+    except OSError:
+        return []
+    found = [p for p in (common, git_dir) if p is not None and p.is_dir()]
+    return [p for p in found if not (writable and p.is_relative_to(workspace))]
+
+
+def _path_in(file: Path, *, prefix: str = "") -> Path | None:
+    """The path `file`'s first line holds after `prefix`, relative to its folder (as git
+    reads a `.git` file and `commondir`); None when the file is missing or says other."""
+    if not file.is_file():
+        return None
+    line = file.read_text(encoding="utf-8", errors="replace").partition("\n")[0].strip()
+    if not line.startswith(prefix) or not line.removeprefix(prefix).strip():
+        return None
+    return Path(os.path.normpath(file.parent / line.removeprefix(prefix).strip()))
 
 
 def _covered(tools: Sequence[Path]) -> tuple[Path, ...]:
