@@ -146,3 +146,44 @@ def test_import_takes_a_secret_out_of_a_references_default(tmp_path):
     assert servers["db"]["env"] == {"DB_PASSWORD": "${DB_PASSWORD}"}
     assert servers["db"]["args"] == ["--password", "${DB_ARG_1}", "--log=${LOG:-info}"]
     assert "export DB_PASSWORD " in result.stdout and "export DB_ARG_1 " in result.stdout
+
+
+def test_import_takes_out_a_plain_word_credential_header_and_a_cookie(tmp_path):
+    # `X-Api-Key: changeme` stayed as written (a plain word), then the config check
+    # refused the import (exit 2) for the literal it had left.
+    gemini = tmp_path / "gemini.json"
+    gemini.write_text(
+        json.dumps(
+            {"mcpServers": {"api": {"httpUrl": "https://mcp.example.com/mcp",
+                                    "headers": {"X-Api-Key": "changeme",
+                                                "Cookie": "session=abcdef",
+                                                "X-Auth-Scheme": "basic"}}}}
+        )
+    )  # fmt: skip
+    proj = tmp_path / "proj"
+    proj.mkdir()
+
+    result = lathe("mcp", "import", "-C", str(proj), "--project", str(gemini), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = (proj / ".lathe" / "config.toml").read_text()
+    assert "changeme" not in written and "abcdef" not in written
+    headers = tomllib.loads(written)["mcp"]["servers"]["api"]["headers"]
+    assert headers == {
+        "X-Api-Key": "${API_X_API_KEY}", "Cookie": "${API_COOKIE}", "X-Auth-Scheme": "basic"
+    }  # fmt: skip
+
+
+def test_import_appends_to_a_config_file_that_starts_with_a_byte_order_mark(tmp_path):
+    # The config loader reads such a file; the import refused it as invalid TOML.
+    codex = tmp_path / "codex.toml"
+    codex.write_text('[mcp_servers.tool]\ncommand = "tool-server"\n')
+    proj = tmp_path / "proj"
+    (proj / ".lathe").mkdir(parents=True)
+    (proj / ".lathe" / "config.toml").write_bytes(b"\xef\xbb\xbf[agent]\nmax_turns = 5\n")
+
+    result = lathe("mcp", "import", "-C", str(proj), "--project", str(codex), tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    written = tomllib.loads((proj / ".lathe" / "config.toml").read_text(encoding="utf-8-sig"))
+    assert written["agent"]["max_turns"] == 5 and "tool" in written["mcp"]["servers"]

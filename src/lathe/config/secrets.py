@@ -99,9 +99,7 @@ def refuse_literal_headers(headers: dict[str, str]) -> dict[str, str]:
     error names the header, never its value."""
     for name, value in headers.items():
         refuse_literal_secrets({name: value}, "header")
-        if credential_header(name) and not all(
-            map(_only_references, _credential_parts(name, value))
-        ):
+        if holds_literal_credential(name, value):
             example = "session=${MY_SESSION}" if _COOKIE.search(name) else "Bearer ${MY_TOKEN}"
             raise ValueError(
                 f"header {name!r} carries a credential, so its value is never stored in config "
@@ -110,9 +108,18 @@ def refuse_literal_headers(headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
-# A header named for a credential that names a setting about one, not the credential
-# (X-Auth-Scheme, X-Token-Type), as `lathe mcp import` judges names.
-_ABOUT_A_CREDENTIAL = re.compile(
+def holds_literal_credential(name: str, value: str) -> bool:
+    """Whether a header of this name holds its credential literally: the header's name
+    says its value is one (`credential_header`) and that part of it is not `${VAR}`
+    references alone (`changeme` and `session=abc` are; `Bearer ${TOKEN}` is not)."""
+    return credential_header(name) and not all(
+        map(_only_references, _credential_parts(name, value))
+    )
+
+
+# A name for a setting about a credential, not the credential: TOKEN_URL, KEYCLOAK_URL,
+# PASSWORD_STORE, SSL_KEY_FILE, X-Auth-Scheme, X-Token-Type.
+ABOUT_A_CREDENTIAL = re.compile(
     r"(URL|URI|ENDPOINT|HOST|PORT|FILE|PATH|DIR|STORE|SCHEME|TYPE|MODE|METHOD|PROVIDER)$",
     re.IGNORECASE,
 )
@@ -122,7 +129,7 @@ _COOKIE = re.compile(r"cookie", re.IGNORECASE)
 def credential_header(name: str) -> bool:
     """Whether the value of a header of this name is a credential (`secret_header`:
     `Authorization`, `X-Api-Key`, `Cookie`), not a setting about one (`X-Auth-Scheme`)."""
-    return secret_header(name) and not _ABOUT_A_CREDENTIAL.search(name)
+    return secret_header(name) and not ABOUT_A_CREDENTIAL.search(name)
 
 
 def _credential_parts(name: str, value: str) -> list[str]:

@@ -32,9 +32,11 @@ from pydantic import ValidationError
 
 from lathe.config.render import toml_value
 from lathe.config.secrets import (
+    ABOUT_A_CREDENTIAL,
     ENV_NAME,
     ENV_REF,
     auth_scheme,
+    holds_literal_credential,
     holds_literal_secret,
     looks_like_secret,
     secret_header,
@@ -48,12 +50,6 @@ _DOLLAR_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\b")
 # A URL with a user before its host: https://KEY@o1.ingest.example/2 (a DSN's key).
 _USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]+@")
 _HEADER_ARG = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)(:\s*)(.+)$")
-# A name that says which setting about a secret it is, not a secret: TOKEN_URL,
-# KEYCLOAK_URL, PASSWORD_STORE, SSL_KEY_FILE, X-Auth-Scheme (but a webhook's URL is one).
-_SETTING_NAME = re.compile(
-    r"(URL|URI|ENDPOINT|HOST|PORT|FILE|PATH|DIR|STORE|SCHEME|TYPE|MODE|METHOD|PROVIDER)$",
-    re.IGNORECASE,
-)
 # Words a secret's word is only part of (TOKENIZER holds TOKEN, KEYCLOAK KEY).
 _LONGER_WORD = re.compile(r"TOKENIZERS?|KEYCLOAK|KEYBOARD|KEYSPACE|KEYWORDS?", re.IGNORECASE)
 # An option that takes no value, whatever its name: --no-auth, --disable-token-check.
@@ -91,7 +87,10 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
                 value = _DOLLAR_NAME.sub(r"${\1}", str(value))
                 scheme, secret = auth_scheme(value) if key == "headers" else ("", value)
                 by_name = _secret_name(item, secret_header if key == "headers" else None)
-                if holds_literal_secret(value) or (by_name and _literal(secret, item)):
+                # A credential header takes references alone, as the config check wants:
+                # `X-Api-Key: changeme` was left as written, then refused.
+                literal = key == "headers" and holds_literal_credential(item, value)
+                if literal or holds_literal_secret(value) or (by_name and _literal(secret, item)):
                     variable = item if key == "env" else _variable(f"{safe}_{item}")
                     named.setdefault(secret, variable)
                     value = f"{scheme}${{{variable}}}"
@@ -180,7 +179,8 @@ def _secret_name(name: str, judge: Callable[[str], bool] | None = None) -> bool:
     """Whether a variable's, option's or header's (`judge`: `secret_header`) name says
     its value is a secret: named like one, and not a setting about one (`TOKEN_URL`,
     `PASSWORD_STORE`, `SSL_KEY_FILE`, `X-Auth-Scheme`) nor a longer word (`TOKENIZER`)."""
-    if _SETTING_NAME.search(name) and "WEBHOOK" not in name.upper():
+    # A setting about a secret (`ABOUT_A_CREDENTIAL`), but a webhook's URL is one.
+    if ABOUT_A_CREDENTIAL.search(name) and "WEBHOOK" not in name.upper():
         return False
     return (judge or is_secret_name)(_LONGER_WORD.sub("", name))
 
@@ -219,7 +219,8 @@ def _lathe_name(path: Path, name: str) -> str:
 
 def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Append each server to `target` (created when missing); (written, skipped)."""
-    existing = target.read_text(encoding="utf-8") if target.is_file() else ""
+    # As the config loader reads it: a leading byte order mark is none of the TOML.
+    existing = target.read_text(encoding="utf-8-sig") if target.is_file() else ""
     try:
         declared = tomllib.loads(existing).get("mcp", {}).get("servers", {})
     except tomllib.TOMLDecodeError as exc:
