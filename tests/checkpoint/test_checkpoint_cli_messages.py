@@ -172,3 +172,27 @@ def test_a_piped_list_that_walks_up_names_the_workspace_on_stderr(tmp_path, fake
     assert listed.stderr == (
         f"lathe: checkpoints list in {par} (the nearest folder lathe has checkpoints for)\n"
     )
+
+
+def test_undo_names_the_restore_that_brings_back_a_file_the_turn_ignored(tmp_path, fake_openai):
+    # Undo leaves the file (its new content was never recorded, so overwriting it could
+    # not be undone), but had said checkpoints do not record it: #1 holds the original.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("*.log\n")
+    (ws / "config.json").write_text('{"db": "prod-original"}\n')
+    ignore = {"path": ".gitignore", "old_string": "*.log\n", "new_string": "*.log\nconfig.json\n"}
+    change = {"path": "config.json", "old_string": "prod-original", "new_string": "CHANGED"}
+    run(fake_openai, ws, tmp_path, "ignore it", Call("edit", ignore), Call("edit", change))
+
+    undone = lathe(tmp_path, "undo", "-C", str(ws))
+
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / ".gitignore").read_text() == "*.log\n"
+    assert (ws / "config.json").read_text() == '{"db": "CHANGED"}\n'
+    assert "do not record" not in undone.stderr, undone.stderr
+    assert "config.json" in undone.stderr
+    assert "checkpoint #1" in undone.stderr and "`lathe checkpoints restore 1`" in undone.stderr
+    restored = lathe(tmp_path, "checkpoints", "restore", "1", "-C", str(ws))
+    assert restored.returncode == 0, restored.stderr
+    assert (ws / "config.json").read_text() == '{"db": "prod-original"}\n'

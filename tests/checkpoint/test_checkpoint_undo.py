@@ -359,8 +359,25 @@ def test_a_file_ignored_later_is_dropped_from_checkpoints(cp: Checkpoints, ws: P
     # Undo removes .gitignore; the ignored file's content was never recorded, so it is
     # not overwritten with the old one, even with force.
     assert report.deleted == [".gitignore"]
-    assert report.skipped == ["cache.dat"]
+    # Not ignored any more, it is recorded now: a restore to the turn's start brings
+    # the old content back (`RestoreReport.held`).
+    assert (report.held, report.skipped) == (["cache.dat"], [])
     assert files(ws) == {"cache.dat": b"2\n"}
+
+
+def test_a_file_a_kept_rule_still_ignores_is_unrecorded(cp: Checkpoints, ws: Path) -> None:
+    write(ws, "config.json", "original\n")
+    cp.before_turn(1)
+    write(ws, ".gitignore", "config.json\n")
+    write(ws, "config.json", "changed\n")
+    cp.after_turn(1)
+    write(ws, ".gitignore", "config.json\n*.tmp\n")  # the user's edit: undo keeps it
+
+    report = cp.undo()
+
+    assert report.kept == [".gitignore"]
+    assert (report.held, report.skipped) == ([], ["config.json"])
+    assert files(ws) == {".gitignore": b"config.json\n*.tmp\n", "config.json": b"changed\n"}
 
 
 def test_bytes_modes_and_symlinks_are_restored_exactly(cp: Checkpoints, ws: Path) -> None:

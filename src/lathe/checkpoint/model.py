@@ -137,7 +137,10 @@ class RestoreReport:
     since lathe last wrote them and were left alone; `forced` are such files
     that were overwritten because force was asked. `skipped` are left alone, force or not,
     because checkpoints do not hold their current contents: nested git repositories, and
-    ignored files standing where a recorded file would be written back. `failed` are
+    ignored files standing where a recorded file would be written back. `held` are such
+    files that the result records, no longer ignored (the restore put back the rules
+    that had ignored them): never overwritten, as they were never backed up, but
+    restoring the target again brings its content back, theirs recorded first. `failed` are
     those that could not be deleted or written when tried (an append-only file, a full
     disk), each with why: the store records the result, then raises a `LatheError`
     naming them, so a report handed out holds none; what can be seen beforehand (a
@@ -160,6 +163,7 @@ class RestoreReport:
     kept: list[str] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     cut_short: bool = False
     undid: Checkpoint | None = None  # for an undo: the operation it reverted

@@ -175,8 +175,9 @@ def apply_restore(
             _withdraw(report, change.path, report.kept)
         elif change.path in report.recreated and os.path.lexists(workspace / change.path):
             # Not in the current snapshot yet on disk: an ignored file, never backed up,
-            # so overwriting it could not be undone.
-            _withdraw(report, change.path, report.skipped)
+            # so overwriting it could not be undone. `held` until the store knows
+            # whether the result records it (see `RestoreReport`).
+            _withdraw(report, change.path, report.held)
         else:
             ready.append(change)
     _write(repo, ready, target.modes, report)
@@ -188,6 +189,7 @@ def apply_restore(
         report.modes,
         report.kept,
         report.skipped,
+        report.held,
     ):
         names.sort()
 

@@ -330,6 +330,10 @@ class ShadowRepo:
                 found[path.decode("utf-8", "surrogateescape")] = kind == _EXECUTABLE
         return found
 
+    def paths(self, tree: str) -> set[str]:
+        """Every file (and nested repository) `tree` records."""
+        return set(_listed(self._git("ls-tree", "-r", "-z", "--name-only", tree)))
+
     def directories(self, tree: str) -> set[str]:
         return set(_listed(self._git("ls-tree", "-r", "-d", "-z", "--name-only", tree)))
 

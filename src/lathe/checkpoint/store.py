@@ -180,6 +180,7 @@ class Checkpoints:
             if report.failed:
                 extra["Failed"] = str(len(report.failed))
             report.result = self._record(doing, "undo", extra)
+            self._settle_held(report)
             _raise_if_failed(report, doing, "then `lathe undo` finishes this undo")
             return report
 
@@ -202,6 +203,7 @@ class Checkpoints:
             report = self._restore_to(history, target, label, force)
             if report.changed:
                 report.result = self._snapshot(label, kind="restore")
+            self._settle_held(report)
             _raise_if_failed(report, label, f"then run `lathe checkpoints restore {n}` again")
             return report
 
@@ -218,6 +220,7 @@ class Checkpoints:
             report = self._restore_to(history, start, label, False)
             if report.backup.commit != start.commit:  # else nothing to pass over
                 report.result = self._record(label, "reset", {"Back-To": start.commit})
+            self._settle_held(report)
             _raise_if_failed(report, label, "the run stops rather than go on from there")
             return report
 
@@ -414,6 +417,17 @@ class Checkpoints:
             )
         apply_restore(self._repo, report, deletes, writes, chmods)
         return report
+
+    def _settle_held(self, report: RestoreReport) -> None:
+        """Move the files of `report.held` its result does not record (still ignored,
+        unreadable) to `skipped`: for those no restore brings the target's content back.
+        The others are recorded as the result's, lathe's: restoring the target again
+        writes its content back, theirs kept in the checkpoint it records first."""
+        if not report.held:
+            return
+        recorded = self._repo.paths(report.result.tree) if report.result else set()
+        report.skipped = sorted([*report.skipped, *(p for p in report.held if p not in recorded)])
+        report.held = [p for p in report.held if p in recorded]
 
     def _bits_back(
         self, now: Checkpoint, target: Checkpoint, other: set[str]

@@ -193,7 +193,7 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
     target = report.target
     if report.changed:
         click.echo(f"Restored the workspace to {_describe(target)}.")
-    elif report.kept or report.skipped:
+    elif report.kept or report.skipped or report.held:
         click.echo(
             f"Nothing was changed: every file that differs from {_describe(target)} was "
             "left as it is (below)."
@@ -233,6 +233,17 @@ def _print_report(report: RestoreReport, *, what: str) -> None:
             err=True,
         )
         _print_paths("", report.skipped, err=True)
+    if report.held and report.result is not None:
+        n = target.n
+        click.secho(
+            "lathe: warning: not overwritten, because what they held was ignored, in no "
+            "checkpoint, so overwriting it could not be undone; it is recorded now "
+            f"(checkpoint #{report.result.n}), and `lathe checkpoints restore {n}` writes "
+            f"back what checkpoint #{n} holds:",
+            fg="yellow",
+            err=True,
+        )
+        _print_paths("", report.held, err=True)
     if report.changed:
         n = report.backup.n
         back = "lathe undo" if what == "restore" else f"lathe checkpoints restore {n}"
