@@ -4,6 +4,7 @@ the session's title, its first message, whichever message's turn was undone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,45 @@ def test_lathe_undo_quotes_the_run_of_a_continued_session_it_reverts(
     headline = undone.stdout.splitlines()[0]
     assert headline.startswith("Undo of turn 1 of session "), undone.stdout
     assert '("bump the version", recorded ' in headline, undone.stdout
+
+
+def test_the_app_undo_names_a_file_whose_bits_alone_it_set_back(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # `lathe undo` printed "mode restored secret.env"; the app said "undone: ..." and
+    # named no file, and the model was not told.
+    secret = workspace / "secret.env"
+    secret.write_text("K=1\n")
+    secret.chmod(0o600)
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": "chmod 666 secret.env"})]),
+                        Reply("Opened it up."))  # fmt: skip
+    term = launch("--approval", "full")
+    term.send("make the secret readable")
+    term.wait_for(r"^Opened it up\.")
+    assert secret.stat().st_mode & 0o777 == 0o666
+    term.send("/undo")
+    term.wait_for(r"mode restored: secret\.env")
+    assert secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_app_undo_names_the_restore_of_a_file_the_turn_ignored(
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
+) -> None:
+    # `lathe undo` names the restore that brings such a file back; the app said nothing.
+    (workspace / "config.json").write_text("prod-original\n")
+    (workspace / ".gitignore").write_text("*.log\n")
+    ignore = Call("edit", {"path": ".gitignore", "old_string": "*.log",
+                           "new_string": "*.log\nconfig.json"})  # fmt: skip
+    change = Call("write", {"path": "config.json", "content": "CHANGED\n"})
+    fake_openai.enqueue(
+        Reply(calls=[Call("read", {"path": "config.json"})]),
+        Reply(calls=[ignore, change]),
+        Reply("Done."),
+    )
+    term = launch("--approval", "full")
+    term.send("hide the config")
+    term.wait_for(r"^Done\.")
+    term.send("/undo")
+    screen = term.wait_for(r"not overwritten .*config\.json")
+    assert re.search(r"lathe\s+checkpoints\s+restore\s+\d", screen), screen
+    assert (workspace / "config.json").read_text() == "CHANGED\n"

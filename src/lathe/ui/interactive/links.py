@@ -277,13 +277,14 @@ class Links(AgentHooks):
         except LatheError as exc:
             app.renderer.error(str(exc))
             return
-        changed = report.restored + report.recreated + report.deleted
+        changed = report.restored + report.recreated + report.deleted + report.modes
         if report.changed:
             app.renderer.note(f"undone: {what}", "green")
             for label, paths in (
                 ("restored", report.restored),
                 ("recreated", report.recreated),
                 ("deleted", report.deleted),
+                ("mode restored", report.modes),
             ):
                 if paths:
                     app.renderer.note(f"  {label}: {', '.join(paths)}", "")
@@ -293,6 +294,14 @@ class Links(AgentHooks):
             app.renderer.note(
                 f"  kept (you changed them since): {', '.join(report.kept)}; "
                 "`lathe undo --force` overwrites them",
+                "yellow",
+            )
+        if report.held and report.result is not None:  # as `lathe undo` says it
+            n = report.target.n
+            app.renderer.note(
+                f"  not overwritten (what they held was ignored, in no checkpoint): "
+                f"{', '.join(report.held)}; `lathe checkpoints restore {n}` writes back what "
+                f"checkpoint #{n} holds",
                 "yellow",
             )
         if changed:
