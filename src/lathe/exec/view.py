@@ -65,6 +65,10 @@ HOME_SECRETS = (
     ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials", ".config/git/credentials",
     ".password-store", ".local/share/keyrings", ".vault-token",
 )  # fmt: skip
+# The home folder's entries a command may still write when the workspace holds it: the
+# rest of its dot-entries (shell startup files, ~/.gitconfig, ~/.local/bin, ~/.config)
+# run on the host later, so they are shown read-only.
+HOME_WRITABLE = (".cache",)
 # git's own config, shown as it is or as a copy without its credentials (`_git_configs`).
 GIT_CONFIGS = (".gitconfig", ".config/git/config")
 # Names of git settings that hold a secret whatever their value: sendemail.smtpPass,
@@ -145,6 +149,7 @@ def sandbox_view(
     shown_git, git_copies = _git_configs(home)
     tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
+    shown_read_only += _home_dot_entries(workspace, home)
     masked = _kept_out(workspace, home)
     return SandboxView(
         workspace=workspace,
@@ -195,6 +200,24 @@ def _kept_out(workspace: Path, home: Path) -> tuple[Path, ...]:
         if target is not None and (target == inside or _inside(target, workspace)):
             found.append(target)
     return _outside(dict.fromkeys(found), found, strict=True)  # the config in its folder
+
+
+def _home_dot_entries(workspace: Path, home: Path) -> list[Path]:
+    """When the workspace holds the home folder (`-C ~`, or above it), the home's dot
+    entries but caches (`HOME_WRITABLE`), to be shown read-only: a command had appended
+    to ~/.bashrc and ~/.gitconfig, and could leave a program in ~/.local/bin, each run
+    on the host later. Elsewhere none: the home folder is not mounted at all."""
+    root = Path(os.path.realpath(workspace))
+    real_home = Path(os.path.realpath(home))
+    if not real_home.is_relative_to(root):
+        return []
+    inside = workspace / real_home.relative_to(root)
+    try:
+        names = sorted(entry.name for entry in os.scandir(inside))
+    except OSError:
+        return []
+    entries = (inside / n for n in names if n.startswith(".") and n not in HOME_WRITABLE)
+    return [_mounted(entry, workspace, inside_only=True) for entry in entries]
 
 
 def _inside(path: Path, workspace: Path) -> Path | None:
