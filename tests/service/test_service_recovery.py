@@ -111,7 +111,8 @@ def test_a_session_file_with_a_message_between_a_call_and_its_result_is_sent_in_
             stored.append_message(message)
         stored.append(RunEndEntry(status="unverified", turns=2))
     with served.client() as client:
-        client.resume(stored.id, model="m", base_url=fake_openai.base_url)
+        # Its file says no approval mode (written here as an older lathe would): named.
+        client.resume(stored.id, model="m", base_url=fake_openai.base_url, approval="auto")
         client.send(stored.id, "anything else?")
         run = _run_after(client, stored.id, 0)
     assert run[-1].data["status"] == "unverified"

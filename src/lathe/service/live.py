@@ -410,6 +410,7 @@ class ServedSession:
             "status": self.status,
             "workspace": str(self.setup.workspace),
             "model": self.setup.model.model_id,
+            "base_url": self.setup.model.shown_url,  # where its requests go, masked
             "approval": self.setup.approval,
             "verify": record.verify,
             "created": record.created,
@@ -500,6 +501,7 @@ class ServedSession:
                 self._keep_queue(self._messages)
 
     async def _run(self, text: str | None) -> None:
+        from lathe.ui.headless import record_run_start
         from lathe.workspace_lock import hold_workspace
 
         setup = self.setup
@@ -522,6 +524,8 @@ class ServedSession:
                             ),
                         )
                     )
+                # What it starts with, for a resume with no record here (a run_task's).
+                record_run_start(self.session, setup)
                 await self._run_paused_calls()
                 finished = self.redactor.event(await self.agent.run(task))
         except asyncio.CancelledError:

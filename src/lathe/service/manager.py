@@ -190,7 +190,8 @@ class SessionManager:
             session = await asyncio.to_thread(self.store.open_path, path)
             try:
                 earlier = self._earlier_record(session.id)
-                options = SessionOptions.model_validate({**self._options_before(session, earlier),
+                before = self._options_before(session, earlier, changes)
+                options = SessionOptions.model_validate({**before,
                                                          "workspace": session.header.cwd,
                                                          **changes})  # fmt: skip
                 self._free_workspace(options.workspace, besides=session.id)
@@ -298,18 +299,37 @@ class SessionManager:
                     record = SessionRecord.model_validate_json(path.read_text())
         return record
 
-    def _options_before(self, session: Any, record: SessionRecord | None) -> dict[str, Any]:
-        """What a resumed session keeps unless changed: the options of its `record`;
-        for one `lathe run` made, the model it last used. Never a default in their
-        place: a conversation must not go to another model or endpoint, nor run under a
-        looser approval, without the client saying so."""
-        from lathe.session import ModelChangeEntry
+    def _options_before(
+        self, session: Any, record: SessionRecord | None, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """What a resumed session keeps unless `changes` change it: the options of its
+        `record`; for one with no record here (`lathe run` made it, or a run_task), the
+        model and settings its last run started with, as its file says. Never a default
+        in their place: a conversation must not go to another model or endpoint, nor run
+        under a looser approval, without the client saying so — a session whose file
+        cannot say (an older lathe wrote it, an endpoint holding credentials) is refused
+        (UsageError) until `changes` name them."""
+        from lathe.session.entries import last_model_change
 
         if record is not None:
             return record.model_dump(include=_OPTIONS - {"workspace"}, exclude_none=True)
-        changes = [e for e in session.branch() if isinstance(e, ModelChangeEntry)]
-        model = changes[-1].model if changes else session.header.model
-        return {"model": model} if model and model != _NO_MODEL else {}
+        last = last_model_change(session.branch())
+        model = last.model if last else session.header.model
+        options = {"model": model} if model and model != _NO_MODEL else {}
+        settings = last and last.settings
+        if settings is None:
+            _require(session.id, changes, ["endpoint", "approval"],
+                     "its file does not say which endpoint and approval mode it ran with "
+                     "(an older lathe, or an interactive one, wrote it)")  # fmt: skip
+            return options
+        if settings.base_url_masked:
+            _require(session.id, changes, ["base_url"],
+                     f"its endpoint {settings.base_url} holds credentials, "
+                     "which lathe does not keep")  # fmt: skip
+        kept = {"base_url": None if settings.base_url_masked else settings.base_url,
+                "approval": settings.approval, "verify": settings.verify,
+                "max_turns": settings.max_turns}  # fmt: skip
+        return options | {name: value for name, value in kept.items() if value is not None}
 
     def _save(self, record: SessionRecord) -> None:
         from lathe.atomic_write import write_atomic
@@ -408,6 +428,27 @@ def _serve_config(home: Path) -> ServeConfig:
 
 def _overlap(one: Path, other: Path) -> bool:
     return one == other or one.is_relative_to(other) or other.is_relative_to(one)
+
+
+def _require(session_id: str, changes: dict[str, Any], names: list[str], why: str) -> None:
+    """Refuse the resume (UsageError) unless `changes` give each of `names`; the
+    "endpoint" is given by a base_url, or by a model (as this server's config serves it)."""
+    given = {name for name, value in changes.items() if value is not None}
+    if given & {"base_url", "model"}:
+        given.add("endpoint")
+    missing = [name for name in names if name not in given]
+    if missing:
+        raise UsageError(
+            f"session {session_id} cannot be resumed as it ran: {why}; resume it naming "
+            + " and ".join(_HOW_TO_NAME[name] for name in missing)
+        )
+
+
+_HOW_TO_NAME = {
+    "base_url": 'its endpoint ("base_url")',
+    "endpoint": 'its endpoint ("base_url"; or "model", served from this server\'s config)',
+    "approval": 'its approval mode ("approval": read-only, ask, auto or full)',
+}
 
 
 def _drop(session_id: str) -> str:

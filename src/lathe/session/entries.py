@@ -18,6 +18,7 @@ renaming a field, is a new format version with a step in `migrations.py`.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -103,10 +104,30 @@ class CheckpointEntry(BaseEntry):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
+class RunSettings:
+    """What a run was started with besides its model, for whoever goes on with the
+    session elsewhere (`lathe serve` resuming a `lathe run` session) to go on alike,
+    never with a default in their place. Never a secret: a `base_url` holding
+    credentials is kept masked, `base_url_masked` set, and a resume must be given it."""
+
+    base_url: str | None  # the base_url a layer set (--base-url, ...); None: the model's own
+    base_url_masked: bool = False
+    approval: str  # a plain string, like `RunEndEntry.status`: a newer mode still loads
+    verify: str | None = None  # as given to the run (a flag, a served session's option)
+    max_turns: int | None = None  # likewise
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class ModelChangeEntry(BaseEntry):
+    """The model the session goes on with, from here; `settings`, when a run started
+    with it, what else that run was started with (`lathe.ui.headless.record_run_start`).
+    One without them (an interactive /model, a file an older lathe wrote) does not say."""
+
     type: Literal["model_change"] = "model_change"
     provider: str
     model: str
+    # Written only when set, so a model change without them keeps its bytes.
+    settings: RunSettings | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
@@ -185,3 +206,25 @@ Entry = Annotated[
 ]
 
 ENTRY_ADAPTER: TypeAdapter[Entry] = TypeAdapter(Entry)
+
+
+def last_model_change(branch: Iterable[Entry]) -> ModelChangeEntry | None:
+    """The last model change of `branch` (a session's `branch()`), or None."""
+    changes = [entry for entry in branch if isinstance(entry, ModelChangeEntry)]
+    return changes[-1] if changes else None
+
+
+def run_settings(
+    base_url: str | None, approval: str, verify: str | None, max_turns: int | None
+) -> RunSettings:
+    """`RunSettings` that hold no secret: a `base_url` with credentials in it masked."""
+    from lathe.config.secrets import masked_url, url_secrets
+
+    masked = bool(base_url and url_secrets(base_url))
+    return RunSettings(
+        base_url=masked_url(base_url) if base_url and masked else base_url,
+        base_url_masked=masked,
+        approval=approval,
+        verify=verify,
+        max_turns=max_turns,
+    )

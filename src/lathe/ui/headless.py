@@ -240,6 +240,7 @@ class _HeadlessRun:
             checkpoints, lambda: session_id
         )
         setup = self.setup
+        record_run_start(self.recorder.session, setup)
         self.emit(
             RunStarted(
                 task=task,
@@ -373,11 +374,10 @@ class _HeadlessRun:
 
     def _open_session(self):
         from lathe.home import lathe_home
-        from lathe.session import ModelChangeEntry, SessionStore
+        from lathe.session import SessionStore
 
         setup, options = self.setup, self.setup.options
         store = SessionStore(lathe_home())
-        model = setup.model.name or setup.model.model_id
         if options.resume or options.continue_last:
             session = (
                 store.open(options.resume) if options.resume else store.latest(setup.workspace)
@@ -390,12 +390,6 @@ class _HeadlessRun:
             self.cleanup.callback(session.close)
             session.check_workspace(setup.workspace)
             session.close_dangling_tool_calls()
-            last_model = next(
-                (e.model for e in reversed(session.branch()) if isinstance(e, ModelChangeEntry)),
-                session.header.model,
-            )
-            if last_model != model:
-                session.append(ModelChangeEntry(provider=setup.model.provider, model=model))
             return session, session.conversation()
         return self._new_session(), []
 
@@ -404,6 +398,24 @@ class _HeadlessRun:
             self.observer.record_interrupt(reason)
         if self.recorder is not None:
             self.recorder.record_interrupt(self.tally, reason)
+
+
+def record_run_start(session, setup: RunSetup) -> None:
+    """The model and settings a run starts with (endpoint, approval mode, verify, turns),
+    in its session when they are not what its last model change says already: whoever
+    goes on with the session elsewhere (`lathe serve`'s resume) keeps them."""
+    from lathe.session.entries import ModelChangeEntry, last_model_change, run_settings
+
+    base_url, options = setup.loaded.config.base_url, setup.options
+    settings = run_settings(
+        base_url and str(base_url), setup.approval, options.verify, options.max_turns
+    )
+    model = setup.model.name or setup.model.model_id
+    entry = ModelChangeEntry(provider=setup.model.provider, model=model, settings=settings)
+    last = last_model_change(session.branch())
+    said = (last.provider, last.model, last.settings) if last else (None, None, None)
+    if said != (entry.provider, entry.model, entry.settings):
+        session.append(entry)
 
 
 def _each(*consumers: Callable[[AgentEvent], None]):
