@@ -160,10 +160,11 @@ def shell_input(
 
 def eval_like(w: Walker, call: Call, st: State, base: str, args: list[Word]) -> Stream:
     if base == "trap":
-        if len(args) < 2 or (args[0].value or "").startswith("-"):
+        action = _trap_action(args)
+        if action is None:
             w.record(call)
             return UNKNOWN
-        string = args[0]
+        string = action
     else:
         if base == "watch":
             args = _watch_command(args)
@@ -173,6 +174,21 @@ def eval_like(w: Walker, call: Call, st: State, base: str, args: list[Word]) -> 
     # eval runs in this shell, so a `cd` inside it moves the commands after it.
     _with_via(w, st, (*call.via, base), lambda: w.nested(string, st, base))
     return UNKNOWN
+
+
+def _trap_action(args: list[Word]) -> Word | None:
+    """The command `trap args...` sets to run, None when it sets none: `-p`/`-l` print,
+    `trap - SIG` and `trap SIG` reset, an unknown option fails. A leading `--` ends the
+    options (`trap -- 'rm -rf ~' EXIT` sets the action)."""
+    rest = args
+    first = (args[0].value or "") if args else ""
+    if first == "--":
+        rest = args[1:]
+    elif first.startswith("-") and first != "-":
+        return None  # -p, -l, -P (print) or an option bash refuses: nothing is set
+    if len(rest) < 2 or rest[0].value == "-":
+        return None
+    return rest[0]
 
 
 def find_execs(w: Walker, call: Call, st: State, find: FindCall) -> None:
