@@ -67,3 +67,21 @@ def test_a_model_change_without_settings_keeps_its_bytes():
 
     assert b'"settings"' not in ENTRY_ADAPTER.dump_json(plain)
     assert ENTRY_ADAPTER.validate_json(ENTRY_ADAPTER.dump_json(plain)) == plain
+
+
+def test_the_transcript_names_a_model_change_not_a_run_start_on_the_same_model(
+    store, workspace, setup_for
+):
+    # Every `lathe run` began its transcript with "[model → openai/gpt-4o]", the model
+    # the header names, since a run records its settings there.
+    from lathe.session.transcript import render_markdown, render_text
+
+    with store.create(workspace, "gpt-4o") as session:
+        record_run_start(session, setup_for(model="gpt-4o", approval="read-only"))
+        record_run_start(session, setup_for(model="gpt-4o"))  # other settings, same model
+        record_run_start(session, setup_for(model="gpt-4o-mini"))
+    reloaded = store.open(session.id, readonly=True)
+
+    for text in (render_text(reloaded), render_markdown(reloaded)):
+        assert "gpt-4o]" not in text, text
+        assert text.count("[model → openai/gpt-4o-mini]") == 1, text

@@ -179,13 +179,26 @@ def transcript_blocks(
     session: Session, leaf: str | None = None, checkpoints: Mapping[str, int] | None = None
 ) -> Iterator[Block]:
     """The blocks `render_text` shows after its title, in order."""
-    for entry in session.branch(leaf):
+    for entry in _shown(session, leaf):
         line = _event_line(entry, checkpoints or {})
         if line is not None:
             yield Block("event", line, "", entry.id)
         else:
             assert isinstance(entry, MessageEntry)
             yield _message_block(entry.message, entry.id)
+
+
+def _shown(session: Session, leaf: str | None) -> Iterator[Entry]:
+    """The branch's entries a transcript shows: a model change only where the model
+    changes (a run records its settings in one each time they change, on the same model:
+    every transcript had begun with the model its header names)."""
+    model = session.header.model
+    for entry in session.branch(leaf):
+        if isinstance(entry, ModelChangeEntry):
+            if entry.model == model:
+                continue
+            model = entry.model
+        yield entry
 
 
 def _fence(text: str) -> str:
@@ -226,7 +239,7 @@ def render_markdown(
         f"# Session {header.id}",
         f"- model: {header.model}\n- cwd: `{header.cwd}`\n- created: {header.created.isoformat()}",
     ]
-    for entry in session.branch(leaf):
+    for entry in _shown(session, leaf):
         if isinstance(entry, MessageEntry):
             blocks.append(_message_markdown(entry.message))
         else:
