@@ -76,6 +76,9 @@ class TaskTool(Tool):
     )
     parameters = TaskParams
     concurrent: ClassVar[bool] = True
+    # A child's result depends on the workspace (and on its own sampling): the same call
+    # after a change is new work, not the same file change made again.
+    repeatable: ClassVar[bool] = True
 
     def __init__(self, runner: ChildRunner, profiles: str = "", note: str = "") -> None:
         """`profiles`: what `agent` may name here; `note`, what children may do in each
