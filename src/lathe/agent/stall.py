@@ -5,14 +5,17 @@ row; a short cycle of calls (A, B, A, B, ...) repeated `repeat_limit` times over
 same file change (an edit or write with the same arguments) `repeat_limit` times in a run,
 however far apart — small models fall into all three (the last one seen as one edit
 re-applied between reads of ever-different line ranges). The model gets one nudge per
-run; repeating past it ends the run as `stuck`.
+run; repeating past it ends the run as `stuck`, the reason naming what was repeated (a
+cycle as the cycle, not as its first call).
 
 Refusals count too, whatever the arguments: a tool whose calls the policy gate or a
 hook (not the person asked, who is steering) keeps refusing — the 1.5B asked to write a
 test file it may not change, read it at line N, asked again, read at N+2, for its whole
 time budget — is a stall once `repeat_limit` of them came with no file change between
 (a nudge naming the refusal), and `stuck` at twice that; a reply counts once per tool,
-since the model had not yet seen the refusals of its own batch.
+since the model had not yet seen the refusals of its own batch. A change is any call
+that ran and may have changed files: a command that appends to a file counts (it had
+not, and a run making progress with bash ended `stuck`), one that only looks does not.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from lathe.agent.evidence import may_change_files
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
 from lathe.events import RunStatus, StallNudge
@@ -49,6 +53,7 @@ def call_signature(name: str, arguments: dict[str, Any] | None, raw: str) -> str
 class StallDetector:
     repeat_limit: int = 3
     description: str = ""  # what the model keeps repeating, for the nudge
+    repeating: str = ""  # the same, for the run's end: "the same 2 calls (read, grep)"
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=12))
     _changes: Counter[str] = field(default_factory=Counter)
     _nudged: bool = False
@@ -66,18 +71,20 @@ class StallDetector:
         described = self._repetition()
         if described is None:
             return StallVerdict.OK
-        self.description = described
+        self.description, self.repeating = described
         if not self._nudged:
             self._nudged = True
             return StallVerdict.NUDGE
         return StallVerdict.STUCK
 
-    def _repetition(self) -> str | None:
+    def _repetition(self) -> tuple[str, str] | None:
+        """What the model repeats, for the nudge and for the end; None when nothing."""
         recent = list(self._recent)
         limit = self.repeat_limit
         if len(recent) >= limit and len(set(recent[-limit:])) == 1:
             tool = recent[-1].split(":", 1)[0]
-            return f"called {tool} with the same arguments {limit} times in a row"
+            said = f"called {tool} with the same arguments {limit} times in a row"
+            return said, f"the same {tool} call"
         for length in _CYCLE_LENGTHS:
             window = recent[-length * limit :]
             if len(window) < length * limit:
@@ -85,10 +92,11 @@ class StallDetector:
             cycle = window[:length]
             if len(set(cycle)) > 1 and window == cycle * limit:
                 tools = ", ".join(s.split(":", 1)[0] for s in cycle)
-                return f"repeated the same {length} calls ({tools}) {limit} times over"
+                said = f"repeated the same {length} calls ({tools}) {limit} times over"
+                return said, f"the same {length} calls ({tools})"
         if recent and self._changes.get(recent[-1], 0) >= limit:
             tool = recent[-1].split(":", 1)[0]
-            return f"made the same {tool} call {limit} times in this run"
+            return f"made the same {tool} call {limit} times in this run", f"the same {tool} call"
         return None
 
 
@@ -114,7 +122,7 @@ class StallGuard(FinishHandler):
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
     ) -> Decision | None:
-        verdict, stalled = StallVerdict.OK, ""
+        verdict, stalled, repeating = StallVerdict.OK, "", ""
         in_this_batch: set[str] = set()
         for record in calls:
             signature = call_signature(record.call.name, record.arguments, record.call.arguments)
@@ -125,12 +133,12 @@ class StallGuard(FinishHandler):
             in_this_batch.add(signature)
             seen = self._detector.observe(signature, changes_files=record.changes_files)
             if seen is not StallVerdict.OK and verdict is not StallVerdict.STUCK:
-                verdict, stalled = seen, record.call.name
+                verdict, stalled, repeating = seen, record.call.name, self._detector.repeating
         if verdict is StallVerdict.STUCK:
             reason = (
                 "the model kept showing the same change to a file"
                 if by_lathe
-                else f"the model kept repeating the same {stalled} call"
+                else f"the model kept repeating {repeating}"
             )
             return Finish(RunStatus.STUCK, reason=reason)
         if verdict is StallVerdict.NUDGE:
@@ -144,7 +152,7 @@ class StallGuard(FinishHandler):
         refusals when it asked, so only asking again, turn after turn, is the loop."""
         refused_now: set[str] = set()
         for record in calls:
-            if record.changes_files and not record.output.is_error:
+            if _may_have_changed_files(record):
                 self._refusals.clear()  # progress: earlier refusals were not a loop
                 self._refused_by.clear()
                 refused_now.clear()
@@ -182,6 +190,17 @@ class StallGuard(FinishHandler):
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line.removeprefix("Error: ").removeprefix("Denied: ").rstrip(".")[:200]
+
+
+def _may_have_changed_files(record: CallRecord) -> bool:
+    """A call that ran and may have changed files: an edit or a write that succeeded, a
+    command that did more than look (`echo x >> app.py`), a child that may change
+    files; not a read, a command that only looks, an `explore` child."""
+    if record.refused or record.malformed or record.tool is None:
+        return False
+    if record.tool.read_only_call(record.arguments or {}):
+        return False
+    return may_change_files(record)
 
 
 def _not_run(record: CallRecord) -> bool:
