@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lathe.errors import ToolError, UsageError
 from lathe.hooks.base import AgentHooks
@@ -30,6 +30,9 @@ from lathe.policy.rules import (
 from lathe.tools.base import Tool, ToolOutput, ToolRegistry
 from lathe.tools.paths import display_path, resolve_path
 from lathe.words import Words, load_words
+
+if TYPE_CHECKING:
+    from lathe.policy.shell_words import Word
 
 
 class Mode(StrEnum):
@@ -228,31 +231,51 @@ class Policy:
 
     def _reveals_denied_path(self, analysis: Any) -> tuple[str, str] | None:
         """Why the command would show a file a read rule denies, and a few words: a word
-        names it (a glob word: any path it matches), or the command carries a folder
-        that holds it (`carried.carries`: mv, cp -r, tar ...) to another name, beyond
-        the rule's reach. The workspace root, which holds everything, is no such folder."""
-        from lathe.policy.carried import carries, named_paths
+        or an input redirection (`< f`, `3< f`, `<> f`, `$(<f)`) names it (a glob: any
+        path it matches), or the command carries a folder that holds it
+        (`carried.carries`: mv, cp -r, tar ...) to another name, beyond the rule's
+        reach. The workspace root, which holds everything, is no such folder."""
+        from lathe.policy.carried import carries
 
         patterns = self.rules.denied_read_patterns()
         if not patterns:
             return None
         for command in analysis.commands:
             carrier = carries(command)
-            for word in command.words[1:]:
-                if word.value is None or word.value.startswith("-"):
-                    continue
-                for named in named_paths(command.cwd or self.workspace, word):
-                    names = workspace_names(self.workspace, named)
-                    is_dir = bool(names) and _is_dir(named)
-                    for name in names:
-                        if matches_any(name, patterns, is_dir=is_dir):
-                            return f"it reads {name}, which a read rule denies", (
-                                f"a read rule denies {name}"
-                            )
-                    if carrier and is_dir and names[0] != ".":
-                        held = self._denied_inside(named, names[0], patterns)
-                        if held:
-                            return held
+            named = [
+                (command.cwd, word, carrier)
+                for word in command.words[1:]
+                if word.value is not None and not word.value.startswith("-")
+            ] + [
+                (redirect.cwd, redirect.target, False)
+                for redirect in command.redirects
+                if redirect.op in _READ_OPS and redirect.target.value is not None
+            ]
+            for cwd, word, carried in named:
+                found = self._names_denied(cwd or self.workspace, word, patterns, carried)
+                if found:
+                    return found
+        return None
+
+    def _names_denied(
+        self, base: Path, word: Word, patterns: list[str], carrier: bool
+    ) -> tuple[str, str] | None:
+        """Why `word`, from `base`, names a file a read rule denies (or, for a
+        `carrier`, a folder holding one), and a few words; None if it does not."""
+        from lathe.policy.carried import named_paths
+
+        for named in named_paths(base, word):
+            names = workspace_names(self.workspace, named)
+            is_dir = bool(names) and _is_dir(named)
+            for name in names:
+                if matches_any(name, patterns, is_dir=is_dir):
+                    return f"it reads {name}, which a read rule denies", (
+                        f"a read rule denies {name}"
+                    )
+            if carrier and is_dir and names[0] != ".":
+                held = self._denied_inside(named, names[0], patterns)
+                if held:
+                    return held
         return None
 
     def _denied_inside(
@@ -294,6 +317,10 @@ class Policy:
                 return Decision("ask", f"{tool} changes the workspace", key, preview)
             case Mode.AUTO:
                 return Decision("allow", "auto mode", key, preview)
+
+
+# Redirections that open a file for reading: `< f` (any descriptor: `3< f`), `<> f`.
+_READ_OPS = frozenset({"<", "<>"})
 
 
 def _names(rule_pattern: str | None, protected: str) -> bool:
