@@ -61,9 +61,9 @@ def system_prompt(
     if no_edit or no_read:
         lines = ["The user protects these paths; every tool, commands included, is refused:"]
         if no_edit:
-            lines.append(f"- no changes to: {', '.join(no_edit)}")
+            lines.append(f"- no changes to: {_paths_said(no_edit)}")
         if no_read:
-            lines.append(f"- no reading of: {', '.join(no_read)}")
+            lines.append(f"- no reading of: {_paths_said(no_read)}")
         parts.append("\n".join(lines))
     parts += [section for section in (instructions, memory) if section]
     listed = skills_section(skills, skills_max_bytes)
@@ -81,6 +81,14 @@ def system_prompt(
         if snapshot:
             parts.append(snapshot)
     return SystemPrompt("\n\n".join(parts), has_snapshot=bool(snapshot))
+
+
+def _paths_said(patterns: Sequence[str]) -> str:
+    """Path patterns as the prompt names them: that of a rule naming no path (`--deny
+    read`) as "every file", which a small model reads as it is meant."""
+    from lathe.policy.rules import EVERY_PATH
+
+    return ", ".join("every file" if p == EVERY_PATH else p for p in patterns)
 
 
 _SKILL_DESCRIPTION_MAX_CHARS = 300

@@ -34,6 +34,8 @@ _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_\-*]+)(?:\((?P<pattern>.*)\))?$")
 # Changing these makes the host run code later, outside the sandbox: git's config and
 # hooks (fsmonitor, pre-commit), lathe's project config (hooks) and MCP server lists.
 ALWAYS_PROTECTED = (".git", ".lathe/", ".mcp.json")
+EVERY_PATH = "**"
+"""The path pattern of a rule that names no path (`--deny read`): it covers every path."""
 
 
 @dataclass(frozen=True)
@@ -255,10 +257,22 @@ class RuleSet:
         )
 
     def denied_read_patterns(self) -> list[str]:
-        return [r.pattern for r in self.deny if names_tool(r.tool, "read") and r.pattern]
+        """The path patterns read-deny rules cover, EVERY_PATH for one with no path."""
+        return self._denied_patterns("read")
 
     def denied_edit_patterns(self) -> list[str]:
-        return [r.pattern for r in self.deny if names_tool(r.tool, "edit") and r.pattern]
+        """The path patterns edit-deny rules cover, EVERY_PATH for one with no path."""
+        return self._denied_patterns("edit")
+
+    def _denied_patterns(self, tool: str) -> list[str]:
+        # A bare `--deny read` had been left out, so the prompt's snapshot, the searches
+        # and the hints, which go by these patterns, showed every file it forbids.
+        found = [
+            EVERY_PATH if r.pattern is None else r.pattern
+            for r in self.deny
+            if names_tool(r.tool, tool) and r.pattern != ""  # `read()` matches no path
+        ]
+        return list(dict.fromkeys(found))
 
     def for_path(
         self, tool: str, relative_path: str, *, is_dir: bool = False, changes_files: bool = False
