@@ -4,11 +4,14 @@ the command writes to stdout, like `dispatch`, or adds to what the walker found.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lathe.policy import dirs, git_config, interpreters
+from lathe.policy.carried import named_paths
 from lathe.policy.dirs import Dirs, join_path
 from lathe.policy.interpreters import Language
 from lathe.policy.scripts import Content, runs_as_shell_script
@@ -127,15 +130,30 @@ def shell(
         w.nested(how.script, st.copy(via=(*call.via, f"{base} -c")), f"{base} -c")
         return UNKNOWN
     w.record(call)
+    if how.script_file is None and call.fed is not None:
+        # `echo x.sh | xargs bash`: xargs gives the shell its script, it reads no stdin.
+        if not call.fed:
+            w.note("ask", f"{base} runs a script xargs names at run time: {call.text}")
+        for word in call.fed:
+            _script_operand(w, call, st, base, word)
+        return UNKNOWN
     if how.script_file is not None and how.script_file.value not in interpreters.STDIN_FILES:
-        if how.script_file.value is None:
-            w.note("ask", f"{base} runs a script only known at run time: {call.text}")
-        else:
-            label = f"{base} {how.script_file.text}"
-            script(w, call, st, how.script_file, label, same_shell=False, named=True)
+        _script_operand(w, call, st, base, how.script_file)
         return UNKNOWN
     shell_input(w, call, st, stdin, base, same_shell=False)
     return UNKNOWN
+
+
+def _script_operand(w: Walker, call: Call, st: State, base: str, word: Word) -> None:
+    """Walk the script file a shell is given (`bash x.sh`, `xargs bash` fed `x.sh`).
+    A path found below a folder at run time (find's `{}`, `find . | xargs bash`) may be
+    any file there: the ones the guard sees are read, and it asks."""
+    if word.value is None:
+        w.note("ask", f"{base} runs a script only known at run time: {call.text}")
+        return
+    if word.glob and (call.via[-1:] == ("find -exec",) or call.fed):
+        w.note("ask", f"{base} runs scripts found at run time: {call.text}")
+    script(w, call, st, word, f"{base} {word.text}", same_shell=False, named=True)
 
 
 def shell_input(
@@ -234,14 +252,38 @@ def script(
     "$(dirname "$0")"` goes to the script's own folder."""
     if word.value is None:
         return
-    names = {"BASH_SOURCE": word.value} | ({"0": word.value} if executed or named else {})
-    for path in dict.fromkeys(dirs.file_at(cwd, word.value) for cwd in call.cwds):
+    for path, value in _script_paths(w, call, word, label):
+        names = {"BASH_SOURCE": value} | ({"0": value} if executed or named else {})
         content = w.files.content(path)
         if content is not None:
             _script_text(
                 w, call, st, content, label, same_shell=same_shell, executed=executed,
                 names=names,
             )  # fmt: skip
+
+
+def _script_paths(w: Walker, call: Call, word: Word, label: str) -> list[tuple[Path, str]]:
+    """The files the script word names in each folder the command may run in, with the
+    name the script is given: a glob word (`bash cl*.sh`), each file it matches on
+    disk (as `carried.named_paths` finds them) or among those the command line wrote
+    before; when it matches none, the guard asks."""
+    assert word.value is not None
+    if not word.glob:
+        paths = dict.fromkeys(dirs.file_at(cwd, word.value) for cwd in call.cwds)
+        return [(path, word.value) for path in paths]
+    found: dict[Path, str] = {}
+    for cwd in call.cwds:
+        here = dirs.file_at(cwd, ".")
+        pattern = str(dirs.file_at(cwd, word.value))
+        written = [path for path in w.files.written if path.match(pattern)]
+        for path in [*named_paths(here, word)[1:], *written]:
+            found.setdefault(Path(os.path.normpath(path)), str(path))
+        if (literal := Path(pattern)).is_file():  # bash runs `x*.sh` itself if nothing matches
+            found.setdefault(literal, word.value)
+    if not found:
+        w.note("ask", f"{label} runs a script named by a glob that matches no file the "
+                      f"guard can see: {call.text}")  # fmt: skip
+    return list(found.items())
 
 
 def _script_text(
