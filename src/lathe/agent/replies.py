@@ -85,7 +85,9 @@ FILTERED = (
 class UnreadableReply(FinishHandler):
     """A reply the server could not parse (`StopReason.UNREADABLE`: a tool call whose
     JSON the model broke) is the model's mistake, not an outage: the model is told and
-    writes it again. `limit` such replies in a row end the run `stuck`."""
+    writes it again. So is a tool call written as text that lathe could not read
+    (`llm.text_calls`): that reply keeps its text, so the model sees what it wrote.
+    `limit` such replies in a row end the run `stuck`."""
 
     def __init__(self, words: Words, limit: int) -> None:
         self._words = words
@@ -101,17 +103,19 @@ class UnreadableReply(FinishHandler):
             self._in_a_row = 0
             return None
         self._in_a_row += 1
+        as_text = bool(reply.text)  # from the server, an unreadable reply has no text
         if self._in_a_row >= self._limit:
-            reason = (
-                f"the server could not parse the model's tool call {self._in_a_row} times in "
-                "a row (malformed JSON)"
-            )
+            what = _TEXT_CALL_UNREAD if as_text else _SERVER_UNREAD
+            reason = f"{what} {self._in_a_row} times in a row (malformed JSON)"
             return Finish(RunStatus.STUCK, reason=reason)
-        run.emit(Notice(level="warning", message=_UNREADABLE))
-        return ContinueWith(messages=(lathe_note(self._words.say("unreadable_reply")),))
+        what = _TEXT_CALL_UNREAD if as_text else _SERVER_UNREAD
+        run.emit(Notice(level="warning", message=f"{what} (malformed JSON); asking again"))
+        told = "unreadable_text_call" if as_text else "unreadable_reply"
+        return ContinueWith(messages=(lathe_note(self._words.say(told)),))
 
 
-_UNREADABLE = "the server could not parse the model's tool call (malformed JSON); asking again"
+_SERVER_UNREAD = "the server could not parse the model's tool call"
+_TEXT_CALL_UNREAD = "the model's tool call written as text could not be read"
 
 
 class EmptyReply(FinishHandler):
@@ -143,6 +147,7 @@ class EmptyReply(FinishHandler):
 
 def is_empty(reply: AssistantMessage) -> bool:
     """No text and no call, and not cut off (a cut-off reply gets "continue"). An
-    unreadable reply is empty too: nothing of it enters the conversation."""
+    unreadable reply from the server is empty too: nothing of it enters the
+    conversation (one whose text call lathe could not read keeps its text)."""
     cut_off = reply.stop_reason is StopReason.MAX_TOKENS
     return not reply.tool_calls and not reply.text.strip() and not cut_off
