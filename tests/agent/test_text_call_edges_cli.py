@@ -90,3 +90,21 @@ def test_three_unreadable_text_calls_in_a_row_end_the_run_stuck(tmp_path, fake_o
     assert end["status"] == "stuck", run.stderr
     assert "written as text" in end["reason"]
     assert len(fake_openai.chat_bodies()) == 3
+
+
+@pytest.mark.parametrize("verify", [VERIFY, ()], ids=["verify", "no-verify"])
+def test_a_text_call_cut_by_the_output_limit_is_asked_again_whole(tmp_path, fake_openai, verify):
+    ws = _workspace(tmp_path)
+    whole = f"<tool_call>\n{json.dumps({'name': 'edit', 'arguments': WHOLE_FILE})}\n</tool_call>"
+    cut_at = whole.index('"new_') + len('"new_')
+    fake_openai.enqueue(
+        Reply(whole[:cut_at], finish_reason="length"),
+        Reply(whole),
+        Reply("Fixed add."),
+    )
+    run = lathe_run(fake_openai, ws, tmp_path, "--approval", "full", "--json", *verify, "Fix")
+    told = _notes(fake_openai.chat_bodies()[1])[-1]
+    assert "Continue where you stopped" not in told
+    assert "not run" in told and "whole call again" in told
+    assert run.returncode == 0, run.stderr
+    assert (ws / "calc.py").read_text() == FIXED

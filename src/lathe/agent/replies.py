@@ -8,6 +8,7 @@ from lathe.agent.finish import ContinueWith, Decision, Finish, FinishHandler, Ru
 from lathe.agent.finish import note as lathe_note
 from lathe.agent.tooling import refused_results
 from lathe.events import Notice, RunError, RunStatus
+from lathe.llm.text_calls import holds_text_call
 from lathe.types import AssistantMessage, StopReason
 from lathe.words import Words
 
@@ -19,9 +20,12 @@ class CutOffReply(FinishHandler):
     """A reply cut by the output limit (`max_tokens`). Without calls it gets a
     "continue" message instead of ending the run. With calls, none of them runs: their
     arguments may be cut mid-token (a "repaired" `new_string` once wrote half a line),
-    so each gets an error result asking for a smaller step. `limit` cut replies in a row
-    that make no progress — calls none of which ran, or the same text again — end the
-    run `stuck`: the same cut `write` ran to the turn limit, 50 full-size replies."""
+    so each gets an error result asking for a smaller step. A call written as text
+    (`llm.text_calls.holds_text_call`) is one too: the model is asked for the whole call
+    again, since the rest it would continue with is never read as a call. `limit` cut
+    replies in a row that make no progress — calls none of which ran, or the same text
+    again — end the run `stuck`: the same cut `write` ran to the turn limit, 50
+    full-size replies."""
 
     def __init__(self, words: Words, limit: int = 3) -> None:
         self._words = words
@@ -37,9 +41,10 @@ class CutOffReply(FinishHandler):
         if reply.stop_reason is not StopReason.MAX_TOKENS:
             self._in_a_row, self._last_text = 0, None
             return None
-        if not reply.tool_calls:  # the answer goes on from its text (`RunState.answer`)
-            run.continues(reply)
-        stalled = bool(reply.tool_calls) or reply.text == self._last_text
+        written_call = not reply.tool_calls and holds_text_call(reply.text)
+        if not reply.tool_calls and not written_call:  # the answer goes on from its text
+            run.continues(reply)  # (`RunState.answer`)
+        stalled = bool(reply.tool_calls) or written_call or reply.text == self._last_text
         self._in_a_row = self._in_a_row + 1 if stalled else 0
         self._last_text = reply.text
         if self._in_a_row >= self._limit:
@@ -53,7 +58,8 @@ class CutOffReply(FinishHandler):
             text = self._words.say("cut_off_call")
             results = refused_results(reply.tool_calls, text, "not run: reply cut off", run.emit)
             return ContinueWith(messages=results)
-        return ContinueWith(messages=(lathe_note(self._words.say("cut_off_reply")),))
+        told = "cut_off_text_call" if written_call else "cut_off_reply"
+        return ContinueWith(messages=(lathe_note(self._words.say(told)),))
 
 
 class FilteredReply(FinishHandler):
