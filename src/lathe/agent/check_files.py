@@ -42,6 +42,8 @@ _RUNNER_FILES = {
     "make": ("Makefile", "makefile", "GNUmakefile"),
     "just": ("justfile", "Justfile", ".justfile"),
 }
+RUNNER_FILE_NAMES = frozenset(name for names in _RUNNER_FILES.values() for name in names)
+"""The names of the files a command runner reads (a Makefile), whichever command runs it."""
 # Folders no check file of the project's own lives in, and that can be huge: those
 # pytest skips too (`norecursedirs`), and `target/`, where Maven and sbt copy a
 # project's test resources (seen as check files the check itself added). Others are

@@ -67,7 +67,9 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             # Imported only here: its patterns would cost every run's start-up otherwise.
             from lathe.agent.reply_code import FilesBefore, edit_calls_for
 
-            reply_code = edit_calls_for(ctx.workspace, deny_read=ctx.deny_read)
+            reply_code = edit_calls_for(
+                ctx.workspace, deny_read=ctx.deny_read, check=settings.verify_command
+            )
 
             def keep_files(calls):
                 return FilesBefore(ctx.workspace, calls, ctx.file_state).restore

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.agent.check_files import CHECK_FILE
+from lathe.agent.check_files import CHECK_FILE, RUNNER_FILE_NAMES
 from lathe.types import ToolCall
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -259,15 +259,22 @@ def _overlap(a: _Copy, b: _Copy) -> bool:
 
 
 def workspace_edits(
-    workspace: Path, text: str, *, deny_read: Sequence[str] = ()
+    workspace: Path, text: str, *, deny_read: Sequence[str] = (), check: str | None = None
 ) -> list[ImpliedEdit]:
-    """`implied_edits` over the workspace's files, leaving out tests, any file a read
-    rule denies, secret-like ones, and files too large to be what a reply copied from."""
+    """`implied_edits` over the workspace's files, leaving out the check's own files
+    (tests, the runner's files and configuration, and those the verify command `check`
+    names, as `check_files.named_by` reads it), any file a read rule denies, secret-like
+    ones, and files too large to be what a reply copied from."""
+    from lathe.agent.check_files import named_by
     from lathe.agent.prompt import SECRET_LIKE, list_files
     from lathe.policy.rules import matches_any
 
+    # `python check.py`: a reply's copy of check.py asserting the wrong answer had been
+    # applied, and the check it weakened passed.
+    named = set(named_by(check, workspace)) if check else set()
+
     def allowed(name: str) -> bool:
-        if _TEST_PATH.search(name):
+        if _TEST_PATH.search(name) or name in named or Path(name).name in RUNNER_FILE_NAMES:
             return False
         return not matches_any(name, (*deny_read, *SECRET_LIKE))
 
@@ -286,14 +293,21 @@ def workspace_edits(
 
 
 def edit_calls_for(
-    workspace: Path, *, deny_read: Sequence[str] = (), tool: str = "edit"
+    workspace: Path,
+    *,
+    deny_read: Sequence[str] = (),
+    check: str | None = None,
+    tool: str = "edit",
 ) -> Callable[[str, int], Awaitable[list[ToolCall]]]:
     """What the verify gate calls after a failed check (`verify.ReplyCodeCalls`): the
-    `tool` calls (an exact-replacement edit tool) for the code a reply shows. Matching
-    reads files, so it runs off the event loop."""
+    `tool` calls (an exact-replacement edit tool) for the code a reply shows, none of
+    them on a file of the verify command `check` (`workspace_edits`). Matching reads
+    files, so it runs off the event loop."""
 
     async def calls(text: str, turn: int) -> list[ToolCall]:
-        edits = await asyncio.to_thread(workspace_edits, workspace, text, deny_read=deny_read)
+        edits = await asyncio.to_thread(
+            workspace_edits, workspace, text, deny_read=deny_read, check=check
+        )
         run = secrets.token_hex(3)  # ids stay unique across the runs of one conversation
         return [
             ToolCall(id=f"lathe_{run}_{turn}_{n}", name=tool, arguments=json.dumps(e.arguments()))
