@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import replace
 from typing import Any
+
+from pydantic_core import from_json
 
 from lathe.llm.base import Completed, ModelRequest, Provider, StreamEvent
 from lathe.types import (
@@ -125,6 +127,47 @@ def parse_action(text: str, model: str | None) -> AssistantMessage:
     return AssistantMessage(tool_calls=(call,), stop_reason=StopReason.TOOL_USE, model=model)
 
 
+# Why a reply ended that the action inside cannot say: the model did not finish it.
+_UNFINISHED = (StopReason.MAX_TOKENS, StopReason.UNREADABLE, StopReason.CONTENT_FILTER)
+
+
+def action_reply(message: AssistantMessage, tools: Collection[str]) -> AssistantMessage:
+    """The action `message` holds, as the loop expects it, with `message`'s usage and,
+    when the model did not finish it (cut by the output limit, unparsed by the server,
+    stopped by the content filter), its stop reason: without it a cut action was taken
+    as the final answer, half a JSON object."""
+    if message.stop_reason is StopReason.MAX_TOKENS:
+        parsed = _cut_action(message.text, message.model, tools)
+    else:
+        parsed = parse_action(message.text, message.model)
+    unfinished = message.stop_reason in _UNFINISHED
+    stop_reason = message.stop_reason if unfinished else parsed.stop_reason
+    return replace(parsed, usage=message.usage, stop_reason=stop_reason)
+
+
+def _cut_action(text: str, model: str | None, tools: Collection[str]) -> AssistantMessage:
+    """An action cut by the output limit: a call to one of `tools` (with the arguments
+    written so far; `CutOffReply` runs no call of a cut reply, it asks for a smaller
+    step), what a `finish` said so far, or else the text as it is."""
+    try:
+        action = from_json(text, allow_partial="trailing-strings")
+    except ValueError:
+        action = None
+    if not isinstance(action, dict):
+        return AssistantMessage(text=text, model=model)
+    if action.get("tool") == FINISH:
+        return AssistantMessage(text=str(action.get("message", "")), model=model)
+    if action.get("tool") not in tools:  # no tool, or its name cut short
+        return AssistantMessage(text=text, model=model)
+    arguments = action.get("arguments", {})
+    call = ToolCall(
+        id=f"action_{next(_ids)}",
+        name=str(action["tool"]),
+        arguments=json.dumps(arguments) if not isinstance(arguments, str) else arguments,
+    )
+    return AssistantMessage(tool_calls=(call,), model=model)
+
+
 class JsonActionProvider:
     def __init__(self, inner: Provider) -> None:
         self._inner = inner
@@ -154,10 +197,10 @@ class JsonActionProvider:
             },
         )
         # The raw JSON is not for the user's eyes; only the parsed action is passed on.
+        names = {spec.name for spec in request.tools}
         async for event in self._inner.stream(wrapped):
             if isinstance(event, Completed):
-                parsed = parse_action(event.message.text, event.message.model)
-                yield Completed(replace(parsed, usage=event.message.usage))
+                yield Completed(action_reply(event.message, names))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
