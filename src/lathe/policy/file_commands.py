@@ -225,3 +225,124 @@ def _sed(args: Sequence[Word]) -> list[Change]:
     if not argv.has("-e", "--expression", "-f", "--file"):
         files = files[1:]  # the first operand is the script
     return [Change(w, "sed -i rewrites", False) for w in files]
+
+
+# A landing: a file a command writes whole, and the file whose content it then holds
+# (None: text the guard cannot know).
+Landing = tuple[Path, Path | None]
+
+_PATCH_SHORT = "iopdrDFVYBz"
+_PATCH_LONG = ("--input", "--output", "--strip", "--directory", "--reject-file",
+               "--ifdef", "--fuzz", "--version-control", "--basename-prefix",
+               "--prefix", "--suffix", "--quoting-style", "--get")  # fmt: skip
+
+
+def landings(
+    base: str, args: Sequence[Word], fed: tuple[Word, ...] | None, cwd: Path | None
+) -> list[Landing]:
+    """What each file `base args...` writes whole will hold, for a script run later in
+    the same command line: the file it copies, moves or links there (cp, mv, install,
+    ln, link, rsync), or None (sed -i, dd of=, patch, truncate, shred, git checkout or
+    restore of paths). A destination folder stands for every file it receives: a file
+    under it holds what is under the source. Paths only run time knows are left out."""
+    extra = list(fed or ())
+    if base in ("cp", "mv", "install", "ln", "link"):
+        return _copied(base, args, extra, cwd)
+    if base == "rsync":
+        return _rsynced(args, cwd)
+    if base == "dd":
+        named = [Word(w.text, w.value[3:]) for w in args if (w.value or "").startswith("of=")]
+    elif base == "patch":
+        named = _patched(args)
+    elif base == "git":
+        named, cwd = _checked_out(args, cwd)
+    elif base in ("sed", "truncate", "shred"):
+        named = [change.word for change in changes(base, args, fed, cwd)]
+    else:
+        return []
+    return [(path, None) for path in _paths(named, cwd)]
+
+
+def _copied(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | None) -> list[Landing]:
+    if base == "link":
+        operands = [*_argv(args).operands, *fed]
+        pairs = [(operands[0], operands[1])] if len(operands) > 1 else []
+        symbolic = False
+    else:
+        argv = _argv(args, _COPY_SHORT[base], _COPY_LONG)
+        if base == "install" and argv.has("-d", "--directory"):
+            return []
+        pairs = _landings(argv, [*argv.operands, *fed], cwd, base)
+        symbolic = base == "ln" and argv.has("-s", "--symbolic")
+    found: list[Landing] = []
+    for source, landing in pairs:
+        target = None if landing is None or landing.value is None else join_path(cwd, landing.value)
+        if target is None:
+            continue
+        if source.value is None or source.glob:
+            # `cp *.sh d/`: any file it matches, under any name in d.
+            found.append((target.parent if target.name == "_" else target, None))
+            continue
+        found.append((target, join_path(target.parent if symbolic else cwd, source.value)))
+    return found
+
+
+def _rsynced(args: Sequence[Word], cwd: Path | None) -> list[Landing]:
+    argv = _argv(args, "efTBM", _RSYNC_LONG)
+    if len(argv.operands) < 2:
+        return []
+    *sources, dest = argv.operands
+    if dest.value is None or dest.value.startswith("rsync://") or ":" in dest.value.split("/")[0]:
+        return []
+    into = len(sources) > 1 or _is_dir(cwd, dest.value)
+    found: list[Landing] = []
+    for source in sources:
+        landing = _child(dest, source) if into and not dest.value.endswith("/") else dest
+        target = join_path(cwd, landing.value or "")
+        if target is None:
+            continue
+        known = source.value is not None and not source.glob and ":" not in source.value
+        found.append((target, join_path(cwd, source.value or "") if known else None))
+    return found
+
+
+def _patched(args: Sequence[Word]) -> list[Word]:
+    """The files `patch` is told to change: its first operand and `-o FILE`. A patch
+    that names its files itself (`patch -p1 < fix.diff`) is not followed."""
+    argv = _argv(args, _PATCH_SHORT, _PATCH_LONG)
+    named = argv.operands[:1]
+    output = argv.get("-o") or argv.get("--output")
+    if output:
+        named.append(Word(output, output))
+    return named
+
+
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+
+
+def _checked_out(args: Sequence[Word], cwd: Path | None) -> tuple[list[Word], Path | None]:
+    """The paths `git checkout`/`git restore` set back (every operand: the first may be a
+    branch), and where git runs (`git -C dir`)."""
+    i = 0
+    while i < len(args) and (value := args[i].value or "").startswith("-"):
+        if value in _GIT_VALUE_OPTIONS and i + 1 < len(args):
+            if value == "-C":
+                cwd = join_path(cwd, args[i + 1].value or "") if args[i + 1].value else None
+            i += 1
+        i += 1
+    if i >= len(args) or args[i].value not in ("checkout", "restore"):
+        return [], cwd
+    rest = list(args[i + 1 :])
+    values = [w.value for w in rest]
+    if "--" in values:
+        rest = rest[values.index("--") + 1 :]
+    return [w for w in rest if not (w.value or "").startswith("-")], cwd
+
+
+def _paths(words: Sequence[Word], cwd: Path | None) -> list[Path]:
+    found = []
+    for word in words:
+        path = None if word.value is None else join_path(cwd, word.value)
+        if path is not None:
+            found.append(path)
+    return found

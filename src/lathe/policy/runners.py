@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from lathe.policy import dirs, git_config, interpreters
+from lathe.policy import dirs, file_commands, git_config, interpreters
 from lathe.policy.carried import named_paths
 from lathe.policy.dirs import Dirs, join_path
 from lathe.policy.interpreters import Language
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from lathe.policy.shell_parse import Walker
 
 _MAX_LINES = 16  # input lines of `xargs -I` followed one by one
+_MAX_LANDINGS = 8  # copies of copies followed back to the file they started from
 # These run the inner command in the current shell, so its `cd` outlives the call.
 _SAME_SHELL = frozenset({"command", "builtin", "exec", "time"})
 
@@ -252,17 +253,74 @@ def script(
     "$(dirname "$0")"` goes to the script's own folder."""
     if word.value is None:
         return
-    for path, value in _script_paths(w, call, word, label):
+    landed = _landed(w)
+    for path, value in _script_paths(w, call, word, label, landed):
         names = {"BASH_SOURCE": value} | ({"0": value} if executed or named else {})
-        content = w.files.content(path)
-        if content is not None:
+        for content in _may_hold(w, path, landed, frozenset()):
             _script_text(
                 w, call, st, content, label, same_shell=same_shell, executed=executed,
                 names=names,
             )  # fmt: skip
 
 
-def _script_paths(w: Walker, call: Call, word: Word, label: str) -> list[tuple[Path, str]]:
+def _landed(w: Walker) -> list[file_commands.Landing]:
+    """The files the commands recorded so far write whole, with where their content
+    comes from (`file_commands.landings`; `perl -i` rewrites its files)."""
+    found: list[file_commands.Landing] = []
+    for command in (*w.script.commands, *w.script.indirect):
+        if command.words[0].value is None:
+            continue
+        base = PurePosixPath(command.words[0].value).name
+        args = list(command.words[1:])
+        found += file_commands.landings(base, args, command.fed, command.cwd)
+        language = interpreters.language_of(base)
+        program = interpreters.program(language, args) if language else None
+        for word in program.in_place if program else ():
+            if word.value is not None and (path := join_path(command.cwd, word.value)):
+                found.append((path, None))
+    return found
+
+
+def _may_hold(
+    w: Walker, path: Path, landed: list[file_commands.Landing], seen: frozenset[Path]
+) -> list[Content]:
+    """What the script at `path` may hold when it runs: what the command line wrote
+    there by a redirect or tee, else what is on disk (`Files.content`); and what each
+    command before it landed there: the content of the file it copied, moved or linked
+    (`cp clean.sh c2; bash c2`), or text only run time knows (`sed -i`), which asks.
+    Any of those commands may not have run, so each possibility is walked."""
+    found = [content] if (content := w.files.content(path)) is not None else []
+    if len(seen) >= _MAX_LANDINGS:
+        return found
+    for target, source in landed:
+        if source is None:
+            if path.is_relative_to(target) or path.match(str(target)):
+                found.append(Content(None, on_disk=False))
+            continue
+        for origin in _origins(path, target, source):
+            if origin not in seen:
+                found += _may_hold(w, origin, landed, seen | {path})
+    return list(dict.fromkeys(found))
+
+
+def _origins(path: Path, target: Path, source: Path) -> list[Path]:
+    """Where the content at `path` came from, when `source` was copied to `target`:
+    `source` itself, or below a folder copied whole (`cp -r d e`: e/x.sh from d/x.sh),
+    or copied into one (`cp x.sh e`: e/x.sh from x.sh)."""
+    if path == target or path.match(str(target)):
+        return [source]
+    if not path.is_relative_to(target):
+        return []
+    relative = path.relative_to(target).parts
+    origins = [source.joinpath(*relative)]
+    if relative[0] == source.name:
+        origins.append(source.joinpath(*relative[1:]))
+    return origins
+
+
+def _script_paths(
+    w: Walker, call: Call, word: Word, label: str, landed: list[file_commands.Landing]
+) -> list[tuple[Path, str]]:
     """The files the script word names in each folder the command may run in, with the
     name the script is given: a glob word (`bash cl*.sh`), each file it matches on
     disk (as `carried.named_paths` finds them) or among those the command line wrote
@@ -275,7 +333,8 @@ def _script_paths(w: Walker, call: Call, word: Word, label: str) -> list[tuple[P
     for cwd in call.cwds:
         here = dirs.file_at(cwd, ".")
         pattern = str(dirs.file_at(cwd, word.value))
-        written = [path for path in w.files.written if path.match(pattern)]
+        made = [*w.files.written, *(target for target, _ in landed)]
+        written = [path for path in made if path.match(pattern)]
         for path in [*named_paths(here, word)[1:], *written]:
             found.setdefault(Path(os.path.normpath(path)), str(path))
         if (literal := Path(pattern)).is_file():  # bash runs `x*.sh` itself if nothing matches

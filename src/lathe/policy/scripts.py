@@ -3,7 +3,11 @@
 
 A script written earlier in the same command line by `echo`/`printf`/a heredoc (through
 `>`, `>>` or `tee`) holds that text; otherwise the file on disk is read, up to
-`MAX_BYTES`. A script on disk can only add a deny to the verdict (never an ask: before
+`MAX_BYTES`. One an earlier command copied, moved or linked there (`cp clean.sh c2; bash
+c2`) may also hold its source's content, and one it rewrote in place (`sed -i`, `perl
+-pi`, `patch`, `git checkout --`) text only run time knows (`runners.script`).
+
+A script on disk can only add a deny to the verdict (never an ask: before
 the guard read scripts, running one was allowed, and in `ask`/`auto` mode the sandbox
 contains it). At most `MAX_FILES` script readings happen per command, so scripts that
 source each other cannot make the analysis explode.
