@@ -81,7 +81,7 @@ class RunBudget:
             tree = self.shared()
             spent = Spend(tree.tokens, tree.cost_usd if cost is not None else None, spent.elapsed_s)
         cost_limit, spent_usd = self.max_cost_usd, spent.cost_usd
-        if cost_limit is not None and spent_usd is not None and spent_usd >= cost_limit:
+        if cost_limit is not None and spent_usd is not None and cost_reached(spent_usd, cost_limit):
             return (
                 f"the cost budget ({dollars(cost_limit)}) was reached: {dollars(spent_usd)} spent"
             )
@@ -111,6 +111,17 @@ class RunBudget:
         """The same limits, with `spent` counted as already used (by an earlier attempt)."""
         earlier = self.earlier.plus(spent.tokens, spent.cost_usd, spent.elapsed_s)
         return replace(self, earlier=earlier)
+
+
+# How far below a cost limit a sum may fall by float rounding alone and still reach it:
+# far below any price a reply has ($0.10 ten times is $0.9999999999999999).
+_ROUNDING_USD = 1e-9
+
+
+def cost_reached(spent_usd: float, limit_usd: float) -> bool:
+    """Whether `spent_usd` reaches the cost limit `limit_usd`: at its value, not only
+    beyond it, rounding in the sum of the prices aside."""
+    return spent_usd >= limit_usd - _ROUNDING_USD
 
 
 def tokens_of(usage: Usage) -> int:

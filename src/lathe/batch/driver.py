@@ -155,10 +155,12 @@ class Batch:
         return self._queue.pop(0)
 
     def _over_budget(self) -> str | None:
+        from lathe.agent.budget import cost_reached
+
         options = self.options
         if options.max_total_cost is not None:  # what this run spent: earlier runs paid
             spent = sum(line.get("cost_usd") or 0.0 for line in self._recorded)
-            if spent >= options.max_total_cost:
+            if cost_reached(spent, options.max_total_cost):
                 return f"the batch's cost limit (${options.max_total_cost:g}) is spent"
         elapsed = time.monotonic() - self._started_at
         if options.max_total_wall_s is not None and elapsed >= options.max_total_wall_s:
