@@ -93,6 +93,12 @@ class RunBudget:
             return self.out_of_time(elapsed)
         return None
 
+    @property
+    def earlier_heard(self) -> bool:
+        """Whether the model answered an earlier attempt: tokens are counted only from
+        its replies (estimated when a server sends no usage)."""
+        return self.earlier.tokens > 0
+
     def time_left(self) -> float | None:
         """Seconds a run starting now may take (never negative); None: no time limit."""
         if self.timeout_s is None:
@@ -158,7 +164,8 @@ class BudgetGuard(FinishHandler):
     each model request (the reply that reached it keeps its calls, which cost no
     tokens), time as a deadline over the whole run. A deadline that cuts a model request
     that was failing keeps its error, and one that passes before the model ever answered
-    ends the run `provider_error`: an outage, not a task the model could not do."""
+    (in this attempt, nor in any earlier one) ends the run `provider_error`: an outage,
+    not a task the model could not do."""
 
     def __init__(self, budget: RunBudget, *, priced: bool) -> None:
         self._budget = budget
@@ -172,14 +179,15 @@ class BudgetGuard(FinishHandler):
 
         def end(elapsed: float) -> Finish:
             """`out_of_budget`, with the error the model request in flight last failed
-            with; `provider_error` when a request was made and the model never answered
-            (the run measured nothing: `lathe batch --retry-errors` runs it again)."""
+            with; `provider_error` when a request was made and the model never answered,
+            in any attempt (the run measured nothing: `lathe batch --retry-errors` runs
+            it again)."""
             reason = budget.out_of_time(elapsed)
             spent = run.spent
             failing = spent.failing if spent is not None else None
             if failing is not None:
                 reason = f"{reason}, the model's endpoint failing: {failing}"
-            if run.turn == 0 or spent is None or spent.heard:
+            if run.turn == 0 or spent is None or spent.heard or budget.earlier_heard:
                 error = RunError.from_provider_error(failing) if failing else None
                 return Finish(RunStatus.OUT_OF_BUDGET, reason=reason, error=error)
             if failing is None:
