@@ -1,5 +1,7 @@
 """How a budget ends a `lathe run`, through the real CLI against the fake server:
 
+- a token or cost budget reached right after the fixing step ended `out_of_budget`
+  without running the check: the fixed task counted failed in CI and unsolved by batch;
 - a time budget that ran out during a later attempt's first request was reported as a
   provider outage (exit 3), though the model had answered every earlier request;
 - a cost budget summed in floats missed its exact value and paid one more request.
@@ -8,8 +10,72 @@
 from __future__ import annotations
 
 import pytest
-from tests.e2e.test_budgets import PRICED, TASK, _events, _workspace, lathe_run
+from tests.e2e.test_budgets import PRICED, TASK, USAGE, VERIFY, _events, _workspace, lathe_run
 from tests.fakes.openai_server import Call, Reply
+
+FIXED = "value = 2\nprint(value)\n"
+
+
+def _edit_then_done(new_value: str) -> list[Reply]:
+    edit = {"path": "app.py", "old_string": "value = 1", "new_string": f"value = {new_value}"}
+    return [Reply(calls=[Call("edit", edit)], usage=USAGE), Reply("done", usage=USAGE)]
+
+
+@pytest.mark.parametrize(
+    "budget, said",
+    [(["--max-tokens", "1200"], "the token budget (1,200) was reached"),
+     ([*PRICED, "--max-cost", "0.2"], "the cost budget ($0.20) was reached")],
+)  # fmt: skip
+def test_a_budget_reached_right_after_the_fix_checks_it_before_ending(
+    tmp_path, fake_openai, budget, said
+):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(*_edit_then_done("2"))
+
+    result = lathe_run(fake_openai, ws, tmp_path, "--json", "--verify", VERIFY, *budget, TASK)
+
+    assert result.returncode == 0, result.stderr
+    assert (ws / "app.py").read_text() == FIXED
+    events = _events(result)
+    checks = [e["passed"] for e in events if e["type"] == "verify_finished"]
+    assert checks == [False, True]  # the baseline, then the change
+    finished = events[-1]
+    assert finished["status"] == "verified", finished
+    assert finished["reason"].startswith(said), finished["reason"]
+    assert "the check passed" in finished["reason"], finished["reason"]
+    assert len(fake_openai.chat_bodies()) == 1  # the budget still stopped the next request
+
+
+def test_a_budget_reached_after_a_change_the_check_fails_ends_failed(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(*_edit_then_done("3"))
+
+    result = lathe_run(
+        fake_openai, ws, tmp_path, "--json", "--verify", VERIFY, "--max-tokens", "1200", TASK
+    )
+
+    assert result.returncode == 1, result.stderr
+    events = _events(result)
+    checks = [e["passed"] for e in events if e["type"] == "verify_finished"]
+    assert checks == [False, False]
+    finished = events[-1]
+    assert finished["status"] == "failed", finished
+    assert finished["reason"].startswith("the token budget (1,200) was reached"), finished
+    assert "the check failed" in finished["reason"], finished["reason"]
+
+
+def test_a_budget_reached_with_nothing_changed_is_not_checked_again(tmp_path, fake_openai):
+    ws = _workspace(tmp_path)
+    fake_openai.enqueue(Reply(calls=[Call("read", {"path": "app.py"})], usage=USAGE))
+
+    result = lathe_run(
+        fake_openai, ws, tmp_path, "--json", "--verify", VERIFY, "--max-tokens", "1200", TASK
+    )
+
+    assert result.returncode == 1, result.stderr
+    events = _events(result)
+    assert len([e for e in events if e["type"] == "verify_finished"]) == 1  # the baseline
+    assert events[-1]["status"] == "out_of_budget"
 
 
 @pytest.mark.waits

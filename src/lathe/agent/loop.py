@@ -259,8 +259,8 @@ class Agent:
 
         while run.turn < settings.max_turns:
             spent = next((f for f in (h.before_request(run) for h in self.handlers) if f), None)
-            if spent is not None:
-                return self._finished(spent, run, spend)
+            if spent is not None:  # the verify gate checks a change it has not seen first
+                return self._finished(await self._ending(spent, run), run, spend)
             run.turn += 1
             self.emit(TurnStarted(turn=run.turn))
             try:
@@ -336,10 +336,7 @@ class Agent:
         the handlers about them. The end of the run, or None to go on."""
         for rounds in range(_MAX_LATHE_ROUNDS + 1):
             if isinstance(decision, Finish):  # its messages enter with the end (`_finished`)
-                for handler in self.handlers:
-                    if (instead := await handler.ending(decision, run)) is not None:
-                        return instead
-                return decision
+                return await self._ending(decision, run)
             for message in decision.messages:
                 self.append(message)
             if not decision.calls or rounds == _MAX_LATHE_ROUNDS:
@@ -347,6 +344,14 @@ class Agent:
             records = await runner.run_calls(run.turn, decision.calls, note=decision.note)
             decision = await self._after_calls(records, run, by_lathe=True)
         return None
+
+    async def _ending(self, end: Finish, run: RunState) -> Finish:
+        """The run's end: `end`, or what the first handler whose `ending` answers makes
+        of it."""
+        for handler in self.handlers:
+            if (instead := await handler.ending(end, run)) is not None:
+                return instead
+        return end
 
     def _finished(self, end: Finish, run: RunState, spend: RunSpending) -> RunFinished:
         """The run ends: `end`'s messages enter the conversation, then `run_finished` is

@@ -298,7 +298,12 @@ class VerifyGate(FinishHandler):
         first: a fix the model made before it went round in circles is `verified`, not
         undone by another attempt. So is one about to end `provider_error` on a reply
         (the provider's content filter stopped it), whatever changed: a passing check is
-        evidence whatever the reply said."""
+        evidence whatever the reply said. And one a token or cost budget stops before
+        its next request (the check costs none): it ends as the check says, `verified`
+        or `failed`, its reason naming the budget. (A time budget's end comes from its
+        deadline, which leaves no time for a check and asks no handler.)"""
+        if end.status is RunStatus.OUT_OF_BUDGET and self._unchecked:
+            return await self._checked_at_budget(end, run)
         if end.status is RunStatus.STUCK and self._unchecked:
             reason = f"{end.reason}; the check passed on what it changed before"
         elif end.status is RunStatus.PROVIDER_ERROR:
@@ -306,6 +311,15 @@ class VerifyGate(FinishHandler):
         else:
             return None
         return await self._verified_now(run, reason, end.messages, answer=end.answer)
+
+    async def _checked_at_budget(self, end: Finish, run: RunState) -> Finish:
+        stopped = f"{end.reason}, which stopped further turns"
+        reason = f"{stopped}; the check passed on the change made before"
+        if (verified := await self._verified_now(run, reason, end.messages)) is not None:
+            return verified
+        self._failed = True
+        reason = f"{stopped}; the check failed on the change made before"
+        return Finish(RunStatus.FAILED, reason=reason, messages=end.messages)
 
     async def out_of_turns(self, run: RunState) -> Finish | None:
         """What changed since the check last ran is checked now: a fix made in the last
