@@ -110,18 +110,20 @@ class UnreadableReply(FinishHandler):
             return None
         self._in_a_row += 1
         as_text = bool(reply.text)  # from the server, an unreadable reply has no text
+        what, why = _TEXT_CALL_UNREAD if as_text else _SERVER_UNREAD
         if self._in_a_row >= self._limit:
-            what = _TEXT_CALL_UNREAD if as_text else _SERVER_UNREAD
-            reason = f"{what} {self._in_a_row} times in a row (malformed JSON)"
+            reason = f"{what} {self._in_a_row} times in a row ({why})"
             return Finish(RunStatus.STUCK, reason=reason)
-        what = _TEXT_CALL_UNREAD if as_text else _SERVER_UNREAD
-        run.emit(Notice(level="warning", message=f"{what} (malformed JSON); asking again"))
+        run.emit(Notice(level="warning", message=f"{what} ({why}); asking again"))
         told = "unreadable_text_call" if as_text else "unreadable_reply"
         return ContinueWith(messages=(lathe_note(self._words.say(told)),))
 
 
-_SERVER_UNREAD = "the server could not parse the model's tool call"
-_TEXT_CALL_UNREAD = "the model's tool call written as text could not be read"
+_SERVER_UNREAD = ("the server could not parse the model's tool call", "malformed JSON")
+_TEXT_CALL_UNREAD = (
+    "the model's tool call written as text could not be read",
+    "malformed JSON, or no such tool",
+)
 
 
 class EmptyReply(FinishHandler):
