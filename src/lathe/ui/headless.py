@@ -15,7 +15,15 @@ import click
 
 from lathe import warmup
 from lathe.errors import LatheError, UsageError
-from lathe.events import AttemptStarted, Notice, RunFinished, RunStarted, RunStatus
+from lathe.events import (
+    AttemptStarted,
+    Notice,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    ToolFinished,
+    ToolStarted,
+)
 from lathe.ui.setup import RunOptions, RunSetup, prepare
 from lathe.ui.signals import sigterm_as_ctrl_c, stopped_by
 
@@ -61,7 +69,7 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             return 2
         except KeyboardInterrupt:
             said, code = stopped_by(terminated)
-            run.record_interrupt(
+            run.stopped(
                 f"terminated ({signal.Signals(terminated[0]).name})"
                 if terminated
                 else "interrupted by the user (Ctrl-C)"
@@ -116,11 +124,13 @@ class _HeadlessRun:
 
         self.setup = setup
         self.as_json = as_json
-        self.emit: Callable[[AgentEvent], None] = (
+        self.printer: Callable[[AgentEvent], None] = (
             JsonPrinter()
             if as_json
             else ProgressPrinter(files_changed=self._changed, unrecorded=self._unrecorded)
         )
+        self.emit = self.printer
+        self.shown = _Shown()  # what the face was shown: the calls it saw start and not end
         self.cleanup = cleanup
         self.recorder = None
         self.observer = None
@@ -131,6 +141,7 @@ class _HeadlessRun:
         self._check_files_at_start: dict[str, str] | None = None
         self._records_checks = False  # the run may start over: its checks are lathe's
         self.ends: _EndHeld | None = None
+        self._ended = False  # the attempt's end is recorded and shown (`_end_attempt`)
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -143,7 +154,10 @@ class _HeadlessRun:
         self.recorder = SessionRecorder(session)
         redactor = Redactor.for_run(setup.secrets(), os.environ)
         self.observer = Observer(
-            session.path, session.id, redactor, _each(self.tally, self.emit, self._check_ran)
+            session.path,
+            session.id,
+            redactor,
+            _each(self.tally, self.emit, self._check_ran, self.shown),
         )
         self.emit = self.ends = held = _EndHeld(self.observer)
         self.cleanup.callback(self.observer.close)
@@ -201,6 +215,7 @@ class _HeadlessRun:
                 # so it never writes to the session it was built with.
                 self.recorder = SessionRecorder(self._new_session())
                 self.tally.reset()
+                self._ended = False
                 finished = await self._attempt(
                     task, [], provider, safety, redactor, checkpoints, spent=spent
                 )
@@ -208,6 +223,9 @@ class _HeadlessRun:
             ends[-1] = self._end_attempt(finished, why_last)
             self._say_whole_spend(ends)
             return ends[-1]
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            held.drop()  # stopped before the run said whether another attempt follows
+            raise
         finally:
             held.release()  # an end held when something failed after it
             await safety.aclose()
@@ -267,6 +285,7 @@ class _HeadlessRun:
         finished = _noted(finished, note)
         self.recorder.record_end(finished)
         self.ends.release(note)
+        self._ended = True
         return finished
 
     def _say_whole_spend(self, ends: list[RunFinished]) -> None:
@@ -393,6 +412,40 @@ class _HeadlessRun:
             return session, session.conversation()
         return self._new_session(), []
 
+    def stopped(self, reason: str) -> None:
+        """The run was stopped by a signal, `reason` naming it. An end held for the
+        attempt is dropped: it had not said whether another attempt follows. The attempt
+        in progress is recorded interrupted in the log and the session (one whose end was
+        recorded keeps it: the stop came between attempts). With `--json`, once the run
+        started, a `tool_finished` follows for each call shown started and not finished,
+        then `run_finished` `interrupted`, the last line, as the exit code says (spent:
+        the attempt's so far, nothing between attempts). The terminal gets no end: the
+        caller's `lathe:` line says it."""
+        if self.ends is not None:
+            self.ends.drop()
+        if not self._ended:
+            self.record_interrupt(reason)
+        if not self.as_json or not self.shown.run_started:
+            return
+        from lathe.types import Usage
+        from lathe.ui.recorder import RunTally
+
+        for cut in self.shown.open_calls():
+            self.printer(cut)
+        spent = self.tally if not self._ended else RunTally()
+        # Children's replies are in the usage but not in the tally's cost: unknown then.
+        cost = spent.cost_usd if spent.children_usage == Usage() else None
+        self.printer(
+            RunFinished(
+                status=RunStatus.INTERRUPTED,
+                turns=spent.turns,
+                usage=spent.total_usage,
+                answer="",
+                reason=reason,
+                cost_usd=cost,
+            )
+        )
+
     def record_interrupt(self, reason: str) -> None:
         if self.observer is not None:
             self.observer.record_interrupt(reason)
@@ -447,6 +500,47 @@ class _EndHeld:
         held, self.held = self.held, None
         if held is not None:
             self._inner(_noted(held, note))
+
+    def drop(self) -> None:
+        """Forget the held end: the run was stopped before it could decide (a held
+        `failed` had been shown as the end of a run that exits 130)."""
+        self.held = None
+
+
+class _Shown:
+    """What the face has been shown: whether a run started, and the calls that started
+    and have not finished, for the `tool_finished` a stopped run gives each."""
+
+    def __init__(self) -> None:
+        self.run_started = False
+        self._open: dict[str, tuple[ToolStarted, float]] = {}  # by call id, with its start
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, RunStarted):
+            self.run_started = True
+        elif isinstance(event, ToolStarted):
+            self._open[event.call_id] = (event, time.monotonic())
+        elif isinstance(event, ToolFinished):
+            self._open.pop(event.call_id, None)
+
+    def open_calls(self) -> list[ToolFinished]:
+        """A `tool_finished` for each open call, as the session records it: interrupted."""
+        from lathe.session import INTERRUPTED_RESULT
+
+        now, cut = time.monotonic(), []
+        for started, at in self._open.values():
+            cut.append(
+                ToolFinished(
+                    call_id=started.call_id,
+                    name=started.name,
+                    is_error=True,
+                    summary="interrupted",
+                    duration_ms=round((now - at) * 1000, 1),
+                    output=INTERRUPTED_RESULT,
+                )
+            )
+        self._open.clear()
+        return cut
 
 
 def _noted(end: RunFinished, note: str) -> RunFinished:
