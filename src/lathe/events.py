@@ -190,9 +190,12 @@ class VerifyFinished(_Event):
     timed_out: bool = False
 
     def how_it_ended(self) -> str:
-        """`exit 1`, or that it ran out of time (its exit code is then null)."""
+        """`exit 1`, or that it ran out of time or was cut before it ended (its exit code
+        is then null)."""
         if self.timed_out:
             return f"timed out after {self.duration_ms / 1000:.0f}s (agent.verify_timeout_s)"
+        if self.exit_code is None:
+            return f"cut after {self.duration_ms / 1000:.0f}s, before it ended"
         return f"exit {self.exit_code}"
 
 

@@ -4,7 +4,8 @@
   without running the check: the fixed task counted failed in CI and unsolved by batch;
 - a time budget that ran out during a later attempt's first request was reported as a
   provider outage (exit 3), though the model had answered every earlier request;
-- a cost budget summed in floats missed its exact value and paid one more request.
+- a cost budget summed in floats missed its exact value and paid one more request;
+- a check cut by the time budget left `verify_started` without its `verify_finished`.
 """
 
 from __future__ import annotations
@@ -125,3 +126,28 @@ def test_a_cost_budget_is_reached_at_its_exact_value(tmp_path, fake_openai):
     assert finished["status"] == "out_of_budget"
     assert finished["reason"] == "the cost budget ($1.00) was reached: $1.00 spent"
     assert len(fake_openai.chat_bodies()) == 10
+
+
+@pytest.mark.waits
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_check_cut_by_the_time_budget_still_finishes(tmp_path, fake_openai, as_json):
+    fake_openai.responder = lambda body: Reply("done")
+    ws = _workspace(tmp_path)
+
+    result = lathe_run(
+        fake_openai, ws, tmp_path, *(["--json"] if as_json else []), "--verify",
+        "echo checking; sleep 30", "-c", "agent.verify_first=false", "--timeout", "4s", TASK,
+    )  # fmt: skip
+
+    assert result.returncode == 1, result.stderr
+    if not as_json:
+        assert "  verify failed (cut after " in result.stderr, result.stderr
+        return
+    events = _events(result)
+    types = [e["type"] for e in events]
+    assert types[-3:] == ["verify_started", "verify_finished", "run_finished"], types
+    cut = events[-2]
+    assert cut["exit_code"] is None and cut["passed"] is False, cut
+    assert cut["timed_out"] is False  # not its own time limit (agent.verify_timeout_s)
+    assert cut["duration_ms"] >= 1000, cut
+    assert events[-1]["status"] == "out_of_budget"

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -428,10 +429,27 @@ class VerifyGate(FinishHandler):
         return shown
 
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
+        """Run the check, between `verify_started` and `verify_finished`. A check cut
+        before it ends (the run's time budget, an interrupt) still gets its
+        `verify_finished`: no exit code, not passed, then the cancellation goes on."""
         command = self._settings.command
         run.emit(VerifyStarted(command=command, baseline=baseline))
         self._unchecked = False
-        result = await self._run_check(command)
+        started = time.monotonic()
+        try:
+            result = await self._run_check(command)
+        except asyncio.CancelledError:
+            run.emit(
+                VerifyFinished(
+                    command=command,
+                    exit_code=None,
+                    passed=False,
+                    output_tail="",
+                    baseline=baseline,
+                    duration_ms=(time.monotonic() - started) * 1000,
+                )
+            )
+            raise
         run.emit(
             VerifyFinished(
                 command=command,
