@@ -10,6 +10,7 @@ that holds a denied file (`denied_inside`) is refused, as one naming the file is
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import itertools
 import os
@@ -65,6 +66,24 @@ def named_paths(base: Path, word: Word) -> list[Path]:
         matches = glob.iglob(value, root_dir=base, include_hidden=True)
         named += [base / match for match in itertools.islice(matches, _GLOB_LIMIT)]
     return named
+
+
+def could_cover(name: str, patterns: Sequence[str]) -> bool:
+    """Whether any of `patterns` could cover a path beneath the workspace folder `name`:
+    one without a slash but at its end matches at any depth; an anchored one
+    (`tests/**`) only where its leading parts match the folder's."""
+    for pattern in patterns:
+        parts = pattern.strip().removeprefix("./").strip("/").split("/")
+        if len(parts) == 1 and not pattern.strip().startswith(("/", "./")):
+            return True
+        for part, step in zip(name.split("/"), parts, strict=False):
+            if step == "**":
+                return True
+            if not fnmatch.fnmatchcase(part, step):
+                break
+        else:
+            return True
+    return False
 
 
 def denied_inside(folder: Path, name: str, patterns: Sequence[str]) -> tuple[str | None, bool]:

@@ -23,6 +23,7 @@ from lathe.patterns import compiled
 from lathe.policy.rules import (
     Action,
     RuleSet,
+    covers_path_tool,
     matches_any,
     protected_patterns,
     workspace_names,
@@ -211,22 +212,76 @@ class Policy:
         """What a command's known writes and deletions decide, as for `edit`: one an edit
         rule denies is refused, one it asks about asks; one of a protected path asks unless
         a sandbox keeps it read-only (an allow rule for the command must not let it plant
-        `.git/config`)."""
-        for path in changes:
-            is_dir = _is_dir(path)
-            for name in workspace_names(self.workspace, path):
-                verdict = self.rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
-                if verdict and verdict[0] != "allow":
-                    rule = verdict[1].key
-                    reason = f"it changes {name}, which the rule {rule} " + (
-                        "denies" if verdict[0] == "deny" else "asks about"
-                    )
-                    return Decision(verdict[0], reason, key, command, brief=rule)
-                if self.sandboxed:
-                    continue
-                guarded = self._protected_change("bash", name, is_dir, verdict)
-                if guarded:
-                    return dataclasses.replace(guarded, key=key, preview=command)
+        `.git/config`). A glob (`rm -rf t*`; `sed -i ... t*/a.py`, whose change is kept
+        up to its first wildcard: `t*`) is judged as written and as each path it
+        matches on disk, a folder with everything under it (`_edit_rule_inside`)."""
+        from lathe.policy.carried import named_paths
+
+        for changed in changes:
+            paths = [changed]
+            if any(mark in str(changed) for mark in "*?["):
+                paths += named_paths(self.workspace, _glob_word(changed))[1:]
+            for i, path in enumerate(paths):
+                decided = self._path_change(path, key, command)
+                if decided is None and i and _is_dir(path):
+                    decided = self._edit_rule_inside(path, key, command)
+                if decided:
+                    return decided
+        return None
+
+    def _path_change(self, path: Path, key: str, command: str) -> Decision | None:
+        """What a command's change of one path decides (`_command_changes`)."""
+        is_dir = _is_dir(path)
+        for name in workspace_names(self.workspace, path):
+            verdict = self.rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
+            if verdict and verdict[0] != "allow":
+                rule = verdict[1].key
+                reason = f"it changes {name}, which the rule {rule} " + (
+                    "denies" if verdict[0] == "deny" else "asks about"
+                )
+                return Decision(verdict[0], reason, key, command, brief=rule)
+            if self.sandboxed:
+                continue
+            guarded = self._protected_change("bash", name, is_dir, verdict)
+            if guarded:
+                return dataclasses.replace(guarded, key=key, preview=command)
+        return None
+
+    def _edit_rule_inside(self, folder: Path, key: str, command: str) -> Decision | None:
+        """What changing `folder` whole (a glob matched it: `rm -rf t*`, `mv t* old`)
+        decides when a deny or ask edit rule covers a path under it; one with more
+        entries than are looked at (`carried.WALK_LIMIT`) is taken to hold one. The
+        workspace root, which holds everything, is not looked into."""
+        from lathe.policy.carried import WALK_LIMIT, could_cover, denied_inside
+
+        names = workspace_names(self.workspace, folder)
+        if not names or names[0] == ".":
+            return None
+        name = names[0]
+        for action, rules in (("deny", self.rules.deny), ("ask", self.rules.ask)):
+            patterns = [
+                rule.pattern
+                for rule in rules
+                if rule.pattern
+                and covers_path_tool(rule.tool, "edit", changes_files=True, denies=action == "deny")
+            ]
+            if not could_cover(name, patterns):
+                continue
+            found, complete = denied_inside(folder, name, patterns)
+            if not complete:
+                reason = (
+                    f"it changes {name}, which holds more than {WALK_LIMIT:,} entries: too "
+                    "many to see that none is a path an edit rule covers"
+                )
+                brief = f"{name} is too large to look through"
+                return Decision(action, reason, key, command, brief=brief)
+            if found is not None:
+                is_dir = _is_dir(self.workspace / found)
+                verdict = self.rules.for_path("edit", found, is_dir=is_dir, changes_files=True)
+                rule = verdict[1].key if verdict else f"{action} rule"
+                verb = "denies" if action == "deny" else "asks about"
+                reason = f"it changes {name}, which holds {found}, which the rule {rule} {verb}"
+                return Decision(action, reason, key, command, brief=rule)
         return None
 
     def _reveals_denied_path(self, analysis: Any) -> tuple[str, str] | None:
@@ -317,6 +372,13 @@ class Policy:
                 return Decision("ask", f"{tool} changes the workspace", key, preview)
             case Mode.AUTO:
                 return Decision("allow", "auto mode", key, preview)
+
+
+def _glob_word(path: Path) -> Word:
+    """A changed path kept with its wildcards, as a glob word `carried.named_paths` expands."""
+    from lathe.policy.shell_words import Word
+
+    return Word(str(path), str(path), glob=True)
 
 
 # Redirections that open a file for reading: `< f` (any descriptor: `3< f`), `<> f`.
