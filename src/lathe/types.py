@@ -62,9 +62,11 @@ class StopReason(StrEnum):
     TOOL_USE = "tool_use"  # the model wants tool results
     MAX_TOKENS = "max_tokens"  # cut by the output limit
     CONTENT_FILTER = "content_filter"
-    # The server could not parse what the model wrote (llama-server: "Failed to parse
-    # tool call arguments as JSON"): the model's fault, not an outage. Such a reply has
-    # no text and no call, and is never part of the conversation.
+    # What the model wrote as a tool call could not be read: by the server (llama-server:
+    # "Failed to parse tool call arguments as JSON"; such a reply has no text and no call,
+    # and is never part of the conversation), or by lathe, a call written as text
+    # (`llm.text_calls`; its text is kept, so the model sees what it wrote). The model's
+    # fault, not an outage.
     UNREADABLE = "unreadable"
 
 

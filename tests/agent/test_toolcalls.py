@@ -1,6 +1,6 @@
 import pytest
 
-from lathe.agent.toolcalls import parse_arguments
+from lathe.llm.arguments import parse_arguments
 
 
 @pytest.mark.parametrize(

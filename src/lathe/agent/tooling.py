@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lathe.agent.finish import CallRecord
-from lathe.agent.toolcalls import parse_arguments, validate
+from lathe.agent.toolcalls import validate
 from lathe.errors import ToolError, ToolRefusal
 from lathe.events import AgentEvent, ToolFinished, ToolStarted
+from lathe.llm.arguments import parse_arguments
 from lathe.tools.base import CURRENT_CALL, Params, Tool, ToolContext, ToolOutput
 from lathe.types import ToolCall, ToolResultMessage
 

@@ -25,7 +25,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from lathe.agent.toolcalls import parse_arguments
+from lathe.llm.arguments import parse_arguments
 from lathe.types import AssistantMessage, StopReason, ToolCall
 
 # A tag's body ends at its closing tag, at the next tag, or (never closed) at the end.
