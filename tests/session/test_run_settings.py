@@ -10,7 +10,7 @@ import pytest
 
 from lathe.session import ModelChangeEntry
 from lathe.session.entries import ENTRY_ADAPTER, RunSettings, last_model_change
-from lathe.ui.headless import record_run_start
+from lathe.ui.recorder import record_run_start
 from lathe.ui.setup import RunOptions, prepare
 
 

@@ -501,7 +501,7 @@ class ServedSession:
                 self._keep_queue(self._messages)
 
     async def _run(self, text: str | None) -> None:
-        from lathe.ui.headless import record_run_start
+        from lathe.ui.recorder import record_run_start
         from lathe.workspace_lock import hold_workspace
 
         setup = self.setup

@@ -120,7 +120,7 @@ class RunSettings:
 @dataclass(frozen=True, slots=True, kw_only=True, config=_FORBID)
 class ModelChangeEntry(BaseEntry):
     """The model the session goes on with, from here; `settings`, when a run started
-    with it, what else that run was started with (`lathe.ui.headless.record_run_start`).
+    with it, what else that run was started with (`lathe.ui.recorder.record_run_start`).
     One without them (an interactive /model, a file an older lathe wrote) does not say."""
 
     type: Literal["model_change"] = "model_change"

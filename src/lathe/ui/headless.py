@@ -236,7 +236,7 @@ class _HeadlessRun:
     ) -> RunFinished:
         """One attempt at the task; `spent` (a `Spend`) is what earlier attempts of this
         run used, counted against its budgets."""
-        from lathe.ui.recorder import files_before_conversation
+        from lathe.ui.recorder import files_before_conversation, record_run_start
         from lathe.ui.wiring import build_agent
 
         assert self.recorder is not None
@@ -451,24 +451,6 @@ class _HeadlessRun:
             self.observer.record_interrupt(reason)
         if self.recorder is not None:
             self.recorder.record_interrupt(self.tally, reason)
-
-
-def record_run_start(session, setup: RunSetup) -> None:
-    """The model and settings a run starts with (endpoint, approval mode, verify, turns),
-    in its session when they are not what its last model change says already: whoever
-    goes on with the session elsewhere (`lathe serve`'s resume) keeps them."""
-    from lathe.session.entries import ModelChangeEntry, last_model_change, run_settings
-
-    base_url, options = setup.loaded.config.base_url, setup.options
-    settings = run_settings(
-        base_url and str(base_url), setup.approval, options.verify, options.max_turns
-    )
-    model = setup.model.name or setup.model.model_id
-    entry = ModelChangeEntry(provider=setup.model.provider, model=model, settings=settings)
-    last = last_model_change(session.branch())
-    said = (last.provider, last.model, last.settings) if last else (None, None, None)
-    if said != (entry.provider, entry.model, entry.settings):
-        session.append(entry)
 
 
 def _each(*consumers: Callable[[AgentEvent], None]):

@@ -26,6 +26,7 @@ from lathe.types import Message, Usage
 if TYPE_CHECKING:
     from lathe.agent.budget import Spend
     from lathe.checkpoint import Checkpoint
+    from lathe.ui.setup import RunSetup
 
 
 class SessionRecorder(AgentHooks):
@@ -228,3 +229,28 @@ class CheckpointRecorder(AgentHooks):
                 which = "baseline" if baseline else "verify"
                 label = f"after the {which} check"
                 self._checkpoints.snapshot(label, kind="check", session=session_id)
+
+
+def record_run_start(
+    session: Session, setup: RunSetup, *, approval: str | None = None, verify: str | None = ""
+) -> None:
+    """The model and settings a run starts with (endpoint, approval mode, verify, turns),
+    in its session when they are not what its last model change says already: whoever
+    goes on with the session elsewhere (`lathe serve`'s resume) keeps them. `approval`
+    and `verify` (None: no check): what is in effect when the face can change them
+    (the app's /approval, /verify); left out, what `setup` gives."""
+    from lathe.session.entries import ModelChangeEntry, last_model_change, run_settings
+
+    base_url, options = setup.loaded.config.base_url, setup.options
+    settings = run_settings(
+        base_url and str(base_url),
+        approval or setup.approval,
+        options.verify if verify == "" else verify,
+        options.max_turns,
+    )
+    model = setup.model.name or setup.model.model_id
+    entry = ModelChangeEntry(provider=setup.model.provider, model=model, settings=settings)
+    last = last_model_change(session.branch())
+    said = (last.provider, last.model, last.settings) if last else (None, None, None)
+    if said != (entry.provider, entry.model, entry.settings):
+        session.append(entry)

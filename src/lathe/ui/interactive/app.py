@@ -528,6 +528,15 @@ class InteractiveApp:
         )
         for note in self.links.take_notes():  # the model reads them with the message
             self.agent.append(note)
+        if session is not None:  # for `lathe serve`'s resume, as `lathe run` records them
+            from lathe.ui.recorder import record_run_start
+
+            record_run_start(
+                session,
+                self.setup,
+                approval=self.gate.policy.mode.value,
+                verify=self.agent.deps.settings.verify_command,
+            )
         self._run_task = asyncio.create_task(self.agent.run(message))
         try:
             await self._run_task
