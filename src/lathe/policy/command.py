@@ -116,7 +116,7 @@ def _refused(reason: str) -> Analysis:
 
 
 def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, str]) -> Analysis:
-    script = parse_script(command, cwd=workspace, home=home)
+    script = parse_script(command, cwd=workspace, home=home, path=environ.get("PATH"))
     judge = _Judge(workspace, home, environ)
     findings = [Finding(decision, reason) for decision, reason in script.notes]
     commands = [*script.commands, *script.indirect]

@@ -5,7 +5,10 @@ without running anything: lists run in order, pipelines feed each stage's output
 next, `cd` moves the working directory later commands see (every folder it may be
 in: `dirs`), literal `bash -c`/`eval`
 strings are parsed in turn, and wrappers (`sudo`, `env`, `timeout`, `xargs`, `find
--exec`, ...) give way to the command they run. What cannot be known before run time is
+-exec`, ...) give way to the command they run. Unquoted expansions split on IFS as the
+line sets it (unknown once it is set in a way not followed); a program named by a link
+is also judged as its target, and one found through a PATH or `hash -p` the line
+changed as the file it runs (`programs`). What cannot be known before run time is
 recorded as a note with decision "ask" so the guard never lets it pass silently.
 """
 
@@ -16,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from lathe.policy import dirs
+from lathe.policy import dirs, programs
+from lathe.policy.assigned import names_set
 from lathe.policy.bash_tree import (
     command_name,
     descendants,
@@ -28,7 +32,7 @@ from lathe.policy.bash_tree import (
 from lathe.policy.dirs import Dirs
 from lathe.policy.interpreters import STDIN_FILES, Effect, language_of
 from lathe.policy.scripts import Files
-from lathe.policy.shell_words import Scope, Word, expand, expand_one, shown
+from lathe.policy.shell_words import DEFAULT_IFS, Scope, Word, expand, expand_one, shown
 from lathe.policy.streams import UNKNOWN, Stream, output_of
 from lathe.policy.wrappers import (
     COMMAND_VARIABLES,
@@ -55,6 +59,26 @@ _CONTROL = frozenset(
 )  # fmt: skip
 _LOOP_PASSES = 4  # a loop whose folders still grow after this many passes: unknown
 _INNER_LOOP_PASSES = 2  # the same inside another loop, whose passes multiply these
+# Variables that change what a command line runs: how its words split, where programs
+# are found. Each way of setting them is followed, or makes them unknown.
+_TRACKED = ("IFS", "PATH")
+# A variable named only at run time (`read "$N"`) may be IFS, then unknown. It is not
+# taken to be PATH: that would ask about every command after it.
+_ANY_NAME = ("IFS",)
+# Builtins that set the variables their words name (`read IFS`, `printf -v IFS ,`).
+_ASSIGNING = frozenset(
+    {"read", "mapfile", "readarray", "printf", "getopts", "let", "wait", "declare",
+     "typeset", "local", "export", "readonly", "unset"}
+)  # fmt: skip
+# An arithmetic or `${X:=...}` assignment to one of them: `((IFS=44))`.
+_ASSIGNS_TRACKED = re.compile(
+    r"\b(IFS|PATH)\s*(\[[^]]*\])?\s*([-+*/%&|^:]|<<|>>)?=(?!=)"
+    r"|(\+\+|--)\s*(IFS|PATH)\b|\b(IFS|PATH)\s*(\+\+|--)"
+)
+_EXPRESSIONS = frozenset(
+    {"binary_expression", "unary_expression", "postfix_expression", "expansion"}
+)
+_UNSET = object()  # a variable's value in a saved state where it was not set
 
 
 @dataclass(frozen=True)
@@ -127,6 +151,9 @@ class State:
     via: tuple[str, ...] = ()
     aliases: dict[str, str | None] = field(default_factory=dict)
     functions: dict[str, Any] = field(default_factory=dict)  # name -> its body's node
+    # PATH was last set to a value only known at run time by a script on disk, which
+    # may only add a deny: the programs it may find are not asked about.
+    path_by_file: bool = False
 
     @classmethod
     def at(cls, cwds: tuple[Path | None, ...], **fields: Any) -> State:
@@ -160,8 +187,9 @@ class FilesTooComplex(Exception):
     """The walk of scripts on disk went past `MAX_FILE_WORK`."""
 
 
-def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
-    walker = Walker(home)
+def parse_script(command: str, *, cwd: Path, home: Path, path: str | None = None) -> Script:
+    """The commands `command` runs in `cwd`; `path`: the PATH it starts with."""
+    walker = Walker(home, path)
     try:
         walker.walk_text(command, State.at((cwd,)), None)
     except TooComplex:
@@ -174,8 +202,9 @@ def parse_script(command: str, *, cwd: Path, home: Path) -> Script:
 
 
 class Walker:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, path: str | None = None) -> None:
         self.home = home
+        self.path = path  # PATH as the command line starts with it
         self.script = Script()
         self.depth = 0
         self.files = Files()
@@ -190,6 +219,21 @@ class Walker:
         self.loops = 0  # loops being walked, one inside the other
         # A function's walk from one state, by that state: the state it leaves.
         self.called: dict[Any, tuple[Any, ...]] = {}
+        # For each function being walked, the values its `local` names had before.
+        self.frames: list[dict[str, Any]] = []
+        # The variables followed that a name made by `declare -n` may set (`declare -n
+        # r=IFS; r=,`): any assignment after it may set them.
+        self.namerefs: set[str] = set()
+        # Links `ln` makes in this command line, and whether one was made whose place
+        # or target only run time knows.
+        self.links: dict[Path, Path] = {}
+        self.vague_links = False
+        # `hash -p FILE NAME`: the files NAME runs (None: only run time knows), by NAME;
+        # under None, those for any name.
+        self.hashed: dict[str | None, list[str | None]] = {}
+        # The PATH (and whether a file on disk set it) each script being walked as a new
+        # shell started with, when the command line changed it: the script inherits it.
+        self.exported: list[tuple[str | None, bool] | None] = []
 
     def note(self, decision: Decision, reason: str) -> None:
         if self.file_depth and decision != "deny":
@@ -203,7 +247,9 @@ class Walker:
             self.script.redirects.append(Redirect(">", target, cwd, "", self.file_depth > 0))
 
     def scope(self, st: State) -> Scope:
-        return Scope(self.home, st.cwd, st.variables, lambda node: self._substitute(node, st))
+        return Scope(
+            self.home, st.cwd, st.variables, lambda node: self._substitute(node, st), self.path
+        )
 
     # -- statements -------------------------------------------------------------------
 
@@ -253,9 +299,12 @@ class Walker:
             self._assign(node, st)
             return None
         if kind == "unset_command":
-            for child in node.named_children:
-                st.variables[node_text(child)] = ""
+            self._unset(node, st)
             return None
+        if kind == "declaration_command":
+            self._declare(node, st)
+        elif kind in _EXPRESSIONS and _ASSIGNS_TRACKED.search(text := node_text(node)):
+            self._unknown(st, *(name for name in _TRACKED if name in text))
         if kind in _CONTROL:
             return self._control(node, st)
         if kind == "list":
@@ -286,9 +335,12 @@ class Walker:
                 self.run(child, st.copy())
         else:
             st.places = runs
+            before = {name: st.variables.get(name, _UNSET) for name in _TRACKED}
             outs += [(child, self.run(child, st)) for child in rest]
             if not self._plain_cd(rest[-1], st):
                 st.places = dirs.unsure(st.places)
+            if skipped or any(p.ok is None for p in runs):  # b may not have run
+                self._maybe_changed(before, st)
             st.may_also_be(skipped)
         return _joined([out for child, out in outs if child.type not in _SILENT])
 
@@ -335,8 +387,21 @@ class Walker:
             self.loops -= loop
             self.depth -= loop
         # A body may run zero or many times: whatever it changed is unknown afterwards.
-        for name, value in list(st.variables.items()):
-            if before.variables.get(name, "\0") != value:
+        names = {*before.variables, *st.variables}
+        self._maybe_changed({n: before.variables.get(n, _UNSET) for n in names}, st)
+
+    def _maybe_changed(self, before: dict[str, Any], st: State) -> None:
+        """The variables `before` gives the earlier values of may have changed or not:
+        each that did is unknown; but PATH may be either, so programs are looked up in
+        the folders of both."""
+        for name, old in before.items():
+            new = st.variables.get(name, _UNSET)
+            if old == new:
+                continue
+            if name == "PATH" and old is not None and new is not None:
+                inherited = self.path if old is _UNSET else old
+                st.variables[name] = programs.either_path(inherited, new, self.path)
+            else:
                 st.variables[name] = None
 
     def _function(self, node: Any, st: State) -> None:
@@ -359,15 +424,78 @@ class Walker:
         value = node.child_by_field_name("value")
         for child in node.named_children:
             self.run(child, st)
+        element = name is not None and name.type == "subscript"
+        if element:  # `IFS[0]=,` sets $IFS: its value is then unknown
+            name = name.child_by_field_name("name")
         if name is None or name.type != "variable_name":
             return
+        if self.frames and _declares_local(node):
+            self._local(st, node_text(name))
         operator = next((c.type for c in node.children if not c.is_named), "=")
-        if operator != "=":
-            st.variables[node_text(name)] = None
+        if operator != "=" or element:
+            self._set(st, node_text(name), None)
         elif value is None:
-            st.variables[node_text(name)] = ""
+            self._set(st, node_text(name), "")
         else:
-            st.variables[node_text(name)] = expand_one(value, self.scope(st)).value
+            self._set(st, node_text(name), expand_one(value, self.scope(st)).value)
+
+    def _set(self, st: State, name: str, value: str | None) -> None:
+        st.variables[name] = value
+        if name == "PATH":
+            st.path_by_file = value is None and self.file_depth > 0
+        self._unknown(st, *(self.namerefs - {name}))
+
+    def _unknown(self, st: State, *names: str) -> None:
+        """The variables `names` may have been set to anything."""
+        for name in names:
+            st.variables[name] = None
+            if name == "PATH":
+                st.path_by_file = self.file_depth > 0
+
+    def _local(self, st: State, name: str) -> None:
+        """`name` becomes local to the function being walked: its value comes back
+        when the function returns."""
+        if self.frames and name not in self.frames[-1]:
+            self.frames[-1][name] = st.variables.get(name, _UNSET)
+
+    def _declare(self, node: Any, st: State) -> None:
+        """`export`, `declare`, `local`...: what their words other than `NAME=value`
+        (walked as assignments) do to the variables followed. `local IFS` in a function
+        unsets IFS there (bash splits on whitespace again); a word only known at run
+        time, or one naming IFS or PATH, may set them (`declare "IFS=,"`); `-n` makes
+        names that set others."""
+        scope = self.scope(st)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                continue
+            if child.type == "variable_name":
+                name = node_text(child)
+                if name in _TRACKED and self.frames and _declares_local(child):
+                    self._local(st, name)
+                    if name == "IFS":
+                        st.variables.pop(name, None)
+                    else:
+                        self._unknown(st, name)
+                continue
+            for word in expand(child, scope):
+                value = word.value
+                if value is not None and value.startswith("-"):
+                    if "n" in value:
+                        self.namerefs |= {*_ANY_NAME, *_named(node_text(node))}
+                    continue
+                self._unknown(st, *(_ANY_NAME if value is None else _named(value)))
+
+    def _unset(self, node: Any, st: State) -> None:
+        if any(node_text(c).startswith("-") and "f" in node_text(c) for c in node.named_children):
+            return  # `unset -f NAME` removes functions
+        for child in node.named_children:
+            name = node_text(child)
+            if child.type not in ("variable_name", "word") or "$" in name:
+                self._unknown(st, *_ANY_NAME)  # `unset "$V"` may unset IFS
+            elif name == "IFS":  # unset, IFS splits as by default
+                st.variables.pop(name, None)
+            else:
+                st.variables[name] = ""
 
     # -- redirects ---------------------------------------------------------------------
 
@@ -408,7 +536,7 @@ class Walker:
             # `$(...)` runs in a redirect target and in an unquoted heredoc's body; the
             # statements tree-sitter nests in a heredoc node are the caller's to run.
             if node.type != "heredoc_redirect" or child.type == "heredoc_body":
-                self.run(child, st.copy())
+                self._run_word(child, st)
         if node.type == "heredoc_redirect":
             # `cat <<'EOF' > f`: tree-sitter nests the `> f` inside the heredoc node.
             for child in node.named_children:
@@ -470,29 +598,47 @@ class Walker:
                     set_to = Word("", "") if value is None else expand_one(value, scope)
                     environment.append((node_text(name), set_to))
                 for grandchild in child.named_children:
-                    self.run(grandchild, st.copy())
+                    self._run_word(grandchild, st)
                 self._command_in_variable(child, st, scope)
             elif child.type in ("herestring_redirect", "file_redirect"):
                 stdin = self._redirect(child, st, redirects) or stdin
             elif child.type == "process_substitution" and node_text(child).startswith("<("):
                 words.append(self._pipe(child, self.run(child, st.copy())))
             else:
-                self.run(child, st.copy())  # executes any $(...) inside the word
+                self._run_word(child, st)  # executes any $(...) inside the word
                 words += expand(child.named_children[0] if child.type == "command_name" else
                                 child, scope)  # fmt: skip
         if not words:
             return None
-        function = st.functions.get(words[0].value or "")
-        if function is not None and not words[0].glob and words[0].value not in self.calling:
-            return self._call(words[0].value or "", function, st, stdin, redirects)
-        text = shown(node_text(node))
-        call = Call(
-            words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwds,
-            tuple(environment),
-        )  # fmt: skip
-        out = self.dispatch(call, st, stdin)
+        # `IFS=, eval '$c'`, `PATH=./bin f`: for the command, eval, source or function
+        # run with them, then they are as before.
+        saved = {name: st.variables.get(name, _UNSET) for name, _ in environment}
+        saved = {name: value for name, value in saved.items() if name in _TRACKED}
+        for name, value in environment:
+            if name in saved:
+                st.variables[name] = value.value
+        try:
+            function = st.functions.get(words[0].value or "")
+            if function is not None and not words[0].glob and words[0].value not in self.calling:
+                return self._call(words[0].value or "", function, st, stdin, redirects)
+            text = shown(node_text(node))
+            call = Call(
+                words, st.via, tuple(assigned), None, tuple(redirects), text, st.cwds,
+                tuple(environment),
+            )  # fmt: skip
+            out = self.dispatch(call, st, stdin)
+        finally:
+            _restore(st, saved)
         self._wrote(redirects, out)
         return out
+
+    def _run_word(self, node: Any, st: State) -> None:
+        """Walk what a word runs (`$(...)`) in a copy of the shell, keeping only that
+        it may have set IFS or PATH (`${IFS:=,}`, `$((IFS=4))`)."""
+        inner = st.copy()
+        self.run(node, inner)
+        before, after = st.variables, inner.variables
+        self._unknown(st, *(n for n in _TRACKED if after.get(n, _UNSET) != before.get(n, _UNSET)))
 
     def _call(
         self, name: str, body: Any, st: State, stdin: Stream | None, redirects: list[Redirect]
@@ -512,11 +658,13 @@ class Walker:
         else:
             self.calling.add(name)
             self.depth += 1
+            self.frames.append({})
             try:
                 self.run(body, st, stdin)
             finally:
                 self.calling.discard(name)
                 self.depth -= 1
+                _restore(st, self.frames.pop())
             if key is not None:
                 self.called[key] = (
                     st.places,
@@ -600,6 +748,16 @@ class Walker:
             return UNKNOWN
         base = PurePosixPath(name.value).name or name.value  # `.` has no name part
         args = call.words[1:]
+        if "/" in name.value:
+            programs.linked(self, call, st, stdin)
+            # Read first: a script called `bash` or `env` is not that program.
+            self.exported.append(programs.path_for(self, call, st))
+            try:
+                runners.script(self, call, st, name, name.text, same_shell=False, executed=True)
+            finally:
+                self.exported.pop()
+        else:
+            programs.looked_up(self, call, st, stdin)
         if base in PRIVILEGED:
             self.note("ask", f"runs with elevated privileges ({base}): {call.text}")
         if base in TRANSPARENT or base in PRIVILEGED:
@@ -607,23 +765,32 @@ class Walker:
         if base == "xargs":
             return runners.xargs(self, call, st, stdin, args)
         if base in SHELLS:
-            return runners.shell(self, call, st, stdin, base, args)
+            self.exported.append(programs.path_for(self, call, st))
+            try:
+                return runners.shell(self, call, _new_shell(st), stdin, base, args)
+            finally:
+                self.exported.pop()
         if base in ("eval", "trap", "watch"):
-            return runners.eval_like(self, call, st, base, args)
+            shell = _new_shell(st) if base == "watch" else st  # watch runs `sh -c`
+            return runners.eval_like(self, call, shell, base, args)
         if base in ("source", "."):
             if args and args[0].value in STDIN_FILES:
                 runners.shell_input(self, call, st, stdin, base, same_shell=True)
             elif args:
                 runners.script(self, call, st, args[0], f"{base} {args[0].text}", same_shell=True)
-        elif "/" in name.value:
-            runners.script(self, call, st, name, name.text, same_shell=False, executed=True)
+        if base in _ASSIGNING:
+            self._assigning(base, args, st, stdin)
         if base in ("alias", "unalias"):
             _aliases(base, args, st)
         elif base == "git":
             call = _with_git_config_variables(call, st)
-            runners.git_config_options(self, call, st, args)
+            runners.git_config_options(self, call, _new_shell(st), args)
         elif language := language_of(base):
-            runners.interpreter(self, call, st, stdin, language, base, args)
+            runners.interpreter(self, call, _new_shell(st), stdin, language, base, args)
+        elif base == "ln":
+            programs.made_links(self, call, args)
+        elif base == "hash":
+            programs.hashed(self, args)
         if base == "find":
             runners.find_execs(self, call, st, find_call(args))
         elif base in ("cd", "pushd", "popd"):
@@ -643,14 +810,38 @@ class Walker:
                 if word.value is not None and not word.value.startswith("-"):
                     path = dirs.file_at(cwd, word.value)
                     self.files.write(path, text, append="-a" in [w.value for w in args])
-        elif base in ("read", "mapfile", "readarray"):
-            for word in args:
-                if word.value and not word.value.startswith("-"):
-                    st.variables[word.value] = None
         elif _INTERPRETERS.fullmatch(base) and stdin is not None and stdin.kind == "download":
             self.note("ask", f"a download is piped into {base}: {call.text}")
         self.record(call)
         return output_of(base, args, stdin, call.cwd)
+
+    # -- variables builtins set --------------------------------------------------------
+
+    def _assigning(self, base: str, args: list[Word], st: State, stdin: Stream | None) -> None:
+        """Builtins that set the variables their words name: what they set is unknown,
+        and a word naming IFS or PATH, or one only known at run time, may set those.
+        `read NAME` of a known line and `printf -v NAME` of known words set NAME to it."""
+        values = [w.value for w in args]
+        names = names_set(base, values)
+        if base == "printf" and not names:
+            return
+        splits = "IFS" not in st.variables  # `read` splits its line on the default IFS
+        for value in names:
+            self._unknown(st, *(_ANY_NAME if value is None else _named(value)), *self.namerefs)
+        if base in ("read", "mapfile", "readarray"):
+            for value in values:
+                if value and not value.startswith("-"):
+                    st.variables[value] = None
+        name = names[-1] if len(names) == 1 else None
+        if not name:
+            return
+        if base == "read" and values in ([name], ["-r", name]) and splits:
+            line = stdin.text.split("\n", 1)[0] if stdin and stdin.kind == "text" else None
+            if line is not None and (values[0] == "-r" or "\\" not in line):
+                self._set(st, name, line.strip(DEFAULT_IFS))
+        elif base == "printf" and (values[0] == f"-v{name}" or values[:2] == ["-v", name]):
+            out = output_of("printf", args[2:] if values[0] == "-v" else args[1:], None, None)
+            self._set(st, name, out.text if out.kind == "text" else None)
 
     def _substitute(self, node: Any, st: State) -> str | None:
         """The output of `$(echo rm)`: only echo, printf and dirname of literal words are
@@ -658,7 +849,7 @@ class Walker:
         inner = node.named_children
         if len(inner) != 1 or inner[0].type != "command":
             return None
-        scope = Scope(self.home, st.cwd, st.variables, lambda _: None)
+        scope = Scope(self.home, st.cwd, st.variables, lambda _: None, self.path)
         words: list[Word] = []
         for child in inner[0].named_children:
             if child.type == "variable_assignment" or child.type.endswith("redirect"):
@@ -679,7 +870,7 @@ class Walker:
         words = expand(value, scope)
         label = f"{node_text(name)}="
         command = words[0] if len(words) == 1 else Word(node_text(value), None)
-        self.nested(command, st.copy(via=(*st.via, label)), label)
+        self.nested(command, _new_shell(st.copy(via=(*st.via, label))), label)
 
     def nested(self, word: Word, st: State, label: str, stdin: Stream | None = None) -> None:
         if word.value is None:
@@ -687,6 +878,31 @@ class Walker:
             st.may_also_be((dirs.UNKNOWN,))  # `eval "$X"` may cd anywhere
             return
         self.walk_text(word.value, st, stdin)
+
+
+def _named(text: str) -> tuple[str, ...]:
+    """The variables followed that a word setting variables names (`IFS`, `PATH=x`)."""
+    return tuple(name for name in _TRACKED if name in text)
+
+
+def _new_shell(st: State) -> State:
+    """The state a new bash starts with: it inherits the environment, but sets IFS
+    itself."""
+    shell = st.copy()
+    shell.variables.pop("IFS", None)
+    return shell
+
+
+def _declares_local(node: Any) -> bool:
+    """Whether `node`, a name or assignment, is one `local`, `declare` or `typeset`
+    (without -g) makes: inside a function, local to it."""
+    parent = node.parent
+    if parent is None or parent.type != "declaration_command" or not parent.children:
+        return False
+    if node_text(parent.children[0]) not in ("local", "declare", "typeset"):
+        return False
+    flags = [node_text(c) for c in parent.named_children if node_text(c).startswith("-")]
+    return not any("g" in flag for flag in flags)
 
 
 def _with_git_config_variables(call: Call, st: State) -> Call:
@@ -715,6 +931,15 @@ def _with_git_config_variables(call: Call, st: State) -> Call:
         assigned=(*call.assigned, *names),
         environment=(*call.environment, *earlier, *places),
     )
+
+
+def _restore(st: State, saved: dict[str, Any]) -> None:
+    """Give variables back the values `saved` holds (`_UNSET`: none)."""
+    for name, value in saved.items():
+        if value is _UNSET:
+            st.variables.pop(name, None)
+        else:
+            st.variables[name] = value
 
 
 def _aliases(base: str, args: list[Word], st: State) -> None:

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 # A character of a word and how it was written: "lit" (unquoted: braces, tilde and globs
-# act on it), "q" (quoted or escaped: literal) or "exp" (an unquoted expansion result:
-# split on whitespace and globbed, but not brace- or tilde-expanded).
+# act on it), "q" (quoted or escaped: literal), "exp" (an unquoted expansion result:
+# split on IFS and globbed, but not brace- or tilde-expanded) or "brk" (where a brace
+# range like `{1..3}` splits, whatever IFS holds).
 _Char = tuple[str, str]
 _GLOB_CHARS = frozenset("*?[")
+DEFAULT_IFS = " \t\n"  # bash sets IFS so at its start, whatever the environment says
+_IFS_WHITESPACE = frozenset(DEFAULT_IFS)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Scope:
     cwd: Path | None
     variables: dict[str, str | None]
     substitute: Callable[[Any], str | None]  # static value of a `$(...)` node, or None
+    path: str | None = None  # PATH as the command starts with it, if known
 
 
 def expand(node: Any, scope: Scope) -> list[Word]:
@@ -49,7 +53,11 @@ def expand(node: Any, scope: Scope) -> list[Word]:
         return [Word(text, None)]
     words: list[Word] = []
     for variant in _expand_braces(chars):
-        for piece in _split_fields(variant):
+        pieces = _split_fields(variant, separators(scope))
+        if pieces is None:
+            words.append(Word(text, None))
+            continue
+        for piece in pieces:
             value = _expand_tilde(piece, scope)
             if value is None:
                 words.append(Word(text, None))
@@ -185,6 +193,10 @@ def variable(name: str, scope: Scope) -> str | None:
         return scope.variables[name]
     if name == "HOME":
         return str(scope.home)
+    if name == "IFS":
+        return DEFAULT_IFS
+    if name == "PATH":
+        return scope.path
     if name == "PWD":
         return None if scope.cwd is None else str(scope.cwd)
     return None
@@ -196,9 +208,11 @@ def _number_range(node: Any) -> list[_Char] | None:
         return None
     start, end = int(numbers[0]), int(numbers[1])
     step = 1 if end >= start else -1
-    # Braces expand into separate words; a space stands in for the split (done later).
-    joined = " ".join(str(n) for n in range(start, end + step, step))
-    return [(c, "exp") for c in joined]
+    # Braces expand into separate words; a "brk" stands in for the split (done later).
+    out: list[_Char] = []
+    for n in range(start, end + step, step):
+        out += [*([(" ", "brk")] if out else []), *((c, "q") for c in str(n))]
+    return out
 
 
 def _expand_braces(chars: list[_Char]) -> list[list[_Char]]:
@@ -226,17 +240,51 @@ def _expand_braces(chars: list[_Char]) -> list[list[_Char]]:
     return [chars]
 
 
-def _split_fields(chars: list[_Char]) -> list[list[_Char]]:
-    if not any(kind == "exp" and c.isspace() for c, kind in chars):
+def separators(scope: Scope) -> str | None:
+    """The characters unquoted expansions are split on: IFS, None when only run time
+    knows it (`read IFS`)."""
+    return scope.variables.get("IFS", DEFAULT_IFS)
+
+
+def _split_fields(chars: list[_Char], ifs: str | None) -> list[list[_Char]] | None:
+    """The fields bash splits a word into, as it does: on the characters of `ifs` that
+    came from an unquoted expansion; a run of IFS whitespace is one break and those at
+    either end none; any other IFS character breaks once, so `a,,b` with IFS=, is three
+    fields, the middle one empty. None: where `ifs` is unknown, any expansion may split."""
+    if ifs is None:
+        if any(kind == "exp" for _, kind in chars):
+            return None
+        ifs = ""
+
+    def breaks(i: int) -> bool:
+        return chars[i][1] == "brk" or (chars[i][1] == "exp" and chars[i][0] in ifs)
+
+    def blank(i: int) -> bool:
+        return breaks(i) and (chars[i][1] == "brk" or chars[i][0] in _IFS_WHITESPACE)
+
+    if not any(breaks(i) for i in range(len(chars))):
         return [chars]
-    fields: list[list[_Char]] = [[]]
-    for c, kind in chars:
-        if kind == "exp" and c.isspace():
-            if fields[-1]:
-                fields.append([])
-        else:
-            fields[-1].append((c, kind))
-    return [f for f in fields if f] or [[]]
+    fields: list[list[_Char]] = []
+    current: list[_Char] = []
+    i, end = 0, len(chars)
+    while i < end and blank(i):
+        i += 1
+    while i < end:
+        if not breaks(i):
+            current.append(chars[i])
+            i += 1
+            continue
+        while i < end and blank(i):
+            i += 1
+        if i < end and breaks(i):  # one IFS character that is not whitespace
+            i += 1
+            while i < end and blank(i):
+                i += 1
+        fields.append(current)
+        current = []
+    if current:
+        fields.append(current)
+    return fields or [[]]
 
 
 def _expand_tilde(chars: list[_Char], scope: Scope) -> str | None:
