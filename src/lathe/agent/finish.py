@@ -25,7 +25,7 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
   handler's per-run state and returns messages to add before the first turn (the
   baseline check). Raising a `UsageError` stops the run before any model call.
 - `before_request(run)`: before each model request; the first `Finish` ends the run
-  instead (a budget that is spent).
+  instead (a budget that is spent), through `ending` as any other end.
 - `after_reply(reply, run)`: every reply, before its calls run. The first handler that
   answers decides and the rest are not asked; a decision here replaces the normal
   handling of the reply (its calls are not run: the loop answers each with an error
@@ -37,10 +37,11 @@ Contract of each hook point (all have do-nothing defaults in `FinishHandler`):
 - `out_of_turns(run)`: the turn limit ran out; the first answer decides, else the run
   ends `max_turns`. It may still act (the verify gate checks a change made since its
   check last ran).
-- `ending(end, run)`: a reply or a batch of calls ends the run as `end` (a handler's
-  finish, the stall guard's `stuck` among them); the first handler that answers
-  replaces it. The verify gate checks a change made since its check last ran before a
-  `stuck` end, as at the turn limit, and checks before a `provider_error` end a reply
+- `ending(end, run)`: a reply, a batch of calls or `before_request` ends the run as
+  `end` (a handler's finish, the stall guard's `stuck` or a budget's `out_of_budget`
+  among them); the first handler that answers replaces it. The verify gate checks a
+  change made since its check last ran before a `stuck` end or a token or cost
+  `out_of_budget` one, as at the turn limit, and checks before a `provider_error` end a reply
   brought (one the provider's content filter stopped): a passing check is evidence
   whatever the reply said.
 
