@@ -1,9 +1,8 @@
 """A read rule holds for input redirection: `cat < .env`, `$(<.env)`, `read l < .env`,
 `exec 3<.env` showed the file a read rule denies (a hunt's finding, item 2).
 
-The gate judges the input redirections a recorded command carries; the walker
-(shell_parse.py) does not keep them yet, so the tests through the walker are expected
-to fail until it does: strict, so they report when it does."""
+The walker (shell_parse.py) keeps them on the command it records (`$(<f)` and those no
+command carries as a `cat`), and the gate judges them as it judges the command's words."""
 
 from __future__ import annotations
 
@@ -20,12 +19,6 @@ from lathe.policy.gate import Mode, Policy
 from lathe.policy.rules import RuleSet
 from lathe.policy.shell_parse import Redirect, SimpleCommand
 from lathe.policy.shell_words import Word
-
-WALKER_KEEPS_NO_READS = pytest.mark.xfail(
-    strict=True,
-    reason="shell_parse.Walker drops input redirections (`< f`, `$(<f)`) instead of "
-    "keeping them on the command it records",
-)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +56,6 @@ def test_the_gate_judges_the_input_redirections_a_command_carries(
         "{ cat; } < .env",
     ],
 )
-@WALKER_KEEPS_NO_READS
 def test_a_read_rule_holds_for_input_redirection(tmp_path: Path, command: str) -> None:
     decision = _decide(tmp_path, command, deny=("read(.env)",))
     assert decision.action == "deny", decision.reason
@@ -75,7 +67,6 @@ def test_other_files_may_still_be_redirected_in(tmp_path: Path, command: str) ->
     assert _decide(tmp_path, command, deny=("read(.env)",)).action == "allow"
 
 
-@WALKER_KEEPS_NO_READS
 def test_a_denied_file_is_not_shown_through_an_input_redirection(tmp_path, fake_openai) -> None:
     ws = _cli_workspace(tmp_path)
     commands = ["cat < .env", 'echo "$(<.env)"', "exec 3<.env; cat <&3"]

@@ -295,6 +295,11 @@ class Walker:
         if kind == "function_definition":
             self._function(node, st)
             return None
+        if kind == "file_redirect":  # `$(<f)`: a redirect with no command reads f
+            redirects: list[Redirect] = []
+            self._redirect(node, st, redirects)
+            self._read_alone(redirects, st, node)
+            return UNKNOWN
         if kind == "variable_assignment":
             self._assign(node, st)
             return None
@@ -523,6 +528,7 @@ class Walker:
             if body is not None:
                 out = self.run(body, st, stdin)
             self._wrote(redirects, out)
+            self._read_alone(redirects, st, node)
         # tree-sitter puts `| sh` or `&& x` after a heredoc inside the heredoc node.
         for rest in continuations:
             if rest.type == "pipeline":
@@ -552,17 +558,19 @@ class Walker:
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
         if not targets:
             return None
-        if op == "<":
-            return Stream("file", items=(expand_one(targets[-1], self.scope(st)),))
+        fd = next(
+            (node_text(c) for c in node.named_children if c.type == "file_descriptor"),
+            "",
+        )
+        if op == "<":  # kept on the command for the read rules; not a write
+            source = expand_one(targets[-1], self.scope(st))
+            redirects += [Redirect(op, source, cwd, fd, self.file_depth > 0) for cwd in st.cwds]
+            return Stream("file", items=(source,))
         if op not in _WRITE_OPS:
             return None
         target = expand_one(targets[-1], self.scope(st))
         if (op == ">&" and (target.value or "").isdigit()) or target.value == "-":
             return None
-        fd = next(
-            (node_text(c) for c in node.named_children if c.type == "file_descriptor"),
-            "",
-        )
         for cwd in st.cwds:
             redirects.append(Redirect(op, target, cwd, fd, self.file_depth > 0))
             self.script.redirects.append(redirects[-1])
@@ -673,6 +681,7 @@ class Walker:
                     dict(st.functions),
                 )
         self._wrote(redirects, UNKNOWN)
+        self._read_alone(redirects, st, body)
         return UNKNOWN
 
     def _call_key(self, name: str, body: Any, st: State) -> Any:
@@ -714,12 +723,20 @@ class Walker:
     def _wrote(self, redirects: list[Redirect], out: Stream | None) -> None:
         """Remember what each redirect leaves in its file, for a script run later."""
         for redirect in redirects:
-            if redirect.target.value is None:
+            if redirect.op == "<" or redirect.target.value is None:
                 continue
             path = dirs.file_at(redirect.cwd, redirect.target.value)
             stdout = redirect.fd in ("", "1") or redirect.op.startswith("&")
             text = out.text if stdout and out is not None and out.kind == "text" else None
             self.files.write(path, text, append=redirect.op in (">>", "&>>"))
+
+    def _read_alone(self, redirects: list[Redirect], st: State, node: Any) -> None:
+        """Input redirections no simple command carries (`$(<f)`, `{ ...; } < f`, a
+        function's `f < x`) are recorded as `cat < f`, for the read rules."""
+        reads = tuple(r for r in redirects if r.op == "<")
+        if reads:
+            text = shown(node_text(node))
+            self.record(Call([Word("cat", "cat")], st.via, (), None, reads, text, st.cwds))
 
     def record(self, call: Call) -> None:
         """Keep the command to be judged, once in each folder it may run in."""
