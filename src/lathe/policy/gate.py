@@ -180,16 +180,16 @@ class Policy:
         first = analysis.reasons[0] if analysis.reasons else ""
         if analysis.decision == "deny":
             return Decision("deny", "; ".join(analysis.reasons), key, command, brief=first)
+        verdict = self.rules.for_commands(
+            analysis.commands, also=analysis.indirect, named=analysis.in_files
+        )
+        if verdict and verdict[0] == "deny":  # named first: `--deny '*'` denies bash itself
+            rule = verdict[1].key
+            return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
         denied_read = self._reveals_denied_path(analysis)
         if denied_read:
             reason, brief = denied_read
             return Decision("deny", reason, key, command, brief=brief)
-        verdict = self.rules.for_commands(
-            analysis.commands, also=analysis.indirect, named=analysis.in_files
-        )
-        if verdict and verdict[0] == "deny":
-            rule = verdict[1].key
-            return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
         if analysis.decision == "ask" and self.mode is not Mode.FULL:
             return Decision("ask", "; ".join(analysis.reasons), key, command, brief=first)
         guarded = self._command_changes(analysis.changes, key, command)
