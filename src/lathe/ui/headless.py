@@ -293,17 +293,14 @@ class _HeadlessRun:
         `run_finished` says), what all the attempts of the command spent together."""
         if self.as_json or len(ends) < 2:
             return
-        from lathe.plural import plural
         from lathe.types import Usage
-        from lathe.ui.progress import ReaderMayLeave
+        from lathe.ui.progress import ReaderMayLeave, spend_text
 
         usage = sum((end.usage for end in ends), Usage())
         costs = [end.cost_usd for end in ends]
-        line = (
-            f"  all {len(ends)} attempts: {plural(sum(end.turns for end in ends), 'turn')}; "
-            f"tokens {usage.input_tokens:,} in, {usage.output_tokens:,} out"
-            + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
-            + ("" if None in costs else f"; cost ${sum(c or 0.0 for c in costs):.4f}")
+        cost = None if None in costs else sum(c or 0.0 for c in costs)
+        line = f"  all {len(ends)} attempts: " + spend_text(
+            sum(end.turns for end in ends), usage, cost
         )
         out = ReaderMayLeave.around(sys.stderr)
         out.write(line + "\n")

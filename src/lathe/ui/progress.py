@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 from lathe.events import (
     AgentEvent,
@@ -28,6 +28,9 @@ from lathe.events import (
     VerifyStarted,
     json_line,
 )
+
+if TYPE_CHECKING:
+    from lathe.types import Usage
 from lathe.exec.terminal import visible_text
 from lathe.plural import plural, some_of
 
@@ -133,13 +136,8 @@ class ProgressPrinter:
                 self._child_line(f"{name} > {inner_name}", inner)
 
     def _finish(self, event: RunFinished) -> None:
-        usage = event.usage
-        self._line(
-            f"status: {event.status.value} after {plural(event.turns, 'turn')}; tokens "
-            f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
-            + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
-            + (f"; cost {_dollars(event.cost_usd)}" if event.cost_usd is not None else "")
-        )
+        spent = spend_text(event.turns, event.usage, event.cost_usd)
+        self._line(f"status: {event.status.value} after {spent}")
         if event.error:  # a failure the user acts on: one line, in lathe's error style
             self._line(f"lathe: {event.reason or event.error.message}")
         elif event.reason:
@@ -237,6 +235,16 @@ class JsonPrinter:
     def __call__(self, event: AgentEvent) -> None:
         self._out.write(json_line(event) + "\n")
         self._out.flush()
+
+
+def spend_text(turns: int, usage: Usage, cost_usd: float | None) -> str:
+    """`3 turns; tokens 1,200 in, 300 out[; 800 cached][; cost $0.0123]`: what a run (or
+    every attempt of one) spent, as its closing lines say it."""
+    return (
+        f"{plural(turns, 'turn')}; tokens {usage.input_tokens:,} in, {usage.output_tokens:,} out"
+        + (f"; {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else "")
+        + (f"; cost {_dollars(cost_usd)}" if cost_usd is not None else "")
+    )
 
 
 def _dollars(amount: float) -> str:
