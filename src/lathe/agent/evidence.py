@@ -290,6 +290,36 @@ def reports_failure(output: str) -> bool:
     return bool(counts and counts["failed"]) or _failing_summary(output)
 
 
+# A line naming a failing test: pytest's short summary ("FAILED tests/t.py::test_a - msg",
+# "ERROR tests/t.py") and its -v lines, unittest's "FAIL: test_a (mod.Case.test_a)", go's
+# "--- FAIL: TestA", cargo's "test a ... FAILED". Not unittest's "FAILED (failures=1)".
+_FAILING_TEST = re.compile(
+    r"^(?:FAILED|ERROR) (?P<pytest>[^\s(][^\n]*?)(?: - [^\n]*)?[ \t]*$"
+    r"|^(?P<verbose>\S+::\S+) (?:FAILED|ERROR)\b"
+    r"|^(?:FAIL|ERROR): (?P<unittest>\S[^\n]*?)[ \t]*$"
+    r"|^\s*--- FAIL: (?P<go>\S+)"
+    r"|^test (?P<cargo>\S+) \.\.\. FAILED[ \t]*$",
+    re.MULTILINE,
+)
+_COLLECTION_STOPPED = re.compile(r"Interrupted: \d+ errors? during collection")
+
+
+def failing_tests(output: str) -> frozenset[str]:
+    """The tests (or, for a collection error, the files) a runner's output names as
+    failing or erroring; empty when it names none, as most runners do without their
+    summary of failures."""
+    return frozenset(
+        next(name for name in match.groups() if name) for match in _FAILING_TEST.finditer(output)
+    )
+
+
+def collection_stopped(output: str) -> str:
+    """pytest's "Interrupted: N errors during collection" (no test ran), "" when the
+    output does not say so."""
+    stopped = _COLLECTION_STOPPED.search(output)
+    return stopped.group() if stopped else ""
+
+
 # A test runner's closing line: pytest's "1 failed, 2 passed in 0.12s", jest's
 # "Tests: 1 failed", cargo's "test result: FAILED", unittest's "FAILED (failures=1)".
 _SUMMARY = re.compile(

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lathe.agent.evidence import check_counts, counts_text, may_change_files, reports_failure
+from lathe.agent.evidence import (
+    check_counts,
+    collection_stopped,
+    counts_text,
+    failing_tests,
+    may_change_files,
+    reports_failure,
+)
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
 from lathe.errors import UsageError
@@ -189,17 +196,13 @@ class VerifyGate(FinishHandler):
                 messages=(lathe_note(record),),
                 reason=await self._caveat(after),
             )
-        old, new = check_counts(before.output), check_counts(after.output)
-        # A check that no longer finishes, or no longer says what ran, is worse too.
-        stopped = after.timed_out and not before.timed_out
-        silent = old is not None and new is None
-        if self._put_back is not None and (made_worse(old, new) or stopped or silent):
+        if self._put_back is not None and (worse := worse_after(before, after)):
             self._put_back()
             text = self._words.say(
                 "applied_reverted",
                 applied="\n\n".join(notes),
-                before=counts_text(old),
-                after="a check that timed out" if stopped else counts_text(new),
+                before=counts_text(check_counts(before.output)),
+                after=worse,
                 output=self._shown(before),
             )
             return ContinueWith(messages=(lathe_note(text),))
@@ -506,6 +509,39 @@ async def run_verify(
         max_output_bytes=max_output_bytes,
         spill_dir=spill_dir,
     )
+
+
+def worse_after(before: ExecResult, after: ExecResult) -> str:
+    """How the check after a change is worse than the one before it, as the end of "the
+    check went from <before's counts> to ...", or "" when it is not. Worse: it timed
+    out where that one did not; it printed no counts where that one did; more failing
+    or fewer passing tests (`made_worse`); its tests stopped at collection or fewer of
+    them ran (a syntax error: "1 error" where 2 had failed); or, as many having run, it
+    names a test failing that the one before did not, when that one names its failing
+    tests. A check that printed no counts before is never judged (but for a timeout)."""
+    if after.timed_out and not before.timed_out:
+        return "a check that timed out"
+    said_before, said = whole_output(before), whole_output(after)
+    old, new = check_counts(said_before), check_counts(said)
+    if old is None:
+        return ""
+    if new is None or made_worse(old, new):
+        return counts_text(new)
+    shown = counts_text(new)
+    if (stopped := collection_stopped(said)) and not collection_stopped(said_before):
+        return f"{shown}, and the tests no longer ran ({stopped})"
+    ran, ran_before = new["passed"] + new["failed"], old["passed"] + old["failed"]
+    if ran < ran_before:
+        return f"{shown}, and {plural(ran, 'test')} ran where {ran_before} did"
+    named_before = failing_tests(said_before)
+    # More tests ran: a newly named one may not have run before (`pytest -x`).
+    if ran > ran_before or not named_before:
+        return ""
+    newly = sorted(failing_tests(said) - named_before)
+    if not newly:
+        return ""
+    names = ", ".join(newly[:3]) + (f" and {len(newly) - 3} more" if len(newly) > 3 else "")
+    return f"{shown}, with {names} failing, which did not fail before"
 
 
 def made_worse(before: dict[str, int] | None, after: dict[str, int] | None) -> bool:
