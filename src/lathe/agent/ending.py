@@ -74,6 +74,16 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
             def keep_files(calls):
                 return FilesBefore(ctx.workspace, calls, ctx.file_state).restore
 
+        async def shown_code(text: str) -> str | None:
+            import asyncio
+
+            from lathe.agent.reply_code import shown_code_note
+
+            return await asyncio.to_thread(
+                shown_code_note, ctx.workspace, text, deny_edit=ctx.deny_edit,
+                deny_read=ctx.deny_read, check=settings.verify_command,
+            )  # fmt: skip
+
         failing_code = None
         if code_bytes := settings.failure_code_bytes:
             from lathe.agent.failure_code import code_at_failure
@@ -135,6 +145,7 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 check_files=check_files,
                 check_files_at_start=settings.check_files_at_start,
                 changed_by=changed_by,
+                shown_code=shown_code,
             )
         )
     handlers.append(StallGuard(words, settings.stall_repeat_limit))

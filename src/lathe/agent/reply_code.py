@@ -265,18 +265,92 @@ def workspace_edits(
     (tests, the runner's files and configuration, and those the verify command `check`
     names, as `check_files.named_by` reads it), any file a read rule denies, secret-like
     ones, and files too large to be what a reply copied from."""
-    from lathe.agent.check_files import named_by
-    from lathe.agent.prompt import SECRET_LIKE, list_files
-    from lathe.policy.rules import matches_any
-
     # `python check.py`: a reply's copy of check.py asserting the wrong answer had been
     # applied, and the check it weakened passed.
-    named = set(named_by(check, workspace)) if check else set()
+    named = _named_by(check, workspace)
+    files, read = _readable_files(workspace, deny_read)
+    changeable = [name for name in files if not _check_file(name, named)]
+    return implied_edits(text, changeable[:_MAX_FILES], read)
 
-    def allowed(name: str) -> bool:
-        if _TEST_PATH.search(name) or name in named or Path(name).name in RUNNER_FILE_NAMES:
-            return False
-        return not matches_any(name, (*deny_read, *SECRET_LIKE))
+
+def shown_code_note(
+    workspace: Path,
+    text: str,
+    *,
+    deny_edit: Sequence[str] = (),
+    deny_read: Sequence[str] = (),
+    check: str | None = None,
+) -> str | None:
+    """What to tell the model of the code blocks of a reply lathe did not apply, by the
+    file each copies (`_fit`, over the files it may read, tests too): None when nothing
+    speaks against "code in a reply changes no file" (a block copies no file, or changes
+    one it may change); "" when each block's code is already in the file it copies (the
+    model repeats code lathe applied before); else, when a block is a changed copy of a
+    file an edit rule (`deny_edit`) or the check forbids changing (a test), a sentence
+    naming that file and the code it uses (`locate.code_used_by`), as a refused edit's
+    hint does: the model is not sent to an edit that would be refused."""
+    from lathe.policy.rules import matches_any
+    from lathe.tools.locate import code_used_by
+
+    blocks = code_blocks(text)
+    if not blocks:
+        return None
+    named = _named_by(check, workspace)
+    files, read = _readable_files(workspace, deny_read)
+    files = files[:_MAX_FILES]
+
+    def unchangeable(path: str) -> bool:
+        return _check_file(path, named) or matches_any(path, deny_edit)
+
+    protected: list[tuple[str, str]] = []  # (file, the block's code)
+    for block in blocks:
+        code = "\n".join(block.lines)
+        targets = [(path, held) for path in _targets(block, files) if (held := read(path))]
+        if any(f"\n{code}\n" in f"\n{original}\n" for _, original in targets):
+            continue  # already in the file, line for line
+        fits = [(path, copy) for path, original in targets if (copy := _fit(original, block.lines))]
+        if any(copy.old_lines == copy.new_lines for _, copy in fits):
+            continue  # already there, but for blank lines
+        copied = [path for path, _ in fits]
+        if not copied or not all(map(unchangeable, copied)):
+            return None
+        protected.append((copied[0], code))
+    if not protected:
+        return ""
+    path, code = protected[0]
+    if matches_any(path, deny_edit):
+        why = "which you may not change"
+    else:
+        why = "which is part of the check, not the code it tests"
+    used = code_used_by([workspace / path], workspace, code, tuple(deny_edit))
+    instead = (
+        f"The code it uses: {used}; change that with the edit tool."
+        if used
+        else "Change the code it tests with the edit tool."
+    )
+    return f"Your reply shows a changed copy of {path}, {why}. {instead}"
+
+
+def _named_by(check: str | None, workspace: Path) -> set[str]:
+    from lathe.agent.check_files import named_by
+
+    return set(named_by(check, workspace)) if check else set()
+
+
+def _check_file(name: str, named: set[str]) -> bool:
+    """Whether a workspace file is part of the check: a test, the runner's files and
+    configuration, or one the verify command names (`named`)."""
+    return bool(_TEST_PATH.search(name)) or name in named or Path(name).name in RUNNER_FILE_NAMES
+
+
+def _readable_files(
+    workspace: Path, deny_read: Sequence[str]
+) -> tuple[list[str], Callable[[str], str | None]]:
+    """The workspace's files a reply may be compared with (none a read rule denies, none
+    secret-like), and how each is read: None when too large to be what a reply copied
+    from, or not text."""
+    from lathe.agent.prompt import SECRET_LIKE, list_files
+    from lathe.policy.rules import matches_any
 
     @functools.cache  # a reply with several blocks compares each with the same files
     def read(name: str) -> str | None:
@@ -288,8 +362,8 @@ def workspace_edits(
         except (OSError, UnicodeDecodeError):
             return None
 
-    files = [name for name in list_files(workspace) if allowed(name)]
-    return implied_edits(text, files[:_MAX_FILES], read)
+    files = [n for n in list_files(workspace) if not matches_any(n, (*deny_read, *SECRET_LIKE))]
+    return files, read
 
 
 def edit_calls_for(

@@ -45,6 +45,10 @@ ReplyCodeCalls = Callable[[str, int], Awaitable[list[ToolCall]]]
 the reply's text and the turn."""
 KeepFiles = Callable[[Sequence[ToolCall]], Callable[[], None]]
 """Saves the files the calls will change; what it returns puts them back."""
+ShownCodeNote = Callable[[str], Awaitable[str | None]]
+"""What to say of the code a "done" reply shows and lathe did not apply, given the
+reply's text (`reply_code.shown_code_note`): None, the `code_in_reply` note; "", none;
+else that text."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class VerifyGate(FinishHandler):
         check_files: Callable[..., Awaitable[dict[str, str]]] | None = None,
         check_files_at_start: dict[str, str] | None = None,
         changed_by: Callable[[ToolCall], list[Path] | None] | None = None,
+        shown_code: ShownCodeNote | None = None,
     ) -> None:
         """`keep_files`: how code applied from a reply is put back when the check fails
         worse after it than before (None: it stays). `failing_code`: the code a failed
@@ -85,13 +90,16 @@ class VerifyGate(FinishHandler):
         call may change, named before it runs (None: they cannot be named;
         `check_files.changed_by`); with it, whether anything changed since the check
         failed at the start is judged by those files' content, so a change taken back is
-        none (without it, by whether a call may have changed files)."""
+        none (without it, by whether a call may have changed files). `shown_code`: what
+        to say of code a reply shows that lathe did not apply (None: always that code in
+        a reply changes no file)."""
         self._settings = settings
         self._run_check = run_check
         self._words = words
         self._reply_code = reply_code
         self._keep_files = keep_files
         self._failing_code = failing_code
+        self._shown_code = shown_code
         self._put_back: Callable[[], None] | None = None
         self._failed = False
         self._idle_claims = 0
@@ -164,7 +172,7 @@ class VerifyGate(FinishHandler):
                 self._put_back = self._keep_files(calls) if self._keep_files else None
                 return ContinueWith(calls=calls, note="the code in the reply")
         self._idle_claims += 1
-        return self._after_failure(reply, result, applied=())
+        return await self._after_failure(reply, result, applied=())
 
     async def after_calls(
         self, calls: Sequence[CallRecord], run: RunState, *, by_lathe: bool
@@ -184,7 +192,7 @@ class VerifyGate(FinishHandler):
         assert before is not None
         if all(record.output.is_error for record in calls):
             self._idle_claims += 1
-            return self._after_failure(reply, before, applied=notes)
+            return await self._after_failure(reply, before, applied=notes)
         self._idle_claims = 0
         after = await self._check(run)
         if passed(after):
@@ -206,7 +214,7 @@ class VerifyGate(FinishHandler):
                 output=self._shown(before),
             )
             return ContinueWith(messages=(lathe_note(text),))
-        return self._after_failure(reply, after, applied=notes)
+        return await self._after_failure(reply, after, applied=notes)
 
     async def _caveat(self, result: ExecResult) -> str:
         """What a verified run's reason says, "" when nothing is doubtful: that the check
@@ -357,7 +365,7 @@ class VerifyGate(FinishHandler):
             messages=messages,
         )
 
-    def _after_failure(
+    async def _after_failure(
         self, reply: AssistantMessage, result: ExecResult, *, applied: Sequence[str]
     ) -> Decision:
         command = self._settings.command
@@ -367,21 +375,31 @@ class VerifyGate(FinishHandler):
                 reason=f"the model said it was done {self._idle_claims} times in a row without "
                 f"acting on the failing `{command}`",
             )
-        return ContinueWith(messages=(lathe_note(self._feedback(reply.text, result, applied)),))
+        code_note = "" if applied else await self._code_note(reply.text)
+        return ContinueWith(messages=(lathe_note(self._feedback(result, applied, code_note)),))
 
-    def _feedback(self, reply_text: str, result: ExecResult, applied: Sequence[str]) -> str:
+    async def _code_note(self, reply_text: str) -> str:
+        """What the answer to a "done" reply says of the code it shows, lathe not having
+        applied it: that code in a reply changes no file, unless `shown_code` knows
+        better (the code is already in the file; it changes a test the model may not
+        change); "" when it shows none."""
+        if not _CODE_BLOCK.search(reply_text):
+            return ""
+        said = await self._shown_code(reply_text) if self._shown_code else None
+        return self._words.say("code_in_reply") if said is None else said
+
+    def _feedback(self, result: ExecResult, applied: Sequence[str], code_note: str) -> str:
         """The gate's answer to a "done" reply whose check failed. `applied`: what became
         of the code the reply showed, when lathe applied it as edits; the check's result
-        is then the one after those edits."""
+        is then the one after those edits. `code_note`: what to say of the code it
+        showed otherwise."""
         if applied:
             return self._words.say(
                 "verify_failed_after_edits",
                 applied=self._after_applied(applied, result),
                 output=self._shown(result),
             )
-        shown_code = (
-            self._words.say("code_in_reply") + "\n\n" if _CODE_BLOCK.search(reply_text) else ""
-        )
+        shown_code = code_note + "\n\n" if code_note else ""
         return self._words.say(
             "verify_failed",
             command=self._settings.command,
