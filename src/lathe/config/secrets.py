@@ -126,18 +126,47 @@ ABOUT_A_CREDENTIAL = re.compile(
 _COOKIE = re.compile(r"cookie", re.IGNORECASE)
 
 
+# The last word of a header naming who or what a credential is for, not the credential:
+# X-Auth-Email, X-Auth-User, X-Auth-Project-Id, X-Signature-Version, X-Auth-Region.
+_ABOUT_WORDS = frozenset({"email", "user", "username", "id", "version", "region"})
+
+
 def credential_header(name: str) -> bool:
     """Whether the value of a header of this name is a credential (`secret_header`:
-    `Authorization`, `X-Api-Key`, `Cookie`), not a setting about one (`X-Auth-Scheme`)."""
-    return secret_header(name) and not ABOUT_A_CREDENTIAL.search(name)
+    `Authorization`, `X-Api-Key`, `Cookie`), not a setting about one (`X-Auth-Scheme`,
+    `X-Auth-Email`, `X-Auth-Project-Id`)."""
+    parts = _NAME_PART.findall(name)
+    about = ABOUT_A_CREDENTIAL.search(name) or (parts and parts[-1].lower() in _ABOUT_WORDS)
+    return secret_header(name) and not about
+
+
+# RFC 7235's credentials: an auth-scheme (a token: `Bearer`, `Key`, `DeepL-Auth-Key`),
+# spaces, then a token68 (`${TOKEN}`) or auth-params (`token=${T}, realm="x"`).
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_SCHEME = re.compile(rf"{_TOKEN} +(?=\S)")
+_AUTH_PARAM = re.compile(rf"\s*{_TOKEN}\s*=\s*(?P<value>\S.*?)\s*")
 
 
 def _credential_parts(name: str, value: str) -> list[str]:
-    """The parts of a credential header's value that are the credential: what follows an
-    auth scheme word (`Bearer `), or each cookie's value (`a=X; b=Y`)."""
+    """The parts of a credential header's value that are the credential: what follows a
+    leading auth scheme word of any name (`Bearer `, `Key `, `Api-Key `), the value of
+    each of its auth-params where it has those (`Token token=X`, quotes aside), else the
+    whole; or each cookie's value (`a=X; b=Y`)."""
     if _COOKIE.search(name):
         return [pair.partition("=")[2] if "=" in pair else pair for pair in value.split(";")]
-    return [auth_scheme(value)[1]]
+    scheme = _SCHEME.match(value)
+    if scheme is None:
+        return [value]
+    rest = value[scheme.end() :]
+    params = [_AUTH_PARAM.fullmatch(param) for param in rest.split(",")]
+    if all(params):
+        return [_unquoted(param.group("value")) for param in params if param]
+    return [rest]
+
+
+def _unquoted(text: str) -> str:
+    """An auth-param's value without the quotes of a quoted-string (`"${T}"`)."""
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
 
 
 def _only_references(text: str) -> bool:
