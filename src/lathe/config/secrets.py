@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -290,6 +291,18 @@ def masked_url(url: str) -> str:
     for secret in sorted(url_secrets(url), key=len, reverse=True):
         url = url.replace(secret, mask_secret(secret))
     return url
+
+
+def secret_spellings(value: str) -> list[str]:
+    """How text may spell `value`, longest first, each once: as it is, without its
+    surrounding whitespace (what a request carries of it), and escaped as Python's repr
+    of it as text or as UTF-8 bytes, and as JSON, show it (an HTTP library's error quotes
+    a header as `b'Bearer KEY\\n'`)."""
+    found: set[str] = set()
+    for form in {value, value.strip()}:
+        data = form.encode("utf-8", "backslashreplace")
+        found |= {form, repr(form)[1:-1], repr(data)[2:-1], json.dumps(form)[1:-1]}
+    return sorted(filter(None, found), key=len, reverse=True)
 
 
 def mask_secret(value: str) -> str:

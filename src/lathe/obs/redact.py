@@ -13,9 +13,11 @@ with `mask_secret(value)` (`sk-…abcd`). It is three things at once:
   it is sent — the system prompt (which may copy workspace files), messages, tool
   results — so the model is never shown what the session file would not hold.
 
-It masks exact values only: a key that a command re-encodes (base64, split across lines)
-is not recognised. Values shorter than `MIN_SECRET_CHARS` are ignored, because masking
-every "abc" in a transcript would destroy it and such a value protects nothing anyway.
+It masks exact values and the spellings an error or a JSON or Python repr gives
+them (`secret_spellings`: `b'Bearer KEY\\n'`): a key that a command re-encodes
+(base64, split across lines) is not recognised. Values shorter than `MIN_SECRET_CHARS`
+are ignored, because masking every "abc" in a transcript would destroy it and such a
+value protects nothing anyway.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import TypeAdapter
 
 from lathe.chunked import ChunkCache, Chunks
-from lathe.config.secrets import mask_secret
+from lathe.config.secrets import mask_secret, secret_spellings
 from lathe.exec.env import secret_values
 from lathe.hooks.base import AgentHooks
 from lathe.llm.base import ModelRequest, Provider, StreamEvent
@@ -48,7 +50,9 @@ _Value = TypeVar("_Value")
 
 class Redactor(AgentHooks):
     def __init__(self, secrets: Iterable[str]) -> None:
-        self._secrets: list[str] = []
+        self._given: set[str] = set()
+        self._secrets: list[str] = []  # every spelling of every secret, longest first
+        self._masks: dict[str, str] = {}  # each spelling: the mask it is replaced with
         self.generation = 0  # bumped by include(): what was masked before may hold more
         self.include(secrets)
 
@@ -59,10 +63,18 @@ class Redactor(AgentHooks):
         return cls([*model_secrets, *secret_values(environ)])
 
     def include(self, secrets: Iterable[str]) -> None:
-        """Mask these values too (e.g. the key of a model switched to)."""
-        unique = {s for s in (*self._secrets, *secrets) if s and len(s) >= MIN_SECRET_CHARS}
+        """Mask these values too (e.g. the key of a model switched to), however text
+        spells them (`secret_spellings`: a key with a newline, as an error quotes it)."""
+        self._given |= {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}
+        masks: dict[str, str] = {}
+        for secret in self._given:
+            shown = mask_secret(secret.strip())
+            for spelling in secret_spellings(secret):
+                if len(spelling) >= MIN_SECRET_CHARS:
+                    masks.setdefault(spelling, shown)
+        self._masks = masks
         # Longest first, so a secret that contains another is masked whole.
-        self._secrets = sorted(unique, key=len, reverse=True)
+        self._secrets = sorted(masks, key=len, reverse=True)
         self.generation += 1
 
     def __bool__(self) -> bool:
@@ -74,7 +86,7 @@ class Redactor(AgentHooks):
     def mask(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
-                text = text.replace(secret, mask_secret(secret))
+                text = text.replace(secret, self._masks[secret])
         return text
 
     def mask_data(self, value: Any) -> Any:
@@ -148,7 +160,7 @@ class Redactor(AgentHooks):
     def _scrub_file(self, path: Path) -> None:
         """Mask the secrets in a file of any size, a chunk at a time; the file is
         rewritten only when it holds one. Bytes, not text, so nothing else changes."""
-        needles = [(s.encode(), mask_secret(s).encode()) for s in self._secrets]
+        needles = [(s.encode(), self._masks[s].encode()) for s in self._secrets]
         tmp = path.with_name(f".{path.name}.{token_hex(4)}.masking")
         try:
             with path.open("rb") as source:
