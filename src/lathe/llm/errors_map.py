@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from lathe.config.secrets import secret_spellings
 from lathe.errors import (
     AuthError,
     BadRequest,
@@ -32,7 +33,7 @@ from lathe.errors import (
     UntrustedServer,
 )
 from lathe.llm.base import StreamEvent
-from lathe.llm.http_stream import MalformedReply, ReportedError, StatusError
+from lathe.llm.http_stream import ClientSetupError, MalformedReply, ReportedError, StatusError
 from lathe.llm.timeouts import Timeouts, TotalTimeExceeded
 from lathe.net import is_loopback
 
@@ -95,6 +96,10 @@ def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | 
 
     if isinstance(exc, ProviderError):
         return exc
+    if isinstance(exc, ClientSetupError):
+        return unsendable_header(ctx, exc.header, str(exc))
+    if quotes_a_header(exc):
+        return unsendable_header(ctx)
     if isinstance(exc, StatusError):
         words = server_words(exc.body)
         code = _error_code(exc.body)
@@ -465,6 +470,47 @@ def connection_error(exc: BaseException, ctx: ErrorContext) -> Transport:
     return Transport(f"could not talk to {ctx.base_url}: {detail}")
 
 
+# How HTTP libraries refuse a header they cannot send, quoting it: h11's "Illegal header
+# value b'Bearer KEY\\n'", and "invalid header name/value" elsewhere.
+_HEADER_REFUSED = re.compile(r"(illegal|invalid) header|header (value|name|field)", re.IGNORECASE)
+_KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+
+
+def quotes_a_header(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is a refusal to send a header, whose text
+    quotes the header's value: the key, for the one that carries it."""
+    import httpx2
+
+    return any(
+        isinstance(e, httpx2.LocalProtocolError | ValueError) and _HEADER_REFUSED.search(str(e))
+        for e in _chain(exc)
+    )
+
+
+def unsendable_header(
+    ctx: ErrorContext, header: str | None = None, problem: str = ""
+) -> BadRequest:
+    """A header (`header`, when known) HTTP cannot carry, named without its value. Sent
+    again it fails again: not retried. The key is blamed by its variable when it holds
+    what no key does (whitespace, a control or a non-ASCII character)."""
+    problem = problem or "holds a character HTTP does not allow in a header"
+    key = ctx.api_key
+    if (header or "").lower() in _KEY_HEADERS or (
+        header is None and key not in ("", NO_KEY) and not _sendable(key)
+    ):
+        what = f"the API key in {ctx.api_key_env}"
+        fix = f"set {ctx.api_key_env} to the key alone"
+    else:
+        what = f"the header {header}" if header else "a header of the request"
+        fix = "check the provider's headers setting and the variables it uses"
+    return BadRequest(f"could not send a request to {ctx.base_url}: {what} {problem}; {fix}")
+
+
+def _sendable(value: str) -> bool:
+    """Whether `value` is made of the visible ASCII characters a key is made of."""
+    return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     chain = [exc]
     while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 8:
@@ -473,6 +519,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def scrub(text: str, ctx: ErrorContext) -> str:
-    if ctx.api_key and len(ctx.api_key) >= 4:
-        text = text.replace(ctx.api_key, "[redacted]")
+    """`text` with the key masked, however it spells it (`secret_spellings`)."""
+    if ctx.api_key and len(ctx.api_key.strip()) >= 4:
+        for spelling in secret_spellings(ctx.api_key):
+            if len(spelling) >= 4:
+                text = text.replace(spelling, "[redacted]")
     return text

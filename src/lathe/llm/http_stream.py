@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -49,6 +50,16 @@ class ReportedError(Exception):
     def __init__(self, body: object) -> None:
         super().__init__("the server reported an error mid-stream")
         self.body = body
+
+
+class ClientSetupError(Exception):
+    """The HTTP client could not be built from the endpoint's settings (a header value
+    that is not ASCII, say). `header` names the header at fault when one is known; what
+    it says never holds a header's value, which may be the key."""
+
+    def __init__(self, problem: str, header: str | None = None) -> None:
+        super().__init__(problem)
+        self.header = header
 
 
 class LazyClient:
@@ -87,14 +98,30 @@ def new_client(base_url: str, headers: Mapping[str, str], idle_s: float) -> Any:
     _import_transport()
     base, query = without_query(base_url)
     base, sent = credentials_as_header(base, {"User-Agent": USER_AGENT, **headers})
-    return httpx2.AsyncClient(
-        base_url=base.rstrip("/") + "/",
-        params=query,
-        headers=sent,
-        timeout=httpx2.Timeout(idle_s),
-        follow_redirects=True,
-        verify=_tls_context(),
-    )
+    try:
+        return httpx2.AsyncClient(
+            base_url=base.rstrip("/") + "/",
+            params=query,
+            headers=sent,
+            timeout=httpx2.Timeout(idle_s),
+            follow_redirects=True,
+            verify=_tls_context(),
+        )
+    except Exception as exc:  # each becomes one error the mapping knows
+        raise _setup_error(exc) from None
+
+
+# httpx2 names the header whose value it could not encode: "... (header 'Authorization')".
+_HEADER_NAMED = re.compile(r"\(header '([^']+)'\)")
+
+
+def _setup_error(exc: Exception) -> ClientSetupError:
+    """`exc`, raised building a client, as a ClientSetupError that quotes none of its
+    text (a header's value, or a URL's password, may be in it)."""
+    if isinstance(exc, UnicodeEncodeError):
+        named = _HEADER_NAMED.search(str(exc))
+        return ClientSetupError("holds a character that is not ASCII", named and named[1])
+    return ClientSetupError(f"the HTTP client could not be built ({type(exc).__name__})")
 
 
 def credentials_as_header(url: str, headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
