@@ -19,6 +19,7 @@ priced at 0 (`prices.known` is False). Each model gets its profile here too
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
 from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
-from lathe.config.secrets import expand_references
+from lathe.config.secrets import env_references, expand_references
 from lathe.errors import UsageError
 from lathe.types import Usage
 
@@ -66,14 +67,36 @@ class ResolvedModel:
     """What the loop, the prompt and the wire do for this model."""
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        """LATHE_API_KEY if set, else the provider's key variable; None when neither is.
-        Whether a missing key is fatal is the provider's call: local servers need none."""
+        """The value of `key_variable`, without surrounding whitespace (the newline of a
+        key read from a file); None when no variable is set. Whether a missing key is
+        fatal is the provider's call: local servers need none. `key_problem` says what
+        else keeps the key from being sent."""
+        environ = os.environ if environ is None else environ
+        variable = self.key_variable(environ)
+        return environ[variable].strip() if variable else None
+
+    def key_variable(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The variable the key is read from: LATHE_API_KEY if set, else the provider's
+        key variable if set; None when neither is."""
         environ = os.environ if environ is None else environ
         if environ.get(KEY_OVERRIDE_ENV):
-            return environ[KEY_OVERRIDE_ENV]
+            return KEY_OVERRIDE_ENV
         if self.api_key_env and environ.get(self.api_key_env):
-            return environ[self.api_key_env]
+            return self.api_key_env
         return None
+
+    def key_problem(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """Why the key set cannot be sent, in one line naming its variable and never its
+        value (whitespace inside, a control or a non-ASCII character, or nothing but
+        spaces); None when it can, or when none is set."""
+        variable = self.key_variable(environ)
+        key = self.api_key(environ)
+        if variable is None or key is None:
+            return None
+        if not key:
+            return f"{variable} is set but blank; set it to your key, or unset it"
+        problem = unsendable(key, spaces=True)
+        return f"{variable} {problem}; set it to the key alone" if problem else None
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Every secret value this model's requests carry, for masking wherever lathe writes."""
@@ -210,15 +233,43 @@ def _expand(
 ) -> str:
     """`value` with each `${VAR}` from `environ`, and each `${VAR:-default}` its default
     when VAR is unset or empty, as the shell and MCP settings (`servers.expanded`) do; a
-    variable's value goes to `secrets`."""
+    variable's value goes to `secrets`. Surrounding whitespace is dropped (a variable
+    read from a file ends in a newline); a UsageError naming the header and its
+    variables, never the value, when what is left cannot be sent in a header."""
+    key = f"providers.{provider}.headers.{header}"
 
     def missing(var: str) -> str:
-        raise UsageError(
-            f"providers.{provider}.headers.{header} uses ${{{var}}}, "
-            f"but the environment variable {var} is not set"
-        )
+        raise UsageError(f"{key} uses ${{{var}}}, but the environment variable {var} is not set")
 
-    return expand_references(value, environ, missing, secrets)
+    expanded = expand_references(value, environ, missing, secrets).strip()
+    problem = unsendable(expanded, spaces=False)
+    if problem:
+        variables = env_references(value)
+        if variables:
+            uses = ", ".join(f"${{{var}}}" for var in variables)
+            fix = f"set {' and '.join(variables)} to the value alone"
+            raise UsageError(f"{key} {problem} once {uses} is expanded; {fix}")
+        raise UsageError(f"{key} {problem}; fix it in the config")
+    return expanded
+
+
+def unsendable(value: str, *, spaces: bool) -> str | None:
+    """What in `value` an HTTP header cannot carry, as the words after its name ("holds
+    a line break"); None when nothing. With `spaces`, a space inside counts too (no key
+    holds one); control characters and non-ASCII ones always count (httpx refuses them,
+    quoting the value, or fails to encode them)."""
+    if any(c in "\r\n" for c in value):
+        return "holds a line break"
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        return "holds a control character"
+    if not value.isascii():
+        return (
+            "holds a non-ASCII character (a non-breaking space or a curly quote, "
+            "copied from a web page?)"
+        )
+    if spaces and any(c.isspace() for c in value):
+        return "holds a space"
+    return None
 
 
 def _unknown_provider(config: Config, provider: str) -> str:

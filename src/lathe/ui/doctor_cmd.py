@@ -296,6 +296,11 @@ def _trust_check(checks: list[Check], loaded) -> bool:
 def _key_check(checks: list[Check], model) -> bool:
     from lathe.config import KEY_OVERRIDE_ENV, is_loopback
 
+    problem = model.key_problem()
+    if problem:  # as `lathe run` refuses it (ui.setup.endpoint_for)
+        said, _, fix = problem.partition("; ")
+        checks.append(Check("fail", "api key", said, fix))
+        return False
     if os.environ.get(KEY_OVERRIDE_ENV):
         checks.append(Check("ok", "api key", f"{KEY_OVERRIDE_ENV} is set (overrides every key)"))
         return True

@@ -4,7 +4,6 @@ Shared by `lathe run` and the interactive face."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,8 +241,11 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
     from lathe.llm.registry import Endpoint, Wire
     from lathe.llm.timeouts import Timeouts
 
+    problem = model.key_problem()
+    if problem:  # sent, it fails with the key quoted, or crashes the HTTP client
+        raise UsageError(problem)
     api_key = model.api_key()
-    key_env = "LATHE_API_KEY" if os.environ.get("LATHE_API_KEY") else (model.api_key_env or "")
+    key_env = model.key_variable() or model.api_key_env or ""
     if not api_key:
         if model.api_key_env and not is_loopback(model.base_url):
             raise UsageError(
