@@ -502,7 +502,7 @@ class Checkpoints:
         if not create and not self._repo.exists():
             raise UsageError(
                 f"no checkpoints for {self.workspace} yet: lathe records them when an "
-                "agent turn runs there (use -C DIR to name another workspace)"
+                "agent turn changes files there (use -C DIR to name another workspace)"
             )
         if not self._private:  # it holds copies of the workspace's files
             private_folder(root)
