@@ -6,7 +6,10 @@ options the user typed (`remember_top_level`); every leaf command is a `LatheCom
 which, before it runs, takes each recorded option into its own parameter of the same
 name (`--deny`, `-C`, ...): a repeatable option adds up with the values given after the
 subcommand, a single one given in both places must agree. An option the subcommand does
-not take is refused (exit 2) with where it belongs, never silently dropped.
+not take is refused (exit 2) with where it belongs, never silently dropped; so is a
+subcommand's own option typed before it (`lathe --json run`): only the options `lathe`
+itself takes carry over, since click cannot tell another option's value from the
+subcommand's name (`lathe --attempts 2 run`).
 
 Errors are lathe's everywhere: `LatheGroup.main` prints each one as a single line that
 starts with `lathe: `, click's own (an unknown option, a missing argument) with where to
@@ -143,7 +146,11 @@ class LatheGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            click.echo(f"lathe: {click_message(exc)}{_typed_words_advice(exc)}", err=True)
+            typed = sys.argv[1:] if args is None else list(args)
+            message = _subcommand_option_advice(exc, typed) or (
+                f"{click_message(exc)}{_typed_words_advice(exc)}"
+            )
+            click.echo(f"lathe: {message}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
             click.echo("lathe: interrupted", err=True)
@@ -183,6 +190,32 @@ def _typed_words_advice(exc: click.ClickException) -> str:
     if isinstance(exc, click.NoSuchOption) and exc.ctx and _takes_free_arguments(exc.ctx.command):
         return "; an argument that starts with '-' goes after `--`"
     return ""
+
+
+def _subcommand_option_advice(exc: click.ClickException, typed: Sequence[str]) -> str | None:
+    """For an option `lathe` itself does not take but a subcommand does, typed before
+    it (`lathe --json run x`): that it goes after the subcommand typed (else which
+    commands take it), in place of click's "no such option" and its guess of an
+    unrelated one. None for any other error."""
+    if not isinstance(exc, click.NoSuchOption) or exc.ctx is None or exc.ctx.parent:
+        return None
+    takers = _commands_taking(exc.ctx, (exc.option_name,))
+    meant = [path for path in takers if _typed_in(path.split()[1:], typed)]
+    if meant:
+        path = max(meant, key=len)
+        return (
+            f"{exc.option_name} is an option of `{path}`: put it after "
+            f"`{path.split(maxsplit=1)[1]}` (`{path} {exc.option_name} ...`)"
+        )
+    if not takers:
+        return None
+    owners = " and ".join(", ".join(f"`{path}`" for path in takers).rsplit(", ", 1))
+    return f"{exc.option_name} is an option of {owners}: put it after the subcommand"
+
+
+def _typed_in(words: Sequence[str], typed: Sequence[str]) -> bool:
+    """Whether `words` (a subcommand's, `sessions list`) were typed one after another."""
+    return any(list(typed[i : i + len(words)]) == list(words) for i in range(len(typed)))
 
 
 def _takes_free_arguments(command: click.Command) -> bool:
