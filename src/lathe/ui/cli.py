@@ -285,8 +285,9 @@ def _full_mode_epilog() -> str:
 def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **values) -> None:
     """Run TASK headless: progress on stderr, the final answer on stdout.
 
-    The task may also come on standard input, or from a prompt command
-    (`--command NAME [ARGS...]`)."""
+    The task may also come on standard input (TASK left out, or `-`), or from a prompt
+    command (`--command NAME [ARGS...]`). Input piped in with a task goes after it, as a
+    block the model is told is standard input: `git diff | lathe run "review this"`."""
     from lathe.errors import UsageError
     from lathe.llm.base import whole_text
     from lathe.ui.headless import run_headless
@@ -298,22 +299,102 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
         from lathe.prompt_commands import expand_command
 
         workspace = values["workspace"].expanduser().resolve()
-        sys.exit(
-            run_headless(
-                expand_command(workspace, prompt_command, " ".join(task)),
-                run_options(True, **values),
-                as_json=as_json,
-            )
-        )
+        text = expand_command(workspace, prompt_command, " ".join(task))
+        piped = _piped_input()
+        text = text if piped is None else with_piped_input(text, piped)
+        sys.exit(run_headless(text, run_options(True, **values), as_json=as_json))
     if len(task) > 1:
         raise UsageError(
             f"run takes one TASK, got {len(task)} words; quote the task: "
             f'lathe run "{" ".join(task)}"'
         )
+    sys.exit(run_headless(_task_text(task), run_options(True, **values), as_json=as_json))
+
+
+# Input piped in with a task rides along, this much of it at most (about 35k tokens):
+# its first and last parts around a marker. A 3 MB log is no one request.
+_PIPED_MAX_BYTES = 128 * 1024
+# A pipe nobody writes to and nobody closes (a CI runner's, a parent process's) must not
+# hold a run that has its task: so long for its first byte, or its end.
+_PIPED_WAIT_S = 10.0
+
+
+def _task_text(task: tuple[str, ...]) -> str | None:
+    """The task `lathe run` sends: the one given, with what was piped in as a block
+    after it; the standard input for `-`, or when no task is given."""
+    from lathe.llm.base import whole_text
+
     text = task[0] if task else None
-    if (not text or not text.strip()) and not sys.stdin.isatty():
-        text = whole_text(sys.stdin.read())
-    sys.exit(run_headless(text, run_options(True, **values), as_json=as_json))
+    if text == "-":
+        return _task_from_stdin()
+    if not text or not text.strip():
+        if _stdin_is_piped():
+            text = whole_text(sys.stdin.read())
+        return text
+    piped = _piped_input()
+    return text if piped is None else with_piped_input(text, piped)
+
+
+def _stdin_is_piped() -> bool:
+    return sys.stdin is not None and not sys.stdin.isatty()
+
+
+def _task_from_stdin() -> str:
+    """`lathe run -`: the task is all of the standard input, which must hold one."""
+    from lathe.errors import UsageError
+    from lathe.llm.base import whole_text
+
+    if not _stdin_is_piped():
+        raise UsageError(
+            "run -: the task comes on standard input, which is a terminal; pipe the "
+            "task in (echo TASK | lathe run -), or give it as an argument"
+        )
+    text = whole_text(sys.stdin.read())
+    if not text.strip():
+        raise UsageError(
+            "run -: standard input is empty; pipe the task in, or give it as an argument"
+        )
+    return text
+
+
+def _piped_input(wait_s: float = _PIPED_WAIT_S) -> bytes | None:
+    """What was piped in alongside a task; None when standard input is a terminal or
+    empty (/dev/null, a closed pipe), or when nothing came on it within `wait_s`, which
+    is said on stderr. Once input starts coming it is read to its end."""
+    import select
+
+    if not _stdin_is_piped():
+        return None
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: in memory, read at once
+        return sys.stdin.read().encode("utf-8", "surrogatepass") or None
+    if not select.select([fd], [], [], wait_s)[0]:
+        click.echo(
+            f"lathe: nothing came on standard input in {wait_s:g} s, so the task goes "
+            "without it (`< /dev/null` skips the wait; a slow command's output can be "
+            "saved to a file and piped from there)",
+            err=True,
+        )
+        return None
+    return sys.stdin.buffer.read() or None
+
+
+def with_piped_input(task: str, data: bytes) -> str:
+    """`task`, then `data` (piped in) as a delimited block, cleaned as command output
+    is (`exec.terminal`); past _PIPED_MAX_BYTES only its start and end, around a marker,
+    and the block says so."""
+    from lathe.exec.output import cap_output
+    from lathe.exec.terminal import terminal_text
+
+    shown, cut = terminal_text(data.decode("utf-8", "replace")), ""
+    if len(shown.encode()) > _PIPED_MAX_BYTES:
+        shown, _ = cap_output(data, _PIPED_MAX_BYTES, None)
+        cut = (
+            f" ({len(data):,} bytes, cut to its start and end: to have all of it read, "
+            "save it to a file in the workspace and name the file in the task)"
+        )
+    return f"{task}\n\nStandard input{cut}:\n<stdin>\n{shown.rstrip()}\n</stdin>"
 
 
 def main() -> None:
