@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -195,22 +196,65 @@ def apply_restore(
 
 
 def _set_bits(workspace: Path, chmods: dict[str, int], report: RestoreReport) -> None:
-    """Give each file of `chmods` its bits. One that is no longer a regular file there
-    (changed meanwhile) is kept; one that refuses is in `report.failed`."""
+    """Give each file of `chmods` its bits (`_chmod_file`: never through a symlink). One
+    that is no longer a regular file under real folders there (changed meanwhile) is
+    kept; one that refuses is in `report.failed`."""
     for path, bits in chmods.items():
-        full = workspace / path
         try:
-            if _real_parents(workspace, path) and stat.S_ISREG(os.lstat(full).st_mode):
-                os.chmod(full, bits)
+            if _chmod_file(workspace, path, bits):
                 continue
-            report.kept.append(path)
-        except FileNotFoundError:
             report.kept.append(path)
         except OSError as exc:
             report.failed[path] = f"mode not set back: {exc.strerror}"
         report.modes.remove(path)
         if path in report.forced:
             report.forced.remove(path)
+
+
+# Handles that follow no symlink. O_PATH needs no permission to read (a 0200 file's bits
+# are set back too) and opens nothing (a FIFO, a device); it takes no fchmod, but its name
+# under /proc/self/fd stands for the file it holds, whatever that file's name is now.
+_NO_LINK = os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER = os.O_DIRECTORY | _NO_LINK | getattr(os, "O_PATH", os.O_RDONLY)
+_HELD = "/proc/self/fd"
+# What opening a name without following a link meets where a regular file or a real
+# folder was: nothing, a symlink (ELOOP; ENOTDIR for a folder), a file for a folder.
+_CHANGED = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR})
+
+
+def _chmod_file(workspace: Path, path: str, bits: int) -> bool:
+    """Give `path` `bits` when it is a regular file under real folders of `workspace`;
+    False when it is not. Each folder, then the file, is opened without following a
+    symlink and the bits are set on what was opened, not on the name: `lstat` then
+    `chmod` by name had set the bits of a link's target, outside the workspace maybe,
+    when the file or a folder above it became a link between the two."""
+    by_path = hasattr(os, "O_PATH") and os.path.isdir(_HELD)
+    *folders, name = PurePosixPath(path).parts
+    handle = os.open(workspace, _FOLDER & ~os.O_NOFOLLOW)  # the workspace may be a link
+    try:
+        for part, flags in [*((f, _FOLDER) for f in folders), (name, _file_flags(by_path))]:
+            inner = os.open(part, flags, dir_fd=handle)
+            os.close(handle)
+            handle = inner
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return False
+        if by_path:
+            os.chmod(f"{_HELD}/{handle}", bits)
+        else:
+            os.fchmod(handle, bits)
+        return True
+    except OSError as exc:
+        if exc.errno in _CHANGED:
+            return False
+        raise
+    finally:
+        os.close(handle)
+
+
+def _file_flags(by_path: bool) -> int:
+    """How a file whose bits are set is opened: as a place (O_PATH), else for reading
+    without waiting (a FIFO's writer); never through a symlink."""
+    return _NO_LINK | (os.O_PATH if by_path else os.O_RDONLY | os.O_NONBLOCK)
 
 
 def _write(
