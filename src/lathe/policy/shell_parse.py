@@ -15,6 +15,7 @@ recorded as a note with decision "ask" so the guard never lets it pass silently.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -60,11 +61,44 @@ _CONTROL = frozenset(
 _LOOP_PASSES = 4  # a loop whose folders still grow after this many passes: unknown
 _INNER_LOOP_PASSES = 2  # the same inside another loop, whose passes multiply these
 # Variables that change what a command line runs: how its words split, where programs
-# are found. Each way of setting them is followed, or makes them unknown.
-_TRACKED = ("IFS", "PATH")
-# A variable named only at run time (`read "$N"`) may be IFS, then unknown. It is not
-# taken to be PATH: that would ask about every command after it.
-_ANY_NAME = ("IFS",)
+# are found, whether bash is in posix mode (`_posix`). Each way of setting them is
+# followed, or makes them unknown.
+_TRACKED = ("IFS", "PATH", "POSIXLY_CORRECT")
+# A variable named only at run time (`read "$N"`) may be IFS, then unknown, or turn on
+# posix mode. It is not taken to be PATH: that would ask about every command after it.
+_ANY_NAME = ("IFS", "POSIXLY_CORRECT")
+# Kept among a state's variables under names no variable can have, so that subshells,
+# branches and loops treat them as they treat variables (a change that may not have
+# happened is unknown, None): the case attribute of a variable followed ("u", "l", "c",
+# "" none, None unknown: `declare -u IFS` uppercases what IFS is set to), under its name
+# and this suffix; "on" (or None: maybe) for the shell options that change where
+# variables are set: `shopt -s lastpipe` runs a pipeline's last command in this shell,
+# `localvar_inherit` gives `local IFS` the caller's value, and posix mode (set by
+# `set -o posix`, by POSIXLY_CORRECT, or by being sh) keeps a special builtin's prefix
+# assignments (`IFS=@ export x`).
+_CASE = "#case"
+# The options each declaring builtin takes (bash 5).
+_DECLARE_OPTIONS = {
+    "declare": frozenset("aAcfFgiIlnprtux"),
+    "typeset": frozenset("aAcfFgiIlnprtux"),
+    "local": frozenset("aAcfFgiIlnprtux"),
+    "export": frozenset("fnp"),
+    "readonly": frozenset("aAfp"),
+}
+_LASTPIPE = ":lastpipe"
+_INHERIT = ":localvar_inherit"
+_POSIX_SHELL = ":posix"
+_OPTIONS = (_LASTPIPE, _INHERIT, _POSIX_SHELL)
+_STATE = (*_TRACKED, *(name + _CASE for name in _TRACKED), *_OPTIONS)
+# Builtins whose prefix assignments stay set after them in posix mode.
+_SPECIAL = frozenset(
+    {":", ".", "source", "break", "continue", "eval", "exec", "exit", "export", "readonly",
+     "return", "set", "shift", "times", "trap", "unset"}
+)  # fmt: skip
+# Shells whose special builtins are always posix ones, and those that run a pipeline's
+# last command in the shell itself (mksh: maybe).
+_POSIX_SHELLS = frozenset({"sh", "dash", "ash", "busybox"})
+_LASTPIPE_SHELLS = {"zsh": "on", "ksh": "on", "mksh": None}
 # Builtins that set the variables their words name (`read IFS`, `printf -v IFS ,`).
 _ASSIGNING = frozenset(
     {"read", "mapfile", "readarray", "printf", "getopts", "let", "wait", "declare",
@@ -72,9 +106,11 @@ _ASSIGNING = frozenset(
 )  # fmt: skip
 # An arithmetic or `${X:=...}` assignment to one of them: `((IFS=44))`.
 _ASSIGNS_TRACKED = re.compile(
-    r"\b(IFS|PATH)\s*(\[[^]]*\])?\s*([-+*/%&|^:]|<<|>>)?=(?!=)"
-    r"|(\+\+|--)\s*(IFS|PATH)\b|\b(IFS|PATH)\s*(\+\+|--)"
+    r"\b(IFS|PATH|POSIXLY_CORRECT)\s*(\[[^]]*\])?\s*([-+*/%&|^:]|<<|>>)?=(?!=)"
+    r"|(\+\+|--)\s*(IFS|PATH|POSIXLY_CORRECT)\b|\b(IFS|PATH|POSIXLY_CORRECT)\s*(\+\+|--)"
 )
+# `{NAME}>file`: bash opens a descriptor and sets NAME to its number.
+_DESCRIPTOR_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _EXPRESSIONS = frozenset(
     {"binary_expression", "unary_expression", "postfix_expression", "expansion"}
 )
@@ -307,8 +343,12 @@ class Walker:
             self._unset(node, st)
             return None
         if kind == "declaration_command":
-            self._declare(node, st)
-        elif kind in _EXPRESSIONS and _ASSIGNS_TRACKED.search(text := node_text(node)):
+            # Its words only run time knows may be set after its assignments were.
+            later = self._declare(node, st)
+            out = self._sequence(node.named_children, st, stdin)
+            self._unknown(st, *later)
+            return out
+        if kind in _EXPRESSIONS and _ASSIGNS_TRACKED.search(text := node_text(node)):
             self._unknown(st, *(name for name in _TRACKED if name in text))
         if kind in _CONTROL:
             return self._control(node, st)
@@ -340,7 +380,7 @@ class Walker:
                 self.run(child, st.copy())
         else:
             st.places = runs
-            before = {name: st.variables.get(name, _UNSET) for name in _TRACKED}
+            before = {name: st.variables.get(name, _UNSET) for name in _STATE}
             outs += [(child, self.run(child, st)) for child in rest]
             if not self._plain_cd(rest[-1], st):
                 st.places = dirs.unsure(st.places)
@@ -360,10 +400,27 @@ class Walker:
         return text in ("cd", "pushd", "popd") and text not in {*st.aliases, *st.functions}
 
     def _pipeline(self, nodes: list[Any], st: State, stdin: Stream | None) -> Stream | None:
+        """Each command of a pipeline runs in a subshell of its own, but the last one
+        runs in this shell under `shopt -s lastpipe` (`echo @ | read IFS` sets IFS)."""
         stream = stdin
-        for child in nodes:
+        for child in nodes[:-1]:
             stream = self.run(child, st.copy(), stream) or UNKNOWN
-        return stream
+        lastpipe = st.variables.get(_LASTPIPE, _UNSET)
+        if lastpipe is _UNSET:
+            return self.run(nodes[-1], st.copy(), stream) or UNKNOWN
+        if lastpipe == "on":
+            return self.run(nodes[-1], st, stream) or UNKNOWN
+        return self._maybe(nodes[-1], st, stream)
+
+    def _maybe(self, node: Any, st: State, stdin: Stream | None) -> Stream | None:
+        """Walk `node` in this shell when it may run in a subshell instead: where it
+        leaves the shell is one of the places it may be, and what it sets is unknown."""
+        entering = st.places
+        before = {name: st.variables.get(name, _UNSET) for name in st.variables}
+        out = self.run(node, st, stdin)
+        st.may_also_be(entering)
+        self._maybe_changed({**before, **dict.fromkeys(st.variables.keys() - before, _UNSET)}, st)
+        return out or UNKNOWN
 
     def _control(self, node: Any, st: State) -> None:
         before = st.copy()
@@ -445,7 +502,7 @@ class Walker:
             self._set(st, node_text(name), expand_one(value, self.scope(st)).value)
 
     def _set(self, st: State, name: str, value: str | None) -> None:
-        st.variables[name] = value
+        st.variables[name] = _cased(value, st.variables.get(name + _CASE, ""))
         if name == "PATH":
             st.path_by_file = value is None and self.file_depth > 0
         self._unknown(st, *(self.namerefs - {name}))
@@ -463,32 +520,91 @@ class Walker:
         if self.frames and name not in self.frames[-1]:
             self.frames[-1][name] = st.variables.get(name, _UNSET)
 
-    def _declare(self, node: Any, st: State) -> None:
+    def _declare(self, node: Any, st: State) -> list[str]:
         """`export`, `declare`, `local`...: what their words other than `NAME=value`
         (walked as assignments) do to the variables followed. `local IFS` in a function
         unsets IFS there (bash splits on whitespace again); a word only known at run
         time, or one naming IFS or PATH, may set them (`declare "IFS=,"`); `-n` makes
-        names that set others."""
+        names that set others; `-u`, `-l`, `-c` (and `-i`, whose arithmetic is not
+        followed) change what the names they declare are set to from then on. Returns
+        the names its words may set, as they may be set after its assignments."""
         scope = self.scope(st)
+        builtin = node_text(node.children[0]) if node.children else ""
+        # An option it does not take, or `local` outside a function, fails it whole.
+        fails = builtin == "local" and not self.frames
+        case: Any = _UNSET  # the case attribute the options give the names declared
+        options = True  # bash reads options before the first name only
+        declared: list[str] = []  # the followed names among those declared
+        later: list[str] = []  # those its words may set
+        local = False
         for child in node.named_children:
             if child.type == "variable_assignment":
+                options = False
+                local = bool(self.frames) and _declares_local(child)
+                declared += [n for n in [_assigned_name(child)] if n in _TRACKED]
                 continue
             if child.type == "variable_name":
+                options = False
+                local = bool(self.frames) and _declares_local(child)
                 name = node_text(child)
-                if name in _TRACKED and self.frames and _declares_local(child):
-                    self._local(st, name)
-                    if name == "IFS":
-                        st.variables.pop(name, None)
-                    else:
-                        self._unknown(st, name)
+                if name in _TRACKED:
+                    declared.append(name)
+                    if local:
+                        self._local_unset(st, name)
                 continue
             for word in expand(child, scope):
                 value = word.value
-                if value is not None and value.startswith("-"):
-                    if "n" in value:
-                        self.namerefs |= {*_ANY_NAME, *_named(node_text(node))}
+                if value == "--" and options:
+                    options = False
                     continue
-                self._unknown(st, *(_ANY_NAME if value is None else _named(value)))
+                if value is not None and value.startswith(("-", "+")) and len(value) > 1:
+                    if "n" in value and value[0] == "-":
+                        self.namerefs |= {*_ANY_NAME, *_named(node_text(node))}
+                    if options:
+                        case = _case_option(value, case)
+                        known = _DECLARE_OPTIONS.get(builtin, frozenset())
+                        fails = fails or not set(value[1:]) <= known
+                    continue
+                if value is None and options:  # `declare "$F" IFS=q`: maybe -u
+                    case = None
+                options = False
+                names = _ANY_NAME if value is None else _named(value)
+                self._unknown(st, *names)
+                declared += names
+                later += names
+        self._declare_case(st, declared, case, local)
+        return declared if fails else later
+
+    def _local_unset(self, st: State, name: str) -> None:
+        """`local NAME` in a function: NAME has no value there (IFS splits on
+        whitespace), unless `shopt -s localvar_inherit` gave it the caller's."""
+        self._local(st, name)
+        inherit = st.variables.get(_INHERIT, _UNSET)
+        if inherit == "on":
+            return
+        if name == "IFS" and inherit is _UNSET:
+            st.variables.pop(name, None)
+        else:
+            self._unknown(st, name)
+
+    def _declare_case(self, st: State, declared: list[str], case: Any, local: bool) -> None:
+        """Give the names a declaration names the case attribute its options set
+        (`_UNSET`: none given); a new local has none unless localvar_inherit."""
+        if case is _UNSET and not local:
+            return
+        names = dict.fromkeys(declared)
+        if case is not _UNSET and self.namerefs:  # `declare -u r` where r may be IFS
+            for name in self.namerefs & set(_TRACKED):
+                st.variables[name + _CASE] = None
+        for name in names:
+            key = name + _CASE
+            if local:
+                self._local(st, key)
+            if case is not _UNSET:
+                st.variables[key] = case
+            elif key in st.variables:
+                inherit = st.variables.get(_INHERIT, _UNSET)
+                st.variables[key] = "" if inherit is _UNSET else None
 
     def _unset(self, node: Any, st: State) -> None:
         if any(node_text(c).startswith("-") and "f" in node_text(c) for c in node.named_children):
@@ -497,10 +613,13 @@ class Walker:
             name = node_text(child)
             if child.type not in ("variable_name", "word") or "$" in name:
                 self._unknown(st, *_ANY_NAME)  # `unset "$V"` may unset IFS
-            elif name == "IFS":  # unset, IFS splits as by default
+                continue
+            if name in ("IFS", "POSIXLY_CORRECT"):  # IFS splits as by default; no posix
                 st.variables.pop(name, None)
             else:
                 st.variables[name] = ""
+            if name + _CASE in st.variables:  # gone with it, or a local's shows again
+                st.variables[name + _CASE] = None
 
     # -- redirects ---------------------------------------------------------------------
 
@@ -598,7 +717,18 @@ class Walker:
         environment: list[tuple[str, Word]] = []
         words: list[Word] = []
         scope = self.scope(st)
+        redirect_at = {
+            c.start_byte
+            for parent in (node, node.parent)
+            if parent is not None and parent.type in ("command", "redirected_statement")
+            for c in parent.children
+            if c.type.endswith("_redirect")
+        }
         for child in node.named_children:
+            descriptor = _DESCRIPTOR_NAME.fullmatch(node_text(child))
+            if descriptor and child.end_byte in redirect_at:
+                self._set(st, descriptor[1], None)  # `{IFS}>f`: the descriptor's number
+                continue
             if child.type == "variable_assignment":
                 if name := child.child_by_field_name("name"):
                     assigned.append(node_text(name))
@@ -619,15 +749,19 @@ class Walker:
         if not words:
             return None
         # `IFS=, eval '$c'`, `PATH=./bin f`: for the command, eval, source or function
-        # run with them, then they are as before.
+        # run with them, then they are as before (but after a special builtin in posix
+        # mode, `_persists`).
         saved = {name: st.variables.get(name, _UNSET) for name, _ in environment}
         saved = {name: value for name, value in saved.items() if name in _TRACKED}
         for name, value in environment:
             if name in saved:
-                st.variables[name] = value.value
+                st.variables[name] = _cased(value.value, st.variables.get(name + _CASE, ""))
+        function = st.functions.get(words[0].value or "")
+        if words[0].glob or words[0].value in self.calling:
+            function = None
+        persists = _persists(words[0], function is not None, _posix(st)) if saved else False
         try:
-            function = st.functions.get(words[0].value or "")
-            if function is not None and not words[0].glob and words[0].value not in self.calling:
+            if function is not None:
                 return self._call(words[0].value or "", function, st, stdin, redirects)
             text = shown(node_text(node))
             call = Call(
@@ -636,7 +770,10 @@ class Walker:
             )  # fmt: skip
             out = self.dispatch(call, st, stdin)
         finally:
-            _restore(st, saved)
+            if persists is False:
+                _restore(st, saved)
+            elif persists is None:
+                self._maybe_changed(saved, st)
         self._wrote(redirects, out)
         return out
 
@@ -784,11 +921,12 @@ class Walker:
         if base in SHELLS:
             self.exported.append(programs.path_for(self, call, st))
             try:
-                return runners.shell(self, call, _new_shell(st), stdin, base, args)
+                shell = _new_shell(st, base, args, call.environment)
+                return runners.shell(self, call, shell, stdin, base, args)
             finally:
                 self.exported.pop()
         if base in ("eval", "trap", "watch"):
-            shell = _new_shell(st) if base == "watch" else st  # watch runs `sh -c`
+            shell = _new_shell(st, "sh") if base == "watch" else st  # watch runs `sh -c`
             return runners.eval_like(self, call, shell, base, args)
         if base in ("source", "."):
             if args and args[0].value in STDIN_FILES:
@@ -806,6 +944,8 @@ class Walker:
             runners.interpreter(self, call, _new_shell(st), stdin, language, base, args)
         elif base == "ln":
             programs.made_links(self, call, args)
+        elif base in ("set", "shopt"):
+            _shell_option_set(base, [w.value for w in args], st)
         elif base == "hash":
             programs.hashed(self, args)
         if base == "find":
@@ -857,7 +997,10 @@ class Walker:
             if line is not None and (values[0] == "-r" or "\\" not in line):
                 self._set(st, name, line.strip(DEFAULT_IFS))
         elif base == "printf" and (values[0] == f"-v{name}" or values[:2] == ["-v", name]):
-            out = output_of("printf", args[2:] if values[0] == "-v" else args[1:], None, None)
+            printed = args[2:] if values[0] == "-v" else args[1:]
+            if printed and printed[0].value == "--":  # `printf -v IFS -- @`
+                printed = printed[1:]
+            out = output_of("printf", printed, None, None)
             self._set(st, name, out.text if out.kind == "text" else None)
 
     def _substitute(self, node: Any, st: State) -> str | None:
@@ -902,12 +1045,166 @@ def _named(text: str) -> tuple[str, ...]:
     return tuple(name for name in _TRACKED if name in text)
 
 
-def _new_shell(st: State) -> State:
-    """The state a new bash starts with: it inherits the environment, but sets IFS
-    itself."""
+def _new_shell(
+    st: State, base: str | None = None, args: Sequence[Word] = (),
+    environment: Sequence[tuple[str, Word]] = (),
+) -> State:  # fmt: skip
+    """The state a new shell `base args...` starts with (None: some shell a program
+    starts): it inherits the environment, but sets IFS itself and takes no case
+    attribute. It is in posix mode if it is sh, if its options say so (`--posix`, `-o
+    posix`) or SHELLOPTS does, and maybe if the caller was or may have exported
+    POSIXLY_CORRECT; it runs a pipeline's last command itself if it is zsh or ksh, or
+    `-O lastpipe` or BASHOPTS says so (and maybe if the caller did)."""
     shell = st.copy()
-    shell.variables.pop("IFS", None)
+    for name in ("IFS", *(name + _CASE for name in _TRACKED), *_OPTIONS):
+        shell.variables.pop(name, None)
+    if "POSIXLY_CORRECT" in st.variables:  # whether it was exported only run time knows
+        shell.variables["POSIXLY_CORRECT"] = None
+    named = _shell_options(args)
+    given = dict(environment)
+    for name in ("SHELLOPTS", "BASHOPTS"):
+        word = given.get(name)
+        value = st.variables.get(name, "") if word is None else word.value
+        named |= {None} if value is None else set(value.split(":"))
+    defaults = {
+        _POSIX_SHELL: "on" if base in _POSIX_SHELLS else None if base is None else _UNSET,
+        _LASTPIPE: _LASTPIPE_SHELLS.get(base or "", _UNSET),
+        _INHERIT: _UNSET,
+    }
+    for key, default in defaults.items():
+        option = key[1:]
+        if option in named:
+            shell.variables[key] = "on"
+        elif None in named or key in st.variables or default is None:
+            shell.variables[key] = None
+        elif default == "on":
+            shell.variables[key] = "on"
     return shell
+
+
+def _shell_options(args: Sequence[Word]) -> set[str | None]:
+    """The options a shell's arguments turn on (`--posix`, `-o posix`, `-O lastpipe`);
+    None for a word only run time knows."""
+    values = [word.value for word in args]
+    found: set[str | None] = set()
+    i = 0
+    while i < len(values):
+        value = values[i]
+        if value is None:
+            found.add(None)
+        elif value == "--" or not value.startswith(("-", "+")) or value in ("-", "+"):
+            break
+        elif value.startswith("--"):
+            found.add(value[2:])
+        elif value[-1] in "oO":  # `-o posix`, `-eo posix`: the option is the next word
+            i += 1
+            found.add(values[i] if i < len(values) else "")
+        i += 1
+    return found
+
+
+def _shell_option_set(base: str, values: list[str | None], st: State) -> None:
+    """`set -o posix`, `set +o posix`, `shopt -s lastpipe`, `shopt -so posix`...: the
+    options followed that they turn on or off; a word only run time knows may be any."""
+    changes: list[tuple[str | None, bool | None]] = []  # (option, on); None: unknown
+    on: Any = True if base == "set" else _UNSET  # `shopt NAME` only tells
+    set_options = base == "set"
+    i = 0
+    while i < len(values):
+        value = values[i]
+        i += 1
+        if value is None:
+            changes.append((None, None))
+            on = None if base == "shopt" else on
+        elif value == "--" and base == "set":
+            break
+        elif value.startswith(("-", "+")) and len(value) > 1:
+            letters = value[1:]
+            if base == "shopt":
+                on = True if "s" in letters else False if "u" in letters else on
+                set_options = set_options or "o" in letters
+            elif "o" in letters and i < len(values):  # `set -eo posix`
+                changes.append((values[i], value[0] == "-"))
+                i += 1
+        elif base == "shopt":
+            if on is not _UNSET:
+                changes.append((value, on))
+        else:
+            break  # `set a b`: the positional parameters
+    for option, turned in changes:
+        keys = [_POSIX_SHELL] if set_options else [_LASTPIPE, _INHERIT]
+        if option is not None:
+            keys = [k for k in keys if k[1:] == option]
+        for key in keys:
+            if key == _POSIX_SHELL:
+                _set_posix(st, None if option is None else turned)
+            elif turned is None or option is None:
+                st.variables[key] = None
+            elif turned:
+                st.variables[key] = "on"
+            else:
+                st.variables.pop(key, None)
+
+
+def _set_posix(st: State, on: bool | None) -> None:
+    """Posix mode turned on (bash sets POSIXLY_CORRECT then), off, or maybe (None)."""
+    if on is None:
+        st.variables["POSIXLY_CORRECT"] = None
+    elif on:
+        st.variables.setdefault("POSIXLY_CORRECT", "y")
+    else:
+        st.variables.pop("POSIXLY_CORRECT", None)
+        st.variables.pop(_POSIX_SHELL, None)
+
+
+def _assigned_name(node: Any) -> str:
+    """The variable an assignment sets (`IFS=x`, `IFS[0]=x`: IFS)."""
+    name = node.child_by_field_name("name")
+    if name is not None and name.type == "subscript":
+        name = name.child_by_field_name("name")
+    return "" if name is None else node_text(name)
+
+
+def _case_option(option: str, case: Any) -> Any:
+    """The case attribute after a declaration's `option` (`-u`), given the one its
+    options set before it (`_UNSET`: none): "u", "l", "c", or None when more than one,
+    one taken away (`+u`), or `-i` (arithmetic) or `-c` (not in every bash) leaves only
+    run time knowing what a value becomes."""
+    letters = set(option[1:]) & set("ulci")
+    if not letters:
+        return case
+    if option[0] == "+" or letters & set("ic") or len(letters) > 1:
+        return None
+    return letters.pop() if case is _UNSET else None
+
+
+def _cased(value: str | None, case: str | None) -> str | None:
+    """`value` as a variable with the case attribute `case` holds it: bash changes
+    each letter as the locale says, so only ASCII is known."""
+    if case == "":
+        return value
+    if value is None or case is None or not value.isascii():
+        return None
+    return value.upper() if case == "u" else value.lower()
+
+
+def _persists(name: Word, function: bool, posix: bool | None) -> bool | None:
+    """Whether a command's prefix assignments stay set after it (None: maybe): after a
+    special builtin (`IFS=@ export x`) in posix mode; bash before 5.2 kept them after a
+    function too, and a name only run time knows may be either."""
+    if name.value in _SPECIAL and not name.glob:
+        return posix
+    if posix is not False and (name.value is None or name.glob or function):
+        return None
+    return False
+
+
+def _posix(st: State) -> bool | None:
+    """Whether the shell is in posix mode (None: maybe)."""
+    values = [st.variables[key] for key in ("POSIXLY_CORRECT", _POSIX_SHELL) if key in st.variables]
+    if not values:
+        return False
+    return True if any(v is not None for v in values) else None
 
 
 def _declares_local(node: Any) -> bool:
