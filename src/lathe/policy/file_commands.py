@@ -148,12 +148,15 @@ def _copy_like(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | Non
     return found
 
 
-def links(args: Sequence[Word], cwd: Path | None) -> list[tuple[Path, Path]]:
-    """The (link, target) pairs `ln args...` makes, as far as its words are known."""
-    argv = _argv(args, _COPY_SHORT["ln"], _COPY_LONG)
-    symbolic = argv.has("-s", "--symbolic")
+def links(args: Sequence[Word], cwd: Path | None, base: str = "ln") -> list[tuple[Path, Path]]:
+    """The (link, target) pairs `base args...` (ln, or cp with `-s`) makes, as far as
+    its words are known."""
+    argv = _argv(args, _COPY_SHORT[base], _COPY_LONG)
+    symbolic = _symbolic(base, argv)
+    if base != "ln" and not symbolic:
+        return []
     found = []
-    for source, landing in _landings(argv, argv.operands, cwd, "ln"):
+    for source, landing in _landings(argv, argv.operands, cwd, base):
         link = None if landing is None or landing.value is None else join_path(cwd, landing.value)
         if link is None or source.value is None:
             continue
@@ -161,6 +164,27 @@ def links(args: Sequence[Word], cwd: Path | None) -> list[tuple[Path, Path]]:
         if target is not None:
             found.append((link, target))
     return found
+
+
+def makes_links(base: str, args: Sequence[Word]) -> bool:
+    """Whether `base args...` is ln or a `cp -s` (`--symbolic-link`)."""
+    return base == "ln" or (base == "cp" and _symbolic(base, _argv(args, _COPY_SHORT[base])))
+
+
+def lands_unknown(base: str, args: Sequence[Word]) -> bool:
+    """Whether where cp, mv, install or ln puts what it copies is only known at run
+    time (`cp x "$D"`, `cp -t "$D" x`)."""
+    argv = _argv(args, _COPY_SHORT[base], _COPY_LONG)
+    if argv.has("-t", "--target-directory"):
+        return not (argv.get("-t") or argv.get("--target-directory"))
+    operands = argv.operands
+    return len(operands) > 1 and (operands[-1].value is None or operands[-1].glob)
+
+
+def _symbolic(base: str, argv: _Argv) -> bool:
+    if base == "cp":
+        return argv.has("-s", "--symbolic-link")
+    return base == "ln" and argv.has("-s", "--symbolic")
 
 
 def _landings(
@@ -273,7 +297,7 @@ def _copied(base: str, args: Sequence[Word], fed: list[Word], cwd: Path | None) 
         if base == "install" and argv.has("-d", "--directory"):
             return []
         pairs = _landings(argv, [*argv.operands, *fed], cwd, base)
-        symbolic = base == "ln" and argv.has("-s", "--symbolic")
+        symbolic = _symbolic(base, argv)
     found: list[Landing] = []
     for source, landing in pairs:
         target = None if landing is None or landing.value is None else join_path(cwd, landing.value)

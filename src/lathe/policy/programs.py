@@ -47,25 +47,40 @@ def _link_target(w: Walker, place: Path) -> Any:
     for _ in range(MAX_LINKS):
         if place not in w.links:
             break
-        place = w.links[place]
+        if (found := w.links[place]) is None:
+            return RUN_TIME
+        place = found
     else:
         return None  # links made in a loop lead nowhere
-    if w.vague_links and place == start:
+    if place == start and (w.vague_links or _copied_unknown(w, place)):
         return RUN_TIME
     real = real_program(place)
     target = place if real is None else real
     return target if target.name != start.name else None
 
 
-def made_links(w: Walker, call: Call, args: list[Word]) -> None:
-    from lathe.policy.file_commands import links
+def _copied_unknown(w: Walker, place: Path) -> bool:
+    """Whether `place` is in a folder a file only run time knows was copied into."""
+    return any(w.links.get(folder, place) is None for folder in place.parents)
 
-    if any(word.value is None or word.glob for word in args) or None in call.cwds:
+
+def made_links(w: Walker, call: Call, base: str, args: list[Word]) -> None:
+    """Remember the links ln and `cp -s` make, the copies cp and install make and the
+    files mv moves: a program there runs under another name (`cp /bin/rm d`). A file
+    only run time knows landing at a known place (`cp "$P" d`, `cp "$P" bin/`) may be
+    any program (None); a link or copy whose place only run time knows (and any link,
+    where a word of ln or `cp -s` is unknown) may be any program named by a path. mv
+    only renames what is already there: a move only run time knows is not followed."""
+    from lathe.policy.file_commands import landings, lands_unknown, makes_links
+
+    vague = any(word.value is None or word.glob for word in args) or None in call.cwds
+    if vague and (makes_links(base, args) or (base != "mv" and lands_unknown(base, args))):
         w.vague_links = True
         return
     for cwd in call.cwds:
-        for link, target in links(args, cwd):
-            w.links[link] = target
+        for link, target in landings(base, args, None, cwd):
+            if target is not None or base != "mv":
+                w.links[link] = target
 
 
 def hashed(w: Walker, args: list[Word]) -> None:
@@ -101,7 +116,8 @@ def looked_up(w: Walker, call: Call, st: State, stdin: Stream | None) -> None:
         found: list[Path] = []
         if path:
             found, unsure = found_in_path(value, path, w.path, cwd, lambda file: _exists(w, file))
-            vague = vague or unsure
+            # a link made to a program only run time knows may be in a folder it added
+            vague = vague or unsure or (w.vague_links and _adds_folders(path, w.path))
         # `hash -p x foo` runs ./x, not a program named x in PATH
         named = [Word(name.text, f if "/" in f else f"./{f}") for f in files if f]
         named += [Word(name.text, str(f)) for f in found]
@@ -126,7 +142,7 @@ def path_for(w: Walker, call: Call, st: State) -> tuple[str | None, bool] | None
 
 def _exists(w: Walker, path: Path) -> bool:
     try:
-        return path in w.files.written or path.is_file()
+        return path in w.files.written or path in w.links or path.is_file()
     except (OSError, ValueError):
         return False
 
@@ -153,6 +169,12 @@ def found_in_path(
         if exists(place / name):
             found.append(place / name)
     return found, False
+
+
+def _adds_folders(value: str, inherited: str | None) -> bool:
+    """Whether PATH `value` has a folder the `inherited` PATH's system folders are not."""
+    system = {entry for entry in (inherited or "").split(":") if entry.startswith("/")}
+    return any(entry not in system for entry in value.split(":"))
 
 
 def either_path(one: str | None, other: str, inherited: str | None) -> str:

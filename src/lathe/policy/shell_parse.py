@@ -260,9 +260,10 @@ class Walker:
         # The variables followed that a name made by `declare -n` may set (`declare -n
         # r=IFS; r=,`): any assignment after it may set them.
         self.namerefs: set[str] = set()
-        # Links `ln` makes in this command line, and whether one was made whose place
-        # or target only run time knows.
-        self.links: dict[Path, Path] = {}
+        # Links (and copies) `ln`, `cp`, `install` and `mv` make in this command line
+        # (`programs.made_links`; None: of a file only run time knows), and whether one
+        # was made whose place only run time knows.
+        self.links: dict[Path, Path | None] = {}
         self.vague_links = False
         # `hash -p FILE NAME`: the files NAME runs (None: only run time knows), by NAME;
         # under None, those for any name.
@@ -942,8 +943,8 @@ class Walker:
             runners.git_config_options(self, call, _new_shell(st), args)
         elif language := language_of(base):
             runners.interpreter(self, call, _new_shell(st), stdin, language, base, args)
-        elif base == "ln":
-            programs.made_links(self, call, args)
+        elif base in ("ln", "cp", "install", "mv"):
+            programs.made_links(self, call, base, args)
         elif base in ("set", "shopt"):
             _shell_option_set(base, [w.value for w in args], st)
         elif base == "hash":
