@@ -290,14 +290,19 @@ def reports_failure(output: str) -> bool:
     return bool(counts and counts["failed"]) or _failing_summary(output)
 
 
-# A line naming a failing test: pytest's short summary ("FAILED tests/t.py::test_a - msg",
-# "ERROR tests/t.py") and its -v lines, unittest's "FAIL: test_a (mod.Case.test_a)", go's
-# "--- FAIL: TestA", cargo's "test a ... FAILED". Not unittest's "FAILED (failures=1)".
+# A line naming a failing test, in the shape each runner gives its names (a log line,
+# "ERROR: cache miss at 12:00", names none): pytest's short summary ("FAILED
+# tests/t.py::test_a - msg", "ERROR tests/t.py": an id with `::` or a .py file) and its
+# -v lines, unittest's "FAIL: test_a (mod.Case.test_a)" (a subtest's parameters after
+# it), go's "--- FAIL: TestA" (indented for a subtest), cargo's "test a ... FAILED". Not
+# unittest's "FAILED (failures=1)". No part before a name may match a line break: at a
+# line's start, `\s*` read on across every blank line after it (quadratic in them).
 _FAILING_TEST = re.compile(
-    r"^(?:FAILED|ERROR) (?P<pytest>[^\s(][^\n]*?)(?: - [^\n]*)?[ \t]*$"
+    r"^(?:FAILED|ERROR) (?P<pytest>[^\s:]+\.py(?:::[^\n]*?)?|[^\s:]+::[^\n]*?)"
+    r"(?: - [^\n]*)?[ \t]*$"
     r"|^(?P<verbose>\S+::\S+) (?:FAILED|ERROR)\b"
-    r"|^(?:FAIL|ERROR): (?P<unittest>\S[^\n]*?)[ \t]*$"
-    r"|^\s*--- FAIL: (?P<go>\S+)"
+    r"|^(?:FAIL|ERROR): (?P<unittest>\w+ \([\w.]+\)(?: \([^\n]*\))?)[ \t]*$"
+    r"|^[ \t]*--- FAIL: (?P<go>(?:Test|Example|Fuzz|Benchmark)\S*)"
     r"|^test (?P<cargo>\S+) \.\.\. FAILED[ \t]*$",
     re.MULTILINE,
 )

@@ -204,8 +204,9 @@ class VerifyGate(FinishHandler):
                 messages=(lathe_note(record),),
                 reason=await self._caveat(after),
             )
-        if self._put_back is not None and (worse := worse_after(before, after)):
-            self._put_back()
+        put_back = self._put_back
+        if put_back is not None and (worse := await asyncio.to_thread(worse_after, before, after)):
+            put_back()
             text = self._words.say(
                 "applied_reverted",
                 applied="\n\n".join(notes),
@@ -485,7 +486,8 @@ class VerifyGate(FinishHandler):
         return result
 
 
-_CODE_BLOCK = re.compile(r"^\s*```", re.MULTILINE)
+# `[ \t]*`, not `\s*`: read on across every blank line after a line's start (quadratic).
+_CODE_BLOCK = re.compile(r"^[ \t]*```", re.MULTILINE)
 # How long a run took, or when: what differs between two runs of the same failure
 # ("1 failed in 0.05s", "12:01:33").
 _TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds?)\b|\b\d\d?:\d\d:\d\d(?:\.\d+)?\b")
@@ -534,9 +536,11 @@ def worse_after(before: ExecResult, after: ExecResult) -> str:
     check went from <before's counts> to ...", or "" when it is not. Worse: it timed
     out where that one did not; it printed no counts where that one did; more failing
     or fewer passing tests (`made_worse`); its tests stopped at collection or fewer of
-    them ran (a syntax error: "1 error" where 2 had failed); or, as many having run, it
-    names a test failing that the one before did not, when that one names its failing
-    tests. A check that printed no counts before is never judged (but for a timeout)."""
+    them ran (a syntax error: "1 error" where 2 had failed); or, as many having run and
+    as many failing, it names a test failing that the one before did not, when that one
+    names its failing tests (fewer failing is better, whatever the names). A check that
+    printed no counts before is never judged (but for a timeout). Reads up to 8 MiB of
+    each output (`whole_output`): call it off the event loop."""
     if after.timed_out and not before.timed_out:
         return "a check that timed out"
     said_before, said = whole_output(before), whole_output(after)
@@ -553,7 +557,7 @@ def worse_after(before: ExecResult, after: ExecResult) -> str:
         return f"{shown}, and {plural(ran, 'test')} ran where {ran_before} did"
     named_before = failing_tests(said_before)
     # More tests ran: a newly named one may not have run before (`pytest -x`).
-    if ran > ran_before or not named_before:
+    if ran > ran_before or new["failed"] < old["failed"] or not named_before:
         return ""
     newly = sorted(failing_tests(said) - named_before)
     if not newly:
