@@ -452,15 +452,16 @@ class VerifyGate(FinishHandler):
 
     async def _check(self, run: RunState, *, baseline: bool = False) -> ExecResult:
         """Run the check, between `verify_started` and `verify_finished`. A check cut
-        before it ends (the run's time budget, an interrupt) still gets its
-        `verify_finished`: no exit code, not passed, then the cancellation goes on."""
+        before it ends (the run's time budget, an interrupt) or that does not run (the
+        person declined it: `CheckDeclined`) still gets its `verify_finished`: no exit
+        code, not passed, then the cancellation or error goes on."""
         command = self._settings.command
         run.emit(VerifyStarted(command=command, baseline=baseline))
         self._unchecked = False
         started = time.monotonic()
         try:
             result = await self._run_check(command)
-        except asyncio.CancelledError:
+        except BaseException:
             run.emit(
                 VerifyFinished(
                     command=command,
