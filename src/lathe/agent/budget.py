@@ -71,7 +71,16 @@ class RunBudget:
     def exceeded(self, usage: Usage, cost: float | None, elapsed: float) -> str | None:
         """Why the run must stop now, or None. `usage` and `cost` are this run's so far
         (cost None: unknown, which no cost limit can judge), `elapsed` its seconds."""
-        spent = self.earlier.plus(tokens_of(usage), cost, elapsed)
+        if (over := self.spending_exceeded(usage, cost)) is not None:
+            return over
+        if self.timeout_s is not None and self.earlier.elapsed_s + elapsed >= self.timeout_s:
+            return self.out_of_time(elapsed)
+        return None
+
+    def spending_exceeded(self, usage: Usage, cost: float | None) -> str | None:
+        """Why the run must stop now for its tokens or cost, or None; time aside (the
+        deadline's: `BudgetGuard.time_limit`)."""
+        spent = self.earlier.plus(tokens_of(usage), cost, 0.0)
         if self.own_max_tokens is not None and spent.tokens >= self.own_max_tokens:
             return (
                 f"the subagent's token budget ({self.own_max_tokens:,}, agents.max_tokens) was "
@@ -89,8 +98,6 @@ class RunBudget:
             return (
                 f"the token budget ({self.max_tokens:,}) was reached: {spent.tokens:,} tokens used"
             )
-        if self.timeout_s is not None and spent.elapsed_s >= self.timeout_s:
-            return self.out_of_time(elapsed)
         return None
 
     @property
@@ -203,9 +210,13 @@ class BudgetGuard(FinishHandler):
         return TimeLimit(seconds, end)
 
     def before_request(self, run: RunState) -> Finish | None:
+        """`out_of_budget` when the tokens or the cost reached their limit; never for
+        time, which is the deadline's alone: the spend clock starts before the deadline's
+        timer, and an end here goes through `ending`, whose check the deadline would cut
+        at once."""
         spent = run.spent
         if spent is None:
             return None
         cost = spent.cost_usd if self._priced else None
-        over = self._budget.exceeded(spent.usage, cost, spent.elapsed_s())
+        over = self._budget.spending_exceeded(spent.usage, cost)
         return Finish(RunStatus.OUT_OF_BUDGET, reason=over) if over else None
