@@ -15,7 +15,7 @@ from lathe.policy.carried import named_paths
 from lathe.policy.dirs import Dirs, join_path
 from lathe.policy.interpreters import Language
 from lathe.policy.scripts import Content, runs_as_shell_script
-from lathe.policy.shell_parse import Call, FilesTooComplex, State
+from lathe.policy.shell_parse import Call, FilesTooComplex, Redirect, State
 from lathe.policy.shell_words import Word
 from lathe.policy.streams import UNKNOWN, Stream, under
 from lathe.policy.wrappers import SHELLS, FindCall, shell_call, unwrap
@@ -80,7 +80,12 @@ def xargs(w: Walker, call: Call, st: State, stdin: Stream | None, args: list[Wor
     elif stdin is not None and stdin.kind == "text":
         fed = tuple(Word(item, item) for item in stdin.text.split())
     words = unwrapped.inner or [Word("echo", "echo")]
-    inner = replace(call, words=words, via=(*call.via, "xargs"), fed=fed)
+    # The file `-a F` reads the arguments from is judged as the command's `< F`: what
+    # it holds reaches the command (`xargs -a .env echo` shows it).
+    reads = tuple(Redirect("<", file, cwd) for file in unwrapped.reads for cwd in call.cwds)
+    inner = replace(
+        call, words=words, via=(*call.via, "xargs"), fed=fed, redirects=(*call.redirects, *reads)
+    )
     mark = unwrapped.replaces
     if mark is None:
         w.dispatch(inner, st.copy(), None)

@@ -45,6 +45,7 @@ class Unwrapped:
     commands_in_variables: list[Word] = field(default_factory=list)  # `env EDITOR=...`
     lookup_only: bool = False  # `command -v rm` names a command without running it
     writes: list[Word] = field(default_factory=list)  # files it writes itself (`strace -o`)
+    reads: list[Word] = field(default_factory=list)  # files it reads for it (`xargs -a F`)
 
 
 def basename(word: Word) -> str | None:
@@ -67,6 +68,8 @@ def unwrap(name: str, args: Sequence[Word]) -> Unwrapped | None:
         _note(result, syntax, option, value)
         if name == "xargs" and option in ("-I", "-i", "--replace"):
             result.replaces = value or Word("{}", "{}")
+        if name == "xargs" and option in ("-a", "--arg-file") and value is not None:
+            result.reads.append(value)
     result.lookup_only = name == "command" and _any(parsed, "-v", "-V")
     last = parsed.options[-1] if parsed.options else None
     if last is not None and last[0] in syntax.splits and last[1] is not None:
