@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from lathe.policy import file_commands, git_config, signals
 from lathe.policy.dirs import join_path
-from lathe.policy.places import UNKNOWN_FOLDER, Finding, Places, in_unknown_folder
+from lathe.policy.places import UNKNOWN_FOLDER, Finding, FindPick, Places, in_unknown_folder
 from lathe.policy.shell_parse import (
     Decision,
     Found,
@@ -94,6 +94,8 @@ class Analysis:
     # (`git push origin "$BRANCH"`), not for what a word known only at run time may be:
     # a script's `$RUNNER ...` lines would match every deny rule.
     in_files: tuple[SimpleCommand, ...] = ()
+    # What finds delete or hand to a command run on `{}`, each judged by the find's tests.
+    picked: tuple[FindPick, ...] = ()
 
 
 def analyze(
@@ -136,7 +138,10 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     changes = tuple(dict.fromkeys(judge.places.changed))
     indirect = tuple(c for c in script.indirect if not c.from_file)
     in_files = tuple(c for c in script.indirect if c.from_file)
-    return Analysis(decision, reasons, unique, tuple(script.commands), changes, indirect, in_files)
+    picked = tuple(dict.fromkeys(judge.places.picked))
+    return Analysis(
+        decision, reasons, unique, tuple(script.commands), changes, indirect, in_files, picked
+    )
 
 
 def matches_rule(

@@ -11,10 +11,11 @@ denial explained to the model.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lathe.errors import ToolError, UsageError
@@ -186,13 +187,16 @@ class Policy:
         if verdict and verdict[0] == "deny":  # named first: `--deny '*'` denies bash itself
             rule = verdict[1].key
             return Decision("deny", f"the rule {rule}", rule, command, brief=rule)
-        denied_read = self._reveals_denied_path(analysis)
+        hidden = _globs_see_dotfiles(command, analysis)
+        denied_read = self._reveals_denied_path(analysis, hidden=hidden)
         if denied_read:
             reason, brief = denied_read
             return Decision("deny", reason, key, command, brief=brief)
         if analysis.decision == "ask" and self.mode is not Mode.FULL:
             return Decision("ask", "; ".join(analysis.reasons), key, command, brief=first)
-        guarded = self._command_changes(analysis.changes, key, command)
+        guarded = self._command_changes(analysis.changes, key, command, hidden=hidden)
+        if guarded is None:
+            guarded = self._find_changes(analysis, key, command, hidden=hidden)
         if guarded:
             return guarded
         if self.mode is Mode.READ_ONLY and not self.sandboxed:
@@ -207,33 +211,101 @@ class Policy:
         return self._mode_default("bash", False, key, command)
 
     def _command_changes(
-        self, changes: tuple[Path, ...], key: str, command: str
+        self, changes: tuple[Path, ...], key: str, command: str, *, hidden: bool
     ) -> Decision | None:
         """What a command's known writes and deletions decide, as for `edit`: one an edit
         rule denies is refused, one it asks about asks; one of a protected path asks unless
         a sandbox keeps it read-only (an allow rule for the command must not let it plant
-        `.git/config`). A glob (`rm -rf t*`; `sed -i ... t*/a.py`, whose change is kept
-        up to its first wildcard: `t*`) is judged as written and as each path it
-        matches on disk, a folder with everything under it (`_edit_rule_inside`)."""
-        from lathe.policy.carried import named_paths
+        `.git/config`). A glob (`rm -rf t*`, `sed -i ... */*.py`, `cp a.py t*/`: `t*/a.py`)
+        is judged as written and as each path it names on disk (`carried.glob_targets`,
+        dotfiles only when `hidden`: bash's dotglob), a folder with everything under it
+        (`_edit_rule_inside`). Only edit rules judge those matches: a read rule is about
+        showing a file, and the word that names it was judged for that."""
+        from lathe.policy.carried import glob_targets
 
         for changed in changes:
             paths = [changed]
             if any(mark in str(changed) for mark in "*?["):
-                paths += named_paths(self.workspace, _glob_word(changed))[1:]
+                paths += glob_targets(changed, hidden=hidden)
             for i, path in enumerate(paths):
-                decided = self._path_change(path, key, command)
+                decided = self._path_change(path, key, command, reads=not i)
                 if decided is None and i and _is_dir(path):
                     decided = self._edit_rule_inside(path, key, command)
                 if decided:
                     return decided
         return None
 
-    def _path_change(self, path: Path, key: str, command: str) -> Decision | None:
-        """What a command's change of one path decides (`_command_changes`)."""
+    def _find_changes(
+        self, analysis: Any, key: str, command: str, *, hidden: bool
+    ) -> Decision | None:
+        """What the paths finds delete or hand to a command run on `{}` decide
+        (`Analysis.picked`: `find . -name '*.pyc' -delete`, `find . -name __pycache__
+        -exec rm -rf {} +`): each selected path (and what is beneath a selected folder, for
+        `-exec`) that a deny or ask edit rule covers, or a protected path where no
+        sandbox keeps it, as `_path_change` decides. Where the find's tests are not all
+        judged (`-newer f`, `-o`), a path that may be selected asks. Past
+        `carried.FIND_LIMIT` entries, the rule that could cover one decides."""
+        from lathe.policy.carried import FIND_LIMIT
+
+        for pick in analysis.picked:
+            selections = _find_selections(analysis, pick.root)
+            exact = all(s.exact for s in selections)
+            for root in _roots(pick.root, hidden=hidden):
+                for hit, rule_action in self._picked_hits(root, selections, below=pick.below):
+                    if hit is None:
+                        reason = (
+                            f"a find changes what it selects under {root}, which holds more "
+                            f"than {FIND_LIMIT:,} entries: too many to see that none is a "
+                            "path an edit rule covers"
+                        )
+                        brief = f"{root.name} is too large to look through"
+                        return Decision(rule_action, reason, key, command, brief=brief)
+                    decided = self._path_change(self.workspace / hit, key, command, reads=False)
+                    if decided is None:
+                        continue
+                    if not exact and decided.action == "deny":
+                        why = f"{decided.reason}, if find selects it (not all its tests are judged)"
+                        decided = dataclasses.replace(decided, action="ask", reason=why)
+                    return decided
+        return None
+
+    def _picked_hits(self, root: Path, selections: list[Any], *, below: bool) -> Any:
+        """The workspace names under the find root `root` that `selections` pick and
+        that a deny or ask edit rule, or a protected pattern where that counts, may
+        cover, each with the action to take when there are too many to look through
+        (the name then None)."""
+        from lathe.policy.carried import find_hits
+
+        names = workspace_names(self.workspace, root)
+        if not names:
+            return
+        groups = [
+            (
+                action,
+                [
+                    rule.pattern or "**"
+                    for rule in rules
+                    if covers_path_tool(rule.tool, "edit", changes_files=True, denies=False)
+                ],
+            )
+            for action, rules in (("deny", self.rules.deny), ("ask", self.rules.ask))
+        ]
+        if not self.sandboxed and self.mode is not Mode.FULL:
+            groups.append(("ask", list(protected_patterns(self.protected))))
+        for action, patterns in groups:
+            if patterns:
+                for hit in find_hits(root, names[0], selections, patterns, below=below):
+                    yield (None if hit is None else hit[0]), action
+
+    def _path_change(
+        self, path: Path, key: str, command: str, *, reads: bool = True
+    ) -> Decision | None:
+        """What a command's change of one path decides (`_command_changes`); read rules
+        count only with `reads` (the path as the command names it)."""
         is_dir = _is_dir(path)
+        rules = self.rules if reads else _edit_rules(self.rules)
         for name in workspace_names(self.workspace, path):
-            verdict = self.rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
+            verdict = rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
             if verdict and verdict[0] != "allow":
                 rule = verdict[1].key
                 reason = f"it changes {name}, which the rule {rule} " + (
@@ -263,7 +335,7 @@ class Policy:
                 rule.pattern
                 for rule in rules
                 if rule.pattern
-                and covers_path_tool(rule.tool, "edit", changes_files=True, denies=action == "deny")
+                and covers_path_tool(rule.tool, "edit", changes_files=True, denies=False)
             ]
             if not could_cover(name, patterns):
                 continue
@@ -284,43 +356,103 @@ class Policy:
                 return Decision(action, reason, key, command, brief=rule)
         return None
 
-    def _reveals_denied_path(self, analysis: Any) -> tuple[str, str] | None:
+    def _reveals_denied_path(self, analysis: Any, *, hidden: bool) -> tuple[str, str] | None:
         """Why the command would show a file a read rule denies, and a few words: a word
-        or an input redirection (`< f`, `3< f`, `<> f`, `$(<f)`) names it (a glob: any
-        path it matches), or the command carries a folder that holds it
-        (`carried.carries`: mv, cp -r, tar ...) to another name, beyond the rule's
-        reach. The workspace root, which holds everything, is no such folder."""
+        or an input redirection (`< f`, `3< f`, `<> f`, `$(<f)`, `xargs -a f`) names it
+        (a glob: any path it matches, dotfiles only when `hidden`; dd's `if=f`), a find
+        hands it to a command (`find . -type f -exec cat {} +`), or the command carries
+        a folder that holds it (`carried.carries`: mv, cp -r, tar ...) to another name,
+        beyond the rule's reach. The workspace root, which holds everything, is no such
+        folder."""
         from lathe.policy.carried import carries
 
         patterns = self.rules.denied_read_patterns()
         if not patterns:
             return None
+        known: dict[Path, list[str]] = {}
         for command in analysis.commands:
+            found = self._find_reveals(command, patterns, hidden=hidden)
+            if found:
+                return found
             carrier = carries(command)
-            named = [
-                (command.cwd, word, carrier)
-                for word in command.words[1:]
-                if word.value is not None and not word.value.startswith("-")
-            ] + [
+            named = [(command.cwd, word, carrier) for word in _named_words(command)] + [
                 (redirect.cwd, redirect.target, False)
                 for redirect in command.redirects
                 if redirect.op in _READ_OPS and redirect.target.value is not None
             ]
             for cwd, word, carried in named:
-                found = self._names_denied(cwd or self.workspace, word, patterns, carried)
+                base = cwd or self.workspace
+                found = self._names_denied(
+                    base, word, patterns, carried, hidden=hidden, known=known
+                )
                 if found:
                     return found
         return None
 
+    def _find_reveals(
+        self, command: Any, patterns: list[str], *, hidden: bool
+    ) -> tuple[str, str] | None:
+        """Why a find that hands what it selects to a command (`-exec cat {} +`) would
+        show a file a read rule denies, and a few words: it may select one (its tests
+        judged as `carried.find_selection` does), or, for a command that carries folders
+        (`-exec cp -r {} d ;`), a folder holding one."""
+        from lathe.policy.carried import (
+            FIND_LIMIT,
+            carries_words,
+            find_hits,
+            find_selection,
+            named_paths,
+        )
+        from lathe.policy.wrappers import find_call
+
+        if PurePosixPath(command.name).name != "find":
+            return None
+        call = find_call(command.words[1:])
+        runs = [words for words in call.execs if any("{}" in w.text for w in words)]
+        if not runs:
+            return None
+        selection = find_selection(command.words[1:])
+        carrier = any(carries_words(words) for words in runs)
+        for word in call.roots:
+            if word.value is None:
+                continue
+            for root in named_paths(command.cwd or self.workspace, word, hidden=hidden):
+                names = workspace_names(self.workspace, root)
+                if not names:
+                    continue
+                hits = find_hits(root, names[0], [selection], patterns, below=carrier)
+                for hit in hits:
+                    if hit is None:
+                        reason = (
+                            f"it hands what find selects under {word.text} to a command, and "
+                            f"there are more than {FIND_LIMIT:,} entries: too many to see "
+                            "that none is a file a read rule denies"
+                        )
+                        return reason, f"{word.text} may hold a file a read rule denies"
+                    name = hit[0]
+                    return (
+                        f"it reads {name}, which a read rule denies: find {word.text} "
+                        "selects it for the command it runs"
+                    ), f"a read rule denies {name}"
+        return None
+
     def _names_denied(
-        self, base: Path, word: Word, patterns: list[str], carrier: bool
+        self,
+        base: Path,
+        word: Word,
+        patterns: list[str],
+        carrier: bool,
+        *,
+        hidden: bool,
+        known: dict[Path, list[str]],
     ) -> tuple[str, str] | None:
         """Why `word`, from `base`, names a file a read rule denies (or, for a
-        `carrier`, a folder holding one), and a few words; None if it does not."""
+        `carrier`, a folder holding one), and a few words; None if it does not. `known`:
+        the workspace names of the paths looked at so far (`_names_in`)."""
         from lathe.policy.carried import named_paths
 
-        for named in named_paths(base, word):
-            names = workspace_names(self.workspace, named)
+        for named in named_paths(base, word, hidden=hidden):
+            names = self._names_in(named, known)
             is_dir = bool(names) and _is_dir(named)
             for name in names:
                 if matches_any(name, patterns, is_dir=is_dir):
@@ -332,6 +464,21 @@ class Policy:
                 if held:
                     return held
         return None
+
+    def _names_in(self, path: Path, known: dict[Path, list[str]]) -> list[str]:
+        """`rules.workspace_names` of `path`, from its folder's (each looked up once, in
+        `known`) where it is no link itself: a glob's thousands of matches share a few
+        folders, and resolving each one's links had taken seconds."""
+        path = Path(os.path.normpath(path))
+        if path not in known:
+            if path.name in ("", ".", "..") or path == self.workspace or os.path.islink(path):
+                known[path] = workspace_names(self.workspace, path)
+            else:
+                known[path] = [
+                    path.name if name == "." else f"{name}/{path.name}"
+                    for name in self._names_in(path.parent, known)
+                ]
+        return known[path]
 
     def _denied_inside(
         self, folder: Path, name: str, patterns: list[str]
@@ -374,11 +521,81 @@ class Policy:
                 return Decision("allow", "auto mode", key, preview)
 
 
-def _glob_word(path: Path) -> Word:
-    """A changed path kept with its wildcards, as a glob word `carried.named_paths` expands."""
+# What turns bash's dotglob on, so a glob matches dotfiles: `shopt -s dotglob`, a
+# GLOBIGNORE set, BASHOPTS in a new bash's environment, `bash -O dotglob`.
+_DOTGLOB = ("dotglob", "GLOBIGNORE", "BASHOPTS")
+
+
+def _globs_see_dotfiles(text: str, analysis: Any) -> bool:
+    """Whether the command line may turn dotglob on, so that `*` matches `.env`: it
+    names what does so, or runs a `shopt` whose options are only known at run time.
+    Judged by the line's text and commands (those of a script it sources included),
+    not by where the shell turns it on: any mention counts for every glob."""
+    if any(mark in text for mark in _DOTGLOB):
+        return True
+    for command in (*analysis.commands, *analysis.indirect, *analysis.in_files):
+        words = [w.value for w in command.words]
+        if PurePosixPath(command.name).name == "shopt" and None in words:
+            return True
+        seen = [*(w for w in words if w), *command.assigned]
+        if any(mark in value for value in seen for mark in _DOTGLOB):
+            return True
+    return False
+
+
+def _named_words(command: Any) -> list[Word]:
+    """The words of `command` that may name a file it reads: its operands, and the file
+    of dd's `if=`; not the `{}` of a command a find runs, which stands for what the find
+    selects (`Policy._find_reveals` judges that)."""
     from lathe.policy.shell_words import Word
 
-    return Word(str(path), str(path), glob=True)
+    by_find = command.via[-1:] == ("find -exec",)
+    dd = PurePosixPath(command.name).name == "dd"
+    named = []
+    for word in command.words[1:]:
+        value = word.value
+        if value is None or value.startswith("-") or (by_find and "{}" in word.text):
+            continue
+        named.append(word)
+        if dd and value.startswith("if="):
+            named.append(Word(word.text, value[3:], glob=word.glob))
+    return named
+
+
+def _edit_rules(rules: RuleSet) -> RuleSet:
+    """`rules` without the read-deny rules that are not also about editing: what judges
+    a path a command changes but does not name (a glob's match, a find's pick)."""
+    deny = [
+        r for r in rules.deny if covers_path_tool(r.tool, "edit", changes_files=True, denies=False)
+    ]
+    return RuleSet(rules.allow, rules.ask, deny)
+
+
+def _find_selections(analysis: Any, root: Path) -> list[Any]:
+    """The selections (`carried.find_selection`) of the finds in `analysis` rooted at
+    `root`, the one every path is taken to be when none is found there."""
+    from lathe.policy.carried import EVERYTHING, find_selection
+    from lathe.policy.dirs import join_path
+    from lathe.policy.wrappers import find_call
+
+    found = []
+    for command in (*analysis.commands, *analysis.indirect, *analysis.in_files):
+        if PurePosixPath(command.name).name != "find":
+            continue
+        args = command.words[1:]
+        roots = [r.value for r in find_call(args).roots if r.value is not None]
+        if any(join_path(command.cwd, value) == root for value in roots):
+            found.append(find_selection(args))
+    return found or [EVERYTHING]
+
+
+def _roots(root: Path, *, hidden: bool) -> list[Path]:
+    """The folders a find root names: a glob's matches (`find t* -delete`), or itself."""
+    from lathe.policy.carried import glob_targets
+
+    if not any(mark in str(root) for mark in "*?["):
+        return [root]
+    return glob_targets(root, hidden=hidden)
 
 
 # Redirections that open a file for reading: `< f` (any descriptor: `3< f`), `<> f`.

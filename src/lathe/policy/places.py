@@ -9,6 +9,8 @@ a temp directory itself, or everything in it (`/tmp/*`), is not "inside" it.
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +41,17 @@ class Finding:
     reason: str
 
 
+@dataclass(frozen=True)
+class FindPick:
+    """The paths a find hands to `-delete` or to a command it runs on `{}`: those it
+    selects at or beneath `root` (which may hold a glob: `find t* -delete`), and with
+    `below` everything beneath a folder it selects (`-exec rm -rf {} +`). Which it
+    selects, its tests say (`carried.find_selection`)."""
+
+    root: Path
+    below: bool
+
+
 UNKNOWN_FOLDER = "a folder only known at run time, which may be the home directory"
 
 
@@ -60,9 +73,11 @@ class Places:
             if not (home.is_relative_to(custom) or workspace.is_relative_to(custom)):
                 roots.append(custom)
         self.links: dict[Path, Path] = {}
-        # Every path a change or deletion was judged for, as named (a glob kept as its
-        # pattern): the gate asks about protected ones where no sandbox keeps them.
+        # Every path a change or deletion was judged for, as named (a glob kept whole:
+        # `/ws/*/build`): the gate judges them by the rules, and asks about protected
+        # ones where no sandbox keeps them; and what finds delete or hand on to be changed.
         self.changed: list[Path] = []
+        self.picked: list[FindPick] = []
         self.temp_roots = tuple(
             dict.fromkeys([*roots, *(Path(os.path.realpath(r)) for r in roots)])
         )
@@ -131,7 +146,7 @@ class Places:
         if path is None:
             lost = None if from_file else self.lost(how, word, cwd)
             return lost or Finding("ask", f"{how} on {shown}, a path only known at run time")
-        self._note_change(path, pattern)
+        self._note_change(how, word, cwd)
         if path == self.workspace and pattern is None:
             return Finding("ask", f"{how} on {shown} deletes the whole workspace")
         # A trailing `/`, or a glob below the folder, goes through a link there.
@@ -165,8 +180,20 @@ class Places:
             return None
         return self.outside(path, pattern, follow=follow)
 
-    def _note_change(self, path: Path, pattern: str | None) -> None:
-        self.changed.append(path / pattern if pattern else path)
+    def _note_change(self, how: str, word: Word, cwd: Path | None) -> None:
+        """Remember the path `word` names as changed (`how`), a glob whole, or as what a
+        find picks when it is a find's (`find . -delete`, `{}` in `find -exec rm`): its
+        root's `./*` stands for every path the find selects, dotfiles and depth included,
+        not for what bash would expand it to."""
+        path = None if word.value is None else join_path(cwd, word.value)
+        if path is None:
+            return
+        if _picked_by_find(how, word):
+            self.picked.append(FindPick(path.parent, below=not how.startswith("find -delete")))
+            return
+        self.changed.append(path)
+        if not word.glob and set(str(path.parent)) & _GLOB:
+            self.changed += _into_globbed_folders(path)
 
     def change(self, how: str, word: Word, cwd: Path | None, *, follow: bool) -> Finding | None:
         """Judge removing, overwriting or creating the file `word` names: deny when it is
@@ -175,7 +202,7 @@ class Places:
         path, pattern = self.path(word, cwd)
         if path is None:
             return None
-        self._note_change(path, pattern)
+        self._note_change(how, word, cwd)
         if follow and is_device(path):
             return Finding("deny", f"{how} the device {path}: {word.text}")
         if follow and str(path).startswith("/dev/"):
@@ -215,6 +242,28 @@ class Places:
             if path == root and pattern is not None and set(pattern) - _GLOB - set(".]"):
                 return True
         return False
+
+
+def _into_globbed_folders(path: Path) -> list[Path]:
+    """Where a file lands that a command puts into a folder named by a glob: `cp a.py
+    t*/` (its landing `t*/a.py`, which no glob matches before it exists) writes
+    tests/a.py. Each folder the folder part matches (no dotfiles, as bash's `*`; at
+    most 1,000), with the name added."""
+    folders = glob.iglob(str(path.parent))
+    return [
+        Path(folder) / path.name
+        for folder in itertools.islice(folders, 1_000)
+        if os.path.isdir(folder)
+    ]
+
+
+def _picked_by_find(how: str, word: Word) -> bool:
+    """Whether `word`, changed `how`, is a find's `streams.under` root (`./*`): the one
+    `find -delete` deletes, or the `{}` of a command `find -exec` runs (there no shell
+    expands a glob, so any other word is a name as written)."""
+    if not word.glob or not (word.value or "").endswith("/*"):
+        return False
+    return how.startswith("find -delete") or ("(via find -exec)" in how and "{}" in word.text)
 
 
 def is_device(path: Path) -> bool:
