@@ -148,6 +148,6 @@ def standard_handlers(deps: AgentDeps) -> list[FinishHandler]:
                 shown_code=shown_code,
             )
         )
-    handlers.append(StallGuard(words, settings.stall_repeat_limit))
+    handlers.append(StallGuard(words, settings.stall_repeat_limit, workspace=ctx.workspace))
     handlers.append(EvidenceEnd())
     return handlers

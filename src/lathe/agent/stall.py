@@ -14,19 +14,26 @@ test file it may not change, read it at line N, asked again, read at N+2, for it
 time budget — is a stall once `repeat_limit` of them came with no file change between
 (a nudge naming the refusal), and `stuck` at twice that; a reply counts once per tool,
 since the model had not yet seen the refusals of its own batch. A change is any call
-that ran and may have changed files: a command that appends to a file counts (it had
-not, and a run making progress with bash ended `stuck`), one that only looks does not.
+that ran and may have changed files, by the rule the verify gate names a call's files
+with (`check_files.changed_by`): a command that appends to a file counts (it had
+not, and a run making progress with bash ended `stuck`); one that only looks does not,
+nor a read through bash such as `sed -n 1,20p t.py` (any command outside a short table
+had counted, and a refused write, a read, a refused write ... ran to the budget). It is
+judged only while refusals are counted, so it costs nothing otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
+from lathe.agent.check_files import changed_by
 from lathe.agent.evidence import may_change_files
 from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
 from lathe.agent.finish import note as lathe_note
@@ -104,8 +111,9 @@ class StallGuard(FinishHandler):
     """The stall rules above as a finish handler: after each batch of calls (the model's
     or lathe's own), a nudge the first time, `stuck` after it."""
 
-    def __init__(self, words: Words, repeat_limit: int = 3) -> None:
+    def __init__(self, words: Words, repeat_limit: int = 3, *, workspace: Path) -> None:
         self._words = words
+        self._workspace = workspace
         self._limit = repeat_limit
         self._detector = StallDetector(repeat_limit)
         self._refusals: Counter[str] = Counter()
@@ -145,14 +153,14 @@ class StallGuard(FinishHandler):
             run.emit(StallNudge(tool=stalled, repeats=self._limit))
             text = self._words.say("nudge", description=self._detector.description)
             return ContinueWith(messages=(lathe_note(text),))
-        return self._count_refusals(calls, run)
+        return await self._count_refusals(calls, run)
 
-    def _count_refusals(self, calls: Sequence[CallRecord], run: RunState) -> Decision | None:
+    async def _count_refusals(self, calls: Sequence[CallRecord], run: RunState) -> Decision | None:
         """A batch counts once per tool it had refused: the model had not yet seen those
         refusals when it asked, so only asking again, turn after turn, is the loop."""
         refused_now: set[str] = set()
         for record in calls:
-            if _may_have_changed_files(record):
+            if (self._refusals or refused_now) and await self._may_have_changed_files(record):
                 self._refusals.clear()  # progress: earlier refusals were not a loop
                 self._refused_by.clear()
                 refused_now.clear()
@@ -186,21 +194,24 @@ class StallGuard(FinishHandler):
             return ContinueWith(messages=(lathe_note(text),))
         return None
 
+    async def _may_have_changed_files(self, record: CallRecord) -> bool:
+        """A call that ran and may have changed files: an edit or a write that
+        succeeded, a command that may change some file (`echo x >> app.py`, `python
+        fix.py`), a child that may change files; not a read, an `explore` child, a
+        command that only looks or names no file it changes (`sed -n 1,20p t.py`)."""
+        if record.refused or record.malformed or record.tool is None:
+            return False
+        arguments = record.arguments or {}
+        if record.tool.read_only_call(arguments) or not may_change_files(record):
+            return False
+        # Off the event loop: the guard's reading of a command matches its globs.
+        named = await asyncio.to_thread(changed_by, record.tool, arguments, self._workspace)
+        return named != []
+
 
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line.removeprefix("Error: ").removeprefix("Denied: ").rstrip(".")[:200]
-
-
-def _may_have_changed_files(record: CallRecord) -> bool:
-    """A call that ran and may have changed files: an edit or a write that succeeded, a
-    command that did more than look (`echo x >> app.py`), a child that may change
-    files; not a read, a command that only looks, an `explore` child."""
-    if record.refused or record.malformed or record.tool is None:
-        return False
-    if record.tool.read_only_call(record.arguments or {}):
-        return False
-    return may_change_files(record)
 
 
 def _not_run(record: CallRecord) -> bool:
