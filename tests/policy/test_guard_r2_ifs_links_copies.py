@@ -88,3 +88,11 @@ def test_a_link_or_copy_of_a_program_only_run_time_knows_asks(tmp_path, command)
 def test_ordinary_copies_still_run(tmp_path, command):
     ws, home, _ = _places(tmp_path)
     assert _decide(ws, home, command, deny=["bash(git push:*)"]) == "allow"
+
+
+@pytest.mark.parametrize("make", ["ln -s", "cp -s", "cp --symbolic-link"])
+def test_writing_through_a_link_the_line_made_to_outside_is_refused(tmp_path, make):
+    # `ln -s ~/.bashrc x; echo evil > x` was refused, the same through `cp -s` ran.
+    ws, home, _ = _places(tmp_path)
+    (home / ".bashrc").write_text("# mine\n")
+    assert _decide(ws, home, f"{make} {home}/.bashrc x; echo evil > x", "full") == "deny"

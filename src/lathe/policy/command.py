@@ -123,8 +123,9 @@ def _analyze(command: str, workspace: Path, home: Path, environ: Mapping[str, st
     findings = [Finding(decision, reason) for decision, reason in script.notes]
     commands = [*script.commands, *script.indirect]
     for simple in commands:
-        if simple.resolved and PurePosixPath(simple.name).name == "ln":
-            for link, target in file_commands.links(simple.words[1:], simple.cwd):
+        base = PurePosixPath(simple.name).name
+        if simple.resolved and base in ("ln", "cp"):  # cp only with -s (`links` says)
+            for link, target in file_commands.links(simple.words[1:], simple.cwd, base):
                 judge.places.link(link, target)
     for simple in commands:
         findings += _only_denies(judge.command(simple), simple.from_file)
