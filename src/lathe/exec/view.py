@@ -17,7 +17,8 @@ are masked like a denied path, after the workspace is bound (a command that wrot
 clean filter into a checkpoint store had lathe's own `git add` run it on the host). So
 are the usual credential folders of the home directory when the workspace holds it
 (`lathe run -C ~`). A workspace whose `.git` is a file (a linked worktree, a submodule)
-gets the git dir it names, and a worktree's common one, read-only wherever they lie.
+gets the git dir it names, and a worktree's common one, read-only wherever they lie,
+when that git dir names the workspace back.
 
 git's config in the home folder is shown as it is only when nothing in it is a
 credential; otherwise a copy without those entries is shown in its place (`copies`), so
@@ -93,14 +94,14 @@ class SandboxView:
     here; a symlinked one (Debian's /bin -> usr/bin) is recreated as the same link.
     `tools`: directories outside the system ones shown read-only. `workspace`: shown
     writable, at its own path. `read_only`: paths inside the workspace shown read-only,
-    and the git dirs a `.git` file names wherever they lie. `hidden`: paths shown empty
-    and unreadable (a folder as an empty one, a file as an empty file nobody may open),
-    lathe's own folders inside the workspace among them, last. `covered`: folders inside
-    the tools shown as empty ones, the workspace still bound on top (lathe's data dir
-    under ~/.local holds every session, patch and subagent worktree). `copies`: (where,
-    the file shown there) for files lathe wrote in place of the user's, shown read-only
-    on top of the tools: git's config without its credentials. A private, empty /tmp
-    lies under all of them."""
+    and the git dirs a `.git` file names (that name it back) wherever they lie.
+    `hidden`: paths shown empty and unreadable (a folder as an empty one, a file as an
+    empty file nobody may open), lathe's own folders inside the workspace among them,
+    last. `covered`: folders inside the tools shown as empty ones, the workspace still
+    bound on top (lathe's data dir under ~/.local holds every session, patch and
+    subagent worktree). `copies`: (where, the file shown there) for files lathe wrote in
+    place of the user's, shown read-only on top of the tools: git's config without its
+    credentials. A private, empty /tmp lies under all of them."""
 
     workspace: Path
     cwd: Path
@@ -130,6 +131,7 @@ def sandbox_view(
     every file and folder in the workspace now; `hide_git` hides the repositories
     themselves, the workspace's own and every one nested in it."""
     workspace = Path(os.path.abspath(workspace))
+    home = home or Path.home()
     system = []
     for directory in SYSTEM_DIRS:
         path = Path(directory)
@@ -141,11 +143,10 @@ def sandbox_view(
     kept += compiled(tuple(deny_write)).existing(workspace)
     shown_read_only = [_mounted(p, workspace, inside_only=True) for p in kept]
     if not hide_git:
-        shown_read_only += _named_git_dirs(workspace, writable=".git" not in read_only)
+        shown_read_only += _named_git_dirs(workspace, home, writable=".git" not in read_only)
     hidden = compiled(tuple(deny_read)).existing(workspace)
     if hide_git:  # nested ones too: a submodule's objects lie in the outer .git
         hidden += compiled((".git",)).existing(workspace)
-    home = home or Path.home()
     shown_git, git_copies = _git_configs(home)
     tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
@@ -232,21 +233,72 @@ def _inside(path: Path, workspace: Path) -> Path | None:
     return None
 
 
-def _named_git_dirs(workspace: Path, *, writable: bool) -> list[Path]:
+def _named_git_dirs(workspace: Path, home: Path, *, writable: bool) -> list[Path]:
     """The git dir a `.git` file in the workspace names (a linked worktree's, a
     submodule's) and, for a worktree, the common one its `commondir` names: git inside
     finds no repository without them. Outside the workspace they are shown read-only
-    whatever the rules; inside it, like `.git` (none when `writable`)."""
+    whatever the rules; inside it, like `.git` (none when `writable`).
+
+    Only a git dir that names the workspace back is one: a `.git` file is the
+    workspace's to write (a tarball ships one), and `gitdir: /root` had shown /root. A
+    worktree's common dir is the one holding its git dir in `worktrees/`. None is shown
+    that is or holds the workspace, the home folder or lathe's folders, or lies in
+    lathe's data dir."""
     dot_git = workspace / ".git"
     if not dot_git.is_file():
         return []
     try:
         git_dir = _path_in(dot_git, prefix="gitdir:")
-        common = _path_in(git_dir / "commondir") if git_dir and git_dir.is_dir() else None
+        if git_dir is None or not git_dir.is_dir():
+            return []
+        if _same(_path_in(git_dir / "gitdir"), dot_git):  # a linked worktree
+            common = _path_in(git_dir / "commondir")
+            owns = common is not None and _same(git_dir.parent, common / "worktrees")
+            found = [common, git_dir] if owns else [git_dir]
+        elif _same(_submodule_worktree(git_dir), workspace):
+            found = [git_dir]
+        else:
+            return []
     except OSError:
         return []
-    found = [p for p in (common, git_dir) if p is not None and p.is_dir()]
+    found = [p for p in found if p is not None and p.is_dir() and _may_show(p, workspace, home)]
     return [p for p in found if not (writable and p.is_relative_to(workspace))]
+
+
+def _same(path: Path | None, other: Path) -> bool:
+    """Whether `path` leads where `other` does."""
+    return path is not None and os.path.realpath(path) == os.path.realpath(other)
+
+
+def _submodule_worktree(git_dir: Path) -> Path | None:
+    """Where `core.worktree` in `git_dir`'s config points (relative to `git_dir`, as git
+    reads it), which git sets in a submodule's git dir; None when it sets none. git
+    reads only that file and runs nothing of it (no includes: they could name any file)."""
+    try:
+        found = subprocess.run(
+            ["git", "config", "--file", str(git_dir / "config"), "--no-includes", "--get",
+             "core.worktree"],
+            capture_output=True, cwd="/", timeout=10, check=False,
+            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1"},
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = found.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
+    return Path(os.path.normpath(git_dir / value)) if found.returncode == 0 and value else None
+
+
+def _may_show(git_dir: Path, workspace: Path, home: Path) -> bool:
+    """Whether a git dir may be bound read-only: not when it is or holds the workspace
+    (the bind would lie over it), the home folder (and so / too) or lathe's folders, nor
+    when it lies in lathe's data dir."""
+    from lathe.config.loader import user_config_path
+    from lathe.home import lathe_home
+
+    real = Path(os.path.realpath(git_dir))
+    data = Path(os.path.realpath(lathe_home()))
+    kept = (workspace, home, data, user_config_path())
+    held = any(Path(os.path.realpath(p)).is_relative_to(real) for p in kept)
+    return not held and not real.is_relative_to(data)
 
 
 def _path_in(file: Path, *, prefix: str = "") -> Path | None:

@@ -1,0 +1,109 @@
+"""What the sandbox view shows of git dirs a `.git` file names, of a home folder the
+workspace holds and of lathe's own folders under denied ones; with the real sandboxes.
+
+Reproduced on main before these fixes:
+- a `.git` file saying `gitdir: /root` (shipped in a tarball, say) had /root bound
+  read-only into every later command, ~/.ssh and lathe's data dir with it;
+- with `-C ~`, a missing ~/.gitconfig or ~/.bash_profile could be created (only existing
+  dot-entries were kept read-only), and all the others were read-only, the project's
+  own `.venv`, `.pytest_cache` and `.github` too;
+- lathe's data dir inside a read-denied folder failed every command (`bwrap: Can't
+  mkdir ...: Read-only file system`);
+- a missing file LATHE_CONFIG names inside the workspace could be created by a command.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.exec.test_sandbox_keeps_lathes_own_out import (
+    SANDBOXES,
+    _git,
+    _repository,
+    _tool_outputs,
+)
+from tests.sandboxes import needs
+
+from lathe.exec.bwrap import bwrap_argv, check_bubblewrap
+from lathe.exec.view import sandbox_view
+
+pytestmark = needs(check_bubblewrap(), "bubblewrap")
+
+
+def _in_bwrap(ws: Path, command: str, **rules) -> subprocess.CompletedProcess:
+    """`command` run in bubblewrap showing `sandbox_view(ws, ...)`."""
+    argv = bwrap_argv("bwrap", sandbox_view(ws, ws, network=False, **rules))
+    return subprocess.run(
+        [*argv, "sh", "-c", command], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def _outside_folder(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    (outside / ".ssh").mkdir(parents=True)
+    (outside / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-outside\n")
+    return outside
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_dot_git_file_naming_a_folder_that_does_not_name_it_back_shows_nothing(
+    tmp_path, fake_openai, sandbox
+):
+    outside = _outside_folder(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {outside}\n")  # as a tarball could ship it
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, ws, {},
+        f"ls -A {outside}; cat {outside}/.ssh/id_rsa; echo end-$((1+1))", args=sandbox,
+    )  # fmt: skip
+
+    assert "end-2" in seen
+    assert "PRIVATE-KEY-outside" not in seen and ".ssh" not in seen.splitlines(), seen
+
+
+def test_a_forged_worktree_or_submodule_binds_nothing_outside(tmp_path, monkeypatch):
+    outside = _outside_folder(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # A worktree's git dir inside the workspace, its common dir somewhere else.
+    (ws / "fake").mkdir()
+    (ws / "fake" / "gitdir").write_text(f"{ws}/.git\n")
+    (ws / "fake" / "commondir").write_text(f"{outside}\n")
+    (ws / ".git").write_text("gitdir: fake\n")
+    forged_common = sandbox_view(ws, ws, network=False, home=home, read_only=())
+    # A folder naming the workspace back, but one that holds the home folder, or lathe's.
+    (tmp_path / "gitdir").write_text(f"{ws}/.git\n")
+    (ws / ".git").write_text(f"gitdir: {tmp_path}\n")
+    holds_home = sandbox_view(ws, ws, network=False, home=home)
+    monkeypatch.setenv("LATHE_HOME", str(outside / "lathe"))
+    (outside / "config").write_text(f"[core]\n\tworktree = {ws}\n")
+    (ws / ".git").write_text(f"gitdir: {outside}\n")
+    holds_lathes = sandbox_view(ws, ws, network=False, home=home)
+
+    assert forged_common.read_only == ()
+    assert holds_home.read_only == (ws / ".git",)
+    assert holds_lathes.read_only == (ws / ".git",)
+    assert "PRIVATE-KEY" not in _in_bwrap(ws, f"cat {outside}/.ssh/id_rsa", home=home).stdout
+
+
+def test_a_real_worktree_and_submodule_are_still_bound(tmp_path):
+    main = _repository(tmp_path / "main")
+    _git("worktree", "add", "-q", str(tmp_path / "linked"), cwd=main)
+    upstream = _repository(tmp_path / "upstream")
+    _git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub",
+         cwd=main)  # fmt: skip
+    linked, sub = tmp_path / "linked", main / "sub"
+
+    worktree = sandbox_view(linked, linked, network=False, home=tmp_path / "home")
+    submodule = sandbox_view(sub, sub, network=False, home=tmp_path / "home")
+
+    assert main / ".git" in worktree.read_only
+    assert main / ".git" / "worktrees" / "linked" in worktree.read_only
+    assert main / ".git" / "modules" / "sub" in submodule.read_only
+    assert "first commit" in _in_bwrap(sub, "git log --oneline", home=tmp_path / "home").stdout
