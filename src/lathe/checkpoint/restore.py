@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from lathe.checkpoint.model import Modes, RestoreReport
 from lathe.checkpoint.shadow import SYMLINK_MODE, Change, ShadowRepo
+from lathe.exec.terminal import visible_name
 
 
 def plan_restore(
@@ -112,7 +113,7 @@ def _refused(full: Path, kind: str, workspace: Path) -> str | None:
     wanted = os.W_OK | (os.X_OK if kind == "folder" else 0)
     if os.access(full, wanted):
         return None
-    where = full.relative_to(workspace).as_posix()
+    where = visible_name(full.relative_to(workspace).as_posix())
     name = "the file" if kind == "file" else f"folder {where}/" if where != "." else "the workspace"
     try:
         status = os.stat(full)

@@ -52,6 +52,7 @@ from lathe.checkpoint.model import (
 from lathe.checkpoint.restore import apply_restore, plan_modes, plan_restore, unchangeable
 from lathe.checkpoint.shadow import Change, ShadowRepo
 from lathe.errors import LatheError, UsageError
+from lathe.exec.terminal import visible_name
 from lathe.file_lock import FileLock
 from lathe.home import private_folder, project_slug
 from lathe.plural import plural, some_of
@@ -629,7 +630,8 @@ def _not_recorded(nested: tuple[str, ...]) -> str:
     """What a message adds when nested repositories hold files no checkpoint has."""
     if not nested:
         return ""
-    return f"; files inside nested git repositories ({some_of(nested, 5)}) are in no checkpoint"
+    shown = some_of([visible_name(name) for name in nested], 5)
+    return f"; files inside nested git repositories ({shown}) are in no checkpoint"
 
 
 def _folders_trailer(folders: tuple[str, ...]) -> dict[str, str]:
@@ -653,7 +655,8 @@ def _raise_if_failed(report: RestoreReport, doing: str, then: str) -> None:
             ("modes set back", report.modes),
         )
     )
-    kept = f"; kept as yours: {some_of(report.kept, 10)}" if report.kept else ""
+    yours = [visible_name(path) for path in report.kept]
+    kept = f"; kept as yours: {some_of(yours, 10)}" if report.kept else ""
     raise LatheError(
         f"{doing} not finished: {plural(len(report.failed), 'file')} could not be "
         f"changed:{_why_each(report.failed)}\nthe rest is done ({done}{kept}); the state "
@@ -663,4 +666,6 @@ def _raise_if_failed(report: RestoreReport, doing: str, then: str) -> None:
 
 
 def _why_each(paths: dict[str, str]) -> str:
-    return "".join(f"\n  {path}: {why}" for path, why in sorted(paths.items()))
+    """Each file with why, on a line of its own: its name as `visible_name` writes it,
+    so that a newline in one cannot split the list."""
+    return "".join(f"\n  {visible_name(path)}: {why}" for path, why in sorted(paths.items()))

@@ -45,3 +45,25 @@ def visible_text(text: str) -> str:
         return text
     text = text.replace("\r\n", "\n")  # a Windows line end is a line end, not a `\x0d`
     return _INVISIBLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def visible_name(name: str) -> str:
+    """A file's name (a path) to show a person, on one line: each character that is not
+    printable written out, newlines and tabs too (`\\x0a`, `\\u202e`; a byte that is not
+    UTF-8, as `os.fsdecode` keeps it, as itself: `\\xff`), so that a name can neither act
+    on their terminal (move the cursor, set the clipboard with OSC 52), split the line
+    it is on, nor read as another (a right-to-left override). The one rule for names in
+    lathe's reports and errors (`lathe undo`, /undo); what a model or a server wrote is
+    `visible_text`'s."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else _written_out(c) for c in name)
+
+
+def _written_out(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as surrogateescape keeps it
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -72,17 +72,18 @@ def list_command(workspace: Path) -> None:
     """Show checkpoints, newest first. #N is a checkpoint's number for good: #1 is the
     first recorded here, and `lathe sessions show` names them the same way. Piped, each
     is one tab-separated line: #N, time, kind, label, files."""
+    from lathe.exec.terminal import visible_name
     from lathe.ui.table import Column, clip, heading, print_empty, print_list, terminal_width
 
     with _errors_exit():
         store = _open(workspace, "checkpoints list", err=True)
         checkpoints = store.list()
     if not checkpoints:
-        print_empty(f"No checkpoints for {store.workspace} yet.")
+        print_empty(f"No checkpoints for {visible_name(str(store.workspace))} yet.")
         return
     width = terminal_width()
     if width is not None:
-        where = clip(str(store.workspace), max(width - 16, 12), keep_end=True)
+        where = clip(visible_name(str(store.workspace)), max(width - 16, 12), keep_end=True)
         click.echo(heading(f"Checkpoints of {where}:"))
     columns = [
         Column("N"),
@@ -113,10 +114,13 @@ def _open(workspace: Path, doing: str, *, err: bool = False) -> Checkpoints:
     """The checkpoints of `workspace`, or of the nearest folder above it that has some,
     which is named (on stderr when `err`, in lathe's voice): the files a command there
     touches may lie outside the folder given."""
+    from lathe.exec.terminal import visible_name
+
     home = lathe_home()
     found = find_workspace(workspace, home)
     if found != workspace.resolve():
-        where = f"{doing} in {found} (the nearest folder lathe has checkpoints for)"
+        shown = visible_name(str(found))
+        where = f"{doing} in {shown} (the nearest folder lathe has checkpoints for)"
         click.echo(f"lathe: {where}" if err else where, err=err)
     return Checkpoints(found, home)
 
@@ -177,12 +181,14 @@ def _held(checkpoints: Checkpoints, doing: str):
 
 @contextmanager
 def _errors_exit() -> Iterator[None]:
+    """Errors as lathe's one line (files listed below it, each on its own: the store
+    writes their names with `visible_name`), no control byte acting on the terminal."""
     from lathe.exec.terminal import visible_text
 
     try:
         yield
     except UsageError as exc:
-        click.echo(f"lathe: {visible_text(str(exc))}", err=True)  # it may name files
+        click.echo(f"lathe: {visible_text(str(exc))}", err=True)
         raise SystemExit(2) from None
     except LatheError as exc:
         click.echo(f"lathe: {visible_text(str(exc))}", err=True)
@@ -258,27 +264,11 @@ def _fail_when_all_kept(report: RestoreReport) -> None:
 
 
 def _print_paths(verb: str, paths: list[str], *, err: bool = False) -> None:
+    from lathe.exec.terminal import visible_name
+
     for path in paths:
-        name = _shown_path(path)
+        name = visible_name(path)  # as the errors name it (lathe.checkpoint.store)
         click.echo(f"  {verb:<10} {name}" if verb else f"  {name}", err=err)
-
-
-def _shown_path(path: str) -> str:
-    """`path` as a terminal may show it: each character that is not printable written
-    out (`\\x1b`; a byte that is not UTF-8 as itself, `\\xff`), so that a name cannot
-    move the cursor, set the clipboard (OSC 52) or split its line."""
-    if path.isprintable():
-        return path
-    return "".join(c if c.isprintable() else _escaped(c) for c in path)
-
-
-def _escaped(char: str) -> str:
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as surrogateescape keeps it
-        return f"\\x{code - 0xDC00:02x}"
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _describe(checkpoint: Checkpoint) -> str:

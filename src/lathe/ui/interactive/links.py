@@ -287,12 +287,12 @@ class Links(AgentHooks):
                 ("mode restored", report.modes),
             ):
                 if paths:
-                    app.renderer.note(f"  {label}: {', '.join(paths)}", "")
+                    app.renderer.note(f"  {label}: {_names(paths)}", "")
         else:
             app.renderer.note("undo: no file needed to change")
         if report.kept:
             app.renderer.note(
-                f"  kept (you changed them since): {', '.join(report.kept)}; "
+                f"  kept (you changed them since): {_names(report.kept)}; "
                 "`lathe undo --force` overwrites them",
                 "yellow",
             )
@@ -300,7 +300,7 @@ class Links(AgentHooks):
             n = report.target.n
             app.renderer.note(
                 f"  not overwritten (what they held was ignored, in no checkpoint): "
-                f"{', '.join(report.held)}; `lathe checkpoints restore {n}` writes back what "
+                f"{_names(report.held)}; `lathe checkpoints restore {n}` writes back what "
                 f"checkpoint #{n} holds",
                 "yellow",
             )
@@ -360,7 +360,7 @@ class Links(AgentHooks):
             app.renderer.note("no checkpoints yet: they are taken around turns that change files")
             return
         for item in items[:20]:
-            files = ", ".join(f.path for f in item.files[:4])
+            files = _names([f.path for f in item.files[:4]])
             more = f" +{len(item.files) - 4}" if len(item.files) > 4 else ""
             app.renderer.note(
                 f"  {item.n:>3}  {item.time:%H:%M:%S}  {item.label:<22} {files}{more}", ""
@@ -391,6 +391,14 @@ def show_last_exchanges(app: InteractiveApp, messages: list[Message], count: int
         else:
             app.renderer.markdown(message.text[-2000:])
     app.renderer.note("── now ──")
+
+
+def _names(paths: list[str]) -> str:
+    """Files named to the person, comma-separated, each as `lathe undo` names it
+    (`visible_name`: a newline in one is written out, not a line split)."""
+    from lathe.exec.terminal import visible_name
+
+    return ", ".join(map(visible_name, paths))
 
 
 def _clip_note(text: str, ellipsis: str, lines: int = 3) -> str:
