@@ -107,3 +107,66 @@ def test_a_real_worktree_and_submodule_are_still_bound(tmp_path):
     assert main / ".git" / "worktrees" / "linked" in worktree.read_only
     assert main / ".git" / "modules" / "sub" in submodule.read_only
     assert "first commit" in _in_bwrap(sub, "git log --oneline", home=tmp_path / "home").stdout
+
+
+def _home_workspace(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".local").mkdir()
+    (home / ".bashrc").write_text("# mine\n")
+    for folder in (".venv", ".pytest_cache", ".github", ".tox"):
+        (home / folder).mkdir()
+    return home
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+@pytest.mark.parametrize("rule", ["read(data)", "read"])
+def test_lathes_data_dir_inside_a_read_denied_folder_leaves_commands_running(
+    tmp_path, fake_openai, sandbox, rule
+):
+    ws = tmp_path / "ws"
+    (ws / "data").mkdir(parents=True)
+    (ws / "data" / "x.txt").write_text("hi\n")
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, ws, {"LATHE_HOME": str(ws / "data" / "lathe")}, "echo ran-$((1+1))",
+        args=(*sandbox, "--deny", rule),
+    )  # fmt: skip
+
+    assert "ran-2" in seen, seen
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_home_workspace_with_its_config_folder_denied_leaves_commands_running(
+    tmp_path, fake_openai, sandbox
+):
+    home = _home_workspace(tmp_path)
+    (home / ".config" / "lathe").mkdir()
+    (home / ".config" / "gh").mkdir()
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, home, {"HOME": str(home), "LATHE_HOME": None}, "echo ran-$((1+1))",
+        args=(*sandbox, "--deny", "read(.config)"),
+    )  # fmt: skip
+
+    assert "ran-2" in seen, seen
+
+
+@pytest.mark.parametrize("where", ["conf/lathe.toml", "lathe.toml"])
+def test_a_missing_config_file_lathe_config_names_in_the_workspace_cannot_be_made(
+    tmp_path, monkeypatch, where
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = ws / where
+    monkeypatch.setenv("LATHE_CONFIG", str(config))
+    monkeypatch.setenv("LATHE_HOME", str(tmp_path / "lh"))
+
+    done = _in_bwrap(
+        ws,
+        f"mkdir -p {config.parent}; printf '[hooks]\\n' > {config}; echo rc=$?",
+        home=tmp_path / "home",
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert not config.exists() or config.read_text() == ""

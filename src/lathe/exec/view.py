@@ -18,7 +18,8 @@ clean filter into a checkpoint store had lathe's own `git add` run it on the hos
 are the usual credential folders of the home directory when the workspace holds it
 (`lathe run -C ~`). A workspace whose `.git` is a file (a linked worktree, a submodule)
 gets the git dir it names, and a worktree's common one, read-only wherever they lie,
-when that git dir names the workspace back.
+when that git dir names the workspace back. A mask inside a folder a rule already hides
+is left out.
 
 git's config in the home folder is shown as it is only when nothing in it is a
 credential; otherwise a copy without those entries is shown in its place (`copies`), so
@@ -151,7 +152,10 @@ def sandbox_view(
     tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
     shown_read_only += _home_dot_entries(workspace, home)
-    masked = _kept_out(workspace, home)
+    denied = [p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p is not None]
+    # A mask inside a folder already hidden shows nothing more, and bwrap cannot make
+    # its mount point in the empty read-only folder: every command failed.
+    masked = _outside(_kept_out(workspace, home), denied, strict=True)
     return SandboxView(
         workspace=workspace,
         cwd=cwd,
@@ -161,7 +165,7 @@ def sandbox_view(
         covered=_covered(tools),
         copies=tuple(git_copies),
         read_only=_outside(dict.fromkeys(shown_read_only), masked),
-        hidden=(*_outside(dict.fromkeys(_mounted(p, workspace) for p in hidden), masked), *masked),
+        hidden=(*_outside(denied, masked), *masked),
     )
 
 
@@ -183,12 +187,18 @@ def _kept_out(workspace: Path, home: Path) -> tuple[Path, ...]:
     config, and the home folder's credentials (`HOME_SECRETS`), each where a mount over
     it must land (`_mounted`). lathe's folders are made when missing, so a command
     cannot make them first (a checkpoint store's config, a config's hooks: both end up
-    run on the host)."""
+    run on the host); so is the folder of a missing file LATHE_CONFIG names, or the file
+    itself, empty, when its folder is the workspace."""
     from lathe.config.loader import user_config_path
     from lathe.home import lathe_home
 
-    config = user_config_path()
-    made = [lathe_home()] if os.environ.get("LATHE_CONFIG") else [lathe_home(), config.parent]
+    config = Path(os.path.abspath(user_config_path()))
+    named, missing = bool(os.environ.get("LATHE_CONFIG")), not config.exists()
+    # A folder LATHE_CONFIG's file lies in is the user's: masked only while that is missing.
+    made = [lathe_home(), config.parent] if missing or not named else [lathe_home()]
+    if named and missing and _inside(config, workspace) and not _inside(config.parent, workspace):
+        with contextlib.suppress(OSError):  # in the workspace itself: mask an empty file
+            os.close(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     found = []
     for path in (*made, config, *(home / name for name in HOME_SECRETS)):
         inside = _inside(Path(os.path.abspath(path)), workspace)
