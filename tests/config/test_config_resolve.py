@@ -24,6 +24,7 @@ def test_a_catalog_name_resolves_to_its_entry() -> None:
         timeout_key="providers.anthropic.timeout_s",
         idle_timeout_key="providers.anthropic.idle_timeout_s",
         name="claude-sonnet-4",
+        base_url_key="providers.anthropic.base_url",
     )
 
 

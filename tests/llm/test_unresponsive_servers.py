@@ -143,7 +143,7 @@ async def test_a_refused_loopback_connection_says_nothing_is_listening(build):
 
     assert isinstance(error, NothingListening) and isinstance(error, Transport)
     assert error.retryable
-    assert str(error) == f"nothing is listening at {url}: start the server or fix --base-url"
+    assert str(error) == f"nothing is listening at {url}: start the server or fix the base URL"
 
 
 @pytest.mark.parametrize(

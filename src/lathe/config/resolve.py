@@ -18,6 +18,7 @@ priced at 0 (`prices.known` is False). Each model gets its profile here too
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import unicodedata
 from collections.abc import Mapping
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 
 from lathe.config.catalog import family_limits
 from lathe.config.cost import Prices, cost_usd
+from lathe.config.keys import KeyPath, parse_key
+from lathe.config.loader import Origin, flag_name
 from lathe.config.profiles import Profile, resolve_profile, same_host
 from lathe.config.schema import Config, ModelConfig, ProviderKind
 from lathe.config.secrets import env_references, expand_references
@@ -65,6 +68,11 @@ class ResolvedModel:
     """Values that ${VAR} references in `headers` expanded to."""
     profile: Profile = field(default_factory=Profile)
     """What the loop, the prompt and the wire do for this model."""
+    base_url_key: str = ""
+    """The config key `base_url` was read from (`base_url`, or `providers.NAME.base_url`);
+    empty when the caller gave the URL (lathe's own local server)."""
+    base_url_origin: Origin | None = None
+    """Where that key was set, when the caller passed the config's origins."""
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The value of `key_variable`, without surrounding whitespace (the newline of a
@@ -114,6 +122,27 @@ class ResolvedModel:
         return masked_url(self.base_url)
 
     @property
+    def base_url_fix(self) -> str:
+        """What to change when nothing answers at `base_url`, named where it was set:
+        `fix --base-url`, `fix LATHE_BASE_URL`, `fix -c base_url`, `fix
+        providers.ollama.base_url in FILE`, `set providers.ollama.base_url` for a
+        default, `fix providers.ollama.base_url` when the origin is not known."""
+        key, origin = self.base_url_key, self.base_url_origin
+        if not key:
+            return "fix the base URL"
+        if origin is None:
+            return f"fix {key}"
+        if origin.layer == "default":
+            return f"set {key}"
+        if origin.layer == "flag":
+            return f"fix {flag_name(key)}"
+        if origin.layer == "env":
+            return f"fix {origin.source}"
+        if origin.layer in ("user", "project"):
+            return f"fix {key} in {origin.source}"
+        return f"fix {origin}"  # -c KEY
+
+    @property
     def input_includes_cache(self) -> bool:
         """Whether reported input tokens already count cache hits. Every provider lathe
         ships normalises `Usage` so they do not (see `lathe.types.Usage`)."""
@@ -131,10 +160,32 @@ def resolve_model(
     provider: str | None = None,
     environ: Mapping[str, str] | None = None,
     fallback_profile: str = "default",
+    origins: Mapping[KeyPath, Origin] | None = None,
 ) -> ResolvedModel:
     """Resolve `name` (default `config.model`) by the rules in the module docstring.
     `fallback_profile`: the profile when no key names one (setup names "local" for the
-    embedded models)."""
+    embedded models). `origins` (`LoadedConfig.origins`) lets the model's errors name
+    where its base URL was set (`ResolvedModel.base_url_fix`)."""
+    resolved = _resolve(
+        config, name, base_url_override, provider=provider, environ=environ,
+        fallback_profile=fallback_profile,
+    )  # fmt: skip
+    if base_url_override:
+        return resolved
+    key = "base_url" if config.base_url else f"providers.{resolved.provider}.base_url"
+    origin = (origins or {}).get(parse_key(key))
+    return dataclasses.replace(resolved, base_url_key=key, base_url_origin=origin)
+
+
+def _resolve(
+    config: Config,
+    name: str | None,
+    base_url_override: str | None,
+    *,
+    provider: str | None,
+    environ: Mapping[str, str] | None,
+    fallback_profile: str,
+) -> ResolvedModel:
     environ = os.environ if environ is None else environ
     name = name or config.model
     base_url = base_url_override or config.base_url

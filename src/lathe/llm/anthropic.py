@@ -145,6 +145,7 @@ class AnthropicProvider:
         api_key_env: str = "ANTHROPIC_API_KEY",
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         extra_headers: Mapping[str, str] | None = None,
+        base_url_fix: str = "fix the base URL",
     ) -> None:
         self._model = model
         given = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -159,7 +160,7 @@ class AnthropicProvider:
         # Messages name the endpoint with its credentials masked: too short to look like
         # secrets, a ?api_key= or a password was printed whole in every error.
         shown = masked_url(given)
-        self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts)
+        self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts, base_url_fix)
         self._client = LazyClient(self._new_client, close=lambda client: client.close())
         self._turns: ChunkCache[Message, _Blocks, tuple[dict[str, Any], ...]] = ChunkCache(
             _blocks, _chunk_turns

@@ -88,6 +88,9 @@ class ErrorContext:
     api_key_env: str
     api_key: str  # only so it can be scrubbed from anything the server echoes
     timeouts: Timeouts
+    base_url_fix: str = "fix the base URL"
+    """What to change when nothing listens there, named where the URL was set
+    (`ResolvedModel.base_url_fix`: `fix --base-url`, `set providers.ollama.base_url`)."""
 
 
 def to_provider_error(exc: BaseException, ctx: ErrorContext) -> ProviderError | None:
@@ -448,7 +451,7 @@ def connection_error(exc: BaseException, ctx: ErrorContext) -> Transport:
     if "refused" in causes or any(isinstance(e, ConnectionRefusedError) for e in chain):
         if is_loopback(ctx.base_url):
             return NothingListening(
-                f"nothing is listening at {ctx.base_url}: start the server or fix --base-url"
+                f"nothing is listening at {ctx.base_url}: start the server or {ctx.base_url_fix}"
             )
         return Transport(
             f"could not connect to {ctx.base_url}: connection refused; is the server running?"

@@ -130,6 +130,7 @@ class OpenAIChatProvider:
         api_key_env: str = "OPENAI_API_KEY",
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         extra_headers: Mapping[str, str] | None = None,
+        base_url_fix: str = "fix the base URL",
         stream_options: bool = True,
         max_tokens_field: str = "max_tokens",
         thinking_in_text: bool = False,
@@ -146,7 +147,7 @@ class OpenAIChatProvider:
         # Messages name the endpoint with its credentials masked: too short to look like
         # secrets, a ?api_key= or a password was printed whole in every error.
         shown = masked_url(self._base_url)
-        self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts)
+        self._ctx = ErrorContext(model, shown, api_key_env, api_key, timeouts, base_url_fix)
         self._send_stream_options = stream_options
         self._max_tokens_field = max_tokens_field
         self._thinking_in_text = thinking_in_text

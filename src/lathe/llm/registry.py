@@ -51,6 +51,7 @@ class Endpoint:
     timeouts: Timeouts = DEFAULT_TIMEOUTS
     tool_mode: str = "native"  # "json_schema": one constrained JSON action per reply
     wire: Wire = Wire()
+    base_url_fix: str = "fix the base URL"  # named where it was set: `fix --base-url`
 
 
 def _sdk_provider(
@@ -70,6 +71,7 @@ def _sdk_provider(
             api_key_env=endpoint.api_key_env,
             timeouts=endpoint.timeouts,
             extra_headers=dict(endpoint.headers),
+            base_url_fix=endpoint.base_url_fix,
             **wire,
         )
 

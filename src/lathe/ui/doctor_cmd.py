@@ -159,7 +159,7 @@ def _config_checks(checks, workspace, model, base_url, overrides):
     if is_local_model(loaded.config.model):
         return loaded, None  # no catalog entry: `_local_checks` takes it as a run does
     try:
-        resolved = resolve_model(loaded.config)
+        resolved = resolve_model(loaded.config, origins=loaded.origins)
         from lathe.llm.registry import check_kind
 
         check_kind(resolved.kind)  # a kind nothing provides: a run refuses it
@@ -355,8 +355,7 @@ def _endpoint_check(model) -> Check:
             "fail",
             "endpoint",
             f"cannot reach {model.shown_url}: {_reason(exc)}",
-            f"start the server, or correct providers.{model.provider}.base_url "
-            "(or --base-url) if the address is wrong",
+            f"start the server, or {model.base_url_fix} if the address is wrong",
         )
     if response.status_code in (401, 403):
         return Check(

@@ -125,7 +125,10 @@ def prepare(options: RunOptions) -> RunSetup:
     if not is_local_model(name) and loaded.origin("model") == "default":
         name = _local_default(loaded, notices) or name
     local = is_local_model(name)
-    model = _local_model(loaded, name) if local else resolve_model(loaded.config)
+    if local:
+        model = _local_model(loaded, name)
+    else:  # with the origins, errors name where the base URL was set
+        model = resolve_model(loaded.config, origins=loaded.origins)
     check_cost_budget(loaded, model)
     endpoint = endpoint_for(model)
     if local and loaded.config.local.tool_mode == "json_schema":
@@ -263,6 +266,7 @@ def endpoint_for(model: ResolvedModel) -> Endpoint:
         api_key=api_key,
         api_key_env=key_env or "LATHE_API_KEY",
         headers=model.headers,
+        base_url_fix=model.base_url_fix,
         timeouts=Timeouts(
             total_s=model.timeout_s,
             idle_s=model.idle_timeout_s,
