@@ -294,10 +294,10 @@ def masked_url(url: str) -> str:
 
 
 def secret_spellings(value: str) -> list[str]:
-    """How text may spell `value`, longest first, each once: as it is, without its
-    surrounding whitespace (what a request carries of it), and escaped as Python's repr
-    of it as text or as UTF-8 bytes, and as JSON, show it (an HTTP library's error quotes
-    a header as `b'Bearer KEY\\n'`)."""
+    """How text may spell `value`, longest first, each once: as it is; without its
+    surrounding whitespace (what a request carries of it); and escaped as JSON and as
+    Python's repr of it as text or as UTF-8 bytes show it (an HTTP library's error
+    quotes a header as `b'Bearer KEY\\n'`)."""
     found: set[str] = set()
     for form in {value, value.strip()}:
         data = form.encode("utf-8", "backslashreplace")
