@@ -120,6 +120,51 @@ def _home_workspace(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_home_workspace_keeps_startup_files_from_being_made_and_its_project_folders_writable(
+    tmp_path, fake_openai, sandbox
+):
+    home = _home_workspace(tmp_path)
+    made = (".gitconfig", ".bash_profile", ".config/git/config", ".local/bin/git",
+            ".config/autostart/x.desktop", ".ssh/authorized_keys")  # fmt: skip
+    writes = " ".join(f"mkdir -p $(dirname {p}); echo evil > {p};" for p in made)
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, home, {"HOME": str(home), "LATHE_HOME": None},
+        f"{writes} echo 'echo x' >> .bashrc; echo ok > .venv/v; echo ok > .pytest_cache/c; "
+        "echo ok > .github/w; echo ok > .tox/t; echo ok > .env; echo done-$((1+1))",
+        args=sandbox,
+    )  # fmt: skip
+
+    assert "done-2" in seen
+    for path in made:
+        assert not (home / path).exists(), path
+    assert "moved it to" in seen  # and the output says where
+    assert (home / ".bashrc").read_text() == "# mine\n"
+    for path in (".venv/v", ".pytest_cache/c", ".github/w", ".tox/t", ".env"):
+        assert (home / path).read_text() == "ok\n", path
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_home_workspace_keeps_a_startup_file_a_command_puts_back_by_moving_its_folder(
+    tmp_path, fake_openai, sandbox
+):
+    home = _home_workspace(tmp_path)
+    (home / ".config" / "git").mkdir()
+    (home / ".config" / "git" / "config").write_text("[user]\n\tname = me\n")
+
+    seen = _tool_outputs(
+        fake_openai, tmp_path, home, {"HOME": str(home), "LATHE_HOME": None},
+        "mv .config .config.old; mkdir -p .config/git; "
+        "printf '[core]\\n\\tfsmonitor = evil\\n' > .config/git/config; echo done-$((1+1))",
+        args=sandbox,
+    )  # fmt: skip
+
+    assert "done-2" in seen, seen
+    kept = home / ".config" / "git" / "config"
+    assert not kept.exists() or "fsmonitor" not in kept.read_text()
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("rule", ["read(data)", "read"])
 def test_lathes_data_dir_inside_a_read_denied_folder_leaves_commands_running(
     tmp_path, fake_openai, sandbox, rule
@@ -170,3 +215,15 @@ def test_a_missing_config_file_lathe_config_names_in_the_workspace_cannot_be_mad
 
     assert done.returncode == 0, done.stderr
     assert not config.exists() or config.read_text() == ""
+
+
+def test_a_startup_file_the_user_saves_on_the_host_meanwhile_is_left_in_place(tmp_path):
+    from lathe.exec.sandboxed import _placed
+
+    home = _home_workspace(tmp_path)
+    before = _placed(home / ".bashrc", home)
+    (home / "new").write_text("# edited\n")
+    (home / "new").replace(home / ".bashrc")  # an editor saving a new file in its place
+
+    assert _placed(home / ".bashrc", home) == before
+    assert _placed(home / ".zshrc", home) is None

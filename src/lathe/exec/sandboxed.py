@@ -4,7 +4,9 @@ use, and what happens to a path a command creates under an edit-denied name.
 
 A sandbox can mount only what exists, so a protected or edit-denied path that a command
 creates can be created but not kept: after each command it is moved aside, under the
-spill folder, and the output says where. Moved, not deleted: nothing is lost.
+spill folder, and the output says where. Moved, not deleted: nothing is lost. So is
+what a command makes, or puts back in another's place, of what runs on the host later
+in a home folder the workspace holds (`view.HOME_PROTECTED`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import asyncio
 import dataclasses
 import os
 import shutil
+import stat
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
-from lathe.exec.view import SandboxView, sandbox_view
+from lathe.exec.view import HOME_PROTECTED, SandboxView, home_in_workspace, sandbox_view
 from lathe.patterns import compiled
 
 
@@ -119,12 +122,38 @@ class SandboxedExecutor(ABC):
             raise ExecutorUnavailable(self._status.message)
         guarded = compiled(self.deny_write)
         before = set(guarded.existing(self.workspace))
+        home = home_in_workspace(self.workspace)
+        kept = {} if home is None else {p: _placed(p, home) for p in _protected(home)}
         result = await self._run(command, cwd, timeout, max_output_bytes, spill_dir)
         created = [path for path in guarded.existing(self.workspace) if path not in before]
+        # What runs on the host later, made, or put in place of the one shown read-only.
+        created += [p for p, was in kept.items() if _placed(p, home) not in (None, was)]
+        created = [p for p in created if not any(p != q and p.is_relative_to(q) for q in created)]
         if not created:
             return result
         note = _set_aside(self.workspace, created, self.set_aside_dir or spill_dir / "set-aside")
         return dataclasses.replace(result, output=result.output + note)
+
+
+def _protected(home: Path) -> list[Path]:
+    """The home folder's entries that run on the host later (`view.HOME_PROTECTED`),
+    where the workspace shows them."""
+    return [home / name for name in HOME_PROTECTED]
+
+
+def _placed(path: Path, home: Path) -> tuple[tuple[int, int], ...] | None:
+    """What holds `path`, one of `_protected(home)`, in place: the folders between the
+    home folder and it, and `path` itself when it is a link; None when nothing is there.
+    An entry there is shown read-only and cannot be replaced, but a link can, and a
+    folder above it moved away (`mv .config x; mkdir -p .config/git`). A file the user
+    edits on the host meanwhile keeps all of these, even when saved as a new file."""
+    try:
+        own = path.lstat()
+        above = [folder.lstat() for folder in path.parents if folder.is_relative_to(home)]
+    except OSError:
+        return None
+    held = [*above, own] if stat.S_ISLNK(own.st_mode) else above
+    return tuple((info.st_dev, info.st_ino) for info in held)
 
 
 def _set_aside(workspace: Path, created: Sequence[Path], aside: Path) -> str:

@@ -16,10 +16,11 @@ its user config) are never a command's, wherever they lie: inside the workspace 
 are masked like a denied path, after the workspace is bound (a command that wrote a
 clean filter into a checkpoint store had lathe's own `git add` run it on the host). So
 are the usual credential folders of the home directory when the workspace holds it
-(`lathe run -C ~`). A workspace whose `.git` is a file (a linked worktree, a submodule)
-gets the git dir it names, and a worktree's common one, read-only wherever they lie,
-when that git dir names the workspace back. A mask inside a folder a rule already hides
-is left out.
+(`lathe run -C ~`); there what runs on the host later (shell startup files, git's config,
+~/.local/bin) is kept read-only, or moved aside when a command makes it. A workspace
+whose `.git` is a file (a linked worktree, a submodule) gets the git dir it names, and a
+worktree's common one, read-only wherever they lie, when that git dir names the
+workspace back. A mask inside a folder a rule already hides is left out.
 
 git's config in the home folder is shown as it is only when nothing in it is a
 credential; otherwise a copy without those entries is shown in its place (`copies`), so
@@ -67,10 +68,18 @@ HOME_SECRETS = (
     ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials", ".config/git/credentials",
     ".password-store", ".local/share/keyrings", ".vault-token",
 )  # fmt: skip
-# The home folder's entries a command may still write when the workspace holds it: the
-# rest of its dot-entries (shell startup files, ~/.gitconfig, ~/.local/bin, ~/.config)
-# run on the host later, so they are shown read-only.
-HOME_WRITABLE = (".cache",)
+# What in the home folder runs on the host later, kept when the workspace holds it
+# (`home_in_workspace`): shell startup files, git's config, programs and user site-packages,
+# session autostarts and user services, editors' init code, ~/.ssh. The rest stays
+# writable: a project in $HOME (HOME=/app in a container) has its .venv, .tox and caches.
+HOME_PROTECTED = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc",
+    ".config/fish", ".gitconfig", ".config/git", ".local/bin", ".local/lib",
+    ".config/autostart", ".config/systemd", ".config/environment.d", ".vimrc", ".vim",
+    ".config/nvim", ".emacs", ".emacs.d", ".ssh", ".pam_environment", ".xprofile",
+    ".xinitrc", ".xsession", ".xsessionrc",
+)  # fmt: skip
 # git's own config, shown as it is or as a copy without its credentials (`_git_configs`).
 GIT_CONFIGS = (".gitconfig", ".config/git/config")
 # Names of git settings that hold a secret whatever their value: sendemail.smtpPass,
@@ -151,7 +160,9 @@ def sandbox_view(
     shown_git, git_copies = _git_configs(home)
     tools = (*tool_paths(home, extra_read_only), *shown_git)
     hidden += [home / name for name in HOME_CREDENTIALS]  # `_mounted`: those there only
-    shown_read_only += _home_dot_entries(workspace, home)
+    if (home_inside := home_in_workspace(workspace, home)) is not None:
+        protected = (home_inside / name for name in HOME_PROTECTED)
+        shown_read_only += [_mounted(p, workspace, inside_only=True) for p in protected]
     denied = [p for p in dict.fromkeys(_mounted(p, workspace) for p in hidden) if p is not None]
     # A mask inside a folder already hidden shows nothing more, and bwrap cannot make
     # its mount point in the empty read-only folder: every command failed.
@@ -213,22 +224,16 @@ def _kept_out(workspace: Path, home: Path) -> tuple[Path, ...]:
     return _outside(dict.fromkeys(found), found, strict=True)  # the config in its folder
 
 
-def _home_dot_entries(workspace: Path, home: Path) -> list[Path]:
-    """When the workspace holds the home folder (`-C ~`, or above it), the home's dot
-    entries but caches (`HOME_WRITABLE`), to be shown read-only: a command had appended
-    to ~/.bashrc and ~/.gitconfig, and could leave a program in ~/.local/bin, each run
-    on the host later. Elsewhere none: the home folder is not mounted at all."""
+def home_in_workspace(workspace: Path, home: Path | None = None) -> Path | None:
+    """Where the workspace shows the home folder when it holds it (`-C ~`, or above it);
+    None elsewhere (the home folder is not mounted at all). There `HOME_PROTECTED`'s
+    entries are kept: those there are shown read-only (a command had appended to
+    ~/.bashrc and ~/.gitconfig); those missing cannot be mounted (bwrap would make each
+    on the host as its mount point), so the executor moves aside what a command makes
+    there (`lathe.exec.sandboxed`): one had written a ~/.gitconfig with a core.fsmonitor."""
     root = Path(os.path.realpath(workspace))
-    real_home = Path(os.path.realpath(home))
-    if not real_home.is_relative_to(root):
-        return []
-    inside = workspace / real_home.relative_to(root)
-    try:
-        names = sorted(entry.name for entry in os.scandir(inside))
-    except OSError:
-        return []
-    entries = (inside / n for n in names if n.startswith(".") and n not in HOME_WRITABLE)
-    return [_mounted(entry, workspace, inside_only=True) for entry in entries]
+    real_home = Path(os.path.realpath(home or Path.home()))
+    return workspace / real_home.relative_to(root) if real_home.is_relative_to(root) else None
 
 
 def _inside(path: Path, workspace: Path) -> Path | None:
