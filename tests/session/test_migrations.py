@@ -75,5 +75,5 @@ def test_fork_of_a_version_1_file_is_written_in_the_current_format(
     _write_v1(home, workspace)
     with store.fork("0ld5", "00000002") as forked:
         pass
-    assert '"version":2' in forked.path.read_text().splitlines()[0]
+    assert '"version":3' in forked.path.read_text().splitlines()[0]
     assert store.open(forked.id, readonly=True).messages() == EXPECTED[:2]

@@ -80,7 +80,7 @@ def test_file_layout_and_header_line(store: SessionStore, workspace: Path, home:
     first, second = path.read_text().splitlines()
     header = json.loads(first)
     assert header["type"] == "header"
-    assert header["version"] == FORMAT_VERSION == 2
+    assert header["version"] == FORMAT_VERSION == 3
     assert header["cwd"] == str(workspace.resolve())
     assert header["model"] == "test-model"
     assert json.loads(second)["message"] == {"role": "user", "content": "hello", "origin": "user"}
@@ -154,7 +154,7 @@ def test_file_from_a_newer_lathe_is_refused_with_upgrade_advice(
     header = json.loads(session.path.read_text())
     header["version"] = FORMAT_VERSION + 1
     session.path.write_text(json.dumps(header) + "\n")
-    with pytest.raises(UsageError, match=r"version 3, newer .* upgrade lathe"):
+    with pytest.raises(UsageError, match=r"version 4, newer .* upgrade lathe"):
         store.open(session.id, readonly=True)
 
 

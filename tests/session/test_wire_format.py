@@ -92,7 +92,7 @@ LINES = [
 ]
 
 HEADER_LINE = (
-    '{"type":"header","version":2,"id":"5e55107e0000","cwd":"/repo",'
+    '{"type":"header","version":3,"id":"5e55107e0000","cwd":"/repo",'
     '"created":"2025-01-02T03:04:05.678901Z","model":"m","parent_session":null,'
     '"parent_entry":null}'
 )

@@ -11,8 +11,13 @@ appended last is the current leaf.
 
 To add an entry type: define a dataclass deriving from `BaseEntry`, with the same
 decorator and a new `type` literal, add it to `Entry`, and handle it where `match`
-statements over entries fail the type check. Changing what an existing type means, or
-renaming a field, is a new format version with a step in `migrations.py`.
+statements over entries fail the type check. Adding an entry type or a field (to an
+entry or the header), renaming a field or changing what one means is a new format
+version with a step in `migrations.py`, a no-op one when older entries read as they are
+(`READ_AS_CURRENT`): the entries forbid unknown fields, so a lathe that knows only the
+older format would read each line with the new type or field as a corrupt entry and
+re-attach the lines after it; a newer version makes it refuse the file in one line
+that says to upgrade.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pydantic.dataclasses import dataclass
 
 from lathe.types import Message, Usage
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def utc_now() -> datetime:
@@ -59,7 +64,7 @@ class Header(BaseModel):
     parent_session: str | None = None
     parent_entry: str | None = None
     # A child's: the parent's task call that started it. Written only when set, so the
-    # header of every other session keeps the bytes of format version 2.
+    # header of every other session keeps the bytes it had before the field.
     parent_call: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
@@ -126,7 +131,8 @@ class ModelChangeEntry(BaseEntry):
     type: Literal["model_change"] = "model_change"
     provider: str
     model: str
-    # Written only when set, so a model change without them keeps its bytes.
+    # New in format 3. Written only when set, so a model change without them keeps its
+    # bytes.
     settings: RunSettings | None = Field(default=None, exclude_if=lambda value: value is None)
 
 

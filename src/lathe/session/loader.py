@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
-from lathe.session.migrations import RawLines, migrate
+from lathe.session.migrations import READ_AS_CURRENT, RawLines, migrate
 from lathe.session.tree import EntryTree
 
 
@@ -266,8 +266,10 @@ def load_file(path: Path) -> Loaded:
         unreadable: list[str] = []
         linker = _Linker()
         with collector_paused():
-            if version == FORMAT_VERSION:
-                header = _validate_header(path, header_raw)
+            if version == FORMAT_VERSION or version in READ_AS_CURRENT:
+                # An older version whose entries need no step is streamed alike: the
+                # legacy path holds every line decoded at once.
+                header = _validate_header(path, migrate(header_raw, [])[0])
                 _parse_current(blocks, unreadable, linker)
             else:
                 header_raw, parsed = _parse_legacy(header_raw, _numbered(blocks), unreadable)

@@ -17,7 +17,11 @@ The header has no `type`; entries have no `id`, `parent` or `type` and are chain
 file order; messages were stored with `role`/`content` only (plus the tool-call fields
 that tie a result to its call), so an assistant's `content` is its text.
 
-Version 2 (current): see `lathe.session.entries`.
+Version 2: version 3 without `settings` on a `model_change` entry.
+
+Version 3 (current): see `lathe.session.entries`. Its entries read those of version 2
+as they are (`READ_AS_CURRENT`): the step changes the header's version alone, and the
+loader parses such a file as it parses the current format.
 """
 
 from __future__ import annotations
@@ -72,7 +76,16 @@ def v1_to_v2(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
     return new_header, migrated
 
 
-STEPS: dict[int, Step] = {1: v1_to_v2}
+def v2_to_v3(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
+    """Nothing but the version: version 3 only added a field (`ModelChangeEntry.settings`),
+    which a version 2 file never has."""
+    return {**header, "version": 3}, lines
+
+
+STEPS: dict[int, Step] = {1: v1_to_v2, 2: v2_to_v3}
+READ_AS_CURRENT = frozenset({2})
+"""The versions whose entries the current format reads unchanged: only their header
+goes through `migrate`."""
 
 
 def migrate(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
