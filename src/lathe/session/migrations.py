@@ -17,7 +17,8 @@ The header has no `type`; entries have no `id`, `parent` or `type` and are chain
 file order; messages were stored with `role`/`content` only (plus the tool-call fields
 that tie a result to its call), so an assistant's `content` is its text.
 
-Version 2: version 3 without `settings` on a `model_change` entry.
+Version 2: version 3 without `settings` on a `model_change` entry (mostly: lathe wrote
+it a while before version 3).
 
 Version 3 (current): see `lathe.session.entries`. Its entries read those of version 2
 as they are (`READ_AS_CURRENT`): the step changes the header's version alone, and the
@@ -78,7 +79,8 @@ def v1_to_v2(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
 
 def v2_to_v3(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
     """Nothing but the version: version 3 only added a field (`ModelChangeEntry.settings`),
-    which a version 2 file never has."""
+    which the current entries read where a version 2 file has it (lathe wrote it for a
+    while before this version)."""
     return {**header, "version": 3}, lines
 
 
