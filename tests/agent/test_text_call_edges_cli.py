@@ -49,11 +49,10 @@ WHOLE_FILE = {"path": "calc.py", "old_string": "def add(a, b):\n    return a - b
         "\n</tool_call>",
         '<tool_call>\n{"name": "edit", "arguments": {"path": "calc.py", "old_string": "a - b", '
         '"new_string": "a + b",}}\n</tool_call>',
-        f"<tool_call>\n{json.dumps({'name': 'Edit', 'arguments': FIX})}\n</tool_call>",
         f"<tool_call>\n{json.dumps({'name': 'functions.edit', 'arguments': FIX})}\n</tool_call>",
         f"<tool_call>\n{json.dumps({'name': 'edit', 'arguments': FIX})}",  # never closed
     ],
-    ids=["raw-newline", "trailing-comma", "capitalised", "functions-prefix", "unclosed"],
+    ids=["raw-newline", "trailing-comma", "functions-prefix", "unclosed"],
 )
 def test_a_slightly_malformed_text_call_is_run(tmp_path, fake_openai, text):
     ws = _workspace(tmp_path)

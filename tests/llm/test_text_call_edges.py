@@ -47,8 +47,8 @@ def test_a_trailing_comma_is_read_and_one_inside_a_string_is_kept():
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("written", ["Edit", "EDIT", "functions.edit", "functions.Edit"])
-def test_a_tool_name_differing_only_in_case_or_prefix_is_the_tool(written):
+@pytest.mark.parametrize("written", ["edit", "functions.edit"])
+def test_a_tool_name_exactly_or_after_the_functions_prefix_is_the_tool(written):
     (call,) = _read(_tagged(json.dumps({"name": written, "arguments": EDIT}))).tool_calls
     assert call.name == "edit"
     assert json.loads(call.arguments) == EDIT
@@ -73,8 +73,8 @@ def test_an_unclosed_tag_ending_the_reply_is_read():
         "{'name': 'edit', 'arguments': {'path': 'calc.py'}}",  # single quotes: not guessed
         '{"name": "nope", "arguments": {}}',  # no such tool
         '{"name": "edit", "arguments": {"path": "calc.py", "old_string": "a -',  # left open
-        'edit(path="calc.py")',
-        "[1, 2]",
+        '{"name": "edit", "path": "calc.py"}',  # no arguments
+        '{"name": "Edit", "arguments": {"path": "calc.py"}}',  # names no tool exactly
     ],
 )
 def test_a_tag_that_cannot_be_read_is_unreadable_not_an_answer(body):
@@ -85,10 +85,17 @@ def test_a_tag_that_cannot_be_read_is_unreadable_not_an_answer(body):
     assert reply.text == text  # the model is shown what it wrote
 
 
-def test_the_rest_of_a_call_after_a_cut_is_unreadable_not_an_answer():
-    # What "continue where you stopped" got: the end of the call, closing tag and all.
-    reply = _read('string": "    return a + b"}}\n</tool_call>')
-    assert not reply.tool_calls and reply.stop_reason is StopReason.UNREADABLE
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A closing tag alone is text (a cut text call is asked for whole, not continued).
+        'string": "    return a + b"}}\n</tool_call>',
+        'I will fix it.\n<tool_call>\nedit(path="calc.py")\n</tool_call>',  # no JSON
+        "I will fix it.\n<tool_call>\n[1, 2]\n</tool_call>",
+    ],
+)
+def test_a_tag_opening_no_json_object_is_text(text):
+    assert _read(text) == AssistantMessage(text=text)
 
 
 def test_one_unreadable_tag_makes_the_whole_reply_unreadable():
@@ -100,23 +107,14 @@ def test_one_unreadable_tag_makes_the_whole_reply_unreadable():
 @pytest.mark.parametrize(
     "text",
     [
-        '```json\n{"name": "edit", "arguments": {"path": "calc.py",\n```',
-        '```json\n{"name": "edit", "arguments": {"path": \'calc.py\'}}\n```',
-        '```json\n{"name": "edit", "arguments": {"path": "calc.py"}}',  # never closed
-    ],
-)
-def test_a_reply_that_is_one_fenced_call_it_cannot_read_is_unreadable(text):
-    reply = _read(text)
-    assert not reply.tool_calls and reply.stop_reason is StopReason.UNREADABLE
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
         '```json\n{"version": 2, "name": "calc"}\n```',  # a JSON answer, not a call
         '```json\n{"name": "calc", "version": 2}\n```',
         '```json\n{"name": "nope", "arguments": {}}\n```',  # names no tool: not a call
         '```json\n{"a": 1,\n```',  # broken JSON that names no call
+        # A fenced call lathe cannot read is text: it may be a sample, never asked again.
+        '```json\n{"name": "edit", "arguments": {"path": "calc.py",\n```',
+        '```json\n{"name": "edit", "arguments": {"path": \'calc.py\'}}\n```',
+        '```json\n{"name": "edit", "arguments": {"path": "calc.py"}}',  # never closed
         "Use `add(a, b)`: it returns a + b.",
     ],
 )
@@ -125,11 +123,11 @@ def test_a_reply_that_is_no_call_stays_an_answer(text):
     assert reply == AssistantMessage(text=text)
 
 
-def test_a_fenced_call_the_reply_opens_with_is_read_and_what_follows_is_its_text():
-    text = f"```json\n{json.dumps({'name': 'edit', 'arguments': EDIT})}\n```\nThis fixes add."
+def test_a_reply_that_is_one_fenced_call_is_read():
+    text = f"```json\n{json.dumps({'name': 'edit', 'arguments': EDIT})}\n```\n"
     reply = _read(text)
     assert [c.name for c in reply.tool_calls] == ["edit"]
-    assert reply.text == "This fixes add."
+    assert reply.text == ""
 
 
 def test_a_fenced_call_with_a_raw_line_break_is_read():
