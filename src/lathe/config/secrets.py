@@ -287,9 +287,34 @@ def url_credentials(url: str) -> list[tuple[str, str]]:
 
 
 def masked_url(url: str) -> str:
-    """`url` as it may be shown: its credentials masked (`url_secrets`)."""
-    for secret in sorted(url_secrets(url), key=len, reverse=True):
-        url = url.replace(secret, mask_secret(secret))
+    """`url` as it may be shown: each of its credentials (`url_secrets`: `user:password`
+    whole, a query value named like one, a path segment that looks like a key) masked
+    where it stands; replacing their text wherever it occurred had masked the `p` of
+    `https` for a password `p`."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    spans = []
+    host = url.find("//") + 2 if parts.netloc else 0
+    if parts.password:
+        spans.append((host, host + len(parts.netloc.rpartition("@")[0])))
+    path = url.find(parts.path, host + len(parts.netloc)) if parts.path else -1
+    offset = path
+    for segment in parts.path.split("/") if path != -1 else ():
+        if segment and looks_like_secret(unquote(segment)):
+            spans.append((offset, offset + len(segment)))
+        offset += len(segment) + 1
+    query = url.find("?", host + len(parts.netloc)) + 1 if parts.query else 0
+    for pair in parts.query.split("&") if query else ():
+        name, equals, value = pair.partition("=")
+        if equals and value and secret_parameter(unquote(name)):
+            spans.append((query + len(name) + 1, query + len(pair)))
+        query += len(pair) + 1
+    for start, end in sorted(spans, reverse=True):
+        url = url[:start] + mask_secret(url[start:end]) + url[end:]
     return url
 
 
