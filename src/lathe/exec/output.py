@@ -29,6 +29,8 @@ _SPILL_FULL = "\n[... the spill file stops at 64 MiB; the output's end is in the
 SPILL_FOLDER_MAX_FILES = 64
 SPILL_FOLDER_MAX_BYTES = 2 * SPILL_MAX_BYTES
 _SPILL_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}\.log")
+# lathe's spill folder in a workspace: the only one made with a `.gitignore`.
+_WORKSPACE_SPILLS = (".lathe", "tmp")
 
 
 def cap_output(data: bytes, limit: int, spill_dir: Path | None) -> tuple[str, Path | None]:
@@ -91,7 +93,7 @@ class _OutputSink:
         if self._spill_dir is None:  # nobody would read it: the middle is dropped
             return
         try:
-            self._spill_dir.mkdir(parents=True, exist_ok=True)
+            make_spill_folder(self._spill_dir)
             path = self._spill_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.log"
             self._spill = path.open("xb")
             self.spill_path = path
@@ -178,6 +180,32 @@ class _OutputSink:
         )
         start = f"from byte {head + 1:,}: " if self.spill_path is not None else ""
         return f"\n[... {start}{omitted:,} bytes omitted{where} ...]\n"
+
+
+def make_spill_folder(folder: Path) -> None:
+    """Make `folder`, a spill folder or one in it (`set-aside`), when missing. Under a
+    workspace's `.lathe/tmp` (`ui.wiring.spill_dir`), that folder gets its `.gitignore`
+    of `*` first, so that nothing spilled reaches the user's commits; OSError when the
+    file is a link (it is not followed) or anything cannot be made."""
+    parts = folder.parts
+    ends = [i + 2 for i in range(len(parts) - 1) if parts[i : i + 2] == _WORKSPACE_SPILLS]
+    if ends:
+        ours = Path(*parts[: ends[-1]])
+        ours.mkdir(parents=True, exist_ok=True)
+        _ignore_everything(ours / ".gitignore")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _ignore_everything(ignore: Path) -> None:
+    """Write `*` to the spill folder's .gitignore unless a file is there already."""
+    try:
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        if ignore.is_symlink():
+            raise OSError(f"{ignore} is a link; lathe does not write through it") from None
+        return
+    with os.fdopen(fd, "w") as file:
+        file.write("*\n")
 
 
 def _shown(data: bytes) -> str:

@@ -12,6 +12,7 @@ in a home folder the workspace holds (`view.HOME_PROTECTED`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lathe.exec.base import ExecResult, ExecutorUnavailable, SandboxStatus
+from lathe.exec.output import make_spill_folder
 from lathe.exec.view import HOME_PROTECTED, SandboxView, home_in_workspace, sandbox_view
 from lathe.patterns import compiled
 
@@ -120,6 +122,11 @@ class SandboxedExecutor(ABC):
             self._status = await asyncio.to_thread(self._check)
         if not self._status.available:
             raise ExecutorUnavailable(self._status.message)
+        # Made before the command: the sandbox keeps `.lathe` read-only only if it
+        # exists, and a spill folder made during the command would pass for the
+        # command's own creation, to be moved aside.
+        with contextlib.suppress(OSError):  # a spill says why it could not be made
+            make_spill_folder(spill_dir)
         guarded = compiled(self.deny_write)
         before = set(guarded.existing(self.workspace))
         home = home_in_workspace(self.workspace)
@@ -167,7 +174,7 @@ def _set_aside(workspace: Path, created: Sequence[Path], aside: Path) -> str:
         relative = path.relative_to(workspace)
         target = folder / relative
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_spill_folder(target.parent)  # under `.lathe/tmp`: with its .gitignore
             shutil.move(str(path), str(target))
         except OSError as exc:
             failed.append(f"{relative} ({exc.strerror or exc})")

@@ -18,36 +18,29 @@ from lathe.ui.setup import RunSetup
 
 def spill_dir(workspace: Path) -> Path:
     """Where full tool outputs go: inside the workspace so the model can page them with
-    `read`, and git-ignored so they never end up in the user's commits. A workspace
-    lathe cannot write to (a read-only mount, someone else's files) gets one under
-    LATHE_HOME instead; `read` may open it all the same."""
+    `read`, and git-ignored so they never end up in the user's commits. Nothing is made
+    here: the folder and its `.gitignore` are made when output is first spilled
+    (`exec.output.make_spill_folder`), so a run that spills nothing leaves no trace. A
+    workspace lathe cannot write to (a read-only mount, someone else's files) gets one
+    under LATHE_HOME instead; `read` may open it all the same."""
     path = workspace / ".lathe" / "tmp"
-    # A link a repository ships would send lathe's writes wherever it points: the
-    # folder, or its .gitignore (a dangling one, which `exists()` calls missing).
-    if not ((workspace / ".lathe").is_symlink() or path.is_symlink()):
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            if _ignores_everything(path / ".gitignore"):
-                return path
-        except OSError:
-            pass
+    if _may_hold_spills(path):
+        return path
     from lathe.home import lathe_home, project_slug
 
-    path = lathe_home() / "spill" / project_slug(workspace)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return lathe_home() / "spill" / project_slug(workspace)
 
 
-def _ignores_everything(ignore: Path) -> bool:
-    """Write `*` to the spill folder's .gitignore unless a file is there already; False
-    when it is a link (the folder's files might reach the user's commits)."""
-    try:
-        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    except FileExistsError:
-        return not ignore.is_symlink()
-    with os.fdopen(fd, "w") as file:
-        file.write("*\n")
-    return True
+def _may_hold_spills(path: Path) -> bool:
+    """Whether lathe may make `path`, a workspace's `.lathe/tmp`, its spill folder: none
+    of `.lathe`, the folder and its `.gitignore` is a link, and the nearest of them that
+    exists is a folder lathe can write in."""
+    # A link a repository ships would send lathe's writes wherever it points: the
+    # folder, or its .gitignore (a dangling one, which `exists()` calls missing).
+    if any(p.is_symlink() for p in (path.parent, path, path / ".gitignore")):
+        return False
+    nearest = next((p for p in (path, path.parent, path.parent.parent) if p.exists()), None)
+    return nearest is not None and nearest.is_dir() and os.access(nearest, os.W_OK | os.X_OK)
 
 
 def agent_settings(setup: RunSetup) -> AgentSettings:
