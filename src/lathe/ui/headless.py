@@ -68,14 +68,18 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
             click.echo(f"lathe: {exc}", err=True)
             return 2
         except KeyboardInterrupt:
-            said, code = stopped_by(terminated)
-            run.stopped(
-                f"terminated ({signal.Signals(terminated[0]).name})"
-                if terminated
-                else "interrupted by the user (Ctrl-C)"
-            )
-            click.echo(f"lathe: {said}; resume with `lathe run --continue`", err=True)
-            return code
+            if run.over is None:
+                said, code = stopped_by(terminated)
+                run.stopped(
+                    f"terminated ({signal.Signals(terminated[0]).name})"
+                    if terminated
+                    else "interrupted by the user (Ctrl-C)"
+                )
+                click.echo(f"lathe: {said}; resume with `lathe run --continue`", err=True)
+                return code
+            # Stopped while closing (its MCP servers, its sandbox): the run had ended and
+            # shown its end, which stays the last line and gives the exit code.
+            finished = run.over
         except LatheError as exc:
             click.echo(f"lathe: {exc}", err=True)
             return 2
@@ -142,6 +146,7 @@ class _HeadlessRun:
         self._records_checks = False  # the run may start over: its checks are lathe's
         self.ends: _EndHeld | None = None
         self._ended = False  # the attempt's end is recorded and shown (`_end_attempt`)
+        self.over: RunFinished | None = None  # the run's last end, once recorded and shown
 
     async def execute(self, task: str | None) -> RunFinished:
         from lathe.llm.registry import make_provider
@@ -220,7 +225,7 @@ class _HeadlessRun:
                     task, [], provider, safety, redactor, checkpoints, spent=spent
                 )
                 ends.append(finished)
-            ends[-1] = self._end_attempt(finished, why_last)
+            ends[-1] = self.over = self._end_attempt(finished, why_last)
             self._say_whole_spend(ends)
             return ends[-1]
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -417,7 +422,8 @@ class _HeadlessRun:
         started, a `tool_finished` follows for each call shown started and not finished,
         then `run_finished` `interrupted`, the last line, as the exit code says (spent:
         the attempt's so far, nothing between attempts). The terminal gets no end: the
-        caller's `lathe:` line says it."""
+        caller's `lathe:` line says it. Not called once the run's last end was shown
+        (`over`): a stop while the run closes adds nothing to it."""
         if self.ends is not None:
             self.ends.drop()
         if not self._ended:
