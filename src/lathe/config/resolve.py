@@ -95,15 +95,22 @@ class ResolvedModel:
 
     def key_problem(self, environ: Mapping[str, str] | None = None) -> str | None:
         """Why the key set cannot be sent, in one line naming its variable and never its
-        value (whitespace inside, a control or a non-ASCII character, or nothing but
-        spaces); None when it can, or when none is set."""
+        value (a control or a non-ASCII character; for a remote server also a space
+        inside, or nothing but spaces); None when it can, or when none is set. A server
+        on this machine (llama.cpp, vLLM) takes any key, so a placeholder such as " " or
+        "not needed" is no problem there: it had stopped every run."""
+        from lathe.net import is_loopback
+
         variable = self.key_variable(environ)
         key = self.api_key(environ)
         if variable is None or key is None:
             return None
+        remote = not is_loopback(self.base_url)
         if not key:
-            return f"{variable} is set but blank; set it to your key, or unset it"
-        problem = unsendable(key, spaces=True)
+            return (
+                f"{variable} is set but blank; set it to your key, or unset it" if remote else None
+            )
+        problem = unsendable(key, spaces=remote)
         return f"{variable} {problem}; set it to the key alone" if problem else None
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
