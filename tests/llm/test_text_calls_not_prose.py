@@ -82,9 +82,15 @@ def test_a_tool_name_in_another_case_is_no_call(written):
     assert reply.stop_reason is StopReason.UNREADABLE  # a tag opening JSON: a call attempt
 
 
-def test_a_tagged_object_without_arguments_is_no_call():
+def test_a_tagged_call_without_arguments_takes_none():
+    # Hermes-style models leave `arguments` out for a tool that takes none; inside a tag
+    # it is a call all the same (it had been sent back as unreadable).
     reply = _read('<tool_call>\n{"name": "list_files"}\n</tool_call>')
-    assert not reply.tool_calls and reply.stop_reason is StopReason.UNREADABLE
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [("list_files", {})]
+
+
+def test_a_fenced_object_with_a_name_alone_is_no_call():
+    assert not _read('```json\n{"name": "list_files"}\n```').tool_calls
 
 
 def test_an_unclosed_tag_after_a_closed_one_is_not_guessed():

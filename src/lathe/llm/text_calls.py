@@ -141,7 +141,7 @@ def _tag_at(text: str, start: int, body_start: int) -> _Tag:
 
 
 def _tagged_call(body: str, tools: Collection[str]) -> ToolCall:
-    envelope = _envelope(body, tools)
+    envelope = _envelope(body, tools, bare_name=True)
     if envelope is None:
         raise _Unreadable
     return _call(*envelope)
@@ -160,13 +160,19 @@ def _call(name: str, arguments: dict[str, Any] | str) -> ToolCall:
     return ToolCall(id=f"call_{secrets.token_hex(8)}", name=name, arguments=written)
 
 
-def _envelope(body: str, tools: Collection[str]) -> tuple[str, dict[str, Any] | str] | None:
+def _envelope(
+    body: str, tools: Collection[str], *, bare_name: bool = False
+) -> tuple[str, dict[str, Any] | str] | None:
     """The tool `body` calls and its arguments; None unless it is exactly a call, a
-    `name` of one of `tools` and its `arguments` (or `parameters`), and nothing else."""
+    `name` of one of `tools` and its `arguments` (or `parameters`), and nothing else —
+    or, with `bare_name` (inside a tag, which says a call is meant), the `name` alone,
+    for a tool given no arguments."""
     value = _json_object(body.strip())
     if value is None:
         return None
     key = "arguments" if "arguments" in value else "parameters"
+    if bare_name and value.keys() == {"name"}:
+        value = {**value, key: {}}
     if value.keys() != {"name", key} or not isinstance(name := value["name"], str):
         return None
     tool = _tool_named(name, tools)
