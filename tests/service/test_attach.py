@@ -11,6 +11,14 @@ from tests.service.scripts import fix_add, workspace_for
 from tests.ui.tmux import Terminal
 
 
+def _asking_session(served, fake_openai, ws):
+    """A session of `served` in `ws`, on the fake model, asking before each change."""
+    with served.client() as client:
+        return client.create_session(
+            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
+        )
+
+
 def _attached(served, tmp_path, session_id: str, *, height: int = 30) -> Terminal:
     """`lathe attach` to `session_id` of `served`, in a real terminal."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm-256color",
@@ -22,10 +30,7 @@ def _attached(served, tmp_path, session_id: str, *, height: int = 30) -> Termina
 def test_attach_sends_a_task_answers_the_approval_and_shows_the_end(served, fake_openai, tmp_path):
     fake_openai.enqueue(*fix_add("attached"), Reply("tidied up"))
     ws = workspace_for(tmp_path, "ws")
-    with served.client() as client:
-        session = client.create_session(
-            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
-        )
+    session = _asking_session(served, fake_openai, ws)
     terminal = _attached(served, tmp_path, session.id, height=30)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
@@ -109,10 +114,7 @@ def test_two_approvals_pending_at_once_are_answered_in_turn(served, fake_openai,
         Reply("reading", calls=[Call("read", {"path": "a.txt"}), Call("read", {"path": "b.txt"})]),
         Reply("both read"),
     )
-    with served.client() as client:
-        session = client.create_session(
-            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
-        )
+    session = _asking_session(served, fake_openai, ws)
     terminal = _attached(served, tmp_path, session.id, height=40)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
@@ -173,10 +175,7 @@ def test_an_approval_of_a_long_change_shows_its_end_and_v_shows_the_whole(
         Reply(calls=[Call("write", {"path": "setup.sh", "content": long})]), Reply("Written.")
     )
     ws = workspace_for(tmp_path, "ws")
-    with served.client() as client:
-        session = client.create_session(
-            str(ws), model="m", base_url=fake_openai.base_url, approval="ask"
-        )
+    session = _asking_session(served, fake_openai, ws)
     terminal = _attached(served, tmp_path, session.id, height=40)
     try:
         terminal.wait_for(rf"attached to {session.id}", timeout=20)
