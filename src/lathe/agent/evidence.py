@@ -174,20 +174,20 @@ def evidence_of(
         lost = _LOST_BY.get(operator, "a command after it")
         break
     evidence = Evidence(command=command, exit_code=exit_code)
+    counts = check_counts(output) if lost is not None or exit_code == 0 else None
     if lost is None:
-        if exit_code == 0 and reports_failure(output):  # as `passed` reads it for the gate
+        if exit_code == 0 and _reports_failure(output, counts):  # as the gate's `passed`
             return evidence.model_copy(update={"exit_code": 1}), (
                 f"`{command}` exited 0, but its output reports "
-                f"{counts_text(check_counts(output))}, so the evidence gives exit 1"
+                f"{counts_text(counts)}, so the evidence gives exit 1"
             )
         return evidence, ""
-    counts = check_counts(output)
     if counts is None:
         return evidence.model_copy(update={"exit_code": None}), (
             f"the exit status of `{command}` is not its test runner's ({lost}) and its "
             "output shows no test counts: whether the tests passed is unclear"
         )
-    judged = 1 if reports_failure(output) else 0
+    judged = 1 if _reports_failure(output, counts) else 0
     return evidence.model_copy(update={"exit_code": judged}), (
         f"the exit status of `{command}` is not its test runner's ({lost}); its output "
         f"reports {counts_text(counts)}, so the evidence gives exit {judged}"
@@ -286,7 +286,11 @@ def counts_text(counts: dict[str, int] | None) -> str:
 def reports_failure(output: str) -> bool:
     """Whether a test runner's counts in `output`, or any closing summary in it, report
     a failing test."""
-    counts = check_counts(output)
+    return _reports_failure(output, check_counts(output))
+
+
+def _reports_failure(output: str, counts: dict[str, int] | None) -> bool:
+    """`reports_failure`, the counts `check_counts` read from `output` given."""
     return bool(counts and counts["failed"]) or _failing_summary(output)
 
 

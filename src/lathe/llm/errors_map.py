@@ -496,10 +496,12 @@ def unsendable_header(
     """A header (`header`, when known) HTTP cannot carry, named without its value. Sent
     again it fails again: not retried. The key is blamed by its variable when it holds
     what no key does (whitespace, a control or a non-ASCII character)."""
+    from lathe.config.resolve import unsendable
+
     problem = problem or "holds a character HTTP does not allow in a header"
     key = ctx.api_key
     if (header or "").lower() in _KEY_HEADERS or (
-        header is None and key not in ("", NO_KEY) and not _sendable(key)
+        header is None and key not in ("", NO_KEY) and unsendable(key, spaces=True)
     ):
         what = f"the API key in {ctx.api_key_env}"
         fix = f"set {ctx.api_key_env} to the key alone"
@@ -507,11 +509,6 @@ def unsendable_header(
         what = f"the header {header}" if header else "a header of the request"
         fix = "check the provider's headers setting and the variables it uses"
     return BadRequest(f"could not send a request to {ctx.base_url}: {what} {problem}; {fix}")
-
-
-def _sendable(value: str) -> bool:
-    """Whether `value` is made of the visible ASCII characters a key is made of."""
-    return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
