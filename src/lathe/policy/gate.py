@@ -22,6 +22,7 @@ from lathe.errors import ToolError, UsageError
 from lathe.hooks.base import AgentHooks
 from lathe.patterns import compiled
 from lathe.policy.rules import (
+    EVERY_PATH,
     Action,
     RuleSet,
     covers_path_tool,
@@ -223,12 +224,13 @@ class Policy:
         showing a file, and the word that names it was judged for that."""
         from lathe.policy.carried import glob_targets
 
+        known: dict[Path, list[str]] = {}  # a glob's matches share their folders' names
         for changed in changes:
             paths = [changed]
             if any(mark in str(changed) for mark in "*?["):
                 paths += glob_targets(changed, hidden=hidden)
             for i, path in enumerate(paths):
-                decided = self._path_change(path, key, command, reads=not i)
+                decided = self._path_change(path, key, command, reads=not i, known=known)
                 if decided is None and i and _is_dir(path):
                     decided = self._edit_rule_inside(path, key, command)
                 if decided:
@@ -283,7 +285,7 @@ class Policy:
             (
                 action,
                 [
-                    rule.pattern or "**"
+                    rule.pattern or EVERY_PATH
                     for rule in rules
                     if covers_path_tool(rule.tool, "edit", changes_files=True, denies=False)
                 ],
@@ -298,13 +300,25 @@ class Policy:
                     yield (None if hit is None else hit[0]), action
 
     def _path_change(
-        self, path: Path, key: str, command: str, *, reads: bool = True
+        self,
+        path: Path,
+        key: str,
+        command: str,
+        *,
+        reads: bool = True,
+        known: dict[Path, list[str]] | None = None,
     ) -> Decision | None:
         """What a command's change of one path decides (`_command_changes`); read rules
-        count only with `reads` (the path as the command names it)."""
+        count only with `reads` (the path as the command names it). `known`: the names
+        looked up so far (`_names_in`), for the many matches of a glob."""
         is_dir = _is_dir(path)
         rules = self.rules if reads else _edit_rules(self.rules)
-        for name in workspace_names(self.workspace, path):
+        names = (
+            workspace_names(self.workspace, path)
+            if known is None
+            else (self._names_in(path, known))
+        )
+        for name in names:
             verdict = rules.for_path("edit", name, is_dir=is_dir, changes_files=True)
             if verdict and verdict[0] != "allow":
                 rule = verdict[1].key

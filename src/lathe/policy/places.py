@@ -9,8 +9,6 @@ a temp directory itself, or everything in it (`/tmp/*`), is not "inside" it.
 
 from __future__ import annotations
 
-import glob
-import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -248,13 +246,10 @@ def _into_globbed_folders(path: Path) -> list[Path]:
     """Where a file lands that a command puts into a folder named by a glob: `cp a.py
     t*/` (its landing `t*/a.py`, which no glob matches before it exists) writes
     tests/a.py. Each folder the folder part matches (no dotfiles, as bash's `*`; at
-    most 1,000), with the name added."""
-    folders = glob.iglob(str(path.parent))
-    return [
-        Path(folder) / path.name
-        for folder in itertools.islice(folders, 1_000)
-        if os.path.isdir(folder)
-    ]
+    most 1,000: `carried.glob_targets`), with the name added."""
+    from lathe.policy.carried import glob_targets
+
+    return [folder / path.name for folder in glob_targets(path.parent) if folder.is_dir()]
 
 
 def _picked_by_find(how: str, word: Word) -> bool:

@@ -155,7 +155,7 @@ def found_in_path(
     looks: those in each folder that is not one of the `inherited` PATH's (where the
     user's own programs are), until an inherited folder holds a program of that name.
     The bool: a relative folder came first whose place only run time knows."""
-    system = {entry for entry in (inherited or "").split(":") if entry.startswith("/")}
+    system = _system_folders(inherited)
     found: list[Path] = []
     for entry in value.split(":"):
         folder = entry or "."  # an empty entry is the current folder
@@ -171,9 +171,14 @@ def found_in_path(
     return found, False
 
 
+def _system_folders(inherited: str | None) -> set[str]:
+    """The absolute folders of the `inherited` PATH, where the user's own programs are."""
+    return {entry for entry in (inherited or "").split(":") if entry.startswith("/")}
+
+
 def _adds_folders(value: str, inherited: str | None) -> bool:
     """Whether PATH `value` has a folder the `inherited` PATH's system folders are not."""
-    system = {entry for entry in (inherited or "").split(":") if entry.startswith("/")}
+    system = _system_folders(inherited)
     return any(entry not in system for entry in value.split(":"))
 
 
@@ -182,7 +187,7 @@ def either_path(one: str | None, other: str, inherited: str | None) -> str:
     both, those not `inherited` first, so that a program is looked up in every folder
     the command line added in either."""
     entries = dict.fromkeys([*other.split(":"), *(one.split(":") if one is not None else [])])
-    system = {entry for entry in (inherited or "").split(":") if entry.startswith("/")}
+    system = _system_folders(inherited)
     return ":".join([e for e in entries if e not in system] + [e for e in entries if e in system])
 
 
