@@ -100,10 +100,10 @@ class HookChain(AgentHooks):
         arguments: not again about those it let through (the gate would ask a person
         twice), nor about those it made itself (a rewriting hook ran three times, once
         more for each chain nested in this one, on its own result)."""
-        rewritten = False
         # Each hook's keys of the arguments it was asked about, kept from the first
         # rewrite on: until then each is asked once about the model's arguments, and
-        # encoding them for every hook cost 30 ms on an 840 KB write.
+        # encoding them for every hook cost 30 ms on an 840 KB write. Not empty once
+        # something rewrote them.
         judged: list[set[str]] = []
         key = ""  # the arguments' key, once there are keys to compare
         for _ in range(_MAX_REWRITES + 1):
@@ -117,13 +117,13 @@ class HookChain(AgentHooks):
                     if not judged:  # those asked so far were asked about the model's
                         first = _key(arguments)
                         judged = [{first} if i <= index else set() for i in range(len(self._hooks))]
-                    arguments, rewritten, key = verdict, True, _key(verdict)
+                    arguments, key = verdict, _key(verdict)
                     judged[index].add(key)
                     break
                 if verdict is not None:
                     return verdict
             else:
-                return arguments if rewritten else None
+                return arguments if judged else None
         return ToolOutput(
             content="Error: the pre_tool hooks kept rewriting this call's arguments.",
             is_error=True,

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -105,10 +104,9 @@ class Redactor(AgentHooks):
         if not self._secrets:
             return value
         adapter = _adapter(type(value))
-        # JSON text shows a secret holding `"` or `\\` escaped: look for that form too, and
-        # mask the values themselves, not their JSON spelling.
-        text = adapter.dump_json(value).decode()
-        if not any(s in text or _json_escaped(s) in text for s in self._secrets):
+        # JSON text shows a secret holding `"` or `\\` escaped: that is one of the
+        # spellings masked (`secret_spellings`); the values themselves are masked below.
+        if not self.found_in(adapter.dump_json(value).decode()):
             return value
         return adapter.validate_python(self.mask_data(adapter.dump_python(value, mode="json")))
 
@@ -286,10 +284,6 @@ def _masked_chunks(
 
 # One adapter per type, built on first use: masking runs for every message a run sends.
 _adapter: Callable[[type[Any]], TypeAdapter[Any]] = functools.cache(TypeAdapter)
-
-
-def _json_escaped(secret: str) -> str:
-    return json.dumps(secret)[1:-1]
 
 
 class _MaskedProvider:
