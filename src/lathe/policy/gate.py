@@ -178,7 +178,7 @@ class Policy:
         from lathe.policy.command import analyze
 
         analysis = analyze(command, workspace=self.workspace, home=self.home)
-        key = f"bash({command.strip()})"
+        key = command_key(command)
         first = analysis.reasons[0] if analysis.reasons else ""
         if analysis.decision == "deny":
             return Decision("deny", "; ".join(analysis.reasons), key, command, brief=first)
@@ -665,7 +665,7 @@ class PolicyGate(AgentHooks):
         if self.approver is None:
             text = self.words.say("denied_without_approver", tool=name, reason=decision.reason)
             return _denied(text, f"{decision.why} (needs approval)", by="no_approver")
-        answer = await self.approver.ask(
+        answer = await self.ask(
             ApprovalRequest(name, arguments, decision.reason, decision.key, decision.preview)
         )
         if answer.choice == "deny":
@@ -675,11 +675,23 @@ class PolicyGate(AgentHooks):
                 return _denied(text, f"unanswered{why}", by="timeout")
             text = self.words.say("denied_by_user", tool=name, why=why)
             return _denied(text, f"by the user{why}", by="user")
-        if answer.choice == "always":
-            self.remembered.add(decision.key)
-            if self.on_remember:
-                self.on_remember(decision.key)
         return None
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """The person's answer to `request` (there must be an approver); an "always"
+        is remembered for the session, and told to `on_remember`."""
+        assert self.approver is not None
+        answer = await self.approver.ask(request)
+        if answer.choice == "always":
+            self.remembered.add(request.key)
+            if self.on_remember:
+                self.on_remember(request.key)
+        return answer
+
+
+def command_key(command: str) -> str:
+    """The approval key of a shell command, `bash(COMMAND)`, as remembered."""
+    return f"bash({command.strip()})"
 
 
 def _denied(message: str, why: str, *, by: str = "rule") -> ToolOutput:

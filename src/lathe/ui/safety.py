@@ -16,7 +16,7 @@ from lathe.errors import UsageError
 from lathe.events import Notice
 from lathe.exec.base import ExecResult, Executor
 from lathe.hooks.base import AgentHooks, HookChain
-from lathe.policy.gate import ApprovalRequest, Approver, Mode, Policy, PolicyGate
+from lathe.policy.gate import ApprovalRequest, Approver, Mode, Policy, PolicyGate, command_key
 from lathe.policy.rules import RuleSet, protected_patterns
 from lathe.tools.base import ToolRegistry
 from lathe.ui.setup import RunSetup
@@ -345,20 +345,15 @@ class _AsksOutsideCalls:
 
     async def _ask(self, command: str) -> None:
         gate = self._gate
-        key = f"bash({command.strip()})"
+        key = command_key(command)
         if key in gate.remembered or gate.approver is None:
             return
         reason = "the verify command runs the model's code, and no sandbox can contain it"
-        request = ApprovalRequest("bash", {"command": command}, reason, key, command)
-        answer = await gate.approver.ask(request)
+        answer = await gate.ask(ApprovalRequest("bash", {"command": command}, reason, key, command))
         if answer.choice == "deny":
             why = f": {answer.reason}" if answer.reason else ""
             said = "nobody answered in time" if answer.by == "timeout" else "it was declined"
             raise CheckDeclined(f"the verify command was not run unsandboxed: {said}{why}")
-        if answer.choice == "always":
-            gate.remembered.add(key)
-            if gate.on_remember:
-                gate.on_remember(key)
 
     def __getattr__(self, name: str):  # the executor's own attributes (aclose ...)
         return getattr(self._inner, name)
