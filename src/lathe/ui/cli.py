@@ -299,9 +299,7 @@ def run(task: tuple[str, ...], as_json: bool, prompt_command: str | None, **valu
         from lathe.prompt_commands import expand_command
 
         workspace = values["workspace"].expanduser().resolve()
-        text = expand_command(workspace, prompt_command, " ".join(task))
-        piped = _piped_input()
-        text = text if piped is None else with_piped_input(text, piped)
+        text = _with_piped(expand_command(workspace, prompt_command, " ".join(task)))
         sys.exit(run_headless(text, run_options(True, **values), as_json=as_json))
     if len(task) > 1:
         raise UsageError(
@@ -331,6 +329,11 @@ def _task_text(task: tuple[str, ...]) -> str | None:
         if _stdin_is_piped():
             text = whole_text(sys.stdin.read())
         return text
+    return _with_piped(text)
+
+
+def _with_piped(text: str) -> str:
+    """`text`, with what was piped in (if anything) as a block after it."""
     piped = _piped_input()
     return text if piped is None else with_piped_input(text, piped)
 
