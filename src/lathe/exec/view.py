@@ -288,7 +288,12 @@ def _same(path: Path | None, other: Path) -> bool:
 def _submodule_worktree(git_dir: Path) -> Path | None:
     """Where `core.worktree` in `git_dir`'s config points (relative to `git_dir`, as git
     reads it), which git sets in a submodule's git dir; None when it sets none. git
-    reads only that file and runs nothing of it (no includes: they could name any file)."""
+    reads only that file and runs nothing of it (no includes: they could name any file).
+    Kept while the config is unchanged, as `_judged` keeps a config's judgement."""
+    config = git_dir / "config"
+    stamp = _stamp(config)
+    if stamp is not None and _worktrees.get(config, (None,))[0] == stamp:
+        return _worktrees[config][1]
     try:
         found = subprocess.run(
             ["git", "config", "--file", str(git_dir / "config"), "--no-includes", "--get",
@@ -299,7 +304,13 @@ def _submodule_worktree(git_dir: Path) -> Path | None:
     except (OSError, subprocess.SubprocessError):
         return None
     value = found.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
-    return Path(os.path.normpath(git_dir / value)) if found.returncode == 0 and value else None
+    worktree = Path(os.path.normpath(git_dir / value)) if found.returncode == 0 and value else None
+    if stamp is not None:
+        _worktrees[config] = (stamp, worktree)
+    return worktree
+
+
+_worktrees: dict[Path, tuple[tuple[int, ...], Path | None]] = {}
 
 
 def _may_show(git_dir: Path, workspace: Path, home: Path) -> bool:
@@ -382,14 +393,21 @@ def _git_configs(home: Path) -> tuple[list[Path], list[tuple[Path, Path]]]:
 _judged: dict[Path, tuple[tuple[int, ...], Path | None]] = {}
 
 
-def _without_credentials(path: Path) -> Path | None:
-    """`path` when no entry in it is a credential, else a copy without those entries
-    (in lathe's scratch folder, removed when lathe exits); None when git cannot read it."""
+def _stamp(path: Path) -> tuple[int, ...] | None:
+    """What tells a file changed since it was last read; None when it cannot be read."""
     try:
         info = path.stat()
     except OSError:
         return None
-    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _without_credentials(path: Path) -> Path | None:
+    """`path` when no entry in it is a credential, else a copy without those entries
+    (in lathe's scratch folder, removed when lathe exits); None when git cannot read it."""
+    stamp = _stamp(path)
+    if stamp is None:
+        return None
     if path in _judged and _judged[path][0] == stamp:
         return _judged[path][1]
     try:  # git reads it as git will: quoting, continued lines, comments
