@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.e2e.test_mcp import (
     assert_server_gone,
     lathe,
@@ -69,34 +70,22 @@ def test_one_malformed_tool_is_left_out_and_named_and_the_others_are_offered(tmp
     assert_server_gone(tmp_path)
 
 
-def test_a_page_cursor_that_repeats_ends_the_listing_with_the_tools_it_gave(tmp_path, fake_openai):
-    # Every page named the same next page: lathe asked for it until the startup timeout,
-    # then said the server "did not answer within 5 s".
-    ws = workspace(tmp_path)
-    server = _raw_server(tmp_path, [ECHO], "--same-cursor", startup_timeout_s=5)
-    user_config(tmp_path, {"raw": server})
-    fake_openai.enqueue(Reply(calls=[Call("mcp__raw__echo", {"text": "hi"})]), Reply("Done."))
-
-    result = run(fake_openai, tmp_path, ws)
-
-    assert result.returncode == 0, result.stderr
-    bodies = fake_openai.chat_bodies()
-    assert [name for name in tool_names(bodies[0]) if name.startswith("mcp__raw__")] == [
-        "mcp__raw__echo"
-    ]
-    [warning] = _warnings(result.stderr)
-    assert "same next page" in warning and "'again'" in warning, warning
-    assert "did not answer" not in warning
-    assert tool_results(bodies[1]) == ['echo: {"text": "hi"}']
-
-
-def test_pages_that_name_a_new_page_each_time_and_add_no_tool_end_the_listing(
-    tmp_path, fake_openai
+@pytest.mark.parametrize(
+    ("flag", "timeout_s", "said"),
+    [
+        # Every page named the same next page: lathe asked for it until the startup
+        # timeout, then said the server "did not answer within 5 s".
+        ("--same-cursor", 5, ("same next page", "'again'")),
+        # Each page named a new next page and gave the same tools: lathe asked until the
+        # startup timeout, then said the server did not answer, and offered none of them.
+        ("--new-cursor", 20, ("added no tool",)),
+    ],
+)
+def test_a_listing_that_would_not_end_stops_with_the_tools_it_gave(
+    tmp_path, fake_openai, flag, timeout_s, said
 ):
-    # Each page named a new next page and gave the same tools: lathe asked until the
-    # startup timeout, then said the server did not answer, and offered none of them.
     ws = workspace(tmp_path)
-    server = _raw_server(tmp_path, [ECHO], "--new-cursor", startup_timeout_s=20)
+    server = _raw_server(tmp_path, [ECHO], flag, startup_timeout_s=timeout_s)
     user_config(tmp_path, {"raw": server})
     fake_openai.enqueue(Reply(calls=[Call("mcp__raw__echo", {"text": "hi"})]), Reply("Done."))
 
@@ -108,7 +97,8 @@ def test_pages_that_name_a_new_page_each_time_and_add_no_tool_end_the_listing(
         "mcp__raw__echo"
     ]
     [warning] = _warnings(result.stderr)
-    assert "added no tool" in warning and "did not answer" not in warning, warning
+    assert all(words in warning for words in said), warning
+    assert "did not answer" not in warning
     assert tool_results(bodies[1]) == ['echo: {"text": "hi"}']
 
 
