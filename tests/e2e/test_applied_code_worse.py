@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.e2e.test_small_model import finished, notes_to_model, run_local_profile
 from tests.fakes.openai_server import Reply
 
@@ -35,37 +36,39 @@ def calc_workspace(tmp_path: Path, calc: str) -> Path:
     return ws
 
 
-def test_applied_code_that_stops_the_tests_from_running_is_put_back(tmp_path, fake_openai):
-    ws = calc_workspace(tmp_path, BOTH_WRONG)
-    broken = "Fix:\n```python\ndef add(a, b):\n    return (a + b\n```"
-    fake_openai.enqueue(Reply(broken), Reply("done"), Reply("done"), Reply("done"))
+@pytest.mark.parametrize(
+    ("start", "reply", "said"),
+    [
+        # It stops the tests from running: "1 error" had read as fewer than "2 failed".
+        (
+            BOTH_WRONG,
+            "Fix:\n```python\ndef add(a, b):\n    return (a + b\n```",
+            ("put the files back", "the tests no longer ran"),
+        ),
+        # It fixes add and breaks mul, which passed: the counts stayed the same.
+        (
+            ADD_WRONG,
+            "Fix:\n```python\ndef add(a, b):\n    return a + b\n\n\n"
+            "def mul(a, b):\n    return a ** b\n```",
+            ("tests/test_calc.py::test_mul", "did not fail before"),
+        ),
+    ],
+    ids=["stops-the-tests", "breaks-a-passing-test"],
+)
+def test_applied_code_that_makes_the_check_worse_is_put_back(
+    tmp_path, fake_openai, start, reply, said
+):
+    ws = calc_workspace(tmp_path, start)
+    fake_openai.enqueue(Reply(reply), Reply("done"), Reply("done"), Reply("done"))
 
     run, events = run_local_profile(fake_openai, tmp_path, ws, "--max-turns", "4")
 
     assert finished(events)["status"] != "verified", run.stderr
-    assert (ws / "calc.py").read_text() == BOTH_WRONG
+    assert (ws / "calc.py").read_text() == start
     told = notes_to_model(fake_openai.chat_bodies()[1])[-1]
     assert "made things worse" in told
-    assert "put the files back" in told
-    assert "the tests no longer ran" in told
-
-
-def test_applied_code_that_breaks_a_passing_test_is_put_back(tmp_path, fake_openai):
-    ws = calc_workspace(tmp_path, ADD_WRONG)
-    trade = (
-        "Fix:\n```python\ndef add(a, b):\n    return a + b\n\n\n"
-        "def mul(a, b):\n    return a ** b\n```"
-    )
-    fake_openai.enqueue(Reply(trade), Reply("done"), Reply("done"), Reply("done"))
-
-    run, events = run_local_profile(fake_openai, tmp_path, ws, "--max-turns", "4")
-
-    assert finished(events)["status"] != "verified", run.stderr
-    assert (ws / "calc.py").read_text() == ADD_WRONG
-    told = notes_to_model(fake_openai.chat_bodies()[1])[-1]
-    assert "made things worse" in told
-    assert "tests/test_calc.py::test_mul" in told
-    assert "did not fail before" in told
+    for words in said:
+        assert words in told
 
 
 def test_applied_code_that_fixes_a_test_and_breaks_none_stays(tmp_path, fake_openai):
