@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
 
 # Vendor key prefixes seen in the wild; a value starting with one is a key, not a name.
 # An AWS key id is one only whole (its prefix begins names: ASIA_OPENAI_API_KEY).
@@ -307,12 +310,7 @@ def masked_url(url: str) -> str:
         if segment and looks_like_secret(unquote(segment)):
             spans.append((offset, offset + len(segment)))
         offset += len(segment) + 1
-    query = url.find("?", host + len(parts.netloc)) + 1 if parts.query else 0
-    for pair in parts.query.split("&") if query else ():
-        name, equals, value = pair.partition("=")
-        if equals and value and secret_parameter(unquote(name)):
-            spans.append((query + len(name) + 1, query + len(pair)))
-        query += len(pair) + 1
+    spans += [span for name, _, span in _query_values(url, parts) if secret_parameter(name)]
     for start, end in sorted(spans, reverse=True):
         url = url[:start] + mask_secret(url[start:end]) + url[end:]
     return url
@@ -488,7 +486,7 @@ def _url_credential_spans(url: str) -> list[tuple[int, int]]:
     (`x-access-token@`, not `git@` nor `ada@`), and the values of query parameters named
     like one, 8 characters or more (`token_type=bearer` names a kind, not a token); none
     that stands for a secret kept elsewhere (`postgres://app:${DB_PASSWORD}@db/app`)."""
-    from urllib.parse import parse_qsl, urlsplit
+    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)
@@ -506,13 +504,21 @@ def _url_credential_spans(url: str) -> list[tuple[int, int]]:
     # The query's credentials as `url_credentials` finds them, from the split made here;
     # a path's segment is judged only in a URL that is a setting (`url_secrets`): in
     # text a link's commit hash looks as random as a key.
-    for what, value in parse_qsl(parts.query):
-        if not (value and secret_parameter(what)):
-            continue
-        if _PLACEHOLDER.fullmatch(value) or len(value) < 8:
-            continue
-        query = url.find("?")
-        name = re.compile(rf"(?:^|[?&]){re.escape(what)}=([^&#]*)")
-        if query != -1 and (match := name.search(url, query)):
-            spans.append(match.span(1))
+    for what, value, span in _query_values(url, parts):
+        if secret_parameter(what) and not _PLACEHOLDER.fullmatch(value) and len(value) >= 8:
+            spans.append(span)
     return spans
+
+
+def _query_values(url: str, parts: SplitResult) -> Iterator[tuple[str, str, tuple[int, int]]]:
+    """Each parameter of `url`'s query (`parts`, its split) that has a value: its name and
+    value decoded as `parse_qsl` decodes them, and where the value stands in `url`."""
+    from urllib.parse import unquote_plus
+
+    start = url.index("?") + 1 if parts.query else 0
+    for pair in parts.query.split("&") if parts.query else ():
+        name, equals, value = pair.partition("=")
+        if equals and value:
+            at = start + len(name) + 1
+            yield unquote_plus(name), unquote_plus(value), (at, at + len(value))
+        start += len(pair) + 1
