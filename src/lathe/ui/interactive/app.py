@@ -88,6 +88,7 @@ class InteractiveApp:
         self._interrupt_requested = False
         self._interrupted_by = "Esc"  # what stopped the last interrupted turn
         self._switch_after_turn: Any = None  # a ResolvedModel /model named mid-turn or mid-job
+        self._rebuild_after_turn = False  # a setting the prompt names changed mid-turn
         self._exit_armed = False
         self._leaving = False  # a stop signal came: end the session (see _leave)
         # The calls (ids) whose whole diff the person saw and approved: their results
@@ -137,11 +138,7 @@ class InteractiveApp:
         # Rebuilt for the new model, the conversation kept: its profile (reply code,
         # write, limits, words, request extras), its prices and its window all follow.
         self.setup = dataclasses.replace(self.setup, model=resolved, endpoint=endpoint)
-        seen = self.agent.deps.tool_context.file_state
-        self.agent = self._agent_for(self.agent.messages, usage=self.agent.usage)
-        # What the conversation read and wrote still counts: a whole-file write of a
-        # file read before the switch was refused as never read.
-        self.agent.deps.tool_context.file_state = seen
+        self._rebuild_agent()
         self.status.model = resolved.model_id
         self.links.record_model_change(resolved.provider, self._model_label(resolved))
         asyncio.get_running_loop().create_task(old.aclose())
@@ -157,7 +154,21 @@ class InteractiveApp:
             self.setup.loaded, config=config.model_copy(update={"agent": agent})
         )
         self.setup = dataclasses.replace(self.setup, loaded=loaded)
-        self.agent.deps.settings.verify_command = command
+        self.agent.deps.settings.verify_command = command  # this turn's check, if one runs
+        # The system prompt names the check: the model is told of it from the next turn.
+        if self.running:
+            self._rebuild_after_turn = True
+        else:
+            self._rebuild_agent()
+
+    def _rebuild_agent(self) -> None:
+        """The agent built again from `setup` (a new model, a new check), the
+        conversation and its spend kept."""
+        seen = self.agent.deps.tool_context.file_state
+        self.agent = self._agent_for(self.agent.messages, usage=self.agent.usage)
+        # What the conversation read and wrote still counts: a whole-file write of a
+        # file read before the rebuild was refused as never read.
+        self.agent.deps.tool_context.file_state = seen
 
     def emit(self, event: Any) -> None:
         masking = getattr(self, "_masking", None)
@@ -455,9 +466,12 @@ class InteractiveApp:
         try:
             await work
         finally:
-            if self._switch_after_turn is not None:
+            rebuild, self._rebuild_after_turn = self._rebuild_after_turn, False
+            if self._switch_after_turn is not None:  # builds the agent again itself
                 resolved, self._switch_after_turn = self._switch_after_turn, None
                 self._switch_to(resolved)
+            elif rebuild:
+                self._rebuild_agent()
 
     def _take_queue(self) -> str | None:
         """The messages queued during a turn or a job, as one, or None; the queue
