@@ -194,3 +194,36 @@ def test_the_fake_anthropic_reply_still_streams(tmp_path, anthropic_raw):
 
     assert result.returncode == 0, result.stderr
     assert _finished(result)["answer"] == "Streamed as ever."
+
+
+def _events(*payloads: dict) -> str:
+    return "".join(f"data: {json.dumps(p)}\n\n" for p in payloads)
+
+
+ANTHROPIC_STREAM = _events(
+    {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+    {"type": "message_stop"},
+)
+
+
+def test_openai_endpoint_streaming_another_apis_events_is_said_at_once(tmp_path, openai_raw):
+    # An Anthropic-style server behind an OpenAI base URL: the stream has events, none a
+    # chat completion chunk. It read as "the connection was probably cut", five times.
+    item = Raw("text/event-stream", ANTHROPIC_STREAM)
+    openai_raw.enqueue(item, item)
+
+    result = _lathe(tmp_path, openai_raw.base_url)
+
+    _assert_said_at_once(result, "text/event-stream", '"message_start"')
+    assert len(openai_raw.chat_bodies()) == 1
+
+
+def test_a_chat_stream_cut_before_its_end_is_still_a_cut_connection(tmp_path, openai_raw):
+    cut = _events({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "h"}}]})
+    openai_raw.enqueue(*[Raw("text/event-stream", cut)] * 6)
+
+    result = _lathe(tmp_path, openai_raw.base_url, "-c", "retry.max_attempts=2")
+
+    assert result.returncode == 3, result.stderr
+    assert "connection was probably cut" in _finished(result)["error"]["message"]

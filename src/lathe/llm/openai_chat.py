@@ -13,8 +13,8 @@ What it reads: text deltas, `reasoning_content` (or `reasoning`) deltas as think
 tool-call deltas assembled by index, the finish reason and usage (estimated from the
 bytes sent and received when the server reports none, or only zeros).
 A server that ignores `stream=True` and answers one JSON body is read as one reply. A
-200 reply that is neither (a login page, another API's JSON: no `choices`) is
-`errors_map.not_a_reply`, not retried.
+200 reply that is neither (a login page, another API's JSON: no `choices`, a stream
+of another API's events) is `errors_map.not_a_reply`, not retried.
 With `thinking_in_text` (a model that writes `<think>...</think>` into its text, as
 Qwen3 or DeepSeek-R1 do on a server without a reasoning parser), what is inside the
 tags is thinking, wherever the tags fall across deltas; whitespace right after a
@@ -195,6 +195,8 @@ class OpenAIChatProvider:
                             yield event
                         if reply.enough:
                             break  # closing the stream stops the generation
+                    if (start := reply.foreign_start()) is not None:
+                        raise not_a_reply(self._ctx, content_type(response), start)
             finally:
                 await response.aclose()
         except (StatusError, ReportedError) as exc:
@@ -351,10 +353,22 @@ class _Reply:
         self._finish_reason: str | None = None
         self._usage: Usage | None = None  # as the server reported it
         self.sent_bytes = 0  # the request's body
+        self._first: list[object] = []  # the stream's first event, once one came
+        self._chunk_seen = False  # an event with `choices`: a chat completion stream
+
+    def foreign_start(self) -> bytes | None:
+        """The first event, as JSON, of a stream none of whose events was a chat
+        completion chunk (another API's stream behind this base URL); else None."""
+        if self._chunk_seen or not self._first:
+            return None
+        return json.dumps(self._first[0]).encode()
 
     def feed(self, chunk: object) -> list[StreamEvent]:
+        if not self._first:
+            self._first.append(chunk)
         if not isinstance(chunk, Mapping):
             return []
+        self._chunk_seen = self._chunk_seen or "choices" in chunk
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self._model = chunk["model"]
         if isinstance(chunk.get("usage"), Mapping):
