@@ -213,26 +213,91 @@ def files_named(words: Iterable[str], base: Path, workspace: Path) -> list[str]:
     server, a hook — reads, to protect so that it changes only with the user's approval
     (the model had edited such a script, and the next run of it was the edit, outside the
     sandbox). A link is named with its target: replaced, it would run another file. A
-    word holding a `${VAR}` is left out."""
+    word holding a `${VAR}` is left out.
+
+    However the command names them: an option's value (`--script=FILE`); a module run
+    with `-m`/`--module` (`MODULE.py` or the `MODULE/` package, and the `__init__.py` of
+    each package it is in, which the import runs first), looked up in `base`, the
+    workspace and the folders named so far; a name in the folder an option such as uv's
+    `--directory` moves to first (`uv --directory sub run s.py`); a folder Python runs as
+    a script (one holding `__main__.py`: `python pkgdir`), whole. `python -m pserv` and
+    these others had named nothing, so the model rewrote the server a trusted project
+    runs on the host."""
     root = workspace.resolve()
+    folders = [base.resolve()]  # where a relative name is looked up
     found: list[str] = []
+    before = ""
     for word in words:
-        if "${" in word or not word.strip():
+        option, value = _option_value(word, before)
+        before = word
+        if "${" in word or not value.strip():
             continue
         try:
-            spelled = Path(os.path.normpath(base.resolve() / Path(word).expanduser()))
-            target = spelled.resolve()
-            named = [
-                path
-                for path, there in ((target, target.is_file()), (spelled, spelled.is_symlink()))
-                if there and path.is_relative_to(root)
-            ]
-        except (OSError, ValueError):  # a NUL, a loop of links, a name too long
+            if option in _MOVES_TO:
+                folders.append((folders[0] / Path(value).expanduser()).resolve())
+                continue
+            if option in _RUNS_MODULE:
+                paths = [p for f in dict.fromkeys([*folders, root]) for p in _module(f, value)]
+            else:
+                paths = [folder / Path(value).expanduser() for folder in folders]
+        except (OSError, ValueError, RuntimeError):  # a NUL, a loop of links
             continue
-        for path in named:
-            if (pattern := "/" + path.relative_to(root).as_posix()) not in found:
-                found.append(pattern)
+        for path in paths:
+            found += [p for p in _in_workspace(path, root) if p not in found]
     return found
+
+
+# Options whose value is a module to run (python's `-m`, uv run's `--module`), and those
+# that move the command to a folder before it looks up what it runs (uv's `--directory`).
+_RUNS_MODULE = frozenset({"-m", "--module"})
+_MOVES_TO = frozenset({"--directory", "--dir", "--cwd", "-C"})
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _option_value(word: str, before: str) -> tuple[str, str]:
+    """The option `word` gives a value to and that value (`--script=F`, `-mNAME`, or
+    `word` after an option without one), else ("", word)."""
+    if word.startswith("-") and "=" in word:
+        option, _, value = word.partition("=")
+        return option, value
+    if word.startswith("-m") and len(word) > 2 and not word.startswith("--"):
+        return "-m", word[2:]
+    if before.startswith("-") and "=" not in before:
+        return before, word
+    return "", word
+
+
+def _module(folder: Path, module: str) -> list[Path]:
+    """What `python -m MODULE` run in `folder` runs of it there: the `__init__.py` of each
+    package it is in, then `MODULE.py` or the `MODULE/` package; none when it is not
+    there."""
+    if not _MODULE.fullmatch(module):
+        return []
+    *packages, name = module.split(".")
+    where = folder.joinpath(*packages)
+    runs = [p for p in (where / f"{name}.py", where / name) if _in_workspace(p, folder)]
+    inits = [folder.joinpath(*packages[: n + 1], "__init__.py") for n in range(len(packages))]
+    return [*inits, *runs] if runs else []
+
+
+def _in_workspace(path: Path, root: Path) -> list[str]:
+    """`path`, when it is a file or a folder Python runs (holding `__main__.py`) in the
+    workspace, and the link it is named by, as patterns anchored at the workspace. The
+    workspace itself run so is its `__main__.py` alone: every change there would ask."""
+    try:
+        spelled = Path(os.path.normpath(path))
+        target = spelled.resolve()
+        runs = target.is_file() or (target / "__main__.py").is_file()
+        named = [
+            where
+            for where, there in ((target, runs), (spelled, spelled.is_symlink()))
+            if there and where.is_relative_to(root)
+        ]
+    except (OSError, ValueError, RuntimeError):  # a NUL, a loop of links, a name too long
+        return []
+    return [
+        "/" + (p if p != root else p / "__main__.py").relative_to(root).as_posix() for p in named
+    ]
 
 
 def protected_patterns(user: Iterable[str]) -> tuple[str, ...]:
