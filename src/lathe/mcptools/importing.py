@@ -16,7 +16,8 @@ without credentials or a plain word one. An `env` entry becomes
 `${SERVERNAME_URL_PASSWORD}`, `${SERVERNAME_URL_KEY}` and `${SERVERNAME_PARAMETER}` (an
 argument's `${SERVERNAME_ARG_N_PASSWORD}`...), and the caller tells the user which variables to
 export. Existing text and comments of the target file are kept; a
-server the file already declares is skipped, not overwritten.
+server the file already declares is skipped, not overwritten, and a file its servers
+cannot be appended to (an inline `mcp = {...}`) is refused, left as it was.
 """
 
 from __future__ import annotations
@@ -218,13 +219,20 @@ def _lathe_name(path: Path, name: str) -> str:
 
 
 def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """Append each server to `target` (created when missing); (written, skipped)."""
+    """Append each server to `target` (created when missing); (written, skipped). The
+    file is written only when what it becomes still reads, holding each server as
+    written: tables appended after an inline `mcp = {...}` (or `servers = {...}`)
+    declare those keys twice, which had left the file unreadable by every command."""
     # As the config loader reads it: a leading byte order mark is none of the TOML.
     existing = target.read_text(encoding="utf-8-sig") if target.is_file() else ""
     try:
-        declared = tomllib.loads(existing).get("mcp", {}).get("servers", {})
+        mcp = tomllib.loads(existing).get("mcp", {})
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{target}: invalid TOML ({exc}); fix it first") from None
+    declared = mcp.get("servers", {}) if isinstance(mcp, dict) else None
+    if not isinstance(declared, dict):
+        key = "mcp.servers" if isinstance(mcp, dict) else "mcp"
+        raise UsageError(f"{target}: {key} must be a table; fix it first")
     written, skipped, blocks = [], [], []
     for name, fields in servers.items():
         if name in declared:
@@ -237,9 +245,23 @@ def append_servers(target: Path, servers: dict[str, dict[str, Any]]) -> tuple[li
     if blocks:
         from lathe.atomic_write import write_atomic
 
-        joined = existing.rstrip("\n") + ("\n\n" if existing.strip() else "")
+        added = "\n\n".join(blocks) + "\n"
+        text = existing.rstrip("\n") + ("\n\n" if existing.strip() else "") + added
+        try:
+            wanted = tomllib.loads(added)["mcp"]["servers"]
+            kept = tomllib.loads(text)["mcp"]["servers"]
+            whole = all(kept[name] == wanted[name] for name in written)
+        except (tomllib.TOMLDecodeError, KeyError, TypeError):
+            whole = False
+        if not whole:
+            raise UsageError(
+                f"{target}: its mcp settings are an inline table (mcp = {{...}} or "
+                "servers = {...}), to which no [mcp.servers.NAME] table can be added; "
+                "write them as [mcp] and [mcp.servers.NAME] tables and import again "
+                "(nothing was written)"
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, (joined + "\n\n".join(blocks) + "\n").encode())
+        write_atomic(target, text.encode())
     return written, skipped
 
 
