@@ -17,7 +17,9 @@ without credentials or a plain word one. An `env` entry becomes
 argument's `${SERVERNAME_ARG_N_PASSWORD}`...), and the caller tells the user which variables to
 export. Existing text and comments of the target file are kept; a
 server the file already declares is skipped, not overwritten, and a file its servers
-cannot be appended to (an inline `mcp = {...}`) is refused, left as it was.
+cannot be appended to (an inline `mcp = {...}`) is refused, left as it was. A field of
+the wrong shape (`env = "FOO=bar"`, `args = "--flag"`, `"timeout": "soon"`) is refused,
+naming the server and the field, never read as it would have been.
 """
 
 from __future__ import annotations
@@ -62,17 +64,30 @@ _RELATIVE_PATH = re.compile(r"^([\w.-]+/)+[\w.-]+/?$")
 def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
     """The servers in `path` as lathe settings (only the keys that differ from the
     defaults), and the (where, VARIABLE) of each secret replaced by a reference."""
+    codex = path.suffix == ".toml"
     try:
         text = path.read_text(encoding="utf-8")
-        if path.suffix == ".toml":
+        if codex:
             raw = tomllib.loads(text).get("mcp_servers", {})
-            converted = {name: _from_codex(server) for name, server in raw.items()}
         else:
             data = json.loads(text)
             raw = data.get("mcpServers", {}) if isinstance(data, dict) else {}
-            converted = {name: _from_gemini(server) for name, server in raw.items()}
-    except (OSError, ValueError, AttributeError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read MCP servers from {path}: {exc}") from None
+    # Each field's shape is checked before it is read: `env = "FOO=bar"` had ended in a
+    # traceback, and `args = "--flag"` was written as ["-", "-", "f", "l", "a", "g"].
+    table = "a table" if codex else "an object"
+    where = "mcp_servers" if codex else "mcpServers"
+    if not isinstance(raw, dict):
+        raise UsageError(
+            f"{path}: {where} must be {table} of servers, not {_kind(raw)}; "
+            "fix it there and import again"
+        )
+    shapes = _CODEX_SHAPES if codex else _GEMINI_SHAPES
+    converted = {}
+    for name, server in raw.items():
+        _check_shapes(path, name, server, shapes, table)
+        converted[name] = _from_codex(server) if codex else _from_gemini(server)
     replaced: list[tuple[str, str]] = []
     servers: dict[str, dict[str, Any]] = {}
     for name, fields in converted.items():
@@ -85,7 +100,7 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
         named: dict[str, str] = {}  # a secret's value -> the variable that now holds it
         for key in ("env", "headers"):
             for item, value in list(fields.get(key, {}).items()):
-                value = _DOLLAR_NAME.sub(r"${\1}", str(value))
+                value = _DOLLAR_NAME.sub(r"${\1}", value)
                 scheme, secret = auth_scheme(value) if key == "headers" else ("", value)
                 by_name = _secret_name(item, secret_header if key == "headers" else None)
                 # A credential header takes references alone, as the config check wants:
@@ -114,8 +129,77 @@ def read_foreign(path: Path) -> tuple[dict[str, dict[str, Any]], list[tuple[str,
     return servers, replaced
 
 
+def _check_shapes(path: Path, name: str, server: Any, shapes: dict[str, str], table: str) -> None:
+    """Refuse, naming the server and the field, a server that is no `table` ("a table"
+    in TOML, "an object" in JSON) or a field whose value is not of the shape `shapes`
+    gives it (a key of `_SHAPES`); fields lathe does not take are not looked at."""
+    if not isinstance(server, dict):
+        raise UsageError(
+            f"{path}: server {name} must be {table}, not {_kind(server, table)}; "
+            "fix it there and import again"
+        )
+    for field, shape in shapes.items():
+        what, fits = _SHAPES[shape]
+        if field in server and not fits(server[field]):
+            raise UsageError(
+                f"{path}: server {name}: {field} must be {what.replace('a table', table)}, "
+                f"not {_kind(server[field], table)}; fix it there and import again"
+            )
+
+
+def _kind(value: Any, table: str = "a table") -> str:
+    """What a value read from JSON or TOML is, in those files' words (`table`: "a
+    table" or "an object"); a list or a table by its first item that is no string."""
+    match value:
+        case bool():
+            return "a boolean"
+        case int() | float():
+            return "a number"
+        case str():
+            return "a string"
+        case None:
+            return "null"
+        case list() | dict():
+            items = value if isinstance(value, list) else value.values()
+            odd = next((item for item in items if not isinstance(item, str)), None)
+            kind = "a list" if isinstance(value, list) else table
+            return kind if odd is None else f"{kind} holding {_kind(odd, table)}"
+    return type(value).__name__
+
+
+def _strings(value: Any) -> bool:
+    items = value if isinstance(value, list) else value.values() if isinstance(value, dict) else ()
+    return all(isinstance(item, str) for item in items)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+# A shape: how a refusal says it, and whether a value has it.
+_SHAPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "string": ("a string", lambda value: isinstance(value, str)),
+    "strings": ("a list of strings", lambda value: isinstance(value, list) and _strings(value)),
+    "map": ("a table of strings", lambda value: isinstance(value, dict) and _strings(value)),
+    "seconds": ("a positive number of seconds", _positive),
+    "ms": ("a positive number of milliseconds", _positive),
+    "boolean": ("true or false", lambda value: isinstance(value, bool)),
+}
+_CODEX_SHAPES = {
+    "command": "string", "args": "strings", "env": "map", "cwd": "string", "url": "string",
+    "http_headers": "map", "env_http_headers": "map", "bearer_token_env_var": "string",
+    "startup_timeout_sec": "seconds", "tool_timeout_sec": "seconds", "startup_timeout_ms": "ms",
+    "enabled": "boolean", "enabled_tools": "strings", "disabled_tools": "strings",
+}  # fmt: skip
+_GEMINI_SHAPES = {
+    "command": "string", "args": "strings", "env": "map", "cwd": "string", "url": "string",
+    "httpUrl": "string", "type": "string", "headers": "map", "timeout": "ms",
+    "includeTools": "strings", "excludeTools": "strings",
+}  # fmt: skip
+
+
 def _args_without_secrets(
-    args: list[Any], safe: str, named: dict[str, str], replaced: list[tuple[str, str]]
+    args: list[str], safe: str, named: dict[str, str], replaced: list[tuple[str, str]]
 ) -> list[str]:
     """`args` with each credential put in a variable: an argument, or the value of
     `--opt=VALUE`, `NAME=VALUE` or `Header: VALUE`, that looks like one or that a
@@ -125,7 +209,7 @@ def _args_without_secrets(
     after the server and the argument's place."""
     cleaned: list[str] = []
     previous = ""
-    for index, arg in enumerate(str(a) for a in args):
+    for index, arg in enumerate(args):
         prefix, value, by_name = _split(arg)
         # `--token X`, but neither `--no-auth PACKAGE` nor `--token --verbose`
         by_name = by_name or (
