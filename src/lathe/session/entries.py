@@ -23,7 +23,7 @@ that says to upgrade.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -221,16 +221,22 @@ def last_model_change(branch: Iterable[Entry]) -> ModelChangeEntry | None:
 
 
 def run_settings(
-    base_url: str | None, approval: str, verify: str | None, max_turns: int | None
+    base_url: str | None,
+    approval: str,
+    verify: str | None,
+    max_turns: int | None,
+    mask: Callable[[str], str] = lambda text: text,
 ) -> RunSettings:
-    """`RunSettings` that hold no secret: a `base_url` with credentials in it masked."""
+    """`RunSettings` that hold no secret: each text through `mask` (the run's redactor,
+    as every other entry), and a `base_url` holding credentials masked (`masked_url`);
+    `base_url_masked` says the URL recorded is not the one used."""
     from lathe.config.secrets import masked_url, url_secrets
 
-    masked = bool(base_url and url_secrets(base_url))
+    shown = base_url and mask(masked_url(base_url) if url_secrets(base_url) else base_url)
     return RunSettings(
-        base_url=masked_url(base_url) if base_url and masked else base_url,
-        base_url_masked=masked,
+        base_url=shown,
+        base_url_masked=shown != base_url,
         approval=approval,
-        verify=verify,
+        verify=verify and mask(verify),
         max_turns=max_turns,
     )

@@ -263,7 +263,7 @@ class _HeadlessRun:
             checkpoints, lambda: session_id
         )
         setup = self.setup
-        record_run_start(self.recorder.session, setup)
+        record_run_start(self.recorder.session, setup, redactor=redactor)
         self.emit(
             RunStarted(
                 task=task,

@@ -4,6 +4,7 @@ compactions, and the run's end."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from lathe.types import Message, Usage
 if TYPE_CHECKING:
     from lathe.agent.budget import Spend
     from lathe.checkpoint import Checkpoint
+    from lathe.obs import Redactor
     from lathe.ui.setup import RunSetup
 
 
@@ -232,24 +234,37 @@ class CheckpointRecorder(AgentHooks):
 
 
 def record_run_start(
-    session: Session, setup: RunSetup, *, approval: str | None = None, verify: str | None = ""
+    session: Session,
+    setup: RunSetup,
+    *,
+    approval: str | None = None,
+    verify: str | None = "",
+    redactor: Redactor | None = None,
 ) -> None:
     """The model and settings a run starts with (endpoint, approval mode, verify, turns),
     in its session when they are not what its last model change says already: whoever
     goes on with the session elsewhere (`lathe serve`'s resume) keeps them. `approval`
     and `verify` (None: no check): what is in effect when the face can change them
-    (the app's /approval, /verify); left out, what `setup` gives."""
+    (the app's /approval, /verify); left out, what `setup` gives. Masked by the run's
+    `redactor` as every other entry (a verify command may name a key); left out, one
+    made as a run makes it."""
     from lathe.session.entries import ModelChangeEntry, last_model_change, run_settings
 
+    if redactor is None:
+        from lathe.obs import Redactor
+
+        redactor = Redactor.for_run(setup.secrets(), os.environ)
     base_url, options = setup.loaded.config.base_url, setup.options
     settings = run_settings(
         base_url and str(base_url),
         approval or setup.approval,
         options.verify if verify == "" else verify,
         options.max_turns,
+        redactor.mask,
     )
     model = setup.model.name or setup.model.model_id
     entry = ModelChangeEntry(provider=setup.model.provider, model=model, settings=settings)
+    entry = redactor.model(entry)
     last = last_model_change(session.branch())
     said = (last.provider, last.model, last.settings) if last else (None, None, None)
     if said != (entry.provider, entry.model, entry.settings):
