@@ -101,11 +101,18 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
     word in every file the model read, and its edits of them failed. An argument counts
     when the option or `NAME=` it fills is named like a secret (`--token ${X}`), not
     otherwise: a `${HOME}` there would mask every path. Of a `Bearer <token>` value the
-    token is masked (the whole holds a space, so it had been taken for a phrase)."""
-    from lathe.config.secrets import auth_scheme, url_secrets
+    token is masked (the whole holds a space, so it had been taken for a phrase).
+
+    An `env`, header or argument value holding a credential once expanded
+    (`config.secrets.find_credentials`: a connection string's password, filled from a
+    variable or written in the file) gives that credential, and the whole value when it
+    is one word, as the environment's own `DATABASE_URL` does, so that a short password
+    goes too: `postgresql://app:${PGPW}@db/x` had reached the model in clear."""
+    from lathe.config.secrets import auth_scheme, find_credentials, url_secrets
     from lathe.exec.env import maskable
 
     environ = os.environ if environ is None else environ
+    config = entry.config
     found: set[str] = set()
     for value in secret_variables(entry, environ).values():
         scheme, token = auth_scheme(value)
@@ -113,15 +120,22 @@ def entry_secrets(entry: ServerEntry, environ: Mapping[str, str] | None = None) 
             found.add(value)
         elif scheme and maskable(token):
             found.add(token)
-    if entry.config.url:
-        found.update(url_secrets(_expanded_leniently(entry.config.url, environ)))
+    for text in (*config.env.values(), *config.headers.values(), *config.args):
+        value = _expanded_leniently(text, environ)
+        credentials = [value[start:end] for start, end, _ in find_credentials(value)]
+        found.update(c for c in credentials if maskable(c))
+        if credentials and maskable(value):
+            found.add(value)
+    if config.url:
+        found.update(url_secrets(_expanded_leniently(config.url, environ)))
     return sorted(found)
 
 
 def secret_variables(entry: ServerEntry, environ: Mapping[str, str]) -> dict[str, str]:
     """The variables, with their values, that one server's `env`, `headers`, `url` and
     `args` take a secret from, as `entry_secrets` judges one (the url's own references
-    all count): what commands are never shown."""
+    all count), and those that fill a credential of a value (`_filling_credentials`:
+    the password of `postgresql://app:${PGPW}@db/x`): what commands are never shown."""
     from lathe.config.secrets import looks_like_secret, secret_header
     from lathe.exec.env import holds_secret, is_secret_name
 
@@ -134,11 +148,44 @@ def secret_variables(entry: ServerEntry, environ: Mapping[str, str]) -> dict[str
     ]
     found: dict[str, str] = {}
     for secret_key, text in filled:
+        credential = _filling_credentials(text, environ)
         for name in env_references(text):
             value = environ.get(name)
-            if value and (secret_key or holds_secret(name, value) or looks_like_secret(value)):
+            if value and (
+                secret_key
+                or name in credential
+                or holds_secret(name, value)
+                or looks_like_secret(value)
+            ):
                 found[name] = value
     return found
+
+
+def _filling_credentials(text: str, environ: Mapping[str, str]) -> set[str]:
+    """The variables of `text` whose values make up, once it is expanded, part of a
+    credential in it (`config.secrets.find_credentials`): PGPW of
+    `postgresql://app:${PGPW}@db/x`, not PGUSER of `${PGUSER}:${PGPW}@`. A default
+    fills none: it is written in the file."""
+    from lathe.config.secrets import ENV_REF, find_credentials, reference_value
+
+    pieces: list[str] = []
+    spans: list[tuple[str, int, int]] = []  # (variable, where its value stands)
+    last = 0
+    for reference in ENV_REF.finditer(text):
+        pieces.append(text[last : reference.start()])
+        value = reference_value(reference, environ) or ""
+        start = sum(map(len, pieces))
+        if environ.get(reference.group(1)):
+            spans.append((reference.group(1), start, start + len(value)))
+        pieces.append(value)
+        last = reference.end()
+    if not spans:
+        return set()
+    pieces.append(text[last:])
+    credentials = find_credentials("".join(pieces))
+    return {
+        name for name, start, end in spans if any(s < end and start < e for s, e, _ in credentials)
+    }
 
 
 def _option_of(args: list[str], index: int) -> str:
