@@ -21,7 +21,14 @@ from lathe.agent.toolcalls import validate
 from lathe.errors import ToolError, ToolRefusal
 from lathe.events import AgentEvent, ToolFinished, ToolStarted
 from lathe.llm.arguments import parse_arguments
-from lathe.tools.base import CURRENT_CALL, Params, Tool, ToolContext, ToolOutput
+from lathe.tools.base import (
+    CURRENT_CALL,
+    Params,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+)
 from lathe.types import ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -82,10 +89,7 @@ class ToolRunner:
     def _prepare(self, call: ToolCall) -> _Prepared:
         tool = self._deps.tools.get(call.name)
         if tool is None:
-            names = ", ".join(self._deps.tools.names())
-            return _Prepared(
-                call, None, None, error=f"there is no tool named {call.name!r}. Tools: {names}."
-            )
+            return _Prepared(call, None, None, error=_no_such_tool(call.name, self._deps.tools))
         parsed = parse_arguments(call.arguments)
         if parsed.value is None:
             return _Prepared(call, tool, None, error=f"{call.name}: {parsed.error}")
@@ -173,6 +177,24 @@ class ToolRunner:
                 shown if shown != item.tool.summarize_call(item.params) else "",
             )
         return output, refused
+
+
+def _no_such_tool(name: str, tools: ToolRegistry) -> str:
+    """What a call naming no tool is told: the registered names nearest the one it
+    wrote, and the tools the model is shown. Deferred ones (many MCP tools, found by a
+    search tool) are counted, not named: listing 3,000 of them cost ~26 KB a mistake,
+    more than the whole first request."""
+    import difflib
+
+    everything = tools.names()
+    shown = [spec.name for spec in tools.specs()]
+    near = difflib.get_close_matches(name, everything, n=3)
+    said = f"there is no tool named {name!r}."
+    if near:
+        said += f" Did you mean {', '.join(near[:-1])}{' or ' if near[1:] else ''}{near[-1]}?"
+    deferred = len(everything) - len(shown)
+    more = f" (and {deferred} deferred ones, found by searching)" if deferred else ""
+    return f"{said} Tools: {', '.join(shown)}{more}."
 
 
 def _internal_error(tool: Tool, exc: Exception) -> ToolOutput:
