@@ -8,7 +8,9 @@ Contract of `McpConnection`:
   `tool_timeout_s`, the process died or the connection broke — raises `McpFailure`
   with one sentence naming the server and what happened, and drops the connection so
   the next call starts the server again. An error the *tool* reports (`isError`) is a
-  normal result, not a failure.
+  normal result, not a failure. A result the protocol does not allow (`"result": null`,
+  content of an unknown type) raises `McpFailure` at once, saying so, and keeps the
+  connection: the server answered, and its next answer may be fine.
 - The SDK's client is entered and left inside one task this object owns (anyio's
   cancel scopes must be left in the task that entered them); callers in other tasks
   only send requests over it. `aclose` ends that task, and with it the server: the
@@ -46,6 +48,9 @@ class McpFailure(ToolError):
 _SDK_CLOSED = "Connection closed"
 # Pages in a row adding no tool after which a listing that names ever new pages stops.
 _IDLE_PAGES = 3
+# The `data` of the error answer that stands for an answer the SDK could not read
+# (`_unreadable_answer`), so the request that waits for it says what was wrong.
+_MALFORMED = "lathe: malformed result"
 
 
 class McpConnection:
@@ -138,13 +143,14 @@ class McpConnection:
         async def call(client: Any) -> Any:
             return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        return await self._request(f"running {tool}", call, timeout)
+        return await self._request(f"running {tool}", call, timeout, result_of=tool)
 
     async def read_resource(self, uri: str) -> Any:
         async def read(client: Any) -> Any:
             return await client.read_resource(uri)
 
-        return await self._request(f"reading {uri}", read, self.entry.config.tool_timeout_s)
+        timeout = self.entry.config.tool_timeout_s
+        return await self._request(f"reading {uri}", read, timeout, result_of=uri)
 
     async def _request(
         self,
@@ -153,33 +159,49 @@ class McpConnection:
         timeout: float,
         *,
         listing: bool = False,
+        result_of: str = "",
     ) -> Any:
         """`request` over the running client. A caller cancelled meanwhile (Ctrl-C) is
         cancelled however the SDK ended the request: its anyio side may answer the
         cancellation with a result or another error, which would otherwise swallow it
         and leave the run going. `listing`: a failure says nothing of a next call (the
-        caller of a listing says what follows)."""
+        caller of a listing says what follows). `result_of`: what a malformed result is
+        said to be the result of (the tool, the resource), else the request is named."""
         caller = asyncio.current_task()
         try:
-            return await self._request_once(doing, request, timeout, listing)
+            return await self._request_once(doing, request, timeout, listing, result_of)
         finally:
             if caller is not None and caller.cancelling():
                 raise asyncio.CancelledError
 
     async def _request_once(
-        self, doing: str, request: Callable[[Any], Awaitable[Any]], timeout: float, listing: bool
+        self,
+        doing: str,
+        request: Callable[[Any], Awaitable[Any]],
+        timeout: float,
+        listing: bool,
+        result_of: str,
     ) -> Any:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic import ValidationError
 
         client = await self._ensure_started()
         served_by = self._task  # a late failure must not end a server started since
+        malformed = (
+            f"MCP server {self.name} sent a malformed result "
+            f"{f'for {result_of}' if result_of else f'while {doing}'}"
+        )
         try:
             # The SDK's own read timeout answers first; this one catches a transport
             # that stops without failing the request.
             async with asyncio.timeout(timeout + 5):
                 return await request(client)
+        except ValidationError as exc:  # the server answered, wrongly: the connection holds
+            raise McpFailure(f"{malformed}: {_result_problem(exc)}") from None
         except MCPError as exc:
+            if exc.error.data == _MALFORMED:
+                raise McpFailure(f"{malformed}: {exc.error.message}") from None
             if exc.code == REQUEST_TIMEOUT:
                 await self._drop(
                     f"did not answer within {timeout:g} s while {doing}", served_by, listing
@@ -259,7 +281,7 @@ class McpConnection:
             for kind in kinds:
                 try:
                     async with contextlib.AsyncExitStack() as stack:
-                        transport = _checked_listings(self._transport(stack, kind), self)
+                        transport = _checked_answers(self._transport(stack, kind), self)
                         client = await stack.enter_async_context(
                             Client(transport, read_timeout_seconds=config.tool_timeout_s)
                         )
@@ -476,36 +498,42 @@ def _path_problem(command: str, cwd: Path) -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def _checked_listings(transport: Any, connection: McpConnection) -> Any:
+async def _checked_answers(transport: Any, connection: McpConnection) -> Any:
     """`transport` (the SDK's: it gives its receiving and sending streams), each
     `tools/list` answer it receives rid of the tools the SDK would refuse
-    (`McpConnection._valid_tools`) before the SDK reads it. Done on the wire because
-    the SDK validates a list whole, and relists to check each call's result: one tool
-    with `"required": "a"` had cost every tool of the server."""
+    (`McpConnection._valid_tools`) before the SDK reads it, and an answer it could not
+    read at all given to its request as an error (`_unreadable_answer`). Done on the
+    wire because the SDK validates a list whole, and relists to check each call's
+    result: one tool with `"required": "a"` had cost every tool of the server; and
+    because the SDK drops an answer it cannot read, so its request waited out
+    `tool_timeout_s` (`"result": null`)."""
     async with transport as (receiving, sending):
-        yield _CheckedListings(receiving, connection), sending
+        yield _CheckedAnswers(receiving, connection), sending
 
 
-class _CheckedListings:
+class _CheckedAnswers:
     """A receiving stream that passes on what it receives, an answer holding a `tools`
-    list (only `tools/list` answers have one) with its valid tools only."""
+    list (only `tools/list` answers have one) with its valid tools only, and in place of
+    an answer the transport could not read, an error answer to the same request."""
 
     def __init__(self, stream: Any, connection: McpConnection) -> None:
         self._stream = stream
         self._connection = connection
 
-    async def __aenter__(self) -> _CheckedListings:
+    async def __aenter__(self) -> _CheckedAnswers:
         await self._stream.__aenter__()
         return self
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._stream.__aexit__(*exc)
 
-    def __aiter__(self) -> _CheckedListings:
+    def __aiter__(self) -> _CheckedAnswers:
         return self
 
     async def __anext__(self) -> Any:
         item = await self._stream.__anext__()
+        if isinstance(item, Exception):  # a line the transport could not read
+            return _unreadable_answer(item) or item
         result = getattr(getattr(item, "message", None), "result", None)
         if isinstance(result, dict) and isinstance(result.get("tools"), list):
             result["tools"] = self._connection._valid_tools(result)
@@ -513,6 +541,51 @@ class _CheckedListings:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _unreadable_answer(exc: Exception) -> Any:
+    """An error answer (its `data` `_MALFORMED`, its message what is wrong) to the
+    request the answer `exc` failed to read was for, when it was one (an `id` and a
+    `result`, no `method`); else None. The transport reads each message as one of the
+    JSON-RPC kinds, and the error for each kind it is not holds the message whole."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    whole = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), {})
+    answer_to = whole.get("id")
+    if "result" not in whole or "method" in whole or "error" in whole:
+        return None
+    if not isinstance(answer_to, int | str) or isinstance(answer_to, bool):
+        return None
+    problems = [e for e in errors if e["loc"][:1] == ("JSONRPCResponse",)]
+    if not problems:
+        return None
+    where = ".".join(str(part) for part in problems[0]["loc"][1:])
+    said = f"{where}: {problems[0]['msg']}"
+    error = ErrorData(code=INTERNAL_ERROR, message=said, data=_MALFORMED)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=answer_to, error=error))
+
+
+def _result_problem(exc: Any) -> str:
+    """What is wrong with a result, from the pydantic ValidationError of its check: the
+    first error's field, and when that field is one of several forms (a content part:
+    `TextContent`, `ImageContent`...), the forms it is none of, not what the first of
+    them lacks (`content.0.TextContent.text: Field required` for a part of a type the
+    protocol does not know)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    loc = errors[0]["loc"]
+    form = next((i for i, part in enumerate(loc) if str(part)[:1].isupper()), None)
+    if form is None:
+        return _field_problem(exc)
+    where = loc[:form]
+    forms = dict.fromkeys(
+        str(e["loc"][form]) for e in errors if e["loc"][:form] == where and len(e["loc"]) > form
+    )
+    return f"{'.'.join(str(part) for part in where) or 'it'} is none of {', '.join(forms)}"
 
 
 def _shown(text: str) -> str:
