@@ -44,25 +44,22 @@ class SessionSummary:
         return self.parent_call is None and self.entries > 0
 
 
-def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary | None:
+def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary:
     """`path`'s summary from the index when the file is unchanged, brought up to date
-    from its new lines when it only grew, else parsed (and the index updated); None for
-    a file that cannot be read at all."""
-    try:
-        stat = path.stat()
-        cached = index.get(path, stat)
-        if cached is None:
-            grown = index.grown(path, stat)
-            cached = appended.grown(path, *grown, stat.st_size) if grown else None
-            if cached is not None:
-                index.put(path, stat, cached, growable=True)
-            else:
-                from lathe.session import summarise  # the entry models: only to parse a file
+    from its new lines when it only grew, else parsed (and the index updated). Raises
+    the UsageError or OSError of a file that cannot be read at all."""
+    stat = path.stat()
+    cached = index.get(path, stat)
+    if cached is None:
+        grown = index.grown(path, stat)
+        cached = appended.grown(path, *grown, stat.st_size) if grown else None
+        if cached is not None:
+            index.put(path, stat, cached, growable=True)
+        else:
+            from lathe.session import summarise  # the entry models: only to parse a file
 
-                cached, growable = summarise.whole(path)
-                index.put(path, stat, cached, growable=growable)
-    except (UsageError, OSError):
-        return None
+            cached, growable = summarise.whole(path)
+            index.put(path, stat, cached, growable=growable)
     return SessionSummary(
         id=cached["id"],
         path=path,
@@ -111,12 +108,13 @@ def session_paths(root: Path, workspace: Path | None) -> list[Path]:
 
 
 def list_sessions(
-    root: Path, workspace: Path | None = None, *, unreadable: list[Path] | None = None
+    root: Path, workspace: Path | None = None, *, unreadable: dict[Path, Exception] | None = None
 ) -> list[SessionSummary]:
     """Summaries, newest first, of `workspace`'s sessions under `root` (every session if
-    None). Files that cannot be read at all (no header, newer format) are left out, and
-    added to `unreadable` when given. Only files changed since they were last listed
-    are parsed (`session.index`)."""
+    None). Files that cannot be read at all (no header, a damaged or newer format:
+    `loader.NewerSessionFormat`) are left out, and put into `unreadable` with the error
+    that says why when it is given. Only files changed since they were last listed are
+    parsed (`session.index`)."""
     summaries = []
     by_folder: dict[Path, list[Path]] = {}
     for path in session_paths(root, workspace):
@@ -124,11 +122,11 @@ def list_sessions(
     for folder, paths in by_folder.items():
         index = SummaryIndex(folder)
         for path in paths:
-            summary = _summary_from(index, path)
-            if summary is not None:
-                summaries.append(summary)
-            elif unreadable is not None:
-                unreadable.append(path)
+            try:
+                summaries.append(_summary_from(index, path))
+            except (UsageError, OSError) as error:
+                if unreadable is not None:
+                    unreadable[path] = error
         index.save({path.name for path in paths})
     summaries.sort(key=lambda summary: summary.updated, reverse=True)
     return summaries

@@ -2,8 +2,10 @@
 
 A torn last line (a write cut short by kill -9 or power loss) and a corrupt line in the
 middle are skipped and reported as warnings; neither is a reason to refuse the file.
-What does refuse it: no readable header (nothing tells us the format), or a format
-version newer than this lathe knows (reading it would guess).
+What does refuse it: no readable header (nothing tells us the format), a format version
+newer than this lathe knows (reading it would guess: `NewerSessionFormat`), or one no
+lathe wrote (0, negative: a damaged header, which had been a ValueError traceback from
+the migrations).
 
 The file is read as a stream: each line is validated into its entry and linked into the
 tree as it is read, so what stays in memory is the entries, never the file's bytes or
@@ -28,7 +30,7 @@ from pydantic import ValidationError
 
 from lathe.errors import UsageError
 from lathe.session.entries import ENTRY_ADAPTER, FORMAT_VERSION, Entry, Header
-from lathe.session.migrations import READ_AS_CURRENT, RawLines, migrate
+from lathe.session.migrations import READ_AS_CURRENT, STEPS, RawLines, migrate
 from lathe.session.tree import EntryTree
 
 
@@ -60,21 +62,39 @@ def _short(error: ValidationError | ValueError) -> str:
     return str(error)
 
 
+class NewerSessionFormat(UsageError):
+    """A session file in a format newer than this lathe reads: only an upgrade opens it.
+    `path` and `version` say which file and format; the message says so, and what to do
+    (`doing`: "open it" unless the caller was doing something else with it)."""
+
+    def __init__(self, path: Path, version: int, *, doing: str = "open it") -> None:
+        super().__init__(
+            f"{path} uses session format version {version}, newer than this lathe "
+            f"understands (up to {FORMAT_VERSION}); upgrade lathe to {doing}"
+        )
+        self.path = path
+        self.version = version
+
+
 def _read_header(path: Path, first: bytes) -> dict[str, Any]:
     try:
         raw = json.loads(first)
     except ValueError:
         raw = None
-    if not isinstance(raw, dict) or not isinstance(raw.get("version"), int):
+    if not isinstance(raw, dict) or "version" not in raw:
         raise UsageError(
             f"{path} has no readable header line, so its format is unknown; "
             "it is not a lathe session or it was cut short while being created"
         )
     version = raw["version"]
-    if version > FORMAT_VERSION:
+    # `type`, not isinstance: JSON's true is a Python int, and would read as version 1.
+    if type(version) is int and version > FORMAT_VERSION:
+        raise NewerSessionFormat(path, version)
+    if type(version) is not int or (version != FORMAT_VERSION and version not in STEPS):
         raise UsageError(
-            f"{path} uses session format version {version}, newer than this lathe "
-            f"understands (up to {FORMAT_VERSION}); upgrade lathe to open it"
+            f"{path} has session format version {json.dumps(version)} in its header, "
+            "which no lathe writes (they count from 1): the header is damaged; move the "
+            "file aside"
         )
     return raw
 

@@ -11,6 +11,7 @@ import gc
 import os
 import re
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from lathe.errors import UsageError
@@ -24,7 +25,7 @@ from lathe.session.listing import (
     session_paths,
     sessions_root,
 )
-from lathe.session.loader import Loaded, Tail, collector_paused, load_file
+from lathe.session.loader import Loaded, NewerSessionFormat, Tail, collector_paused, load_file
 from lathe.session.lock import SessionLock
 from lathe.session.session import Session, write_durably
 from lathe.session.tree import EntryTree
@@ -35,6 +36,14 @@ _LIST_HINT = "`lathe sessions list --all` shows every session"
 
 def _session_id(path: Path) -> str:
     return path.stem.rpartition("_")[2]
+
+
+def _modified(path: Path) -> datetime:
+    """When `path` was last written; the earliest time there is when it is gone."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -186,14 +195,31 @@ class SessionStore:
 
     def latest(self, workspace: Path, *, readonly: bool = False) -> Session | None:
         """The most recently modified session of `workspace` the user worked in, or
-        None: a subagent's session (it names its parent's call) is not one, nor is a
-        file that cannot be read as a session (`lathe sessions list` warns of those), nor
-        one with no entry (a run killed before its first message, which had no chance to
-        `close_or_discard` it: continuing it dropped the conversation before it)."""
-        for summary in self.list(workspace):
-            if summary.worked_in:
-                return self.open_path(summary.path, readonly=readonly)
-        return None
+        None: a subagent's session (it names its parent's call) is not one, nor one
+        with no entry (a run killed before its first message, which had no chance to
+        `close_or_discard` it: continuing it dropped the conversation before it), nor a
+        file that cannot be read as a session (`lathe sessions list` warns of those).
+        When a file of a newer format is later work (a newer lathe wrote to it after the
+        last session this one reads), `NewerSessionFormat`: going on with an older
+        session would drop, unsaid, the work the user means to continue."""
+        unreadable: dict[Path, Exception] = {}
+        summaries = list_sessions(self.root, workspace, unreadable=unreadable)
+        chosen = next((summary for summary in summaries if summary.worked_in), None)
+        since = chosen.updated if chosen is not None else datetime.min.replace(tzinfo=UTC)
+        newer = [
+            (when, error)
+            for path, error in unreadable.items()
+            if isinstance(error, NewerSessionFormat) and (when := _modified(path)) > since
+        ]
+        if newer:
+            _, error = max(newer, key=lambda found: found[0])
+            raise NewerSessionFormat(
+                error.path,
+                error.version,
+                doing="continue it (`--resume ID` goes on with an older one: "
+                "`lathe sessions list` shows them)",
+            )
+        return None if chosen is None else self.open_path(chosen.path, readonly=readonly)
 
     def list(self, workspace: Path | None = None) -> list[SessionSummary]:
         """Summaries, newest first, of `workspace`'s sessions (every session if None):

@@ -94,14 +94,10 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
 
     # Not through SessionStore: a listing the index answers needs no entry models.
     root = listing.sessions_root(lathe_home())
-    unreadable: list[Path] = []
+    unreadable: dict[Path, Exception] = {}
     summaries = listing.list_sessions(root, None if show_all else workspace, unreadable=unreadable)
-    for path in sorted(unreadable):
-        click.echo(
-            f"lathe: warning: left out {path}: not a readable lathe session (empty, cut "
-            "short while being created, or from a newer lathe); move it aside",
-            err=True,
-        )
+    for path, error in sorted(unreadable.items()):
+        click.echo(f"lathe: warning: left out {path}: {_unreadable(error)}", err=True)
     if not summaries:
         where = "" if show_all else f" for {workspace.resolve()} (--all lists every workspace)"
         print_empty(f"no sessions{where}")
@@ -129,6 +125,21 @@ def list_sessions(show_all: bool, workspace: Path) -> None:
             row.append(summary.cwd)
         rows.append([*row, summary.title or "-"])
     print_list(columns, rows)
+
+
+def _unreadable(error: Exception) -> str:
+    """Why `list` left a file out, and what to do about it."""
+    from lathe.session.loader import NewerSessionFormat
+
+    if isinstance(error, NewerSessionFormat):
+        return (
+            f"it uses session format version {error.version}, newer than this lathe "
+            "understands; upgrade lathe to list and open it"
+        )
+    return (
+        "not a readable lathe session (empty, cut short while being created, or with a "
+        "damaged header); move it aside"
+    )
 
 
 @sessions.command("show")
