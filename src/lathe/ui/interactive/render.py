@@ -36,7 +36,7 @@ from lathe.events import (
     VerifyFinished,
     VerifyStarted,
 )
-from lathe.exec.terminal import visible_text
+from lathe.exec.terminal import visible_name, visible_text
 from lathe.plural import plural
 from lathe.types import Usage
 
@@ -211,7 +211,7 @@ class Renderer:
             case ToolStarted(call_id=call_id):
                 label = event.label
                 self._calls[call_id] = label
-                self.status.set_phase(_clip(label, 50))
+                self.status.set_phase(_shown(label, 50))
             case ToolFinished():
                 self._tool_line(event)
                 self.status.set_phase("thinking")
@@ -234,7 +234,7 @@ class Renderer:
                 )
                 self.status.last_prompt_tokens = after
             case VerifyStarted(command=command):
-                self.status.set_phase(f"verify: {_clip(command, 40)}")
+                self.status.set_phase(f"verify: {_shown(command, 40)}")
             case VerifyFinished():
                 self._verify_line(event)
             case RunFinished():
@@ -253,10 +253,10 @@ class Renderer:
 
     def _child_line(self, description: str, event: AgentEvent) -> None:
         """A subagent's live status in the status line, and its end as a line."""
-        name = _clip(description, 30)
+        name = _shown(description, 30)
         match event:
             case ToolStarted():
-                self.status.set_phase(f"[{name}] {_clip(event.label, 40)}")
+                self.status.set_phase(f"[{name}] {_shown(event.label, 40)}")
             case RunFinished(status=status, turns=turns):
                 self.note(f"  [{name}] {status.value} after {plural(turns, 'turn')}", "cyan")
             case ChildEvent(description=inner_name, event=inner):
@@ -336,30 +336,35 @@ class Renderer:
         self._printed_text = True
 
     def _tool_line(self, event: ToolFinished) -> None:
+        """The call's one line (its label and summary as `_shown`: the model chose them),
+        with its diff or its command's last output lines under it. A command that
+        exited non-zero is marked failed in yellow, a tool's error in red: the bash tool
+        reports a non-zero exit as a result, not an error, and it had shown a green ✓."""
         from rich.text import Text
 
         label = self._calls.pop(event.call_id, event.name)
-        mark = self.glyphs.fail if event.is_error else self.glyphs.ok
-        line = Text(f"{self.glyphs.bullet} ", style="red" if event.is_error else "green")
-        line.append(_clip(label, 70), style="bold")
-        line.append(
-            f" {self.glyphs.arrow} {_clip(event.summary, 60)} ", "red" if event.is_error else ""
-        )
-        line.append(f"{mark} {event.duration_ms / 1000:.1f}s", "dim")
+        details: dict[str, Any] = event.details
+        exit_code = details.get("exit_code")
+        failed = not event.is_error and isinstance(exit_code, int) and exit_code != 0
+        style = "red" if event.is_error else "yellow" if failed else ""
+        mark = self.glyphs.fail if event.is_error or failed else self.glyphs.ok
+        line = Text(f"{self.glyphs.bullet} ", style=style or "green")
+        line.append(_shown(label, 70), style="bold")
+        line.append(f" {self.glyphs.arrow} {_shown(event.summary, 60)} ", style)
+        line.append(f"{mark} {event.duration_ms / 1000:.1f}s", style or "dim")
         self.console.print(line, overflow="fold")
         self._printed_text = True
-        details: dict[str, Any] = event.details
         if details.get("diff"):
             self.diff(str(details["diff"]))
         tail = details.get("output_tail")
         if tail:
-            lines = str(tail).rstrip("\n").splitlines()
+            lines = visible_text(str(tail).rstrip("\n")).splitlines()
             shown = lines[-_OUTPUT_LINES:]
+            # The tap keeps a tail; it counts every line the command wrote.
+            above = int(details.get("output_lines") or len(lines)) - len(shown)
             text = Text()
-            if len(lines) > len(shown):
-                text.append(
-                    f"    {self.glyphs.ellipsis} {len(lines) - len(shown)} lines above\n", "dim"
-                )
+            if above > 0:
+                text.append(f"    {self.glyphs.ellipsis} {plural(above, 'line')} above\n", "dim")
             for row in shown:
                 text.append(f"    {self.glyphs.bar} {_clip(row, 200, keep_space=True)}\n", "dim")
             self.console.print(text, end="", overflow="fold")
@@ -417,6 +422,15 @@ def _diff_line(out: Any, line: str) -> None:
     else:
         style = "dim"
     out.append("    " + line + "\n", style=style)
+
+
+def _shown(text: str, width: int) -> str:
+    """A string the model chose (a call's label, a path, a task's description), for
+    one line of the screen: on one line, each character that is not printable written
+    out (`visible_name`: escape codes, a right-to-left override, a zero-width space),
+    then clipped. Raw, `touch hidden.txt #ESC[2K...● bash ls` had erased its tool line
+    and drawn `● bash ls` in its place, and a path set the terminal's title."""
+    return _clip(visible_name(" ".join(text.split())), width)
 
 
 def _clip(text: str, width: int, *, keep_space: bool = False) -> str:
