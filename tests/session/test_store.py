@@ -3,6 +3,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -205,28 +206,30 @@ def test_missing_or_malformed_id_says_how_to_list(
         store.open("../etc")
 
 
-def test_latest_is_the_most_recently_modified_session_of_the_workspace(
+def test_latest_is_the_session_of_the_workspace_worked_in_last(
     store: SessionStore, workspace: Path, tmp_path: Path
 ) -> None:
+    # Worked in last: the time of its last entry, not of its file (a fork written now
+    # copies entries, times and all, and is no later work).
     assert store.latest(workspace) is None
-    with store.create(workspace, "m") as older, store.create(workspace, "m") as newer:
-        older.append_message(user("older"))
-        newer.append_message(user("newer"))
+    with store.create(workspace, "m") as later, store.create(workspace, "m") as earlier:
+        later.append(MessageEntry(message=user("later"), ts=datetime(2030, 1, 1, tzinfo=UTC)))
+        earlier.append(MessageEntry(message=user("earlier"), ts=datetime(2029, 1, 1, tzinfo=UTC)))
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
     with store.create(elsewhere, "m") as other:
-        other.append_message(user("elsewhere"))
+        other.append(MessageEntry(message=user("elsewhere"), ts=datetime(2031, 1, 1, tzinfo=UTC)))
     # Newest of all, a session with no entry: its run was killed before its first message.
     with store.create(workspace, "m") as empty:
         pass
     os.utime(empty.path, (3_000_000_000, 3_000_000_000))
-    os.utime(older.path, (2_000_000_000, 2_000_000_000))
-    os.utime(newer.path, (1_000_000_000, 1_000_000_000))
+    os.utime(earlier.path, (2_000_000_000, 2_000_000_000))
+    os.utime(later.path, (1_000_000_000, 1_000_000_000))
 
     latest = store.latest(workspace)
     assert latest is not None
     with latest:
-        assert latest.id == older.id
+        assert latest.id == later.id
         assert latest.writable
 
 

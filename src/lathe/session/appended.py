@@ -5,12 +5,13 @@ validates every line under the crash rules (`session.loader`).
 
 The counts mirror `session.summarise`: the title is the first line of the first user
 message (`title_of`), a turn is an assistant message, its tokens are every kind its usage
-counts (`Usage.total`), each line is an entry, and the session's end is a run's end that
-no message followed."""
+counts (`Usage.total`), each line is an entry, the session's end is a run's end that no
+message followed, and its last work is the last line's time."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,12 @@ def title_of(task: str) -> str:
     """A session's title: the first line of its first user message, cut short."""
     line = next(iter(task.strip().splitlines()), "")
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+def moment(when: datetime) -> str:
+    """`when` as a summary keeps it: ISO 8601, UTC when it says no zone (a hand-made
+    file), so that every summary's times compare."""
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
 def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str, Any] | None:
@@ -34,6 +41,7 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
         return None
     title, turns, tokens, ended = fields["title"], fields["turns"], fields["tokens"], None
     lines = data[:-1].split(b"\n")
+    entry: dict[str, Any] = {}
     for line in lines:
         entry = _entry(line)
         if entry is None:
@@ -48,8 +56,13 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
             elif message["role"] == "assistant":
                 turns += 1
                 tokens += sum(message.get("usage", {}).values())  # its kinds, as Usage.total
+    try:
+        last = moment(datetime.fromisoformat(entry["ts"]))
+    except ValueError:
+        return None
     return {
         **fields,
+        "last": last,
         "title": title,
         "turns": turns,
         "tokens": tokens,
@@ -66,15 +79,15 @@ _ROLES = frozenset({"user", "assistant", "tool"})
 
 def _entry(line: bytes) -> dict[str, Any] | None:
     """The line as an entry with what the counts read in place; None for anything else
-    (not JSON, an unknown type, a message without its role or text, token counts that
-    are not numbers), which the full parse then judges."""
+    (not JSON, an unknown type, no time, a message without its role or text, token
+    counts that are not numbers), which the full parse then judges."""
     try:
         entry = json.loads(line)
     except ValueError:
         return None
     if not isinstance(entry, dict) or entry.get("type") not in _KINDS:
         return None
-    if not isinstance(entry.get("id"), str):
+    if not isinstance(entry.get("id"), str) or not isinstance(entry.get("ts"), str):
         return None
     if entry["type"] == "run_end":
         return entry if isinstance(entry.get("status"), str) else None

@@ -11,7 +11,7 @@ parsed: the other listings do not pay for pydantic and the message types (100 ms
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,10 @@ class SessionSummary:
     id: str
     path: Path
     created: datetime
-    updated: datetime  # the file's modification time
+    # When it was last worked in: its last entry's time (a fork copies its source's
+    # entries, times and all), its creation when it has none. Not the file's mtime: a
+    # fork made now is no later work, and `--continue` goes on with the latest work.
+    updated: datetime
     cwd: str
     title: str  # first line of the first user message, "" when there is none
     turns: int  # assistant messages in the file
@@ -49,10 +52,12 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary:
     from its new lines when it only grew, else parsed (and the index updated). Raises
     the UsageError or OSError of a file that cannot be read at all."""
     stat = path.stat()
-    cached = index.get(path, stat)
+    cached = _current(index.get(path, stat))
     if cached is None:
         grown = index.grown(path, stat)
-        cached = appended.grown(path, *grown, stat.st_size) if grown else None
+        cached = (
+            appended.grown(path, *grown, stat.st_size) if grown and _current(grown[0]) else None
+        )
         if cached is not None:
             index.put(path, stat, cached, growable=True)
         else:
@@ -64,7 +69,7 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary:
         id=cached["id"],
         path=path,
         created=datetime.fromisoformat(cached["created"]),
-        updated=datetime.fromtimestamp(stat.st_mtime, UTC),
+        updated=datetime.fromisoformat(cached["last"]),
         cwd=cached["cwd"],
         title=cached["title"],
         turns=cached["turns"],
@@ -72,8 +77,14 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary:
         entries=cached["entries"],
         status="running" if is_locked(path) else cached["ended"],
         parent_session=cached["parent_session"],
-        parent_call=cached.get("parent_call"),  # not in an index written before it
+        parent_call=cached["parent_call"],
     )
+
+
+def _current(fields: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`fields` unless an older lathe cached them, before a summary said when its last
+    entry was: such a file is parsed again."""
+    return fields if fields is not None and "last" in fields else None
 
 
 def remember(path: Path, fields: dict[str, Any], *, growable: bool) -> None:
@@ -110,11 +121,11 @@ def session_paths(root: Path, workspace: Path | None) -> list[Path]:
 def list_sessions(
     root: Path, workspace: Path | None = None, *, unreadable: dict[Path, Exception] | None = None
 ) -> list[SessionSummary]:
-    """Summaries, newest first, of `workspace`'s sessions under `root` (every session if
-    None). Files that cannot be read at all (no header, a damaged or newer format:
-    `loader.NewerSessionFormat`) are left out, and put into `unreadable` with the error
-    that says why when it is given. Only files changed since they were last listed are
-    parsed (`session.index`)."""
+    """Summaries, latest work first (`SessionSummary.updated`, then the later created),
+    of `workspace`'s sessions under `root` (every session if None). Files that cannot be
+    read at all (no header, a damaged or newer format: `loader.NewerSessionFormat`) are
+    left out, and put into `unreadable` with the error that says why when it is given.
+    Only files changed since they were last listed are parsed (`session.index`)."""
     summaries = []
     by_folder: dict[Path, list[Path]] = {}
     for path in session_paths(root, workspace):
@@ -128,5 +139,5 @@ def list_sessions(
                 if unreadable is not None:
                     unreadable[path] = error
         index.save({path.name for path in paths})
-    summaries.sort(key=lambda summary: summary.updated, reverse=True)
+    summaries.sort(key=lambda summary: (summary.updated, summary.created), reverse=True)
     return summaries

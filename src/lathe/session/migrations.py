@@ -60,16 +60,19 @@ def _v1_message(message: Raw) -> Raw:
 
 
 def v1_to_v2(header: Raw, lines: RawLines) -> tuple[Raw, RawLines]:
-    """Give every entry a type, an id derived from its position and its predecessor as
-    parent. Ids are deterministic so that forking an old file by entry id is stable."""
+    """Give every entry a type, an id derived from its position, its predecessor as
+    parent, and a time (the session's creation where the line has none). Ids are
+    deterministic so that forking an old file by entry id is stable."""
     new_header = {**header, "type": "header", "version": 2}
     migrated: RawLines = []
     parent: str | None = None
     for position, (lineno, raw) in enumerate(lines, start=1):
         entry_id = f"{position:08d}"
         entry: Raw = {"type": "message", "id": entry_id, "parent": parent}
-        if "ts" in raw:
-            entry["ts"] = raw["ts"]
+        # A line without its time gets the session's: the entries' default, the time of
+        # loading, made an old session the latest work of the workspace.
+        if "ts" in raw or "created" in header:
+            entry["ts"] = raw.get("ts", header.get("created"))
         message = raw.get("message")
         entry["message"] = _v1_message(message) if isinstance(message, dict) else message
         migrated.append((lineno, entry))

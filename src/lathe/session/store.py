@@ -194,14 +194,15 @@ class SessionStore:
         return session_paths(self.root, workspace)
 
     def latest(self, workspace: Path, *, readonly: bool = False) -> Session | None:
-        """The most recently modified session of `workspace` the user worked in, or
-        None: a subagent's session (it names its parent's call) is not one, nor one
-        with no entry (a run killed before its first message, which had no chance to
-        `close_or_discard` it: continuing it dropped the conversation before it), nor a
-        file that cannot be read as a session (`lathe sessions list` warns of those).
-        When a file of a newer format is later work (a newer lathe wrote to it after the
-        last session this one reads), `NewerSessionFormat`: going on with an older
-        session would drop, unsaid, the work the user means to continue."""
+        """The session of `workspace` the user worked in last (`SessionSummary.updated`:
+        its last entry's time, so a fork made now is not it), or None: a subagent's
+        session (it names its parent's call) is not one, nor one with no entry (a run
+        killed before its first message, which had no chance to `close_or_discard` it:
+        continuing it dropped the conversation before it), nor a file that cannot be
+        read as a session (`lathe sessions list` warns of those). When a file of a newer
+        format is later work (a newer lathe wrote to it after the last session this one
+        reads), `NewerSessionFormat`: going on with an older session would drop, unsaid,
+        the work the user means to continue."""
         unreadable: dict[Path, Exception] = {}
         summaries = list_sessions(self.root, workspace, unreadable=unreadable)
         chosen = next((summary for summary in summaries if summary.worked_in), None)
@@ -222,8 +223,8 @@ class SessionStore:
         return None if chosen is None else self.open_path(chosen.path, readonly=readonly)
 
     def list(self, workspace: Path | None = None) -> list[SessionSummary]:
-        """Summaries, newest first, of `workspace`'s sessions (every session if None):
-        `lathe.session.listing.list_sessions`."""
+        """Summaries, latest work first, of `workspace`'s sessions (every session if
+        None): `lathe.session.listing.list_sessions`."""
         return list_sessions(self.root, workspace)
 
     def fork(self, session_id: str, at_entry: str | None = None) -> Session:

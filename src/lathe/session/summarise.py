@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lathe.session.appended import title_of
+from lathe.session.appended import moment, title_of
 from lathe.session.entries import (
     FORMAT_VERSION,
     Entry,
@@ -50,10 +50,12 @@ def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
 
 
 def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:
-    """The summary of a session file that loads to `header` and `entries`."""
+    """The summary of a session file that loads to `header` and `entries`; `last` is
+    when it was last worked in (`listing.SessionSummary.updated`)."""
     return {
         "id": header.id,
         "created": header.created.isoformat(),
+        "last": moment(entries[-1].ts if entries else header.created),
         "cwd": header.cwd,
         "parent_session": header.parent_session,
         "parent_call": header.parent_call,
