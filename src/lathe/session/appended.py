@@ -4,9 +4,10 @@ loads no entry models. Only the listing reads this way; loading a session still
 validates every line under the crash rules (`session.loader`).
 
 The counts mirror `session.summarise`: the title is the first line of the first user
-message (`title_of`), a turn is an assistant message, its tokens are every kind its usage
-counts (`Usage.total`), each line is an entry, the session's end is a run's end that no
-message followed, and its last work is the last line's time."""
+message (`title_of`), a turn is an assistant message, the tokens are what the runs' ends
+say they spent plus the replies no end follows yet (every kind a usage counts,
+`Usage.total`), each line is an entry, the session's end is a run's end that no message
+followed, and its last work is the last line's time."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
         data = handle.read(end - start)
     if len(data) != end - start or not data.endswith(b"\n"):
         return None
-    title, turns, tokens, ended = fields["title"], fields["turns"], fields["tokens"], None
+    title, turns, ended = fields["title"], fields["turns"], None
+    open_tokens = fields["open_tokens"]
+    spent = fields["tokens"] - open_tokens  # by the runs that ended
     lines = data[:-1].split(b"\n")
     entry: dict[str, Any] = {}
     for line in lines:
@@ -48,6 +51,8 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
             return None
         if entry["type"] == "run_end":
             ended = entry["status"]
+            spent += max(sum(entry.get("usage", {}).values()), open_tokens)
+            open_tokens = 0
         elif entry["type"] == "message":
             message = entry["message"]
             ended = "unfinished"
@@ -55,7 +60,7 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
                 title = title_of(message["content"])
             elif message["role"] == "assistant":
                 turns += 1
-                tokens += sum(message.get("usage", {}).values())  # its kinds, as Usage.total
+                open_tokens += sum(message.get("usage", {}).values())  # as Usage.total
     try:
         last = moment(datetime.fromisoformat(entry["ts"]))
     except ValueError:
@@ -65,7 +70,8 @@ def grown(path: Path, fields: dict[str, Any], start: int, end: int) -> dict[str,
         "last": last,
         "title": title,
         "turns": turns,
-        "tokens": tokens,
+        "tokens": spent + open_tokens,
+        "open_tokens": open_tokens,
         "entries": fields["entries"] + len(lines),
         "ended": fields["ended"] if ended is None else ended,
     }
@@ -90,7 +96,9 @@ def _entry(line: bytes) -> dict[str, Any] | None:
     if not isinstance(entry.get("id"), str) or not isinstance(entry.get("ts"), str):
         return None
     if entry["type"] == "run_end":
-        return entry if isinstance(entry.get("status"), str) else None
+        if not isinstance(entry.get("status"), str):
+            return None
+        return entry if _counted(entry.get("usage", {})) else None
     if entry["type"] != "message":
         return entry
     message = entry.get("message")
@@ -98,10 +106,9 @@ def _entry(line: bytes) -> dict[str, Any] | None:
         return None
     if message["role"] == "user" and not isinstance(message.get("content"), str):
         return None
-    usage = message.get("usage", {})
-    counts = (
-        [usage.get(k, 0) for k in ("input_tokens", "output_tokens")]
-        if isinstance(usage, dict)
-        else [None]
-    )
-    return entry if all(type(n) is int for n in counts) else None
+    return entry if _counted(message.get("usage", {})) else None
+
+
+def _counted(usage: object) -> bool:
+    """Whether `usage` is token counts the sums can add: an object of whole numbers."""
+    return isinstance(usage, dict) and all(type(n) is int for n in usage.values())

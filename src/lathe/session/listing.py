@@ -34,7 +34,7 @@ class SessionSummary:
     cwd: str
     title: str  # first line of the first user message, "" when there is none
     turns: int  # assistant messages in the file
-    tokens: int  # every kind of token over every assistant message in the file
+    tokens: int  # what its runs spent, as their ends say (`summarise` tells how)
     entries: int  # entries in the file (none: its run was killed before its first message)
     status: str  # "running" (locked), the last run's status, or "unfinished" (crashed)
     parent_session: str | None = None
@@ -83,8 +83,8 @@ def _summary_from(index: SummaryIndex, path: Path) -> SessionSummary:
 
 def _current(fields: dict[str, Any] | None) -> dict[str, Any] | None:
     """`fields` unless an older lathe cached them, before a summary said when its last
-    entry was: such a file is parsed again."""
-    return fields if fields is not None and "last" in fields else None
+    entry was and what its runs spent: such a file is parsed again."""
+    return fields if fields is not None and "last" in fields and "open_tokens" in fields else None
 
 
 def remember(path: Path, fields: dict[str, Any], *, growable: bool) -> None:

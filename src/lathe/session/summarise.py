@@ -34,10 +34,20 @@ def _ended_status(entries: Sequence[Entry]) -> str:
 
 def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
     """The title (first line of the first user message), turns, tokens and entries of a
-    session."""
+    session.
+
+    Its tokens are what its runs spent: each run's end counts its replies, its
+    compaction's summary requests and its subagents (what `sessions show` and `lathe
+    stats` count; the replies alone left the summaries out), and the replies no end
+    follows yet count by themselves (`open_tokens`: a run going on, or killed). Where the
+    replies before an end add up to more than it says (a killed run's, then the end of
+    the run that went on with it), they count instead."""
     title = ""
-    turns = tokens = 0
+    turns = ended = open_tokens = 0
     for entry in entries:
+        if isinstance(entry, RunEndEntry):
+            ended += max(entry.usage.total, open_tokens)
+            open_tokens = 0
         if not isinstance(entry, MessageEntry):
             continue
         message = entry.message
@@ -45,8 +55,14 @@ def _counts(entries: Sequence[Entry]) -> dict[str, Any]:
             title = title_of(message.content)
         elif isinstance(message, AssistantMessage):
             turns += 1
-            tokens += message.usage.total
-    return {"title": title, "turns": turns, "tokens": tokens, "entries": len(entries)}
+            open_tokens += message.usage.total
+    return {
+        "title": title,
+        "turns": turns,
+        "tokens": ended + open_tokens,
+        "open_tokens": open_tokens,
+        "entries": len(entries),
+    }
 
 
 def of_entries(header: Header, entries: Sequence[Entry]) -> dict[str, Any]:
