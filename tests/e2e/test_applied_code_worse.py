@@ -26,6 +26,10 @@ def test_mul():
 """
 BOTH_WRONG = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a ** b\n"
 ADD_WRONG = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+ADJACENT_ADD_WRONG = (
+    "def both(a, b):\n    total = a - b\n    product = a * b\n    return total, product\n\n\n"
+    "def add(a, b):\n    return both(a, b)[0]\n\n\ndef mul(a, b):\n    return both(a, b)[1]\n"
+)
 
 
 def calc_workspace(tmp_path: Path, calc: str) -> Path:
@@ -45,11 +49,13 @@ def calc_workspace(tmp_path: Path, calc: str) -> Path:
             "Fix:\n```python\ndef add(a, b):\n    return (a + b\n```",
             ("put the files back", "the tests no longer ran"),
         ),
-        # It fixes add and breaks mul, which passed: the counts stayed the same.
+        # It fixes add and breaks mul, which passed: the counts stayed the same. (One
+        # change of adjacent lines: separate changes are tried one at a time, see
+        # test_applied_code_in_parts.py.)
         (
-            ADD_WRONG,
-            "Fix:\n```python\ndef add(a, b):\n    return a + b\n\n\n"
-            "def mul(a, b):\n    return a ** b\n```",
+            ADJACENT_ADD_WRONG,
+            "Fix:\n```python\ndef both(a, b):\n    total = a + b\n    product = a ** b\n"
+            "    return total, product\n```",
             ("tests/test_calc.py::test_mul", "did not fail before"),
         ),
     ],

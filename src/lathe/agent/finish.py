@@ -77,10 +77,18 @@ class Finish:
     """What failed, for a `provider_error` end caused by the provider."""
 
 
+MAX_LATHE_ROUNDS = 3
+"""Rounds of calls lathe makes itself (`ContinueWith.calls`) after one reply: a handler
+answering its own calls with more calls must not spin forever. Calls asked for past
+the last round are not run."""
+
+
 @dataclass(frozen=True)
 class ContinueWith:
     messages: Sequence[Message] = ()
     calls: Sequence[ToolCall] = ()
+    """Calls lathe makes itself; the handlers hear of them through `after_calls` with
+    `by_lathe=True` (at most `MAX_LATHE_ROUNDS` rounds of them after one reply)."""
     note: str = ""
     """How the faces label `calls`, e.g. "the code in the reply"."""
 

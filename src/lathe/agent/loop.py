@@ -21,6 +21,7 @@ from lathe.agent.budget import RunBudget
 from lathe.agent.compaction import ContextManager
 from lathe.agent.context import unanswered_calls
 from lathe.agent.finish import (
+    MAX_LATHE_ROUNDS,
     CallRecord,
     Combined,
     ContinueWith,
@@ -53,10 +54,6 @@ from lathe.types import AssistantMessage, Message, ToolResultMessage, Usage, Use
 from lathe.words import Words, load_words
 
 Emit = Callable[[AgentEvent], None]
-
-# Rounds of calls lathe makes itself (a handler's `ContinueWith.calls`) after one reply:
-# a handler answering its own calls with more calls must not spin forever.
-_MAX_LATHE_ROUNDS = 3
 
 
 @dataclass
@@ -334,12 +331,12 @@ class Agent:
     async def _settle(self, decision: Decision, run: RunState, runner: ToolRunner) -> Finish | None:
         """Apply a decision: record its messages, run the calls lathe makes itself and ask
         the handlers about them. The end of the run, or None to go on."""
-        for rounds in range(_MAX_LATHE_ROUNDS + 1):
+        for rounds in range(MAX_LATHE_ROUNDS + 1):
             if isinstance(decision, Finish):  # its messages enter with the end (`_finished`)
                 return await self._ending(decision, run)
             for message in decision.messages:
                 self.append(message)
-            if not decision.calls or rounds == _MAX_LATHE_ROUNDS:
+            if not decision.calls or rounds == MAX_LATHE_ROUNDS:
                 return None
             records = await runner.run_calls(run.turn, decision.calls, note=decision.note)
             decision = await self._after_calls(records, run, by_lathe=True)

@@ -391,6 +391,34 @@ def edit_calls_for(
     return calls
 
 
+def one_change_each(calls: Sequence[ToolCall], most: int) -> list[ToolCall]:
+    """`calls` (exact-replacement edits, as `edit_calls_for` makes them) as one call per
+    separate change they make, each a run of changed lines with unchanged ones around
+    it: the same old text, with only that change made. To try them one at a time when
+    all of them together made the check worse (a copy of a file that fixes one function
+    and rewrites another). Empty when there are fewer than two changes or more than
+    `most`, or a call is not such an edit."""
+    parts: list[ToolCall] = []
+    for call in calls:
+        try:
+            arguments = json.loads(call.arguments)
+            old, new = arguments["old_string"], arguments["new_string"]
+        except (ValueError, KeyError, TypeError):
+            return []
+        if not isinstance(old, str) or not isinstance(new, str):
+            return []
+        old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+        matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+        for n, (_, i1, i2, j1, j2) in enumerate(changes, 1):
+            made = "".join(old_lines[:i1] + new_lines[j1:j2] + old_lines[i2:])
+            one = {**arguments, "new_string": made}
+            parts.append(ToolCall(id=f"{call.id}_{n}", name=call.name, arguments=json.dumps(one)))
+        if len(parts) > most:
+            return []
+    return parts if len(parts) > 1 else []
+
+
 class FilesBefore:
     """The bytes of the files some edit calls are about to change, to put back should
     the edits make things worse (the verify gate's revert)."""

@@ -25,7 +25,15 @@ from lathe.agent.evidence import (
     may_change_files,
     reports_failure,
 )
-from lathe.agent.finish import CallRecord, ContinueWith, Decision, Finish, FinishHandler, RunState
+from lathe.agent.finish import (
+    MAX_LATHE_ROUNDS,
+    CallRecord,
+    ContinueWith,
+    Decision,
+    Finish,
+    FinishHandler,
+    RunState,
+)
 from lathe.agent.finish import note as lathe_note
 from lathe.errors import UsageError
 from lathe.events import RunStatus, VerifyFinished, VerifyStarted
@@ -106,6 +114,10 @@ class VerifyGate(FinishHandler):
         # A "done" reply whose code is being applied, and the failed check it got.
         self._pending: AssistantMessage | None = None
         self._pending_result: ExecResult | None = None
+        # Code applied whole that made the check worse (its notes, and how much worse),
+        # while its changes are tried one at a time; the ones left to try.
+        self._whole: tuple[list[str], str] | None = None
+        self._parts: list[ToolCall] = []
         self._check_files = check_files
         self.check_files_at_start = check_files_at_start
         """The check files' digests the run is judged against, taken when it begins
@@ -127,6 +139,7 @@ class VerifyGate(FinishHandler):
 
     async def begin(self, run: RunState) -> Sequence[Message]:
         self._failed, self._idle_claims, self._pending = False, 0, None
+        self._whole, self._parts = None, []
         self._passed_before, self._baseline, self._changed = False, None, False
         self._unchecked = False
         self._before, self._unnamed, self._unseen_change = {}, set(), False
@@ -191,11 +204,16 @@ class VerifyGate(FinishHandler):
         before = self._pending_result
         assert before is not None
         if all(record.output.is_error for record in calls):
+            if self._whole is not None:  # a part of a change that was applied whole
+                return await self._next_part(reply, before)
             self._idle_claims += 1
             return await self._after_failure(reply, before, applied=notes)
         self._idle_claims = 0
         after = await self._check(run)
+        if self._whole is not None:
+            notes = [self._part_kept(before), *notes]
         if passed(after):
+            self._whole = None
             record = self._after_applied(notes, after)
             answer = self._applied_answer(calls)
             return Finish(
@@ -205,17 +223,61 @@ class VerifyGate(FinishHandler):
                 reason=await self._caveat(after),
             )
         put_back = self._put_back
-        if put_back is not None and (worse := await asyncio.to_thread(worse_after, before, after)):
-            put_back()
-            text = self._words.say(
-                "applied_reverted",
-                applied="\n\n".join(notes),
-                before=counts_text(check_counts(before.output)),
-                after=worse,
-                output=self._shown(before),
+        if put_back is None:
+            return await self._after_failure(reply, after, applied=notes)
+        worse = await asyncio.to_thread(worse_after, before, after)
+        if self._whole is not None:
+            if worse or not _better(before, after):
+                put_back()
+                return await self._next_part(reply, before)
+            self._whole = None  # this part stays
+            return await self._after_failure(reply, after, applied=notes)
+        if not worse:
+            return await self._after_failure(reply, after, applied=notes)
+        put_back()
+        from lathe.agent.reply_code import one_change_each
+
+        # The last round is the last part's: its answer asks for no more calls.
+        parts = one_change_each([record.call for record in calls], MAX_LATHE_ROUNDS - 1)
+        if parts:
+            self._whole, self._parts = (notes, worse), parts
+            return await self._next_part(reply, before)
+        return self._reverted(notes, worse, before)
+
+    async def _next_part(self, reply: AssistantMessage, before: ExecResult) -> ContinueWith:
+        """The next change of code applied whole that made the check worse, tried alone
+        on the files as they were (`one_change_each`); when none is left, the whole is
+        said to be put back."""
+        if not self._parts:
+            assert self._whole is not None
+            (notes, worse), self._whole = self._whole, None
+            tried = (
+                f"{worse} (and none of its changes alone made it better: lathe tried them "
+                "one at a time)"
             )
-            return ContinueWith(messages=(lathe_note(text),))
-        return await self._after_failure(reply, after, applied=notes)
+            return self._reverted(notes, tried, before)
+        part = self._parts.pop(0)
+        await self._note_before([part])
+        self._pending, self._pending_result = reply, before
+        self._put_back = self._keep_files([part]) if self._keep_files else None
+        return ContinueWith(calls=[part], note="a part of the code in the reply")
+
+    def _part_kept(self, before: ExecResult) -> str:
+        """What the model is told of a part of its code lathe kept alone."""
+        assert self._whole is not None
+        return self._words.say(
+            "applied_part", before=counts_text(check_counts(before.output)), after=self._whole[1]
+        )
+
+    def _reverted(self, notes: Sequence[str], worse: str, before: ExecResult) -> ContinueWith:
+        text = self._words.say(
+            "applied_reverted",
+            applied="\n\n".join(notes),
+            before=counts_text(check_counts(before.output)),
+            after=worse,
+            output=self._shown(before),
+        )
+        return ContinueWith(messages=(lathe_note(text),))
 
     async def _caveat(self, result: ExecResult) -> str:
         """What a verified run's reason says, "" when nothing is doubtful: that the check
@@ -565,6 +627,13 @@ def worse_after(before: ExecResult, after: ExecResult) -> str:
         return ""
     names = ", ".join(newly[:3]) + (f" and {len(newly) - 3} more" if len(newly) > 3 else "")
     return f"{shown}, with {names} failing, which did not fail before"
+
+
+def _better(before: ExecResult, after: ExecResult) -> bool:
+    """Whether the check after a change reports fewer failing tests than the one before
+    it (that it is not worse is `worse_after`'s to say)."""
+    old, new = check_counts(before.output), check_counts(after.output)
+    return old is not None and new is not None and new["failed"] < old["failed"]
 
 
 def made_worse(before: dict[str, int] | None, after: dict[str, int] | None) -> bool:
