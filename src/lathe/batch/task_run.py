@@ -1,10 +1,13 @@
 """One task, end to end: a fresh copy of its repository, `lathe run --json` in it, then
 the task's verify command — lathe's claim is recorded, never trusted.
 
-The verify command runs in a second copy of the agent's work in which the task's
-protected files (its tests) are put back as the source has them, so editing a test
-never counts as a fix. The source is never written. Everything here is a plain function
-of its arguments, returning a `TaskResult`: a Ray worker runs it as the local pool does.
+The verify command runs in a second copy of the agent's work as its diff shows it (no
+caches: a stale .pyc once ran a fix the source did not hold) in which the task's
+protected files (its tests) and the check's own (`agent.check_files`: a `pytest.py`
+shadowing the runner, the script the verify command runs) are put back as the source
+has them, so changing the check never counts as a fix. The source is never written.
+Everything here is a plain function of its arguments, returning a `TaskResult`: a Ray
+worker runs it as the local pool does.
 
 Statuses: `solved` (the verify command passed), `unsolved` (it did not: lathe gave up,
 stopped, or claimed a success the check refutes), `over_limit` (lathe was stopped at the
@@ -38,7 +41,13 @@ from lathe.batch.processes import Stopped, run_command, run_process, stopped
 from lathe.batch.tasks import BatchTask, is_run_folder, shown
 
 _TAIL = 2_000
-_NOISE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".lathe"}
+# What the diff leaves out, and so what the check must not see of the agent's: caches
+# (a .pyc compiled from a fix and stamped as the source put back ran the fix with an
+# empty diff) are left out of the check's copy; the rest is the set-up tree's there.
+_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_AS_SET_UP = frozenset({".git", ".lathe"})
+_NOISE = _CACHES | _AS_SET_UP
+_BYTECODE = (".pyc", ".pyo")
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
 _GIT_TIMEOUT_S = 600.0  # a clone or checkout of a task's repository
 _SETUP_TIMEOUT_S = 900.0
@@ -191,17 +200,53 @@ def _process_identity(pid: int) -> str | None:
     return f"{pid} {fields[19]}"  # starttime, field 22 of proc(5)
 
 
-def _copy(source: Path, target: Path, leave_out: str | None = None) -> None:
+def _copy(
+    source: Path, target: Path, leave_out: str | None = None, *, diffed: bool = False
+) -> None:
     """A byte-exact copy, links kept as links; pipes, sockets and devices left out, and
-    the folder `leave_out` (an absolute path) and any other batch's run folder."""
+    the folder `leave_out` (an absolute path) and any other batch's run folder. `diffed`:
+    only what the diff compares (`_unseen`: no caches, no .git or .lathe)."""
 
     def special(folder: str, names: list[str]) -> set[str]:
         paths = {name: Path(folder, name) for name in names}
         return {
-            name for name, path in paths.items() if _special(path) or _left_out(path, leave_out)
+            name
+            for name, path in paths.items()
+            if _special(path) or _left_out(path, leave_out) or (diffed and _unseen(path))
         }
 
     shutil.copytree(source, target, symlinks=True, ignore=special)
+
+
+def _unseen(path: Path) -> bool:
+    """Whether the diff leaves `path` out: a cache or .git folder (a link to one too, as
+    `os.walk` counts it), compiled bytecode."""
+    if path.is_dir():
+        return path.name in _NOISE
+    return path.name.endswith(_BYTECODE)
+
+
+def _scoring_copy(pristine: Path, work: Path, checked: Path) -> None:
+    """The copy the task's check runs in: the work as the diff shows it. Caches are left
+    out (the check makes its own); each .git and .lathe folder is the set-up tree's, so
+    a verify command using git still finds its repository."""
+    _copy(work, checked, diffed=True)
+    real = os.path.realpath(checked)
+    for folder, dirs, _ in os.walk(pristine):
+        for name in [d for d in dirs if d in _AS_SET_UP]:
+            original = Path(folder, name)
+            relative = original.relative_to(pristine)
+            target = checked / relative
+            # Never through a link the agent put in a folder's place, nor over its file.
+            if os.path.realpath(target.parent) != os.path.join(real, *relative.parts[:-1]):
+                continue
+            if os.path.lexists(target):
+                continue
+            if original.is_symlink():
+                os.symlink(os.readlink(original), target)
+            else:
+                _copy(original, target)
+        dirs[:] = [d for d in dirs if d not in _NOISE]
 
 
 def _special(path: Path) -> bool:
@@ -383,8 +428,8 @@ def _verify(
     from lathe.batch.task_commands import verify_executor
 
     checked, spill = work.parent / "checked", work.parent / "spill"
-    _copy(work, checked)
-    restore_protected(pristine, checked, task.protected)
+    _scoring_copy(pristine, work, checked)
+    restore_protected(pristine, checked, task.protected, task.verify)
     executor = verify_executor(settings, pristine, checked)
     started = time.monotonic()
     code, output = run_command(executor, task.verify, checked, task.timeout, spill)
@@ -409,16 +454,30 @@ def _verify(
         result.solved, result.status = True, "solved"
 
 
-def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> list[str]:
-    """Make every file of `copy` matching `patterns` (gitignore syntax) what it is in
-    `source`: changed ones rewritten, added ones removed, removed ones put back. The
-    paths put right, relative."""
+def restore_protected(
+    source: Path, copy: Path, patterns: tuple[str, ...], verify: str | None = None
+) -> list[str]:
+    """Make every file of `copy` matching `patterns` (gitignore syntax), and every file
+    the check is made of as lathe's own gate sees them (`agent.check_files`: a module
+    shadowing the test runner, `pytest.py`, `pluggy.py`, `_pytest/`, a `.pth`, and the
+    files the `verify` command names, its `check.py`), what it is in `source`: changed
+    ones rewritten, added ones removed, removed ones put back. The paths put right,
+    relative."""
+    from lathe.agent.check_files import is_check_file, named_by
     from lathe.patterns import compiled
 
     matcher = compiled(tuple(patterns))
+    named = {*named_by(verify, source), *named_by(verify, copy)} if verify else set()
+
+    def of_the_check(relative: str) -> bool:
+        if matcher.first_match(relative) is not None:
+            return True
+        posix = Path(relative).as_posix()
+        return is_check_file(posix, source, named) or is_check_file(posix, copy, named)
+
     restored = []
     for relative in sorted(_files(source) | _files(copy)):
-        if matcher.first_match(relative) is None:
+        if not of_the_check(relative):
             continue
         original, current = source / relative, copy / relative
         if not current.parent.resolve().is_relative_to(copy.resolve()):
@@ -477,7 +536,7 @@ def _files(root: Path) -> set[str]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in _NOISE]
         for name in files:
-            if not name.endswith((".pyc", ".pyo")):
+            if not name.endswith(_BYTECODE):
                 found.add(str(Path(folder, name).relative_to(root)))
     return found
 
