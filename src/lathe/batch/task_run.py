@@ -153,7 +153,7 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
         result.wall_s = round(time.monotonic() - began, 3)
         result.finished = _now()
         if not settings.keep_workspace:
-            shutil.rmtree(base, ignore_errors=True)
+            _remove_task_folder(base)
         else:  # the user's now: no later batch may take it for a killed one's leftover
             (base / _OWNER_FILE).unlink(missing_ok=True)
 
@@ -185,9 +185,45 @@ def remove_orphaned_copies() -> int:
             continue
         with contextlib.suppress(OSError):
             _make_writable(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_task_folder(folder)
         removed += not folder.exists()
     return removed
+
+
+def _remove_task_folder(base: Path) -> None:
+    """A task's folder, and what lathe's run there keeps for its workspace under
+    LATHE_HOME, which no later run in that (temporary) path ever takes up: the
+    checkpoints (a copy of every file, its `.env` too), the locks of the workspace and
+    of its folder, and what its children left (their folders, at any depth, after a
+    stop or a kill at the wall limit, and their patches), saved for nobody: the copy they
+    were of is gone. Its session stays: the result names it."""
+    from lathe.checkpoint.store import store_root
+    from lathe.home import lathe_home, project_slug
+    from lathe.workspace_lock import lock_file
+
+    home, work = lathe_home(), base / "work"
+    children = _children_folders(work, home)
+    shutil.rmtree(base, ignore_errors=True)
+    # The family's patches folder (`ui.children._Family.patches`).
+    for folder in (store_root(work, home), *children, home / "patches" / project_slug(work)):
+        shutil.rmtree(folder, ignore_errors=True)
+    for locked in (base, work):  # their lathe has ended: no one holds or waits on them
+        with contextlib.suppress(OSError):
+            lock_file(locked).unlink(missing_ok=True)
+
+
+def _children_folders(workspace: Path, home: Path) -> list[Path]:
+    """The folder the children of a run in `workspace` were made in, and those of their
+    own children, at any depth."""
+    from lathe.subagents.worktree import worktrees_root
+
+    root = worktrees_root(workspace, home)
+    found = [root]
+    with contextlib.suppress(OSError):
+        for entry in root.iterdir():
+            if not entry.name.startswith(".") and entry.is_dir() and not entry.is_symlink():
+                found += _children_folders(entry, home)
+    return found
 
 
 def _process_identity(pid: int) -> str | None:
