@@ -522,7 +522,7 @@ def test_a_cost_budget_for_a_model_with_no_prices_is_refused_before_any_task(
     "extra, said",
     [(["--lathe-arg=--bogus"], "no such option"),
      (["--lathe-arg=--deny", "--lathe-arg=Edit(calc.py)"], "Edit"),
-     (["--lathe-arg=--max-turns", "--lathe-arg=zero"], "zero"),
+     (["--lathe-arg=--max-tokens", "--lathe-arg=zero"], "zero"),
      (["--lathe-arg=--help"], "--help")],
 )  # fmt: skip
 def test_a_lathe_arg_every_task_would_refuse_stops_the_batch_before_any_task(

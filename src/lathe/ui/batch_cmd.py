@@ -261,14 +261,72 @@ def _resolved_model(settings: Any, max_total_cost: float | None) -> str:
 
 def _check_lathe_args(settings: Any, scratch: Path) -> None:
     """Parse and load every task's `lathe run` options as it will: a --lathe-arg that
-    each task would refuse stops the batch here, not as an error in every task."""
+    each task would refuse, or one the batch sets itself, stops the batch here, not as
+    an error in every task."""
     from lathe.batch.task_commands import run_setup
     from lathe.errors import UsageError
 
+    if (problem := _batch_own(settings.lathe_args)) is not None:
+        raise UsageError(f"--lathe-arg: {problem}")
     try:
         run_setup(settings, scratch)
     except UsageError as exc:
         raise UsageError(f"--lathe-arg: {exc}") from None
+
+
+# The `lathe run` options (by parameter) and `-c` keys the batch gives every task, and
+# what to do instead: one from --lathe-arg won over the batch's unseen (`-C`: every
+# task's agent worked in the user's folder while the batch scored untouched copies;
+# `--model`: another model than the manifest records), or took another session or check.
+_BATCH_OWN = {
+    "workspace": "each task works in a copy of its own repository; leave it out",
+    "as_json": "the batch reads each task's events through it; leave it out",
+    "verify": "each task's own verify command is its check; leave it out",
+    "continue_last": "each task starts a session of its own; leave it out",
+    "resume": "each task starts a session of its own; leave it out",
+    "model": "give lathe batch --model instead",
+    "base_url": "give lathe batch --base-url instead",
+    "max_turns": "give lathe batch --max-turns instead",
+    "attempts": "give lathe batch --attempts instead",
+    "max_cost": "give lathe batch --max-cost instead",
+    "timeout": "give lathe batch --max-wall instead",
+}
+_BATCH_OWN_KEYS = {
+    "agent.verify_timeout_s": "each task's check gets the task's `timeout`; leave it out",
+    "memory.tools": "no task may read or write the memory; leave it out",
+}
+
+
+def _batch_own(lathe_args: tuple[str, ...]) -> str | None:
+    """What is wrong with `lathe_args` giving an option the batch sets itself; None when
+    none does (an option `lathe run` refuses is `run_setup`'s to say)."""
+    from click.core import ParameterSource
+
+    from lathe.ui.cli import run
+
+    try:
+        with run.make_context("lathe run", list(lathe_args), resilient_parsing=True) as context:
+            given = {
+                name: value
+                for name, value in context.params.items()
+                if context.get_parameter_source(name) == ParameterSource.COMMANDLINE
+            }
+    except click.ClickException:
+        return None
+    if "task" in given:
+        return (
+            f"a task is given ({' '.join(given['task'])!r}), and each task of the batch is "
+            "its TASK.md (or its `task`); leave it out"
+        )
+    names = {param.name: "/".join(param.opts) for param in run.params}
+    for name, why in _BATCH_OWN.items():
+        if name in given:
+            return f"{names[name]} is set by lathe batch for every task: {why}"
+    for override in given.get("overrides") or ():
+        key = str(override).partition("=")[0].strip()
+        if key in _BATCH_OWN_KEYS:
+            return f"-c {key} is set by lathe batch for every task: {_BATCH_OWN_KEYS[key]}"
+    return None
 
 
 def _executor(values: dict[str, Any], workers: int) -> Any:
