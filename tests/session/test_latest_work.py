@@ -14,7 +14,7 @@ from lathe.session import ENTRY_ADAPTER, MessageEntry, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
 from lathe.types import Usage
 
-from .cli_runs import lathe, only_session, run, said
+from .cli_runs import lathe, one_line, only_session, run, said
 from .helpers import reply, user
 
 
@@ -41,6 +41,19 @@ def test_continue_after_a_fork_goes_on_with_the_original(
     assert result.returncode == 0, result.stderr
     sent = said(fake_openai)
     assert "the second task" in sent and "second done" in sent
+
+
+def test_fork_at_an_empty_entry_is_a_usage_error(home: Path, workspace: Path) -> None:
+    store = SessionStore(home)
+    with store.create(workspace, "m") as session:
+        session.append_message(user("one"))
+        session.append_message(user("two"))
+
+    result = lathe(home, workspace, "sessions", "fork", session.id, "--at", "")
+
+    assert result.returncode == 2
+    line = one_line(result)
+    assert "--at" in line and "ambiguous" not in line
 
 
 def _from_scratch(store: SessionStore, workspace: Path) -> dict:

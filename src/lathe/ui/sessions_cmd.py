@@ -223,5 +223,11 @@ def export(session_id: str, output_format: str) -> None:
 def fork(session_id: str, at_entry: str | None) -> None:
     """Copy session ID up to an entry into a new session and print the new id;
     continue it with `lathe run --resume NEW_ID`."""
+    if at_entry is not None and not at_entry.strip():
+        raise UsageError(
+            f"--at {at_entry!r} names no entry: give an entry id or its first characters "
+            f"(`lathe sessions show {session_id}` shows them), or leave "
+            "out --at to fork after the last entry"
+        )
     with _store().fork(session_id, at_entry) as forked:
         click.echo(forked.id)
