@@ -467,8 +467,11 @@ def count_lines(text: str) -> int:
 
 
 def current_text(workspace: Path, path: str) -> str | None:
-    """The text `path` holds now, for predicting a change: "" when it does not exist yet,
-    None when it is outside the workspace or not readable text."""
+    """The text `path` holds now, for predicting a change that a person is shown: ""
+    when it does not exist yet, None when it is outside the workspace, not a file, too
+    large to edit or binary. Decoded as the edit tools decode it (`decode_text`: a
+    cp1252 or latin-1 file as such, a stray byte as U+FFFD): read as strict UTF-8, such
+    a file had no diff, and the person approved a write without seeing it."""
     from lathe.tools.paths import resolve_path
 
     try:
@@ -478,9 +481,12 @@ def current_text(workspace: Path, path: str) -> str | None:
     if not target.exists():
         return ""
     try:
-        return target.read_text(encoding="utf-8") if target.is_file() else None
-    except (OSError, UnicodeDecodeError):
+        if not target.is_file() or target.stat().st_size > MAX_TEXT_BYTES:
+            return None
+        content = decode_text(target.read_bytes())
+    except OSError:
         return None
+    return None if content is None else printable(content.text)
 
 
 def unified_diff(shown: str, old: str, new: str, *, context: int = 3) -> str:

@@ -230,12 +230,26 @@ class InteractiveApp:
                 self.status.last_prompt_tokens = context_tokens(history)
                 self.renderer.note(f"session {self.links.session.id} · {len(history)} messages")
                 show_last_exchanges(self, self.links.session.messages())
+            self._note_kept_approvals()
             self._leave_on_stop_signals()
             try:
                 await self._input_loop()
             finally:
                 await self._shutdown()
         return 0
+
+    def _note_kept_approvals(self) -> None:
+        """A resumed session's calls allowed always, said once: they had come back
+        without a word, so `a` given to one file's write long ago let every write run."""
+        from lathe.ui.interactive.approval import always_scope
+
+        if kept := sorted(self.gate.remembered):
+            scopes = ", ".join(always_scope(key, self.gate.policy.tools) for key in kept)
+            self.renderer.note(
+                f"allowed always, kept from before: {scopes} · /approval revoke N makes one "
+                "ask again",
+                "yellow",
+            )
 
     def _leave_on_stop_signals(self) -> None:
         """SIGHUP (the terminal closed) and SIGTERM end the session as Ctrl-D does: a
@@ -616,22 +630,37 @@ class InteractiveApp:
     async def ask(self, request: Any) -> Any:
         """`lathe.policy.gate.Approver`: show the request, wait for the answer typed at
         the prompt (see `_answer_approval`)."""
+        from lathe.exec.terminal import visible_name
         from lathe.tools.base import CURRENT_CALL
+        from lathe.ui.interactive.approval import always_scope, arguments_text
 
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        asking = Asking(future)
-        tool = self.gate.policy.tools.get(request.tool)
+        tools = self.gate.policy.tools
+        tool = tools.get(request.tool)
         command = tool.shell_command(request.arguments) if tool else None
-        title = "run command" if command is not None else f"{request.tool} {request.preview}"
+        asking = Asking(future, always=always_scope(request.key, tools, command))
+        title = (
+            "run command"
+            if command is not None
+            else f"{request.tool} {visible_name(request.preview)}"
+        )
         self.renderer.note(f"approve: {title.strip()}  ({request.reason})", "bold yellow")
-        diff = tool.preview_change(request.arguments, self.workspace) if tool else None
         if command is not None:
             self.renderer.note(f"    $ {request.preview}", "bold")
-        elif diff:
+        elif diff := tool.preview_change(request.arguments, self.workspace) if tool else None:
             cut = self.renderer.diff(
                 diff, limit=_APPROVAL_DIFF_LINES, left_out=" · answer v to see them all"
             )
-            asking.diff, asking.shown_whole = diff, not cut
+            asking.view, asking.is_diff, asking.shown_whole = diff, True, not cut
+        elif tool is None or not tool.read_only_call(request.arguments):
+            # No diff (a binary file, a server's tool): what the call carries, not a
+            # title alone, is what the person approves.
+            self.renderer.note("    no diff to show; the call:", "dim")
+            view = arguments_text(request.arguments)
+            cut = self.renderer.diff(
+                view, limit=_APPROVAL_DIFF_LINES, left_out=" · answer v to see them all", plain=True
+            )
+            asking.view, asking.shown_whole = view, not cut
         self.pending_approval = asking
         running = self.status.phase  # the call's label: it runs once approved
         self.status.set_phase("waiting for approval")
@@ -640,7 +669,7 @@ class InteractiveApp:
         finally:
             self.pending_approval = None
             self.status.set_phase(running)
-        if asking.shown_whole and answer.choice != "deny":
+        if asking.is_diff and asking.shown_whole and answer.choice != "deny":
             # By call id: a tool's name had hidden the diff of its next call when this
             # one never finished (an interrupt at the approval).
             self._diffs_seen.add(CURRENT_CALL.get())
@@ -651,8 +680,11 @@ class InteractiveApp:
 
         asking = self.pending_approval
         assert asking is not None
-        if text.strip().lower() in ("v", "view") and asking.diff is not None:
-            self.renderer.diff(asking.diff, limit=None)
+        if text.strip().lower() in ("v", "view"):  # never a message: it was queued as one
+            if asking.view is None:
+                self.renderer.note("all of it is shown above; answer y, a or n [reason]", "yellow")
+                return
+            self.renderer.diff(asking.view, limit=None, plain=not asking.is_diff)
             asking.shown_whole = True
             return
         future = asking.future
@@ -670,7 +702,7 @@ class InteractiveApp:
             self.renderer.note("answer y (once), a (always) or n [reason] (deny)", "yellow")
             return
         choice, reason = answer
-        label = {"once": "allowed once", "always": "allowed always"}.get(
+        label = {"once": "allowed once", "always": f"allowed always: {asking.always}"}.get(
             choice, "denied" + (f": {reason}" if reason else "")
         )
         self.renderer.note(f"  {label}", "red" if choice == "deny" else "green")
@@ -702,8 +734,12 @@ class InteractiveApp:
             parts.append(("fg:ansiyellow", _fit(self.status.line(), width) + "\n"))
         if self.pending_approval is not None:
             asking = self.pending_approval
-            whole = " · v whole change" if asking.diff and not asking.shown_whole else ""
-            parts.append(("bold", f"allow? y once · a always · n [reason] deny{whole}\n"))
+            whole = ""
+            if asking.view and not asking.shown_whole:
+                whole = " · v whole change" if asking.is_diff else " · v whole call"
+            parts.append(
+                ("bold", f"allow? y once · a always: {asking.always} · n [reason] deny{whole}\n")
+            )
         parts.append(("bold fg:ansicyan", "> "))
         return parts
 
@@ -770,8 +806,10 @@ class Asking:
     """An approval waiting for the person's answer."""
 
     future: asyncio.Future[Any]  # set to the ApprovalAnswer
-    diff: str | None = None  # the change, as its tool predicts it
-    shown_whole: bool = False  # every line of `diff` has been on the screen (`v`)
+    always: str = ""  # what answering `a` allows, in words (`always_scope`)
+    view: str | None = None  # what `v` shows whole: the change's diff, or the call
+    is_diff: bool = False  # `view` is the change as its tool predicts it
+    shown_whole: bool = False  # every line of `view` has been on the screen (`v`)
 
 
 @dataclasses.dataclass

@@ -281,12 +281,19 @@ class Renderer:
         line.append(visible_text(text.strip()))
         self.console.print(line)
 
-    def diff(self, diff: str, limit: int | None = _DIFF_LINES, *, left_out: str = "") -> bool:
-        """Print a coloured diff; one of more than `limit` lines (None: no limit) as its
-        start and its end, with how many lines between them are left out, and
-        `left_out` after that (how to see them). Its end matters as much as its start:
-        a 150-line write ending in `curl ... | sh` had shown its first lines only.
-        Whether lines were left out."""
+    def diff(
+        self,
+        diff: str,
+        limit: int | None = _DIFF_LINES,
+        *,
+        left_out: str = "",
+        plain: bool = False,
+    ) -> bool:
+        """Print a coloured diff (`plain`: a text, uncoloured, indented as one); one of
+        more than `limit` lines (None: no limit) as its start and its end, with how many
+        lines between them are left out, and `left_out` after that (how to see them).
+        Its end matters as much as its start: a 150-line write ending in `curl ... | sh`
+        had shown its first lines only. Whether lines were left out."""
         from rich.text import Text
 
         lines = visible_text(diff.rstrip("\n")).splitlines()
@@ -295,12 +302,12 @@ class Renderer:
         head = limit - tail if limit is not None and cut else len(lines)
         out = Text()
         for line in lines[:head]:
-            _diff_line(out, line)
+            _diff_line(out, line, plain)
         if cut:
             more = plural(len(lines) - head - tail, "line")
             out.append(f"    {self.glyphs.ellipsis} {more} left out{left_out}\n", "dim")
             for line in lines[len(lines) - tail :]:
-                _diff_line(out, line)
+                _diff_line(out, line, plain)
         self.console.print(out, end="", overflow="fold")
         return cut
 
@@ -410,8 +417,10 @@ class Renderer:
         self._printed_text = False
 
 
-def _diff_line(out: Any, line: str) -> None:
-    if line.startswith(("+++", "---")):
+def _diff_line(out: Any, line: str, plain: bool = False) -> None:
+    if plain:
+        style = ""
+    elif line.startswith(("+++", "---")):
         style = "bold"
     elif line.startswith("@@"):
         style = "cyan"
