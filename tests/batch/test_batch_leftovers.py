@@ -18,6 +18,12 @@ from tests.service.scripts import by_marker
 CHILD = "[child c1]"
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    """The batch's environment, its task copies (a kept one too) in the test's folder."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**batch_env(tmp_path), "TMPDIR": str(tmp_path / "tmp")}
+
+
 def _traces(home: Path) -> list[str]:
     """What is kept under `home` for a task's copy, its sessions aside."""
     return sorted(
@@ -34,7 +40,8 @@ def test_a_tasks_checkpoints_and_locks_go_with_its_copy(tmp_path, fake_openai, k
     fake_openai.responder = by_marker({"Task t1": fix("t1")})
     run = tmp_path / "run"
 
-    done = run_batch(tmp_path, tmp_path / "tasks", run, fake_openai, *(["--keep"] * keep))
+    done = run_batch(tmp_path, tmp_path / "tasks", run, fake_openai, *(["--keep"] * keep),
+                     env=_env(tmp_path))  # fmt: skip
 
     assert done.returncode == 0, done.stderr
     [line] = result_lines(run)
@@ -65,7 +72,7 @@ def test_a_stopped_tasks_children_leave_nothing_behind(tmp_path, fake_openai, st
     })  # fmt: skip
     extra = ("--max-wall", "15s") if stop == "wall limit" else ()
     argv = batch_argv(tmp_path / "tasks", tmp_path / "run", fake_openai, *extra)
-    process = subprocess.Popen(argv, env=batch_env(tmp_path), stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(argv, env=_env(tmp_path), stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
     try:
