@@ -457,7 +457,7 @@ class InteractiveApp:
                 raise
             self.renderer.note(f"{phase} stopped: nothing changed", "yellow")
         except Exception as exc:  # the session must survive it; say what failed
-            self.renderer.error(f"{phase} failed: {type(exc).__name__}: {exc}")
+            self.renderer.error(f"{phase} failed: {_said(exc)}")
         finally:
             self._run_task = None
             self.status.end()
@@ -466,12 +466,15 @@ class InteractiveApp:
         self, text: str | None, *, job: tuple[Callable[[], Awaitable[bool]], str] | None = None
     ) -> None:
         message: str | None = text
-        if job is not None:
-            await self._step(self._job(*job))
-            message = self._take_queue()
-        while message is not None:
-            await self._step(self._turn(message))
-            message = self._take_queue()
+        try:
+            if job is not None:
+                await self._step(self._job(*job))
+                message = self._take_queue()
+            while message is not None:
+                await self._step(self._turn(message))
+                message = self._take_queue()
+        except Exception as exc:  # past a turn's own handling (recording an interrupt):
+            self.renderer.error(f"the turn failed: {_said(exc)}")  # said, never a silent end
 
     async def _step(self, work: Awaitable[None]) -> None:
         """A turn or a job; then the model a `/model` named meanwhile takes over, before
@@ -539,42 +542,45 @@ class InteractiveApp:
         )
 
     async def _run(self, message: str) -> None:
-        self.status.begin()
+        """One turn, from the status line's start to its end. Everything it does is inside
+        the handling that says what failed and ends it: the run's start is written to
+        the session too, and a write that failed there (a full disk) had killed the task
+        unseen, the status line "thinking" for ever and Esc stopping nothing."""
         from lathe.events import RunStarted
 
-        session = self.links.session
-        self.run_spent = Spent()
-        self.run_tally.reset()
-        self._diffs_seen.clear()
-        self.emit(
-            RunStarted(
-                task=message,
-                model=self.resolved.model_id,
-                workspace=str(self.workspace),
-                session_id=session.id if session is not None else None,
-            )
-        )
-        for note in self.links.take_notes():  # the model reads them with the message
-            self.agent.append(note)
-        if session is not None:  # for `lathe serve`'s resume, as `lathe run` records them
-            from lathe.ui.recorder import record_run_start
-
-            record_run_start(
-                session,
-                self.setup,
-                approval=self.gate.policy.mode.value,
-                verify=self.agent.deps.settings.verify_command,
-            )
-        self._run_task = asyncio.create_task(self.agent.run(message))
         try:
+            self.status.begin()
+            session = self.links.session
+            self.run_spent = Spent()
+            self.run_tally.reset()
+            self._diffs_seen.clear()
+            self.emit(
+                RunStarted(
+                    task=message,
+                    model=self.resolved.model_id,
+                    workspace=str(self.workspace),
+                    session_id=session.id if session is not None else None,
+                )
+            )
+            if session is not None:  # for `lathe serve`'s resume, as `lathe run` records them
+                from lathe.ui.recorder import record_run_start
+
+                record_run_start(
+                    session,
+                    self.setup,
+                    approval=self.gate.policy.mode.value,
+                    verify=self.agent.deps.settings.verify_command,
+                )
+            for note in self.links.take_notes():  # the model reads them with the message
+                self.agent.append(note)
+            self._run_task = asyncio.create_task(self.agent.run(message))
             await self._run_task
         except asyncio.CancelledError:
             if not self._interrupt_requested:
                 raise
             self._record_interruption()
         except Exception as exc:  # the session must survive a failing turn; say what failed
-            said = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
-            self.renderer.error(f"the turn failed: {said}")
+            self.renderer.error(f"the turn failed: {_said(exc)}")
         finally:
             self._run_task = None
             self.status.end()
@@ -854,6 +860,14 @@ def context_tokens(history: list[Any]) -> int:
             usage = message.usage
             return usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
     return conversation_tokens(history)
+
+
+def _said(exc: Exception) -> str:
+    """What failed, for a line of the screen: lathe's own words for its errors (they
+    name the problem and what to do), the exception's type with anything else."""
+    from lathe.errors import LatheError
+
+    return str(exc) if isinstance(exc, LatheError) else f"{type(exc).__name__}: {exc}"
 
 
 def _fit(text: str, width: int) -> str:
