@@ -17,3 +17,15 @@ def test_a_windows_line_end_is_a_line_end() -> None:
     # and an event's one-line summary carried it.
     assert visible_text("one\r\ntwo\r\n") == "one\ntwo\n"
     assert _first_line("ok\r\nsecond") == "ok"
+
+
+def test_bidi_overrides_and_invisible_spaces_are_written_out() -> None:
+    # "Trojan Source": a right-to-left override makes code or a command read as other
+    # than it is; a zero-width space hides inside a word. They reached the terminal raw.
+    shown = visible_text('if access != "user\u202e \u2066// admin\u2069\u2066":\u200b')
+    assert shown == 'if access != "user\\u202e \\u2066// admin\\u2069\\u2066":\\u200b'
+
+
+def test_joiners_that_build_emoji_and_scripts_stay() -> None:
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert visible_text(f"{family} \u0645\u200c\u06cc") == f"{family} \u0645\u200c\u06cc"

@@ -33,18 +33,24 @@ def terminal_text(output: str) -> str:
 _NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control bytes but tab and newline; and the characters that make text read as other than
+# it is: bidi embeddings, overrides and isolates ("Trojan Source"), and zero-width spaces
+# and joiners that join nothing (not U+200C/U+200D: emoji and scripts are built with them).
+_INVISIBLE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 
 
 def visible_text(text: str) -> str:
     """`text` to show a person as it is: each control byte but tab and newline written
-    out (`\\x1b`), so none acts on their terminal. For what a model or a server wrote
-    (a reply, a diff, a command to approve): `touch PWNED; #\\x1b[2K\\x1b[1G $ ls` had shown
-    as `$ ls` in an approval prompt, and a `\\r` would hide the same way."""
+    out (`\\x1b`), so none acts on their terminal, and each bidi control or invisible
+    space (`\\u202e`), so none makes it read as other text. For what a model or a server
+    wrote (a reply, a diff, a command to approve): `touch PWNED; #\\x1b[2K\\x1b[1G $ ls` had
+    shown as `$ ls` in an approval prompt, and a `\\r` would hide the same way."""
     if not _INVISIBLE.search(text):
         return text
     text = text.replace("\r\n", "\n")  # a Windows line end is a line end, not a `\x0d`
-    return _INVISIBLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _INVISIBLE.sub(lambda match: _written_out(match.group()), text)
 
 
 def visible_name(name: str) -> str:
