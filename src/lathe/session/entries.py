@@ -25,7 +25,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
@@ -240,3 +240,54 @@ def run_settings(
         verify=verify and mask(verify),
         max_turns=max_turns,
     )
+
+
+NO_MODEL = "default"  # a header's model when the session was made naming none (`lathe serve`)
+
+
+class RecordedRun(NamedTuple):
+    """What a session's file says its last run was started with, for going on alike
+    (`lathe run --continue`, `lathe serve`'s resume): `options` by name (model, base_url,
+    approval, verify, max_turns; what it cannot say left out), and `unsaid`, what it
+    cannot say that whoever goes on must be given instead of a default: the names (one
+    of them: "endpoint" is a base_url or a model) and why. `settings_said`: whether the
+    file records the run's settings at all (an older lathe's does not: `unsaid` says
+    so), rather than one the run was given that it keeps masked."""
+
+    options: dict[str, Any]
+    unsaid: list[tuple[tuple[str, ...], str]]
+    settings_said: bool = True
+
+
+def recorded_run(branch: Iterable[Entry], header_model: str) -> RecordedRun:
+    """The `RecordedRun` of a session's `branch()`, whose header names `header_model`."""
+    last = last_model_change(branch)
+    model = last.model if last else header_model
+    options: dict[str, Any] = {"model": model} if model and model != NO_MODEL else {}
+    settings = last and last.settings
+    if settings is None:
+        why = ("its file does not say which endpoint and approval mode it ran with (an "
+               "older lathe, or an interactive one, wrote it)")  # fmt: skip
+        return RecordedRun(options, [(("endpoint", "approval"), why)], settings_said=False)
+    unsaid: list[tuple[tuple[str, ...], str]] = []
+    if settings.base_url_masked:
+        why = f"its endpoint {settings.base_url} holds credentials, which lathe does not keep"
+        unsaid.append((("base_url",), why))
+    verify_masked = bool(settings.verify and _holds_a_mask(settings.verify))
+    if verify_masked:
+        why = f"its check `{settings.verify}` holds a secret, which lathe does not keep"
+        unsaid.append((("verify",), why))
+    kept = {"base_url": None if settings.base_url_masked else settings.base_url,
+            "approval": settings.approval, "verify": None if verify_masked else settings.verify,
+            "max_turns": settings.max_turns}  # fmt: skip
+    return RecordedRun(
+        options | {name: value for name, value in kept.items() if value is not None}, unsaid
+    )
+
+
+def _holds_a_mask(text: str) -> bool:
+    """Whether `text` was recorded with a secret masked: every mask holds `mask_secret`'s
+    ellipsis. A command typed with one is asked for again too, never run as recorded."""
+    from lathe.config.secrets import mask_secret
+
+    return mask_secret("") in text

@@ -52,6 +52,8 @@ def run_headless(task: str | None, options: RunOptions, *, as_json: bool) -> int
     with ExitStack() as cleanup:
         try:
             setup = prepare(options)
+            if setup.continued is not None and (kept := setup.continued.said()):
+                click.echo(f"lathe: {kept}", err=True)
             cleanup.enter_context(_workspace_held(setup))
         except UsageError as exc:
             click.echo(f"lathe: {exc}", err=True)
@@ -398,18 +400,14 @@ class _HeadlessRun:
         from lathe.session import SessionStore
 
         setup, options = self.setup, self.setup.options
-        store = SessionStore(lathe_home())
         if options.resume or options.continue_last:
-            session = (
-                store.open(options.resume) if options.resume else store.latest(setup.workspace)
-            )
-            if session is None:
+            if setup.continued is None:  # `prepare` found it, and checked its workspace
                 raise UsageError(
                     f"no earlier session in {setup.workspace} to continue; "
                     "start one without --continue"
                 )
+            session = SessionStore(lathe_home()).open(setup.continued.session_id)
             self.cleanup.callback(session.close)
-            session.check_workspace(setup.workspace)
             session.close_dangling_tool_calls()
             return session, session.conversation()
         return self._new_session(), []

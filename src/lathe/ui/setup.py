@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lathe.errors import UsageError
 
@@ -61,6 +61,8 @@ class RunSetup:
     # The workspace the user gave, when this run works in a copy of it (a subagent's
     # worktree): the project's memory and instruction files are that workspace's.
     user_workspace: Path | None = None
+    # The session a `--continue` or `--resume` run goes on with, and what it keeps of it.
+    continued: Continued | None = None
 
     @property
     def project_workspace(self) -> Path:
@@ -86,6 +88,38 @@ class RunSetup:
         return effective_approval(self.loaded, headless=self.options.headless)
 
 
+@dataclass(frozen=True)
+class Continued:
+    """The session a headless run goes on with, and the settings its last run started
+    with that this one keeps (`entries.recorded_run`), by option name: those the user
+    did not give again by a flag, a variable or a config file."""
+
+    session_id: str
+    kept: dict[str, Any]
+    unsaid: str = ""  # why the session cannot say what it ran with (an older lathe's)
+
+    def said(self) -> str:
+        """What the run keeps, in one line; empty when it keeps nothing."""
+        if self.unsaid:
+            return f"session {self.session_id} goes on with this run's settings: {self.unsaid}"
+        kept = dict(self.kept)
+        if not kept:
+            return ""
+        model, base_url = kept.pop("model", None), kept.pop("base_url", None)
+        said = [f"model {model}"] if model else []
+        if base_url:
+            said.append(f"{said.pop()} at {base_url}" if said else f"endpoint {base_url}")
+        said += [f"{_SAID[name]} {value}" for name, value in kept.items()]
+        return f"continuing session {self.session_id} with {', '.join(said)} (from the session)"
+
+
+# Each recorded run setting: the config key the user gives it by, and the words for it
+# (`Continued.said`).
+_KEYS = {"model": "model", "base_url": "base_url", "approval": "permissions.approval",
+         "verify": "agent.verify", "max_turns": "agent.max_turns"}  # fmt: skip
+_SAID = {"approval": "approval", "verify": "check", "max_turns": "max turns"}
+
+
 def effective_approval(loaded: LoadedConfig, *, headless: bool) -> str:
     if loaded.origin("permissions.approval") == "default":
         return "auto" if headless else "ask"
@@ -98,21 +132,22 @@ def prepare(options: RunOptions) -> RunSetup:
     from lathe.ui.budgets import budget_flags, check_cost_budget
 
     workspace = _workspace(options.workspace)
-    loaded = load_config(
-        workspace,
-        flags={
-            "model": options.model,
-            "base_url": options.base_url,
-            "profile": options.profile,
-            "agent.max_turns": options.max_turns,
-            "agent.verify": options.verify,
-            "agent.attempts": options.attempts,
-            "permissions.approval": options.approval,
-            "permissions.sandbox.engine": options.sandbox,
-            **budget_flags(options),
-        },
-        overrides=options.overrides,
-    )
+    flags = {
+        "model": options.model,
+        "base_url": options.base_url,
+        "profile": options.profile,
+        "agent.max_turns": options.max_turns,
+        "agent.verify": options.verify,
+        "agent.attempts": options.attempts,
+        "permissions.approval": options.approval,
+        "permissions.sandbox.engine": options.sandbox,
+        **budget_flags(options),
+    }
+    loaded = load_config(workspace, flags=flags, overrides=options.overrides)
+    continued = _continued(options, workspace, loaded)
+    if continued is not None and continued.kept:
+        kept = {_KEYS[name]: value for name, value in continued.kept.items()}
+        loaded = load_config(workspace, flags=flags | kept, overrides=options.overrides)
     if options.sandbox and effective_approval(loaded, headless=options.headless) == "full":
         raise UsageError(
             f"--sandbox {options.sandbox} has no effect with --approval full, which runs "
@@ -133,10 +168,46 @@ def prepare(options: RunOptions) -> RunSetup:
     endpoint = endpoint_for(model)
     if local and loaded.config.local.tool_mode == "json_schema":
         endpoint = dataclasses.replace(endpoint, tool_mode="json_schema")
-    setup = RunSetup(options, workspace, loaded, model, endpoint)
+    setup = RunSetup(options, workspace, loaded, model, endpoint, continued=continued)
     setup.notices = notices
     setup.mcp_servers = _mcp_servers(loaded, workspace, options)
     return setup
+
+
+def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Continued | None:
+    """For a headless `--continue` or `--resume`: the session, and the settings of its
+    last run that `loaded` does not set (`Continued`); None when there is none to
+    continue. Never a default in place of what the session ran with: a setting it ran
+    with that its file keeps masked (an endpoint holding credentials, a check holding a
+    secret) is a UsageError until the user gives it again. A file an older lathe wrote
+    says none: the run goes on as set now, as it always did, and says so."""
+    if not options.headless or not (options.resume or options.continue_last):
+        return None
+    from lathe.home import lathe_home
+    from lathe.session import SessionStore
+    from lathe.session.entries import recorded_run
+
+    store = SessionStore(lathe_home())
+    if options.resume:
+        session = store.open(options.resume, readonly=True)
+    else:
+        session = store.latest(workspace, readonly=True)
+    if session is None:
+        return None
+    session.check_workspace(workspace)
+    recorded = recorded_run(session.branch(), session.header.model)
+    if not recorded.settings_said:  # nothing to go by: this run's own, and said so
+        return Continued(session.id, {}, unsaid=recorded.unsaid[0][1])
+    given = {name for name, key in _KEYS.items() if loaded.origin(key) != "default"}
+    for names, why in recorded.unsaid:  # a masked base_url or verify: its flag
+        if missing := [name for name in names if name not in given]:
+            flags = " and ".join(f"--{name.replace('_', '-')}" for name in missing)
+            raise UsageError(
+                f"session {session.id} cannot be continued as it ran: {why}; continue it "
+                f"giving {flags} again"
+            )
+    kept = {name: value for name, value in recorded.options.items() if name not in given}
+    return Continued(session.id, kept)
 
 
 def _mcp_servers(loaded: LoadedConfig, workspace: Path, options: RunOptions) -> DeclaredServers:
