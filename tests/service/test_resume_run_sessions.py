@@ -104,6 +104,26 @@ def test_an_endpoint_with_credentials_is_not_kept_and_a_resume_must_name_it(
     assert finished["status"] == "unverified", finished
 
 
+def test_a_check_recorded_masked_is_not_run_masked_and_a_resume_must_name_it(
+    served, fake_openai, tmp_path, monkeypatch
+):
+    # The service ran the recorded check as stored, its secret part an ellipsis.
+    ws = workspace_for(tmp_path, "masked-check")
+    secret = "s3cret-value-of-the-check-0123456789"
+    monkeypatch.setenv("MY_DB_PASSWORD", secret)
+    fake_openai.enqueue(Reply("first"))
+    session_id = _run(fake_openai, ws, tmp_path, "--verify", f"test {secret} = x || true", "hi")
+
+    with served.client() as client:
+        with pytest.raises(ServiceError) as refused:
+            client.resume(session_id)
+        resumed = client.resume(session_id, verify="true")
+
+    assert refused.value.status == 400
+    assert "verify" in str(refused.value) and secret not in str(refused.value)
+    assert resumed.raw["verify"] == "true"
+
+
 def test_a_session_an_older_lathe_wrote_is_resumed_only_naming_endpoint_and_approval(
     served, fake_openai, tmp_path
 ):

@@ -525,7 +525,7 @@ class ServedSession:
                         )
                     )
                 # What it starts with, for a resume with no record here (a run_task's).
-                record_run_start(self.session, setup)
+                record_run_start(self.session, setup, redactor=self.redactor)
                 await self._run_paused_calls()
                 finished = self.redactor.event(await self.agent.run(task))
         except asyncio.CancelledError:

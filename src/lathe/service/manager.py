@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lathe.errors import UsageError
 from lathe.service.limits import ServerLimits
 from lathe.service.live import ServedSession, SessionOptions, SessionRecord
+from lathe.session.entries import NO_MODEL
 
 if TYPE_CHECKING:
     from lathe.config.schema import ServeConfig
@@ -150,7 +151,7 @@ class SessionManager:
         async with self._lock:
             workspace = self._free_workspace(options.workspace)
             session = await asyncio.to_thread(
-                self.store.create, workspace, options.model or _NO_MODEL
+                self.store.create, workspace, options.model or NO_MODEL
             )
             return await self._serve(options, session, new=True, kept=kept)
 
@@ -309,27 +310,14 @@ class SessionManager:
         under a looser approval, without the client saying so — a session whose file
         cannot say (an older lathe wrote it, an endpoint holding credentials) is refused
         (UsageError) until `changes` name them."""
-        from lathe.session.entries import last_model_change
+        from lathe.session.entries import recorded_run
 
         if record is not None:
             return record.model_dump(include=_OPTIONS - {"workspace"}, exclude_none=True)
-        last = last_model_change(session.branch())
-        model = last.model if last else session.header.model
-        options = {"model": model} if model and model != _NO_MODEL else {}
-        settings = last and last.settings
-        if settings is None:
-            _require(session.id, changes, ["endpoint", "approval"],
-                     "its file does not say which endpoint and approval mode it ran with "
-                     "(an older lathe, or an interactive one, wrote it)")  # fmt: skip
-            return options
-        if settings.base_url_masked:
-            _require(session.id, changes, ["base_url"],
-                     f"its endpoint {settings.base_url} holds credentials, "
-                     "which lathe does not keep")  # fmt: skip
-        kept = {"base_url": None if settings.base_url_masked else settings.base_url,
-                "approval": settings.approval, "verify": settings.verify,
-                "max_turns": settings.max_turns}  # fmt: skip
-        return options | {name: value for name, value in kept.items() if value is not None}
+        recorded = recorded_run(session.branch(), session.header.model)
+        for names, why in recorded.unsaid:
+            _require(session.id, changes, list(names), why)
+        return recorded.options
 
     def _save(self, record: SessionRecord) -> None:
         from lathe.atomic_write import write_atomic
@@ -448,6 +436,7 @@ _HOW_TO_NAME = {
     "base_url": 'its endpoint ("base_url")',
     "endpoint": 'its endpoint ("base_url"; or "model", served from this server\'s config)',
     "approval": 'its approval mode ("approval": read-only, ask, auto or full)',
+    "verify": 'its check ("verify")',
 }
 
 
@@ -463,4 +452,3 @@ def _discard(session_path: Path) -> None:
 
 
 _OPTIONS = set(SessionOptions.model_fields)
-_NO_MODEL = "default"  # a session header's model when the client named none

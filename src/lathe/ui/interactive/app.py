@@ -570,6 +570,7 @@ class InteractiveApp:
                     self.setup,
                     approval=self.gate.policy.mode.value,
                     verify=self.agent.deps.settings.verify_command,
+                    redactor=self.redactor,  # it knows the keys of models switched from too
                 )
             for note in self.links.take_notes():  # the model reads them with the message
                 self.agent.append(note)
