@@ -90,7 +90,7 @@ class RunSetup:
 
 @dataclass(frozen=True)
 class Continued:
-    """The session a headless run goes on with, and the settings its last run started
+    """The session a run goes on with, and the settings its last run started
     with that this one keeps (`entries.recorded_run`), by option name: those the user
     did not give again by a flag, a variable or a config file."""
 
@@ -175,13 +175,13 @@ def prepare(options: RunOptions) -> RunSetup:
 
 
 def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Continued | None:
-    """For a headless `--continue` or `--resume`: the session, and the settings of its
-    last run that `loaded` does not set (`Continued`); None when there is none to
-    continue. Never a default in place of what the session ran with: a setting it ran
+    """For a `--continue` or `--resume` (headless or in the app): the session, and the
+    settings of its last run that `loaded` does not set (`Continued`); None when there is
+    none to continue. Never a default in place of what the session ran with: a setting it ran
     with that its file keeps masked (an endpoint holding credentials, a check holding a
     secret) is a UsageError until the user gives it again. A file an older lathe wrote
     says none: the run goes on as set now, as it always did, and says so."""
-    if not options.headless or not (options.resume or options.continue_last):
+    if not (options.resume or options.continue_last):
         return None
     from lathe.home import lathe_home
     from lathe.session import SessionStore

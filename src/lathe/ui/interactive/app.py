@@ -229,6 +229,8 @@ class InteractiveApp:
 
                 self.status.last_prompt_tokens = context_tokens(history)
                 self.renderer.note(f"session {self.links.session.id} · {len(history)} messages")
+                if self.setup.continued is not None and (kept := self.setup.continued.said()):
+                    self.renderer.note(kept)
                 show_last_exchanges(self, self.links.session.messages())
             self._note_kept_approvals()
             self._leave_on_stop_signals()
