@@ -19,13 +19,16 @@ def test_a_windows_line_end_is_a_line_end() -> None:
     assert _first_line("ok\r\nsecond") == "ok"
 
 
-def test_bidi_overrides_and_invisible_spaces_are_written_out() -> None:
-    # "Trojan Source": a right-to-left override makes code or a command read as other
-    # than it is; a zero-width space hides inside a word. They reached the terminal raw.
-    shown = visible_text('if access != "user\u202e \u2066// admin\u2069\u2066":\u200b')
-    assert shown == 'if access != "user\\u202e \\u2066// admin\\u2069\\u2066":\\u200b'
+def test_bidi_overrides_and_isolates_are_written_out() -> None:
+    # "Trojan Source": a right-to-left override or isolate makes code or a command read
+    # as other than it is. They reached the terminal raw.
+    shown = visible_text('if access != "user\u202e \u2066// admin\u2069\u2066":')
+    assert shown == 'if access != "user\\u202e \\u2066// admin\\u2069\\u2066":'
 
 
-def test_joiners_that_build_emoji_and_scripts_stay() -> None:
+def test_joiners_and_word_breaks_that_scripts_use_stay() -> None:
+    # Emoji and Persian are built with joiners; Thai, Khmer and Burmese break words with
+    # the zero-width space: written out, an answer in them came out with `\u200b`s.
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
-    assert visible_text(f"{family} \u0645\u200c\u06cc") == f"{family} \u0645\u200c\u06cc"
+    text = f"{family} \u0645\u200c\u06cc \u0e2a\u0e27\u0e31\u0e2a\u200b\u0e14\u0e35"
+    assert visible_text(text) == text

@@ -34,17 +34,16 @@ _NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 # Control bytes but tab and newline; and the characters that make text read as other than
-# it is: bidi embeddings, overrides and isolates ("Trojan Source"), and zero-width spaces
-# and joiners that join nothing (not U+200C/U+200D: emoji and scripts are built with them).
-_INVISIBLE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
-)
+# it is: bidi embeddings, overrides and isolates ("Trojan Source"). Not the zero-width
+# characters: emoji and Persian are built with joiners, and Thai, Khmer and Burmese break
+# words with the zero-width space.
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible_text(text: str) -> str:
     """`text` to show a person as it is: each control byte but tab and newline written
-    out (`\\x1b`), so none acts on their terminal, and each bidi control or invisible
-    space (`\\u202e`), so none makes it read as other text. For what a model or a server
+    out (`\\x1b`), so none acts on their terminal, and each bidi control (`\\u202e`), so
+    none makes it read as other text. For what a model or a server
     wrote (a reply, a diff, a command to approve): `touch PWNED; #\\x1b[2K\\x1b[1G $ ls` had
     shown as `$ ls` in an approval prompt, and a `\\r` would hide the same way."""
     if not _INVISIBLE.search(text):
