@@ -5,6 +5,7 @@ patches stayed there for good. Only its session stays: the result names it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -91,3 +92,38 @@ def test_a_stopped_tasks_children_leave_nothing_behind(tmp_path, fake_openai, st
         assert list((tmp_path / "home" / "worktrees").rglob("*")) == []
     finally:
         process.kill()
+
+
+def test_a_kept_copy_outlives_its_batch_killed_with_9(tmp_path, fake_openai):
+    # The next batch's sweep took the copy of a --keep batch killed with -9 for a
+    # leftover, and its checkpoints with it: the owner mark went only as the task ended.
+    make_task(tmp_path / "tasks", "t1")
+    make_task(tmp_path / "more", "t2")
+    edit = Call("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
+    fake_openai.responder = by_marker({"Task t1": [Reply(calls=[edit]), Hang(120)],
+                                       "Task t2": fix("t2")})  # fmt: skip
+    argv = batch_argv(tmp_path / "tasks", tmp_path / "run", fake_openai, "--keep")
+    process = subprocess.Popen(argv, env=_env(tmp_path), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while len(fake_openai.chat_bodies()) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, "t1 never edited"
+            time.sleep(0.2)
+        [kept] = (tmp_path / "tmp").glob("lathe-task-*")
+        assert (kept / "work" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        traces = _traces(tmp_path / "home")
+        assert any(trace.startswith("checkpoints/") for trace in traces), traces
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    done = run_batch(tmp_path, tmp_path / "more", tmp_path / "run2", fake_openai,
+                     env=_env(tmp_path))  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert (kept / "work" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert [t for t in _traces(tmp_path / "home") if t.startswith("checkpoints/")] == [
+        t for t in traces if t.startswith("checkpoints/")
+    ]

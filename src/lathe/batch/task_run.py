@@ -116,7 +116,7 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
     result = TaskResult(id=task.id, kind=task.kind, tags=list(task.tags), host=socket.gethostname())
     result.started = _now()
     remove_orphaned_copies()
-    base = _new_task_folder()
+    base = _new_task_folder(keep=settings.keep_workspace)
     pristine, work = base / "source", base / "work"
     began = time.monotonic()
     try:
@@ -160,28 +160,33 @@ def run_task(task: BatchTask, settings: RunSettings, source: bytes | None = None
 
 _TASK_FOLDER_PREFIX = "lathe-task-"
 _OWNER_FILE = "owner"
+_KEPT_MARK = "keep"
 
 
-def _new_task_folder() -> Path:
+def _new_task_folder(*, keep: bool) -> Path:
     """A temporary folder for one task's copies, marked with the process that made it,
-    so a later batch can tell it was left by one killed with -9 (`remove_orphaned_copies`)."""
+    so a later batch can tell it was left by one killed with -9 (`remove_orphaned_copies`),
+    and with `keep`: the user's (`--keep`) even then."""
     base = Path(tempfile.mkdtemp(prefix=_TASK_FOLDER_PREFIX))
-    (base / _OWNER_FILE).write_text(_process_identity(os.getpid()) or "")
+    owner = _process_identity(os.getpid()) or ""
+    (base / _OWNER_FILE).write_text(f"{owner} {_KEPT_MARK}" if keep and owner else owner)
     return base
 
 
 def remove_orphaned_copies() -> int:
     """Remove the task folders in the temporary folder whose process is gone (a batch or
     a Ray worker killed with -9 cannot clean up after itself); how many. A folder with no
-    owner mark, or whose owner may still run, is left alone."""
+    owner mark, one kept for the user (`--keep`: its batch killed with -9 had lost it and
+    its checkpoints to the next batch), or one whose owner may still run, is left alone."""
     removed = 0
     for folder in Path(tempfile.gettempdir()).glob(f"{_TASK_FOLDER_PREFIX}*"):
         try:
-            owner = (folder / _OWNER_FILE).read_text().strip()
+            mark = (folder / _OWNER_FILE).read_text().split()
         except OSError:
             continue
-        pid = owner.split(" ", 1)[0]
-        if not pid.isdigit() or _process_identity(int(pid)) == owner:
+        if len(mark) < 2 or not mark[0].isdigit() or _KEPT_MARK in mark[2:]:
+            continue
+        if _process_identity(int(mark[0])) == " ".join(mark[:2]):
             continue
         with contextlib.suppress(OSError):
             _make_writable(folder)
