@@ -3,7 +3,9 @@ names the check the session has now, driven for real in tmux against the fake se
 
 from __future__ import annotations
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from pathlib import Path
+
+from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
 
 
 def _system_text(body: dict) -> str:
@@ -38,19 +40,23 @@ def test_a_verify_turned_off_in_the_session_leaves_the_prompt(
 
 
 def test_a_verify_command_set_mid_turn_is_named_from_the_next_message(
-    launch, fake_openai: FakeOpenAIServer
+    launch, fake_openai: FakeOpenAIServer, workspace: Path
 ) -> None:
-    # The running agent holds the conversation: the prompt is built again once the turn
-    # ends, and the check set meanwhile still runs at this turn's end.
-    fake_openai.enqueue(Reply("One two three.", stall_after=1, stall_s=3), Reply("Again."))
+    # A run's checks are set as it starts: the turn running ends as it began (it had
+    # said "checked after the model says it is done", and no check ran), and the next
+    # message has the check, in its prompt too.
+    slow = Call("bash", {"command": "sleep 4"})
+    fake_openai.enqueue(Reply(calls=[slow]), Reply("One two three."), Reply("Again."))
     term = launch("--approval", "full")
     term.send("hello")
-    term.wait_for(r"One")
+    term.wait_for(r"sleep 4")
     term.send("/verify touch MID")
-    term.wait_for(r"verify: touch MID \(checked")
-    term.wait_for(r"^(verified|unverified|failed) · 1 turn")
+    term.wait_for(r"verify: touch MID \(from the next message")
+    term.wait_for(r"^unverified · 2 turns")
+    assert not (workspace / "MID").exists()
     term.send("again")
-    term.wait_for(r"^Again\.")
+    term.wait_for(r"^verified · ")
+    assert (workspace / "MID").exists()
     first, second = fake_openai.chat_bodies()[-2:]
     assert "touch MID" not in _system_text(first)
     assert "`touch MID`" in _system_text(second)

@@ -154,12 +154,18 @@ class InteractiveApp:
             self.setup.loaded, config=config.model_copy(update={"agent": agent})
         )
         self.setup = dataclasses.replace(self.setup, loaded=loaded)
-        self.agent.deps.settings.verify_command = command  # this turn's check, if one runs
-        # The system prompt names the check: the model is told of it from the next turn.
+        # The system prompt names the check, and a run's finish handlers are built as it
+        # starts: a running turn keeps its own, and the agent is built again after it.
         if self.running:
             self._rebuild_after_turn = True
         else:
             self._rebuild_agent()
+
+    @property
+    def verify_command(self) -> str | None:
+        """The session's verify command (None: none), set with /verify: the running
+        turn's own until it ends."""
+        return self.setup.loaded.config.agent.verify
 
     def _rebuild_agent(self) -> None:
         """The agent built again from `setup` (a new model, a new check), the
@@ -760,7 +766,7 @@ class InteractiveApp:
             f"{self.usage_text()}{self._budget_text()} · {self.gate.policy.mode.value}"
             + (" · sandboxed" if self.sandboxed else "")
         )
-        if self.agent.deps.settings.verify_command:
+        if self.verify_command:
             text += " · verify on"
         return _fit(text, self._columns() - 1)
 

@@ -304,12 +304,14 @@ def _usage(session: Session) -> Usage:
 @_command("/verify", "/verify [CMD|off]", "show, set or turn off the verify command")
 async def _verify(app: InteractiveApp, argument: str) -> bool:
     if not argument:
-        shown = app.agent.deps.settings.verify_command or "none (lathe reports unverified)"
+        shown = app.verify_command or "none (lathe reports unverified)"
         app.renderer.note(f"verify: {shown}", "")
         return True
     app.set_verify(None if argument == "off" else argument)
-    shown = app.agent.deps.settings.verify_command or "off"
-    app.renderer.note(f"verify: {shown} (checked after the model says it is done)", "green")
+    when = "from the next message: this turn ends as it began" if app.running else ""
+    said = "off" if app.verify_command is None else "checked after the model says it is done"
+    shown = app.verify_command or "off"
+    app.renderer.note(f"verify: {shown}" + (f" ({when})" if when else f" ({said})"), "green")
     return True
 
 
