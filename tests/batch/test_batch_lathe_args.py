@@ -1,6 +1,8 @@
 """`--lathe-arg` gives every task's `lathe run` more options, never one the batch sets
 itself: `-C` had every task's agent edit the user's folder while the batch scored
-untouched copies, and `--model` ran another model than the manifest records."""
+untouched copies, and `--model` ran another model than the manifest records. Nor may a
+`-c` give a config key the batch sets or records: `-c model=other` ran another model too,
+and `-c agent.max_turns=1` won over --max-turns (`-c` wins over every flag)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,15 @@ from tests.batch.tasks import make_task, run_batch
      (["--max-cost", "1"], "--max-cost"), (["--timeout", "5m"], "--timeout"),
      (["-c", "memory.tools=true"], "-c memory.tools"),
      (["-c", "agent.verify_timeout_s=1"], "-c agent.verify_timeout_s"),
+     (["-c", "model=other"], "-c model"),
+     (["-c", "base_url=http://127.0.0.1:9/v1"], "-c base_url"),
+     (["-c", "agent.max_turns=1"], "-c agent.max_turns"),
+     (["-cagent.attempts=2"], "-c agent.attempts"),
+     (["-c", "agent.verify=true"], "-c agent.verify"),
+     (["-c", "agent.max_cost_usd=1"], "-c agent.max_cost_usd"),
+     (["-c", "agent.timeout=5m"], "-c agent.timeout"),
+     (["-c", ' "agent" . max_turns = 1'], "-c agent.max_turns"),
+     (["-c", "agent={{max_turns = 1}}"], "-c agent.max_turns"),
      (["a task of its own"], "a task")],
     ids=lambda value: value if isinstance(value, str) else None,
 )  # fmt: skip

@@ -32,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -370,32 +371,77 @@ def _setup(task: BatchTask, settings: RunSettings, work: Path, spill: Path) -> N
         raise _Failed(f"the setup command exited {code}: {_masked(output)[-500:]}")
 
 
+@dataclass(frozen=True)
+class _Given:
+    """What the options of one task's `lathe run` are made of."""
+
+    settings: RunSettings
+    work: Path
+    verify: str
+    timeout: float
+
+
+@dataclass(frozen=True)
+class BatchOption:
+    """An option the batch gives every task's `lathe run` (`run_arguments`). A
+    `--lathe-arg` may give it neither as that option nor as its config `key` (`-c` wins
+    over every flag: `-c agent.max_turns=1` beat --max-turns, and `-c model=other` ran
+    another model than the manifest records); `instead` says what to do instead."""
+
+    option: str  # as `lathe run` takes it; "-c" for a config key given alone
+    key: str | None  # the config key it sets
+    instead: str
+    value: Callable[[_Given], object]  # None: not given; True: a flag with no value
+
+    def words(self, given: _Given) -> list[str]:
+        value = self.value(given)
+        if value is None:
+            return []
+        if value is True:
+            return [self.option]
+        return [self.option, f"{self.key}={value}" if self.option == "-c" else str(value)]
+
+
+def _wall(given: _Given) -> str | None:
+    return f"{given.settings.max_wall_s:g}s" if given.settings.max_wall_s else None
+
+
+_LEAVE_OUT = "; leave it out"
+BATCH_OPTIONS = (
+    BatchOption("--json", None, "the batch reads each task's events through it" + _LEAVE_OUT,
+                lambda given: True),
+    BatchOption("-C", None, "each task works in a copy of its own repository" + _LEAVE_OUT,
+                lambda given: given.work),
+    BatchOption("--verify", "agent.verify", "each task's own verify command is its check"
+                + _LEAVE_OUT, lambda given: given.verify),
+    BatchOption("--model", "model", "give lathe batch --model instead",
+                lambda given: given.settings.model),
+    BatchOption("--base-url", "base_url", "give lathe batch --base-url instead",
+                lambda given: given.settings.base_url),
+    BatchOption("--max-turns", "agent.max_turns", "give lathe batch --max-turns instead",
+                lambda given: given.settings.max_turns),
+    BatchOption("--attempts", "agent.attempts", "give lathe batch --attempts instead",
+                lambda given: given.settings.attempts),
+    BatchOption("--max-cost", "agent.max_cost_usd", "give lathe batch --max-cost instead",
+                lambda given: given.settings.max_cost),
+    BatchOption("--timeout", "agent.timeout", "give lathe batch --max-wall instead", _wall),
+    # lathe's own check gets the task's time limit too (its default is 15 minutes).
+    BatchOption("-c", "agent.verify_timeout_s", "each task's check gets the task's `timeout`"
+                + _LEAVE_OUT, lambda given: f"{given.timeout:g}"),
+    # No memory tools: a write would outlive the task, and recall would search the user's
+    # sessions, this batch's other tasks and earlier runs of this one among them.
+    BatchOption("-c", "memory.tools", "no task may read or write the memory" + _LEAVE_OUT,
+                lambda given: "false"),
+)  # fmt: skip
+"""Every option the batch gives each task's `lathe run`, in its order there."""
+
+
 def run_arguments(settings: RunSettings, work: Path, verify: str, timeout: float) -> list[str]:
     """The arguments of the `lathe run` (after `run`) that works on a task in `work`,
-    the task itself on its standard input."""
-    argv = ["--json", "-C", str(work)]
-    wall = f"{settings.max_wall_s:g}s" if settings.max_wall_s else None
-    options = {
-        "--verify": verify,
-        "--model": settings.model,
-        "--base-url": settings.base_url,
-        "--max-turns": settings.max_turns,
-        "--attempts": settings.attempts,
-        "--max-cost": settings.max_cost,
-        "--timeout": wall,
-    }
-    for flag, value in options.items():
-        if value is not None:
-            argv += [flag, str(value)]
-    # lathe's own check gets the task's time limit too (its default is 15 minutes). No
-    # memory tools: a write would outlive the task, and recall would search the user's
-    # sessions, this batch's other tasks and earlier runs of this one among them.
-    return [
-        *argv,
-        *("-c", f"agent.verify_timeout_s={timeout:g}"),
-        *("-c", "memory.tools=false"),
-        *settings.lathe_args,
-    ]
+    the task itself on its standard input: `BATCH_OPTIONS`, then the `--lathe-arg`s."""
+    given = _Given(settings, work, verify, timeout)
+    return [*(word for option in BATCH_OPTIONS for word in option.words(given)),
+            *settings.lathe_args]  # fmt: skip
 
 
 def task_environment(work: Path) -> dict[str, str]:

@@ -274,34 +274,21 @@ def _check_lathe_args(settings: Any, scratch: Path) -> None:
         raise UsageError(f"--lathe-arg: {exc}") from None
 
 
-# The `lathe run` options (by parameter) and `-c` keys the batch gives every task, and
-# what to do instead: one from --lathe-arg won over the batch's unseen (`-C`: every
-# task's agent worked in the user's folder while the batch scored untouched copies;
-# `--model`: another model than the manifest records), or took another session or check.
-_BATCH_OWN = {
-    "workspace": "each task works in a copy of its own repository; leave it out",
-    "as_json": "the batch reads each task's events through it; leave it out",
-    "verify": "each task's own verify command is its check; leave it out",
+# What a --lathe-arg may not give beside the options the batch gives every task
+# (`task_run.BATCH_OPTIONS`), by parameter: another session than each task's own.
+_OWN_SESSION = {
     "continue_last": "each task starts a session of its own; leave it out",
     "resume": "each task starts a session of its own; leave it out",
-    "model": "give lathe batch --model instead",
-    "base_url": "give lathe batch --base-url instead",
-    "max_turns": "give lathe batch --max-turns instead",
-    "attempts": "give lathe batch --attempts instead",
-    "max_cost": "give lathe batch --max-cost instead",
-    "timeout": "give lathe batch --max-wall instead",
-}
-_BATCH_OWN_KEYS = {
-    "agent.verify_timeout_s": "each task's check gets the task's `timeout`; leave it out",
-    "memory.tools": "no task may read or write the memory; leave it out",
 }
 
 
 def _batch_own(lathe_args: tuple[str, ...]) -> str | None:
-    """What is wrong with `lathe_args` giving an option the batch sets itself; None when
-    none does (an option `lathe run` refuses is `run_setup`'s to say)."""
+    """What is wrong with `lathe_args` giving an option the batch sets itself, as that
+    option or as the config key it sets (`-c`); None when none does (an option `lathe
+    run` refuses is `run_setup`'s to say)."""
     from click.core import ParameterSource
 
+    from lathe.batch.task_run import BATCH_OPTIONS
     from lathe.ui.cli import run
 
     try:
@@ -318,15 +305,45 @@ def _batch_own(lathe_args: tuple[str, ...]) -> str | None:
             f"a task is given ({' '.join(given['task'])!r}), and each task of the batch is "
             "its TASK.md (or its `task`); leave it out"
         )
-    names = {param.name: "/".join(param.opts) for param in run.params}
-    for name, why in _BATCH_OWN.items():
-        if name in given:
-            return f"{names[name]} is set by lathe batch for every task: {why}"
+    named = {option: param for param in run.params for option in param.opts}
+    refused = {named[o.option].name: o.instead for o in BATCH_OPTIONS if o.option != "-c"}
+    for param in run.params:
+        why = refused.get(param.name) or _OWN_SESSION.get(str(param.name))
+        if why is not None and param.name in given:
+            return f"{'/'.join(param.opts)} is set by lathe batch for every task: {why}"
     for override in given.get("overrides") or ():
-        key = str(override).partition("=")[0].strip()
-        if key in _BATCH_OWN_KEYS:
-            return f"-c {key} is set by lathe batch for every task: {_BATCH_OWN_KEYS[key]}"
+        for option in BATCH_OPTIONS:
+            if option.key is not None and _sets(str(override), option.key):
+                return f"-c {option.key} is set by lathe batch for every task: {option.instead}"
     return None
+
+
+def _sets(override: str, key: str) -> bool:
+    """Whether the `-c` `override` (KEY=VALUE, as the config loader reads it) sets `key`:
+    itself, however it is spelled (`"agent" . max_turns`), or inside a table given whole
+    (`agent={max_turns=1}`)."""
+    import tomllib
+
+    from lathe.config.keys import parse_key
+    from lathe.errors import UsageError
+
+    text, _, value = override.partition("=")
+    try:
+        path = parse_key(text.strip())
+    except UsageError:  # not a key: `run_setup` says so
+        return False
+    wanted = parse_key(key)
+    if path == wanted[: len(path)] and len(path) < len(wanted):
+        try:
+            table = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            return False
+        for part in wanted[len(path) :]:
+            if not isinstance(table, dict) or part not in table:
+                return False
+            table = table[part]
+        return True
+    return path == wanted
 
 
 def _executor(values: dict[str, Any], workers: int) -> Any:
