@@ -87,3 +87,31 @@ def test_when_no_single_change_helps_the_whole_is_put_back(tmp_path, fake_openai
     assert "made things worse" in told and "one at a time" in told
     assert "a ** b" in told  # the whole change the model sent, as it was judged
     assert "from 1 failing, 1 passing to 2 failing, 0 passing" in told
+
+
+REFUSE_EACH_PART = """import json, sys
+arguments = json.load(sys.stdin)["arguments"]
+if any(kept in arguments.get("new_string", "") for kept in ("return a * b", "return a - b")):
+    print("not this one", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def test_parts_that_could_not_be_applied_are_not_said_to_have_been_tried(tmp_path, fake_openai):
+    # A hook refused each part: the model was told "none of its changes alone made it
+    # better: lathe tried them one at a time", of changes that never ran.
+    ws = calc_workspace(tmp_path, ADD_WRONG)
+    hook = tmp_path / "refuse_parts.py"
+    hook.write_text(REFUSE_EACH_PART)
+    user = tmp_path / "user.toml"
+    user.write_text(f"[[hooks.pre_tool]]\ncommand = 'python {hook}'\ntools = ['edit']\n")
+    fake_openai.enqueue(Reply(FIX_ADD_BREAK_MUL), Reply("done"), Reply("done"))
+
+    run, events = run_local_profile(
+        fake_openai, tmp_path, ws, "--max-turns", "2", env_extra={"LATHE_CONFIG": str(user)}
+    )
+
+    assert finished(events)["status"] != "verified", run.stderr
+    assert (ws / "calc.py").read_text() == ADD_WRONG
+    told = notes_to_model(fake_openai.chat_bodies()[1])[-1]
+    assert "made things worse" in told and "one at a time" not in told

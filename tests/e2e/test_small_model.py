@@ -63,12 +63,18 @@ def stats_workspace(tmp_path: Path) -> Path:
 
 
 def run_local_profile(
-    server, tmp_path: Path, ws: Path, *args: str, task: str = "Make the failing tests pass"
+    server,
+    tmp_path: Path,
+    ws: Path,
+    *args: str,
+    task: str = "Make the failing tests pass",
+    env_extra: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """`lathe run --json --profile local` on `ws` against the fake server, with the
     tests read-only as in the README's command; the result and its events."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env.update(PLAIN_PYTEST, LATHE_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test")
+    env.update(env_extra or {})
     run = subprocess.run(
         [sys.executable, "-m", "lathe", "run", "--json", "--model", "m", "--base-url",
          server.base_url, "--profile", "local", "-C", str(ws), "--verify", VERIFY,

@@ -118,6 +118,7 @@ class VerifyGate(FinishHandler):
         # while its changes are tried one at a time; the ones left to try.
         self._whole: tuple[list[str], str] | None = None
         self._parts: list[ToolCall] = []
+        self._part_checked = False  # a part was applied and checked
         self._check_files = check_files
         self.check_files_at_start = check_files_at_start
         """The check files' digests the run is judged against, taken when it begins
@@ -211,6 +212,7 @@ class VerifyGate(FinishHandler):
         self._idle_claims = 0
         after = await self._check(run)
         if self._whole is not None:
+            self._part_checked = True
             notes = [self._part_kept(before), *notes]
         if passed(after):
             self._whole = None
@@ -223,7 +225,8 @@ class VerifyGate(FinishHandler):
                 reason=await self._caveat(after),
             )
         put_back = self._put_back
-        if put_back is None:
+        if put_back is None:  # nothing to put back with: what was applied stays
+            self._whole = None
             return await self._after_failure(reply, after, applied=notes)
         worse = await asyncio.to_thread(worse_after, before, after)
         if self._whole is not None:
@@ -240,7 +243,7 @@ class VerifyGate(FinishHandler):
         # The last round is the last part's: its answer asks for no more calls.
         parts = one_change_each([record.call for record in calls], MAX_LATHE_ROUNDS - 1)
         if parts:
-            self._whole, self._parts = (notes, worse), parts
+            self._whole, self._parts, self._part_checked = (notes, worse), parts, False
             return await self._next_part(reply, before)
         return self._reverted(notes, worse, before)
 
@@ -251,11 +254,12 @@ class VerifyGate(FinishHandler):
         if not self._parts:
             assert self._whole is not None
             (notes, worse), self._whole = self._whole, None
-            tried = (
-                f"{worse} (and none of its changes alone made it better: lathe tried them "
-                "one at a time)"
-            )
-            return self._reverted(notes, tried, before)
+            if self._part_checked:  # not when no part could be applied
+                worse += (
+                    " (and none of its changes alone made it better: lathe tried them "
+                    "one at a time)"
+                )
+            return self._reverted(notes, worse, before)
         part = self._parts.pop(0)
         await self._note_before([part])
         self._pending, self._pending_result = reply, before
