@@ -89,3 +89,16 @@ def test_output_cut_for_the_model_counts_the_lines_it_left_out(
     # The last five numbers and the note saying where the whole output is are shown.
     assert "199,995 lines above" in screen, screen
     assert re.search(r"│ 200000$", screen, re.MULTILINE), screen
+
+
+def test_a_commands_own_bracketed_lines_are_not_taken_for_lathes_notes(
+    launch, fake_openai: FakeOpenAIServer
+) -> None:
+    # Every trailing line starting with "[" was counted as one of the bash tool's notes:
+    # "[INFO] done" lines made the count above the tail too large.
+    command = "seq 1 200000; echo '[INFO] one'; echo '[INFO] two'"
+    fake_openai.enqueue(Reply(calls=[Call("bash", {"command": command})]), Reply("Counted."))
+    term = launch("--approval", "full")
+    term.send("count")
+    screen = term.wait_for(r"^Counted\.")
+    assert "199,997 lines above" in screen, screen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -10,6 +11,8 @@ from lathe.tools.base import ToolOutput, ToolRegistry
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4_000
+# The notes the bash tool and the sandbox put below a command's output, one line each.
+_NOTES = ("[timeout capped at ", "[killed after ", "[output truncated: ", "[lathe: ")
 
 
 class OutputTap(AgentHooks):
@@ -34,7 +37,8 @@ class OutputTap(AgentHooks):
         # The bash tool appends bracketed notes ("[exit code: 0]"); they are shown apart.
         lines = [line for line in body.splitlines() if not line.startswith("[exit code:")]
         tail = "\n".join(lines[-_TAIL_LINES:])[-_TAIL_CHARS:]
-        counted = {"output_tail": tail, "output_lines": _lines_written(output, lines)}
+        written = await asyncio.to_thread(_lines_written, output, lines)  # up to 64 MiB read
+        counted = {"output_tail": tail, "output_lines": written}
         return dataclasses.replace(output, details={**output.details, **counted})
 
 
@@ -46,7 +50,7 @@ def _lines_written(output: ToolOutput, lines: list[str]) -> int:
     spilled = output.details.get("full_output_path")
     if not (output.details.get("truncated") and spilled):
         return len(lines)
-    notes = next((i for i, line in enumerate(reversed(lines)) if not line.startswith("[")), 0)
+    notes = next((i for i, line in enumerate(reversed(lines)) if not line.startswith(_NOTES)), 0)
     try:
         with open(spilled, "rb") as whole:
             count, last = 0, b"\n"
