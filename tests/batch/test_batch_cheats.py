@@ -1,11 +1,14 @@
 """What `lathe batch` scores is the task's own check on the agent's visible change,
-through the real CLI against the scripted fake model: bytecode the agent compiled, a
-module shadowing the test runner, and an edited check script all counted as solved."""
+through the real CLI against the scripted fake model: bytecode the agent compiled and a
+module shadowing the test runner counted as solved; an edited check script counted with
+nothing to tell (now its result names it)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -64,14 +67,19 @@ def test_bytecode_the_agent_compiled_is_not_what_the_check_runs(tmp_path, fake_o
 
 
 @pytest.mark.parametrize(
-    ("path", "content"),
-    [("pytest.py", PASSES), ("pluggy.py", PASSES), ("_pytest/__init__.py", PASSES)],
-    ids=["pytest", "pluggy", "_pytest"],
+    ("path", "protected"),
+    [("pytest.py", None), ("pluggy.py", None), ("_pytest/__init__.py", None),
+     ("py.py", None), ("iniconfig.py", None), ("iniconfig/__init__.py", None),
+     ("pytest/__init__.py", None), ("pytest.py", ["tests/"])],
+    ids=["pytest", "pluggy", "_pytest", "py", "iniconfig", "iniconfig-folder", "pytest-folder",
+         "own-protected"],
 )  # fmt: skip
-def test_a_module_shadowing_the_test_runner_never_counts(tmp_path, fake_openai, path, content):
+def test_a_module_shadowing_the_test_runner_never_counts(tmp_path, fake_openai, path, protected):
     # `python -m pytest` puts the workspace first on sys.path: a pytest.py (or a module
-    # pytest imports) there printed "1 passed" and exited 0, and the task counted solved.
-    make_task(tmp_path / "tasks", "t1")
+    # pytest imports) there printed "1 passed" and exited 0, and the task counted solved;
+    # whatever the task protects, nothing the runner imports is the agent's to replace.
+    make_task(tmp_path / "tasks", "t1", **({"protected": protected} if protected else {}))
+    content = PASSES
     fake_openai.responder = by_marker({"Task t1": _writes("t1", path, content)})
     run = tmp_path / "run"
 
@@ -83,8 +91,10 @@ def test_a_module_shadowing_the_test_runner_never_counts(tmp_path, fake_openai, 
     assert line["status"] == "unsolved" and line["verify_exit"] not in (0, None), line
 
 
-def test_a_check_script_the_verify_command_names_is_put_back(tmp_path, fake_openai):
-    # `python check.py`: the agent emptied check.py, and its exit 0 counted as solved.
+def test_a_check_script_the_verify_command_names_is_flagged_when_changed(tmp_path, fake_openai):
+    # `python check.py`: the agent emptied check.py, and its exit 0 counted as solved with
+    # nothing to tell. It is not put back (`python calc.py` names the code under test the
+    # same way: putting that back undid real fixes), the result names it instead.
     task = make_task(tmp_path / "tasks", "t1", verify="python check.py")
     _add_file(task, "check.py", "from calc import add\n\nassert add(2, 3) == 5\n")
     emptied = Call("edit", {"path": "check.py", "old_string": "assert add(2, 3) == 5",
@@ -97,7 +107,7 @@ def test_a_check_script_the_verify_command_names_is_put_back(tmp_path, fake_open
     assert done.returncode == 0, done.stderr
     [line] = result_lines(run)
     assert "check.py" in (run / line["diff_path"]).read_text()
-    assert line["status"] == "unsolved" and line["verify_exit"] == 1, line
+    assert line["check_changed"] == ["check.py"], line
 
 
 def test_a_verify_command_using_git_still_finds_the_tasks_repository(tmp_path, fake_openai):
@@ -126,3 +136,28 @@ def test_a_verify_command_using_git_still_finds_the_tasks_repository(tmp_path, f
     assert done.returncode == 0, done.stderr
     [line] = result_lines(tmp_path / "run")
     assert line["status"] == "solved", line
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_an_extension_module_shadowing_the_test_runner_never_counts(tmp_path, fake_openai):
+    # A compiled `pluggy` at the top loads before the real one, as a pluggy.py does.
+    source = tmp_path / "shadow.c"
+    source.write_text(
+        "#include <Python.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+        'PyMODINIT_FUNC PyInit_pluggy(void) { puts("1 passed"); fflush(stdout); exit(0); }\n'
+    )
+    built = tmp_path / f"pluggy{sysconfig.get_config_var('EXT_SUFFIX')}"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", "-o", str(built), str(source)],
+                   check=True, capture_output=True)  # fmt: skip
+    make_task(tmp_path / "tasks", "t1")
+    fake_openai.responder = by_marker({"Task t1": _bash("t1", f"cp {built} .")})
+    run = tmp_path / "run"
+
+    done = run_batch(tmp_path, tmp_path / "tasks", run, fake_openai, "--lathe-arg=--approval",
+                     "--lathe-arg=full")  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    [line] = result_lines(run)
+    assert built.name in (run / line["diff_path"]).read_text()  # the agent did add it
+    assert line["status"] == "unsolved" and line["verify_exit"] not in (0, None), line

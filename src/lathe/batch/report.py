@@ -151,6 +151,7 @@ def _summary(runs: list[_Run]) -> str:
          [str(t.count[_UNMEASURED]) for t in totals]),
         ("Errors (not the agent's)", [_errors(t) for t in totals]),
         ("Claimed verified but failed the check", [str(t.false_verified) for t in totals]),
+        ("Changed a file the check command names", [str(t.check_changed) for t in totals]),
         ("Tokens (in / out)", [_e(f"{t.tokens:,} ({t.input:,} / {t.output:,})") for t in totals]),
         ("Cost", [_e(_cost_total(t)) for t in totals]),
         ("Wall time, all tasks", [_e(_seconds(t.wall)) for t in totals]),
@@ -179,7 +180,7 @@ class _Totals:
         self.n = sum(line.get("status") != _UNMEASURED for line in lines)  # the rate's
         self.count = {status: 0 for status in _STATUSES}
         self.error_kinds: dict[str, int] = {}
-        self.solved = self.false_verified = self.input = self.output = 0
+        self.solved = self.false_verified = self.check_changed = self.input = self.output = 0
         self.cost: float | None = None
         self.unpriced = 0  # tasks that spent tokens at no known price
         self.wall = 0.0
@@ -191,6 +192,7 @@ class _Totals:
                 self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
             self.solved += bool(line.get("solved"))
             self.false_verified += bool(line.get("false_verified"))
+            self.check_changed += bool(line.get("check_changed"))
             tokens = line.get("tokens") or {}
             self.input += int(tokens.get("input") or 0)
             self.output += int(tokens.get("output") or 0)
@@ -463,6 +465,13 @@ def _status(line: dict[str, Any]) -> str:
         badge += (
             ' <span class="flag" title="lathe said verified; the task\'s own check '
             'disagrees">claimed verified</span>'
+        )
+    if changed := line.get("check_changed"):
+        names = ", ".join(map(str, changed))
+        badge += (
+            ' <span class="flag" data-testid="check-changed" title="the agent changed a '
+            "file the task's verify command names; the check ran it as changed (it may be "
+            f'the check or the fix)">changed {_e(names)}</span>'
         )
     return badge
 

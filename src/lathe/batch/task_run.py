@@ -3,9 +3,12 @@ the task's verify command — lathe's claim is recorded, never trusted.
 
 The verify command runs in a second copy of the agent's work as its diff shows it (no
 caches: a stale .pyc once ran a fix the source did not hold) in which the task's
-protected files (its tests) and the check's own (`agent.check_files`: a `pytest.py`
-shadowing the runner, the script the verify command runs) are put back as the source
-has them, so changing the check never counts as a fix. The source is never written.
+protected files (its tests) and what makes any check pass whatever the code (a
+`pytest.py` shadowing the runner, a `.pth`) are put back as the source has them, so
+changing the check never counts as a fix. Files the verify command names (the
+`check.py` of `python check.py`, or the `calc.py` of `python calc.py`: no name tells a
+check from the code under test) are not put back; the result names those the agent
+changed (`check_changed`). The source is never written.
 Everything here is a plain function of its arguments, returning a `TaskResult`: a Ray
 worker runs it as the local pool does.
 
@@ -25,6 +28,7 @@ import difflib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -88,6 +92,10 @@ class TaskResult:
     verify_s: float = 0.0
     verify_tail: str = ""
     false_verified: bool = False  # lathe said verified; the task's own check disagrees
+    # The files the verify command names (`agent.check_files.named_by`: its script, a
+    # Makefile) that the agent changed and the check ran changed: not put back, as they
+    # may be the fix (`python calc.py`), but said.
+    check_changed: list[str] = field(default_factory=list)
     # lathe's check before the agent changed anything passed (status `passed_before`);
     # None: it ran none (or the line is older than this field).
     baseline_passed: bool | None = None
@@ -512,11 +520,16 @@ def _verify(
 ) -> None:
     """The task's verify command in a copy of the work whose protected files are the
     source's, in the executor lathe's run had (`task_commands.verify_executor`)."""
+    from lathe.agent.check_files import named_by
     from lathe.batch.task_commands import verify_executor
 
     checked, spill = work.parent / "checked", work.parent / "spill"
     _scoring_copy(pristine, work, checked)
-    restore_protected(pristine, checked, task.protected, task.verify)
+    restore_protected(pristine, checked, task.protected)
+    named = {*named_by(task.verify, pristine), *named_by(task.verify, checked)}
+    result.check_changed = sorted(
+        relative for relative in named if _bytes(pristine / relative) != _bytes(checked / relative)
+    )
     executor = verify_executor(settings, pristine, checked)
     started = time.monotonic()
     code, output = run_command(executor, task.verify, checked, task.timeout, spill)
@@ -541,30 +554,38 @@ def _verify(
         result.solved, result.status = True, "solved"
 
 
-def restore_protected(
-    source: Path, copy: Path, patterns: tuple[str, ...], verify: str | None = None
-) -> list[str]:
-    """Make every file of `copy` matching `patterns` (gitignore syntax), and every file
-    the check is made of as lathe's own gate sees them (`agent.check_files`: a module
-    shadowing the test runner, `pytest.py`, `pluggy.py`, `_pytest/`, a `.pth`, and the
-    files the `verify` command names, its `check.py`), what it is in `source`: changed
-    ones rewritten, added ones removed, removed ones put back. The paths put right,
-    relative."""
-    from lathe.agent.check_files import is_check_file, named_by
+# What makes any check pass whatever the code, put back whatever the task protects: the
+# test runner's own modules shadowing it from the workspace's top (`python -m pytest`
+# puts it first on sys.path; a `pytest.py` printing "1 passed" counted solved), as a
+# module, a package (`py` only by its `__init__`: a project's `py/` folder is common) or
+# an extension module, and what Python runs as it starts: a `.pth`, sitecustomize.py.
+# Not all `agent.check_files` counts as the check's: its test*.py modules, package.json,
+# fixtures/, a root pyproject.toml... are often the fix, and putting them back undid it.
+_RUNNER = r"(pytest|_pytest|pluggy|iniconfig|py)"
+_ALWAYS_PUT_BACK = re.compile(
+    rf"^{_RUNNER}(\.py|(\.[^/]*)?\.(so|pyd))$"
+    r"|^(pytest|_pytest|pluggy|iniconfig)/"
+    r"|^py/__init__(\.py|(\.[^/]*)?\.(so|pyd))$"
+    r"|(^|/)([^/]*\.pth|(site|user)customize\.py)$"
+)
+
+
+def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> list[str]:
+    """Make every file of `copy` matching `patterns` (gitignore syntax), and every one
+    that makes any check pass whatever the code (`_ALWAYS_PUT_BACK`: a module shadowing
+    the test runner, a `.pth`), what it is in `source`: changed ones rewritten, added
+    ones removed, removed ones put back. The paths put right, relative."""
     from lathe.patterns import compiled
 
     matcher = compiled(tuple(patterns))
-    named = {*named_by(verify, source), *named_by(verify, copy)} if verify else set()
 
-    def of_the_check(relative: str) -> bool:
-        if matcher.first_match(relative) is not None:
-            return True
+    def protected(relative: str) -> bool:
         posix = Path(relative).as_posix()
-        return is_check_file(posix, source, named) or is_check_file(posix, copy, named)
+        return matcher.first_match(relative) is not None or bool(_ALWAYS_PUT_BACK.search(posix))
 
     restored = []
     for relative in sorted(_files(source) | _files(copy)):
-        if not of_the_check(relative):
+        if not protected(relative):
             continue
         original, current = source / relative, copy / relative
         if not current.parent.resolve().is_relative_to(copy.resolve()):
