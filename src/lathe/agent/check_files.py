@@ -131,12 +131,16 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def named_by(command: str, workspace: Path) -> list[str]:
-    """The workspace files `command` names (`sh run_tests.sh`, `python tools/check.py`)
-    or whose runner reads them (`make test`: the Makefile; `make -C sub test`: sub's),
-    each word read from the folder the shell is in there: the command is parsed as
-    lathe's guard parses it, so `cd ci && sh check.sh` names ci/check.sh, and `sh -c
-    'sh ci/check.sh'` does too. Before, each word was looked for at the workspace's
-    top, and both had a plain `verified` after the model emptied the script."""
+    """The workspace files `command` runs or names, as `rules.files_named` reads a hook's
+    or a server's command (`sh run_tests.sh`, `python -m mycheck`, `uv --directory sub
+    run s.py`, `--script=check.py`; a package run is its `__main__.py`, not the project
+    it imports), or whose runner reads them (`make test`: the Makefile; `make -C sub
+    test`: sub's), each word read from the folder the shell is in there: the command is
+    parsed as lathe's guard parses it, so `cd ci && sh check.sh` names ci/check.sh, and
+    `sh -c 'sh ci/check.sh'` does too. Before, each word was looked for at the
+    workspace's top, and `python -m mycheck` named nothing: each had a plain `verified`
+    after the model emptied the script."""
+    from lathe.policy.rules import files_named
     from lathe.policy.shell_parse import parse_script
 
     root = Path(os.path.realpath(workspace))
@@ -149,16 +153,21 @@ def named_by(command: str, workspace: Path) -> list[str]:
     for simple in commands:
         if simple.cwd is None:
             continue
-        words = [word.value for word in simple.words if word.value is not None]
+        # A word known only at run time keeps its place (`-m $X`) and names nothing.
+        words = [word.value if word.value is not None else "${?}" for word in simple.words]
+        named |= {
+            pattern[1:]
+            for pattern in files_named(words, simple.cwd, root, packages=False)
+            if (root / pattern[1:]).is_file()
+        }
         base = os.path.basename(simple.name)
         folder = _make_folder(words[1:], simple.cwd) if base == "make" else simple.cwd
-        runner_files = [folder / name for name in _RUNNER_FILES.get(base, ())]
-        for candidate in [*(simple.cwd / word for word in words), *runner_files]:
+        for candidate in (folder / name for name in _RUNNER_FILES.get(base, ())):
             try:
                 path = Path(os.path.realpath(candidate))
             except (OSError, ValueError):  # a word holding a NUL byte
                 continue
-            if path != root and path.is_relative_to(root) and path.is_file():
+            if path.is_relative_to(root) and path.is_file():
                 named.add(path.relative_to(root).as_posix())
     return sorted(named)
 

@@ -207,90 +207,329 @@ def workspace_names(workspace: Path, path: str | Path) -> list[str]:
     return names
 
 
-def files_named(words: Iterable[str], base: Path, workspace: Path) -> list[str]:
+def files_named(
+    words: Iterable[str], base: Path, workspace: Path, *, packages: bool = True
+) -> list[str]:
     """The workspace files `words` name (relative to `base`: a script, a config a program
     loads), as patterns anchored at the workspace: what code run on the host — an MCP
     server, a hook — reads, to protect so that it changes only with the user's approval
     (the model had edited such a script, and the next run of it was the edit, outside the
     sandbox). A link is named with its target: replaced, it would run another file. A
-    word holding a `${VAR}` is left out.
+    word holding a `${VAR}` is left out. `words` may be several commands, as a hook's
+    are: each is read with its own program (`ruff format src; python -m pkg`).
 
-    However the command names them: an option's value (`--script=FILE`); a module run
-    with `-m`/`--module` (`MODULE.py` or the `MODULE/` package, and the `__init__.py` of
-    each package it is in, which the import runs first), looked up in `base`, the
-    workspace and the folders named so far; a name in the folder an option such as uv's
-    `--directory` moves to first (`uv --directory sub run s.py`); a folder Python runs as
-    a script (one holding `__main__.py`: `python pkgdir`), whole. `python -m pserv` and
-    these others had named nothing, so the model rewrote the server a trusted project
-    runs on the host."""
+    Every word names the file it is a path to, and so does an option's value
+    (`--script=FILE`). Besides, as the command's program reads its words (`_reads`): the
+    module a Python launcher runs (`python -m MODULE`, `uv run -m MODULE`: `MODULE.py`
+    or the `MODULE/` package, after the `__init__.py` of each package on the way, which
+    the import runs even when the module is missing), looked up in `base`, the folders
+    moved to and the workspace; the folder it runs as a script (one holding
+    `__main__.py`: `python pkgdir`), whole; each word in the folder a program known to
+    move there first (uv's `--directory`, git's, make's and env's `-C`). Another
+    program's `-m` (`git commit -m wip`) is no module and its folder (`ruff format
+    src/app`) no script: a hook formatting a package had made every edit in it one that
+    nobody could approve.
+
+    With `packages` False, a package stands for the file it runs, its `__main__.py`,
+    without the `__init__.py` files it is imported through: the files a check is made of
+    (`check_files.named_by`) are what it runs, not the project it tests."""
     root = workspace.resolve()
-    folders = [base.resolve()]  # where a relative name is looked up
     found: list[str] = []
-    before = ""
-    for word in words:
-        option, value = _option_value(word, before)
-        before = word
-        if "${" in word or not value.strip():
-            continue
+
+    def add(folder: Path, name: str, *, script: bool = False) -> None:
         try:
-            if option in _MOVES_TO:
-                folders.append((folders[0] / Path(value).expanduser()).resolve())
-                continue
-            if option in _RUNS_MODULE:
-                paths = [p for f in dict.fromkeys([*folders, root]) for p in _module(f, value)]
-            else:
-                paths = [folder / Path(value).expanduser() for folder in folders]
-        except (OSError, ValueError, RuntimeError):  # a NUL, a loop of links
-            continue
-        for path in paths:
-            found += [p for p in _in_workspace(path, root) if p not in found]
+            path = folder / Path(name).expanduser()
+        except RuntimeError:  # `~someone`, who is no user here
+            return
+        named = _in_workspace(path, root, script=script, packages=packages)
+        found.extend(p for p in named if p not in found)
+
+    words = list(words)
+    start = base.resolve()
+    for word in words:  # each word where the command starts, as it always was
+        for value in _values(word):
+            add(start, value)
+    for command in _commands(words):
+        reads = _reads(command)
+        folders = [start]
+        try:
+            for move in reads.moves:
+                if "${" in move:
+                    break
+                folders.append((folders[-1] / Path(move).expanduser()).resolve())
+        except (OSError, ValueError, RuntimeError):  # a NUL, a loop of links, no such user
+            pass
+        for folder in folders[1:]:
+            for value in (v for word in command for v in _values(word)):
+                add(folder, value)
+        if reads.module is not None and "${" not in reads.module:
+            for folder in dict.fromkeys([*folders, root]):
+                for name in _module(folder, reads.module, packages=packages):
+                    add(folder, name, script=True)
+        if reads.script is not None and "${" not in reads.script:
+            for folder in folders:
+                add(folder, reads.script, script=True)
     return found
 
 
-# Options whose value is a module to run (python's `-m`, uv run's `--module`), and those
-# that move the command to a folder before it looks up what it runs (uv's `--directory`).
-_RUNS_MODULE = frozenset({"-m", "--module"})
-_MOVES_TO = frozenset({"--directory", "--dir", "--cwd", "-C"})
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# The shell's operators as a hook's command is split (`shlex` with punctuation_chars).
+_OPERATOR = re.compile(r"[;&|()<>]+")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.DOTALL)
+# A Python launcher: python, python3, python3.12, python3.13t, pythonw, pypy3, py (and
+# their .exe), by name or by path.
+_PYTHON = re.compile(r"(python|pythonw|pypy)(\d+(\.\d+)*t?)?(\.exe)?|py(\.exe)?")
+# Programs that run the command after their options (timeout: after its duration too),
+# and their options that take the next word as their value.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "exec": frozenset({"-a"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "nohup": frozenset(),
+    "command": frozenset(),
+    "time": frozenset(),
+}
+# uv's and uvx's options that take the next word as their value (its -C is
+# --config-setting, no folder); `-m`/`--module` of `uv run` takes none: the command is
+# the module.
+_UV_VALUED = frozenset({
+    "--directory", "--project", "--python", "-p", "--with", "--with-editable",
+    "--with-requirements", "--from", "--index", "--index-url", "-i", "--extra-index-url",
+    "--default-index", "--find-links", "-f", "--config-file", "--cache-dir", "--color",
+    "--extra", "--group", "--only-group", "--no-group", "--package", "--env-file",
+    "--python-preference", "--index-strategy", "--keyring-provider", "--resolution",
+    "--prerelease", "--exclude-newer", "--link-mode", "--allow-insecure-host",
+    "--refresh-package", "--reinstall-package", "--upgrade-package", "-P",
+    "--no-binary-package", "--no-build-package", "--python-platform", "--config-setting",
+    "-C",
+})  # fmt: skip
+_PIPX_VALUED = frozenset({"--spec", "--python", "--index-url", "--pip-args"})
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
 
-def _option_value(word: str, before: str) -> tuple[str, str]:
-    """The option `word` gives a value to and that value (`--script=F`, `-mNAME`, or
-    `word` after an option without one), else ("", word)."""
+@dataclass
+class _Reads:
+    """What a command's program reads its words as, besides paths: the folders it moves
+    to before it looks up a name (each from the one before), the module and the script
+    Python runs."""
+
+    moves: list[str] = field(default_factory=list)
+    module: str | None = None
+    script: str | None = None
+
+
+def _values(word: str) -> list[str]:
+    """The paths a word may be: itself, and an option's value (`--script=FILE`)."""
+    values = [word]
     if word.startswith("-") and "=" in word:
-        option, _, value = word.partition("=")
-        return option, value
-    if word.startswith("-m") and len(word) > 2 and not word.startswith("--"):
-        return "-m", word[2:]
-    if before.startswith("-") and "=" not in before:
-        return before, word
-    return "", word
+        values.append(word.partition("=")[2])
+    return [v for v in values if v.strip() and "${" not in v]
 
 
-def _module(folder: Path, module: str) -> list[Path]:
-    """What `python -m MODULE` run in `folder` runs of it there: the `__init__.py` of each
-    package it is in, then `MODULE.py` or the `MODULE/` package; none when it is not
-    there."""
+def _commands(words: list[str]) -> list[list[str]]:
+    """`words` split at the shell's operators into the commands they are (the argv of a
+    server is one), each without its redirections."""
+    commands: list[list[str]] = [[]]
+    redirected = False
+    for word in words:
+        if redirected:
+            redirected = False
+        elif not _OPERATOR.fullmatch(word):
+            commands[-1].append(word)
+        elif "<" in word or ">" in word:
+            redirected = True  # the next word is a file it reads or writes, no argument
+        else:
+            commands.append([])
+    return [c for c in commands if c]
+
+
+def _reads(words: list[str]) -> _Reads:
+    """How the program of one command reads its words (`files_named`): only a Python
+    launcher runs a module or a folder, and only a program known to move to a folder
+    does (uv's `--directory`, git's `-C` before its subcommand, make's `-C` or
+    `--directory`, env's `-C`); bash's -C is noclobber. A wrapper (`env`, `timeout`,
+    `exec`, ...), `uv run`, `uvx` and `pipx run` are read through to what they run."""
+    reads = _Reads()
+    while words:
+        while words and _ASSIGNMENT.fullmatch(words[0]):
+            words = words[1:]
+        if not words:
+            break
+        program, args = os.path.basename(words[0]), words[1:]
+        if _PYTHON.fullmatch(program):
+            _python(args, reads)
+            break
+        if program in _WRAPPERS:
+            options, words = _options(args, _WRAPPERS[program])
+            if any(o in ("-S", "--split-string") for o, _ in options):
+                break  # env splits a string into the command: not read
+            reads.moves += [v for o, v in options if o in ("-C", "--chdir") and v is not None]
+            words = words[1:] if program == "timeout" else words
+        elif program in ("uv", "uvx"):
+            words = _uv(program == "uvx", args, reads)
+        elif program == "pipx" and args[:1] == ["run"]:
+            words = _options(args[1:], _PIPX_VALUED)[1]
+        elif program == "git":
+            options = _options(args, _GIT_VALUED)[0]
+            reads.moves += [v for o, v in options if o == "-C" and v is not None]
+            break
+        elif program in ("make", "gmake"):
+            reads.moves += _make_moves(args)
+            break
+        else:
+            break
+    return reads
+
+
+def _options(
+    args: list[str], valued: Collection[str]
+) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """`args`' leading options, each with its value (`--opt=V`; the next word, or the
+    rest of the word for a short one, for one of `valued`), and the words after them
+    (after `--`, when it ends them)."""
+    options: list[tuple[str, str | None]] = []
+    n = 0
+    while n < len(args) and args[n].startswith("-") and args[n] != "-":
+        word = args[n]
+        n += 1
+        if word == "--":
+            break
+        if word.startswith("--") and "=" in word:
+            option, _, value = word.partition("=")
+            options.append((option, value))
+        elif word in valued:
+            options.append((word, args[n] if n < len(args) else None))
+            n += 1
+        elif not word.startswith("--") and word[:2] in valued:
+            options.append((word[:2], word[2:]))
+        else:
+            options.append((word, None))
+    return options, args[n:]
+
+
+def _python(args: list[str], reads: _Reads) -> None:
+    """Reads Python's command line `args`: the module of `-m`, else the script, the first
+    word that is no option; nothing after `-c`, whose words are its own."""
+    n = 0
+    while n < len(args):
+        word = args[n]
+        n += 1
+        if word == "--":
+            reads.script = args[n] if n < len(args) else None
+            return
+        if not word.startswith("-"):
+            reads.script = word
+            return
+        if word == "-":
+            return  # the script is read from stdin
+        if word.startswith("--"):
+            n += word == "--check-hash-based-pycs"
+            continue
+        for at, letter in enumerate(word[1:], 2):
+            if letter in "cmWX":  # takes a value: the rest of the word, or the next one
+                value = word[at:] or (args[n] if n < len(args) else None)
+                n += not word[at:]
+                if letter == "m":
+                    reads.module = value
+                if letter in "cm":
+                    return
+                break
+
+
+def _uv(tool: bool, args: list[str], reads: _Reads) -> list[str]:
+    """Reads what `uv run`, `uv tool run` or uvx (`tool`) runs, uv's options read: the
+    folder `--directory` moves to, the module `--module` runs, a script or a folder
+    `uv run` runs with Python. The words of the command it runs then, its program first
+    (`uvx python -m x`, `uv run pytest`), or none."""
+    options, rest = _options(args, _UV_VALUED)
+    if not tool:
+        if rest[:2] == ["tool", "run"]:
+            tool, rest = True, rest[2:]
+        elif rest[:1] == ["run"]:
+            rest = rest[1:]
+        else:
+            return []
+        more, rest = _options(rest, _UV_VALUED)
+        options += more
+    reads.moves += [v for o, v in options if o == "--directory" and v is not None]
+    if not rest:
+        return []
+    if not tool and any(o in ("-m", "--module") for o, _ in options):
+        reads.module = rest[0]
+        return []
+    if not tool and not _PYTHON.fullmatch(os.path.basename(rest[0])):
+        reads.script = rest[0]  # a .py file, or a folder holding __main__.py
+    return rest
+
+
+def _make_moves(args: list[str]) -> list[str]:
+    """The folders `make args...` moves to: each `-C DIR` (or `--directory=DIR`), each
+    from the one before."""
+    moves: list[str] = []
+    for n, arg in enumerate(args):
+        if arg in ("-C", "--directory") and n + 1 < len(args):
+            moves.append(args[n + 1])
+        elif arg.startswith("--directory="):
+            moves.append(arg.partition("=")[2])
+        elif arg.startswith("-C") and len(arg) > 2:
+            moves.append(arg[2:])
+    return moves
+
+
+def _module(folder: Path, module: str, *, packages: bool) -> list[str]:
+    """What `python -m MODULE` run in `folder` runs of it there, in order, as names in
+    `folder` (some of it may not be there): the `__init__.py` of each package on the way,
+    which the import runs even when what follows is missing; then `MODULE.py`, or the
+    `MODULE/` package, whole when it holds `__main__.py` (else its `__init__.py`). A
+    module on the way ends it: `-m server.py` runs server.py, then finds no `py` in it.
+    Without `packages`, a package is its `__main__.py` alone (`files_named`)."""
     if not _MODULE.fullmatch(module):
         return []
-    *packages, name = module.split(".")
-    where = folder.joinpath(*packages)
-    runs = [p for p in (where / f"{name}.py", where / name) if _in_workspace(p, folder)]
-    inits = [folder.joinpath(*packages[: n + 1], "__init__.py") for n in range(len(packages))]
-    return [*inits, *runs] if runs else []
+    *names, leaf = module.split(".")
+    runs: list[str] = []
+    where = ""  # the package looked in, as a name in `folder`
+    try:
+        for name in names:
+            package = f"{where}{name}/"
+            if (folder / package / "__init__.py").is_file():
+                runs += [f"{package}__init__.py"] if packages else []
+            elif (folder / f"{where}{name}.py").is_file():
+                return [*runs, f"{where}{name}.py"]
+            elif not (folder / package).is_dir():
+                return runs
+            where = package
+        package, main = f"{where}{leaf}", f"{where}{leaf}/__main__.py"
+        if (folder / package / "__init__.py").is_file() or (
+            (folder / package).is_dir() and not (folder / f"{package}.py").is_file()
+        ):
+            if not packages:
+                return [*runs, main]
+            return [*runs, package if (folder / main).is_file() else f"{package}/__init__.py"]
+    except OSError:  # a name too long, a loop of links
+        return runs
+    return [*runs, f"{package}.py"]
 
 
-def _in_workspace(path: Path, root: Path) -> list[str]:
-    """`path`, when it is a file or a folder Python runs (holding `__main__.py`) in the
-    workspace, and the link it is named by, as patterns anchored at the workspace. The
-    workspace itself run so is its `__main__.py` alone: every change there would ask."""
+def _in_workspace(
+    path: Path, root: Path, *, script: bool = False, packages: bool = True
+) -> list[str]:
+    """`path`, when it is a file in the workspace or a folder Python runs as a `script`
+    (one holding `__main__.py`: whole, or without `packages` its `__main__.py`), and the
+    link it is named by, as patterns anchored at the workspace. The workspace itself
+    run so is its `__main__.py` alone: every change there would ask."""
     try:
         spelled = Path(os.path.normpath(path))
         target = spelled.resolve()
-        runs = target.is_file() or (target / "__main__.py").is_file()
+        folder = script and target.is_dir() and (target / "__main__.py").is_file()
+        if folder and not packages:
+            return _in_workspace(spelled / "__main__.py", root)
         named = [
             where
-            for where, there in ((target, runs), (spelled, spelled.is_symlink()))
+            for where, there in (
+                (target, folder or target.is_file()),
+                (spelled, spelled.is_symlink()),
+            )
             if there and where.is_relative_to(root)
         ]
     except (OSError, ValueError, RuntimeError):  # a NUL, a loop of links, a name too long
