@@ -48,10 +48,14 @@ from lathe.batch.tasks import BatchTask, is_run_folder, shown
 _TAIL = 2_000
 # What the diff leaves out, and so what the check must not see of the agent's: caches
 # (a .pyc compiled from a fix and stamped as the source put back ran the fix with an
-# empty diff) are left out of the check's copy; the rest is the set-up tree's there.
+# empty diff) are left out of the check's copy; .lathe is the set-up tree's there, and
+# .git the work's (a task may be about a commit) but for what makes git run code.
 _CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 _AS_SET_UP = frozenset({".git", ".lathe"})
 _NOISE = _CACHES | _AS_SET_UP
+# In a git folder (and each submodule's or worktree's in it), what runs code when the
+# check runs git: `core.fsmonitor`, filters, aliases, hooks and what selects filters.
+_GIT_RUNS = ("config", "config.worktree", "hooks", "info/attributes")
 _BYTECODE = (".pyc", ".pyo")
 _GRACE_S = 60.0  # past the wall limit lathe enforces itself, the harness kills it
 _GIT_TIMEOUT_S = 600.0  # a clone or checkout of a task's repository
@@ -278,25 +282,81 @@ def _unseen(path: Path) -> bool:
 
 def _scoring_copy(pristine: Path, work: Path, checked: Path) -> None:
     """The copy the task's check runs in: the work as the diff shows it. Caches are left
-    out (the check makes its own); each .git and .lathe folder is the set-up tree's, so
-    a verify command using git still finds its repository."""
+    out (the check makes its own). Each .git folder is the work's, as the agent left it
+    (a check reading its commit had only the set-up tree's, and always failed), but its
+    configuration, hooks and attributes are the set-up tree's (`_GIT_RUNS`); each .lathe
+    folder, and a .git the work has as no plain folder, is the set-up tree's."""
     _copy(work, checked, diffed=True)
     real = os.path.realpath(checked)
-    for folder, dirs, _ in os.walk(pristine):
-        for name in [d for d in dirs if d in _AS_SET_UP]:
-            original = Path(folder, name)
-            relative = original.relative_to(pristine)
-            target = checked / relative
-            # Never through a link the agent put in a folder's place, nor over its file.
-            if os.path.realpath(target.parent) != os.path.join(real, *relative.parts[:-1]):
-                continue
-            if os.path.lexists(target):
-                continue
-            if original.is_symlink():
-                os.symlink(os.readlink(original), target)
-            else:
-                _copy(original, target)
+    for relative in sorted(_kept_apart(pristine) | _kept_apart(work)):
+        target, ours, original = checked / relative, work / relative, pristine / relative
+        # Never through a link the agent put in a folder's place; not in one it removed.
+        if os.path.realpath(target.parent) != os.path.join(real, *relative.parts[:-1]):
+            continue
+        if not target.parent.is_dir():
+            continue
+        if os.path.lexists(target):  # the agent's file of that name (a gitdir pointer)
+            _remove(target)
+        if relative.name == ".git" and ours.is_dir() and not ours.is_symlink():
+            _copy(ours, target)
+            for piece in _git_runs(original) | _git_runs(target):
+                _put_back(original / piece, target, piece)
+        else:
+            _place(original, target)
+
+
+def _kept_apart(root: Path) -> set[Path]:
+    """Where `root` has a .git or .lathe (relative), of any kind, outside caches."""
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            if name in _AS_SET_UP:
+                found.add(Path(folder, name).relative_to(root))
         dirs[:] = [d for d in dirs if d not in _NOISE]
+    return found
+
+
+def _git_runs(git: Path) -> set[Path]:
+    """What of the git folder `git` makes git run code (`_GIT_RUNS`), relative: its own,
+    and those of the submodules' and worktrees' git folders in it (a folder of
+    `modules/` or `worktrees/` holding a HEAD)."""
+    if git.is_symlink() or not git.is_dir():
+        return set()
+    folders = [Path()]
+    for below in ("modules", "worktrees"):
+        for folder, _, files in os.walk(git / below):
+            if "HEAD" in files:
+                folders.append(Path(folder).relative_to(git))
+    return {folder / piece for folder in folders for piece in _GIT_RUNS}
+
+
+def _put_back(original: Path, root: Path, relative: Path) -> None:
+    """Make `root / relative` what `original` is (absent when it is absent), never
+    through a link or a file the work has in the place of one of its folders."""
+    folder = root
+    for part in relative.parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+            _remove(folder)
+        if not os.path.lexists(folder):
+            if not os.path.lexists(original):
+                return  # nothing there, nothing to put
+            folder.mkdir()
+    target = root / relative
+    if os.path.lexists(target):
+        _remove(target)
+    _place(original, target)
+
+
+def _place(original: Path, target: Path) -> None:
+    """A copy of `original` (a file, folder or link, never followed) at `target`, which
+    is not there; nothing when there is no `original`."""
+    if original.is_symlink():
+        os.symlink(os.readlink(original), target)
+    elif original.is_dir():
+        _copy(original, target)
+    elif original.is_file():
+        shutil.copy2(original, target)
 
 
 def _special(path: Path) -> bool:
