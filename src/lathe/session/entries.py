@@ -228,16 +228,19 @@ def run_settings(
     mask: Callable[[str], str] = lambda text: text,
 ) -> RunSettings:
     """`RunSettings` that hold no secret: each text through `mask` (the run's redactor,
-    as every other entry), and a `base_url` holding credentials masked (`masked_url`);
-    `base_url_masked` says the URL recorded is not the one used."""
-    from lathe.config.secrets import masked_url, url_secrets
+    as every other entry), a `base_url` holding credentials masked (`masked_url`), and
+    each credential written in `verify` (`mask_credentials`: a connection string's
+    password, a key, which no redactor knows as a value); `base_url_masked` says the URL
+    recorded is not the one used, and a masked `verify` is asked for again
+    (`recorded_run`)."""
+    from lathe.config.secrets import mask_credentials, masked_url, url_secrets
 
     shown = base_url and mask(masked_url(base_url) if url_secrets(base_url) else base_url)
     return RunSettings(
         base_url=shown,
         base_url_masked=shown != base_url,
         approval=approval,
-        verify=verify and mask(verify),
+        verify=verify and mask(mask_credentials(verify)),
         max_turns=max_turns,
     )
 

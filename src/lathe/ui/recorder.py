@@ -247,7 +247,8 @@ def record_run_start(
     and `verify` (None: no check): what is in effect when the face can change them
     (the app's /approval, /verify); left out, what `setup` gives. Masked by the run's
     `redactor` as every other entry (a verify command may name a key); left out, one
-    made as a run makes it."""
+    made as a run makes it. The model is named so that the config resolves it again
+    (`--model` takes the name recorded: `lathe run --continue`, the service's resume)."""
     from lathe.session.entries import ModelChangeEntry, last_model_change, run_settings
 
     if redactor is None:
@@ -262,8 +263,14 @@ def record_run_start(
         options.max_turns,
         redactor.mask,
     )
-    model = setup.model.name or setup.model.model_id
-    entry = ModelChangeEntry(provider=setup.model.provider, model=model, settings=settings)
+    model = setup.model
+    if not model.name and not setup.loaded.config.base_url:
+        # An unlisted id on a named provider (`--model ollama/llama3.1`): the id alone
+        # names no model of the config (`resolve_model`'s rule 4 needs the provider).
+        name = f"{model.provider}/{model.model_id}"
+    else:  # a catalog or config name, or an id a base_url a layer set is sent as given
+        name = model.name or model.model_id
+    entry = ModelChangeEntry(provider=model.provider, model=name, settings=settings)
     entry = redactor.model(entry)
     last = last_model_change(session.branch())
     said = (last.provider, last.model, last.settings) if last else (None, None, None)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lathe.errors import UsageError
 
 if TYPE_CHECKING:
-    from lathe.config import LoadedConfig, ResolvedModel
+    from lathe.config import Config, LoadedConfig, ResolvedModel
     from lathe.config.trust import ProjectSettings
     from lathe.llm.registry import Endpoint
     from lathe.mcptools.servers import DeclaredServers
@@ -92,25 +92,33 @@ class RunSetup:
 class Continued:
     """The session a run goes on with, and the settings its last run started
     with that this one keeps (`entries.recorded_run`), by option name: those the user
-    did not give again by a flag, a variable or a config file."""
+    did not give again by a flag, a variable or a config file, and an approval only when
+    it is `read-only` (`_continued`)."""
 
     session_id: str
     kept: dict[str, Any]
     unsaid: str = ""  # why the session cannot say what it ran with (an older lathe's)
+    # The session's approval, looser than this face's default, that the run did not take,
+    # said with how to have it: "approval full was not carried over: give ...".
+    not_carried: str = ""
 
     def said(self) -> str:
-        """What the run keeps, in one line; empty when it keeps nothing."""
+        """What the run keeps, and the looser approval it did not take, in one line;
+        empty when it keeps nothing and leaves nothing looser behind."""
         if self.unsaid:
             return f"session {self.session_id} goes on with this run's settings: {self.unsaid}"
         kept = dict(self.kept)
-        if not kept:
-            return ""
         model, base_url = kept.pop("model", None), kept.pop("base_url", None)
         said = [f"model {model}"] if model else []
         if base_url:
             said.append(f"{said.pop()} at {base_url}" if said else f"endpoint {base_url}")
         said += [f"{_SAID[name]} {value}" for name, value in kept.items()]
-        return f"continuing session {self.session_id} with {', '.join(said)} (from the session)"
+        line = f"continuing session {self.session_id}"
+        if said:
+            line += f" with {', '.join(said)} (from the session)"
+        if self.not_carried:
+            return f"{line}; {self.not_carried}"
+        return line if said else ""
 
 
 # Each recorded run setting: the config key the user gives it by, and the words for it
@@ -118,6 +126,10 @@ class Continued:
 _KEYS = {"model": "model", "base_url": "base_url", "approval": "permissions.approval",
          "verify": "agent.verify", "max_turns": "agent.max_turns"}  # fmt: skip
 _SAID = {"approval": "approval", "verify": "check", "max_turns": "max turns"}
+# By `RunOptions.headless`: the approval modes no looser than that face's default
+# (`effective_approval`: `auto` headless, `ask` in the app). A session's mode other than
+# these is said not carried over (`_continued`).
+_NO_LOOSER = {True: ("read-only", "ask", "auto"), False: ("read-only", "ask")}
 
 
 def effective_approval(loaded: LoadedConfig, *, headless: bool) -> str:
@@ -148,6 +160,11 @@ def prepare(options: RunOptions) -> RunSetup:
     if continued is not None and continued.kept:
         kept = {_KEYS[name]: value for name, value in continued.kept.items()}
         loaded = load_config(workspace, flags=flags | kept, overrides=options.overrides)
+        if "model" in continued.kept and not _configured(loaded.config, loaded.config.model):
+            raise UsageError(
+                f"session {continued.session_id} ran with model {loaded.config.model}, "
+                "which is not configured now; give --model"
+            )
     if options.sandbox and effective_approval(loaded, headless=options.headless) == "full":
         raise UsageError(
             f"--sandbox {options.sandbox} has no effect with --approval full, which runs "
@@ -180,7 +197,13 @@ def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Co
     none to continue. Never a default in place of what the session ran with: a setting it ran
     with that its file keeps masked (an endpoint holding credentials, a check holding a
     secret) is a UsageError until the user gives it again. A file an older lathe wrote
-    says none: the run goes on as set now, as it always did, and says so."""
+    says none: the run goes on as set now, as it always did, and says so.
+
+    Its approval is kept only when it is `read-only`, tighter than every face's default:
+    the file records the mode in effect, the face's default included, so a looser one
+    was not necessarily chosen (a headless run's default `auto` continued in the app
+    wrote files unasked, its `full` ran commands unsandboxed) and the app's `ask` in a
+    headless run refuses every edit. One looser than this face's default is said."""
     if not (options.resume or options.continue_last):
         return None
     from lathe.home import lathe_home
@@ -194,8 +217,9 @@ def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Co
         session = store.latest(workspace, readonly=True)
     if session is None:
         return None
-    session.check_workspace(workspace)
-    recorded = recorded_run(session.branch(), session.header.model)
+    with session:
+        session.check_workspace(workspace)
+        recorded = recorded_run(session.branch(), session.header.model)
     if not recorded.settings_said:  # nothing to go by: this run's own, and said so
         return Continued(session.id, {}, unsaid=recorded.unsaid[0][1])
     given = {name for name, key in _KEYS.items() if loaded.origin(key) != "default"}
@@ -207,7 +231,28 @@ def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Co
                 f"giving {flags} again"
             )
     kept = {name: value for name, value in recorded.options.items() if name not in given}
-    return Continued(session.id, kept)
+    not_carried = ""
+    if (approval := kept.get("approval")) != "read-only":
+        kept.pop("approval", None)
+        if approval is not None and approval not in _NO_LOOSER[options.headless]:
+            also = "" if options.headless else f" (or /approval {approval})"
+            not_carried = (
+                f"approval {approval} was not carried over: give --approval {approval}"
+                f"{also} to go on with it"
+            )
+    return Continued(session.id, kept, not_carried=not_carried)
+
+
+def _configured(config: Config, name: str) -> bool:
+    """Whether `resolve_model` finds model `name` in `config` rather than refusing it as
+    unknown (its rules 1-4; a local model is lathe's own)."""
+    prefix, slash, wire_id = name.partition("/")
+    return (
+        is_local_model(name)
+        or name in config.models
+        or bool(config.base_url or config.provider)
+        or bool(slash and wire_id and prefix in config.providers)
+    )
 
 
 def _mcp_servers(loaded: LoadedConfig, workspace: Path, options: RunOptions) -> DeclaredServers:
