@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from lathe.checkpoint import RestoreReport
     from lathe.ui.interactive.app import InteractiveApp
     from lathe.ui.recorder import RunTally
+    from lathe.ui.setup import Continued
 
 _NO_CHECKPOINTS = (
     "checkpoints are not available in this build of lathe (lathe.checkpoint is missing)"
@@ -129,9 +130,19 @@ class Links(AgentHooks):
 
     # opening sessions
 
-    def open_at_start(self, resume: str | None, continue_last: bool) -> list[Message]:
+    def open_at_start(
+        self, resume: str | None, continue_last: bool, continued: Continued | None = None
+    ) -> list[Message]:
         """Open the session to work in: the one asked for, or a new one. Returns the
-        conversation to continue (empty for a new session)."""
+        conversation to continue (empty for a new session). `continued`: the session
+        `prepare` settled on for `resume` or `continue_last` (`setup.continued`), whose
+        settings the app took, opened by its id: looked up again, the latest could be
+        another session another lathe wrote to meanwhile, gone on with under the first
+        one's model, endpoint and approval."""
+        if continued is not None:
+            session = self.store.open(continued.session_id)
+            _in_workspace(session, self.workspace)
+            return self._adopt(session)
         if resume or continue_last:
             session = self.store.open(resume) if resume else self.store.latest(self.workspace)
             if session is not None:
