@@ -217,7 +217,9 @@ class InteractiveApp:
             from lathe.ui.interactive.commands import load_prompt_commands
 
             self.prompt_commands = load_prompt_commands(self)
-            history = self.links.open_at_start(self.options.resume, self.options.continue_last)
+            history = self.links.open_at_start(
+                self.options.resume, self.options.continue_last, self.setup.continued
+            )
             if (self.options.resume or self.options.continue_last) and not history:
                 self.renderer.note("no earlier session in this workspace; this is a new one")
             self.provider = make_provider(self.setup.endpoint)
