@@ -42,6 +42,16 @@ def test_the_runners_own_modules_count_only_at_the_top_where_they_shadow() -> No
     assert not CHECK_FILE.search("vendor/pluggy/__init__.py")
 
 
+def test_the_runners_py_module_and_compiled_shadows_count_too() -> None:
+    # pytest imports `py` as it starts, and an extension module of a runner's name
+    # shadows it as a .py does: the batch's scoring put them back, the gate missed them.
+    for name in ("py.py", "py/__init__.py", "pluggy.cpython-311-x86_64-linux-gnu.so",
+                 "iniconfig.pyd", "_pytest.abi3.so"):  # fmt: skip
+        assert CHECK_FILE.search(name), name
+    for name in ("py/tools.py", "lib/py.py", "copy.py", "pyproject_utils.py", "mypy.so"):
+        assert not CHECK_FILE.search(name), name
+
+
 async def test_asking_for_less_output_ends_when_less_cannot_be_asked() -> None:
     # With a reserve under the 256 tokens a request always asks for, every refusal was
     # answered "ask for less", the next request asked 256 again: a loop.

@@ -34,8 +34,10 @@ CHECK_FILE = re.compile(
     + r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
     r"|(site|user)customize\.py|pytest\.py)$|(^|/)pytest/[^/]+\.py$"
     # A module of the runner's own, shadowed from the workspace's top: `pluggy.py`
-    # printed "1 passed" for pytest (deeper, as in src/_pytest/, it is a project's own).
-    r"|^(_pytest|pluggy|iniconfig)(\.py$|/)"
+    # printed "1 passed" for pytest (deeper, as in src/_pytest/, it is a project's own);
+    # `py`, which pytest imports as it starts, and extension modules of those names.
+    r"|^(_pytest|pluggy|iniconfig)(\.py$|/)|^py(\.py|/__init__\.py)$"
+    r"|^(pytest|_pytest|pluggy|iniconfig|py)\.([^/]*\.)?(so|pyd)$"
 )
 # What a runner named in the verify command reads without the command naming it.
 _RUNNER_FILES = {
