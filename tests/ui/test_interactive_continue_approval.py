@@ -5,25 +5,12 @@ what was not carried over and how to have it."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
-
-
-def _headless(fake_openai: FakeOpenAIServer, workspace: Path, home: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
-    env.update(OPENAI_API_KEY="test-key", LATHE_HOME=str(home), HOME=str(home.parent))
-    result = subprocess.run(
-        [sys.executable, "-m", "lathe", "run", "--model", "fake-model", "--base-url",
-         fake_openai.base_url, "-C", str(workspace), *args],
-        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+from tests.ui.test_interactive_continue_settings import _headless
 
 
 @pytest.mark.parametrize("given", [[], ["--approval", "auto"], ["--approval", "full"]])
