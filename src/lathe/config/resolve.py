@@ -34,6 +34,12 @@ from lathe.config.secrets import env_references, expand_references
 from lathe.errors import UsageError
 from lathe.types import Usage
 
+
+class UnknownModel(UsageError):
+    """`resolve_model` finds no model of the name: not in `[models]`, no base URL or
+    provider to send it to, or a `PROVIDER/` prefix no provider is configured for."""
+
+
 # Takes precedence over every provider's own key variable: one place to put the key for
 # a proxy or a one-off run.
 KEY_OVERRIDE_ENV = "LATHE_API_KEY"
@@ -214,9 +220,9 @@ def _resolve(
     prefix, slash, wire_id = name.partition("/")
     if slash and wire_id:
         if prefix not in config.providers:
-            raise UsageError(f"model {name!r}: {_unknown_provider(config, prefix)}")
+            raise UnknownModel(f"model {name!r}: {_unknown_provider(config, prefix)}")
         return _unlisted(config, prefix, wire_id, None, environ, profile)
-    raise UsageError(_unknown_model(config, name))
+    raise UnknownModel(_unknown_model(config, name))
 
 
 def _unlisted(

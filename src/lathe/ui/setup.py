@@ -160,11 +160,8 @@ def prepare(options: RunOptions) -> RunSetup:
     if continued is not None and continued.kept:
         kept = {_KEYS[name]: value for name, value in continued.kept.items()}
         loaded = load_config(workspace, flags=flags | kept, overrides=options.overrides)
-        if "model" in continued.kept and not _configured(loaded.config, loaded.config.model):
-            raise UsageError(
-                f"session {continued.session_id} ran with model {loaded.config.model}, "
-                "which is not configured now; give --model"
-            )
+        if "model" in continued.kept and not is_local_model(loaded.config.model):
+            _check_kept_model(loaded.config, continued.session_id)
     if options.sandbox and effective_approval(loaded, headless=options.headless) == "full":
         raise UsageError(
             f"--sandbox {options.sandbox} has no effect with --approval full, which runs "
@@ -243,16 +240,22 @@ def _continued(options: RunOptions, workspace: Path, loaded: LoadedConfig) -> Co
     return Continued(session.id, kept, not_carried=not_carried)
 
 
-def _configured(config: Config, name: str) -> bool:
-    """Whether `resolve_model` finds model `name` in `config` rather than refusing it as
-    unknown (its rules 1-4; a local model is lathe's own)."""
-    prefix, slash, wire_id = name.partition("/")
-    return (
-        is_local_model(name)
-        or name in config.models
-        or bool(config.base_url or config.provider)
-        or bool(slash and wire_id and prefix in config.providers)
-    )
+def _check_kept_model(config: Config, session_id: str) -> None:
+    """A model a session ran with, carried over, that the config no longer knows is a
+    UsageError naming the session; any other error of it is said where the model is
+    resolved for the run."""
+    from lathe.config import resolve_model
+    from lathe.config.resolve import UnknownModel
+
+    try:
+        resolve_model(config)
+    except UnknownModel:
+        raise UsageError(
+            f"session {session_id} ran with model {config.model}, which is not configured "
+            "now; give --model"
+        ) from None
+    except UsageError:
+        pass
 
 
 def _mcp_servers(loaded: LoadedConfig, workspace: Path, options: RunOptions) -> DeclaredServers:
