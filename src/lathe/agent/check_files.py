@@ -26,18 +26,25 @@ RUNNER_CONFIGS = (
     "pyproject.toml", "noxfile.py",
 )  # fmt: skip
 """The test runners' configuration files (by name): one can make any check pass."""
+RUNNER_SHADOW = re.compile(
+    r"^(pytest|_pytest|pluggy|iniconfig|py)(\.py|(\.[^/]*)?\.(so|pyd))$"
+    r"|^(pytest|_pytest|pluggy|iniconfig)/"
+    r"|^py/__init__(\.py|(\.[^/]*)?\.(so|pyd))$"
+    r"|(^|/)([^/]*\.pth|(site|user)customize\.py)$"
+)
+"""What makes a check pass whatever the code: the test runner's own modules shadowing it
+from the workspace's top (`python -m pytest` puts it first on sys.path: a `pluggy.py`
+printed "1 passed"; deeper, as in src/_pytest/, it is a project's own), as a module, a
+package (`py`, which pytest imports as it starts, only by its `__init__`: a project's
+`py/` folder is common) or an extension module, and what Python runs as it starts: a
+`.pth`, sitecustomize.py."""
 CHECK_FILE = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs|testdata|test_data|fixtures|golden)/"
     r"|(^|/)(test[^/]*\.py|test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)"
     r"\.\w+|conftest\.py|"
     + "|".join(map(re.escape, RUNNER_CONFIGS))
-    + r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|[^/]*\.pth"
-    r"|(site|user)customize\.py|pytest\.py)$|(^|/)pytest/[^/]+\.py$"
-    # A module of the runner's own, shadowed from the workspace's top: `pluggy.py`
-    # printed "1 passed" for pytest (deeper, as in src/_pytest/, it is a project's own);
-    # `py`, which pytest imports as it starts, and extension modules of those names.
-    r"|^(_pytest|pluggy|iniconfig)(\.py$|/)|^py(\.py|/__init__\.py)$"
-    r"|^(pytest|_pytest|pluggy|iniconfig|py)\.([^/]*\.)?(so|pyd)$"
+    + r"|(jest|vitest|karma|playwright)\.config\.\w+|package\.json|pytest\.py)$"
+    r"|(^|/)pytest/[^/]+\.py$|" + RUNNER_SHADOW.pattern
 )
 # What a runner named in the verify command reads without the command naming it.
 _RUNNER_FILES = {

@@ -28,7 +28,6 @@ import difflib
 import io
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -614,34 +613,25 @@ def _verify(
         result.solved, result.status = True, "solved"
 
 
-# What makes any check pass whatever the code, put back whatever the task protects: the
-# test runner's own modules shadowing it from the workspace's top (`python -m pytest`
-# puts it first on sys.path; a `pytest.py` printing "1 passed" counted solved), as a
-# module, a package (`py` only by its `__init__`: a project's `py/` folder is common) or
-# an extension module, and what Python runs as it starts: a `.pth`, sitecustomize.py.
-# Not all `agent.check_files` counts as the check's: its test*.py modules, package.json,
+# Put back whatever the task protects: what makes any check pass whatever the code
+# (`check_files.RUNNER_SHADOW`; a `pytest.py` printing "1 passed" counted solved). Not
+# all `agent.check_files` counts as the check's: its test*.py modules, package.json,
 # fixtures/, a root pyproject.toml... are often the fix, and putting them back undid it.
-_RUNNER = r"(pytest|_pytest|pluggy|iniconfig|py)"
-_ALWAYS_PUT_BACK = re.compile(
-    rf"^{_RUNNER}(\.py|(\.[^/]*)?\.(so|pyd))$"
-    r"|^(pytest|_pytest|pluggy|iniconfig)/"
-    r"|^py/__init__(\.py|(\.[^/]*)?\.(so|pyd))$"
-    r"|(^|/)([^/]*\.pth|(site|user)customize\.py)$"
-)
 
 
 def restore_protected(source: Path, copy: Path, patterns: tuple[str, ...]) -> list[str]:
     """Make every file of `copy` matching `patterns` (gitignore syntax), and every one
-    that makes any check pass whatever the code (`_ALWAYS_PUT_BACK`: a module shadowing
-    the test runner, a `.pth`), what it is in `source`: changed ones rewritten, added
+    that makes any check pass whatever the code (`check_files.RUNNER_SHADOW`: a module
+    shadowing the test runner, a `.pth`), what it is in `source`: changed ones rewritten, added
     ones removed, removed ones put back. The paths put right, relative."""
+    from lathe.agent.check_files import RUNNER_SHADOW
     from lathe.patterns import compiled
 
     matcher = compiled(tuple(patterns))
 
     def protected(relative: str) -> bool:
         posix = Path(relative).as_posix()
-        return matcher.first_match(relative) is not None or bool(_ALWAYS_PUT_BACK.search(posix))
+        return matcher.first_match(relative) is not None or bool(RUNNER_SHADOW.search(posix))
 
     restored = []
     for relative in sorted(_files(source) | _files(copy)):
