@@ -149,7 +149,7 @@ def named_by(command: str, workspace: Path) -> list[str]:
     `sh -c 'sh ci/check.sh'` does too. Before, each word was looked for at the
     workspace's top, and `python -m mycheck` named nothing: each had a plain `verified`
     after the model emptied the script."""
-    from lathe.policy.rules import files_named
+    from lathe.policy.rules import files_named, make_moves
     from lathe.policy.shell_parse import parse_script
 
     root = Path(os.path.realpath(workspace))
@@ -170,7 +170,9 @@ def named_by(command: str, workspace: Path) -> list[str]:
             if (root / pattern[1:]).is_file()
         }
         base = os.path.basename(simple.name)
-        folder = _make_folder(words[1:], simple.cwd) if base == "make" else simple.cwd
+        folder = simple.cwd
+        for move in make_moves(words[1:]) if base == "make" else ():
+            folder = folder / move  # each from the one before; the last holds the Makefile
         for candidate in (folder / name for name in _RUNNER_FILES.get(base, ())):
             try:
                 path = Path(os.path.realpath(candidate))
@@ -179,20 +181,6 @@ def named_by(command: str, workspace: Path) -> list[str]:
             if path.is_relative_to(root) and path.is_file():
                 named.add(path.relative_to(root).as_posix())
     return sorted(named)
-
-
-def _make_folder(args: list[str], cwd: Path) -> Path:
-    """The folder `make args...` reads its Makefile in: the last `-C DIR` (or
-    `--directory=DIR`), each relative to the one before."""
-    folder = cwd
-    for n, arg in enumerate(args):
-        if arg in ("-C", "--directory") and n + 1 < len(args):
-            folder = folder / args[n + 1]
-        elif arg.startswith("--directory="):
-            folder = folder / arg.partition("=")[2]
-        elif arg.startswith("-C") and len(arg) > 2:
-            folder = folder / arg[2:]
-    return folder
 
 
 # The commands whose every file change lathe's guard names (`policy.command.analyze`'s

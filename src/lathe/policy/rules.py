@@ -375,7 +375,7 @@ def _reads(words: list[str]) -> _Reads:
             reads.moves += [v for o, v in options if o == "-C" and v is not None]
             break
         elif program in ("make", "gmake"):
-            reads.moves += _make_moves(args)
+            reads.moves += make_moves(args)
             break
         else:
             break
@@ -463,7 +463,7 @@ def _uv(tool: bool, args: list[str], reads: _Reads) -> list[str]:
     return rest
 
 
-def _make_moves(args: list[str]) -> list[str]:
+def make_moves(args: list[str]) -> list[str]:
     """The folders `make args...` moves to: each `-C DIR` (or `--directory=DIR`), each
     from the one before."""
     moves: list[str] = []
