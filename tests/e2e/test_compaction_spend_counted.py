@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.fakes.openai_server import Call, Reply
@@ -19,18 +20,17 @@ SUMMARY_USAGE = {"prompt_tokens": 500_000, "completion_tokens": 100_000, "total_
 SUMMARY_COST = 500_000 * 2.50 / 1e6 + 100_000 * 10.00 / 1e6  # gpt-4o's catalog prices
 
 
-def _compacting_run(tmp_path: Path, server, *args: str) -> subprocess.CompletedProcess:
-    """A run in a 12,000-token window whose reads make it compact; each summary request
-    is answered with SUMMARY_USAGE, each turn with about what a server would count."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for n in range(LOGS):
+def log_reader(ws: Path, logs: int, summary_usage: dict[str, int]) -> Callable[[dict], Reply]:
+    """A responder for a run that reads `logs` log files it writes into `ws`, big enough
+    to make a 12,000-token window compact: each summary request is answered with
+    `summary_usage`, each turn with about what a server would count."""
+    for n in range(logs):
         (ws / f"log{n}.txt").write_text(f"entry {n}\n" * 800)
-    reads = iter(range(LOGS))
+    reads = iter(range(logs))
 
     def respond(body):
         if not body.get("tools"):
-            return Reply("Goal: read the logs. Progress: some read.", usage=SUMMARY_USAGE)
+            return Reply("Goal: read the logs. Progress: some read.", usage=summary_usage)
         size = len(json.dumps(body)) // 3
         usage = {"prompt_tokens": size, "completion_tokens": 20, "total_tokens": size + 20}
         n = next(reads, None)
@@ -38,7 +38,14 @@ def _compacting_run(tmp_path: Path, server, *args: str) -> subprocess.CompletedP
             return Reply("All logs read.", usage=usage)
         return Reply(calls=[Call("read", {"path": f"log{n}.txt"})], usage=usage)
 
-    server.responder = respond
+    return respond
+
+
+def _compacting_run(tmp_path: Path, server, *args: str) -> subprocess.CompletedProcess:
+    """A run in a 12,000-token window whose reads make it compact (`log_reader`)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server.responder = log_reader(ws, LOGS, SUMMARY_USAGE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LATHE_", "OPENAI_"))}
     env.update(OPENAI_API_KEY="sk-test", LATHE_HOME=str(tmp_path / "home"))
     return subprocess.run(

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fakes.openai_server import Call, FakeOpenAIServer, Reply
+from tests.e2e.test_compaction_spend_counted import log_reader
+from tests.fakes.openai_server import FakeOpenAIServer
 
 from lathe.session import ENTRY_ADAPTER, RunEndEntry, SessionStore
 from lathe.session.index import INDEX_NAME
@@ -21,21 +22,7 @@ SUMMARY_USAGE = {"prompt_tokens": 50_000, "completion_tokens": 1_000, "total_tok
 
 
 def _compacting_run(home: Path, workspace: Path, server: FakeOpenAIServer):
-    for n in range(4):
-        (workspace / f"log{n}.txt").write_text(f"entry {n}\n" * 800)
-    reads = iter(range(4))
-
-    def respond(body):
-        if not body.get("tools"):
-            return Reply("Goal: read the logs. Progress: some read.", usage=SUMMARY_USAGE)
-        size = len(json.dumps(body)) // 3
-        usage = {"prompt_tokens": size, "completion_tokens": 20, "total_tokens": size + 20}
-        n = next(reads, None)
-        if n is None:
-            return Reply("All logs read.", usage=usage)
-        return Reply(calls=[Call("read", {"path": f"log{n}.txt"})], usage=usage)
-
-    server.responder = respond
+    server.responder = log_reader(workspace, 4, SUMMARY_USAGE)
     return lathe(home, workspace, "run", "--model", "gpt-4o", "--base-url", server.base_url,
                   "-C", str(workspace), "-c", "models.gpt-4o.context_window=12000",
                   "Read the logs")  # fmt: skip
